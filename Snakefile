@@ -1,0 +1,26 @@
+# Ascend dispatch profiling: the DAG from env capture through correctness, baseline, system timeline,
+# PMU and PC sampling to the report. See README.md; every config key is explained in config/README.md.
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/env_capture.smk"
+include: "workflow/rules/build.smk"
+include: "workflow/rules/correctness.smk"
+include: "workflow/rules/baseline.smk"
+include: "workflow/rules/timeline.smk"
+include: "workflow/rules/pmu.smk"
+include: "workflow/rules/pcsampling.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS),
+
+
+onsuccess:
+    for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
+        print(f"Report: {path}")

@@ -1,0 +1,17 @@
+# build: run deepep.build_command (if set) and record the hashes of the built libraries.
+
+
+rule build:
+    input:
+        **needed_inputs("build"),
+    output:
+        record="results/{experiment}/build/build.json",
+        status="results/{experiment}/build/status.json",
+    log:
+        stage_log("build"),
+    params:
+        config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
+        needed=NEEDS["build"],
+        timeout=config["timeouts"]["build"],
+    script:
+        "../scripts/build.py"

@@ -1,0 +1,20 @@
+# correctness: the V2 precision test on every node and rank (collective); the gate for all measurements.
+
+
+rule correctness:
+    input:
+        **needed_inputs("correctness"),
+    output:
+        ranks="results/{experiment}/correctness/ranks.parquet",
+        run=directory("results/{experiment}/correctness/run"),
+        status="results/{experiment}/correctness/status.json",
+    log:
+        stage_log("correctness"),
+    params:
+        config_fingerprint=config_fingerprint("mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"),
+        needed=NEEDS["correctness"],
+        timeout=config["timeouts"]["correctness"],
+    resources:
+        npu_cluster=1,
+    script:
+        "../scripts/correctness.py"

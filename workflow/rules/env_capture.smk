@@ -1,0 +1,31 @@
+# env_capture: probe every node (tools, versions, topology, compile flags), then fold the nodes.
+
+if COLLECT:
+
+    rule env_capture_node:
+        output:
+            env="results/{experiment}/env_capture/node{node}/env.json",
+            status="results/{experiment}/env_capture/node{node}/status.json",
+        log:
+            stage_log("env_capture", "node{node}"),
+        params:
+            config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
+            timeout=config["timeouts"]["env_capture"],
+        script:
+            "../scripts/env_capture_node.py"
+
+
+rule env_capture:
+    input:
+        nodes=(
+            expand("results/{{experiment}}/env_capture/node{node}/status.json", node=NODES)
+            if COLLECT
+            else []
+        ),
+    output:
+        env="results/{experiment}/env_capture/env.json",
+        status="results/{experiment}/env_capture/status.json",
+    log:
+        stage_log("env_capture"),
+    script:
+        "../scripts/env_capture.py"

@@ -1,0 +1,20 @@
+# report: one self-contained HTML page and summary.json; renders whatever state the stages are in.
+
+
+rule report:
+    input:
+        **{stage: status_path(stage) for stage in STAGES},
+        env="results/{experiment}/env_capture/env.json",
+        build_record="results/{experiment}/build/build.json",
+        correctness_ranks="results/{experiment}/correctness/ranks.parquet",
+    output:
+        html="results/{experiment}/report/report.html",
+        summary="results/{experiment}/report/summary.json",
+        status="results/{experiment}/report/status.json",
+    log:
+        stage_log("report"),
+    params:
+        config_fingerprint=config_fingerprint("mode", "toolchain", "cluster", "shape", "kernel", "deepep"),
+        stages=STAGES,
+    script:
+        "../scripts/report.py"

@@ -1,0 +1,159 @@
+"""Checks of the configuration that a JSON schema cannot express, and the test's argument rendering.
+
+The schema (workflow/schemas/config.schema.yaml) checks types, ranges and unknown keys and fills
+defaults; these checks relate keys to each other. Every message names the key and the rule, so a
+user can fix the file without reading code. They run before the DAG is built: nothing runs on a
+configuration that fails them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import string
+from pathlib import Path
+from typing import Any, Mapping
+
+# msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
+MSOPPROF_OUTPUT_MAX = 200
+KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
+_HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+# Values the test's argument list may refer to as {placeholders}.
+SHAPE_KEYS = ("num_tokens", "num_max_tokens_per_rank", "hidden", "num_topk", "num_experts", "num_aiv", "dtype", "route", "seed")
+CLUSTER_KEYS = ("nodes", "ranks_per_node", "master_addr", "master_port", "shmem_port")
+RUN_KEYS = ("log_dir", "run_tag", "transport", "world_ranks")
+PLACEHOLDERS = frozenset(SHAPE_KEYS + CLUSTER_KEYS + RUN_KEYS)
+
+
+class ConfigError(ValueError):
+    """A configuration value that must be fixed before anything runs."""
+
+
+def is_plain_host(value: str) -> bool:
+    """A hostname (RFC 1123 labels) or an IP address; nothing a shell could interpret."""
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        pass
+    if len(value) > 253:
+        return False
+    return all(_HOSTNAME_LABEL.match(label) for label in value.split("."))
+
+
+def placeholders_in(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def render_args(templates: list[str], values: Mapping[str, Any]) -> list[str]:
+    """Fill {placeholders} of the test's argument list; an unknown placeholder is a ConfigError."""
+    rendered = []
+    for template in templates:
+        unknown = placeholders_in(template) - set(values)
+        if unknown:
+            raise ConfigError(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(values)}")
+        rendered.append(template.format(**values))
+    return rendered
+
+
+def world_ranks(config: Mapping[str, Any]) -> int:
+    return int(config["cluster"]["nodes"]) * int(config["cluster"]["ranks_per_node"])
+
+
+def msopprof_output_dirs(config: Mapping[str, Any], workdir: Path, experiment: str) -> list[Path]:
+    """The --output directories the PMU and PC-sampling stages will hand to msopprof."""
+    base = workdir.resolve() / "results" / experiment
+    last = int(config["cluster"]["nodes"]) - 1
+    return [base / stage / "raw" / f"node{last}" for stage in ("pmu", "pcsampling")]
+
+
+def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Schema violations as one line each, naming the key path (snakemake's own message dumps the schema)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+        key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        if error.validator == "additionalProperties":
+            unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            problems.append(f"{key}: unknown key(s) {unknown}; known keys: {sorted(error.schema.get('properties', {}))}")
+        else:
+            problems.append(f"{key}: {error.message}")
+    return problems
+
+
+def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
+    """Return every problem found (empty when the configuration is usable)."""
+    problems: list[str] = []
+    cluster, shape, kernel, deepep, sim = (config[k] for k in ("cluster", "shape", "kernel", "deepep", "sim"))
+    nodes, rpn = int(cluster["nodes"]), int(cluster["ranks_per_node"])
+    world = nodes * rpn
+
+    if shape["num_experts"] % world:
+        problems.append(
+            f"shape.num_experts ({shape['num_experts']}) must be divisible by cluster.nodes x cluster.ranks_per_node "
+            f"({nodes} x {rpn} = {world}): every rank owns the same number of experts"
+        )
+    if shape["num_topk"] > shape["num_experts"]:
+        problems.append(f"shape.num_topk ({shape['num_topk']}) must not exceed shape.num_experts ({shape['num_experts']})")
+    if shape["num_max_tokens_per_rank"] < shape["num_tokens"]:
+        problems.append(
+            f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})"
+        )
+    roles = kernel["roles"]
+    if not 1 <= shape["num_aiv"] <= kernel["max_aiv"]:
+        problems.append(f"shape.num_aiv ({shape['num_aiv']}) is out of range: it must be between 1 and kernel.max_aiv ({kernel['max_aiv']})")
+    role_total = sum(int(r["count"]) for r in roles)
+    if role_total != shape["num_aiv"]:
+        problems.append(
+            f"kernel.roles counts sum to {role_total} but shape.num_aiv is {shape['num_aiv']}: "
+            "the roles must cover every AIV core exactly once, in AIV order"
+        )
+    names = [r["name"] for r in roles]
+    if len(set(names)) != len(names):
+        problems.append(f"kernel.roles: role names must be unique, got {names}")
+    if not KERNEL_NAME_RE.match(kernel["name"]):
+        problems.append(f"kernel.name ({kernel['name']!r}) must match ^[A-Za-z0-9_*]+$ (msopprof --kernel-name rule)")
+
+    for i, host in enumerate(cluster["hosts"]):
+        if not is_plain_host(host):
+            problems.append(f"cluster.hosts[{i}] ({host!r}) is not a plain hostname or IP address")
+    if cluster["hosts"] and len(cluster["hosts"]) != nodes:
+        problems.append(f"cluster.hosts lists {len(cluster['hosts'])} hosts but cluster.nodes is {nodes}: give one host per node, node 0 first")
+    if not is_plain_host(cluster["master_addr"]):
+        problems.append(f"cluster.master_addr ({cluster['master_addr']!r}) is not a plain hostname or IP address")
+    if cluster["master_port"] == cluster["shmem_port"]:
+        problems.append(f"cluster.master_port and cluster.shmem_port must differ (both {cluster['master_port']})")
+
+    if config["mode"] == "collect" and config["launcher"] != "local":
+        problems.append(
+            f"launcher: {config['launcher']!r} is not available in this version (the slurm and ssh launchers come with the "
+            "cluster issue); use launcher: local"
+        )
+
+    try:
+        re.compile(deepep["pass_pattern"])
+        if "rank" not in re.compile(deepep["pass_pattern"]).groupindex:
+            problems.append("deepep.pass_pattern must have a named group (?P<rank>\\d+) holding the global rank of the passing process")
+    except re.error as exc:
+        problems.append(f"deepep.pass_pattern is not a valid regular expression: {exc}")
+    for template in deepep["test_args"]:
+        unknown = placeholders_in(template) - PLACEHOLDERS
+        if unknown:
+            problems.append(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}")
+
+    if sim["precision_fail_rank"] is not None and sim["precision_fail_rank"] >= world:
+        problems.append(f"sim.precision_fail_rank ({sim['precision_fail_rank']}) must be below the number of ranks ({world})")
+    if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
+        problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
+
+    for experiment in experiments:
+        for path in msopprof_output_dirs(config, workdir, experiment):
+            if len(str(path)) > MSOPPROF_OUTPUT_MAX:
+                problems.append(
+                    f"output path {path} is {len(str(path))} characters; msopprof refuses --output longer than "
+                    f"{MSOPPROF_OUTPUT_MAX}: run from a shorter directory or shorten experiment ({experiment!r})"
+                )
+    return problems

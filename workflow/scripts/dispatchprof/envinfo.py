@@ -1,0 +1,148 @@
+"""Environment capture on one node, and the comparison of nodes.
+
+A probe that fails is recorded as unavailable with its error; it never stops the capture. The
+capture records which operator-profiler entry is usable (msopprof, `msprof op`, or none).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from dispatchprof.launch import run_command
+from dispatchprof.toolchain import Toolchain
+
+VERSION_FILES = {
+    "cann": ("ascend-toolkit/latest/version.cfg", "cann/version.cfg", "latest/version.cfg"),
+    "driver": ("driver/version.info",),
+    "firmware": ("firmware/version.info",),
+}
+CMAKE_FILE = "cmake/AscendDeepEPKernel.cmake"
+BUILD_SCRIPT = "scripts/build.sh"
+_VERSION_RE = re.compile(r"(?:^Version=|runtime_running_version=\[)([^\]:\s]+)", re.MULTILINE)
+# Evidence that an op-profiler entry is the real one and not some other program of that name.
+_OP_PROFILER_MARK = "--aic-metrics"
+
+
+@dataclass
+class ProbeRecord:
+    name: str
+    command: list[str]
+    available: bool
+    exit_code: int | None
+    output_file: str | None
+    error: str | None = None
+    value: str | None = None
+
+
+def _probe(name: str, argv: list[str], chain: Toolchain, out_dir: Path, timeout_s: float, cwd: Path | None = None) -> ProbeRecord:
+    result = run_command(chain.wrap(argv), timeout_s, env=chain.env(), cwd=cwd)
+    out_file = out_dir / f"{name}.txt"
+    out_file.write_text(result.output)
+    error = result.error or ("timed out" if result.timed_out else None)
+    if error is None and result.exit_code != 0:
+        error = f"exit code {result.exit_code}: {result.output.strip().splitlines()[-1] if result.output.strip() else 'no output'}"
+    first = result.output.strip().splitlines()[0] if result.output.strip() else None
+    return ProbeRecord(name, argv, result.ok, result.exit_code, str(out_file), error, first if result.ok else None)
+
+
+def _read_version(root: Path, candidates: tuple[str, ...]) -> dict[str, Any]:
+    for rel in candidates:
+        path = root / rel
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            match = _VERSION_RE.search(text)
+            return {"available": True, "file": str(path), "version": match.group(1) if match else text.strip()[:80]}
+    return {"available": False, "error": f"none of {[str(root / c) for c in candidates]} exists"}
+
+
+def compile_flags(repo: Path) -> dict[str, Any]:
+    """The device-kernel flags the repository's cmake file sets: optimisation level, -g, DEBUG_CLOCK."""
+    path = repo / CMAKE_FILE
+    if not path.is_file():
+        return {"available": False, "error": f"{path} not found"}
+    text = path.read_text(errors="replace")
+    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    return {
+        "available": True,
+        "file": str(path),
+        "optimization": sorted(set(re.findall(r"(?<![\w-])-O[0-3sz]?(?![\w-])", code))),
+        "debug_info": bool(re.search(r"(?<![\w-])-g(?![\w-])", code)),
+        "debug_info_lines": [line.strip() for line in code.splitlines() if re.search(r"(?<![\w-])-g(?![\w-])", line)],
+    }
+
+
+def debug_clock_switches(repo: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    found = {}
+    for rel in (CMAKE_FILE, BUILD_SCRIPT):
+        path = repo / rel
+        if path.is_file():
+            lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if "DEBUG_CLOCK" in line]
+            if lines:
+                found[rel] = lines
+    return {"mentions": found, "environment": {k: v for k, v in env.items() if "DEBUG_CLOCK" in k}}
+
+
+def op_profiler_entry(probes: Mapping[str, ProbeRecord]) -> str:
+    """msopprof when usable, else `msprof op`, else none (the PMU stage records the choice)."""
+    for entry, name in (("msopprof", "msopprof_help"), ("msprof op", "msprof_op_help")):
+        probe = probes.get(name)
+        if probe and probe.available and _OP_PROFILER_MARK in Path(probe.output_file or "").read_text(errors="replace"):
+            return entry
+    return "none"
+
+
+def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeout_s: float) -> dict[str, Any]:
+    """Run every probe on this node; each records its output file, availability and error."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    per_probe = max(5.0, timeout_s / 12)
+    commands = {
+        "npu_smi_info": ["npu-smi", "info"],
+        "npu_smi_topology": ["npu-smi", "info", "-t", "topo"],
+        "msprof_path": ["sh", "-c", "command -v msprof"],
+        "msopprof_path": ["sh", "-c", "command -v msopprof"],
+        "msprof_help": ["msprof", "--help"],
+        "msopprof_help": ["msopprof", "--help"],
+        "msprof_op_help": ["msprof", "op", "--help"],
+        "repo_commit": ["git", "-C", str(chain.repo), "rev-parse", "HEAD"],
+        "torch_version": [python, "-c", "import torch; print(torch.__version__)"],
+        "torch_npu_version": [python, "-c", "import torch_npu; print(torch_npu.__version__)"],
+    }
+    probes = {name: _probe(name, argv, chain, out_dir, per_probe) for name, argv in commands.items()}
+    return {
+        "node": node,
+        "hostname": socket.gethostname(),
+        "toolchain": chain.name,
+        "repo": str(chain.repo),
+        "probes": {name: asdict(p) for name, p in probes.items()},
+        "versions": {name: _read_version(chain.install_root, files) for name, files in VERSION_FILES.items()},
+        "compile_flags": compile_flags(chain.repo),
+        "debug_clock": debug_clock_switches(chain.repo, chain.env()),
+        "op_profiler_entry": op_profiler_entry(probes),
+    }
+
+
+def compare_nodes(envs: list[Mapping[str, Any]]) -> list[str]:
+    """Differences across nodes that can make results incomparable (warnings, not errors)."""
+    checks = {
+        "CANN version": lambda e: e["versions"]["cann"].get("version"),
+        "driver version": lambda e: e["versions"]["driver"].get("version"),
+        "repo commit": lambda e: e["probes"]["repo_commit"]["value"],
+        "device compile flags": lambda e: str(e["compile_flags"].get("optimization")) + str(e["compile_flags"].get("debug_info")),
+        "op-profiler entry": lambda e: e["op_profiler_entry"],
+    }
+    warnings = []
+    for label, get in checks.items():
+        values = {e["node"]: get(e) for e in envs}
+        if len(set(values.values())) > 1:
+            warnings.append(f"{label} differs across nodes: " + ", ".join(f"node {n}: {v}" for n, v in values.items()))
+    return warnings
+
+
+def common_op_entry(envs: list[Mapping[str, Any]]) -> str:
+    """The op-profiler entry every node can use (a collective run needs the same tool everywhere)."""
+    entries = {e["op_profiler_entry"] for e in envs}
+    return entries.pop() if len(entries) == 1 else "none"

@@ -1,0 +1,272 @@
+"""Launching a collective run on every node, and single commands, under a timeout.
+
+A collective run starts one process per node, node 0 first; nodes > 0 start only when node 0's
+readiness port (MASTER_ADDR:MASTER_PORT) answers. Every process runs in its own process group and is
+ended by group (TERM, a grace period, then KILL), never by name. The launcher interface is
+``Launcher.run(specs, timeout_s)``; the local launcher runs nodes as local processes (the simulated
+cluster, or one real node).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+log = logging.getLogger(__name__)
+
+KILL_GRACE_S = 5.0
+POLL_S = 0.1
+
+
+@dataclass
+class NodeSpec:
+    node: int
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log_path: Path
+
+
+@dataclass
+class NodeResult:
+    node: int
+    log_path: Path
+    pid: int | None = None
+    exit_code: int | None = None
+    started: float | None = None
+    finished: float | None = None
+    killed: bool = False
+
+    @property
+    def ran(self) -> bool:
+        return self.started is not None
+
+
+@dataclass
+class CollectiveResult:
+    nodes: list[NodeResult]
+    timed_out: bool = False
+    problem: str | None = None  # why the run as a whole did not complete (None when every node exited by itself)
+    order: list[int] = field(default_factory=list)  # node indices in start order
+
+    @property
+    def all_exited_zero(self) -> bool:
+        return all(n.exit_code == 0 for n in self.nodes)
+
+
+class Terminated(Exception):
+    """Raised inside a run when the launcher itself receives SIGTERM (e.g. a scheduler's warning)."""
+
+
+def port_is_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
+    """End a process and everything in its process group: TERM, wait, then KILL."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        pgid = proc.pid
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+        # The leader is gone, but group members may outlive it: KILL what is left.
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
+
+
+def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
+    spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(spec.log_path, "wb") as out:
+        proc = subprocess.Popen(
+            spec.argv,
+            cwd=spec.cwd,
+            env=spec.env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so it can be ended as one
+        )
+    log.info("node %d started: pid %d, log %s", spec.node, proc.pid, spec.log_path)
+    result.pid, result.started = proc.pid, time.time()
+    return proc
+
+
+class _SigtermGuard:
+    """Turn SIGTERM into an exception while a run is active, so its process groups are cleaned up."""
+
+    def __enter__(self) -> "_SigtermGuard":
+        self._previous = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: object) -> None:
+            raise Terminated("received SIGTERM")
+
+        try:
+            signal.signal(signal.SIGTERM, handler)
+            self._installed = True
+        except ValueError:  # not in the main thread
+            self._installed = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+class LocalLauncher:
+    """All nodes as local processes. Node 0 first; the others when node 0's port answers."""
+
+    def __init__(self, ready_host: str, ready_port: int, ready_timeout_s: float, fail_grace_s: float = 10.0):
+        self.ready_host = ready_host
+        self.ready_port = ready_port
+        self.ready_timeout_s = ready_timeout_s
+        self.fail_grace_s = fail_grace_s
+
+    def run(self, specs: Sequence[NodeSpec], timeout_s: float) -> CollectiveResult:
+        specs = sorted(specs, key=lambda s: s.node)
+        results = {s.node: NodeResult(node=s.node, log_path=s.log_path) for s in specs}
+        running: dict[int, subprocess.Popen] = {}
+        outcome = CollectiveResult(nodes=[results[s.node] for s in specs])
+        deadline = time.monotonic() + timeout_s
+
+        if len(specs) > 1 and port_is_open(self.ready_host, self.ready_port):
+            outcome.problem = (
+                f"readiness port {self.ready_host}:{self.ready_port} already answers before node 0 started: "
+                "another run (or a leftover process) holds it; free it or change cluster.master_port"
+            )
+            return outcome
+
+        with _SigtermGuard():
+            try:
+                self._run(specs, results, running, outcome, deadline, timeout_s)
+            except Terminated:
+                outcome.problem = "the launcher received SIGTERM (scheduler time limit or cancellation); every node was stopped"
+                outcome.timed_out = True
+            finally:
+                for node, proc in running.items():
+                    if proc.poll() is None:
+                        kill_group(proc)
+                        results[node].killed = True
+                    else:
+                        # The leader exited, but its children may still run in its group.
+                        try:
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                    results[node].exit_code = proc.returncode
+                    results[node].finished = results[node].finished or time.time()
+        return outcome
+
+    def _run(
+        self,
+        specs: Sequence[NodeSpec],
+        results: dict[int, NodeResult],
+        running: dict[int, subprocess.Popen],
+        outcome: CollectiveResult,
+        deadline: float,
+        timeout_s: float,
+    ) -> None:
+        first, rest = specs[0], specs[1:]
+        running[first.node] = _start(first, results[first.node])
+        outcome.order.append(first.node)
+        if rest:
+            ready_deadline = min(deadline, time.monotonic() + self.ready_timeout_s)
+            while not port_is_open(self.ready_host, self.ready_port):
+                if running[first.node].poll() is not None:
+                    outcome.problem = (
+                        f"node {first.node} exited with code {running[first.node].returncode} before opening "
+                        f"{self.ready_host}:{self.ready_port}; the other nodes were not started"
+                    )
+                    return
+                if time.monotonic() > ready_deadline:
+                    outcome.timed_out = time.monotonic() > deadline
+                    outcome.problem = (
+                        f"node {first.node} did not open {self.ready_host}:{self.ready_port} within "
+                        f"{self.ready_timeout_s:g} s; the other nodes were not started"
+                    )
+                    return
+                time.sleep(POLL_S)
+            log.info("node %d is ready (%s:%d answers); starting nodes %s", first.node, self.ready_host, self.ready_port, [s.node for s in rest])
+            for spec in rest:
+                running[spec.node] = _start(spec, results[spec.node])
+                outcome.order.append(spec.node)
+
+        failed_at: float | None = None
+        while True:
+            for node, proc in running.items():
+                if proc.poll() is not None and results[node].finished is None:
+                    results[node].finished = time.time()
+                    results[node].exit_code = proc.returncode
+                    log.info("node %d exited with code %d", node, proc.returncode)
+                    if proc.returncode != 0 and failed_at is None:
+                        failed_at = time.monotonic()
+            if all(p.poll() is not None for p in running.values()):
+                return
+            now = time.monotonic()
+            if failed_at is not None and now - failed_at > self.fail_grace_s:
+                bad = [n for n, r in results.items() if r.exit_code not in (None, 0)]
+                outcome.problem = f"node {bad[0]} exited with code {results[bad[0]].exit_code}; the remaining nodes were stopped after {self.fail_grace_s:g} s"
+                return
+            if now > deadline:
+                outcome.timed_out = True
+                waiting = [n for n, p in running.items() if p.poll() is None]
+                outcome.problem = f"the run exceeded its {timeout_s:g} s budget; nodes {waiting} were still running and were stopped"
+                return
+            time.sleep(POLL_S)
+
+
+@dataclass
+class CommandResult:
+    argv: list[str]
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    error: str | None = None  # the command could not be started at all
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.error is None
+
+
+def run_command(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> CommandResult:
+    """Run one command in its own process group; on timeout the whole group is ended."""
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CommandResult(list(argv), None, "", False, error=f"{type(exc).__name__}: {exc}")
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), False)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, _ = proc.communicate()
+        return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), True)

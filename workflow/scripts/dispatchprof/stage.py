@@ -1,0 +1,123 @@
+"""The imperative shell every stage script shares: logging, the input gate, placeholders, the status.
+
+A stage script builds a ``StageRun`` from the snakemake object, asks the gate whether its needed
+inputs are ok, does its work, and returns a Status. ``StageRun.finish`` then creates every declared
+output that the work did not (a placeholder that says why), and writes the status last. Only a bug
+raises; a failed measurement is a state.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from dispatchprof.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from dispatchprof.status import Gate, Status, Validation, gate, now_iso, write_status
+
+log = logging.getLogger("dispatchprof")
+
+
+def setup_logging(log_path: str | Path | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="w"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True)
+
+
+def write_placeholder(path: Path, status: Status) -> None:
+    """A declared output the stage could not produce: a valid file of its kind that says why."""
+    note = f"placeholder: stage {status.stage} is {status.state}: {status.reason}"
+    meta = {"placeholder": True, "stage": status.stage, "state": status.state, "reason": status.reason, "toolchain": status.toolchain}
+    if path.suffix == ".json":
+        write_json_atomic(path, meta)
+    elif path.suffix == ".parquet":
+        import pandas as pd
+
+        write_parquet_atomic(path, pd.DataFrame({"placeholder": pd.Series([], dtype="string")}), {"dispatchprof.placeholder": note, "dispatchprof.toolchain": status.toolchain})
+    elif path.suffix in (".html", ".htm"):
+        write_text_atomic(path, f"<!doctype html><meta charset=utf-8><title>{status.stage}</title><p>{note}</p>\n")
+    elif path.suffix == "" and not path.exists():
+        path.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path / "PLACEHOLDER.txt", note + "\n")
+    else:
+        write_text_atomic(path, note + "\n")
+
+
+@dataclass
+class StageRun:
+    stage: str
+    experiment: str
+    toolchain: str
+    status_path: Path
+    outputs: dict[str, Path]
+    inputs: dict[str, Any]
+    config: Mapping[str, Any]
+    params: Mapping[str, Any]
+    node: int | None = None
+    part: str | None = None
+    source: str = "collected"
+    started: str = field(default_factory=now_iso)
+
+    @classmethod
+    def from_snakemake(cls, smk: Any, stage: str, part: str | None = None) -> "StageRun":
+        setup_logging(smk.log[0] if smk.log else None)
+        outputs = {name: Path(path) for name, path in smk.output.items()}
+        node = smk.wildcards.get("node") if hasattr(smk.wildcards, "get") else None
+        config = smk.config
+        toolchain = "none" if config["mode"] == "analyze" else config["toolchain"]
+        return cls(
+            stage=stage,
+            experiment=smk.wildcards.experiment,
+            toolchain=toolchain,
+            status_path=outputs["status"],
+            outputs={k: v for k, v in outputs.items() if k != "status"},
+            inputs=dict(smk.input.items()),
+            config=config,
+            params=dict(smk.params.items()),
+            node=int(node) if node is not None else None,
+            part=part,
+            source="import" if config["mode"] == "analyze" else "collected",
+        )
+
+    def gate(self, needed: Mapping[str, str | Path], optional: Mapping[str, str | Path] | None = None) -> Gate:
+        return gate(needed, optional)
+
+    def status(self, state: str, reason: str, **fields: Any) -> Status:
+        return Status(
+            stage=self.stage,
+            experiment=self.experiment,
+            state=state,
+            reason=reason,
+            toolchain=self.toolchain,
+            node=self.node,
+            source=fields.pop("source", self.source),
+            part=self.part,
+            started=self.started,
+            finished=now_iso(),
+            **fields,
+        )
+
+    def skipped(self, g: Gate) -> Status:
+        return self.status("skipped", g.reason(), upstream=g.upstream)
+
+    def finish(self, status: Status) -> Status:
+        for path in self.outputs.values():
+            if not path.exists():
+                write_placeholder(path, status)
+        write_status(self.status_path, status)
+        log.info("%s%s: %s (%s)", self.stage, f"/{self.part}" if self.part else "", status.state, status.reason)
+        return status
+
+
+def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
+    """Entry point of a stage script: build the run, call the body, write outputs and status."""
+    run = StageRun.from_snakemake(smk, stage, part)
+    return run.finish(body(run))
+
+
+def failed_validations(validations: list[Validation]) -> list[Validation]:
+    return [v for v in validations if not v.passed and v.severity == "error"]

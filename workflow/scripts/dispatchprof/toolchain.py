@@ -1,0 +1,64 @@
+"""Which tools and repository the stages drive: the simulated cluster, a real CANN install, or none.
+
+With ``toolchain: sim`` the stand-in executables in workflow/sim/bin come first on PATH and the
+stand-in repository is used; with ``toolchain: cann`` every command runs after sourcing CANN's
+set_env.sh. The rules cannot tell the difference.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+# Environment variables through which the simulated cluster receives its fault knobs.
+SIM_ENV = {
+    "precision_fail_rank": "DEEPEP_SIM_PRECISION_FAIL_RANK",
+    "dead_node": "DEEPEP_SIM_DEAD_NODE",
+    "late_node_s": "DEEPEP_SIM_LATE_NODE_S",
+}
+
+
+@dataclass
+class Toolchain:
+    name: str  # sim | cann | none
+    repo: Path
+    install_root: Path
+    set_env: str | None = None
+    bin_dir: Path | None = None
+    sim_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self, base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment a command of this toolchain runs in: the parent's, plus what the toolchain adds."""
+        env = dict(os.environ if base is None else base)
+        if self.bin_dir is not None:
+            env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        if self.name == "sim":
+            # The stand-in package is importable as if installed; only for the stand-in's own processes.
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.repo), env.get("PYTHONPATH", "")) if p)
+            env.update(self.sim_env)
+        env.update(extra or {})
+        return env
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """A command line that runs ``argv`` with the toolchain's environment sourced (CANN)."""
+        if self.name != "cann" or not self.set_env:
+            return list(argv)
+        # set_env.sh is passed as $0 and the command as "$@": nothing from config is parsed by a shell.
+        return ["bash", "-c", 'source "$0" >/dev/null 2>&1 || { echo "cannot source $0" >&2; exit 127; }; exec "$@"', self.set_env, *argv]
+
+
+WORKFLOW_ROOT = Path(__file__).resolve().parents[3]
+
+
+def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolchain:
+    """Build the toolchain of this configuration; ``basedir`` is the workflow's root directory."""
+    name = "none" if config["mode"] == "analyze" else config["toolchain"]
+    sim_root = basedir / "workflow" / "sim"
+    if name == "sim":
+        repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")
+        sim_env = {SIM_ENV[k]: str(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0)}
+        return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
+    repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")
+    return Toolchain(name, repo.resolve(), Path(config["cann"]["install_root"]), set_env=config["cann"]["set_env"])

@@ -1,0 +1,39 @@
+"""Entry point of rule env_capture: fold the nodes' captures, warn about cross-node mismatches."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.envinfo import common_op_entry, compare_nodes  # noqa: E402
+from dispatchprof.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.status import Status, Validation, fold, read_status  # noqa: E402
+
+
+def body(run: StageRun) -> Status:
+    if run.config["mode"] == "analyze":
+        write_json_atomic(run.outputs["env"], {"toolchain": run.toolchain, "nodes": [], "note": "not captured in analyze mode"})
+        return run.status("disabled", "env capture is not part of analyze mode: the artifacts were collected elsewhere")
+    parts = {f"node{n}": read_status(p) for n, p in enumerate(run.inputs["nodes"])}
+    envs = []
+    for name, part in parts.items():
+        env_file = Path(run.inputs["nodes"][int(name[4:])]).with_name("env.json")
+        if part.ok:
+            envs.append(json.loads(env_file.read_text()))
+    warnings = compare_nodes(envs) if envs else []
+    entry = common_op_entry(envs) if envs else "none"
+    write_json_atomic(
+        run.outputs["env"],
+        {"toolchain": run.toolchain, "op_profiler_entry": entry, "mismatches": warnings, "nodes": envs},
+    )
+    status = fold("env_capture", run.experiment, run.toolchain, parts, artifacts=[str(run.outputs["env"])])
+    status.validations += [Validation("nodes agree", False, "warning", w) for w in warnings]
+    status.details = {"op_profiler_entry": entry, "nodes_recorded": len(envs)}
+    if status.ok:
+        status.reason = f"all {len(parts)} nodes recorded; op-profiler entry: {entry}" + (f"; {len(warnings)} cross-node mismatch(es)" if warnings else "")
+    return status
+
+
+run_stage(snakemake, "env_capture", body)

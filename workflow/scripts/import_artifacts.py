@@ -1,0 +1,25 @@
+"""Entry point of the *_import rules (analyze mode): check the user's artifacts and record a manifest."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.config import world_ranks  # noqa: E402
+from dispatchprof.imports import checked_import, file_count, manifest  # noqa: E402
+from dispatchprof.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.status import Status  # noqa: E402
+
+
+def body(run: StageRun) -> Status:
+    kind, path = run.params["kind"], run.params["path"]
+    state, reason, details = checked_import(kind, path, run.config["cluster"]["nodes"], world_ranks(run.config))
+    entries = manifest(Path(path), checksums=run.config["analyze"]["checksums"]) if path and Path(path).exists() else []
+    write_json_atomic(run.outputs["manifest"], {"toolchain": "none", "source": "import", "kind": kind, "root": path, "files": entries, **details})
+    if entries:
+        reason += f"; {file_count(entries)}"
+    return run.status(state, reason, source="import", details=details, artifacts=[str(run.outputs["manifest"])])
+
+
+run_stage(snakemake, snakemake.rule.removesuffix("_import"), body, part="import")

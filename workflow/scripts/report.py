@@ -1,0 +1,65 @@
+"""Entry point of rule report: render report.html and summary.json from whatever the stages left."""
+
+import datetime
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+import pandas as pd  # noqa: E402
+
+from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E402
+from dispatchprof.config import world_ranks  # noqa: E402
+from dispatchprof.report.context import environment_rows, open_boundaries  # noqa: E402
+from dispatchprof.report.html import render  # noqa: E402
+from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
+from dispatchprof.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.status import Status, read_status  # noqa: E402
+
+
+def body(run: StageRun) -> Status:
+    cfg = run.config
+    out_dir = run.outputs["html"].parent
+
+    def link(path: str) -> str:
+        return os.path.relpath(path, out_dir)
+
+    statuses = {stage: read_status(run.inputs[stage]) for stage in run.params["stages"]}
+    env = json.loads(Path(run.inputs["env"]).read_text())
+    build = json.loads(Path(run.inputs["build_record"]).read_text())
+    ranks = pd.read_parquet(run.inputs["correctness_ranks"])
+    correctness = None
+    if "global_rank" in ranks.columns:
+        failed = ranks[~ranks["passed"]].to_dict("records")
+        correctness = {"link": link(run.inputs["correctness_ranks"]), "failed_rows": failed}
+    env_nodes, env_warnings = environment_rows(env)
+    context = {
+        "experiment": run.experiment,
+        "mode": cfg["mode"],
+        "toolchain": run.toolchain,
+        "generated": datetime.datetime.now().isoformat(timespec="seconds"),
+        "kernel_name": cfg["kernel"]["name"],
+        "nodes": cfg["cluster"]["nodes"],
+        "ranks_per_node": cfg["cluster"]["ranks_per_node"],
+        "world": world_ranks(cfg),
+        "transport": cfg["deepep"]["transport"],
+        "shape": cfg["shape"],
+        "roles": cfg["kernel"]["roles"],
+        "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
+        "env_nodes": env_nodes,
+        "env_warnings": env_warnings,
+        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg)),
+        "correctness": correctness,
+        "open_boundaries": open_boundaries(statuses),
+        "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
+    }
+    write_text_atomic(run.outputs["html"], render(Path(snakemake.scriptdir).parent / "templates", context))
+    write_json_atomic(run.outputs["summary"], build_summary(run.experiment, run.toolchain, cfg["mode"], statuses))
+    not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
+    reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
+    return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])
+
+
+run_stage(snakemake, "report", body)

@@ -1,0 +1,110 @@
+"""A tiny TCP key-value store: the stand-in for the SHMEM/TCP store that node 0 serves.
+
+Protocol: one JSON object per line. Requests {"op": "set"|"get"|"add", "key": str, "value": ...};
+"get" blocks until the key exists (or the client's timeout passes). Ranks use it to exchange the
+tokens they dispatch and to meet at barriers, so a dead or late node blocks the others as the real
+kernel's cross-rank waits would.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import threading
+import time
+from typing import Any
+
+
+class _State:
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.cond = threading.Condition()
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        state: _State = self.server.state  # type: ignore[attr-defined]
+        for raw in self.rfile:
+            req = json.loads(raw)
+            op, key = req["op"], req["key"]
+            with state.cond:
+                if op == "set":
+                    state.data[key] = req["value"]
+                    state.cond.notify_all()
+                    reply: Any = True
+                elif op == "add":
+                    state.data[key] = state.data.get(key, 0) + int(req["value"])
+                    state.cond.notify_all()
+                    reply = state.data[key]
+                elif op == "get":
+                    deadline = time.monotonic() + float(req.get("timeout", 3600))
+                    while key not in state.data:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        state.cond.wait(left)
+                    reply = state.data.get(key)
+                    if key not in state.data:
+                        reply = {"__timeout__": True}
+                else:
+                    reply = {"__error__": f"unknown op {op}"}
+            self.wfile.write((json.dumps(reply) + "\n").encode())
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve(host: str, port: int) -> _Server:
+    server = _Server((host, port), _Handler)
+    server.state = _State()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+class StoreTimeout(RuntimeError):
+    pass
+
+
+class StoreClient:
+    def __init__(self, host: str, port: int, connect_timeout_s: float = 120.0, op_timeout_s: float = 3600.0):
+        deadline = time.monotonic() + connect_timeout_s
+        while True:
+            try:
+                self.sock = socket.create_connection((host, port), timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise StoreTimeout(f"could not reach the store at {host}:{port} within {connect_timeout_s:g} s")
+                time.sleep(0.2)
+        self.sock.settimeout(None)
+        self.reader = self.sock.makefile("rb")
+        self.op_timeout_s = op_timeout_s
+
+    def _call(self, **req: Any) -> Any:
+        self.sock.sendall((json.dumps(req) + "\n").encode())
+        line = self.reader.readline()
+        if not line:
+            raise ConnectionError("store closed the connection")
+        reply = json.loads(line)
+        if isinstance(reply, dict) and reply.get("__timeout__"):
+            raise StoreTimeout(f"timed out waiting for {req['key']!r}")
+        return reply
+
+    def set(self, key: str, value: Any) -> None:
+        self._call(op="set", key=key, value=value)
+
+    def get(self, key: str) -> Any:
+        return self._call(op="get", key=key, timeout=self.op_timeout_s)
+
+    def add(self, key: str, value: int = 1) -> int:
+        return self._call(op="add", key=key, value=value)
+
+    def barrier(self, name: str, world: int) -> None:
+        """Every rank adds itself; the last one releases everybody."""
+        if self.add(f"barrier/{name}") == world:
+            self.set(f"barrier/{name}/open", True)
+        self.get(f"barrier/{name}/open")

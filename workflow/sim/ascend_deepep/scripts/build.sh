@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Stand-in for ascend_deepep's scripts/build.sh (simulated cluster): no compiler runs.
+# Honours DEBUG_CLOCK_ON=ON|OFF and DEVICE_DEBUG_INFO=ON|OFF (adds -g to the device target), and
+# BUILD_DIR (default ./build). Writes the "built" kernel library and the flags it was built with.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${BUILD_DIR:-build}"
+flags="-O2 -xasc --npu-arch=dav-3510"
+[ "${DEVICE_DEBUG_INFO:-OFF}" = "ON" ] && flags="$flags -g"
+[ "${DEBUG_CLOCK_ON:-OFF}" = "ON" ] && flags="$flags -DDEBUG_CLOCK_ON"
+mkdir -p "$build_dir/CMakeFiles/ascend_deepep_kernels.dir/kernels"
+echo "[build] compiling kernels/elastic_dispatch.cpp with: $flags"
+printf 'stand-in kernel object\nflags: %s\n' "$flags" > "$build_dir/CMakeFiles/ascend_deepep_kernels.dir/kernels/elastic_dispatch.cpp.o"
+printf 'stand-in libascend_deepep_kernels.so\nflags: %s\n' "$flags" > "$build_dir/libascend_deepep_kernels.so"
+echo "$flags" > "$build_dir/device_compile_flags.txt"
+echo "[build] done: $build_dir/libascend_deepep_kernels.so"
