@@ -24,7 +24,9 @@ rule baseline:
     log:
         stage_log("baseline"),
     params:
-        config_fingerprint=config_fingerprint("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze"),
+        config_fingerprint=config_fingerprint(
+            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze"
+        ),
         needed=NEEDS["baseline"],
     script:
         "../scripts/stage_not_implemented.py"

@@ -10,11 +10,13 @@ rule correctness:
         status="results/{experiment}/correctness/status.json",
     log:
         stage_log("correctness"),
-    params:
-        config_fingerprint=config_fingerprint("mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"),
-        needed=NEEDS["correctness"],
-        timeout=config["timeouts"]["correctness"],
     resources:
         npu_cluster=1,
+    params:
+        config_fingerprint=config_fingerprint(
+            "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"
+        ),
+        needed=NEEDS["correctness"],
+        timeout=config["timeouts"]["correctness"],
     script:
         "../scripts/correctness.py"

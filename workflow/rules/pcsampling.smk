@@ -24,7 +24,9 @@ rule pcsampling:
     log:
         stage_log("pcsampling"),
     params:
-        config_fingerprint=config_fingerprint("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"),
+        config_fingerprint=config_fingerprint(
+            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"
+        ),
         needed=NEEDS["pcsampling"],
     script:
         "../scripts/stage_not_implemented.py"

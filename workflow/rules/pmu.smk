@@ -24,7 +24,9 @@ rule pmu:
     log:
         stage_log("pmu"),
     params:
-        config_fingerprint=config_fingerprint("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"),
+        config_fingerprint=config_fingerprint(
+            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"
+        ),
         needed=NEEDS["pmu"],
     script:
         "../scripts/stage_not_implemented.py"

@@ -14,7 +14,9 @@ rule report:
     log:
         stage_log("report"),
     params:
-        config_fingerprint=config_fingerprint("mode", "toolchain", "cluster", "shape", "kernel", "deepep"),
+        config_fingerprint=config_fingerprint(
+            "mode", "toolchain", "cluster", "shape", "kernel", "deepep"
+        ),
         stages=STAGES,
     script:
         "../scripts/report.py"

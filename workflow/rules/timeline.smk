@@ -24,7 +24,9 @@ rule timeline:
     log:
         stage_log("timeline"),
     params:
-        config_fingerprint=config_fingerprint("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"),
+        config_fingerprint=config_fingerprint(
+            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"
+        ),
         needed=NEEDS["timeline"],
     script:
         "../scripts/stage_not_implemented.py"

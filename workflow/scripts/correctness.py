@@ -1,7 +1,6 @@
 """Entry point of rule correctness: the V2 precision test on every node and rank."""
 
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 

@@ -1,7 +1,6 @@
 """Entry point of rule env_capture_node: probe one node."""
 
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
@@ -18,13 +17,11 @@ def body(run: StageRun) -> Status:
     env = capture_node(run.node, chain, run.config["deepep"]["python"], probe_dir, float(run.params["timeout"]))
     write_json_atomic(run.outputs["env"], env)
     unavailable = [name for name, p in env["probes"].items() if not p["available"]]
-    validations = [
-        Validation(f"probe {name}", p["available"], "warning", p["error"] or "recorded") for name, p in env["probes"].items()
-    ]
+    validations = [Validation(f"probe {name}", p["available"], "warning", p["error"] or "recorded") for name, p in env["probes"].items()]
     reason = f"node {run.node} recorded; op-profiler entry: {env['op_profiler_entry']}"
     if unavailable:
         reason += f"; unavailable: {', '.join(unavailable)}"
     return run.status("ok", reason, validations=validations, artifacts=[str(run.outputs["env"]), str(probe_dir)])
 
 
-run_stage(snakemake, "env_capture", body, part="node{}".format(snakemake.wildcards.node))
+run_stage(snakemake, "env_capture", body, part=f"node{snakemake.wildcards.node}")

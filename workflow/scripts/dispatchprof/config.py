@@ -99,17 +99,14 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     if shape["num_topk"] > shape["num_experts"]:
         problems.append(f"shape.num_topk ({shape['num_topk']}) must not exceed shape.num_experts ({shape['num_experts']})")
     if shape["num_max_tokens_per_rank"] < shape["num_tokens"]:
-        problems.append(
-            f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})"
-        )
+        problems.append(f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})")
     roles = kernel["roles"]
     if not 1 <= shape["num_aiv"] <= kernel["max_aiv"]:
         problems.append(f"shape.num_aiv ({shape['num_aiv']}) is out of range: it must be between 1 and kernel.max_aiv ({kernel['max_aiv']})")
     role_total = sum(int(r["count"]) for r in roles)
     if role_total != shape["num_aiv"]:
         problems.append(
-            f"kernel.roles counts sum to {role_total} but shape.num_aiv is {shape['num_aiv']}: "
-            "the roles must cover every AIV core exactly once, in AIV order"
+            f"kernel.roles counts sum to {role_total} but shape.num_aiv is {shape['num_aiv']}: the roles must cover every AIV core exactly once, in AIV order"
         )
     names = [r["name"] for r in roles]
     if len(set(names)) != len(names):
@@ -129,8 +126,7 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
 
     if config["mode"] == "collect" and config["launcher"] != "local":
         problems.append(
-            f"launcher: {config['launcher']!r} is not available in this version (the slurm and ssh launchers come with the "
-            "cluster issue); use launcher: local"
+            f"launcher: {config['launcher']!r} is not available in this version (the slurm and ssh launchers come with the cluster issue); use launcher: local"
         )
 
     try:

@@ -102,6 +102,3 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
 def file_count(entries: list[dict[str, Any]]) -> str:
     total = sum(e["size"] for e in entries)
     return f"{len(entries)} files, {total / 1e6:.1f} MB"
-
-
-

@@ -116,7 +116,7 @@ def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
 class _SigtermGuard:
     """Turn SIGTERM into an exception while a run is active, so its process groups are cleaned up."""
 
-    def __enter__(self) -> "_SigtermGuard":
+    def __enter__(self) -> _SigtermGuard:
         self._previous = signal.getsignal(signal.SIGTERM)
 
         def handler(signum: int, frame: object) -> None:

@@ -37,7 +37,9 @@ def write_placeholder(path: Path, status: Status) -> None:
     elif path.suffix == ".parquet":
         import pandas as pd
 
-        write_parquet_atomic(path, pd.DataFrame({"placeholder": pd.Series([], dtype="string")}), {"dispatchprof.placeholder": note, "dispatchprof.toolchain": status.toolchain})
+        write_parquet_atomic(
+            path, pd.DataFrame({"placeholder": pd.Series([], dtype="string")}), {"dispatchprof.placeholder": note, "dispatchprof.toolchain": status.toolchain}
+        )
     elif path.suffix in (".html", ".htm"):
         write_text_atomic(path, f"<!doctype html><meta charset=utf-8><title>{status.stage}</title><p>{note}</p>\n")
     elif path.suffix == "" and not path.exists():
@@ -63,7 +65,7 @@ class StageRun:
     started: str = field(default_factory=now_iso)
 
     @classmethod
-    def from_snakemake(cls, smk: Any, stage: str, part: str | None = None) -> "StageRun":
+    def from_snakemake(cls, smk: Any, stage: str, part: str | None = None) -> StageRun:
         setup_logging(smk.log[0] if smk.log else None)
         outputs = {name: Path(path) for name, path in smk.output.items()}
         node = smk.wildcards.get("node") if hasattr(smk.wildcards, "get") else None

@@ -32,7 +32,7 @@ class StatusError(ValueError):
 
 
 def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -88,7 +88,7 @@ class Status:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str | Path = "<dict>") -> "Status":
+    def from_dict(cls, data: Mapping[str, Any], path: str | Path = "<dict>") -> Status:
         if data.get("schema") != SCHEMA:
             raise StatusError(f"{path}: field 'schema' is {data.get('schema')!r}, expected {SCHEMA!r}")
         known = {f for f in cls.__dataclass_fields__}
@@ -122,8 +122,8 @@ def worst_state(states: Iterable[str]) -> str:
     return max(states, key=lambda s: _RANK[s])
 
 
-def short_reason(status: Status) -> str:
-    return f"{status.stage}{'' if status.part is None else '/' + status.part} is {status.state}: {status.reason}"
+def _label(status: Status) -> str:
+    return status.stage if status.part is None else f"{status.stage}/{status.part}"
 
 
 @dataclass
@@ -140,7 +140,7 @@ class Gate:
 
     def reason(self) -> str:
         """The reason chain: each blocking input with its own reason (which may itself be a chain)."""
-        return "needs " + "; and needs ".join(f"{s.stage} ({s.state}: {s.reason})" for s in self.blocking)
+        return "needs " + "; and needs ".join(f"{_label(s)} ({s.state}: {s.reason})" for s in self.blocking)
 
 
 def gate(needed: Mapping[str, str | Path], optional: Mapping[str, str | Path] | None = None) -> Gate:

@@ -78,7 +78,7 @@ class StoreClient:
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise StoreTimeout(f"could not reach the store at {host}:{port} within {connect_timeout_s:g} s")
+                    raise StoreTimeout(f"could not reach the store at {host}:{port} within {connect_timeout_s:g} s") from None
                 time.sleep(0.2)
         self.sock.settimeout(None)
         self.reader = self.sock.makefile("rb")

@@ -1,0 +1,90 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from conftest import ROOT
+from dispatchprof.config import ConfigError, check_config, is_plain_host, render_args, schema_problems
+
+SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
+DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def merged(overlay: dict) -> dict:
+    config = copy.deepcopy(DEFAULT)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key].update(value)
+        else:
+            config[key] = value
+    return config
+
+
+def problems(overlay: dict, workdir: Path = Path("/tmp")) -> list[str]:
+    config = merged(overlay)
+    found = schema_problems(config, SCHEMA)
+    if found:
+        return found
+    validate(config, str(SCHEMA_PATH), set_default=True)
+    return check_config(config, workdir, [config["experiment"]])
+
+
+def test_default_config_is_accepted():
+    assert problems({}) == []
+
+
+def test_an_empty_config_gets_every_default_from_the_schema():
+    config: dict = {}
+    assert schema_problems(config, SCHEMA) == []
+    validate(config, str(SCHEMA_PATH), set_default=True)
+    assert config["cluster"]["nodes"] == 2 and config["timeouts"]["pmu"] == 1800
+    assert sum(r["count"] for r in config["kernel"]["roles"]) == config["shape"]["num_aiv"]
+
+
+@pytest.mark.parametrize(
+    "overlay,expected",
+    [
+        ({"shape": {"num_experts": 100}}, "shape.num_experts (100) must be divisible by cluster.nodes x cluster.ranks_per_node (2 x 8 = 16)"),
+        ({"shape": {"num_aiv": 80}}, "shape.num_aiv (80) is out of range"),
+        ({"kernel": {"roles": [{"name": "A", "count": 10}]}}, "kernel.roles counts sum to 10 but shape.num_aiv is 56"),
+        ({"kernel": {"name": "elastic-dispatch"}}, "kernel.name ('elastic-dispatch') must match ^[A-Za-z0-9_*]+$"),
+        ({"cluster": {"hosts": ["node0", "x; rm -rf /"]}}, "cluster.hosts[1] ('x; rm -rf /') is not a plain hostname"),
+        ({"cluster": {"master_port": 70000}}, "cluster.master_port: 70000 is greater than the maximum of 65535"),
+        ({"cluster": {"shmem_port": 0}}, "cluster.shmem_port: 0 is less than the minimum of 1"),
+        ({"surprise": 1}, "unknown key(s) ['surprise']"),
+        ({"shape": {"hiden": 7168}}, "shape: unknown key(s) ['hiden']"),
+        ({"timeouts": {"pmu": 0}}, "timeouts.pmu: 0 is less than or equal to the minimum of 0"),
+        ({"launcher": "slurm"}, "launcher: 'slurm' is not available in this version"),
+        ({"deepep": {"pass_pattern": "PASSED rank \\d+"}}, "deepep.pass_pattern must have a named group (?P<rank>"),
+        ({"deepep": {"test_args": ["--x", "{nonsense}"]}}, "deepep.test_args: unknown placeholder {nonsense}"),
+        ({"sim": {"precision_fail_rank": 16}}, "sim.precision_fail_rank (16) must be below the number of ranks (16)"),
+    ],
+)
+def test_refusals_name_the_key_and_the_rule(overlay, expected):
+    found = problems(overlay)
+    assert any(expected in p for p in found), found
+
+
+def test_output_paths_beyond_msopprof_limit_are_refused(tmp_path):
+    deep = tmp_path / ("d" * 120) / ("e" * 60)
+    found = problems({}, workdir=deep)
+    assert any("msopprof refuses --output longer than 200" in p for p in found), found
+
+
+def test_hosts_must_be_plain_names_or_addresses():
+    assert is_plain_host("node-0.cluster.local") and is_plain_host("10.0.0.1") and is_plain_host("::1")
+    for bad in ("", "-node", "a b", "x;y", "$(id)", "a" * 64):
+        assert not is_plain_host(bad), bad
+
+
+def test_render_args_fills_placeholders_and_refuses_unknown_ones():
+    assert render_args(["--ep-size", "{ranks_per_node}", "tcp://{master_addr}:{shmem_port}"], {"ranks_per_node": 8, "master_addr": "h", "shmem_port": 1}) == [
+        "--ep-size",
+        "8",
+        "tcp://h:1",
+    ]
+    with pytest.raises(ConfigError, match="unknown placeholder"):
+        render_args(["{nope}"], {})

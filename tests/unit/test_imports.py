@@ -1,0 +1,49 @@
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dispatchprof.imports import ImportError_, checked_import, latency_csv_ranks, manifest
+
+
+def test_latency_csv_rank_count_mismatch_is_invalid_with_both_numbers(tmp_path):
+    csv = tmp_path / "dispatch_latency.csv"
+    csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n0,0,1000,1,0\n1,0,20,0,1\n")
+    state, reason, _ = checked_import("latency_csv", str(csv), nodes=2, world=16)
+    assert state == "invalid" and "holds 2 ranks" in reason and "has 16" in reason
+
+
+def test_not_provided_and_missing_imports_are_told_apart(tmp_path):
+    assert checked_import("timeline_dir", None, 2, 16)[0] == "skipped"
+    state, reason, _ = checked_import("timeline_dir", str(tmp_path / "nope"), 2, 16)
+    assert state == "invalid" and "does not exist" in reason
+
+
+def test_timeline_layout_counts_nodes_and_prof_dirs(tmp_path):
+    for node in range(2):
+        for i in range(8):
+            (tmp_path / f"node{node}" / f"PROF_00000{i}_20260605155111872_ABCDEFGH{node}{i}").mkdir(parents=True)
+    assert checked_import("timeline_dir", str(tmp_path), 2, 16)[0] == "ok"
+    state, reason, _ = checked_import("timeline_dir", str(tmp_path), 3, 24)
+    assert state == "invalid" and "2 node directories but cluster.nodes is 3" in reason
+
+
+def test_manifest_reads_in_place_and_changes_nothing(tmp_path):
+    f = tmp_path / "node0" / "a.csv"
+    f.parent.mkdir()
+    f.write_text("x")
+    before = os.stat(f)
+    entries = manifest(tmp_path, checksums=True)
+    assert entries == [{"path": str(f), "size": 1, "mtime": before.st_mtime, "sha256": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}]
+    assert os.stat(f).st_mtime == before.st_mtime
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=1500))
+def test_garbage_latency_csv_is_counted_or_refused_clearly(tmp_path_factory, blob):
+    path = tmp_path_factory.mktemp("c") / "dispatch_latency.csv"
+    path.write_bytes(blob)
+    try:
+        assert latency_csv_ranks(path) >= 0
+    except ImportError_ as exc:
+        assert str(path) in str(exc)

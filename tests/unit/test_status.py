@@ -1,0 +1,88 @@
+import json
+
+import pytest
+
+from dispatchprof.status import SCHEMA, Status, StatusError, Validation, fold, gate, read_status, worst_state, write_status
+
+
+def make(stage="pmu", state="ok", reason="fine", **kw):
+    return Status(stage=stage, experiment="baseline", state=state, reason=reason, toolchain="sim", **kw)
+
+
+def test_status_file_carries_schema_toolchain_and_every_contract_field(tmp_path):
+    path = tmp_path / "status.json"
+    write_status(path, make(command=["msopprof", "--help"], exit_code=0, validations=[Validation("x", True)]))
+    data = json.loads(path.read_text())
+    assert data["schema"] == SCHEMA
+    for key in (
+        "stage",
+        "experiment",
+        "node",
+        "state",
+        "source",
+        "reason",
+        "upstream",
+        "command",
+        "exit_code",
+        "started",
+        "finished",
+        "validations",
+        "artifacts",
+        "toolchain",
+    ):
+        assert key in data
+    assert read_status(path) == make(command=["msopprof", "--help"], exit_code=0, validations=[Validation("x", True)])
+
+
+@pytest.mark.parametrize("field,value", [("state", "great"), ("stage", "nope"), ("toolchain", "gpu"), ("source", "web"), ("reason", "")])
+def test_status_refuses_values_outside_the_contract(field, value):
+    kwargs = {"stage": "pmu", "state": "ok", "reason": "r", "toolchain": "sim"}
+    kwargs[field] = value
+    with pytest.raises(StatusError):
+        Status(experiment="e", **kwargs)
+
+
+def test_validation_refuses_unknown_severity():
+    with pytest.raises(StatusError):
+        Validation("c", False, "fatal")
+
+
+def test_worst_state_order_is_failed_timeout_invalid_skipped_ok():
+    assert worst_state(["ok", "skipped", "invalid", "timeout", "failed"]) == "failed"
+    assert worst_state(["ok", "skipped", "invalid", "timeout"]) == "timeout"
+    assert worst_state(["ok", "skipped", "invalid"]) == "invalid"
+    assert worst_state(["ok", "skipped"]) == "skipped"
+    assert worst_state(["ok", "disabled"]) == "ok"
+    with pytest.raises(StatusError):
+        worst_state([])
+
+
+def test_fold_names_the_worst_parts_in_its_reason():
+    parts = {"node0": make(stage="env_capture"), "node1": make(stage="env_capture", state="failed", reason="npu-smi hung")}
+    folded = fold("env_capture", "baseline", "sim", parts)
+    assert folded.state == "failed"
+    assert "node1: npu-smi hung" in folded.reason
+    assert folded.upstream == {"node0": "ok", "node1": "failed"}
+
+
+def test_gate_blocks_on_needed_inputs_only_and_chains_reasons(tmp_path):
+    write_status(tmp_path / "corr.json", make(stage="correctness", state="failed", reason="rank 5 did not pass"))
+    write_status(tmp_path / "base.json", make(stage="baseline", state="skipped", reason="needs correctness (failed: rank 5 did not pass)"))
+    write_status(tmp_path / "opt.json", make(stage="timeline", state="invalid", reason="missing device"))
+    g = gate({"baseline": tmp_path / "base.json"}, optional={"timeline": tmp_path / "opt.json"})
+    assert not g.open
+    assert g.reason() == "needs baseline (skipped: needs correctness (failed: rank 5 did not pass))"
+    assert g.upstream == {"timeline": "invalid", "baseline": "skipped"}
+    assert gate({}, optional={"timeline": tmp_path / "opt.json"}).open
+
+
+def test_reading_a_broken_status_file_names_the_file(tmp_path):
+    bad = tmp_path / "status.json"
+    bad.write_text("{not json")
+    with pytest.raises(StatusError, match="status.json"):
+        read_status(bad)
+    bad.write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(StatusError, match="schema"):
+        read_status(bad)
+    with pytest.raises(StatusError, match="missing"):
+        read_status(tmp_path / "absent.json")
