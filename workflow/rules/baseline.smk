@@ -1,6 +1,42 @@
-# baseline: latency baseline of the dispatch kernel and the full API call (collective).
+# baseline: the latency of the dispatch kernel (kernel scope) and of the full API call, on every rank.
+# Collect mode: generate the perf driver from the test (ast), run it on every node, then analyse.
 
-if not COLLECT:
+if COLLECT:
+
+    rule baseline_driver:
+        output:
+            driver="results/{experiment}/baseline/perf_driver.py",
+            runtime="results/{experiment}/baseline/dispatchprof_perf_runtime.py",
+            diff="results/{experiment}/baseline/perf_driver.diff",
+            status="results/{experiment}/baseline/driver/status.json",
+        log:
+            stage_log("baseline", "driver"),
+        params:
+            config_fingerprint=config_fingerprint("mode", "toolchain", "deepep", "baseline", "cluster"),
+        script:
+            "../scripts/baseline_driver.py"
+
+    rule baseline_collect:
+        input:
+            **needed_inputs("baseline_collect"),
+            driver="results/{experiment}/baseline/perf_driver.py",
+        output:
+            run=directory("results/{experiment}/baseline/run"),
+            status="results/{experiment}/baseline/collect/status.json",
+        log:
+            stage_log("baseline", "collect"),
+        params:
+            config_fingerprint=config_fingerprint(
+                "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim", "baseline"
+            ),
+            needed=NEEDS["baseline_collect"],
+            timeout=config["timeouts"]["baseline"],
+        resources:
+            npu_cluster=1,
+        script:
+            "../scripts/baseline_collect.py"
+
+else:
 
     rule baseline_import:
         output:
@@ -20,13 +56,26 @@ rule baseline:
     input:
         **needed_inputs("baseline"),
     output:
+        latency=report(
+            "results/{experiment}/baseline/latency.parquet",
+            caption="../report/baseline.rst",
+            category="Baseline",
+        ),
+        stats="results/{experiment}/baseline/stats.json",
+        plots=directory("results/{experiment}/baseline/plots"),
         status="results/{experiment}/baseline/status.json",
     log:
         stage_log("baseline"),
     params:
         config_fingerprint=config_fingerprint(
-            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze"
+            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "baseline", "stats"
         ),
         needed=NEEDS["baseline"],
+        latency_csv=(
+            "results/{experiment}/baseline/run/latency/dispatch_latency.csv"
+            if COLLECT
+            else config["analyze"]["latency_csv"]
+        ),
+        run_dir="results/{experiment}/baseline/run" if COLLECT else None,
     script:
-        "../scripts/stage_not_implemented.py"
+        "../scripts/baseline.py"

@@ -40,7 +40,8 @@ if COLLECT:
     NEEDS = {
         "build": ["env_capture"],
         "correctness": ["env_capture", "build"],
-        "baseline": ["correctness"],
+        "baseline_collect": ["correctness", "baseline_driver"],
+        "baseline": ["baseline_driver", "baseline_collect"],
         "timeline": ["baseline"],
         "pmu": ["timeline"],
         "pcsampling": ["pmu"],
@@ -62,11 +63,15 @@ wildcard_constraints:
     rank=r"\d+",
 
 
-def status_path(stage):
-    """The status file of a stage (or of an import part) of the current experiment."""
-    if stage.endswith("_import"):
-        return f"results/{{experiment}}/{stage[: -len('_import')]}/import/status.json"
-    return f"results/{{experiment}}/{stage}/status.json"
+PARTS = ("_import", "_driver", "_collect")
+
+
+def status_path(label):
+    """The status file of a stage, or of one part of it (baseline_collect -> baseline/collect/)."""
+    for suffix in PARTS:
+        if label.endswith(suffix):
+            return f"results/{{experiment}}/{label[: -len(suffix)]}/{suffix[1:]}/status.json"
+    return f"results/{{experiment}}/{label}/status.json"
 
 
 def needed_inputs(stage):

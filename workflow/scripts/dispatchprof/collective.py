@@ -6,11 +6,16 @@ ASCEND_DEEPEP_TRANSPORT; the test spawns --ep-size processes itself (never torch
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import pandas as pd
+
+from dispatchprof.analysis.correctness import Verdict, rank_table, verdict
 from dispatchprof.config import render_args, world_ranks
-from dispatchprof.launch import LocalLauncher, NodeSpec
+from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
+from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec
 from dispatchprof.toolchain import Toolchain
 
 
@@ -56,3 +61,49 @@ def launcher(config: Mapping[str, Any]) -> LocalLauncher:
     if config["launcher"] != "local":
         raise ValueError(f"launcher {config['launcher']!r} is not available in this version")
     return LocalLauncher(cluster["master_addr"], int(cluster["master_port"]), float(cluster["ready_timeout"]), float(cluster["fail_grace"]))
+
+
+@dataclass
+class TestRun:
+    """A collective run of the test (or the perf driver) and what its logs say about every rank."""
+
+    result: CollectiveResult
+    table: pd.DataFrame | None
+    verdict: Verdict
+    command: list[str]
+    run_dir: Path
+
+
+def run_test(
+    config: Mapping[str, Any],
+    chain: Toolchain,
+    run_dir: Path,
+    run_tag: str,
+    timeout_s: float,
+    script: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    wrap: Callable[[int, list[str]], list[str]] | None = None,
+) -> TestRun:
+    """Run ``script`` (default: the configured test) on every node; validate every rank's success line.
+
+    ``wrap(node, argv)`` may put a profiler in front of the command. Node logs and the test's own logs
+    go under ``run_dir``.
+    """
+    run_dir = run_dir.resolve()
+    test_logs = run_dir / "deepep"
+
+    def argv_for(node: int) -> list[str]:
+        argv = test_command(config, chain, test_logs, run_tag, script)
+        return wrap(node, argv) if wrap else argv
+
+    specs = node_specs(config, chain, argv_for, run_dir)
+    for spec in specs:
+        spec.env.update(extra_env or {})
+    result = launcher(config).run(specs, timeout_s)
+    logs = [s.log_path for s in specs] + list(test_logs.glob(config["deepep"]["log_glob"]))
+    try:
+        passed = find_pass_lines([p for p in logs if p.is_file()], config["deepep"]["pass_pattern"])
+    except LogFormatError as exc:
+        return TestRun(result, None, Verdict("invalid", str(exc)), specs[0].argv, run_dir)
+    table = rank_table(config["cluster"]["nodes"], config["cluster"]["ranks_per_node"], passed, result)
+    return TestRun(result, table, verdict(table, result), specs[0].argv, run_dir)

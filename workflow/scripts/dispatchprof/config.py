@@ -142,6 +142,16 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
 
     if sim["precision_fail_rank"] is not None and sim["precision_fail_rank"] >= world:
         problems.append(f"sim.precision_fail_rank ({sim['precision_fail_rank']}) must be below the number of ranks ({world})")
+    for knob in ("slow_rank", "spiky_rank"):
+        if sim[knob] is not None and sim[knob] >= world:
+            problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")
+    unknown_roles = sorted(set(sim["role_speedup"]) - {r["name"] for r in roles})
+    if unknown_roles:
+        problems.append(f"sim.role_speedup names {unknown_roles}, which are not in kernel.roles {[r['name'] for r in roles]}")
+    if config["baseline"]["iterations"] <= config["baseline"]["warmup"]:
+        problems.append(
+            f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
+        )
     if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
         problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
 

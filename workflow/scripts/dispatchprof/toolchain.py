@@ -17,7 +17,18 @@ SIM_ENV = {
     "precision_fail_rank": "DEEPEP_SIM_PRECISION_FAIL_RANK",
     "dead_node": "DEEPEP_SIM_DEAD_NODE",
     "late_node_s": "DEEPEP_SIM_LATE_NODE_S",
+    "slow_rank": "DEEPEP_SIM_SLOW_RANK",
+    "slow_factor": "DEEPEP_SIM_SLOW_FACTOR",
+    "spiky_rank": "DEEPEP_SIM_SPIKY_RANK",
+    "noise_seed": "DEEPEP_SIM_NOISE_SEED",
+    "role_speedup": "DEEPEP_SIM_ROLE_SPEEDUP",
 }
+
+
+def _sim_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
 
 
 @dataclass
@@ -41,6 +52,14 @@ class Toolchain:
         env.update(extra or {})
         return env
 
+    def driver_env(self) -> dict[str, str]:
+        """What the generated perf driver needs beyond the test's environment: on the simulated cluster,
+        the minimal torch shim (only for these runs, never installed)."""
+        if self.name != "sim" or self.bin_dir is None:
+            return {}
+        shim = self.bin_dir.parent / "shims"
+        return {"PYTHONPATH": os.pathsep.join([str(self.repo), str(shim)])}
+
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """A command line that runs ``argv`` with the toolchain's environment sourced (CANN)."""
         if self.name != "cann" or not self.set_env:
@@ -58,7 +77,7 @@ def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolcha
     sim_root = basedir / "workflow" / "sim"
     if name == "sim":
         repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")
-        sim_env = {SIM_ENV[k]: str(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0)}
+        sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0, {})}
         return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
     repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")
     return Toolchain(name, repo.resolve(), Path(config["cann"]["install_root"]), set_env=config["cann"]["set_env"])

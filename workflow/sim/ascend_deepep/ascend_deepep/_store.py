@@ -37,6 +37,20 @@ class _Handler(socketserver.StreamRequestHandler):
                     state.data[key] = state.data.get(key, 0) + int(req["value"])
                     state.cond.notify_all()
                     reply = state.data[key]
+                elif op == "mset":
+                    state.data.update(req["value"])
+                    state.cond.notify_all()
+                    reply = True
+                elif op == "mget":
+                    keys = req["keys"]
+                    deadline = time.monotonic() + float(req.get("timeout", 3600))
+                    while not all(k in state.data for k in keys):
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        state.cond.wait(left)
+                    missing = [k for k in keys if k not in state.data]
+                    reply = {"__timeout__": True} if missing else [state.data[k] for k in keys]
                 elif op == "get":
                     deadline = time.monotonic() + float(req.get("timeout", 3600))
                     while key not in state.data:
@@ -99,6 +113,13 @@ class StoreClient:
 
     def get(self, key: str) -> Any:
         return self._call(op="get", key=key, timeout=self.op_timeout_s)
+
+    def mset(self, items: dict[str, Any]) -> None:
+        self._call(op="mset", key="*", value=items)
+
+    def mget(self, keys: list[str]) -> list[Any]:
+        """Block until every key exists; one round trip for all of them."""
+        return self._call(op="mget", key=",".join(keys[:3]), keys=keys, timeout=self.op_timeout_s)
 
     def add(self, key: str, value: int = 1) -> int:
         return self._call(op="add", key=key, value=value)

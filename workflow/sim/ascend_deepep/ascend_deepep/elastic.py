@@ -8,14 +8,22 @@ values of each token so the exchange stays light; the precision check compares t
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import os
 import random
+import tempfile
+from array import array
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
+from ascend_deepep._latency_model import kernel_us
 from ascend_deepep._store import StoreClient
 
-PAYLOAD_VALUES = 16
+DTYPE_BYTES = {"bf16": 2, "fp8": 1}
+
+PAYLOAD_VALUES = 4
 
 
 @dataclass
@@ -61,10 +69,47 @@ def expected_receive(inputs_by_rank: dict[int, RankInputs], dst: int, experts_pe
     return out
 
 
+def _b64(kind: str, values: list) -> str:
+    return base64.b64encode(array(kind, values).tobytes()).decode()
+
+
+def _unb64(kind: str, text: str) -> list:
+    out = array(kind)
+    out.frombytes(base64.b64decode(text))
+    return out.tolist()
+
+
+def _pack(src: int, tokens: list[int], x: list[list[float]], topk_idx: list[list[int]], weights: list[list[float]]) -> dict[str, Any]:
+    return {
+        "src": src,
+        "tokens": _b64("i", tokens),
+        "x": _b64("d", [v for t in tokens for v in x[t]]),
+        "experts": _b64("i", [e for t in tokens for e in topk_idx[t]]),
+        "weights": _b64("d", [w for t in tokens for w in weights[t]]),
+    }
+
+
+def _unpack(blob: dict[str, Any], k: int) -> list[list[Any]]:
+    tokens = _unb64("i", blob["tokens"])
+    x, experts, weights = _unb64("d", blob["x"]), _unb64("i", blob["experts"]), _unb64("d", blob["weights"])
+    p = PAYLOAD_VALUES
+    return [[blob["src"], t, x[i * p : (i + 1) * p], experts[i * k : (i + 1) * k], weights[i * k : (i + 1) * k]] for i, t in enumerate(tokens)]
+
+
 class ElasticBuffer:
     """Dispatch through node 0's store. One instance per rank process."""
 
-    def __init__(self, store: StoreClient, rank: int, world: int, num_experts: int, num_max_tokens_per_rank: int, hidden: int):
+    def __init__(
+        self,
+        store: StoreClient,
+        rank: int,
+        world: int,
+        num_experts: int,
+        num_max_tokens_per_rank: int,
+        hidden: int,
+        dtype: str = "bf16",
+        ranks_per_node: int = 8,
+    ):
         self.store = store
         self.rank = rank
         self.world = world
@@ -72,23 +117,35 @@ class ElasticBuffer:
         self.experts_per_rank = num_experts // world
         self.num_max_tokens_per_rank = num_max_tokens_per_rank
         self.hidden = hidden
+        self.dtype_bytes = DTYPE_BYTES.get(dtype, 2)
+        self.ranks_per_node = ranks_per_node
         self._calls = 0
+        self._session: list[float] | None = None
+        self._warmup = 0
+        self._sessions_used = 0
         fail_rank = os.environ.get("DEEPEP_SIM_PRECISION_FAIL_RANK", "")
         self._corrupt = fail_rank != "" and int(fail_rank) == rank
 
     def dispatch(self, x: list[list[float]], topk_idx: list[list[int]], topk_weights: list[list[float]], **_: Any) -> tuple[Any, ...]:
         call = self._calls
         self._calls += 1
-        outgoing: dict[int, list[Any]] = {dst: [] for dst in range(self.world)}
+        outgoing: dict[int, list[int]] = {dst: [] for dst in range(self.world)}
         for t, experts in enumerate(topk_idx):
             for dst in sorted({e // self.experts_per_rank for e in experts}):
-                outgoing[dst].append([self.rank, t, x[t], experts, topk_weights[t]])
-        for dst, rows in outgoing.items():
-            self.store.set(f"dispatch/{call}/{self.rank}->{dst}", rows)
+                outgoing[dst].append(t)
+        # Rows travel packed (token ids, payloads, expert ids, weights as flat arrays): the data really moves,
+        # without per-value JSON cost.
+        k = len(topk_idx[0]) if topk_idx else 0
+        self.store.mset({f"dispatch/{call}/{self.rank}->{dst}": _pack(self.rank, tokens, x, topk_idx, topk_weights) for dst, tokens in outgoing.items()})
         received = []
-        for src in range(self.world):
-            received.extend(self.store.get(f"dispatch/{call}/{src}->{self.rank}"))
+        for blob in self.store.mget([f"dispatch/{call}/{src}->{self.rank}" for src in range(self.world)]):
+            received.extend(_unpack(blob, k))
         self.store.barrier(f"dispatch/{call}", self.world)
+        if self._session is not None:
+            remote = sum(len(tokens) for dst, tokens in outgoing.items() if dst != self.rank)
+            local = len(outgoing[self.rank])
+            row_bytes = self.hidden * self.dtype_bytes
+            self._session.append(kernel_us(self.rank, len(self._session), self._warmup, remote * row_bytes, local * row_bytes, self.num_experts))
         if self._corrupt and received:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
             received[0][2] = [v + 1.0 for v in received[0][2]]
@@ -97,3 +154,47 @@ class ElasticBuffer:
         recv_topk_weights = [row[4] for row in received]
         handle = [(row[0], row[1]) for row in received]
         return recv_x, recv_topk_idx, recv_topk_weights, handle, None
+
+    @contextlib.contextmanager
+    def profile_dispatch_latency(
+        self, output_dir: str | None = None, warmup: int = 0, synchronize_start: bool = True, metadata: dict[str, str] | None = None
+    ) -> Iterator[None]:
+        """Time every dispatch in the block; rank 0 writes dispatch_latency.csv (shared/formats/deepep.md §1).
+
+        Kernel-mode measurement: per call the simulated max-over-AIV kernel time, outer barriers excluded.
+        """
+        if self._sessions_used:
+            raise RuntimeError("one profiling session per process")
+        self._sessions_used += 1
+        self._session, self._warmup = [], int(warmup)
+        metadata = metadata or {"measurement": "kernel", "clock_hz": "1000000000"}
+        env = os.environ
+        out = Path(env.get("AKL_LATENCY_OUTPUT_DIR") or output_dir or env.get("DISPATCH_RESULTS_DIR") or env.get("DISPATCH_CLOCK_DIR") or "./clock_results")
+        try:
+            yield
+        finally:
+            samples, self._session = self._session, None
+        self.store.set(f"latency/{self.rank}", {"samples": samples, "warmup": self._warmup, "metadata": metadata})
+        gathered = [self.store.get(f"latency/{r}") for r in range(self.world)]
+        counts = {len(g["samples"]) for g in gathered}
+        if len(counts) != 1 or counts.pop() <= self._warmup:
+            raise RuntimeError("need equal call counts exceeding warmup")
+        if any(g["warmup"] != self._warmup or g["metadata"] != metadata for g in gathered):
+            raise RuntimeError("all ranks must use identical profiling settings")
+        if self.rank == 0:
+            _write_latency_csv(out / "dispatch_latency.csv", [g["samples"] for g in gathered], self._warmup, metadata)
+        self.store.barrier("latency/written", self.world)
+
+
+def _write_latency_csv(path: Path, samples: list[list[float]], warmup: int, metadata: dict[str, str]) -> None:
+    """Iteration-major rows (for i: for rank), written atomically as LatencyProfile does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = ["rank", "iteration", "elapsed_ms", "elapsed_us", "is_warmup", "in_average", *metadata]
+    lines = [",".join(header)]
+    for i in range(len(samples[0])):
+        for rank, per_rank in enumerate(samples):
+            ms = per_rank[i] / 1000.0
+            lines.append(",".join([str(rank), str(i), f"{ms:.9f}", f"{ms * 1000:.9f}", str(int(i < warmup)), str(int(i >= warmup)), *metadata.values()]))
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+        handle.write("\n".join(lines) + "\n")
+    os.replace(handle.name, path)

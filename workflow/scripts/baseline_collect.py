@@ -1,0 +1,47 @@
+"""Entry point of rule baseline_collect: run the perf driver on every node; validate precision and outputs."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.collective import run_test
+from dispatchprof.stage import StageRun, run_stage
+from dispatchprof.status import Status, Validation
+from dispatchprof.toolchain import resolve
+
+
+def driver_environment(cfg, out_dir: Path, iterations: int, warmup: int) -> dict:
+    return {
+        "DISPATCHPROF_OUT": str(out_dir.resolve()),
+        "DISPATCHPROF_ITERATIONS": str(iterations),
+        "DISPATCHPROF_WARMUP": str(warmup),
+        "DISPATCHPROF_NUM_EXPERTS": str(cfg["shape"]["num_experts"]),
+        "DISPATCHPROF_RANKS_PER_NODE": str(cfg["cluster"]["ranks_per_node"]),
+        "DISPATCHPROF_TOPK_KEY": cfg["baseline"]["topk_key"],
+    }
+
+
+def body(run: StageRun) -> Status:
+    gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
+    if not gate.open:
+        return run.skipped(gate)
+    cfg, out = run.config, run.outputs["run"]
+    chain = resolve(cfg)
+    env = {**driver_environment(cfg, out, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"]), **chain.driver_env()}
+    test = run_test(
+        cfg, chain, out, f"{run.experiment}_baseline", float(run.params["timeout"]), script=str(Path(run.inputs["driver"]).resolve()), extra_env=env
+    )
+    csv = out / "latency" / "dispatch_latency.csv"
+    validations = [Validation("dispatch_latency.csv written (rank 0)", csv.is_file(), "error", str(csv))]
+    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations)
+    if test.verdict.state != "ok":
+        return run.status(test.verdict.state, f"perf driver: {test.verdict.reason}", **common)
+    if not csv.is_file():
+        return run.status("invalid", f"every rank passed but {csv} was not written: check profile_dispatch_latency in the node logs", **common)
+    return run.status(
+        "ok", f"{cfg['baseline']['iterations']} calls per rank on {len(test.table)} ranks; precision of the last result passed everywhere", **common
+    )
+
+
+run_stage(snakemake, "baseline", body, part="collect")

@@ -1,0 +1,162 @@
+"""Latency statistics of a collective kernel, measured on every rank.
+
+Two different questions, never mixed up:
+- "how long does one dispatch take for the whole group": per measured iteration take the max over
+  ranks, then the median / P95 / mean of those maxima (with bootstrap 95% CIs);
+- "how is each rank distributed": per rank median / P95 / max of its own samples.
+"P95 per rank, then max" is a third statistic and is not computed here.
+Percentiles use linear interpolation (numpy's default). CIs use the bootstrap percentile method with a
+fixed seed, so a rerun on the same data gives the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class Selection:
+    """Samples usable for per-iteration statistics, and what was left out and why."""
+
+    measured: pd.DataFrame  # rank, iteration, us: only iterations in which every rank has a measured sample
+    ranks: list[int]
+    excluded_mixed_warmup: int  # iterations whose rows disagree on the warm-up label
+    excluded_incomplete: int  # iterations in which some rank has no measured sample
+
+
+def select_measured(frame: pd.DataFrame) -> Selection:
+    """``frame``: rank, iteration, us, warmup, in_average (bools)."""
+    ranks = sorted(frame["rank"].unique().tolist())
+    by_iter = frame.groupby("iteration")
+    mixed = by_iter["warmup"].nunique() > 1
+    measured_rows = frame[frame["in_average"] & ~frame["warmup"]]
+    counts = measured_rows.groupby("iteration")["rank"].nunique()
+    complete = counts[counts == len(ranks)].index
+    complete = complete.difference(mixed[mixed].index)
+    all_iters = frame["iteration"].unique()
+    warmup_only = by_iter["warmup"].all()
+    incomplete = [i for i in all_iters if i not in complete and not mixed.get(i, False) and not warmup_only.get(i, False)]
+    kept = measured_rows[measured_rows["iteration"].isin(complete)][["rank", "iteration", "us"]]
+    return Selection(kept.reset_index(drop=True), ranks, int(mixed.sum()), len(incomplete))
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q, method="linear"))
+
+
+def bootstrap_ci(values: np.ndarray, q: float, resamples: int, seed: int) -> list[float]:
+    """95% percentile-bootstrap CI of the q-th percentile (q=50: the median)."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return [float("nan"), float("nan")]
+    rng = np.random.default_rng(seed)
+    stats = np.empty(resamples)
+    for start in range(0, resamples, 500):  # chunks bound memory for long runs
+        stop = min(resamples, start + 500)
+        idx = rng.integers(0, len(values), size=(stop - start, len(values)))
+        stats[start:stop] = np.percentile(values[idx], q, axis=1, method="linear")
+    return [percentile(stats, 2.5), percentile(stats, 97.5)]
+
+
+def per_iteration_max(selection: Selection) -> pd.DataFrame:
+    """Per measured iteration: the max over ranks, and which rank(s) it was."""
+    wide = selection.measured.pivot(index="iteration", columns="rank", values="us")
+    maxima = wide.max(axis=1)
+    return pd.DataFrame(
+        {"iteration": wide.index, "max_us": maxima.values, "slowest": [tuple(wide.columns[row == m]) for row, m in zip(wide.values, maxima.values)]}
+    )
+
+
+def summarize(values: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
+    return {
+        "median": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "mean": float(np.mean(values)),
+        "n": int(len(values)),
+        "median_ci95": bootstrap_ci(values, 50, resamples, seed),
+        "p95_ci95": bootstrap_ci(values, 95, resamples, seed),
+    }
+
+
+def rank_statistics(frame: pd.DataFrame, per_iter: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per rank over its measured samples; fraction_slowest counts ties as 1/k for each of k tied ranks."""
+    measured = frame[frame["in_average"] & ~frame["warmup"]]
+    credit: dict[int, float] = {}
+    for tied in per_iter["slowest"]:
+        for rank in tied:
+            credit[rank] = credit.get(rank, 0.0) + 1.0 / len(tied)
+    n_iter = max(len(per_iter), 1)
+    out = {}
+    for rank, group in measured.groupby("rank"):
+        values = group["us"].to_numpy()
+        out[str(int(rank))] = {
+            "median_us": percentile(values, 50),
+            "p95_us": percentile(values, 95),
+            "max_us": float(values.max()),
+            "n": int(len(values)),
+            "fraction_slowest": credit.get(int(rank), 0.0) / n_iter,
+        }
+    return out
+
+
+def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
+    """The figures ascend-kernel-lab users know (shared/formats/deepep.md §6), labelled as such."""
+    measured = frame[frame["in_average"] & ~frame["warmup"]].sort_values("iteration")
+    selected = measured if last_n == 0 else measured.groupby("rank", group_keys=False).tail(last_n)
+    rank_means = selected.groupby("rank")["us"].mean()
+    ranks = frame["rank"].nunique()
+    complete = selected.groupby("iteration").filter(lambda g: g["rank"].nunique() == ranks)
+    launch_max = complete.groupby("iteration")["us"].max()
+    return {
+        "last_n": last_n,
+        "mean_of_rank_means_us": float(rank_means.mean()) if len(rank_means) else None,
+        "mean_of_launch_max_us": float(launch_max.mean()) if len(launch_max) else None,
+        "definition": (
+            "ascend-kernel-lab convention: per rank the mean of its last N measured samples, then the unweighted mean over ranks; "
+            "and the mean over complete selected launches of the max across ranks. Not the per-iteration-max median above."
+        ),
+    }
+
+
+def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_n: int, tail_ci_ratio: float) -> dict[str, Any]:
+    """All statistics of one scope (kernel or full API) as a JSON-ready dict."""
+    selection = select_measured(frame)
+    per_iter = per_iteration_max(selection) if len(selection.measured) else pd.DataFrame(columns=["iteration", "max_us", "slowest"])
+    result: dict[str, Any] = {
+        "ranks": len(selection.ranks),
+        "iterations_total": int(frame["iteration"].nunique()),
+        "warmup_iterations": int(frame.groupby("iteration")["warmup"].all().sum()),
+        "iterations_measured": int(len(per_iter)),
+        "excluded_mixed_warmup": selection.excluded_mixed_warmup,
+        "excluded_incomplete": selection.excluded_incomplete,
+        "per_rank": rank_statistics(frame, per_iter),
+        "akl": akl_numbers(frame, akl_last_n),
+        "warnings": [],
+    }
+    if selection.excluded_mixed_warmup:
+        result["warnings"].append(f"{selection.excluded_mixed_warmup} iteration(s) have mixed warm-up labels across ranks and were left out")
+    if selection.excluded_incomplete:
+        result["warnings"].append(f"{selection.excluded_incomplete} iteration(s) lack a measured sample on some rank and were left out")
+    if len(per_iter) == 0:
+        result["per_iteration_max_us"] = None
+        result["slowest_rank"] = None
+        result["warnings"].append("no iteration has a measured sample on every rank: no per-iteration statistics")
+        return result
+    maxima = per_iter["max_us"].to_numpy()
+    result["per_iteration_max_us"] = summarize(maxima, resamples, seed)
+    slowest = max(result["per_rank"].items(), key=lambda kv: (kv[1]["fraction_slowest"], -int(kv[0])))
+    result["slowest_rank"] = {"rank": int(slowest[0]), "fraction": slowest[1]["fraction_slowest"]}
+    stats = result["per_iteration_max_us"]
+    lo, hi = stats["p95_ci95"]
+    if stats["median"] > 0 and np.isfinite(lo) and (hi - lo) / stats["median"] > tail_ci_ratio:
+        result["tail_hint"] = (
+            f"the P95 CI [{lo:.1f}, {hi:.1f}] us spans {100 * (hi - lo) / stats['median']:.0f}% of the median: "
+            "the tail is not stable with this many samples; raise baseline.iterations or rerun"
+        )
+    else:
+        result["tail_hint"] = None
+    return result

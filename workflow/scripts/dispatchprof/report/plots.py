@@ -1,0 +1,61 @@
+"""Latency plots as PNG files (matplotlib, no display). The report embeds them; nothing is computed here
+that the statistics do not already hold, except drawing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def rank_distributions(frame: pd.DataFrame, title: str, path: Path) -> None:
+    """Per-rank distribution of measured samples (box), warm-up samples marked as x."""
+    measured = frame[frame["in_average"] & ~frame["warmup"]]
+    ranks = sorted(frame["rank"].unique())
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(ranks) + 2), 3.6))
+    ax.boxplot([measured.loc[measured["rank"] == r, "us"] for r in ranks], positions=range(len(ranks)), showfliers=True, widths=0.6)
+    warm = frame[frame["warmup"]]
+    ax.scatter([ranks.index(r) for r in warm["rank"]], warm["us"], marker="x", color="#9a6700", s=14, label="warm-up (excluded)")
+    ax.set_xticks(range(len(ranks)), [str(r) for r in ranks])
+    ax.set_xlabel("rank")
+    ax.set_ylabel("latency (us)")
+    ax.set_title(title)
+    if len(warm):
+        ax.legend(loc="upper right", fontsize=8)
+    _save(fig, path)
+
+
+def iteration_max_series(per_iter: pd.DataFrame, warmup_iterations: int, title: str, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.plot(per_iter["iteration"], per_iter["max_us"], lw=1, color="#0969da")
+    if warmup_iterations:
+        ax.axvspan(-0.5, warmup_iterations - 0.5, color="#d0d7de", alpha=0.6, label="warm-up (excluded)")
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("max over ranks (us)")
+    ax.set_title(title)
+    _save(fig, path)
+
+
+def slowest_rank_histogram(fractions: dict[str, float], title: str, path: Path) -> None:
+    ranks = sorted(fractions, key=int)
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(ranks) + 2), 3.0))
+    ax.bar(range(len(ranks)), [fractions[r] for r in ranks], color="#cf222e")
+    ax.set_xticks(range(len(ranks)), ranks)
+    ax.set_xlabel("rank")
+    ax.set_ylabel("fraction of iterations slowest")
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    _save(fig, path)
