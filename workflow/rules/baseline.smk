@@ -12,7 +12,9 @@ if COLLECT:
         log:
             stage_log("baseline", "driver"),
         params:
-            config_fingerprint=config_fingerprint("mode", "toolchain", "deepep", "baseline", "cluster"),
+            config_fingerprint=config_fingerprint(
+                "mode", "toolchain", "deepep", "baseline", "cluster"
+            ),
         script:
             "../scripts/baseline_driver.py"
 
@@ -25,14 +27,22 @@ if COLLECT:
             status="results/{experiment}/baseline/collect/status.json",
         log:
             stage_log("baseline", "collect"),
+        resources:
+            npu_cluster=1,
         params:
             config_fingerprint=config_fingerprint(
-                "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim", "baseline"
+                "mode",
+                "toolchain",
+                "launcher",
+                "cann",
+                "cluster",
+                "deepep",
+                "shape",
+                "sim",
+                "baseline",
             ),
             needed=NEEDS["baseline_collect"],
             timeout=config["timeouts"]["baseline"],
-        resources:
-            npu_cluster=1,
         script:
             "../scripts/baseline_collect.py"
 
@@ -68,7 +78,15 @@ rule baseline:
         stage_log("baseline"),
     params:
         config_fingerprint=config_fingerprint(
-            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "baseline", "stats"
+            "mode",
+            "toolchain",
+            "cluster",
+            "deepep",
+            "shape",
+            "sim",
+            "analyze",
+            "baseline",
+            "stats",
         ),
         needed=NEEDS["baseline"],
         latency_csv=(

@@ -7,6 +7,8 @@ rule report:
         env="results/{experiment}/env_capture/env.json",
         build_record="results/{experiment}/build/build.json",
         correctness_ranks="results/{experiment}/correctness/ranks.parquet",
+        baseline_stats="results/{experiment}/baseline/stats.json",
+        baseline_plots="results/{experiment}/baseline/plots",
     output:
         html="results/{experiment}/report/report.html",
         summary="results/{experiment}/report/summary.json",

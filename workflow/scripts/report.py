@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E402
 from dispatchprof.config import world_ranks  # noqa: E402
 from dispatchprof.report.context import environment_rows, open_boundaries  # noqa: E402
-from dispatchprof.report.html import render  # noqa: E402
+from dispatchprof.report.html import embed_png, render  # noqa: E402
 from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
 from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
@@ -35,6 +35,19 @@ def body(run: StageRun) -> Status:
         failed = ranks[~ranks["passed"]].to_dict("records")
         correctness = {"link": link(run.inputs["correctness_ranks"]), "failed_rows": failed}
     env_nodes, env_warnings = environment_rows(env)
+    sections = {}
+    baseline = None
+    if statuses["baseline"].ok:
+        stats = json.loads(Path(run.inputs["baseline_stats"]).read_text())
+        sections["baseline"] = stats["summary"]
+        plot_dir = Path(run.inputs["baseline_plots"])
+        baseline = {
+            "stats": stats,
+            "link": link(run.inputs["baseline_stats"]),
+            "parquet": link(str(Path(run.inputs["baseline_stats"]).with_name("latency.parquet"))),
+            "plots": {name: embed_png(plot_dir / f"{name}.png") for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")},
+            "timeline_minus_kernel": None,
+        }
     context = {
         "experiment": run.experiment,
         "mode": cfg["mode"],
@@ -50,13 +63,14 @@ def body(run: StageRun) -> Status:
         "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
         "env_nodes": env_nodes,
         "env_warnings": env_warnings,
-        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg)),
+        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections),
+        "baseline": baseline,
         "correctness": correctness,
         "open_boundaries": open_boundaries(statuses),
         "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
     }
     write_text_atomic(run.outputs["html"], render(Path(snakemake.scriptdir).parent / "templates", context))
-    write_json_atomic(run.outputs["summary"], build_summary(run.experiment, run.toolchain, cfg["mode"], statuses))
+    write_json_atomic(run.outputs["summary"], build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {"baseline": sections.get("baseline")}))
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
     return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])

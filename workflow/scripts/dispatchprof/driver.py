@@ -100,7 +100,8 @@ def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[
     routing_arg = ast.unparse(star[0]) if len(star) == 1 else "{" + ", ".join(f"{k.arg!r}: {ast.unparse(k.value)}" for k in call.keywords if k.arg) + "}"
     loop = render_loop(
         {
-            "original": ast.get_source_segment(source, stmt) or ast.unparse(stmt),
+            # One line: it goes into a comment.
+            "original": " ".join((ast.get_source_segment(source, stmt) or ast.unparse(stmt)).split()),
             "buffer": ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else "buffer",
             "assignment": assignment,
             "call": ast.get_source_segment(source, call) or ast.unparse(call),

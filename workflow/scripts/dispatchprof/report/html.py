@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import base64
+
 import jinja2
+
+
+def embed_png(path: Path) -> str | None:
+    """A data: URI, so the report stays one file with no external request."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode() if path.is_file() else None
 
 
 def render(template_dir: Path, context: dict[str, Any]) -> str:

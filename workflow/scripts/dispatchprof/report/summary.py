@@ -9,17 +9,36 @@ from dispatchprof.status import Status
 SCHEMA = "dispatchprof.summary/1"
 
 
-def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status]) -> dict[str, Any]:
-    return {
+def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status], sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Stage sections (``baseline``...) are present when the stage is ok, else null."""
+    summary = {
         "schema": SCHEMA,
         "experiment": experiment,
         "toolchain": toolchain,
         "mode": mode,
         "stages": {stage: {"state": s.state, "reason": s.reason} for stage, s in statuses.items()},
     }
+    for stage, section in (sections or {}).items():
+        summary[stage] = section if statuses[stage].ok else None
+    return summary
 
 
-def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int) -> str:
+def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
+    per_iter = section["per_iteration_max_us"]
+    lo, hi = per_iter["median_ci95"]
+    slowest = section["slowest_rank"]
+    text = (
+        f"One dispatch takes a median of {per_iter['median']:.1f} us for the whole group (per-iteration max over {world} ranks, kernel scope; "
+        f"95% CI {lo:.1f}-{hi:.1f} us) and {per_iter['p95']:.1f} us at P95, over {per_iter['n']} measured iterations."
+    )
+    if slowest and slowest["fraction"] >= 0.5:
+        text += f" Rank {slowest['rank']} is consistently the slowest ({100 * slowest['fraction']:.0f}% of iterations)."
+    elif slowest:
+        text += f" No rank is consistently the slowest (most often rank {slowest['rank']}, {100 * slowest['fraction']:.0f}% of iterations)."
+    return text
+
+
+def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None) -> str:
     """The report's opening answer: what is known, and what evidence is missing (never more than that)."""
     measured = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if statuses[s].ok]
     missing = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if not statuses[s].ok]
@@ -31,6 +50,9 @@ def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int)
         text.append(f"The precision test passed on all {world} ranks.")
     elif corr.state != "disabled":
         text.append(f"The precision test did not pass ({corr.state}: {corr.reason}), so no performance evidence was collected.")
+    sections = sections or {}
+    if statuses["baseline"].ok and sections.get("baseline"):
+        text.append(baseline_sentence(sections["baseline"], world))
     if measured:
         text.append(f"Evidence available: {', '.join(measured)}.")
     if missing:

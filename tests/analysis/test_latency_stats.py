@@ -1,0 +1,85 @@
+"""Latency statistics against values computed by hand on a small fixed table."""
+
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES
+from dispatchprof.analysis.latency import bootstrap_ci, latency_statistics, select_measured
+from dispatchprof.formats.latency_csv import parse_latency_csv
+
+# 3 ranks x 5 iterations; iteration 0 is warm-up everywhere.
+SAMPLES = {0: [100, 10, 12, 11, 30], 1: [100, 11, 13, 9, 10], 2: [100, 12, 11, 10, 10]}
+
+
+def table(samples=SAMPLES, warmup=1):
+    rows = [(r, i, float(v), i < warmup, i >= warmup) for r, vs in samples.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows, columns=["rank", "iteration", "us", "warmup", "in_average"])
+
+
+def stats(frame, last_n=2):
+    return latency_statistics(frame, resamples=500, seed=0, akl_last_n=last_n, tail_ci_ratio=0.1)
+
+
+def test_per_iteration_max_statistics_match_hand_computation():
+    # maxima of iterations 1..4: 12 (rank 2), 13 (rank 1), 11 (rank 0), 30 (rank 0) -> sorted 11, 12, 13, 30
+    s = stats(table())
+    p = s["per_iteration_max_us"]
+    assert p["n"] == 4 and s["iterations_measured"] == 4 and s["warmup_iterations"] == 1
+    assert p["median"] == pytest.approx(12.5)
+    assert p["p95"] == pytest.approx(13 + 0.85 * (30 - 13))  # linear interpolation at position 2.85
+    assert p["mean"] == pytest.approx(16.5)
+
+
+def test_per_rank_statistics_and_slowest_fractions_match_hand_computation():
+    s = stats(table())
+    r0 = s["per_rank"]["0"]
+    assert r0["median_us"] == pytest.approx(11.5)
+    assert r0["p95_us"] == pytest.approx(12 + 0.85 * 18)
+    assert r0["max_us"] == 30 and r0["n"] == 4
+    assert [s["per_rank"][r]["fraction_slowest"] for r in ("0", "1", "2")] == [0.5, 0.25, 0.25]
+    assert s["slowest_rank"] == {"rank": 0, "fraction": 0.5}
+
+
+def test_p95_of_maxima_is_not_the_max_of_per_rank_p95():
+    s = stats(table())
+    max_of_rank_p95 = max(v["p95_us"] for v in s["per_rank"].values())
+    assert max_of_rank_p95 != pytest.approx(s["per_iteration_max_us"]["p95"])
+
+
+def test_ties_share_the_slowest_credit():
+    s = stats(table({0: [5, 7], 1: [5, 7]}, warmup=0))
+    assert s["per_rank"]["0"]["fraction_slowest"] == 0.5 and s["per_rank"]["1"]["fraction_slowest"] == 0.5
+
+
+def test_ascend_kernel_lab_numbers_follow_its_convention():
+    akl = stats(table(), last_n=2)["akl"]
+    assert akl["mean_of_rank_means_us"] == pytest.approx((20.5 + 9.5 + 10) / 3)
+    assert akl["mean_of_launch_max_us"] == pytest.approx((11 + 30) / 2)
+
+
+def test_legacy_sample_gives_akl_experiment_value_and_leaves_out_the_mixed_iteration():
+    frame = parse_latency_csv(FIXTURES / "deepep" / "dispatch_latency_legacy.csv").frame
+    s = stats(frame, last_n=5)
+    assert s["akl"]["mean_of_rank_means_us"] == pytest.approx(20.0)  # the value AKL's own test expects
+    assert s["excluded_mixed_warmup"] == 1 and any("mixed warm-up" in w for w in s["warnings"])
+    assert s["per_iteration_max_us"]["n"] == 1 and s["per_iteration_max_us"]["median"] == 40.0
+
+
+def test_incomplete_iterations_are_left_out_and_counted():
+    frame = table()
+    frame = frame[~((frame["rank"] == 2) & (frame["iteration"] == 4))]
+    selection = select_measured(frame)
+    assert selection.excluded_incomplete == 1 and sorted(selection.measured["iteration"].unique()) == [1, 2, 3]
+
+
+def test_bootstrap_is_reproducible_and_brackets_the_estimate():
+    values = pd.Series(range(100), dtype=float).to_numpy()
+    first = bootstrap_ci(values, 50, 1000, seed=7)
+    assert first == bootstrap_ci(values, 50, 1000, seed=7)
+    assert first[0] <= 49.5 <= first[1]
+    assert first != bootstrap_ci(values, 50, 1000, seed=8)
+
+
+def test_a_wide_p95_interval_produces_the_tail_hint():
+    s = stats(table())
+    assert s["tail_hint"] and "raise baseline.iterations" in s["tail_hint"]
