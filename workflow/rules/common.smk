@@ -42,7 +42,9 @@ if COLLECT:
         "correctness": ["env_capture", "build"],
         "baseline_collect": ["correctness", "baseline_driver"],
         "baseline": ["baseline_driver", "baseline_collect"],
-        "timeline": ["baseline"],
+        "timeline_collect": ["baseline"],
+        "timeline_node": ["timeline_collect"],
+        "timeline": ["timeline_collect"],
         "pmu": ["timeline"],
         "pcsampling": ["pmu"],
     }
@@ -51,6 +53,7 @@ else:
         "build": [],
         "correctness": [],
         "baseline": ["baseline_import"],
+        "timeline_node": ["timeline_import"],
         "timeline": ["timeline_import"],
         "pmu": ["pmu_import"],
         "pcsampling": ["pcsampling_import"],
@@ -64,6 +67,14 @@ wildcard_constraints:
 
 
 PARTS = ("_import", "_driver", "_collect")
+
+
+RANKS_PER_NODE = config["cluster"]["ranks_per_node"]
+RANKS = list(range(len(NODES) * RANKS_PER_NODE))
+
+
+def node_of(rank):
+    return int(rank) // RANKS_PER_NODE
 
 
 def status_path(label):

@@ -9,6 +9,7 @@ rule report:
         correctness_ranks="results/{experiment}/correctness/ranks.parquet",
         baseline_stats="results/{experiment}/baseline/stats.json",
         baseline_plots="results/{experiment}/baseline/plots",
+        timeline_stats="results/{experiment}/timeline/stats.json",
     output:
         html="results/{experiment}/report/report.html",
         summary="results/{experiment}/report/summary.json",

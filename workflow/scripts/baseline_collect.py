@@ -5,21 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.collective import run_test
+from dispatchprof.collective import driver_environment, run_test
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation
 from dispatchprof.toolchain import resolve
-
-
-def driver_environment(cfg, out_dir: Path, iterations: int, warmup: int) -> dict:
-    return {
-        "DISPATCHPROF_OUT": str(out_dir.resolve()),
-        "DISPATCHPROF_ITERATIONS": str(iterations),
-        "DISPATCHPROF_WARMUP": str(warmup),
-        "DISPATCHPROF_NUM_EXPERTS": str(cfg["shape"]["num_experts"]),
-        "DISPATCHPROF_RANKS_PER_NODE": str(cfg["cluster"]["ranks_per_node"]),
-        "DISPATCHPROF_TOPK_KEY": cfg["baseline"]["topk_key"],
-    }
 
 
 def body(run: StageRun) -> Status:

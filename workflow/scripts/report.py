@@ -48,6 +48,18 @@ def body(run: StageRun) -> Status:
             "plots": {name: embed_png(plot_dir / f"{name}.png") for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")},
             "timeline_minus_kernel": None,
         }
+    timeline = None
+    timeline_stats = json.loads(Path(run.inputs["timeline_stats"]).read_text())
+    if not timeline_stats.get("placeholder"):
+        timeline = {
+            "stats": timeline_stats,
+            "link": link(run.inputs["timeline_stats"]),
+            "trace": link(str(Path(run.inputs["timeline_stats"]).with_name("merged_trace.json"))),
+        }
+        if statuses["timeline"].ok:
+            sections["timeline"] = timeline_stats["summary"]
+            if baseline:
+                baseline["timeline_minus_kernel"] = timeline_stats["timeline_minus_kernel_scope_us"]
     context = {
         "experiment": run.experiment,
         "mode": cfg["mode"],
@@ -63,6 +75,7 @@ def body(run: StageRun) -> Status:
         "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
         "env_nodes": env_nodes,
         "env_warnings": env_warnings,
+        "timeline": timeline,
         "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections),
         "baseline": baseline,
         "correctness": correctness,
@@ -70,7 +83,10 @@ def body(run: StageRun) -> Status:
         "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
     }
     write_text_atomic(run.outputs["html"], render(Path(snakemake.scriptdir).parent / "templates", context))
-    write_json_atomic(run.outputs["summary"], build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {"baseline": sections.get("baseline")}))
+    write_json_atomic(
+        run.outputs["summary"],
+        build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {"baseline": sections.get("baseline"), "timeline": sections.get("timeline")}),
+    )
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
     return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])

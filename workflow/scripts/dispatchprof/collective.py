@@ -48,6 +48,18 @@ def test_command(config: Mapping[str, Any], chain: Toolchain, log_dir: Path, run
     return [config["deepep"]["python"], script or config["deepep"]["test"], *args]
 
 
+def driver_environment(config: Mapping[str, Any], out_dir: Path, iterations: int, warmup: int) -> dict[str, str]:
+    """What the generated perf driver reads: where to write, how many calls, and what it needs for routing."""
+    return {
+        "DISPATCHPROF_OUT": str(out_dir.resolve()),
+        "DISPATCHPROF_ITERATIONS": str(iterations),
+        "DISPATCHPROF_WARMUP": str(warmup),
+        "DISPATCHPROF_NUM_EXPERTS": str(config["shape"]["num_experts"]),
+        "DISPATCHPROF_RANKS_PER_NODE": str(config["cluster"]["ranks_per_node"]),
+        "DISPATCHPROF_TOPK_KEY": config["baseline"]["topk_key"],
+    }
+
+
 def node_specs(config: Mapping[str, Any], chain: Toolchain, argv_for: Callable[[int], list[str]], log_dir: Path) -> list[NodeSpec]:
     specs = []
     for node in range(int(config["cluster"]["nodes"])):

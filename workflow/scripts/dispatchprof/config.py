@@ -152,6 +152,14 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
         problems.append(
             f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
         )
+    if config["timeline"]["iterations"] <= config["timeline"]["warmup"]:
+        problems.append(f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})")
+    missing = sim["missing_device"]
+    if missing is not None and (missing["node"] >= nodes or missing["local_rank"] >= rpn):
+        problems.append(f"sim.missing_device {missing} is outside the cluster ({nodes} nodes x {rpn} ranks per node)")
+    for option in config["timeline"]["msprof_options"]:
+        if option.split("=")[0] in ("--hccl", "--model-execution", "--output", "--application"):
+            problems.append(f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)")
     if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
         problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
 

@@ -22,10 +22,17 @@ SIM_ENV = {
     "spiky_rank": "DEEPEP_SIM_SPIKY_RANK",
     "noise_seed": "DEEPEP_SIM_NOISE_SEED",
     "role_speedup": "DEEPEP_SIM_ROLE_SPEEDUP",
+    "missing_device": "DEEPEP_SIM_MISSING_DEVICE",
+    "export_missing": "DEEPEP_SIM_EXPORT_MISSING",
+    "profiler_error": "DEEPEP_SIM_PROFILER_ERROR",
 }
 
 
 def _sim_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, dict) and set(value) == {"node", "local_rank"}:
+        return f"{value['node']}:{value['local_rank']}"
     if isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in value.items())
     return str(value)
@@ -77,7 +84,7 @@ def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolcha
     sim_root = basedir / "workflow" / "sim"
     if name == "sim":
         repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")
-        sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0, {})}
+        sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0, {}, False)}
         return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
     repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")
     return Toolchain(name, repo.resolve(), Path(config["cann"]["install_root"]), set_env=config["cann"]["set_env"])

@@ -53,6 +53,14 @@ def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int,
     sections = sections or {}
     if statuses["baseline"].ok and sections.get("baseline"):
         text.append(baseline_sentence(sections["baseline"], world))
+    if statuses["timeline"].ok and sections.get("timeline"):
+        tl = sections["timeline"]
+        strag = tl["straggler"]
+        if strag["rank"] is not None:
+            kind = "consistently" if strag["fraction_slowest"] >= 0.5 else "occasionally"
+            text.append(
+                f"In the msprof timeline, {tl['kernel_name']} is slowest on rank {strag['rank']} ({kind}: {100 * strag['fraction_slowest']:.0f}% of launches, ranks aligned by launch index)."
+            )
     if measured:
         text.append(f"Evidence available: {', '.join(measured)}.")
     if missing:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import random
+import socket
 import tempfile
+import time
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +124,7 @@ class ElasticBuffer:
         self.ranks_per_node = ranks_per_node
         self._calls = 0
         self._session: list[float] | None = None
+        self._trace = _DeviceTrace(rank, ranks_per_node)
         self._warmup = 0
         self._sessions_used = 0
         fail_rank = os.environ.get("DEEPEP_SIM_PRECISION_FAIL_RANK", "")
@@ -145,7 +149,9 @@ class ElasticBuffer:
             remote = sum(len(tokens) for dst, tokens in outgoing.items() if dst != self.rank)
             local = len(outgoing[self.rank])
             row_bytes = self.hidden * self.dtype_bytes
-            self._session.append(kernel_us(self.rank, len(self._session), self._warmup, remote * row_bytes, local * row_bytes, self.num_experts))
+            us = kernel_us(self.rank, len(self._session), self._warmup, remote * row_bytes, local * row_bytes, self.num_experts)
+            self._session.append(us)
+            self._trace.record(us, len(topk_idx), len(topk_idx[0]) if topk_idx else 0, self.hidden)
         if self._corrupt and received:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
             received[0][2] = [v + 1.0 for v in received[0][2]]
@@ -174,6 +180,7 @@ class ElasticBuffer:
             yield
         finally:
             samples, self._session = self._session, None
+            self._trace.flush()
         self.store.set(f"latency/{self.rank}", {"samples": samples, "warmup": self._warmup, "metadata": metadata})
         gathered = [self.store.get(f"latency/{r}") for r in range(self.world)]
         counts = {len(g["samples"]) for g in gathered}
@@ -184,6 +191,74 @@ class ElasticBuffer:
         if self.rank == 0:
             _write_latency_csv(out / "dispatch_latency.csv", [g["samples"] for g in gathered], self._warmup, metadata)
         self.store.barrier("latency/written", self.world)
+
+
+class _DeviceTrace:
+    """What the device would show a system profiler: each timed dispatch is a synchronize_start barrier
+    kernel, then the dispatch kernel, on one stream. Written for the msprof stand-in when it profiles this
+    process (DEEPEP_SIM_PROFILER_DIR); timestamps use this node's (skewed) clock, as real hosts do."""
+
+    STREAM = 1332
+    OVERHEAD_US = 2.0  # what the profiler adds to each kernel (simulated)
+
+    def __init__(self, rank: int, ranks_per_node: int):
+        self.rank, self.ranks_per_node = rank, ranks_per_node
+        self.events: list[dict[str, Any]] = []
+        self.node = int(os.environ.get("RANK", "0"))
+        self.skew_ns = self.node * 1_700_000 + 123_456 * self.node  # hosts' clocks disagree by milliseconds
+        self.rng = random.Random(f"trace/{rank}")
+
+    def record(self, kernel_us: float, tokens: int, topk: int, hidden: int) -> None:
+        if not os.environ.get("DEEPEP_SIM_PROFILER_DIR"):
+            return
+        t0 = time.time_ns() + self.skew_ns
+        task = len(self.events) + 1
+        barrier_ns = int((6.0 + self.rng.expovariate(1 / 4.0)) * 1000)
+        self.events.append(
+            {
+                "name": "cached_notify_combine",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": self.STREAM,
+                "task_id": task,
+                "start_ns": t0 + 25_000,
+                "dur_ns": barrier_ns,
+                "block_dim": 1,
+            }
+        )
+        start = t0 + 25_000 + barrier_ns + 1_500
+        dur = int(round((kernel_us * 1.005 + self.OVERHEAD_US) * 1000))
+        self.events.append(
+            {
+                "name": "elastic_dispatch_kernel",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": self.STREAM,
+                "task_id": task + 1,
+                "start_ns": start,
+                "dur_ns": dur,
+                "block_dim": 56,
+                "input_shapes": f"{tokens},{hidden};{tokens},{topk}",
+            }
+        )
+        self.events.append(
+            {"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": self.STREAM, "task_id": task + 2, "start_ns": start + dur + 3_000, "dur_ns": 2_100}
+        )
+
+    def flush(self) -> None:
+        directory = os.environ.get("DEEPEP_SIM_PROFILER_DIR")
+        if not directory or not self.events:
+            return
+        local = self.rank % self.ranks_per_node
+        proc = {
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "node": self.node,
+            "local_rank": local,
+            "device_id": local,
+            "rank_id": os.environ.get("RANK_ID"),
+        }
+        path = Path(directory) / f"raw_{os.getpid()}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"proc": proc, "events": self.events}))
 
 
 def _write_latency_csv(path: Path, samples: list[list[float]], warmup: int, metadata: dict[str, str]) -> None:
