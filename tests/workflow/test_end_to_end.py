@@ -10,7 +10,7 @@ import pandas as pd
 from conftest import base_overlay
 
 LATER = ("baseline", "timeline", "pmu", "pcsampling")
-NOT_YET = ("timeline", "pmu", "pcsampling")
+NOT_YET = ("pmu", "pcsampling")
 
 
 def processes_mentioning(marker: str) -> list[int]:
@@ -34,13 +34,21 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     result = workflow_copy.snakemake(overlay=base_overlay())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Report: results/baseline/report/report.html" in result.stdout
-    for stage in ("env_capture", "build", "correctness", "baseline"):
+    for stage in ("env_capture", "build", "correctness", "baseline", "timeline"):
         status = workflow_copy.status(stage)
         assert status["state"] == "ok", status
         assert status["toolchain"] == "sim"
     for stage in NOT_YET:
         assert workflow_copy.status(stage)["state"] == "skipped"
-    assert workflow_copy.status("timeline")["reason"] == "stage not implemented in this version"
+    assert workflow_copy.status("pmu")["reason"] == "stage not implemented in this version"
+    summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
+    trace = json.loads((workflow_copy.root / "results/baseline/timeline/merged_trace.json").read_text())
+    assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == set(range(16))
+    assert summary["timeline"]["coverage"] == {"expected": 16, "found": 16, "missing": []}
+    assert summary["timeline"]["kernel_name"] == "elastic_dispatch_kernel"
+    assert all(v["launches"] == 25 for v in summary["timeline"]["per_rank"].values())
+    profs = list((workflow_copy.root / "results/baseline/timeline/raw").glob("node*/PROF_*/device_*/info.json.*"))
+    assert sorted(json.loads(p.read_text())["rank_id"] for p in profs) == list(range(16))  # RANK_ID reached the profiler
     ranks = pd.read_parquet(workflow_copy.root / "results/baseline/correctness/ranks.parquet")
     assert len(ranks) == 16 and ranks["passed"].all() and sorted(ranks["node"].unique()) == [0, 1]
     env = json.loads((workflow_copy.root / "results/baseline/env_capture/env.json").read_text())
@@ -97,12 +105,41 @@ def test_dead_node_ends_in_timeout_within_budget_and_leaves_no_process(workflow_
     assert processes_mentioning(str(workflow_copy.root)) == []
 
 
+def synthetic_timeline(root: Path, nodes: int = 2, per_node: int = 8, launches: int = 6, rank_id: bool = False) -> None:
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "workflow" / "sim"))
+    from simprof.prof_writer import write_prof
+
+    for node in range(nodes):
+        for local in range(per_node):
+            rank = node * per_node + local
+            t = 1_795_977_981_000_000_000 + node * 1_700_000
+            events = [
+                {
+                    "name": "elastic_dispatch_kernel",
+                    "task_type": "AI_VECTOR_CORE",
+                    "stream": 1332,
+                    "task_id": i + 1,
+                    "start_ns": t + i * 50_000_000,
+                    "dur_ns": 1_000_000 + 1000 * rank,
+                }
+                for i in range(launches)
+            ]
+            proc = {"pid": 1000 + rank, "hostname": f"n{node}", "device_id": local, "rank_id": rank if rank_id else None, "start_ns": t}
+            write_prof(root / f"node{node}", proc, events)
+
+
 def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_copy, tmp_path):
     csv = tmp_path / "dispatch_latency.csv"
     rows = "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
     csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + rows)
     mtime = csv.stat().st_mtime
-    result = workflow_copy.snakemake(overlay=base_overlay(mode="analyze", analyze={"latency_csv": str(csv)}))
+    timeline_dir = tmp_path / "timeline"
+    synthetic_timeline(timeline_dir)
+    result = workflow_copy.snakemake(overlay=base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)}))
     assert result.returncode == 0, result.stderr[-3000:]
     for stage in ("env_capture", "build", "correctness"):
         assert workflow_copy.status(stage)["state"] == "disabled"
@@ -113,8 +150,12 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     stats = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())
     assert stats["scopes"]["api"] == {"available": False, "reason": "not collected in analyze mode"}
     assert stats["scopes"]["kernel"]["per_iteration_max_us"]["n"] == 2
-    timeline_import = json.loads((workflow_copy.root / "results/baseline/timeline/import/status.json").read_text())
-    assert timeline_import["state"] == "skipped" and "not provided in analyze mode" in timeline_import["reason"]
+    timeline = workflow_copy.status("timeline")
+    assert timeline["state"] == "ok" and timeline["source"] == "import" and "straggler rank 15" in timeline["reason"], timeline
+    node_status = json.loads((workflow_copy.root / "results/baseline/timeline/nodes/node1/status.json").read_text())
+    assert any("inferred" in v["detail"] for v in node_status["validations"])
+    pmu_import = json.loads((workflow_copy.root / "results/baseline/pmu/import/status.json").read_text())
+    assert pmu_import["state"] == "skipped" and "not provided in analyze mode" in pmu_import["reason"]
     manifest = json.loads((workflow_copy.root / "results/baseline/baseline/import/manifest.json").read_text())
     assert manifest["files"][0]["path"] == str(csv) and csv.stat().st_mtime == mtime
     assert "IMPORTED DATA" in (workflow_copy.root / "results/baseline/report/report.html").read_text()
@@ -124,12 +165,45 @@ def test_a_consistently_slow_rank_is_the_straggler_and_a_spiky_rank_moves_only_t
     """One run per knob, same noise seed: only the knob differs."""
     per_iter = {}
     for name, knobs in (("plain", {}), ("slow", {"slow_rank": 7, "slow_factor": 1.15}), ("spiky", {"spiky_rank": 3})):
-        result = workflow_copy.snakemake("--until", "baseline", overlay=base_overlay(sim=knobs))
+        result = workflow_copy.snakemake("--until", "timeline" if name == "slow" else "baseline", overlay=base_overlay(sim=knobs))
         assert result.returncode == 0, result.stderr[-3000:]
         stats = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]
         per_iter[name] = stats["per_iteration_max_us"]
         if name == "slow":
             assert stats["slowest_rank"]["rank"] == 7 and stats["slowest_rank"]["fraction"] >= 0.9, stats["slowest_rank"]
+            timeline = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+            assert timeline["straggler"]["rank"] == 7 and timeline["straggler"]["kind"] == "consistently slowest"
     plain, spiky = per_iter["plain"], per_iter["spiky"]
     assert abs(spiky["median"] - plain["median"]) / plain["median"] < 0.02
     assert spiky["p95"] > 1.3 * plain["p95"]
+
+
+def test_missing_device_data_makes_the_timeline_invalid_by_name_and_skips_pmu(workflow_copy):
+    result = workflow_copy.snakemake(overlay=base_overlay(sim={"missing_device": {"node": 1, "local_rank": 3}}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    timeline = workflow_copy.status("timeline")
+    assert timeline["state"] == "invalid" and "node 1 local rank 3 (global rank 11)" in timeline["reason"], timeline
+    for stage in ("pmu", "pcsampling"):
+        status = workflow_copy.status(stage)
+        assert status["state"] == "skipped" and "timeline" in status["reason"]
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert 'id="coverage"' in html and "no device data" in html
+    summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
+    assert summary["timeline"] is None and summary["stages"]["timeline"]["state"] == "invalid"
+
+
+def test_missing_text_export_is_exported_and_profiler_errors_are_caught(workflow_copy):
+    result = workflow_copy.snakemake("--until", "timeline", overlay=base_overlay(sim={"export_missing": True}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    collect = json.loads((workflow_copy.root / "results/baseline/timeline/collect/status.json").read_text())
+    assert len(collect["details"]["exported"]) == 16 and workflow_copy.status("timeline")["state"] == "ok"
+    result = workflow_copy.snakemake("--until", "timeline", overlay=base_overlay(sim={"profiler_error": True}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = workflow_copy.status("timeline")
+    assert status["state"] == "invalid" and "[ERROR]" in status["reason"]
+
+
+def test_dry_run_shows_per_node_parse_per_rank_detail_and_merge_as_separate_jobs(workflow_copy):
+    result = workflow_copy.snakemake("-n", overlay=base_overlay())
+    out = result.stdout
+    assert out.count("rule timeline_parse_node:") == 2 and out.count("rule timeline_rank:") == 16 and "rule timeline:" in out

@@ -232,7 +232,7 @@ def read_msprof_json(path: Path) -> pd.DataFrame:
             start = int(whole) * 1000 + int((frac + "000")[:3])
             dur = int(round(float(e["dur"]) * 1000))
             pid = int(e["pid"])
-        except (KeyError, ValueError, TypeError) as exc:
+        except (KeyError, ValueError, TypeError, OverflowError) as exc:
             raise MsprofFormatError(f"{path}: event {i} ({e.get('name')!r}): field 'ts'/'dur'/'pid' unusable ({exc!r})") from None
         if dur < 0:
             raise MsprofFormatError(f"{path}: event {i} ({e.get('name')!r}): field 'dur' is negative")

@@ -1,0 +1,231 @@
+"""msprof parsers on the real samples (shared/formats/samples, copied to tests/fixtures/msprof-real),
+on fixtures built from shared/formats/msprof.md, on the simulator's output, and on malformed input."""
+
+import json
+import sqlite3
+import sys
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, ROOT
+from dispatchprof.analysis.timeline import launches
+from dispatchprof.formats.msprof import (
+    MsprofFormatError,
+    discover,
+    op_summary_files,
+    read_db,
+    read_msprof_json,
+    read_op_summary,
+    read_prof_info,
+    read_prof_kernels,
+)
+
+REAL = FIXTURES / "msprof-real"
+SINGLE = REAL / "single_kernel_run" / "mindstudio_profiler_output"
+FIVE = REAL / "custom_kernel_5_launches" / "mindstudio_profiler_output"
+COMPARED = ["device", "stream", "task_id", "name", "task_type", "start_ns", "dur_ns"]
+
+
+def test_real_op_summary_with_trailing_tabs_quoted_shapes_and_na_is_read_exactly():
+    frame = read_op_summary(op_summary_files(SINGLE))
+    assert len(frame) == 9
+    first = frame.iloc[4]
+    assert first["name"] == "matmul_kernel" and first["start_ns"] == 1778463028745189370 and first["dur_ns"] == 6560
+    assert first["task_type"] == "AI_CORE" and first["stream"] == 1332 and first["task_id"] == 6
+
+
+def test_real_csv_and_json_agree_row_for_row():
+    csv = read_op_summary(op_summary_files(SINGLE))
+    js = read_msprof_json(next(SINGLE.glob("msprof_*.json")))
+    pd.testing.assert_frame_equal(csv[COMPARED].reset_index(drop=True), js[COMPARED].reset_index(drop=True), check_dtype=False)
+
+
+def test_the_custom_kernels_five_launches_are_found_with_their_durations():
+    frame = read_op_summary(op_summary_files(FIVE))
+    hit, symbols = launches(frame, "matmul")
+    assert symbols == ["matmul_kernel"] and len(hit) == 5
+    assert hit["dur_ns"].tolist() == [355962, 348697, 346544, 350332, 347903]
+    assert list(hit["launch"]) == [0, 1, 2, 3, 4]
+
+
+def test_json_pid_decoding_follows_the_documented_encoding():
+    frame = read_msprof_json(next(SINGLE.glob("msprof_*.json")))
+    assert set(frame["pid"]) == {198127} and set(frame["device"]) == {0}  # 202882464 = 198127<<10 | 13<<5 | 0
+
+
+def test_block_num_header_variant_and_slices_are_accepted(tmp_path):
+    text = (FIVE / "op_summary_20260402160352.csv").read_text().replace("Block Dim,Mix Block Dim", "Block Num,Mix Block Num")
+    lines = text.splitlines(keepends=True)
+    (tmp_path / "op_summary_slice_1_20260402160352.csv").write_text(lines[0] + "".join(lines[5:]))
+    (tmp_path / "op_summary_slice_0_20260402160352.csv").write_text("".join(lines[:5]))
+    files = op_summary_files(tmp_path)
+    assert [f.name for f in files] == ["op_summary_slice_0_20260402160352.csv", "op_summary_slice_1_20260402160352.csv"]
+    frame = read_op_summary(files)
+    assert len(frame) == len(lines) - 1 and frame["start_ns"].is_monotonic_increasing
+
+
+@pytest.fixture(scope="module")
+def sim_prof(tmp_path_factory):
+    """A PROF_ written by the simulator's writer (the same code the msprof stand-in uses)."""
+    sys.path.insert(0, str(ROOT / "workflow" / "sim"))
+    from simprof.prof_writer import write_prof
+
+    root = tmp_path_factory.mktemp("prof")
+    events = []
+    t = 1_795_977_981_065_797_700
+    for i in range(4):
+        events.append(
+            {
+                "name": "cached_notify_combine",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": 1332,
+                "task_id": 3 * i + 1,
+                "start_ns": t,
+                "dur_ns": 8_123,
+                "block_dim": 1,
+            }
+        )
+        events.append(
+            {
+                "name": "elastic_dispatch_kernel",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": 1332,
+                "task_id": 3 * i + 2,
+                "start_ns": t + 10_001,
+                "dur_ns": 1_070_555 + i,
+                "input_shapes": "256,7168;256,6",
+            }
+        )
+        events.append({"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": 1332, "task_id": 3 * i + 3, "start_ns": t + 1_100_000, "dur_ns": 2_100})
+        t += 50_000_007
+    proc = {"pid": 4242, "hostname": "n0", "device_id": 3, "rank_id": "11", "start_ns": events[0]["start_ns"]}
+    return write_prof(root, proc, events)
+
+
+def test_simulated_db_csv_and_json_agree_row_for_row(sim_prof):
+    info = read_prof_info(sim_prof)
+    assert info.pid == 4242 and info.devices == [3] and info.rank_id == 11 and info.db is not None
+    db = read_db(info.db)
+    csv = read_op_summary(op_summary_files(info.text_dir), info.pid)
+    js = read_msprof_json(next(info.text_dir.glob("msprof_*.json")))
+    assert len(db) == 8
+    for other in (csv, js):
+        pd.testing.assert_frame_equal(db[COMPARED].reset_index(drop=True), other[COMPARED].reset_index(drop=True), check_dtype=False)
+    assert read_prof_kernels(info)["source"].iloc[0] == "db"
+
+
+def test_rank_id_minus_one_means_unknown(tmp_path, sim_prof):
+    info_file = next(sim_prof.glob("device_*/info.json.*"))
+    data = json.loads(info_file.read_text())
+    copy = tmp_path / sim_prof.name
+    (copy / "device_3").mkdir(parents=True)
+    (copy / "device_3" / "info.json.3").write_text(json.dumps({**data, "rank_id": -1}))
+    assert read_prof_info(copy).rank_id is None
+    assert discover(tmp_path) == [copy]
+
+
+def test_a_db_whose_string_ids_are_missing_is_refused(tmp_path, sim_prof):
+    db = tmp_path / "msprof_20260101000000.db"
+    db.write_bytes(next(sim_prof.glob("msprof_*.db")).read_bytes())
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM STRING_IDS WHERE value = 'elastic_dispatch_kernel'")
+    with pytest.raises(MsprofFormatError, match="missing from STRING_IDS"):
+        read_db(db)
+
+
+def test_garbage_db_is_refused_with_the_file(tmp_path):
+    bad = tmp_path / "msprof_20260101000000.db"
+    bad.write_bytes(b"not sqlite at all" * 10)
+    with pytest.raises(MsprofFormatError, match="msprof_20260101000000.db"):
+        read_db(bad)
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda t: t.replace("Task Start Time(us)", "Start"), "header lacks Task Start Time(us)"),
+        (lambda t: t.replace("1778463028745189.370", "17784630x8745189.370"), "line 6: field 'Task Start Time(us)'"),
+        (lambda t: t.replace(",6.560,", ",N/A,"), "field 'Task Duration(us)' is 'N/A'"),
+        (lambda t: t.replace("0,4294967295,6,1332", "zero,4294967295,6,1332"), "field 'Device_id' is 'zero'"),
+    ],
+)
+def test_malformed_op_summary_names_file_line_and_field(tmp_path, edit, message):
+    path = tmp_path / "op_summary_20260511093035.csv"
+    path.write_text(edit((SINGLE / "op_summary_20260511093035.csv").read_text()))
+    with pytest.raises(MsprofFormatError) as err:
+        read_op_summary([path])
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_reordered_op_summary_columns_give_the_same_table(tmp_path):
+    original = pd.read_csv(SINGLE / "op_summary_20260511093035.csv", dtype=str, keep_default_na=False)
+    path = tmp_path / "op_summary_20260511093035.csv"
+    original[list(reversed(original.columns))].to_csv(path, index=False)
+    pd.testing.assert_frame_equal(read_op_summary([path])[COMPARED], read_op_summary(op_summary_files(SINGLE))[COMPARED])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=800))
+def test_op_summary_garbage_ends_in_a_clear_error_or_a_table(tmp_path_factory, blob):
+    path = tmp_path_factory.mktemp("ops") / "op_summary_20260511093035.csv"
+    path.write_bytes(blob)
+    try:
+        frame = read_op_summary([path])
+    except MsprofFormatError as exc:
+        assert str(path) in str(exc)
+    else:
+        assert (frame["dur_ns"] >= 0).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=0, max_value=len((SINGLE / "op_summary_20260511093035.csv").read_bytes())))
+def test_truncated_op_summary_never_crashes(tmp_path_factory, cut):
+    path = tmp_path_factory.mktemp("cut") / "op_summary_20260511093035.csv"
+    path.write_bytes((SINGLE / "op_summary_20260511093035.csv").read_bytes()[:cut])
+    try:
+        frame = read_op_summary([path])
+    except MsprofFormatError:
+        return
+    assert len(frame) <= 9
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.binary(max_size=400), st.integers(min_value=0, max_value=len((SINGLE / "msprof_20260511093035.json").read_bytes()))))
+def test_msprof_json_garbage_or_truncation_ends_in_a_clear_error(tmp_path_factory, blob_or_cut):
+    path = tmp_path_factory.mktemp("js") / "msprof_20260511093035.json"
+    data = blob_or_cut if isinstance(blob_or_cut, bytes) else (SINGLE / "msprof_20260511093035.json").read_bytes()[:blob_or_cut]
+    path.write_bytes(data)
+    try:
+        frame = read_msprof_json(path)
+    except MsprofFormatError as exc:
+        assert str(path) in str(exc)
+    else:
+        assert (frame["dur_ns"] >= 0).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "ph": st.sampled_from(["X", "M", "s"]),
+                "pid": st.sampled_from([1, 202882464, "x"]),
+                "ts": st.one_of(st.text(max_size=8), st.floats(), st.none()),
+                "dur": st.one_of(st.floats(), st.text(max_size=4), st.none()),
+                "args": st.one_of(st.none(), st.just({"Task Type": "AI_CORE"}), st.just({"name": "Ascend Hardware"})),
+            }
+        ),
+        max_size=6,
+    )
+)
+def test_msprof_json_with_wrong_types_ends_in_a_clear_error(tmp_path_factory, events):
+    events = [{"name": "process_name", "ph": "M", "pid": 202882464, "args": {"name": "Ascend Hardware"}}, *events]
+    path = tmp_path_factory.mktemp("jt") / "msprof_1.json"
+    path.write_text(json.dumps(events))
+    try:
+        read_msprof_json(path)
+    except MsprofFormatError as exc:
+        assert str(path) in str(exc)
