@@ -45,8 +45,10 @@ if COLLECT:
         "timeline_collect": ["baseline"],
         "timeline_node": ["timeline_collect"],
         "timeline": ["timeline_collect"],
-        "pmu": ["timeline"],
-        "pcsampling": ["pmu"],
+        "pmu_collect": ["timeline", "env_capture"],
+        "pmu": ["pmu_collect"],
+        "pcsampling_collect": ["pmu", "env_capture"],
+        "pcsampling": ["pcsampling_collect"],
     }
 else:
     NEEDS = {

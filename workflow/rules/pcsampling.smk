@@ -1,6 +1,42 @@
-# pcsampling: msopprof PC sampling of the SIMT code (collective kernel replay).
+# pcsampling: PC-sampling stall reasons of the SIMT code (its own msopprof run).
 
-if not COLLECT:
+if COLLECT:
+
+    rule pcsampling_collect:
+        input:
+            **needed_inputs("pcsampling_collect"),
+            driver="results/{experiment}/baseline/perf_driver.py",
+            env="results/{experiment}/env_capture/env.json",
+            timeline_stats="results/{experiment}/timeline/stats.json",
+        output:
+            raw=directory("results/{experiment}/pcsampling/raw"),
+            run=directory("results/{experiment}/pcsampling/run"),
+            status="results/{experiment}/pcsampling/collect/status.json",
+        log:
+            stage_log("pcsampling", "collect"),
+        resources:
+            npu_cluster=1,
+        params:
+            config_fingerprint=config_fingerprint(
+                "mode",
+                "toolchain",
+                "launcher",
+                "cann",
+                "cluster",
+                "deepep",
+                "shape",
+                "sim",
+                "kernel",
+                "pmu",
+                "pcsampling",
+            ),
+            needed=NEEDS["pcsampling_collect"],
+            timeout=config["timeouts"]["pcsampling"],
+            stage="pcsampling",
+        script:
+            "../scripts/op_profiler_collect.py"
+
+else:
 
     rule pcsampling_import:
         output:
@@ -20,13 +56,18 @@ rule pcsampling:
     input:
         **needed_inputs("pcsampling"),
     output:
+        stats="results/{experiment}/pcsampling/stalls.json",
         status="results/{experiment}/pcsampling/status.json",
     log:
         stage_log("pcsampling"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"
-        ),
+        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "pmu"),
         needed=NEEDS["pcsampling"],
+        raw=(
+            "results/{experiment}/pcsampling/raw"
+            if COLLECT
+            else config["analyze"]["pcsampling_dir"]
+        ),
+        identity="results/{experiment}/pcsampling/run/identity" if COLLECT else None,
     script:
-        "../scripts/stage_not_implemented.py"
+        "../scripts/pcsampling.py"

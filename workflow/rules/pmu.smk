@@ -1,6 +1,42 @@
-# pmu: msopprof PMU metrics per core and role (collective kernel replay).
+# pmu: per-core PMU metrics by role (msopprof kernel replay, every node and rank).
 
-if not COLLECT:
+if COLLECT:
+
+    rule pmu_collect:
+        input:
+            **needed_inputs("pmu_collect"),
+            driver="results/{experiment}/baseline/perf_driver.py",
+            env="results/{experiment}/env_capture/env.json",
+            timeline_stats="results/{experiment}/timeline/stats.json",
+        output:
+            raw=directory("results/{experiment}/pmu/raw"),
+            run=directory("results/{experiment}/pmu/run"),
+            status="results/{experiment}/pmu/collect/status.json",
+        log:
+            stage_log("pmu", "collect"),
+        resources:
+            npu_cluster=1,
+        params:
+            config_fingerprint=config_fingerprint(
+                "mode",
+                "toolchain",
+                "launcher",
+                "cann",
+                "cluster",
+                "deepep",
+                "shape",
+                "sim",
+                "kernel",
+                "pmu",
+                "pcsampling",
+            ),
+            needed=NEEDS["pmu_collect"],
+            timeout=config["timeouts"]["pmu"],
+            stage="pmu",
+        script:
+            "../scripts/op_profiler_collect.py"
+
+else:
 
     rule pmu_import:
         output:
@@ -20,13 +56,16 @@ rule pmu:
     input:
         **needed_inputs("pmu"),
     output:
+        cores="results/{experiment}/pmu/cores.parquet",
+        metrics="results/{experiment}/pmu/metrics.parquet",
+        stats="results/{experiment}/pmu/roles.json",
         status="results/{experiment}/pmu/status.json",
     log:
         stage_log("pmu"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "kernel"
-        ),
+        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "pmu"),
         needed=NEEDS["pmu"],
+        raw="results/{experiment}/pmu/raw" if COLLECT else config["analyze"]["pmu_dir"],
+        identity="results/{experiment}/pmu/run/identity" if COLLECT else None,
     script:
-        "../scripts/stage_not_implemented.py"
+        "../scripts/pmu.py"

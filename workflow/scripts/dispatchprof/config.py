@@ -160,6 +160,10 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     for option in config["timeline"]["msprof_options"]:
         if option.split("=")[0] in ("--hccl", "--model-execution", "--output", "--application"):
             problems.append(f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)")
+    if set(config["pmu"]["timelines"]) >= {"PipeTimeline", "InstrTimeline"}:
+        problems.append("pmu.timelines: PipeTimeline and InstrTimeline cannot be collected together (msopprof refuses the pair); pick one")
+    if sim["icache_hot_role"] is not None and sim["icache_hot_role"] not in [r["name"] for r in roles]:
+        problems.append(f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}")
     if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
         problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
 

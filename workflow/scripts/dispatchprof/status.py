@@ -170,6 +170,11 @@ def fold(stage: str, experiment: str, toolchain: str, parts: Mapping[str, Status
         reason = f"all {len(parts)} parts ok ({', '.join(parts)})"
     elif state == "disabled":
         reason = next(iter(parts.values())).reason
+    elif state == "skipped":
+        # Skipped parts usually share one cause (the stage's first part): name it once, not per node.
+        name, first = next(iter(bad.items()))
+        others = f" (and {len(bad) - 1} more parts skipped)" if len(bad) > 1 else ""
+        reason = f"{name}: {first.reason}{others}"
     else:
         reason = "; ".join(f"{name}: {p.reason}" for name, p in bad.items())
     sources = {p.source for p in parts.values()}

@@ -25,6 +25,10 @@ SIM_ENV = {
     "missing_device": "DEEPEP_SIM_MISSING_DEVICE",
     "export_missing": "DEEPEP_SIM_EXPORT_MISSING",
     "profiler_error": "DEEPEP_SIM_PROFILER_ERROR",
+    "replay": "DEEPEP_SIM_REPLAY",
+    "op_entry": "DEEPEP_SIM_OP_ENTRY",
+    "pcsampling": "DEEPEP_SIM_PCSAMPLING",
+    "icache_hot_role": "DEEPEP_SIM_ICACHE_HOT_ROLE",
 }
 
 

@@ -59,3 +59,50 @@ def kernel_us(rank: int, call: int, warmup: int, remote_bytes: int, local_bytes:
     if call < warmup:
         t *= 1.0 + 1.5 * math.exp(-call / 2.0)
     return t
+
+
+# The stand-in kernel's own tiling: what the real role split might be (the workflow's kernel.roles is an
+# assumption the user configures; here it is the simulated truth).
+ROLE_ORDER = ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum")
+ROLE_PROFILE = {  # vec, scalar, mte2, mte3 ratios and the base I-cache miss rate per role
+    "TokenCopyToBuffer": (0.05, 0.10, 0.45, 0.35, 0.020),
+    "URMASendToken": (0.02, 0.40, 0.20, 0.10, 0.060),
+    "SelfCopyToken": (0.03, 0.08, 0.50, 0.40, 0.015),
+    "CalCumSum": (0.30, 0.30, 0.10, 0.05, 0.030),
+}
+
+
+def stand_in_tiling(num_aiv: int) -> list[str]:
+    cumsum = max(1, min(16, num_aiv // 2))
+    selfcopy = min(4, max(0, num_aiv - cumsum - 2))
+    rest = num_aiv - cumsum - selfcopy
+    stage, urma = (rest + 1) // 2, rest // 2
+    return ["TokenCopyToBuffer"] * stage + ["URMASendToken"] * urma + ["SelfCopyToken"] * selfcopy + ["CalCumSum"] * cumsum
+
+
+def core_metrics(rank: int, num_aiv: int, remote_bytes: int, local_bytes: int, num_experts: int) -> list[dict]:
+    """Per AIV core: the PMU view of one launch (aiv time, ratios, I-cache miss rate). Simulated."""
+    times = role_times_us(remote_bytes, local_bytes, num_experts)
+    hot = os.environ.get("DEEPEP_SIM_ICACHE_HOT_ROLE", "")
+    rng = random.Random(f"pmu/{_env_int('DEEPEP_SIM_NOISE_SEED') or 0}/{rank}")
+    slow = float(os.environ.get("DEEPEP_SIM_SLOW_FACTOR", "1.15")) if rank == _env_int("DEEPEP_SIM_SLOW_RANK") else 1.0
+    cores = []
+    for i, role in enumerate(stand_in_tiling(num_aiv)):
+        vec, scalar, mte2, mte3, miss = ROLE_PROFILE[role]
+        if role == hot:
+            miss = 0.28
+        cores.append(
+            {
+                "block_id": i,
+                "sub_block_id": "vector0",
+                "role": role,
+                "aiv_time_us": times[role] * slow * math.exp(rng.gauss(0, 0.03)),
+                "vec_ratio": vec,
+                "scalar_ratio": scalar,
+                "mte2_ratio": mte2,
+                "mte3_ratio": mte3,
+                "mte2_bw": round(remote_bytes / max(times[role], 1.0) / 1e3 * mte2, 3),
+                "icache_miss_rate": min(1.0, max(0.0, miss * math.exp(rng.gauss(0, 0.1)))),
+            }
+        )
+    return cores

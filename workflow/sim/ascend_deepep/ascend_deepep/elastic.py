@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import socket
 import tempfile
 import time
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ascend_deepep._latency_model import kernel_us
+from ascend_deepep._latency_model import core_metrics, kernel_us
 from ascend_deepep._store import StoreClient
 
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
@@ -112,6 +113,7 @@ class ElasticBuffer:
         hidden: int,
         dtype: str = "bf16",
         ranks_per_node: int = 8,
+        num_aiv: int = 56,
     ):
         self.store = store
         self.rank = rank
@@ -125,6 +127,7 @@ class ElasticBuffer:
         self._calls = 0
         self._session: list[float] | None = None
         self._trace = _DeviceTrace(rank, ranks_per_node)
+        self._op_profiler = _OpProfiler(rank, ranks_per_node, num_aiv, num_experts)
         self._warmup = 0
         self._sessions_used = 0
         fail_rank = os.environ.get("DEEPEP_SIM_PRECISION_FAIL_RANK", "")
@@ -137,6 +140,11 @@ class ElasticBuffer:
         for t, experts in enumerate(topk_idx):
             for dst in sorted({e // self.experts_per_rank for e in experts}):
                 outgoing[dst].append(t)
+        row_bytes = self.hidden * self.dtype_bytes
+        remote_bytes = sum(len(tokens) for dst, tokens in outgoing.items() if dst != self.rank) * row_bytes
+        if self._session is not None:
+            self._op_profiler.launch("cached_notify_combine", remote_bytes, len(outgoing[self.rank]) * row_bytes)
+        corrupt_by_replay = self._op_profiler.launch("elastic_dispatch_kernel", remote_bytes, len(outgoing[self.rank]) * row_bytes)
         # Rows travel packed (token ids, payloads, expert ids, weights as flat arrays): the data really moves,
         # without per-value JSON cost.
         k = len(topk_idx[0]) if topk_idx else 0
@@ -152,7 +160,7 @@ class ElasticBuffer:
             us = kernel_us(self.rank, len(self._session), self._warmup, remote * row_bytes, local * row_bytes, self.num_experts)
             self._session.append(us)
             self._trace.record(us, len(topk_idx), len(topk_idx[0]) if topk_idx else 0, self.hidden)
-        if self._corrupt and received:
+        if (self._corrupt or corrupt_by_replay) and received:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
             received[0][2] = [v + 1.0 for v in received[0][2]]
         recv_x = [row[2] for row in received]
@@ -191,6 +199,131 @@ class ElasticBuffer:
         if self.rank == 0:
             _write_latency_csv(out / "dispatch_latency.csv", [g["samples"] for g in gathered], self._warmup, metadata)
         self.store.barrier("latency/written", self.world)
+
+
+class _OpProfiler:
+    """Kernel replay as msopprof does it, when the msopprof stand-in runs this process
+    (DEEPEP_SIM_OPPROF_DIR): launches are counted per process, the ones matching --kernel-name after
+    --launch-skip-before-match are "replayed" and their per-core PMU view is recorded. sim.replay may
+    make the replay hang or corrupt the result, as a cross-rank kernel's replay might."""
+
+    def __init__(self, rank: int, ranks_per_node: int, num_aiv: int, num_experts: int):
+        env = os.environ
+        self.directory = env.get("DEEPEP_SIM_OPPROF_DIR")
+        self.rank, self.local = rank, rank % ranks_per_node
+        self.num_aiv, self.num_experts = num_aiv, num_experts
+        pattern = env.get("DEEPEP_SIM_OPPROF_KERNEL", "")
+        self.regex = re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern)) if pattern else None
+        self.count = int(env.get("DEEPEP_SIM_OPPROF_COUNT", "1"))
+        self.skip = int(env.get("DEEPEP_SIM_OPPROF_SKIP", "0"))
+        self.metrics = env.get("DEEPEP_SIM_OPPROF_METRICS", "PipeUtilization").split(",")
+        self.seen = 0
+        self.profiled = 0
+
+    def launch(self, name: str, remote_bytes: int, local_bytes: int) -> bool:
+        """Returns True when the replay corrupted this launch's result."""
+        if not self.directory:
+            return False
+        index = self.seen
+        self.seen += 1
+        matched = self.regex.match(name) if self.regex else self.profiled == 0 and index == 0
+        if not matched or index < self.skip or self.profiled >= self.count:
+            return False
+        replay = os.environ.get("DEEPEP_SIM_REPLAY", "ok")
+        if replay == "hang":
+            while True:  # the replayed launch waits for peers that never re-launch
+                time.sleep(3600)
+        record = {
+            "pid": os.getpid(),
+            "device_id": self.local,
+            "rank_id": os.environ.get("RANK_ID"),
+            "kernel": name,
+            "n": self.profiled,
+            "cores": core_metrics(self.rank, self.num_aiv, remote_bytes, local_bytes, self.num_experts),
+            "pc": pc_samples(self.rank) if any(m.lower() == "pcsampling" for m in self.metrics) else None,
+        }
+        self.profiled += 1
+        path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
+        path.write_text(json.dumps(record))
+        return replay == "corrupt"
+
+
+SIMT_STALLS = {  # dominant stall states per SIMT function (simulated)
+    "simt_prepare_mapping": {"Scoreboard_Not_Ready": 0.30, "Warp_Level_Sync": 0.25, "Active": 0.25, "IBuf_Empty": 0.10, "Others": 0.10},
+    "buildRemoteWqeDesc": {"Scoreboard_Not_Ready": 0.45, "Active": 0.20, "Resource_conflict": 0.15, "IBuf_Empty": 0.10, "Nop_Cycles": 0.10},
+    "simt_nw_mj_vf": {"Warp_Level_Sync": 0.35, "Active": 0.30, "Register_bank_conflict": 0.15, "Others": 0.20},
+    "simt_write_wqe_v4": {"Resource_conflict": 0.40, "Active": 0.25, "Scoreboard_Not_Ready": 0.20, "Divergence_Stack_Spill": 0.15},
+}
+STATE_NAMES = [
+    "IBuf_Empty",
+    "Nop_Cycles",
+    "Scoreboard_Not_Ready",
+    "Register_bank_conflict",
+    "Resource_conflict",
+    "Warp_Level_Sync",
+    "Divergence_Stack_Spill",
+    "Others",
+    "Active",
+]
+
+
+def pc_samples(rank: int) -> dict[str, Any]:
+    """PC-sampling view of the SIMT code: stall reasons per source line and instruction (simulated)."""
+    mode = os.environ.get("DEEPEP_SIM_PCSAMPLING", "ok")
+    if mode == "no_samples":
+        return {"samples": 0}
+    repo = Path(__file__).resolve().parents[1]
+    source = repo / "kernels" / "elastic_dispatch.cpp"
+    flags = repo / "build" / "device_compile_flags.txt"
+    has_debug_line = flags.is_file() and "-g" in flags.read_text().split()
+    lines = source.read_text().splitlines()
+    starts = {name: i + 1 for i, text in enumerate(lines) for name in SIMT_STALLS if f" {name}(" in text}
+    rng = random.Random(f"pc/{rank}")
+    weight = {"simt_prepare_mapping": 0.2, "buildRemoteWqeDesc": 0.4, "simt_nw_mj_vf": 0.15, "simt_write_wqe_v4": 0.25}
+    total = {s: 0 for s in STATE_NAMES}
+    files, instructions = [], []
+    address = 0x10F86A00
+    for name, mix in SIMT_STALLS.items():
+        for k in range(6):
+            samples = int(weight[name] * 4000 * (0.5 + rng.random()) / (k + 1))
+            details = {s: int(samples * mix.get(s, 0.0)) for s in STATE_NAMES}
+            for st, n in details.items():
+                total[st] += n
+            all_n = sum(details.values()) or 1
+            not_issue = {s: n for s, n in details.items() if s != "Active"}
+            ni = sum(not_issue.values()) or 1
+            entry = {
+                "Line": starts[name] + 2 + k * 3,
+                "Address Range": [[f"0x{address:08x}", f"0x{address + 0x40:08x}"]],
+                "Instructions Executed": samples * 3,
+                "GPR Count": -1,
+                "Process Bytes": -1,
+                "Stall Sampling(All Samples)": {"Percent": all_n, "Details": {s: n / all_n for s, n in details.items()}},
+                "Stall Sampling(Not Issue)": {"Percent": ni, "Details": {s: n / ni for s, n in not_issue.items()}},
+            }
+            files.append(entry)
+            instructions.append(
+                {
+                    "Address": f"0x{address:08x}",
+                    "Source": f"elastic_dispatch.cpp:{entry['Line']}",
+                    "Pipe": "SIMT",
+                    "AscendC Inner Code": name,
+                    **{k2: entry[k2] for k2 in ("Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Instructions Executed")},
+                }
+            )
+            address += 0x40
+    grand = sum(total.values()) or 1
+    for entry in files + instructions:  # Percent: this line's share of all samples
+        entry["Stall Sampling(All Samples)"]["Percent"] = 100.0 * entry["Stall Sampling(All Samples)"]["Percent"] / grand
+        entry["Stall Sampling(Not Issue)"]["Percent"] = 100.0 * entry["Stall Sampling(Not Issue)"]["Percent"] / grand
+    return {
+        "samples": grand,
+        "top_stall_reason_table": {s: n for s, n in total.items() if s != "Active"},
+        "active": total["Active"],
+        "files": [{"File": str(source.relative_to(repo)), "Lines": files}] if has_debug_line else [],
+        "instructions": instructions,
+        "has_debug_line": has_debug_line,
+    }
 
 
 class _DeviceTrace:

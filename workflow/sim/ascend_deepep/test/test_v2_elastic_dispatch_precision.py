@@ -57,7 +57,7 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
         log_line(log, f"[rank {rank}] node {node} local rank {local_rank} of world {world} pid {os.getpid()} host {socket.gethostname()}")
         store = StoreClient(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29520")))
         os.environ["DEEPEP_SIM_LOCAL_RANK"] = str(local_rank)  # the device this process sets
-        buffer = ElasticBuffer(store, rank, world, args.num_experts, args.num_max_tokens_per_rank, args.hidden, args.dtype, num_local_ranks)
+        buffer = ElasticBuffer(store, rank, world, args.num_experts, args.num_max_tokens_per_rank, args.hidden, args.dtype, num_local_ranks, args.num_aiv)
         inputs = make_inputs(args.seed, rank, args.num_tokens, args.num_topk, args.num_experts, world, args.route)
         dispatch_args = {"x": inputs.x, "topk_idx": inputs.topk_idx, "topk_weights": inputs.topk_weights}
         store.barrier("init", world)

@@ -1,0 +1,77 @@
+"""PC-sampling stall reasons of the SIMT code: two denominators, never mixed, and hot source lines.
+
+"All Samples" includes Active (issuing) samples; "Not Issue" excludes them. Each line or instruction carries
+its share of all samples (Percent) and the state breakdown of its own samples (Details, fractions).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dispatchprof.formats.visualize_bin import ALL, NOT_ISSUE, STATES, PcSampling
+
+SIMT_FUNCTIONS = ("simt_prepare_mapping", "buildRemoteWqeDesc", "simt_nw_mj_vf", "simt_write_wqe_v4")
+
+
+def _weighted(records: Sequence[Mapping[str, Any]], key: str, states: Sequence[str]) -> dict[str, float] | None:
+    totals = {s: 0.0 for s in states}
+    weight = 0.0
+    for r in records:
+        entry = r.get(key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("Details"), dict):
+            continue
+        share = float(entry.get("Percent") or 0.0)
+        weight += share
+        for s in states:
+            totals[s] += share * float(entry["Details"].get(s, 0.0))
+    if weight <= 0:
+        return None
+    norm = sum(totals.values()) or 1.0
+    return {s: v / norm for s, v in totals.items()}
+
+
+def stall_tables(pc: PcSampling) -> dict[str, dict[str, float] | None]:
+    """Fractions per state. Not Issue from the TopStallReason table when present (the tool's own totals)."""
+    records = pc.instructions or pc.lines
+    all_samples = _weighted(records, ALL, STATES)
+    if pc.top_stall:
+        total = sum(pc.top_stall.values()) or 1.0
+        not_issue = {s: pc.top_stall.get(s, 0.0) / total for s in STATES if s != "Active"}
+    else:
+        not_issue = _weighted(records, NOT_ISSUE, [s for s in STATES if s != "Active"])
+    return {"all_samples": all_samples, "not_issue": not_issue}
+
+
+def function_at(source: Path, line: int, names: Sequence[str] = SIMT_FUNCTIONS) -> str | None:
+    """The candidate SIMT function whose top-level definition encloses ``line`` (None for any other function)."""
+    if not source.is_file():
+        return None
+    current = None
+    for number, text in enumerate(source.read_text(errors="replace").splitlines(), 1):
+        if number > line:
+            break
+        if text[:1].isspace() or text.lstrip().startswith("//") or "(" not in text:
+            continue  # only top-level declaration lines start or end a function's span
+        current = next((n for n in names if re.search(rf"\b{n}\s*\(", text)), None)
+    return current
+
+
+def hot_lines(pc: PcSampling, repo: Path | None, top: int = 10) -> list[dict[str, Any]]:
+    rows = []
+    for r in pc.lines:
+        entry = r.get(ALL) or {}
+        details = entry.get("Details") or {}
+        stalls = {s: v for s, v in details.items() if s != "Active"}
+        rows.append(
+            {
+                "file": r.get("File"),
+                "line": r.get("Line"),
+                "percent_of_samples": float(entry.get("Percent") or 0.0),
+                "top_stall": max(stalls, key=stalls.get) if stalls else None,
+                "active_fraction": float(details.get("Active", 0.0)),
+                "function": function_at(repo / r["File"], int(r["Line"])) if repo and r.get("File") and isinstance(r.get("Line"), int) else None,
+            }
+        )
+    return sorted(rows, key=lambda r: -r["percent_of_samples"])[:top]

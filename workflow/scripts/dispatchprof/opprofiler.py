@@ -1,0 +1,47 @@
+"""The operator profiler's command line (msopprof / `msprof op`) and what its output and log must show.
+
+msopprof exits 0 after any profiling attempt, so its exit code is not evidence: the output files and its
+log lines are (shared/formats/msopprof.md §1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dispatchprof.config import MSOPPROF_OUTPUT_MAX
+
+ENTRIES = {"msopprof": ["msopprof"], "msprof op": ["msprof", "op"]}
+FAILURE_LINES = (
+    "[ERROR]",
+    "No profiling data dumped",
+    "Profiling results are empty",
+    "Analyzing kernel data failed",
+    "May cause generating performance files to fail",
+)
+REPLAY_TIMEOUT_REASON = "kernel replay may not be compatible with cross-rank communication"
+
+
+def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output: Path, settings: Mapping[str, Any]) -> list[str]:
+    """The profiler part of the command (the application goes last). Never --kill=on."""
+    if entry not in ENTRIES:
+        raise ValueError(f"no usable op-profiler entry ({entry!r})")
+    if len(str(output)) > MSOPPROF_OUTPUT_MAX:
+        raise ValueError(f"--output {output} is {len(str(output))} characters; msopprof refuses more than {MSOPPROF_OUTPUT_MAX}")
+    argv = [
+        *ENTRIES[entry],
+        f"--kernel-name={kernel}",
+        f"--launch-count={settings['launch_count']}",
+        f"--warm-up={settings['warm_up']}",
+        f"--aic-metrics={','.join(metrics)}",
+    ]
+    if settings.get("launch_skip_before_match") is not None:
+        argv.append(f"--launch-skip-before-match={settings['launch_skip_before_match']}")
+    return [*argv, f"--output={output}"]
+
+
+def log_findings(log_text: str) -> tuple[list[str], list[str]]:
+    """(failure lines, success markers) of one msopprof log."""
+    failures = [line.strip() for line in log_text.splitlines() if any(marker in line for marker in FAILURE_LINES)]
+    successes = [line.strip() for line in log_text.splitlines() if "Profiling results saved in" in line or "All task success" in line]
+    return failures, successes

@@ -1,0 +1,117 @@
+"""Entry point of rule pcsampling: decode visualize_data.bin of every rank; stall tables, hot lines."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
+from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, hot_lines, stall_tables
+from dispatchprof.atomic import write_json_atomic
+from dispatchprof.formats.msopprof import OpprofFormatError
+from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
+from dispatchprof.stage import StageRun, run_stage
+from dispatchprof.status import Status, Validation, fold, read_status
+from dispatchprof.toolchain import resolve
+
+NO_SAMPLES_WHY = (
+    "no SIMT samples: visualize_data.bin has no TopStallReason block. msopprof switches PC sampling off silently when the "
+    "kernel has no SIMT code (Has Simt=0 in dump/op_basic_info.txt) or when dump/pcSampling.bin* is missing"
+)
+
+
+def mean_tables(tables: list[dict[str, float]]) -> dict[str, float] | None:
+    tables = [t for t in tables if t]
+    if not tables:
+        return None
+    return {s: sum(t.get(s, 0.0) for t in tables) / len(tables) for s in tables[0]}
+
+
+def body(run: StageRun) -> Status:
+    cfg = run.config
+    parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
+    if not all(p.ok for p in parts.values()):
+        return fold("pcsampling", run.experiment, run.toolchain, parts)
+    repo = resolve(cfg).repo if cfg["mode"] == "collect" else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
+    per_rank, all_tables, ni_tables, lines_seen, instr_seen, hot = {}, [], [], 0, 0, {}
+    try:
+        runs = rank_runs(
+            Path(run.params["raw"]), cfg["cluster"]["nodes"], cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"], load_identities(run.params["identity"])
+        )
+        for r in runs:
+            vis = r.run.directory / "visualize_data.bin"
+            if not vis.is_file():
+                continue
+            pc = decode_pc_sampling(vis)
+            tables = stall_tables(pc) if pc.top_stall is not None else {"all_samples": None, "not_issue": None}
+            per_rank[str(r.rank)] = {"samples": pc.top_stall is not None, "lines": len(pc.lines), "instructions": len(pc.instructions), **tables}
+            all_tables.append(tables["all_samples"])
+            ni_tables.append(tables["not_issue"])
+            lines_seen += len(pc.lines)
+            instr_seen += len(pc.instructions)
+            for row in hot_lines(pc, repo, top=50):
+                key = (row["file"], row["line"])
+                entry = hot.setdefault(key, {**row, "percent_of_samples": 0.0, "ranks": 0})
+                entry["percent_of_samples"] += row["percent_of_samples"]
+                entry["ranks"] += 1
+    except (OpprofFormatError, VisualizeBinError) as exc:
+        return run.status("invalid", str(exc))
+    if not per_rank:
+        return run.status("invalid", "no visualize_data.bin for any rank: PC sampling produced no output")
+    n = len(per_rank)
+    for entry in hot.values():
+        entry["percent_of_samples"] /= n  # mean share over ranks
+    top_lines = sorted(hot.values(), key=lambda e: -e["percent_of_samples"])[:10]
+    stalls = {"all_samples": mean_tables(all_tables), "not_issue": mean_tables(ni_tables)}
+    validations = []
+    if not any(v["samples"] for v in per_rank.values()):
+        result = {
+            "toolchain": run.toolchain,
+            "source": run.source,
+            "no_samples": NO_SAMPLES_WHY,
+            "per_rank": per_rank,
+            "summary": {"stalls": None, "hot_lines": []},
+        }
+        write_json_atomic(run.outputs["stats"], result)
+        validations.append(Validation("SIMT samples", False, "warning", NO_SAMPLES_WHY))
+        return run.status("ok", NO_SAMPLES_WHY, validations=validations)
+    source_mapped = lines_seen > 0
+    if not source_mapped:
+        validations.append(
+            Validation(
+                "source mapping",
+                False,
+                "warning",
+                "no per-line data: the kernel was built without -g, so msopprof could not map PCs to source lines; rebuild with device "
+                "debug info (-g on the device target in cmake/AscendDeepEPKernel.cmake; the stand-in: deepep.build_env DEVICE_DEBUG_INFO=ON)",
+            )
+        )
+    candidates = {f: [f"{e['file']}:{e['line']}" for e in top_lines if e.get("function") == f] for f in SIMT_FUNCTIONS}
+    result = {
+        "toolchain": run.toolchain,
+        "source": run.source,
+        "denominators": {
+            "all_samples": "fraction of all samples, Active (issuing) included",
+            "not_issue": "fraction of samples that did not issue (Active excluded): the stall breakdown",
+        },
+        "stalls": stalls,
+        "hot_lines": top_lines,
+        "simt_functions_in_hot_lines": candidates,
+        "source_mapped": source_mapped,
+        "instructions": instr_seen,
+        "per_rank": per_rank,
+        "states": STATES,
+    }
+    result["summary"] = {"stalls": stalls, "hot_lines": top_lines}
+    write_json_atomic(run.outputs["stats"], result)
+    worst = max(stalls["not_issue"], key=stalls["not_issue"].get)
+    reason = f"stall samples on {n} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
+    reason += (
+        f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} ({top_lines[0].get('function') or 'function unknown'})"
+        if top_lines
+        else "; no source lines (see source mapping)"
+    )
+    return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
+
+
+run_stage(snakemake, "pcsampling", body)
