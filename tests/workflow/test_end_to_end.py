@@ -10,7 +10,6 @@ import pandas as pd
 from conftest import base_overlay
 
 LATER = ("baseline", "timeline", "pmu", "pcsampling")
-NOT_YET = ("pmu", "pcsampling")
 
 
 def processes_mentioning(marker: str) -> list[int]:
@@ -34,13 +33,10 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     result = workflow_copy.snakemake(overlay=base_overlay())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Report: results/baseline/report/report.html" in result.stdout
-    for stage in ("env_capture", "build", "correctness", "baseline", "timeline"):
+    for stage in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling"):
         status = workflow_copy.status(stage)
         assert status["state"] == "ok", status
         assert status["toolchain"] == "sim"
-    for stage in NOT_YET:
-        assert workflow_copy.status(stage)["state"] == "skipped"
-    assert workflow_copy.status("pmu")["reason"] == "stage not implemented in this version"
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     trace = json.loads((workflow_copy.root / "results/baseline/timeline/merged_trace.json").read_text())
     assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == set(range(16))

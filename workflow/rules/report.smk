@@ -10,6 +10,8 @@ rule report:
         baseline_stats="results/{experiment}/baseline/stats.json",
         baseline_plots="results/{experiment}/baseline/plots",
         timeline_stats="results/{experiment}/timeline/stats.json",
+        pmu_stats="results/{experiment}/pmu/roles.json",
+        pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
     output:
         html="results/{experiment}/report/report.html",
         summary="results/{experiment}/report/summary.json",

@@ -60,6 +60,12 @@ def body(run: StageRun) -> Status:
             sections["timeline"] = timeline_stats["summary"]
             if baseline:
                 baseline["timeline_minus_kernel"] = timeline_stats["timeline_minus_kernel_scope_us"]
+    evidence = {}
+    for stage, key in (("pmu", "pmu_stats"), ("pcsampling", "pcsampling_stats")):
+        data = json.loads(Path(run.inputs[key]).read_text())
+        if statuses[stage].ok and not data.get("placeholder"):
+            evidence[stage] = {**data, "link": link(run.inputs[key])}
+            sections[stage] = data["summary"]
     context = {
         "experiment": run.experiment,
         "mode": cfg["mode"],
@@ -76,6 +82,8 @@ def body(run: StageRun) -> Status:
         "env_nodes": env_nodes,
         "env_warnings": env_warnings,
         "timeline": timeline,
+        "pmu": evidence.get("pmu"),
+        "pcsampling": evidence.get("pcsampling"),
         "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections),
         "baseline": baseline,
         "correctness": correctness,
@@ -85,7 +93,7 @@ def body(run: StageRun) -> Status:
     write_text_atomic(run.outputs["html"], render(Path(snakemake.scriptdir).parent / "templates", context))
     write_json_atomic(
         run.outputs["summary"],
-        build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {"baseline": sections.get("baseline"), "timeline": sections.get("timeline")}),
+        build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling")}),
     )
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")

@@ -61,6 +61,27 @@ def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int,
             text.append(
                 f"In the msprof timeline, {tl['kernel_name']} is slowest on rank {strag['rank']} ({kind}: {100 * strag['fraction_slowest']:.0f}% of launches, ranks aligned by launch index)."
             )
+    if statuses["pmu"].ok and sections.get("pmu"):
+        roles = {r: v for r, v in sections["pmu"]["roles"].items() if r != "unassigned"}
+        timed = [r for r in roles if roles[r]["aiv_time_us_median"] is not None]
+        missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
+        if timed:
+            longest = max(timed, key=lambda r: roles[r]["aiv_time_us_median"])
+            text.append(
+                f"Per core (msopprof PMU), the {longest} role runs longest (median aiv_time {roles[longest]['aiv_time_us_median']:.1f} us over {roles[longest]['cores']} cores on all ranks)"
+            )
+        if missed:
+            worst = max(missed, key=lambda r: roles[r]["aiv_icache_miss_rate_median"])
+            text.append(
+                f"{'and ' if timed else ''}the {worst} role has the highest I-cache miss rate (median {100 * roles[worst]['aiv_icache_miss_rate_median']:.1f}%); "
+                "this ranks roles, it is not a verdict that the I-cache is the bottleneck."
+            )
+    if statuses["pcsampling"].ok and sections.get("pcsampling") and sections["pcsampling"].get("stalls"):
+        ni = sections["pcsampling"]["stalls"]["not_issue"]
+        top = max(ni, key=ni.get)
+        hot = sections["pcsampling"]["hot_lines"]
+        where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
+        text.append(f"In the SIMT code, the most common reason not to issue is {top} ({100 * ni[top]:.0f}% of not-issued samples{where}).")
     if measured:
         text.append(f"Evidence available: {', '.join(measured)}.")
     if missing:

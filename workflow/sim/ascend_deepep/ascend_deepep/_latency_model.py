@@ -66,7 +66,7 @@ def kernel_us(rank: int, call: int, warmup: int, remote_bytes: int, local_bytes:
 ROLE_ORDER = ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum")
 ROLE_PROFILE = {  # vec, scalar, mte2, mte3 ratios and the base I-cache miss rate per role
     "TokenCopyToBuffer": (0.05, 0.10, 0.45, 0.35, 0.020),
-    "URMASendToken": (0.02, 0.40, 0.20, 0.10, 0.060),
+    "URMASendToken": (0.02, 0.40, 0.20, 0.10, 0.025),
     "SelfCopyToken": (0.03, 0.08, 0.50, 0.40, 0.015),
     "CalCumSum": (0.30, 0.30, 0.10, 0.05, 0.030),
 }

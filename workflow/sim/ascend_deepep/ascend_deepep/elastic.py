@@ -160,7 +160,9 @@ class ElasticBuffer:
             us = kernel_us(self.rank, len(self._session), self._warmup, remote * row_bytes, local * row_bytes, self.num_experts)
             self._session.append(us)
             self._trace.record(us, len(topk_idx), len(topk_idx[0]) if topk_idx else 0, self.hidden)
-        if (self._corrupt or corrupt_by_replay) and received:
+        # A replay that corrupted the buffer's state corrupts every later result too.
+        self._corrupt = self._corrupt or corrupt_by_replay
+        if self._corrupt and received:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
             received[0][2] = [v + 1.0 for v in received[0][2]]
         recv_x = [row[2] for row in received]

@@ -1,0 +1,27 @@
+import pytest
+
+from dispatchprof.analysis.pcsampling import function_at, hot_lines, stall_tables
+from dispatchprof.formats.visualize_bin import PcSampling
+
+
+def rec(line, percent, details, file="k.cpp"):
+    return {"File": file, "Line": line, "Stall Sampling(All Samples)": {"Percent": percent, "Details": details}}
+
+
+def test_the_two_denominators_are_kept_apart():
+    lines = [rec(10, 75.0, {"Active": 0.6, "Scoreboard_Not_Ready": 0.4}), rec(20, 25.0, {"Active": 0.2, "IBuf_Empty": 0.8})]
+    pc = PcSampling({"Scoreboard_Not_Ready": 30.0, "IBuf_Empty": 20.0}, lines, [], [])
+    tables = stall_tables(pc)
+    assert tables["all_samples"]["Active"] == pytest.approx(0.75 * 0.6 + 0.25 * 0.2)
+    assert tables["all_samples"]["Scoreboard_Not_Ready"] == pytest.approx(0.3)
+    assert "Active" not in tables["not_issue"]
+    assert tables["not_issue"]["Scoreboard_Not_Ready"] == pytest.approx(0.6) and tables["not_issue"]["IBuf_Empty"] == pytest.approx(0.4)
+
+
+def test_hot_lines_are_mapped_to_the_enclosing_simt_function(tmp_path):
+    (tmp_path / "k.cpp").write_text("// header\n__simt_vf__ void buildRemoteWqeDesc(GM_ADDR a)\n{\n    x();\n}\nvoid other(int a)\n{\n    y();\n}\n")
+    pc = PcSampling({}, [rec(4, 10.0, {"Active": 0.1, "Resource_conflict": 0.9}), rec(8, 50.0, {"Active": 1.0})], [], [])
+    rows = hot_lines(pc, tmp_path)
+    assert [(r["line"], r["function"]) for r in rows] == [(8, None), (4, "buildRemoteWqeDesc")]
+    assert rows[1]["top_stall"] == "Resource_conflict"
+    assert function_at(tmp_path / "missing.cpp", 3) is None

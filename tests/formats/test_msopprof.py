@@ -1,0 +1,125 @@
+"""msopprof OPPROF_ parsing: the three layouts, the 950 (33/34 columns, old order) and A2/A3 header sets,
+NA kept as missing, columns not provided, and malformed input."""
+
+import shutil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES
+from dispatchprof.formats.msopprof import (
+    OpprofFormatError,
+    header_set,
+    kernel_runs,
+    metric_files,
+    missing_columns,
+    read_metric_csv,
+    read_op_basic_info,
+)
+
+F = FIXTURES / "msopprof"
+OPPROF = "OPPROF_20250317011811_DNMFKOVQMZFKYLUP"
+
+
+def values(frame, metric):
+    return frame[frame["metric"] == metric].sort_values(["block_id", "core_index"])["value"].tolist()
+
+
+@pytest.mark.parametrize("name", ["PipeUtilization_950_34col.csv", "PipeUtilization_950_33col.csv", "PipeUtilization_950_old_order.csv"])
+def test_the_950_variants_give_the_same_values_by_header_name(name):
+    header, frame = read_metric_csv(F / name)
+    assert header_set(header)[0] == "Ascend 950"
+    assert values(frame, "aiv_time(us)") == [85.998, 86.998, 95.998, 96.998]
+    assert values(frame, "aiv_icache_miss_rate") == [0.033, 0.033, 0.034, 0.034]
+    assert frame[frame["metric"] == "aic_time(us)"]["value"].isna().all()  # NA stays missing, never 0
+    assert set(frame["core_kind"]) == {"vector"} and sorted(frame["core_index"].unique()) == [0, 1]
+
+
+def test_a_column_the_file_lacks_or_leaves_na_is_reported_not_provided():
+    header, frame = read_metric_csv(F / "PipeUtilization_950_33col.csv")
+    assert missing_columns(header, frame, "vector") == ["aiv_mte3_active_bw(GB/s)"]
+    header, frame = read_metric_csv(F / "PipeUtilization_950_34col.csv")
+    assert missing_columns(header, frame, "vector") == ["aiv_mte3_active_bw(GB/s)"]  # present but NA in every row
+
+
+def test_a2_a3_file_with_cube_and_vector_rows_and_dynamic_columns():
+    header, frame = read_metric_csv(F / "PipeUtilization_A2.csv")
+    assert header_set(header)[0] == "A2/A3"
+    cube = frame[(frame["sub_block_id"] == "cube0") & (frame["metric"] == "aic_total_cycles")]["value"].tolist()
+    vec = frame[(frame["sub_block_id"] == "vector0") & (frame["metric"] == "aiv_total_cycles")]["value"].tolist()
+    assert cube == [27033.0] and vec == [27032.0]
+    assert "aic_scalar_wait_id15_time(us)" in set(frame["metric"])
+    assert "aiv_scalar_single_time(us)" in missing_columns(header, frame, "mix")
+
+
+def test_op_basic_info_reads_the_documented_row():
+    info = read_op_basic_info(F / "OpBasicInfo.csv")
+    assert info["Op Name"] == "matmul_leakyrelu_custom_0_mix_aic" and info["Device Id"] == "0" and info["Pid"] == "521012" and info["Rated Freq"] == "1650"
+
+
+def make_run(directory, stamp=None):
+    directory.mkdir(parents=True)
+    suffix = f"_{stamp}" if stamp else ""
+    shutil.copy(F / "PipeUtilization_950_34col.csv", directory / f"PipeUtilization{suffix}.csv")
+    shutil.copy(F / "OpBasicInfo.csv", directory / f"OpBasicInfo{suffix}.csv")
+    (directory / "visualize_data.bin").write_bytes(b"")
+    (directory / "dump").mkdir()
+
+
+def test_the_three_layouts_are_found(tmp_path):
+    root = tmp_path / "a" / OPPROF
+    make_run(root)
+    [run] = kernel_runs(root)
+    assert run.layout == "root" and run.kernel is None and set(metric_files(run.directory)) == {"PipeUtilization", "OpBasicInfo"}
+
+    one_device = tmp_path / "b" / OPPROF
+    for n in (0, 1):
+        make_run(one_device / "elastic_dispatch_kernel" / str(n), stamp="20240603022812284")
+    runs = kernel_runs(one_device)
+    assert [(r.layout, r.kernel, r.n, r.device) for r in runs] == [
+        ("kernel", "elastic_dispatch_kernel", 0, None),
+        ("kernel", "elastic_dispatch_kernel", 1, None),
+    ]
+    assert "PipeUtilization" in metric_files(runs[0].directory)
+
+    several = tmp_path / "c" / OPPROF
+    for device in (0, 3):
+        make_run(several / f"device{device}" / "elastic_dispatch_kernel_mix_aiv" / "0", stamp="20240603022812284")
+    assert [(r.layout, r.device, r.kernel) for r in kernel_runs(several)] == [
+        ("device", 0, "elastic_dispatch_kernel_mix_aiv"),
+        ("device", 3, "elastic_dispatch_kernel_mix_aiv"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda t: t.replace("block_id,", "blk,", 1), "header lacks block_id"),
+        (lambda t: t.replace(",vector1,", ",vec1,", 1), "field 'sub_block_id' is 'vec1'"),
+        (lambda t: t.replace("85.998000", "fast", 1), "line 2: field 'aiv_time(us)' is 'fast'"),
+        (lambda t: t.replace("85.998000", "inf", 1), "expected a finite number"),
+        (lambda t: t.rsplit("\n", 2)[0][:-20] + "\n", "fields, expected 34"),
+        (lambda t: t.replace("0,vector0", "x,vector0", 1), "field 'block_id' is 'x'"),
+    ],
+)
+def test_malformed_metric_csv_names_file_line_and_field(tmp_path, edit, message):
+    path = tmp_path / "PipeUtilization.csv"
+    path.write_text(edit((F / "PipeUtilization_950_34col.csv").read_text()))
+    with pytest.raises(OpprofFormatError) as err:
+        read_metric_csv(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.binary(max_size=600), st.integers(min_value=0, max_value=len((F / "PipeUtilization_950_34col.csv").read_bytes()))))
+def test_garbage_or_truncated_metric_csv_ends_in_a_clear_error_or_a_table(tmp_path_factory, blob_or_cut):
+    path = tmp_path_factory.mktemp("m") / "PipeUtilization.csv"
+    data = blob_or_cut if isinstance(blob_or_cut, bytes) else (F / "PipeUtilization_950_34col.csv").read_bytes()[:blob_or_cut]
+    path.write_bytes(data)
+    try:
+        _, frame = read_metric_csv(path)
+    except OpprofFormatError as exc:
+        assert str(path) in str(exc)
+    else:
+        assert set(frame.columns) == {"block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"}

@@ -1,0 +1,100 @@
+"""PMU and PC sampling on the simulated cluster: the demo, replay hazards, entries, and missing evidence."""
+
+import json
+import time
+
+from conftest import base_overlay
+from workflow.test_end_to_end import processes_mentioning
+
+
+def read(workflow_copy, path):
+    return json.loads((workflow_copy.root / "results/baseline" / path).read_text())
+
+
+def test_demo_has_per_role_pmu_for_every_rank_and_a_stall_table(workflow_copy):
+    result = workflow_copy.snakemake(overlay=base_overlay())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert workflow_copy.status("pmu")["state"] == "ok" and workflow_copy.status("pcsampling")["state"] == "ok"
+    roles = read(workflow_copy, "pmu/roles.json")
+    assert set(roles["per_rank"]) == {str(r) for r in range(16)}
+    assert roles["summary"]["entry"] == "msopprof"
+    assert {r: v["cores"] for r, v in roles["summary"]["roles"].items()} == {
+        "TokenCopyToBuffer": 288,
+        "URMASendToken": 288,
+        "SelfCopyToken": 64,
+        "CalCumSum": 256,
+    }
+    assert roles["summary"]["missing_columns"] == ["aiv_mte3_active_bw(GB/s)"]
+    stalls = read(workflow_copy, "pcsampling/stalls.json")
+    summary = read(workflow_copy, "report/summary.json")
+    assert set(summary["pcsampling"]["stalls"]["not_issue"]) == {
+        "IBuf_Empty",
+        "Nop_Cycles",
+        "Scoreboard_Not_Ready",
+        "Register_bank_conflict",
+        "Resource_conflict",
+        "Warp_Level_Sync",
+        "Divergence_Stack_Spill",
+        "Others",
+    }
+    assert "Active" in summary["pcsampling"]["stalls"]["all_samples"]
+    assert len(summary["pcsampling"]["hot_lines"]) == 10 and stalls["source_mapped"]
+    assert any(stalls["simt_functions_in_hot_lines"].values())
+    assert summary["pmu"]["roles"]["URMASendToken"]["aiv_time_us_median"] > summary["pmu"]["roles"]["CalCumSum"]["aiv_time_us_median"]
+
+
+def test_replay_hang_times_out_within_budget_leaves_nothing_and_skips_pc_sampling(workflow_copy):
+    started = time.monotonic()
+    result = workflow_copy.snakemake(overlay=base_overlay(sim={"replay": "hang"}, timeouts={"pmu": 8}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert time.monotonic() - started < 150
+    pmu = workflow_copy.status("pmu")
+    assert pmu["state"] == "timeout" and "kernel replay may not be compatible with cross-rank communication" in pmu["reason"]
+    pcs = workflow_copy.status("pcsampling")
+    assert pcs["state"] == "skipped" and "pmu" in pcs["reason"]
+    assert processes_mentioning(str(workflow_copy.root)) == []
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert "PMU replay compatibility unresolved" in html
+
+
+def test_hot_icache_role_ranks_first_by_miss_rate_and_time_order_is_separate(workflow_copy):
+    overlay = base_overlay(sim={"icache_hot_role": "SelfCopyToken", "op_entry": "msprof_op", "pcsampling": "no_samples"})
+    result = workflow_copy.snakemake(overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    roles = read(workflow_copy, "pmu/roles.json")
+    assert roles["order_by_icache_miss_rate"][0] == "SelfCopyToken"
+    assert roles["order_by_aiv_time"][0] == "URMASendToken"
+    assert roles["entry"] == "msprof op"
+    pcs = workflow_copy.status("pcsampling")
+    assert pcs["state"] == "ok" and pcs["reason"].startswith("no SIMT samples")
+    answer = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert "the SelfCopyToken role has the highest I-cache miss rate" in answer
+
+
+def test_corrupting_replay_is_invalid_and_an_unsupported_pc_sampling_fails_clearly(workflow_copy):
+    result = workflow_copy.snakemake("--until", "pmu", overlay=base_overlay(sim={"replay": "corrupt"}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    pmu = workflow_copy.status("pmu")
+    assert pmu["state"] == "invalid" and "replay changed the results" in pmu["reason"]
+    result = workflow_copy.snakemake("--until", "pcsampling", overlay=base_overlay(sim={"pcsampling": "unsupported"}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    pcs = workflow_copy.status("pcsampling")
+    assert pcs["state"] == "failed" and "maybe in wrong soc platform" in pcs["reason"]
+
+
+def test_without_debug_info_the_stall_table_stays_and_source_mapping_is_a_warning(workflow_copy):
+    overlay = base_overlay(deepep={"build_env": {"DEBUG_CLOCK_ON": "OFF", "DEVICE_DEBUG_INFO": "OFF"}})
+    result = workflow_copy.snakemake("--until", "pcsampling", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    pcs = workflow_copy.status("pcsampling")
+    assert pcs["state"] == "ok"
+    warning = [v for v in pcs["validations"] if v["check"] == "source mapping"]
+    assert warning and "-g" in warning[0]["detail"]
+    assert read(workflow_copy, "pcsampling/stalls.json")["stalls"]["not_issue"]
+
+
+def test_no_usable_op_profiler_skips_pmu_with_the_reason(workflow_copy):
+    result = workflow_copy.snakemake("--until", "pmu", overlay=base_overlay(sim={"op_entry": "none"}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    pmu = workflow_copy.status("pmu")
+    assert pmu["state"] == "skipped" and "no usable op profiler" in pmu["reason"]
