@@ -13,12 +13,14 @@ include: "workflow/rules/baseline.smk"
 include: "workflow/rules/timeline.smk"
 include: "workflow/rules/pmu.smk"
 include: "workflow/rules/pcsampling.smk"
+include: "workflow/rules/compare.smk"
 include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS),
+        [f"results/compare/{a}_vs_{b}/comparison.json" for a, b in COMPARISONS],
 
 
 onsuccess:

@@ -42,7 +42,6 @@ if COLLECT:
                 "baseline",
             ),
             needed=NEEDS["baseline_collect"],
-            timeout=config["timeouts"]["baseline"],
         script:
             "../scripts/baseline_collect.py"
 
@@ -57,7 +56,6 @@ else:
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
             kind="latency_csv",
-            path=config["analyze"]["latency_csv"],
         script:
             "../scripts/import_artifacts.py"
 
@@ -89,11 +87,6 @@ rule baseline:
             "stats",
         ),
         needed=NEEDS["baseline"],
-        latency_csv=(
-            "results/{experiment}/baseline/run/latency/dispatch_latency.csv"
-            if COLLECT
-            else config["analyze"]["latency_csv"]
-        ),
         run_dir="results/{experiment}/baseline/run" if COLLECT else None,
     script:
         "../scripts/baseline.py"

@@ -12,6 +12,5 @@ rule build:
     params:
         config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
         needed=NEEDS["build"],
-        timeout=config["timeouts"]["build"],
     script:
         "../scripts/build.py"

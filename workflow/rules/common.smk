@@ -8,7 +8,12 @@ import yaml
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-from dispatchprof.config import check_config, schema_problems  # noqa: E402
+from dispatchprof.config import (  # noqa: E402
+    check_config,
+    experiment_problems,
+    experiment_runs,
+    schema_problems,
+)
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -26,10 +31,15 @@ if _problems:
     refuse(_problems)
 validate(config, str(CONFIG_SCHEMA), set_default=True)
 
-EXPERIMENTS = [config["experiment"]]
-_problems = check_config(config, Path.cwd(), EXPERIMENTS)
+_problems = experiment_problems(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
 if _problems:
     refuse(_problems)
+RUNS = experiment_runs(config)  # run name -> merged config, in execution order (A1 B1 A2 B2 ...)
+EXPERIMENTS = list(RUNS)
+_problems = sorted({p for run in RUNS.values() for p in check_config(run, Path.cwd(), EXPERIMENTS)})
+if _problems:
+    refuse(_problems)
+COMPARISONS = [tuple(pair) for pair in config["compare"]]
 
 COLLECT = config["mode"] == "collect"
 NODES = list(range(config["cluster"]["nodes"]))
@@ -65,6 +75,8 @@ else:
 wildcard_constraints:
     experiment="|".join(re.escape(e) for e in EXPERIMENTS),
     node=r"\d+",
+    a="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
+    b="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
     rank=r"\d+",
 
 
@@ -93,12 +105,35 @@ def needed_inputs(stage):
 
 
 def config_fingerprint(*sections):
-    """A short hash of the config sections a rule depends on: Snakemake reruns the rule when they change."""
+    """A rule param: a short hash of the config sections the rule depends on, for the job's experiment.
+    Snakemake reruns the rule when they change."""
     import hashlib
     import json
 
-    picked = {k: config[k] for k in sections}
-    return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
+    def fingerprint(wildcards):
+        run = RUNS[wildcards.experiment]
+        picked = {k: run[k] for k in sections}
+        picked["_repeat"] = run["_repeat"]
+        return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
+
+    return fingerprint
+
+
+def skip_launches(experiment):
+    """Timeline launches left out per rank: configured, else the driver's warm-up (collect) or 0 (import)."""
+    timeline = RUNS[experiment]["timeline"]
+    if timeline["skip_launches"] is not None:
+        return timeline["skip_launches"]
+    return timeline["warmup"] if COLLECT else 0
+
+
+def previous_run(wildcards):
+    """Runs execute in alternating order (A1 B1 A2 B2 ...) to reduce drift: each run's first collective stage
+    waits for the previous run's last one."""
+    index = EXPERIMENTS.index(wildcards.experiment)
+    if index == 0 or not COLLECT:
+        return []
+    return [f"results/{EXPERIMENTS[index - 1]}/pcsampling/status.json"]
 
 
 def stage_log(stage, name=None):

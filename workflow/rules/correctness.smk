@@ -4,6 +4,7 @@
 rule correctness:
     input:
         **needed_inputs("correctness"),
+        previous_run=previous_run,
     output:
         ranks="results/{experiment}/correctness/ranks.parquet",
         run=directory("results/{experiment}/correctness/run"),
@@ -17,6 +18,5 @@ rule correctness:
             "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"
         ),
         needed=NEEDS["correctness"],
-        timeout=config["timeouts"]["correctness"],
     script:
         "../scripts/correctness.py"

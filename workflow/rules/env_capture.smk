@@ -10,7 +10,6 @@ if COLLECT:
             stage_log("env_capture", "node{node}"),
         params:
             config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
-            timeout=config["timeouts"]["env_capture"],
         script:
             "../scripts/env_capture_node.py"
 

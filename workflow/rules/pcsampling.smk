@@ -31,7 +31,6 @@ if COLLECT:
                 "pcsampling",
             ),
             needed=NEEDS["pcsampling_collect"],
-            timeout=config["timeouts"]["pcsampling"],
             stage="pcsampling",
         script:
             "../scripts/op_profiler_collect.py"
@@ -47,7 +46,6 @@ else:
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
             kind="pcsampling_dir",
-            path=config["analyze"]["pcsampling_dir"],
         script:
             "../scripts/import_artifacts.py"
 
@@ -63,11 +61,6 @@ rule pcsampling:
     params:
         config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "pmu"),
         needed=NEEDS["pcsampling"],
-        raw=(
-            "results/{experiment}/pcsampling/raw"
-            if COLLECT
-            else config["analyze"]["pcsampling_dir"]
-        ),
         identity="results/{experiment}/pcsampling/run/identity" if COLLECT else None,
     script:
         "../scripts/pcsampling.py"

@@ -31,7 +31,6 @@ if COLLECT:
                 "pcsampling",
             ),
             needed=NEEDS["pmu_collect"],
-            timeout=config["timeouts"]["pmu"],
             stage="pmu",
         script:
             "../scripts/op_profiler_collect.py"
@@ -47,7 +46,6 @@ else:
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
             kind="pmu_dir",
-            path=config["analyze"]["pmu_dir"],
         script:
             "../scripts/import_artifacts.py"
 
@@ -65,7 +63,6 @@ rule pmu:
     params:
         config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "pmu"),
         needed=NEEDS["pmu"],
-        raw="results/{experiment}/pmu/raw" if COLLECT else config["analyze"]["pmu_dir"],
         identity="results/{experiment}/pmu/run/identity" if COLLECT else None,
     script:
         "../scripts/pmu.py"

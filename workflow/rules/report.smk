@@ -12,8 +12,14 @@ rule report:
         timeline_stats="results/{experiment}/timeline/stats.json",
         pmu_stats="results/{experiment}/pmu/roles.json",
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
+        comparisons=lambda w: comparisons_of(w.experiment),
     output:
-        html="results/{experiment}/report/report.html",
+        html=report(
+            "results/{experiment}/report/report.html",
+            caption="../report/report.rst",
+            category="Report",
+        ),
+        markdown="results/{experiment}/report/report.md",
         summary="results/{experiment}/report/summary.json",
         status="results/{experiment}/report/status.json",
     log:

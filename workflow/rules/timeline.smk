@@ -29,7 +29,6 @@ if COLLECT:
                 "timeline",
             ),
             needed=NEEDS["timeline_collect"],
-            timeout=config["timeouts"]["timeline"],
         script:
             "../scripts/timeline_collect.py"
 
@@ -44,7 +43,6 @@ else:
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
             kind="timeline_dir",
-            path=config["analyze"]["timeline_dir"],
         script:
             "../scripts/import_artifacts.py"
 
@@ -62,11 +60,6 @@ rule timeline_parse_node:
     params:
         config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
         needed=NEEDS["timeline_node"],
-        raw=(
-            "results/{experiment}/timeline/raw/node{node}"
-            if COLLECT
-            else lambda w: f"{config['analyze']['timeline_dir']}/node{w.node}"
-        ),
         identity="results/{experiment}/timeline/run/identity" if COLLECT else None,
     script:
         "../scripts/timeline_parse_node.py"
@@ -81,11 +74,7 @@ rule timeline_rank:
     log:
         stage_log("timeline", "rank{rank}"),
     params:
-        skip=(
-            config["timeline"]["skip_launches"]
-            if config["timeline"]["skip_launches"] is not None
-            else (config["timeline"]["warmup"] if COLLECT else 0)
-        ),
+        skip=lambda w: skip_launches(w.experiment),
         python=sys.executable,
         script=Path(workflow.basedir) / "workflow" / "scripts" / "timeline_rank.py",
     shell:

@@ -20,7 +20,7 @@ def body(run: StageRun) -> Status:
     parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
     if not all(p.ok for p in parts.values()):
         return fold("baseline", run.experiment, run.toolchain, parts)
-    csv = Path(run.params["latency_csv"])
+    csv = Path(run.config["analyze"]["latency_csv"]) if run.config["mode"] == "analyze" else Path(run.params["run_dir"]) / "latency" / "dispatch_latency.csv"
     run_dir = Path(run.params["run_dir"]) if run.params["run_dir"] else None
     try:
         kernel = parse_latency_csv(csv)

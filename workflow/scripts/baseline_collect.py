@@ -18,9 +18,7 @@ def body(run: StageRun) -> Status:
     cfg, out = run.config, run.outputs["run"]
     chain = resolve(cfg)
     env = {**driver_environment(cfg, out, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"]), **chain.driver_env()}
-    test = run_test(
-        cfg, chain, out, f"{run.experiment}_baseline", float(run.params["timeout"]), script=str(Path(run.inputs["driver"]).resolve()), extra_env=env
-    )
+    test = run_test(cfg, chain, out, f"{run.experiment}_baseline", run.timeout, script=str(Path(run.inputs["driver"]).resolve()), extra_env=env)
     csv = out / "latency" / "dispatch_latency.csv"
     validations = [Validation("dispatch_latency.csv written (rank 0)", csv.is_file(), "error", str(csv))]
     common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations)

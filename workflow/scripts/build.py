@@ -27,7 +27,7 @@ def body(run: StageRun) -> Status:
         write_json_atomic(run.outputs["record"], record)
         return run.status("ok", f"no build ran (deepep.build_command is null); recorded {len(record['libraries'])} installed libraries", upstream=gate.upstream)
     log_path = Path(snakemake.log[0]).with_name("build_command.log")
-    result = run_build(chain, deepep["build_command"], deepep["build_env"], float(run.params["timeout"]), log_path)
+    result = run_build(chain, deepep["build_command"], deepep["build_env"], run.timeout, log_path)
     record.update(exit_code=result.exit_code, timed_out=result.timed_out, log=str(log_path))
     flags = chain.repo / "build" / "device_compile_flags.txt"
     if flags.is_file():
@@ -36,7 +36,7 @@ def body(run: StageRun) -> Status:
     write_json_atomic(run.outputs["record"], record)
     common = dict(command=deepep["build_command"], exit_code=result.exit_code, upstream=gate.upstream, artifacts=[str(run.outputs["record"]), str(log_path)])
     if result.timed_out:
-        return run.status("timeout", f"build exceeded its {run.params['timeout']:g} s budget; see {log_path}", **common)
+        return run.status("timeout", f"build exceeded its {run.timeout:g} s budget; see {log_path}", **common)
     if not result.ok:
         return run.status("failed", f"build command failed ({result.error or f'exit code {result.exit_code}'}); see {log_path}", **common)
     if not record["libraries"]:

@@ -26,7 +26,7 @@ def body(run: StageRun) -> Status:
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)
-    test = run_test(run.config, resolve(run.config), run.outputs["run"], f"{run.experiment}_correctness", float(run.params["timeout"]))
+    test = run_test(run.config, resolve(run.config), run.outputs["run"], f"{run.experiment}_correctness", run.timeout)
     common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(run.outputs["ranks"]), str(run.outputs["run"])])
     if test.table is None:
         return run.status(test.verdict.state, test.verdict.reason, **common)

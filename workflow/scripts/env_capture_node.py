@@ -14,7 +14,7 @@ from dispatchprof.toolchain import resolve  # noqa: E402
 def body(run: StageRun) -> Status:
     chain = resolve(run.config)
     probe_dir = run.outputs["env"].parent / "probes"
-    env = capture_node(run.node, chain, run.config["deepep"]["python"], probe_dir, float(run.params["timeout"]))
+    env = capture_node(run.node, chain, run.config["deepep"]["python"], probe_dir, float(run.config["timeouts"]["env_capture"]))
     write_json_atomic(run.outputs["env"], env)
     unavailable = [name for name, p in env["probes"].items() if not p["available"]]
     validations = [Validation(f"probe {name}", p["available"], "warning", p["error"] or "recorded") for name, p in env["probes"].items()]

@@ -13,7 +13,8 @@ from dispatchprof.status import Status  # noqa: E402
 
 
 def body(run: StageRun) -> Status:
-    kind, path = run.params["kind"], run.params["path"]
+    kind = run.params["kind"]
+    path = run.config["analyze"][kind]
     state, reason, details = checked_import(kind, path, run.config["cluster"]["nodes"], world_ranks(run.config))
     entries = manifest(Path(path), checksums=run.config["analyze"]["checksums"]) if path and Path(path).exists() else []
     write_json_atomic(run.outputs["manifest"], {"toolchain": "none", "source": "import", "kind": kind, "root": path, "files": entries, **details})

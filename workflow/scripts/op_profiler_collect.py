@@ -43,7 +43,7 @@ def body(run: StageRun) -> Status:
         chain,
         out,
         f"{run.experiment}_{STAGE}",
-        float(run.params["timeout"]),
+        run.timeout,
         script=str(Path(run.inputs["driver"]).resolve()),
         extra_env=env,
         wrap=under_profiler,

@@ -36,7 +36,11 @@ def body(run: StageRun) -> Status:
     per_rank, all_tables, ni_tables, lines_seen, instr_seen, hot = {}, [], [], 0, 0, {}
     try:
         runs = rank_runs(
-            Path(run.params["raw"]), cfg["cluster"]["nodes"], cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"], load_identities(run.params["identity"])
+            run.raw_dir("pcsampling_dir"),
+            cfg["cluster"]["nodes"],
+            cfg["cluster"]["ranks_per_node"],
+            cfg["kernel"]["name"],
+            load_identities(run.params["identity"]),
         )
         for r in runs:
             vis = r.run.directory / "visualize_data.bin"

@@ -1,7 +1,6 @@
 """Entry point of rule pmu: per-core PMU metrics of every rank, grouped by role; columns not provided."""
 
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
@@ -25,7 +24,7 @@ def body(run: StageRun) -> Status:
     world, rpn = world_ranks(cfg), cfg["cluster"]["ranks_per_node"]
     frames, missing, chips, traces = [], set(), set(), []
     try:
-        runs = rank_runs(Path(run.params["raw"]), cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], load_identities(run.params["identity"]))
+        runs = rank_runs(run.raw_dir("pmu_dir"), cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], load_identities(run.params["identity"]))
         for r in runs:
             files = metric_files(r.run.directory)
             if "PipeUtilization" not in files:

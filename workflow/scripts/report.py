@@ -66,6 +66,10 @@ def body(run: StageRun) -> Status:
         if statuses[stage].ok and not data.get("placeholder"):
             evidence[stage] = {**data, "link": link(run.inputs[key])}
             sections[stage] = data["summary"]
+    comparisons = []
+    for path in run.inputs.get("comparisons", []) if hasattr(run.inputs, "get") else []:
+        data = json.loads(Path(path).read_text())
+        comparisons.append({**data, "link": link(path), "html": link(str(Path(path).with_name("comparison.html")))})
     context = {
         "experiment": run.experiment,
         "mode": cfg["mode"],
@@ -82,6 +86,7 @@ def body(run: StageRun) -> Status:
         "env_nodes": env_nodes,
         "env_warnings": env_warnings,
         "timeline": timeline,
+        "comparisons": comparisons,
         "pmu": evidence.get("pmu"),
         "pcsampling": evidence.get("pcsampling"),
         "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections),
@@ -90,7 +95,9 @@ def body(run: StageRun) -> Status:
         "open_boundaries": open_boundaries(statuses),
         "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
     }
-    write_text_atomic(run.outputs["html"], render(Path(snakemake.scriptdir).parent / "templates", context))
+    templates = Path(snakemake.scriptdir).parent / "templates"
+    write_text_atomic(run.outputs["html"], render(templates, context))
+    write_text_atomic(run.outputs["markdown"], render(templates, context, "report.md.j2"))
     write_json_atomic(
         run.outputs["summary"],
         build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling")}),

@@ -29,7 +29,7 @@ def body(run: StageRun) -> Status:
         return run.skipped(gate)
     cfg, node = run.config, run.node
     rpn, pattern = cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"]
-    raw = Path(run.params["raw"])
+    raw = run.raw_dir("timeline_dir") / f"node{node}"
     launch_dir = run.outputs["launches"]
     launch_dir.mkdir(parents=True, exist_ok=True)
     try:

@@ -8,6 +8,7 @@ configuration that fails them.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import re
 import string
@@ -81,6 +82,72 @@ def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
             problems.append(f"{key}: unknown key(s) {unknown}; known keys: {sorted(error.schema.get('properties', {}))}")
         else:
             problems.append(f"{key}: {error.message}")
+    return problems
+
+
+# What an experiment may not override: every experiment runs on the same cluster, in the same mode.
+FIXED_ACROSS_EXPERIMENTS = ("cluster", "mode", "launcher", "experiment", "experiments", "compare", "repeats")
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping) and key not in ("role_speedup", "build_env", "known_kernels"):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def experiment_runs(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every run of the DAG: one per experiment and repeat, each with its merged config.
+
+    Without ``experiments`` there is one run named by ``experiment``. With ``repeats`` > 1 runs are named
+    ``<experiment>_r<k>`` and listed in alternating order (A1 B1 A2 B2 ...), the order they are executed in.
+    """
+    experiments = config.get("experiments") or {config["experiment"]: {}}
+    repeats = int(config.get("repeats", 1))
+    base = {k: v for k, v in config.items() if k not in ("experiments", "compare", "repeats")}
+    runs: dict[str, dict[str, Any]] = {}
+    for repeat in range(1, repeats + 1):
+        for name, override in experiments.items():
+            run = name if repeats == 1 else f"{name}_r{repeat}"
+            merged = deep_merge(base, override or {})
+            merged["experiment"] = run
+            merged["_experiment"], merged["_repeat"] = name, repeat
+            runs[run] = merged
+    return runs
+
+
+def run_config(config: Mapping[str, Any], run: str) -> dict[str, Any]:
+    runs = experiment_runs(config)
+    if run not in runs:
+        raise ConfigError(f"experiment {run!r} is not configured; configured: {sorted(runs)}")
+    return runs[run]
+
+
+def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Overrides that would change the cluster, names that do not exist, merged configs the schema refuses."""
+    problems = []
+    experiments = config.get("experiments") or {}
+    name_re = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,40}$")
+    for name, override in experiments.items():
+        if not name_re.match(name):
+            problems.append(f"experiments: name {name!r} must match {name_re.pattern}")
+        for key in override or {}:
+            if key in FIXED_ACROSS_EXPERIMENTS:
+                problems.append(f"experiments.{name}: {key} cannot be overridden (every experiment runs on the same cluster, in the same mode)")
+    for pair in config.get("compare") or []:
+        for name in pair:
+            if name not in experiments:
+                problems.append(f"compare: {name!r} is not an experiment; experiments: {sorted(experiments)}")
+        if len(set(pair)) != 2:
+            problems.append(f"compare: {pair} must name two different experiments")
+    if problems:
+        return problems
+    for run, merged in experiment_runs(config).items():
+        check = {k: v for k, v in merged.items() if not k.startswith("_")}
+        problems += [f"experiments ({run}): {p}" for p in schema_problems(check, schema)]
     return problems
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from dispatchprof.config import run_config
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from dispatchprof.status import Gate, Status, Validation, gate, now_iso, write_status
 
@@ -69,7 +70,7 @@ class StageRun:
         setup_logging(smk.log[0] if smk.log else None)
         outputs = {name: Path(path) for name, path in smk.output.items()}
         node = smk.wildcards.get("node") if hasattr(smk.wildcards, "get") else None
-        config = smk.config
+        config = run_config(smk.config, smk.wildcards.experiment)
         toolchain = "none" if config["mode"] == "analyze" else config["toolchain"]
         return cls(
             stage=stage,
@@ -84,6 +85,17 @@ class StageRun:
             part=part,
             source="import" if config["mode"] == "analyze" else "collected",
         )
+
+    @property
+    def timeout(self) -> float:
+        """This stage's budget in seconds (config timeouts.<stage>)."""
+        return float(self.config["timeouts"][self.stage])
+
+    def raw_dir(self, kind: str) -> Path:
+        """Where the stage's raw profiler output is: collected under results/, or imported in place."""
+        if self.config["mode"] == "analyze":
+            return Path(self.config["analyze"][kind] or "")
+        return Path("results") / self.experiment / self.stage / "raw"
 
     def gate(self, needed: Mapping[str, str | Path], optional: Mapping[str, str | Path] | None = None) -> Gate:
         return gate(needed, optional)

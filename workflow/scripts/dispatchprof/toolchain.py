@@ -7,6 +7,7 @@ set_env.sh. The rules cannot tell the difference.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,13 @@ SIM_ENV = {
     "pcsampling": "DEEPEP_SIM_PCSAMPLING",
     "icache_hot_role": "DEEPEP_SIM_ICACHE_HOT_ROLE",
 }
+
+
+def noise_seed(config: Mapping[str, Any]) -> int:
+    """Simulated noise is seeded per experiment and repeat: two identical experiments differ by noise, as on
+    hardware, and a rerun of the same experiment reproduces its numbers."""
+    key = f"{config['sim']['noise_seed']}/{config.get('_experiment', config['experiment'])}/{config.get('_repeat', 1)}"
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
 
 def _sim_value(value: Any) -> str:
@@ -89,6 +97,7 @@ def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolcha
     if name == "sim":
         repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")
         sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0, {}, False)}
+        sim_env[SIM_ENV["noise_seed"]] = str(noise_seed(config))
         return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
     repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")
     return Toolchain(name, repo.resolve(), Path(config["cann"]["install_root"]), set_env=config["cann"]["set_env"])

@@ -15,12 +15,12 @@ def embed_png(path: Path) -> str | None:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode() if path.is_file() else None
 
 
-def render(template_dir: Path, context: dict[str, Any]) -> str:
+def render(template_dir: Path, context: dict[str, Any], template: str = "report.html.j2") -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir)),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False, default=False),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return env.get_template("report.html.j2").render(**context)
+    return env.get_template(template).render(**context)
