@@ -148,3 +148,13 @@ def test_sigterm_to_the_launcher_cleans_up_every_node(tmp_path):
     pids = [int(p) for p in (tmp_path / "pids0").read_text().split()]
     time.sleep(0.5)
     assert not any(alive(p) for p in pids)
+
+
+def test_a_node_that_cannot_start_is_a_problem_not_a_crash(tmp_path):
+    port = free_port()
+    missing_dir = NodeSpec(0, [PY, "-c", "pass"], dict(os.environ), tmp_path / "nope", tmp_path / "n0.log")
+    result = LocalLauncher("127.0.0.1", port, ready_timeout_s=1).run([missing_dir], timeout_s=10)
+    assert "working directory" in result.problem and "does not exist" in result.problem
+    missing_program = NodeSpec(0, ["/nonexistent/python3"], dict(os.environ), tmp_path, tmp_path / "n0.log")
+    result = LocalLauncher("127.0.0.1", port, ready_timeout_s=1).run([missing_program], timeout_s=10)
+    assert "could not start '/nonexistent/python3'" in result.problem and not result.all_exited_zero

@@ -61,6 +61,10 @@ class CollectiveResult:
         return all(n.exit_code == 0 for n in self.nodes)
 
 
+class StartError(Exception):
+    """A node's command could not be started at all (missing program or working directory)."""
+
+
 class Terminated(Exception):
     """Raised inside a run when the launcher itself receives SIGTERM (e.g. a scheduler's warning)."""
 
@@ -99,15 +103,20 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
 def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(spec.log_path, "wb") as out:
-        proc = subprocess.Popen(
-            spec.argv,
-            cwd=spec.cwd,
-            env=spec.env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so it can be ended as one
-        )
+        if not Path(spec.cwd).is_dir():
+            raise StartError(f"node {spec.node} could not start: working directory {spec.cwd} does not exist")
+        try:
+            proc = subprocess.Popen(
+                spec.argv,
+                cwd=spec.cwd,
+                env=spec.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so it can be ended as one
+            )
+        except OSError as exc:
+            raise StartError(f"node {spec.node} could not start {spec.argv[0]!r}: {exc}") from exc
     log.info("node %d started: pid %d, log %s", spec.node, proc.pid, spec.log_path)
     result.pid, result.started = proc.pid, time.time()
     return proc
@@ -163,6 +172,8 @@ class LocalLauncher:
             except Terminated:
                 outcome.problem = "the launcher received SIGTERM (scheduler time limit or cancellation); every node was stopped"
                 outcome.timed_out = True
+            except StartError as exc:
+                outcome.problem = str(exc)
             finally:
                 for node, proc in running.items():
                     if proc.poll() is None:

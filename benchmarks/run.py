@@ -1,0 +1,189 @@
+"""Benchmarks (not timed tests): our timeline analysis vs msprof-analyze on the same synthetic collection.
+
+For each scale NODESxRANKSxLAUNCHES it generates a collection (benchmarks/generate.py, cached under --work),
+then times and measures peak memory of the whole process tree, median of --repeat runs, of:
+  (a) library: benchmarks/analyze_library.py in one process;
+  (b) end to end: `snakemake --cores 2` in analyze mode on a copy of the workflow, report included;
+  (c) msprof-analyze cluster -m compute_op_sum, when msprof-analyze is installed;
+and prints the ratios. It also times `snakemake -n` for a large cluster. Each run appends one JSON line to
+benchmarks/results.jsonl (diffable over time).
+
+    python benchmarks/run.py --scales 2x8x1000,8x8x1000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident memory of a process and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        stack.extend(children.get(current, []))
+        try:
+            with open(f"/proc/{current}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def measure(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> dict:
+    """Wall time and peak whole-tree RSS of one command (sampled every 20 ms)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss_bytes(proc.pid))
+            done.wait(0.02)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    out, _ = proc.communicate()
+    done.set()
+    thread.join()
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}):\n{out[-2000:]}")
+    return {"wall_s": wall, "peak_rss_mib": peak[0] / 2**20, "output_tail": out[-300:]}
+
+
+def median_of(runs: list[dict]) -> dict:
+    return {"wall_s": statistics.median(r["wall_s"] for r in runs), "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs), "runs": len(runs)}
+
+
+def workflow_copy(dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", ".venv", "benchmarks", "tests", "build"))
+    return dest
+
+
+def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None) -> dict:
+    nodes, rpn, launches = (int(x) for x in scale.split("x"))
+    data = work / "data" / scale
+    if not data.exists():
+        subprocess.run(
+            [
+                PY,
+                str(ROOT / "benchmarks" / "generate.py"),
+                "--nodes",
+                str(nodes),
+                "--ranks-per-node",
+                str(rpn),
+                "--launches",
+                str(launches),
+                "--out",
+                str(data),
+            ],
+            check=True,
+        )
+    size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
+    result = {"scale": scale, "input_mb": round(size / 1e6, 1)}
+    result["library"] = median_of([measure([PY, str(ROOT / "benchmarks" / "analyze_library.py"), str(data), str(nodes), str(rpn)]) for _ in range(repeat)])
+    e2e = []
+    for _ in range(repeat):
+        wf = workflow_copy(work / "wf")
+        overlay = wf / "bench.yaml"
+        overlay.write_text(
+            json.dumps(
+                {
+                    "mode": "analyze",
+                    "cluster": {"nodes": nodes, "ranks_per_node": rpn},
+                    "shape": {"num_experts": nodes * rpn * 8},
+                    "analyze": {"timeline_dir": str(data)},
+                }
+            )
+        )
+        e2e.append(measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf))
+    result["end_to_end"] = median_of(e2e)
+    if msprof_analyze:
+        runs = []
+        for i in range(repeat):
+            out = work / "msprof_analyze_out" / f"{scale}_{i}"
+            shutil.rmtree(out, ignore_errors=True)
+            runs.append(measure([msprof_analyze, "cluster", "-d", str(data), "-m", "compute_op_sum", "-o", str(out), "--force"]))
+        result["msprof_analyze"] = median_of(runs)
+        ref = result["msprof_analyze"]
+        result["ratios"] = {
+            "library_speedup": ref["wall_s"] / result["library"]["wall_s"],
+            "library_memory_fraction": result["library"]["peak_rss_mib"] / ref["peak_rss_mib"],
+            "end_to_end_speedup": ref["wall_s"] / result["end_to_end"]["wall_s"],
+        }
+    return result
+
+
+def bench_dry_run(scale: str, work: Path) -> dict:
+    nodes, rpn = (int(x) for x in scale.split("x"))
+    wf = workflow_copy(work / "wf_dry")
+    overlay = wf / "dry.yaml"
+    overlay.write_text(
+        json.dumps({"cluster": {"nodes": nodes, "ranks_per_node": rpn}, "shape": {"num_experts": nodes * rpn * 2, "num_max_tokens_per_rank": 256}})
+    )
+    return {"scale": scale, **measure([PY, "-m", "snakemake", "-n", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description="dispatchprof benchmarks")
+    p.add_argument("--scales", default="2x8x1000,8x8x1000")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--work", type=Path, default=Path("/tmp/dispatchprof-bench"))
+    p.add_argument("--dry-run-scale", default="128x16")
+    p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.jsonl")
+    args = p.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    msprof_analyze = shutil.which("msprof-analyze")
+    record = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "msprof_analyze": bool(msprof_analyze),
+        "scales": [],
+    }
+    for scale in args.scales.split(","):
+        r = bench_scale(scale, args.work, args.repeat, msprof_analyze)
+        record["scales"].append(r)
+        line = f"{scale:>12}  input {r['input_mb']:7.1f} MB  library {r['library']['wall_s']:6.2f} s {r['library']['peak_rss_mib']:7.0f} MiB  end-to-end {r['end_to_end']['wall_s']:6.2f} s {r['end_to_end']['peak_rss_mib']:7.0f} MiB"
+        if "msprof_analyze" in r:
+            m, q = r["msprof_analyze"], r["ratios"]
+            line += f"  msprof-analyze {m['wall_s']:6.2f} s {m['peak_rss_mib']:7.0f} MiB  speedup lib {q['library_speedup']:.1f}x e2e {q['end_to_end_speedup']:.2f}x, lib memory {q['library_memory_fraction']:.2f} of theirs"
+        print(line, flush=True)
+    if args.dry_run_scale:
+        d = bench_dry_run(args.dry_run_scale, args.work)
+        record["dry_run"] = d
+        print(f"snakemake -n for {d['scale']}: {d['wall_s']:.2f} s", flush=True)
+    with open(args.results, "a") as handle:
+        handle.write(json.dumps(record) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

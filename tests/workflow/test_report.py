@@ -1,0 +1,159 @@
+"""The report and the A/B comparison as a user meets them: verdicts, warnings, a real browser, Snakemake's report."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from conftest import base_overlay
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_ab_comparison_verdicts_and_warnings(workflow_copy):
+    overlay = base_overlay(
+        experiments={
+            "baseline": {},
+            "faster_send": {"sim": {"role_speedup": {"URMASendToken": 0.9}}},
+            "same_again": {},
+            "two_changes": {"sim": {"role_speedup": {"URMASendToken": 0.9}}, "shape": {"seed": 3}},
+        },
+        compare=[["baseline", "faster_send"], ["baseline", "same_again"], ["baseline", "two_changes"]],
+    )
+    result = workflow_copy.snakemake("--until", "compare", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    def comparison(name):
+        return json.loads((workflow_copy.root / f"results/compare/{name}/comparison.json").read_text())
+
+    faster = comparison("baseline_vs_faster_send")
+    assert faster["verdict"] == "improved" and faster["kernel"]["per_iteration_max_median"]["ci95"][1] < 0
+    assert faster["factors"] == ["sim.role_speedup.URMASendToken"] and faster["warnings"] == []
+    same = comparison("baseline_vs_same_again")
+    assert same["verdict"] == "no significant change"
+    assert same["kernel"]["per_iteration_max_median"]["a"] != same["kernel"]["per_iteration_max_median"]["b"]  # different noise
+    two = comparison("baseline_vs_two_changes")
+    assert "more than one factor differs: shape.seed, sim.role_speedup.URMASendToken" in two["warnings"]
+    assert (workflow_copy.root / "results/compare/baseline_vs_faster_send/comparison.html").is_file()
+
+
+def test_a_comparison_refuses_when_precision_failed_on_one_side(workflow_copy):
+    overlay = base_overlay(
+        experiments={"a": {}, "broken": {"sim": {"precision_fail_rank": 2}}}, compare=[["a", "broken"]], timeline={"iterations": 6, "warmup": 1}
+    )
+    result = workflow_copy.snakemake("--until", "compare", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads((workflow_copy.root / "results/compare/a_vs_broken/comparison.json").read_text())
+    assert data["state"] == "refused" and "broken: precision not ok" in data["reason"] and "rank 2" in data["reason"]
+
+
+def test_the_report_renders_and_explains_every_stage_when_all_collection_failed(workflow_copy, tmp_path):
+    overlay = base_overlay(
+        toolchain="cann",
+        cann={"set_env": str(tmp_path / "no_set_env.sh"), "install_root": str(tmp_path)},
+        deepep={"repo": str(tmp_path / "no_repo"), "build_command": None},
+    )
+    result = workflow_copy.snakemake(overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
+    assert summary["toolchain"] == "cann"
+    states = {s: v["state"] for s, v in summary["stages"].items()}
+    assert states["correctness"] == "failed" and "could not start" in summary["stages"]["correctness"]["reason"]
+    assert states["baseline"] == "failed" and "does not exist" in summary["stages"]["baseline"]["reason"]  # its driver part failed
+    assert all(states[s] == "skipped" for s in ("timeline", "pmu", "pcsampling"))
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    for stage, v in summary["stages"].items():
+        assert v["reason"][:60].replace("&", "&amp;").replace("'", "&#39;").replace('"', "&#34;").replace("<", "&lt;").replace(">", "&gt;") in html, stage
+    md = (workflow_copy.root / "results/baseline/report/report.md").read_text()
+    assert "## Evidence ledger" in md and "| correctness | failed |" in md
+
+
+def test_snakemakes_own_report_zip_is_built(workflow_copy):
+    overlay = base_overlay()
+    assert workflow_copy.snakemake(overlay=overlay).returncode == 0
+    result = workflow_copy.snakemake("--report", "report.zip", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (workflow_copy.root / "report.zip").stat().st_size > 10_000
+
+
+# Chromium's own background services (clock, updates, accounts) also come through the proxy despite the
+# flags; they are the browser's, not the page's. Everything else is a request the report made.
+BROWSER_SERVICES = re.compile(r"^(?:CONNECT |GET http://|POST http://)?[\w.-]*(?:google\.com|googleapis\.com|gstatic\.com|gvt1\.com)[:/]")
+
+
+class ProxyRecorder:
+    """A listener standing in for the proxy: every request the browser makes to the network lands here."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[str] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(2)
+            try:
+                self.requests.append(conn.recv(300).split(b"\r\n")[0].decode(errors="replace"))
+            except OSError as exc:
+                self.requests.append(f"unreadable request: {exc}")
+            conn.close()
+
+    def page_requests(self) -> list[str]:
+        return [r for r in self.requests if not BROWSER_SERVICES.match(r)]
+
+
+@pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI") != "true", reason="chromium not installed (Debian package chromium); CI installs it")
+def test_report_renders_in_a_real_browser_with_images_and_no_network(workflow_copy, tmp_path):
+    assert CHROMIUM, "CI=true but chromium is missing: .ci/run must install it"
+    assert workflow_copy.snakemake(overlay=base_overlay()).returncode == 0
+    report = workflow_copy.root / "results/baseline/report/report.html"
+    counter = ProxyRecorder()
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--proxy-server=http://127.0.0.1:{counter.port}",
+        "--proxy-bypass-list=<-loopback>",
+    ]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    shot = tmp_path / "report.png"
+    subprocess.run([CHROMIUM, *flags, "--window-size=1280,4000", f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=120)
+    for section in (
+        "answer",
+        "environment",
+        "correctness",
+        "baseline",
+        "localisation",
+        "timeline",
+        "pmu",
+        "pcsampling",
+        "comparison",
+        "open-boundaries",
+        "ledger",
+    ):
+        assert f'id="{section}"' in dom, section
+    assert dom.count('src="data:image/png;base64,') >= 3
+    assert "SIMULATED DATA" in dom
+    assert shot.is_file() and shot.stat().st_size > 50_000
+    assert counter.page_requests() == []
+    import matplotlib.image
+
+    assert matplotlib.image.imread(shot).shape[1] == 1280
