@@ -57,7 +57,7 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"surprise": 1}, "unknown key(s) ['surprise']"),
         ({"shape": {"hiden": 7168}}, "shape: unknown key(s) ['hiden']"),
         ({"timeouts": {"pmu": 0}}, "timeouts.pmu: 0 is less than or equal to the minimum of 0"),
-        ({"launcher": "slurm"}, "launcher: 'slurm' is not available in this version"),
+        ({"launcher": "ssh"}, "launcher: 'ssh' is not available in this version"),
         ({"deepep": {"pass_pattern": "PASSED rank \\d+"}}, "deepep.pass_pattern must have a named group (?P<rank>"),
         ({"deepep": {"test_args": ["--x", "{nonsense}"]}}, "deepep.test_args: unknown placeholder {nonsense}"),
         ({"sim": {"precision_fail_rank": 16}}, "sim.precision_fail_rank (16) must be below the number of ranks (16)"),

@@ -28,7 +28,7 @@ if COLLECT:
         log:
             stage_log("baseline", "collect"),
         resources:
-            npu_cluster=1,
+            **collective_resources("baseline"),
         params:
             config_fingerprint=config_fingerprint(
                 "mode",

@@ -136,5 +136,33 @@ def previous_run(wildcards):
     return [f"results/{EXPERIMENTS[index - 1]}/pcsampling/status.json"]
 
 
+def collective_resources(stage):
+    """What a collective rule asks the scheduler for. Under snakemake-executor-plugin-slurm: one allocation of
+    every node, one task per node; mpi="srun" so the job is not wrapped in a one-task step (the plugin refuses mpi
+    with one task, and then the launcher's srun uses --overlap). The SLURM runtime exceeds the stage's own
+    timeout by a margin, so the workflow's timeout fires first and records `timeout`."""
+    import math
+
+    nodes = len(NODES)
+    resources = {
+        "npu_cluster": 1,
+        "nodes": nodes,
+        "tasks": nodes,
+        "runtime": lambda w: math.ceil(RUNS[w.experiment]["timeouts"][stage] / 60)
+        + RUNS[w.experiment]["slurm"]["runtime_margin_min"],
+    }
+    if nodes > 1:
+        resources["mpi"] = "srun"
+    if config["slurm"]["gres"]:
+        resources["slurm_extra"] = f"--gres={config['slurm']['gres']}"
+    return resources
+
+
+def node_resources(wildcards):
+    """Per-node jobs (env capture) are pinned to their host when cluster.hosts names them."""
+    hosts = config["cluster"]["hosts"]
+    return f"--nodelist={hosts[int(wildcards.node)]}" if hosts else ""
+
+
 def stage_log(stage, name=None):
     return f"results/{{experiment}}/{stage}/logs/{name or stage}.log"

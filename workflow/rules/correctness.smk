@@ -12,7 +12,7 @@ rule correctness:
     log:
         stage_log("correctness"),
     resources:
-        npu_cluster=1,
+        **collective_resources("correctness"),
     params:
         config_fingerprint=config_fingerprint(
             "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"

@@ -8,6 +8,8 @@ if COLLECT:
             status="results/{experiment}/env_capture/node{node}/status.json",
         log:
             stage_log("env_capture", "node{node}"),
+        resources:
+            slurm_extra=node_resources,
         params:
             config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
         script:

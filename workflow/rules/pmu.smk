@@ -15,7 +15,7 @@ if COLLECT:
         log:
             stage_log("pmu", "collect"),
         resources:
-            npu_cluster=1,
+            **collective_resources("pmu"),
         params:
             config_fingerprint=config_fingerprint(
                 "mode",

@@ -15,7 +15,7 @@ if COLLECT:
         log:
             stage_log("timeline", "collect"),
         resources:
-            npu_cluster=1,
+            **collective_resources("timeline"),
         params:
             config_fingerprint=config_fingerprint(
                 "mode",

@@ -15,7 +15,7 @@ import pandas as pd
 from dispatchprof.analysis.correctness import Verdict, rank_table, verdict
 from dispatchprof.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
-from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec
+from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher
 from dispatchprof.toolchain import Toolchain
 
 
@@ -68,11 +68,16 @@ def node_specs(config: Mapping[str, Any], chain: Toolchain, argv_for: Callable[[
     return specs
 
 
-def launcher(config: Mapping[str, Any]) -> LocalLauncher:
+def launcher(config: Mapping[str, Any]) -> LocalLauncher | SlurmLauncher:
     cluster = config["cluster"]
+    ready = (cluster["master_addr"], int(cluster["master_port"]), float(cluster["ready_timeout"]))
+    if config["launcher"] == "slurm":
+        slurm = config["slurm"]
+        overlap = slurm["overlap"] if slurm["overlap"] != "auto" else int(cluster["nodes"]) == 1
+        return SlurmLauncher(*ready, overlap=overlap, srun_args=slurm["srun_args"])
     if config["launcher"] != "local":
         raise ValueError(f"launcher {config['launcher']!r} is not available in this version")
-    return LocalLauncher(cluster["master_addr"], int(cluster["master_port"]), float(cluster["ready_timeout"]), float(cluster["fail_grace"]))
+    return LocalLauncher(*ready, float(cluster["fail_grace"]))
 
 
 @dataclass

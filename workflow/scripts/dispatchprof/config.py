@@ -191,10 +191,8 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     if cluster["master_port"] == cluster["shmem_port"]:
         problems.append(f"cluster.master_port and cluster.shmem_port must differ (both {cluster['master_port']})")
 
-    if config["mode"] == "collect" and config["launcher"] != "local":
-        problems.append(
-            f"launcher: {config['launcher']!r} is not available in this version (the slurm and ssh launchers come with the cluster issue); use launcher: local"
-        )
+    if config["mode"] == "collect" and config["launcher"] == "ssh":
+        problems.append("launcher: 'ssh' is not available in this version; use launcher: local or slurm")
 
     try:
         re.compile(deepep["pass_pattern"])

@@ -9,11 +9,13 @@ cluster, or one real node).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,3 +283,84 @@ def run_command(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | 
         kill_group(proc)
         out, _ = proc.communicate()
         return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), True)
+
+
+WRAPPER = Path(__file__).resolve().with_name("node_wrapper.py")
+
+
+class SlurmLauncher:
+    """All nodes as one srun step inside the job's allocation: one task per node, node index SLURM_NODEID.
+
+    Node 0 starts at once; the others wait in node_wrapper.py until node 0's port answers. A single node
+    needs --overlap: without mpi the executor plugin runs the job itself as a one-task step, inside which a
+    nested srun would wait forever for free resources.
+    """
+
+    def __init__(self, ready_host: str, ready_port: int, ready_timeout_s: float, overlap: bool, srun_args: Sequence[str] = (), python: str = sys.executable):
+        self.ready_host, self.ready_port, self.ready_timeout_s = ready_host, ready_port, ready_timeout_s
+        self.overlap, self.srun_args, self.python = overlap, list(srun_args), python
+
+    def command(self, nodes: int, spec_file: Path) -> list[str]:
+        return [
+            "srun",
+            f"--nodes={nodes}",
+            f"--ntasks={nodes}",
+            "--ntasks-per-node=1",
+            "--kill-on-bad-exit=1",  # one failing node ends the step, as the repository's launcher cancels the run
+            *(["--overlap"] if self.overlap else []),
+            *self.srun_args,
+            self.python,
+            str(WRAPPER),
+            str(spec_file),
+            self.ready_host,
+            str(self.ready_port),
+            str(self.ready_timeout_s),
+        ]
+
+    def run(self, specs: Sequence[NodeSpec], timeout_s: float) -> CollectiveResult:
+        specs = sorted(specs, key=lambda s: s.node)
+        run_dir = specs[0].log_path.parent
+        run_dir.mkdir(parents=True, exist_ok=True)
+        spec_file = run_dir / "node_specs.json"
+        exits = {s.node: run_dir / f"node{s.node}.exit.json" for s in specs}
+        for path in exits.values():
+            path.unlink(missing_ok=True)
+        spec_file.write_text(
+            json.dumps(
+                [{"node": s.node, "argv": s.argv, "env": s.env, "cwd": str(s.cwd), "log_path": str(s.log_path), "exit_file": str(exits[s.node])} for s in specs]
+            )
+        )
+        results = {s.node: NodeResult(node=s.node, log_path=s.log_path) for s in specs}
+        outcome = CollectiveResult(nodes=[results[s.node] for s in specs])
+        argv = self.command(len(specs), spec_file)
+        log.info("srun: %s", " ".join(argv))
+        with open(run_dir / "srun.log", "wb") as srun_log, _SigtermGuard():
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=srun_log, stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                outcome.problem = f"srun could not start: {exc}"
+                return outcome
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                outcome.timed_out = True
+                outcome.problem = f"the run exceeded its {timeout_s:g} s budget; the srun step was stopped (every node's process group ended)"
+                kill_group(proc)
+            except Terminated:
+                outcome.timed_out = True
+                outcome.problem = "the launcher received SIGTERM (scheduler time limit or cancellation); the srun step was stopped"
+                kill_group(proc)
+        for node, path in exits.items():
+            if path.is_file():
+                data = json.loads(path.read_text())
+                results[node].exit_code = data.get("exit_code")
+                results[node].started, results[node].finished = data.get("started"), data.get("finished")
+                if data.get("error") and outcome.problem is None:
+                    outcome.problem = data["error"]
+            results[node].killed = outcome.timed_out
+        started = sorted((r.started, r.node) for r in results.values() if r.started)
+        outcome.order = [node for _, node in started]
+        if proc.returncode not in (0, None) and outcome.problem is None and not outcome.timed_out:
+            bad = [n for n, r in results.items() if r.exit_code not in (0,)]
+            outcome.problem = f"srun exited {proc.returncode}; nodes without a clean exit: {bad} (see {run_dir / 'srun.log'})"
+        return outcome

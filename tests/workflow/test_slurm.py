@@ -1,0 +1,83 @@
+"""The simulated pipeline through a real SLURM (tests/slurm/start_slurm.sh: 2 nodes on this machine), with the
+test profile derived from profiles/slurm. Needs root and apt (or a running test cluster); skipped otherwise,
+except with CI=true, where a missing prerequisite fails."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, base_overlay
+from workflow.test_end_to_end import processes_mentioning
+
+START = ROOT / "tests" / "slurm" / "start_slurm.sh"
+PROFILE = ROOT / "tests" / "slurm" / "profile"
+
+
+def slurm_running() -> bool:
+    if not shutil.which("sinfo"):
+        return False
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True)
+    return out.returncode == 0 and out.stdout.count("idle") + out.stdout.count("alloc") + out.stdout.count("mix") >= 2
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    if not slurm_running():
+        can_start = os.geteuid() == 0 and shutil.which("apt-get")
+        if not can_start:
+            if os.environ.get("CI") == "true":
+                pytest.fail("CI=true but the SLURM test cluster cannot be started here (needs root and apt-get)")
+            pytest.skip("no SLURM test cluster and no root/apt-get to start one (tests/slurm/start_slurm.sh)")
+        result = subprocess.run(["bash", str(START)], capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout + result.stderr
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("snakemake-executor-plugin-slurm is not installed (requirements-dev.txt)")
+        pytest.skip("snakemake-executor-plugin-slurm is not installed")
+    return True
+
+
+def run_profile(workflow_copy, overlay, *args):
+    shutil.copytree(PROFILE, workflow_copy.root / "slurm_profile", dirs_exist_ok=True)
+    cmd = [sys.executable, "-m", "snakemake", "--profile", "slurm_profile", "--configfile", "config/config.yaml", str(workflow_copy.overlay(overlay)), *args]
+    return subprocess.run(cmd, cwd=workflow_copy.root, capture_output=True, text=True, timeout=1500)
+
+
+def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, workflow_copy, capsys):
+    result = run_profile(workflow_copy, base_overlay())
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    run = workflow_copy.root / "results/baseline/correctness/run"
+    exits = [json.loads((run / f"node{n}.exit.json").read_text()) for n in (0, 1)]
+    assert [e["slurm_nodeid"] for e in exits] == ["0", "1"] and all(e["exit_code"] == 0 for e in exits)
+    assert "[rank 3]" in (run / "node0.log").read_text() and "[rank 12]" in (run / "node1.log").read_text()
+    summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
+    assert all(v["state"] == "ok" for v in summary["stages"].values()), summary["stages"]
+    assert any((workflow_copy.root / "results/slurm_logs").rglob("*.log"))
+    with capsys.disabled():
+        print(
+            f"\n[slurm] pipeline through sbatch/srun: correctness nodes {[(e['node'], e['slurm_nodeid'], e['host']) for e in exits]}; report {workflow_copy.root / 'results/baseline/report/report.html'}"
+        )
+
+
+def test_one_node_runs_with_overlap(slurm_cluster, workflow_copy):
+    result = run_profile(workflow_copy, base_overlay(cluster={"nodes": 1}), "--until", "correctness")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    status = workflow_copy.status("correctness")
+    assert status["state"] == "ok", status
+    launched = (workflow_copy.root / "results/baseline/correctness/logs/correctness.log").read_text()
+    assert "srun --nodes=1 --ntasks=1 --ntasks-per-node=1 --kill-on-bad-exit=1 --overlap" in launched
+    assert json.loads((workflow_copy.root / "results/baseline/correctness/run/node0.exit.json").read_text())["exit_code"] == 0
+
+
+def test_a_stage_over_budget_under_slurm_ends_in_timeout_before_slurm_kills_it(slurm_cluster, workflow_copy):
+    result = run_profile(workflow_copy, base_overlay(sim={"dead_node": 1}, timeouts={"correctness": 15}), "--until", "correctness")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    status = workflow_copy.status("correctness")
+    assert status["state"] == "timeout" and "15 s budget" in status["reason"], status
+    assert processes_mentioning(str(workflow_copy.root)) == []

@@ -1,0 +1,98 @@
+"""Runs one node's command of a collective run, on that node (one task per node under srun, or over ssh).
+
+The node index comes from SLURM_NODEID (slurm) or DISPATCHPROF_NODE (ssh). Nodes > 0 wait until node 0's
+readiness port answers. The command runs in its own process group, ended as a group on SIGTERM (the
+scheduler's warning, or the launcher's timeout). The exit status is written to the node's exit file.
+Standard library only: it runs in the cluster's Python, before anything else is imported.
+
+    python node_wrapper.py <specs.json> <ready_host> <ready_port> <ready_timeout_s>
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def write_exit(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    spec_file, host, port, ready_timeout = argv[1], argv[2], int(argv[3]), float(argv[4])
+    node = int(os.environ.get("SLURM_NODEID", os.environ.get("DISPATCHPROF_NODE", "0")))
+    specs = {int(s["node"]): s for s in json.load(open(spec_file))}
+    spec = specs[node]
+    record = {
+        "node": node,
+        "host": socket.gethostname(),
+        "slurm_nodeid": os.environ.get("SLURM_NODEID"),
+        "started": None,
+        "finished": None,
+        "exit_code": None,
+        "error": None,
+    }
+    if node > 0:
+        deadline = time.monotonic() + ready_timeout
+        while not port_open(host, port):
+            if time.monotonic() > deadline:
+                record["error"] = f"node 0 did not open {host}:{port} within {ready_timeout:g} s"
+                write_exit(spec["exit_file"], record)
+                return 3
+            time.sleep(0.1)
+    os.makedirs(os.path.dirname(spec["log_path"]), exist_ok=True)
+    with open(spec["log_path"], "wb") as log:
+        try:
+            proc = subprocess.Popen(
+                spec["argv"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        except OSError as exc:
+            record["error"] = f"node {node} could not start {spec['argv'][0]!r}: {exc}"
+            write_exit(spec["exit_file"], record)
+            return 127
+    record["started"] = time.time()
+    write_exit(spec["exit_file"], record)
+
+    def stop(signum: int, frame: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=5)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                continue
+            return
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    code = proc.wait()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the group
+    except ProcessLookupError:
+        pass
+    record.update(finished=time.time(), exit_code=code)
+    write_exit(spec["exit_file"], record)
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
