@@ -14,17 +14,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 import numpy as np  # noqa: E402
 
-from dispatchprof.analysis.timeline import assign_ranks, launches, straggler  # noqa: E402
-from dispatchprof.formats.msprof import discover, read_prof_info, read_prof_kernels  # noqa: E402
+from dispatchprof.analysis.timeline import assign_ranks, kernel_regex, launches, straggler  # noqa: E402
+from dispatchprof.formats.msprof import discover, read_db, read_prof_info, read_prof_kernels  # noqa: E402
 
 
 def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel") -> dict:
+    regex = kernel_regex(pattern)
     durations: dict[int, dict[int, float]] = {}
     per_rank = {}
     for node in range(nodes):
         infos = [read_prof_info(p) for p in discover(root / f"node{node}")]
         for assignment, info in zip(assign_ranks(node, ranks_per_node, infos, {}), infos):
-            hit, _ = launches(read_prof_kernels(info), pattern)
+            # Read only the target kernel's rows: the name filter runs on STRING_IDS, the row filter in SQLite.
+            kernels = read_db(info.db, lambda name: bool(regex.match(name))) if info.db else read_prof_kernels(info)
+            hit, _ = launches(kernels, pattern)
             us = hit["dur_ns"].to_numpy() / 1000
             durations[assignment.rank] = dict(zip(hit["launch"].tolist(), us.tolist()))
             per_rank[assignment.rank] = {"launches": len(us), "median_us": float(np.median(us)), "p95_us": float(np.percentile(us, 95))}

@@ -24,10 +24,15 @@ def kernel_regex(pattern: str) -> re.Pattern[str]:
 
 
 def matches(frame: pd.DataFrame, pattern: str) -> pd.Series:
+    """Rows whose name or op type matches; the regex runs once per distinct string, not per row."""
     regex = kernel_regex(pattern)
-    by_name = frame["name"].astype(str).map(lambda s: bool(regex.match(s)))
-    by_type = frame["op_type"].astype(str).map(lambda s: bool(regex.match(s))) if "op_type" in frame else False
-    return by_name | by_type
+
+    def column(name: str) -> pd.Series:
+        values = frame[name].astype(str)
+        hits = {v for v in values.unique() if regex.match(v)}
+        return values.isin(hits)
+
+    return column("name") | (column("op_type") if "op_type" in frame else False)
 
 
 @dataclass

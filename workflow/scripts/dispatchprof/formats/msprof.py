@@ -14,7 +14,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -120,28 +120,56 @@ def _int_column(values: pd.Series, path: Path, field_name: str, allow_na: bool =
     return pd.to_numeric(text.mask(na), errors="coerce").astype("Int64")
 
 
-def read_db(path: Path) -> pd.DataFrame:
-    """TASK joined with COMPUTE_TASK_INFO and STRING_IDS inside SQLite (only compute tasks, integer ns)."""
+def read_db(path: Path, name_filter: Callable[[str], bool] | None = None) -> pd.DataFrame:
+    """TASK joined with COMPUTE_TASK_INFO inside SQLite (only compute tasks, integer ns).
+
+    Only integer columns leave the database; text ids are resolved once per distinct id. With ``name_filter``,
+    only kernels whose name or op type it accepts are read (the filter runs on STRING_IDS, the rows in SQL).
+    """
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            frame = pd.read_sql_query(
-                """SELECT t.deviceId AS device, t.globalPid AS pid, t.streamId AS stream, t.taskId AS task_id,
-                          n.value AS name, o.value AS op_type, tt.value AS task_type, t.startNs AS start_ns, t.endNs - t.startNs AS dur_ns
-                   FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId
-                   LEFT JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType
-                   LEFT JOIN STRING_IDS tt ON tt.id = t.taskType
-                   ORDER BY t.startNs""",
-                conn,
-            )
+            strings = dict(conn.execute("SELECT id, value FROM STRING_IDS"))
+            where = ""
+            if name_filter is not None:
+                wanted = [i for i, v in strings.items() if name_filter(str(v))]
+                ids = ",".join(str(int(i)) for i in wanted) or "NULL"
+                where = f"WHERE c.name IN ({ids}) OR c.opType IN ({ids})"
+            rows = conn.execute(
+                "SELECT t.deviceId, t.globalPid, t.streamId, t.taskId, c.name, c.opType, t.taskType, t.startNs, t.endNs - t.startNs "
+                f"FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId {where} ORDER BY t.startNs"
+            ).fetchall()
         finally:
             conn.close()
-    except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+    except sqlite3.Error as exc:
         raise MsprofFormatError(f"{path}: not a readable msprof database ({exc})") from exc
-    if frame["name"].isna().any():
-        raise MsprofFormatError(f"{path}: COMPUTE_TASK_INFO.name refers to an id missing from STRING_IDS")
-    frame["source"] = "db"
-    return frame.astype({"device": "int64", "pid": "int64", "stream": "Int64", "task_id": "Int64", "start_ns": "int64", "dur_ns": "int64"})[KERNEL_COLUMNS]
+    try:
+        data = np.array(rows, dtype=np.int64).reshape(len(rows), 9)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({exc})") from exc
+
+    def text(column: int, field_name: str) -> np.ndarray:
+        unique, inverse = np.unique(data[:, column], return_inverse=True)
+        missing = [int(u) for u in unique if int(u) not in strings]
+        if missing:
+            raise MsprofFormatError(f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
+        return np.array([strings[int(u)] for u in unique], dtype=object)[inverse] if len(unique) else np.array([], dtype=object)
+
+    frame = pd.DataFrame(
+        {
+            "device": data[:, 0],
+            "pid": data[:, 1],
+            "stream": pd.array(data[:, 2], dtype="Int64"),
+            "task_id": pd.array(data[:, 3], dtype="Int64"),
+            "name": text(4, "name"),
+            "op_type": text(5, "opType"),
+            "task_type": text(6, "taskType"),
+            "start_ns": data[:, 7],
+            "dur_ns": data[:, 8],
+            "source": "db",
+        }
+    )
+    return frame[KERNEL_COLUMNS]
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
