@@ -4,6 +4,7 @@ import json
 import time
 
 from conftest import base_overlay
+from dispatchprof.formats.visualize_bin import STATES
 from workflow.test_end_to_end import processes_mentioning
 
 

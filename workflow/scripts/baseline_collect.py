@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.collective import driver_environment, run_test
+from dispatchprof.collective import run_driver
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation
 from dispatchprof.toolchain import resolve
@@ -17,8 +17,7 @@ def body(run: StageRun) -> Status:
         return run.skipped(gate)
     cfg, out = run.config, run.outputs["run"]
     chain = resolve(cfg)
-    env = {**driver_environment(cfg, out, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"]), **chain.driver_env()}
-    test = run_test(cfg, chain, out, f"{run.experiment}_baseline", run.timeout, script=str(Path(run.inputs["driver"]).resolve()), extra_env=env)
+    test = run_driver(cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_baseline", run.timeout, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"])
     csv = out / "latency" / "dispatch_latency.csv"
     validations = [Validation("dispatch_latency.csv written (rank 0)", csv.is_file(), "error", str(csv))]
     common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.collective import driver_environment, run_test
+from dispatchprof.collective import run_driver
 from dispatchprof.formats.msopprof import discover
 from dispatchprof.opprofiler import REPLAY_TIMEOUT_REASON, log_findings, op_profiler_command
 from dispatchprof.stage import StageRun, run_stage
@@ -37,17 +37,7 @@ def body(run: StageRun) -> Status:
     def under_profiler(node: int, argv: list[str]) -> list[str]:
         return op_profiler_command(entry, kernel, metrics, raw / f"node{node}", cfg["pmu"]) + argv
 
-    env = {**driver_environment(cfg, out, cfg["pmu"]["iterations"], 0), **chain.driver_env()}
-    test = run_test(
-        cfg,
-        chain,
-        out,
-        f"{run.experiment}_{STAGE}",
-        run.timeout,
-        script=str(Path(run.inputs["driver"]).resolve()),
-        extra_env=env,
-        wrap=under_profiler,
-    )
+    test = run_driver(cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_{STAGE}", run.timeout, cfg["pmu"]["iterations"], 0, wrap=under_profiler)
     failures, successes = [], []
     for node in test.result.nodes:
         text = node.log_path.read_text(errors="replace") if node.log_path.is_file() else ""

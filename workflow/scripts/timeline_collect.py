@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.atomic import write_text_atomic
-from dispatchprof.collective import driver_environment, run_test
+from dispatchprof.collective import run_driver
 from dispatchprof.formats.msprof import discover
 from dispatchprof.launch import run_command
 from dispatchprof.profiling import msprof_command, render_probe, supported_options
@@ -36,17 +36,7 @@ def body(run: StageRun) -> Status:
         return msprof_command(raw / f"node{node}", options, probe)
 
     timeline = cfg["timeline"]
-    env = {**driver_environment(cfg, out, timeline["iterations"], timeline["warmup"]), **chain.driver_env()}
-    test = run_test(
-        cfg,
-        chain,
-        out,
-        f"{run.experiment}_timeline",
-        run.timeout,
-        script=str(Path(run.inputs["driver"]).resolve()),
-        extra_env=env,
-        wrap=under_msprof,
-    )
+    test = run_driver(cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_timeline", run.timeout, timeline["iterations"], timeline["warmup"], wrap=under_msprof)
 
     validations = [Validation("msprof option", False, "warning", d) for d in dropped]
     exported = []

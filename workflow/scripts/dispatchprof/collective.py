@@ -124,3 +124,19 @@ def run_test(
         return TestRun(result, None, Verdict("invalid", str(exc)), specs[0].argv, run_dir)
     table = rank_table(config["cluster"]["nodes"], config["cluster"]["ranks_per_node"], passed, result)
     return TestRun(result, table, verdict(table, result), specs[0].argv, run_dir)
+
+
+def run_driver(
+    config: Mapping[str, Any],
+    chain: Toolchain,
+    driver: Path,
+    out_dir: Path,
+    run_tag: str,
+    timeout_s: float,
+    iterations: int,
+    warmup: int,
+    wrap: Callable[[int, list[str]], list[str]] | None = None,
+) -> TestRun:
+    """Run the generated perf driver collectively (baseline, and under each profiler), writing into ``out_dir``."""
+    env = {**driver_environment(config, out_dir, iterations, warmup), **chain.driver_env()}
+    return run_test(config, chain, out_dir, run_tag, timeout_s, script=str(driver.resolve()), extra_env=env, wrap=wrap)

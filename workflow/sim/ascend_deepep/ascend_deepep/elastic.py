@@ -237,12 +237,13 @@ class _OpProfiler:
                 time.sleep(3600)
         record = {
             "pid": os.getpid(),
+            "rank": self.rank,
             "device_id": self.local,
             "rank_id": os.environ.get("RANK_ID"),
             "kernel": name,
             "n": self.profiled,
             "cores": core_metrics(self.rank, self.num_aiv, remote_bytes, local_bytes, self.num_experts),
-            "pc": pc_samples(self.rank) if any(m.lower() == "pcsampling" for m in self.metrics) else None,
+            "simt": simt_code() if any(m.lower() == "pcsampling" for m in self.metrics) else None,
         }
         self.profiled += 1
         path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
@@ -250,82 +251,11 @@ class _OpProfiler:
         return replay == "corrupt"
 
 
-SIMT_STALLS = {  # dominant stall states per SIMT function (simulated)
-    "simt_prepare_mapping": {"Scoreboard_Not_Ready": 0.30, "Warp_Level_Sync": 0.25, "Active": 0.25, "IBuf_Empty": 0.10, "Others": 0.10},
-    "buildRemoteWqeDesc": {"Scoreboard_Not_Ready": 0.45, "Active": 0.20, "Resource_conflict": 0.15, "IBuf_Empty": 0.10, "Nop_Cycles": 0.10},
-    "simt_nw_mj_vf": {"Warp_Level_Sync": 0.35, "Active": 0.30, "Register_bank_conflict": 0.15, "Others": 0.20},
-    "simt_write_wqe_v4": {"Resource_conflict": 0.40, "Active": 0.25, "Scoreboard_Not_Ready": 0.20, "Divergence_Stack_Spill": 0.15},
-}
-STATE_NAMES = [
-    "IBuf_Empty",
-    "Nop_Cycles",
-    "Scoreboard_Not_Ready",
-    "Register_bank_conflict",
-    "Resource_conflict",
-    "Warp_Level_Sync",
-    "Divergence_Stack_Spill",
-    "Others",
-    "Active",
-]
-
-
-def pc_samples(rank: int) -> dict[str, Any]:
-    """PC-sampling view of the SIMT code: stall reasons per source line and instruction (simulated)."""
-    mode = os.environ.get("DEEPEP_SIM_PCSAMPLING", "ok")
-    if mode == "no_samples":
-        return {"samples": 0}
+def simt_code() -> dict[str, Any]:
+    """What the kernel binary tells a PC sampler: where its SIMT source is and whether it has debug lines (-g)."""
     repo = Path(__file__).resolve().parents[1]
-    source = repo / "kernels" / "elastic_dispatch.cpp"
     flags = repo / "build" / "device_compile_flags.txt"
-    has_debug_line = flags.is_file() and "-g" in flags.read_text().split()
-    lines = source.read_text().splitlines()
-    starts = {name: i + 1 for i, text in enumerate(lines) for name in SIMT_STALLS if f" {name}(" in text}
-    rng = random.Random(f"pc/{rank}")
-    weight = {"simt_prepare_mapping": 0.2, "buildRemoteWqeDesc": 0.4, "simt_nw_mj_vf": 0.15, "simt_write_wqe_v4": 0.25}
-    total = {s: 0 for s in STATE_NAMES}
-    files, instructions = [], []
-    address = 0x10F86A00
-    for name, mix in SIMT_STALLS.items():
-        for k in range(6):
-            samples = int(weight[name] * 4000 * (0.5 + rng.random()) / (k + 1))
-            details = {s: int(samples * mix.get(s, 0.0)) for s in STATE_NAMES}
-            for st, n in details.items():
-                total[st] += n
-            all_n = sum(details.values()) or 1
-            not_issue = {s: n for s, n in details.items() if s != "Active"}
-            ni = sum(not_issue.values()) or 1
-            entry = {
-                "Line": starts[name] + 2 + k * 3,
-                "Address Range": [[f"0x{address:08x}", f"0x{address + 0x40:08x}"]],
-                "Instructions Executed": samples * 3,
-                "GPR Count": -1,
-                "Process Bytes": -1,
-                "Stall Sampling(All Samples)": {"Percent": all_n, "Details": {s: n / all_n for s, n in details.items()}},
-                "Stall Sampling(Not Issue)": {"Percent": ni, "Details": {s: n / ni for s, n in not_issue.items()}},
-            }
-            files.append(entry)
-            instructions.append(
-                {
-                    "Address": f"0x{address:08x}",
-                    "Source": f"elastic_dispatch.cpp:{entry['Line']}",
-                    "Pipe": "SIMT",
-                    "AscendC Inner Code": name,
-                    **{k2: entry[k2] for k2 in ("Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Instructions Executed")},
-                }
-            )
-            address += 0x40
-    grand = sum(total.values()) or 1
-    for entry in files + instructions:  # Percent: this line's share of all samples
-        entry["Stall Sampling(All Samples)"]["Percent"] = 100.0 * entry["Stall Sampling(All Samples)"]["Percent"] / grand
-        entry["Stall Sampling(Not Issue)"]["Percent"] = 100.0 * entry["Stall Sampling(Not Issue)"]["Percent"] / grand
-    return {
-        "samples": grand,
-        "top_stall_reason_table": {s: n for s, n in total.items() if s != "Active"},
-        "active": total["Active"],
-        "files": [{"File": str(source.relative_to(repo)), "Lines": files}] if has_debug_line else [],
-        "instructions": instructions,
-        "has_debug_line": has_debug_line,
-    }
+    return {"repo": str(repo), "source": "kernels/elastic_dispatch.cpp", "has_debug_line": flags.is_file() and "-g" in flags.read_text().split()}
 
 
 class _DeviceTrace:
