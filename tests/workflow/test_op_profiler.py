@@ -4,7 +4,6 @@ import json
 import time
 
 from conftest import base_overlay
-from dispatchprof.formats.visualize_bin import STATES
 from workflow.test_end_to_end import processes_mentioning
 
 

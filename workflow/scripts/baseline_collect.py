@@ -17,7 +17,9 @@ def body(run: StageRun) -> Status:
         return run.skipped(gate)
     cfg, out = run.config, run.outputs["run"]
     chain = resolve(cfg)
-    test = run_driver(cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_baseline", run.timeout, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"])
+    test = run_driver(
+        cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_baseline", run.timeout, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"]
+    )
     csv = out / "latency" / "dispatch_latency.csv"
     validations = [Validation("dispatch_latency.csv written (rank 0)", csv.is_file(), "error", str(csv))]
     common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations)

@@ -36,7 +36,9 @@ def body(run: StageRun) -> Status:
         return msprof_command(raw / f"node{node}", options, probe)
 
     timeline = cfg["timeline"]
-    test = run_driver(cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_timeline", run.timeout, timeline["iterations"], timeline["warmup"], wrap=under_msprof)
+    test = run_driver(
+        cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_timeline", run.timeout, timeline["iterations"], timeline["warmup"], wrap=under_msprof
+    )
 
     validations = [Validation("msprof option", False, "warning", d) for d in dropped]
     exported = []

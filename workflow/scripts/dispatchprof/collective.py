@@ -15,7 +15,7 @@ import pandas as pd
 from dispatchprof.analysis.correctness import Verdict, rank_table, verdict
 from dispatchprof.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
-from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher
+from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
 from dispatchprof.toolchain import Toolchain
 
 
@@ -68,15 +68,20 @@ def node_specs(config: Mapping[str, Any], chain: Toolchain, argv_for: Callable[[
     return specs
 
 
-def launcher(config: Mapping[str, Any]) -> LocalLauncher | SlurmLauncher:
+def launcher(config: Mapping[str, Any]) -> LocalLauncher | SlurmLauncher | SshLauncher:
     cluster = config["cluster"]
     ready = (cluster["master_addr"], int(cluster["master_port"]), float(cluster["ready_timeout"]))
     if config["launcher"] == "slurm":
         slurm = config["slurm"]
         overlap = slurm["overlap"] if slurm["overlap"] != "auto" else int(cluster["nodes"]) == 1
         return SlurmLauncher(*ready, overlap=overlap, srun_args=slurm["srun_args"])
-    if config["launcher"] != "local":
-        raise ValueError(f"launcher {config['launcher']!r} is not available in this version")
+    if config["launcher"] == "ssh":
+        ssh = config["ssh"]
+        options = [item for option in ssh["options"] for item in ("-o", option)] + ["-p", str(ssh["port"])]
+        if ssh["identity_file"]:
+            options += ["-i", ssh["identity_file"]]
+        hosts = [f"{ssh['user']}@{h}" if ssh["user"] else h for h in cluster["hosts"]]
+        return SshLauncher(hosts, *ready, float(cluster["fail_grace"]), options, ssh["python"])
     return LocalLauncher(*ready, float(cluster["fail_grace"]))
 
 

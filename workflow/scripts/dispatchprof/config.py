@@ -191,8 +191,11 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     if cluster["master_port"] == cluster["shmem_port"]:
         problems.append(f"cluster.master_port and cluster.shmem_port must differ (both {cluster['master_port']})")
 
-    if config["mode"] == "collect" and config["launcher"] == "ssh":
-        problems.append("launcher: 'ssh' is not available in this version; use launcher: local or slurm")
+    if config["mode"] == "collect" and config["launcher"] == "ssh" and len(cluster["hosts"]) != nodes:
+        problems.append(f"launcher: ssh needs cluster.hosts with one host per node, node 0 first ({nodes} nodes, {len(cluster['hosts'])} hosts given)")
+    user = config["ssh"]["user"]
+    if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
+        problems.append(f"ssh.user ({user!r}) is not a plain user name")
 
     try:
         re.compile(deepep["pass_pattern"])

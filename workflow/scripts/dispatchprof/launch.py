@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -364,3 +365,73 @@ class SlurmLauncher:
             bad = [n for n, r in results.items() if r.exit_code not in (0,)]
             outcome.problem = f"srun exited {proc.returncode}; nodes without a clean exit: {bad} (see {run_dir / 'srun.log'})"
         return outcome
+
+
+def write_node_specs(specs: Sequence[NodeSpec]) -> tuple[Path, dict[int, Path]]:
+    """The per-node commands for node_wrapper.py, on the (shared) run directory; stale exit files removed."""
+    run_dir = specs[0].log_path.parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spec_file = run_dir / "node_specs.json"
+    exits = {s.node: run_dir / f"node{s.node}.exit.json" for s in specs}
+    for path in exits.values():
+        path.unlink(missing_ok=True)
+    spec_file.write_text(
+        json.dumps(
+            [{"node": s.node, "argv": s.argv, "env": s.env, "cwd": str(s.cwd), "log_path": str(s.log_path), "exit_file": str(exits[s.node])} for s in specs]
+        )
+    )
+    return spec_file, exits
+
+
+class SshLauncher:
+    """Each node over ssh, node 0 first, the environment forwarded explicitly (in the spec file, which must be
+    on a filesystem every host shares, as the results directory is on a cluster).
+
+    The local ssh clients run under LocalLauncher (ordering, readiness port, timeout, fail-fast); on a timeout or
+    failure every remote node's process group, recorded by node_wrapper.py, is ended over ssh by its group id."""
+
+    def __init__(
+        self,
+        hosts: Sequence[str],
+        ready_host: str,
+        ready_port: int,
+        ready_timeout_s: float,
+        fail_grace_s: float,
+        ssh_options: Sequence[str] = (),
+        python: str = "python3",
+    ):
+        self.hosts, self.ssh_options, self.python = list(hosts), list(ssh_options), python
+        self.local = LocalLauncher(ready_host, ready_port, ready_timeout_s, fail_grace_s)
+        self.ready = (ready_host, ready_port, ready_timeout_s)
+
+    def ssh(self, host: str, remote: Sequence[str]) -> list[str]:
+        return ["ssh", "-o", "BatchMode=yes", *self.ssh_options, host, "--", shlex.join(remote)]
+
+    def run(self, specs: Sequence[NodeSpec], timeout_s: float) -> CollectiveResult:
+        specs = sorted(specs, key=lambda s: s.node)
+        spec_file, exits = write_node_specs(specs)
+        host, port, ready_timeout = self.ready
+        local_specs = []
+        for spec in specs:
+            remote = ["env", f"DISPATCHPROF_NODE={spec.node}", self.python, str(WRAPPER), str(spec_file), host, str(port), str(ready_timeout)]
+            log_path = spec.log_path.with_name(f"node{spec.node}.ssh.log")
+            local_specs.append(NodeSpec(spec.node, self.ssh(self.hosts[spec.node], remote), dict(os.environ), spec.cwd, log_path))
+        outcome = self.local.run(local_specs, timeout_s)
+        outcome.nodes = [
+            NodeResult(node=n.node, log_path=s.log_path, pid=n.pid, exit_code=n.exit_code, started=n.started, finished=n.finished, killed=n.killed)
+            for n, s in zip(outcome.nodes, specs)
+        ]
+        if outcome.problem is not None or outcome.timed_out:
+            self.remote_cleanup(exits)
+        return outcome
+
+    def remote_cleanup(self, exits: Mapping[int, Path]) -> None:
+        for node, path in exits.items():
+            if not path.is_file():
+                continue
+            record = json.loads(path.read_text())
+            if record.get("pgid") and record.get("exit_code") is None:
+                for sig in ("TERM", "KILL"):
+                    run_command(self.ssh(self.hosts[node], ["kill", f"-{sig}", "--", f"-{int(record['pgid'])}"]), 30)
+                    time.sleep(1)
+                log.info("node %d: remote process group %s ended over ssh", node, record["pgid"])

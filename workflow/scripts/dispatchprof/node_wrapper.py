@@ -67,6 +67,7 @@ def main(argv: list[str]) -> int:
             write_exit(spec["exit_file"], record)
             return 127
     record["started"] = time.time()
+    record["pgid"] = proc.pid  # its own session: the launcher ends the node by this group, never by name
     write_exit(spec["exit_file"], record)
 
     def stop(signum: int, frame: object) -> None:

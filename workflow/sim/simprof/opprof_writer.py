@@ -189,5 +189,3 @@ def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
         "instructions": instructions,
         "has_debug_line": has_debug_line,
     }
-
-

@@ -1,0 +1,86 @@
+"""The ssh launcher against an sshd on 127.0.0.1 (Debian openssh-server, key made by the test). Needs root and
+apt (or an installed sshd); skipped otherwise, except with CI=true, where a missing prerequisite fails."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import base_overlay, free_port
+from workflow.test_end_to_end import processes_mentioning
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    if not os.path.exists("/usr/sbin/sshd"):
+        if os.geteuid() == 0 and shutil.which("apt-get"):
+            subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
+            subprocess.run(
+                ["apt-get", "install", "-y", "-qq", "openssh-server"], check=True, capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            )
+        elif os.environ.get("CI") == "true":
+            pytest.fail("CI=true but openssh-server is missing and cannot be installed (needs root and apt-get)")
+        else:
+            pytest.skip("no sshd and no root/apt-get to install openssh-server")
+    if os.geteuid() != 0:
+        pytest.skip("the sshd test logs in as root with a key made by the test")
+    d = tmp_path_factory.mktemp("sshd")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key")], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "client_key")], check=True)
+    shutil.copy(d / "client_key.pub", d / "authorized_keys")
+    port = free_port()
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nAuthorizedKeysFile {d / 'authorized_keys'}\n"
+        f"PidFile {d / 'sshd.pid'}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\nStrictModes no\n"
+    )
+    os.makedirs("/run/sshd", exist_ok=True)
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    yield {"port": port, "key": str(d / "client_key"), "known_hosts": str(d / "known_hosts")}
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def ssh_overlay(sshd, **extra):
+    return base_overlay(
+        launcher="ssh",
+        cluster={"hosts": ["127.0.0.1", "localhost"]},
+        ssh={
+            "port": sshd["port"],
+            "user": "root",
+            "identity_file": sshd["key"],
+            "options": ["StrictHostKeyChecking=no", f"UserKnownHostsFile={sshd['known_hosts']}"],
+        },
+        **extra,
+    )
+
+
+def test_correctness_runs_over_ssh_node_0_first(sshd, workflow_copy):
+    result = workflow_copy.snakemake("--until", "correctness", overlay=ssh_overlay(sshd))
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = workflow_copy.status("correctness")
+    assert status["state"] == "ok", status
+    run = workflow_copy.root / "results/baseline/correctness/run"
+    exits = [json.loads((run / f"node{n}.exit.json").read_text()) for n in (0, 1)]
+    assert [(e["node"], e["exit_code"]) for e in exits] == [(0, 0), (1, 0)] and exits[0]["started"] <= exits[1]["started"]
+    assert (run / "node0.ssh.log").is_file()
+    assert "[rank 2]" in (run / "node0.log").read_text() and "[rank 10]" in (run / "node1.log").read_text()
+
+
+def test_a_hung_node_over_ssh_is_ended_by_its_remote_process_group(sshd, workflow_copy):
+    result = workflow_copy.snakemake("--until", "correctness", overlay=ssh_overlay(sshd, sim={"dead_node": 1}, timeouts={"correctness": 8}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = workflow_copy.status("correctness")
+    assert status["state"] == "timeout", status
+    time.sleep(2)
+    assert processes_mentioning(str(workflow_copy.root)) == []
