@@ -10,6 +10,7 @@ rule report:
         baseline_stats="results/{experiment}/baseline/stats.json",
         baseline_plots="results/{experiment}/baseline/plots",
         timeline_stats="results/{experiment}/timeline/stats.json",
+        timeline_crosscheck="results/{experiment}/timeline/crosscheck.json",
         pmu_stats="results/{experiment}/pmu/roles.json",
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
         comparisons=lambda w: comparisons_of(w.experiment),

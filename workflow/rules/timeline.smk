@@ -108,3 +108,17 @@ rule timeline:
         needed=NEEDS["timeline"],
     script:
         "../scripts/timeline.py"
+
+
+rule timeline_crosscheck:
+    input:
+        status="results/{experiment}/timeline/status.json",
+        stats="results/{experiment}/timeline/stats.json",
+    output:
+        json="results/{experiment}/timeline/crosscheck.json",
+    log:
+        stage_log("timeline", "crosscheck"),
+    params:
+        raw="results/{experiment}/timeline/raw",
+    script:
+        "../scripts/timeline_crosscheck.py"

@@ -48,6 +48,7 @@ def body(run: StageRun) -> Status:
             "plots": {name: embed_png(plot_dir / f"{name}.png") for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")},
             "timeline_minus_kernel": None,
         }
+    crosscheck = json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
     timeline = None
     timeline_stats = json.loads(Path(run.inputs["timeline_stats"]).read_text())
     if not timeline_stats.get("placeholder"):
@@ -86,6 +87,7 @@ def body(run: StageRun) -> Status:
         "env_nodes": env_nodes,
         "env_warnings": env_warnings,
         "timeline": timeline,
+        "crosscheck": crosscheck,
         "comparisons": comparisons,
         "pmu": evidence.get("pmu"),
         "pcsampling": evidence.get("pcsampling"),

@@ -1,0 +1,26 @@
+import shutil
+
+import pytest
+from workflow.test_end_to_end import synthetic_timeline
+
+from dispatchprof.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
+
+
+def test_ranks_map_one_to_one_only_when_rank_id_is_set():
+    theirs = {0: {"op": "k", "count": 5, "median_us": 10.0}, 1: {"op": "k", "count": 5, "median_us": 11.0}}
+    ours = {"0": {"median_us": 9.5}, "1": {"median_us": 10.5}}
+    mapped = compare_ranks(theirs, ours, rank_ids_set=True)
+    assert [r["our_rank"] for r in mapped["rows"]] == [0, 1] and mapped["note"] is None
+    merged = compare_ranks(theirs, {**ours, "2": {"median_us": 1.0}}, rank_ids_set=False)
+    assert all(r["our_rank"] is None for r in merged["rows"]) and "merged" in merged["note"]
+
+
+@pytest.mark.skipif(shutil.which("msprof-analyze") is None, reason="msprof-analyze not installed (benchmarks use it)")
+def test_msprof_analyze_collapses_ranks_without_rank_id_and_keeps_them_with_it(tmp_path):
+    for with_ids in (False, True):
+        root = tmp_path / f"ids_{with_ids}"
+        synthetic_timeline(root, rank_id=with_ids)
+        db, reason = run_msprof_analyze(root, tmp_path / f"out_{with_ids}", 300)
+        assert db is not None, reason
+        ranks = their_ranks(db, "elastic_dispatch_kernel")
+        assert len(ranks) == (16 if with_ids else 8)  # device 0..7 of both nodes collide without rank_id

@@ -1,0 +1,65 @@
+"""Optional cross-check of the timeline against msprof-analyze (`cluster -m compute_op_sum`), when installed.
+
+msprof-analyze reads only the db of each PROF_ and keys ranks by info.json rank_id; when rank_id is -1 it keys
+them by sorted (hostUid, device id), so ranks of different nodes that share a device id are merged and all but
+one dropped without a warning (shared/formats/msprof.md §9). This module says which of its "ranks" are ours.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any, Mapping
+
+from dispatchprof.analysis.timeline import kernel_regex
+from dispatchprof.launch import run_command
+
+QUERY = "SELECT OpName, OpType, Count, MedianNs, Rank FROM ComputeOpPerRankStatsByOpName"
+
+
+def run_msprof_analyze(root: Path, out: Path, timeout_s: float) -> tuple[Path | None, str]:
+    exe = shutil.which("msprof-analyze")
+    if exe is None:
+        return None, "msprof-analyze is not installed (pip install msprof-analyze==26.2.0 to enable the cross-check)"
+    result = run_command([exe, "cluster", "-d", str(root), "-m", "compute_op_sum", "-o", str(out), "--force"], timeout_s)
+    db = out / "cluster_analysis_output" / "cluster_analysis.db"
+    if not result.ok or not db.is_file():  # it exits 0 even when nothing was written: the output decides
+        return None, f"msprof-analyze wrote no cluster_analysis.db (exit {result.exit_code}): {result.output.strip()[-300:]}"
+    return db, "ok"
+
+
+def their_ranks(db: Path, pattern: str) -> dict[int, dict[str, Any]]:
+    regex = kernel_regex(pattern)
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute(QUERY).fetchall()
+    return {
+        int(rank): {"op": name, "count": int(count), "median_us": float(median) / 1000}
+        for name, op_type, count, median, rank in rows
+        if regex.match(str(name)) or regex.match(str(op_type))
+    }
+
+
+def compare_ranks(theirs: Mapping[int, Mapping[str, Any]], ours: Mapping[str, Mapping[str, Any]], rank_ids_set: bool) -> dict[str, Any]:
+    rows = []
+    for rank, t in sorted(theirs.items()):
+        mine = ours.get(str(rank))
+        rows.append(
+            {
+                "their_rank": rank,
+                "our_rank": rank if rank_ids_set else None,
+                "their_count": t["count"],
+                "their_median_us": t["median_us"],
+                "our_median_us": mine["median_us"] if mine and rank_ids_set else None,
+            }
+        )
+    note = None
+    if not rank_ids_set:
+        note = (
+            "The PROF_ data carries rank_id -1: msprof-analyze numbered ranks by sorted (hostUid, device id), so ranks of "
+            "different nodes sharing a device id were merged and all but one dropped; its ranks do not map to ours."
+        )
+    elif len(theirs) != len(ours):
+        note = f"msprof-analyze kept {len(theirs)} ranks, we found {len(ours)}"
+    selection = "msprof-analyze counts every launch; ours leave out the first timeline.skip_launches per rank, so medians may differ slightly"
+    return {"rows": rows, "their_ranks": len(theirs), "our_ranks": len(ours), "note": note, "selection": selection}

@@ -1,0 +1,34 @@
+"""Entry point of rule timeline_crosscheck: msprof-analyze compute_op_sum beside our per-rank statistics."""
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.atomic import write_json_atomic
+from dispatchprof.config import run_config
+from dispatchprof.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
+from dispatchprof.formats.msprof import discover, read_prof_info
+from dispatchprof.stage import setup_logging
+from dispatchprof.status import read_status
+
+setup_logging(snakemake.log[0])
+cfg = run_config(snakemake.config, snakemake.wildcards.experiment)
+out = {"tool": "msprof-analyze cluster -m compute_op_sum", "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"]}
+timeline = read_status(snakemake.input.status)
+root = Path(cfg["analyze"]["timeline_dir"] or "") if cfg["mode"] == "analyze" else Path(snakemake.params.raw)
+if not timeline.ok:
+    out.update(state="skipped", reason=f"needs timeline ({timeline.state})")
+else:
+    with tempfile.TemporaryDirectory() as tmp:
+        db, reason = run_msprof_analyze(root, Path(tmp), float(cfg["timeouts"]["timeline"]))
+        if db is None:
+            out.update(state="skipped" if "not installed" in reason else "failed", reason=reason)
+        else:
+            ours = json.loads(Path(snakemake.input.stats).read_text())["per_rank"]
+            infos = [read_prof_info(p) for node in sorted(root.glob("node*")) for p in discover(node)]
+            rank_ids_set = bool(infos) and all(i.rank_id is not None for i in infos)
+            out.update(state="ok", reason="ran", **compare_ranks(their_ranks(db, cfg["kernel"]["name"]), ours, rank_ids_set))
+write_json_atomic(snakemake.output.json, out)
