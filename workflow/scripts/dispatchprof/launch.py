@@ -321,16 +321,7 @@ class SlurmLauncher:
     def run(self, specs: Sequence[NodeSpec], timeout_s: float) -> CollectiveResult:
         specs = sorted(specs, key=lambda s: s.node)
         run_dir = specs[0].log_path.parent
-        run_dir.mkdir(parents=True, exist_ok=True)
-        spec_file = run_dir / "node_specs.json"
-        exits = {s.node: run_dir / f"node{s.node}.exit.json" for s in specs}
-        for path in exits.values():
-            path.unlink(missing_ok=True)
-        spec_file.write_text(
-            json.dumps(
-                [{"node": s.node, "argv": s.argv, "env": s.env, "cwd": str(s.cwd), "log_path": str(s.log_path), "exit_file": str(exits[s.node])} for s in specs]
-            )
-        )
+        spec_file, exits = write_node_specs(specs)
         results = {s.node: NodeResult(node=s.node, log_path=s.log_path) for s in specs}
         outcome = CollectiveResult(nodes=[results[s.node] for s in specs])
         argv = self.command(len(specs), spec_file)

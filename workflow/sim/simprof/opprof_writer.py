@@ -121,17 +121,6 @@ SIMT_STALLS = {  # dominant stall states per SIMT function (simulated)
     "simt_nw_mj_vf": {"Warp_Level_Sync": 0.35, "Active": 0.30, "Register_bank_conflict": 0.15, "Others": 0.20},
     "simt_write_wqe_v4": {"Resource_conflict": 0.40, "Active": 0.25, "Scoreboard_Not_Ready": 0.20, "Divergence_Stack_Spill": 0.15},
 }
-STATES = [
-    "IBuf_Empty",
-    "Nop_Cycles",
-    "Scoreboard_Not_Ready",
-    "Register_bank_conflict",
-    "Resource_conflict",
-    "Warp_Level_Sync",
-    "Divergence_Stack_Spill",
-    "Others",
-    "Active",
-]
 
 
 def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
