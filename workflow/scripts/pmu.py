@@ -22,13 +22,14 @@ def body(run: StageRun) -> Status:
     if not all(p.ok for p in parts.values()):
         return fold("pmu", run.experiment, run.toolchain, parts)
     world, rpn = world_ranks(cfg), cfg["cluster"]["ranks_per_node"]
-    frames, missing, chips, traces = [], set(), set(), []
+    frames, missing, chips, traces, ranks_with_data = [], set(), set(), [], set()
     try:
         runs = rank_runs(run.raw_dir("pmu_dir"), cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], load_identities(run.params["identity"]))
         for r in runs:
             files = metric_files(r.run.directory)
             if "PipeUtilization" not in files:
                 continue
+            ranks_with_data.add(r.rank)
             header, long = read_metric_csv(files["PipeUtilization"])
             chips.add(header_set(header)[0])
             missing.update(missing_columns(header, long, r.basic.get("Op Type")))
@@ -37,7 +38,7 @@ def body(run: StageRun) -> Status:
                 traces.append(str(r.run.directory / "trace.json"))
     except OpprofFormatError as exc:
         return run.status("invalid", str(exc))
-    ranks = sorted({r.rank for r in runs if "PipeUtilization" in metric_files(r.run.directory)})
+    ranks = sorted(ranks_with_data)
     if len(ranks) != world:
         absent = sorted(set(range(world)) - set(ranks))
         return run.status(

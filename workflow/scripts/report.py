@@ -68,7 +68,7 @@ def body(run: StageRun) -> Status:
             evidence[stage] = {**data, "link": link(run.inputs[key])}
             sections[stage] = data["summary"]
     comparisons = []
-    for path in run.inputs.get("comparisons", []) if hasattr(run.inputs, "get") else []:
+    for path in run.inputs.get("comparisons", []):
         data = json.loads(Path(path).read_text())
         comparisons.append({**data, "link": link(path), "html": link(str(Path(path).with_name("comparison.html")))})
     context = {

@@ -20,9 +20,8 @@ def body(run: StageRun) -> Status:
     cfg = run.config
     parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
     parts.update({f"node{n}": read_status(p) for n, p in enumerate(run.inputs["nodes"])})
-    coverage = pd.concat(
-        [pd.read_parquet(p) for p in run.inputs["coverage"] if "global_rank" in pd.read_parquet(p).columns] or [pd.DataFrame()], ignore_index=True
-    )
+    node_tables = [pd.read_parquet(p) for p in run.inputs["coverage"]]
+    coverage = pd.concat([t for t in node_tables if "global_rank" in t.columns] or [pd.DataFrame()], ignore_index=True)
     write_parquet_atomic(run.outputs["coverage"], coverage, {"dispatchprof.toolchain": run.toolchain})
     coverage_summary = {
         "expected": cfg["cluster"]["nodes"] * cfg["cluster"]["ranks_per_node"],

@@ -1,6 +1,5 @@
 """Entry point of rule timeline_parse_node: one node's PROF_ directories -> ranks, coverage, launches."""
 
-import json
 import sys
 from pathlib import Path
 
@@ -8,19 +7,13 @@ sys.path.insert(0, snakemake.scriptdir)
 
 import pandas as pd
 
+from dispatchprof.analysis.opprof_runs import load_identities
 from dispatchprof.analysis.timeline import assign_ranks, calls_between, coverage_table, launches
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, discover, read_prof_info, read_prof_kernels
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation
-
-
-def identities(directory: str | None) -> dict[int, dict]:
-    if not directory or not Path(directory).is_dir():
-        return {}
-    records = [json.loads(p.read_text()) for p in sorted(Path(directory).glob("*.json"))]
-    return {int(r["pid"]): r for r in records if r.get("pid") is not None}
 
 
 def body(run: StageRun) -> Status:
@@ -34,7 +27,7 @@ def body(run: StageRun) -> Status:
     launch_dir.mkdir(parents=True, exist_ok=True)
     try:
         infos = {p: read_prof_info(p) for p in discover(raw)}
-        assignments = assign_ranks(node, rpn, list(infos.values()), identities(run.params["identity"]))
+        assignments = assign_ranks(node, rpn, list(infos.values()), load_identities(run.params["identity"]))
         coverage = coverage_table(node, rpn, assignments, infos)
         frames, no_match, symbols = [], [], set()
         for row in coverage[coverage["state"] == "found"].itertuples():

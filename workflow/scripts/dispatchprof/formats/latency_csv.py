@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dispatchprof.formats.text import read_text_file
+
 REQUIRED = ("rank", "iteration", "is_warmup", "in_average")
 
 
@@ -33,15 +35,7 @@ class LatencyTable:
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    raw = path.read_bytes()
-    if b"\x00" in raw:
-        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
-        raise LatencyCsvError(f"{path}: line {line}: binary data (NUL byte); expected a CSV text file")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise LatencyCsvError(f"{path}: line {line}: not UTF-8 text ({exc.reason}); expected a CSV text file") from exc
+    text = read_text_file(path, LatencyCsvError)
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:

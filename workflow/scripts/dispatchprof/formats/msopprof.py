@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dispatchprof.formats.text import read_text_file
+
 OPPROF_RE = re.compile(r"^OPPROF_\d{14}_[A-Z]{16}$")
 METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]{1,30}?)(?:_(?P<stamp>\d{17}))?\.csv$")
 SUB_BLOCK_RE = re.compile(r"^(cube|vector)(\d+)$")
@@ -92,13 +94,7 @@ def metric_files(directory: Path) -> dict[str, Path]:
 
 
 def _rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    raw = path.read_bytes()
-    if b"\x00" in raw:
-        raise OpprofFormatError(f"{path}: binary data (NUL byte); expected a CSV text file")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise OpprofFormatError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+    text = read_text_file(path, OpprofFormatError)
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:

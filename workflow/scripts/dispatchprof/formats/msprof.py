@@ -9,6 +9,7 @@ the line (where there is one) and the field.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sqlite3
@@ -18,6 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+
+from dispatchprof.formats.text import read_text_file
 
 PROF_RE = re.compile(r"^PROF_\d{1,10}_\d{1,20}_[A-Za-z0-9]{5,20}$")
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
@@ -173,15 +176,9 @@ def read_db(path: Path, name_filter: Callable[[str], bool] | None = None) -> pd.
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    raw = path.read_bytes()
-    if b"\x00" in raw:
-        raise MsprofFormatError(f"{path}: binary data (NUL byte); expected a CSV text file")
+    text = read_text_file(path, MsprofFormatError)
     try:
-        from io import StringIO
-
-        return pd.read_csv(StringIO(raw.decode("utf-8-sig")), dtype=str, keep_default_na=False, skipinitialspace=False)
-    except UnicodeDecodeError as exc:
-        raise MsprofFormatError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise MsprofFormatError(f"{path}: not a readable CSV ({str(exc).strip()})") from exc
 
