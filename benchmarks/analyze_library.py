@@ -1,5 +1,6 @@
 """Library-level timeline analysis of a collection in one process (what benchmarks/run.py times as (a)):
-parse every rank's db, find the target kernel's launches, per-rank statistics, straggler. Streams rank by rank:
+the same calls as the workflow's parse and merge jobs: every rank's db read (target launches and the
+call-chain window), per-rank launch table and statistics, call chain, straggler. Streams rank by rank:
 only the launch durations of each rank are kept, never every kernel of every rank at once.
 
     python benchmarks/analyze_library.py <collection> <nodes> <ranks_per_node>
@@ -14,25 +15,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 import numpy as np  # noqa: E402
 
-from dispatchprof.analysis.timeline import assign_ranks, kernel_regex, launches, straggler  # noqa: E402
-from dispatchprof.formats.msprof import discover, read_db, read_prof_info, read_prof_kernels  # noqa: E402
+from dispatchprof.analysis.timeline import assign_ranks, calls_between, kernel_regex, launch_columns, launch_summary, straggler  # noqa: E402
+from dispatchprof.formats.msprof import discover, read_prof_info, read_target_kernels  # noqa: E402
 
 
-def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel") -> dict:
+def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel", call_chain_launches: int = 200) -> dict:
     regex = kernel_regex(pattern)
-    durations: dict[int, dict[int, float]] = {}
-    per_rank = {}
+    durations: dict[int, np.ndarray] = {}
+    per_rank, chains = {}, 0
     for node in range(nodes):
         infos = [read_prof_info(p) for p in discover(root / f"node{node}")]
         for assignment, info in zip(assign_ranks(node, ranks_per_node, infos, {}), infos):
-            # Read only the target kernel's rows: the name filter runs on STRING_IDS, the row filter in SQLite.
-            kernels = read_db(info.db, lambda name: bool(regex.match(name))) if info.db else read_prof_kernels(info)
-            hit, _ = launches(kernels, pattern)
-            us = hit["dur_ns"].to_numpy() / 1000
-            durations[assignment.rank] = dict(zip(hit["launch"].tolist(), us.tolist()))
-            per_rank[assignment.rank] = {"launches": len(us), "median_us": float(np.median(us)), "p95_us": float(np.percentile(us, 95))}
-    strag = straggler(durations)
-    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction_slowest"]}
+            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), call_chain_launches)
+            columns = launch_columns(kernels, 0)
+            durations[assignment.rank] = columns["dur_ns"][columns["used"]] / 1000
+            per_rank[assignment.rank] = launch_summary(columns)
+            chains += len(calls_between(kernels))
+    ranks = sorted(durations)
+    longest = max(len(d) for d in durations.values())
+    wide = np.column_stack([np.pad(durations[r], (0, longest - len(durations[r])), constant_values=np.nan) for r in ranks])
+    strag = straggler(ranks, wide)
+    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction_slowest"], "call_chain_entries": chains}
 
 
 if __name__ == "__main__":

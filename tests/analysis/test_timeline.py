@@ -1,13 +1,22 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from conftest import ROOT
-from dispatchprof.analysis.timeline import assign_ranks, calls_between, coverage_table, kernel_regex, launches, merged_trace, straggler
-from dispatchprof.formats.msprof import ProfInfo
+from dispatchprof.analysis.timeline import (
+    assign_ranks,
+    calls_between,
+    coverage_table,
+    kernel_regex,
+    launch_columns,
+    launch_summary,
+    merged_trace,
+    straggler,
+)
+from dispatchprof.formats.msprof import ProfInfo, TargetKernels
+from dispatchprof.formats.msprof_tables import target_kernels_of
+from dispatchprof.report.rank_svg import launch_svg
 
 
 def test_kernel_names_match_like_msopprof_kernel_name():
@@ -39,10 +48,18 @@ def test_coverage_names_missing_device_data_and_absent_ranks():
 
 
 def test_straggler_is_aligned_by_launch_index_and_classified():
-    durations = {0: {0: 10, 1: 10, 2: 10}, 1: {0: 12, 1: 12, 2: 9}, 2: {0: 11, 1: 9, 2: 9.5}}
-    s = straggler(durations)
+    # rows: launch index, columns: ranks 0, 1, 2
+    durations = np.array([[10, 12, 11], [10, 12, 9], [10, 9, 9.5]])
+    s = straggler([0, 1, 2], durations)
     assert s["rank"] == 1 and abs(s["fraction_slowest"] - 2 / 3) < 1e-9 and s["kind"] == "consistently slowest"
-    assert s["per_launch_max_us"] == [12, 12, 10]
+    assert s["per_launch_max_us"] == [12, 12, 10] and s["per_rank_fraction"] == {"1": 2 / 3, "0": 1 / 3}
+
+
+def test_straggler_leaves_out_launches_a_rank_lacks_and_says_occasionally():
+    durations = np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0], [2.0, 3.0, 1.0], [9.0, np.nan, 1.0]])
+    s = straggler([4, 5, 6], durations)
+    assert s["launches_compared"] == 3 and s["rank"] == 4 and "occasionally" in s["kind"]  # a three-way tie: lowest rank first
+    assert straggler([0], np.array([[np.nan]]))["rank"] is None
 
 
 def test_calls_between_target_launches_are_counted_per_iteration():
@@ -55,45 +72,80 @@ def test_calls_between_target_launches_are_counted_per_iteration():
             ("elastic_dispatch_kernel", "x", 220, 100),
             ("barrier", "x", 400, 7),
             ("elastic_dispatch_kernel", "x", 420, 100),
+            ("barrier", "x", 600, 9),
         ],
         columns=["name", "op_type", "start_ns", "dur_ns"],
-    )
-    hit, _ = launches(kernels, "elastic_dispatch_kernel")
-    chain = {c["name"]: c for c in calls_between(kernels, hit, "elastic_dispatch_kernel")}
+    ).assign(stream=1, task_id=range(8), source="op_summary")
+    target = target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 0)
+    chain = {c["name"]: c for c in calls_between(target)}
     assert chain["barrier"]["per_iteration"] == 1.0 and chain["layout"]["per_iteration"] == 0.5
-    assert chain["barrier"]["median_us"] == 0.0065
+    assert chain["barrier"]["median_us"] == 0.0065  # 6 and 7 ns: the one before launch 0 and the one after the last do not count
+    first_interval = target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 1)
+    assert {c["name"]: c["per_iteration"] for c in calls_between(first_interval)} == {"barrier": 1.0, "layout": 1.0}
 
 
-def test_merged_trace_puts_the_chosen_launch_end_of_every_rank_at_zero():
-    details = {
-        0: {
-            "node": 0,
-            "device": 0,
-            "symbol": "k",
-            "table": [
-                {"launch": 5, "start_ns": 1_000_000, "dur_us": 2.0, "gap_us": None},
-                {"launch": 6, "start_ns": 2_000_000, "dur_us": 3.0, "gap_us": 998.0},
-            ],
-        },
-        9: {"node": 1, "device": 1, "symbol": "k", "table": [{"launch": 5, "start_ns": 9_000_000_000, "dur_us": 4.0, "gap_us": None}]},
+def test_a_kernel_overlapping_the_previous_launch_is_not_between_launches():
+    target = TargetKernels(
+        source="db",
+        name=np.array(["k", "k"], dtype=object),
+        start_ns=np.array([0, 1000]),
+        dur_ns=np.array([500, 500]),
+        stream=np.array([-1, -1]),
+        task_id=np.array([-1, -1]),
+        other_name=np.array(["inside", "after"], dtype=object),
+        other_start_ns=np.array([100, 600]),
+        other_dur_ns=np.array([10, 20]),
+        context_intervals=1,
+    )
+    assert [c["name"] for c in calls_between(target)] == ["after"]
+
+
+def launch_table(starts, durs, skip):
+    n = len(starts)
+    kernels = TargetKernels("db", np.array(["k"] * n, dtype=object), np.array(starts), np.array(durs), np.full(n, -1), np.full(n, -1),
+                            np.array([], dtype=object), np.array([], dtype=np.int64), np.array([], dtype=np.int64), 0)  # fmt: skip
+    return launch_columns(kernels, skip)
+
+
+def test_gaps_and_statistics_use_only_the_launches_after_the_skipped_ones():
+    columns = launch_table([i * 1_000_000 for i in range(6)], [100_000 + i * 1000 for i in range(6)], skip=2)
+    assert columns["used"].tolist() == [False, False, True, True, True, True]
+    assert np.isnan(columns["gap_ns"][:3]).all() and columns["gap_ns"][3] == 3_000_000 - 2_000_000 - 102_000
+    assert columns["interval_ns"][3] == 1_000_000
+    summary = launch_summary(columns)
+    assert summary == {
+        "launches_total": 6,
+        "skipped": 2,
+        "launches": 4,
+        "median_us": 103.5,
+        "p95_us": 104.85,
+        "gap_median_us": 897.0,  # gaps 898, 897, 896 us
     }
-    trace = merged_trace(details, align_launch=0)
+    empty = launch_summary(launch_table([], [], skip=0))
+    assert empty["launches"] == 0 and empty["median_us"] is None and empty["gap_median_us"] is None
+
+
+def test_merged_trace_puts_the_chosen_launch_end_of_every_rank_at_zero_and_draws_only_the_first_launches():
+    used = pd.DataFrame(
+        {
+            "rank": [0, 0, 0, 9],
+            "launch": [5, 6, 7, 5],
+            "start_ns": [1_000_000, 2_000_000, 3_000_000, 9_000_000_000],
+            "dur_ns": [2000, 3000, 1000, 4000],
+            "gap_ns": pd.array([None, 998_000, 997_000, None], dtype="Int64").astype("float"),
+        }
+    )
+    details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
+    trace = merged_trace(used, details, align_launch=0, max_launches=2)
     json.dumps(trace)
     xs = {(e["pid"], e["args"]["launch"]): e for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert set(xs) == {(0, 5), (0, 6), (9, 5)} and "first 2" in trace["metadata"]["launches_drawn"]
     assert xs[(0, 5)]["ts"] + xs[(0, 5)]["dur"] == 0 and xs[(9, 5)]["ts"] + xs[(9, 5)]["dur"] == 0
-    assert xs[(0, 6)]["ts"] == 998.0
+    assert xs[(0, 6)]["ts"] == 998.0 and xs[(0, 6)]["args"]["gap_us"] == 998.0 and xs[(0, 5)]["args"]["gap_us"] is None
+    assert len([e for e in merged_trace(used, details, 0, 0)["traceEvents"] if e["ph"] == "X"]) == 4
 
 
-def test_per_rank_job_computes_gaps_after_skipping_and_writes_svg(tmp_path):
-    launches_file = tmp_path / "rank3.json"
-    rows = [{"launch": i, "start_ns": i * 1_000_000, "dur_ns": 100_000 + i * 1000, "task_id": i, "stream": 1} for i in range(6)]
-    launches_file.write_text(json.dumps({"rank": 3, "node": 0, "present": True, "launches": rows}))
-    detail, svg = tmp_path / "detail.json", tmp_path / "plot.svg"
-    subprocess.run([sys.executable, str(ROOT / "workflow/scripts/timeline_rank.py"), str(launches_file), "2", str(detail), str(svg)], check=True)
-    d = json.loads(detail.read_text())
-    assert d["launches"] == 4 and d["skipped"] == 2 and d["table"][0]["launch"] == 2
-    assert d["table"][1]["gap_us"] == (3_000_000 - 2_000_000 - 102_000) / 1000
-    assert d["median_us"] == 103.5 and svg.read_text().startswith("<svg")
-    missing = tmp_path / "rank4.json"
-    subprocess.run([sys.executable, str(ROOT / "workflow/scripts/timeline_rank.py"), str(missing), "0", str(detail), str(svg)], check=True)
-    assert json.loads(detail.read_text())["present"] is False
+def test_the_rank_plot_is_bounded_and_says_when_there_is_nothing():
+    svg = launch_svg(3, [100.0 + (i % 7) for i in range(5000)], 103.0)
+    assert svg.startswith("<svg") and svg.count(",") < 2 * 400 and "rank 3" in svg
+    assert "no launches (no PROF_ directory" in launch_svg(4, [], None, "no PROF_ directory for this rank")

@@ -11,17 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT
-from dispatchprof.analysis.timeline import launches
-from dispatchprof.formats.msprof import (
-    MsprofFormatError,
-    discover,
-    op_summary_files,
-    read_db,
-    read_msprof_json,
-    read_op_summary,
-    read_prof_info,
-    read_prof_kernels,
-)
+from dispatchprof.analysis.timeline import kernel_regex
+from dispatchprof.formats.msprof import MsprofFormatError, discover, op_summary_files, read_db_target, read_prof_info, read_target_kernels
+from dispatchprof.formats.msprof_tables import read_db, read_msprof_json, read_op_summary, read_prof_kernels, target_kernels_of
 
 REAL = FIXTURES / "msprof-real"
 SINGLE = REAL / "single_kernel_run" / "mindstudio_profiler_output"
@@ -45,10 +37,9 @@ def test_real_csv_and_json_agree_row_for_row():
 
 def test_the_custom_kernels_five_launches_are_found_with_their_durations():
     frame = read_op_summary(op_summary_files(FIVE))
-    hit, symbols = launches(frame, "matmul")
-    assert symbols == ["matmul_kernel"] and len(hit) == 5
-    assert hit["dur_ns"].tolist() == [355962, 348697, 346544, 350332, 347903]
-    assert list(hit["launch"]) == [0, 1, 2, 3, 4]
+    hit = target_kernels_of(frame, kernel_regex("matmul").match, 0)
+    assert hit.symbols == ["matmul_kernel"] and hit.dur_ns.tolist() == [355962, 348697, 346544, 350332, 347903]
+    assert hit.start_ns.tolist() == sorted(hit.start_ns.tolist()) and hit.context_intervals == 4
 
 
 def test_json_pid_decoding_follows_the_documented_encoding():
@@ -117,6 +108,34 @@ def test_simulated_db_csv_and_json_agree_row_for_row(sim_prof):
     assert read_prof_kernels(info)["source"].iloc[0] == "db"
 
 
+def is_dispatch(name):
+    return name.startswith("elastic_dispatch_kernel")
+
+
+def test_target_read_from_the_db_matches_the_whole_table_and_the_text_export(sim_prof):
+    info = read_prof_info(sim_prof)
+    fast = read_db_target(info.db, is_dispatch, 0, with_ids=True)
+    whole = read_db(info.db)
+    hit = whole[whole["name"] == "elastic_dispatch_kernel"]
+    assert fast.start_ns.tolist() == hit["start_ns"].tolist() and fast.dur_ns.tolist() == [1_070_555, 1_070_556, 1_070_557, 1_070_558]
+    assert fast.task_id.tolist() == [2, 5, 8, 11] and set(fast.stream) == {1332} and fast.symbols == ["elastic_dispatch_kernel"]
+    # Only compute kernels between launch 0 and the last launch: the barriers of iterations 1..3 (MEMCPY is not compute).
+    assert fast.other_name.tolist() == ["cached_notify_combine"] * 3 and fast.context_intervals == 3
+    text = target_kernels_of(read_op_summary(op_summary_files(info.text_dir), info.pid), is_dispatch, 0)
+    for field in ("start_ns", "dur_ns", "stream", "task_id", "other_start_ns", "other_dur_ns"):
+        assert getattr(text, field).tolist() == getattr(fast, field).tolist(), field
+
+
+def test_the_call_chain_window_limits_the_other_rows_read(sim_prof):
+    info = read_prof_info(sim_prof)
+    windowed = read_target_kernels(info, is_dispatch, 1)
+    assert windowed.context_intervals == 1 and len(windowed.start_ns) == 4
+    assert windowed.other_name.tolist() == ["cached_notify_combine"]  # only the one before launch 1
+    assert (windowed.stream == -1).all()  # not asked for: not read from the db
+    nothing = read_target_kernels(info, lambda name: False, 0)
+    assert len(nothing.start_ns) == 0 and nothing.symbols == [] and nothing.context_intervals == 0
+
+
 def test_rank_id_minus_one_means_unknown(tmp_path, sim_prof):
     info_file = next(sim_prof.glob("device_*/info.json.*"))
     data = json.loads(info_file.read_text())
@@ -134,6 +153,26 @@ def test_a_db_whose_string_ids_are_missing_is_refused(tmp_path, sim_prof):
         conn.execute("DELETE FROM STRING_IDS WHERE value = 'elastic_dispatch_kernel'")
     with pytest.raises(MsprofFormatError, match="missing from STRING_IDS"):
         read_db(db)
+    with pytest.raises(MsprofFormatError, match="missing from STRING_IDS"):
+        read_db_target(db, lambda name: name.startswith("cached"), 0)
+
+
+def test_non_integer_times_in_the_db_are_refused_with_the_file(tmp_path, sim_prof):
+    db = tmp_path / "msprof_20260101000000.db"
+    db.write_bytes(next(sim_prof.glob("msprof_*.db")).read_bytes())
+    with sqlite3.connect(db) as conn:
+        target = "SELECT MIN(globalTaskId) FROM COMPUTE_TASK_INFO WHERE name = (SELECT id FROM STRING_IDS WHERE value = 'elastic_dispatch_kernel')"
+        conn.execute(f"UPDATE TASK SET endNs = 'soon' WHERE globalTaskId = ({target})")
+    with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer"):
+        read_db_target(db, is_dispatch, 0)
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE TASK SET endNs = 1.5 WHERE globalTaskId = ({target})")
+    with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer"):  # a REAL is refused, not truncated
+        read_db(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE TASK SET endNs = startNs - 5 WHERE globalTaskId = ({target})")
+    with pytest.raises(MsprofFormatError, match=f"{db}.*endNs before startNs"):
+        read_db_target(db, is_dispatch, 0)
 
 
 def test_garbage_db_is_refused_with_the_file(tmp_path):
@@ -141,6 +180,8 @@ def test_garbage_db_is_refused_with_the_file(tmp_path):
     bad.write_bytes(b"not sqlite at all" * 10)
     with pytest.raises(MsprofFormatError, match="msprof_20260101000000.db"):
         read_db(bad)
+    with pytest.raises(MsprofFormatError, match="msprof_20260101000000.db"):
+        read_db_target(bad, is_dispatch, 0)
 
 
 @pytest.mark.parametrize(
@@ -229,3 +270,27 @@ def test_msprof_json_with_wrong_types_ends_in_a_clear_error(tmp_path_factory, ev
         read_msprof_json(path)
     except MsprofFormatError as exc:
         assert str(path) in str(exc)
+
+
+db_value = st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=5), st.floats(allow_nan=True), st.none(), st.binary(max_size=4))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(db_value, db_value, db_value), min_size=1, max_size=6))
+def test_db_with_wrong_types_in_times_or_names_ends_in_a_clear_error(tmp_path_factory, rows):
+    """Each row: (name id, startNs, endNs) of a compute task; STRING_IDS knows ids 1 (the target) and 2."""
+    db = tmp_path_factory.mktemp("db") / "msprof_20260101000000.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
+        conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier")])
+        conn.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)")
+        conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
+        for i, (name, start, end) in enumerate([(1, 0, 10), *rows, (1, 100, 110)]):
+            conn.execute("INSERT INTO TASK VALUES (?, ?, ?, 0, ?)", (start, end, i, i))
+            conn.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?, ?, 2)", (name, i))
+    try:
+        kernels = read_db_target(db, is_dispatch, 0, with_ids=True)
+    except MsprofFormatError as exc:
+        assert str(db) in str(exc)
+    else:
+        assert (kernels.dur_ns >= 0).all() and (kernels.other_dur_ns >= 0).all() and kernels.start_ns.dtype == "int64"

@@ -148,7 +148,7 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     assert stats["scopes"]["kernel"]["per_iteration_max_us"]["n"] == 2
     timeline = workflow_copy.status("timeline")
     assert timeline["state"] == "ok" and timeline["source"] == "import" and "straggler rank 15" in timeline["reason"], timeline
-    node_status = json.loads((workflow_copy.root / "results/baseline/timeline/nodes/node1/status.json").read_text())
+    node_status = json.loads((workflow_copy.root / "results/baseline/timeline/nodes/nodes0-1/status.json").read_text())
     assert any("inferred" in v["detail"] for v in node_status["validations"])
     pmu_import = json.loads((workflow_copy.root / "results/baseline/pmu/import/status.json").read_text())
     assert pmu_import["state"] == "skipped" and "not provided in analyze mode" in pmu_import["reason"]
@@ -199,7 +199,10 @@ def test_missing_text_export_is_exported_and_profiler_errors_are_caught(workflow
     assert status["state"] == "invalid" and "[ERROR]" in status["reason"]
 
 
-def test_dry_run_shows_per_node_parse_per_rank_detail_and_merge_as_separate_jobs(workflow_copy):
-    result = workflow_copy.snakemake("-n", overlay=base_overlay())
+def test_dry_run_shows_parse_jobs_by_node_range_drill_downs_by_rank_and_the_merge(workflow_copy):
+    result = workflow_copy.snakemake("-n", overlay=base_overlay(timeline={"nodes_per_job": 1, "detail_ranks": [3, 12]}))
     out = result.stdout
-    assert out.count("rule timeline_parse_node:") == 2 and out.count("rule timeline_rank:") == 16 and "rule timeline:" in out
+    assert out.count("rule timeline_parse:") == 2 and "nodes=0-0" in out and "nodes=1-1" in out, out
+    assert out.count("rule timeline_rank:") == 2 and "rank=12" in out and "rule timeline:" in out
+    grouped = workflow_copy.snakemake("-n", overlay=base_overlay())
+    assert grouped.stdout.count("rule timeline_parse:") == 1 and "nodes=0-1" in grouped.stdout

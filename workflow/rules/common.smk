@@ -77,18 +77,34 @@ wildcard_constraints:
     node=r"\d+",
     a="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
     b="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
+    nodes=r"\d+-\d+",
     rank=r"\d+",
 
 
 PARTS = ("_import", "_driver", "_collect")
 
 
-RANKS_PER_NODE = config["cluster"]["ranks_per_node"]
-RANKS = list(range(len(NODES) * RANKS_PER_NODE))
+def node_groups(nodes, per_job):
+    """Node ranges of the timeline parse jobs, as wildcard values "<first>-<last>"."""
+    return [f"{first}-{min(first + per_job, nodes) - 1}" for first in range(0, nodes, per_job)]
 
 
-def node_of(rank):
-    return int(rank) // RANKS_PER_NODE
+def node_range(group):
+    first, last = (int(x) for x in group.split("-"))
+    return first, last
+
+
+NODE_GROUPS = node_groups(len(NODES), config["timeline"]["nodes_per_job"])
+
+
+def group_of_rank(rank):
+    """The parse job's node range that holds a global rank."""
+    node = int(rank) // config["cluster"]["ranks_per_node"]
+    for group in NODE_GROUPS:
+        first, last = node_range(group)
+        if first <= node <= last:
+            return group
+    raise ValueError(f"rank {rank} is outside the cluster ({len(NODES)} nodes x {config['cluster']['ranks_per_node']} ranks)")
 
 
 def status_path(label):

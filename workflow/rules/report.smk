@@ -11,6 +11,11 @@ rule report:
         baseline_plots="results/{experiment}/baseline/plots",
         timeline_stats="results/{experiment}/timeline/stats.json",
         timeline_crosscheck="results/{experiment}/timeline/crosscheck.json",
+        timeline_ranks=lambda w: expand(
+            "results/{experiment}/timeline/ranks/rank{rank}/detail.json",
+            experiment=w.experiment,
+            rank=RUNS[w.experiment]["timeline"]["detail_ranks"],
+        ),
         pmu_stats="results/{experiment}/pmu/roles.json",
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
         comparisons=lambda w: comparisons_of(w.experiment),

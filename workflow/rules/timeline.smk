@@ -1,5 +1,6 @@
-# timeline: msprof on every node around the perf driver; each node's PROF_ directories parsed by its own
-# job, each rank's launch detail by a lean per-rank job, then the merge (stragglers, gaps, merged trace).
+# timeline: msprof on every node around the perf driver; the PROF_ directories parsed by jobs of
+# timeline.nodes_per_job nodes each (every rank's launch table and summary), then the merge (stragglers,
+# gaps, call chain, merged trace).
 
 if COLLECT:
 
@@ -47,50 +48,61 @@ else:
             "../scripts/import_artifacts.py"
 
 
-rule timeline_parse_node:
+rule timeline_parse:
     input:
         **needed_inputs("timeline_node"),
     output:
-        kernels="results/{experiment}/timeline/nodes/node{node}/kernels.parquet",
-        coverage="results/{experiment}/timeline/nodes/node{node}/coverage.parquet",
-        launches=directory("results/{experiment}/timeline/nodes/node{node}/launches"),
-        status="results/{experiment}/timeline/nodes/node{node}/status.json",
+        coverage="results/{experiment}/timeline/nodes/nodes{nodes}/coverage.parquet",
+        launches="results/{experiment}/timeline/nodes/nodes{nodes}/launches.parquet",
+        ranks="results/{experiment}/timeline/nodes/nodes{nodes}/ranks.json",
+        plots=directory("results/{experiment}/timeline/nodes/nodes{nodes}/plots"),
+        status="results/{experiment}/timeline/nodes/nodes{nodes}/status.json",
     log:
-        stage_log("timeline", "parse_node{node}"),
+        stage_log("timeline", "parse_nodes{nodes}"),
     params:
         config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
         needed=NEEDS["timeline_node"],
         identity="results/{experiment}/timeline/run/identity" if COLLECT else None,
+        nodes=lambda w: node_range(w.nodes),
+        skip=lambda w: skip_launches(w.experiment),
     script:
-        "../scripts/timeline_parse_node.py"
+        "../scripts/timeline_parse.py"
 
 
 rule timeline_rank:
     input:
-        launches=lambda w: f"results/{w.experiment}/timeline/nodes/node{node_of(w.rank)}/launches",
+        part_status=lambda w: f"results/{w.experiment}/timeline/nodes/nodes{group_of_rank(w.rank)}/status.json",
+        ranks=lambda w: f"results/{w.experiment}/timeline/nodes/nodes{group_of_rank(w.rank)}/ranks.json",
     output:
         detail="results/{experiment}/timeline/ranks/rank{rank}/detail.json",
+        table="results/{experiment}/timeline/ranks/rank{rank}/launches.csv",
         plot="results/{experiment}/timeline/ranks/rank{rank}/launches.svg",
+        status="results/{experiment}/timeline/ranks/rank{rank}/status.json",
     log:
         stage_log("timeline", "rank{rank}"),
     params:
+        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
+        rank=lambda w: int(w.rank),
         skip=lambda w: skip_launches(w.experiment),
-        python=sys.executable,
-        script=Path(workflow.basedir) / "workflow" / "scripts" / "timeline_rank.py",
-    shell:
-        # A lean job (standard library only): many ranks must not mean many heavy jobs.
-        "{params.python} {params.script:q} {input.launches:q}/rank{wildcards.rank}.json "
-        "{params.skip} {output.detail:q} {output.plot:q} > {log:q} 2>&1"
+    script:
+        "../scripts/timeline_rank.py"
+
+
+def timeline_parts(name):
+    return expand(
+        "results/{{experiment}}/timeline/nodes/nodes{group}/{name}",
+        group=NODE_GROUPS,
+        name=name,
+    )
 
 
 rule timeline:
     input:
         **needed_inputs("timeline"),
-        nodes=expand("results/{{experiment}}/timeline/nodes/node{node}/status.json", node=NODES),
-        coverage=expand(
-            "results/{{experiment}}/timeline/nodes/node{node}/coverage.parquet", node=NODES
-        ),
-        details=expand("results/{{experiment}}/timeline/ranks/rank{rank}/detail.json", rank=RANKS),
+        parts=timeline_parts("status.json"),
+        coverage=timeline_parts("coverage.parquet"),
+        launches=timeline_parts("launches.parquet"),
+        ranks=timeline_parts("ranks.json"),
         baseline_stats="results/{experiment}/baseline/stats.json",
     output:
         stats="results/{experiment}/timeline/stats.json",
@@ -106,6 +118,7 @@ rule timeline:
     params:
         config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
         needed=NEEDS["timeline"],
+        groups=NODE_GROUPS,
     script:
         "../scripts/timeline.py"
 

@@ -56,7 +56,14 @@ def body(run: StageRun) -> Status:
             "stats": timeline_stats,
             "link": link(run.inputs["timeline_stats"]),
             "trace": link(str(Path(run.inputs["timeline_stats"]).with_name("merged_trace.json"))),
+            "drilldowns": [],
         }
+        for path in run.inputs.get("timeline_ranks", []):
+            detail = json.loads(Path(path).read_text())
+            if not detail.get("placeholder"):
+                csv, svg = (link(str(Path(path).with_name(name))) for name in ("launches.csv", "launches.svg"))
+                timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
+        timeline["drilled"] = [d["rank"] for d in timeline["drilldowns"]]
         if statuses["timeline"].ok:
             sections["timeline"] = timeline_stats["summary"]
             if baseline:

@@ -19,7 +19,7 @@ from dispatchprof.status import Status, fold, read_status
 def body(run: StageRun) -> Status:
     cfg = run.config
     parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
-    parts.update({f"node{n}": read_status(p) for n, p in enumerate(run.inputs["nodes"])})
+    parts.update({f"nodes{g}": read_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
     node_tables = [pd.read_parquet(p) for p in run.inputs["coverage"]]
     coverage = pd.concat([t for t in node_tables if "global_rank" in t.columns] or [pd.DataFrame()], ignore_index=True)
     write_parquet_atomic(run.outputs["coverage"], coverage, {"dispatchprof.toolchain": run.toolchain})
@@ -41,10 +41,12 @@ def body(run: StageRun) -> Status:
         status.details = {"coverage": coverage_summary}
         return status
 
-    details = {int(Path(p).parent.name[len("rank") :]): json.loads(Path(p).read_text()) for p in run.inputs["details"]}
-    durations = {r: {row["launch"]: row["dur_us"] for row in d["table"]} for r, d in details.items()}
-    strag = straggler(durations)
-    gaps = np.array([row["gap_us"] for d in details.values() for row in d["table"] if row["gap_us"] is not None])
+    details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
+    launches = pd.concat([pd.read_parquet(p, columns=["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used"]) for p in run.inputs["launches"]], ignore_index=True)
+    used = launches[launches["used"]]
+    wide = used.pivot(index="launch", columns="rank", values="dur_ns") / 1000
+    strag = straggler(wide.columns.tolist(), wide.to_numpy())
+    gaps = used["gap_ns"].dropna().to_numpy(dtype=float) / 1000
     symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
     baseline = json.loads(Path(run.inputs["baseline_stats"]).read_text())
     base_ranks = baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
@@ -87,6 +89,11 @@ def body(run: StageRun) -> Status:
         "straggler": strag,
         "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
         "call_chain": call_chain,
+        "call_chain_scope": (
+            f"other kernels starting between consecutive target launches, over the first {cfg['timeline']['call_chain_launches']} launch intervals of each rank (timeline.call_chain_launches)"
+            if cfg["timeline"]["call_chain_launches"]
+            else "other kernels starting between consecutive target launches, over every launch interval of each rank"
+        ),
         "timeline_minus_kernel_scope_us": {
             "per_rank": difference,
             "median": float(np.median(list(difference.values()))) if difference else None,
@@ -103,7 +110,7 @@ def body(run: StageRun) -> Status:
         "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
     }
     write_json_atomic(run.outputs["stats"], stats)
-    write_json_atomic(run.outputs["trace"], merged_trace(details, cfg["timeline"]["align_launch"]))
+    write_json_atomic(run.outputs["trace"], merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"]))
     reason = (
         f"{stats['kernel_name']} on {len(details)} ranks; straggler rank {strag['rank']} ({strag.get('kind', '')}, "
         f"{100 * (strag['fraction_slowest'] or 0):.0f}% of {strag['launches_compared']} launches)"

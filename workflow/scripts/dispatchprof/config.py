@@ -137,6 +137,8 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
         for key in override or {}:
             if key in FIXED_ACROSS_EXPERIMENTS:
                 problems.append(f"experiments.{name}: {key} cannot be overridden (every experiment runs on the same cluster, in the same mode)")
+        if isinstance((override or {}).get("timeline"), dict) and "nodes_per_job" in override["timeline"]:
+            problems.append(f"experiments.{name}: timeline.nodes_per_job cannot be overridden (it shapes the job graph of every experiment)")
     for pair in config.get("compare") or []:
         for name in pair:
             if name not in experiments:
@@ -220,6 +222,9 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
         problems.append(
             f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
         )
+    outside = [r for r in config["timeline"]["detail_ranks"] if r >= world]
+    if outside:
+        problems.append(f"timeline.detail_ranks: {outside} outside the cluster's {world} ranks (0..{world - 1})")
     if config["timeline"]["iterations"] <= config["timeline"]["warmup"]:
         problems.append(f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})")
     missing = sim["missing_device"]

@@ -10,29 +10,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
-from dispatchprof.formats.msprof import ProfInfo
+from dispatchprof.formats.msprof import ProfInfo, TargetKernels
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def kernel_regex(pattern: str) -> re.Pattern[str]:
     """msopprof --kernel-name semantics: a symbol matches when it starts with the name; '*' is a wildcard."""
     return re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern))
-
-
-def matches(frame: pd.DataFrame, pattern: str) -> pd.Series:
-    """Rows whose name or op type matches; the regex runs once per distinct string, not per row."""
-    regex = kernel_regex(pattern)
-
-    def column(name: str) -> pd.Series:
-        values = frame[name].astype(str)
-        hits = {v for v in values.unique() if regex.match(v)}
-        return values.isin(hits)
-
-    return column("name") | (column("op_type") if "op_type" in frame else False)
 
 
 @dataclass
@@ -70,6 +60,8 @@ def assign_ranks(node: int, ranks_per_node: int, infos: list[ProfInfo], identiti
 
 def coverage_table(node: int, ranks_per_node: int, assignments: list[RankAssignment], infos: Mapping[Path, ProfInfo]) -> pd.DataFrame:
     """One row per expected rank of this node: its PROF_, device, pid, and found / missing with why."""
+    import pandas as pd  # here, not at the top: the per-rank hot path and benchmarks/analyze_library.py run without it
+
     rows = []
     for local in range(ranks_per_node):
         rank = node * ranks_per_node + local
@@ -99,80 +91,123 @@ def coverage_table(node: int, ranks_per_node: int, assignments: list[RankAssignm
     return pd.DataFrame(rows).astype({"device": "Int64", "pid": "Int64", "prof_dir": "string"})
 
 
-def launches(kernels: pd.DataFrame, pattern: str) -> tuple[pd.DataFrame, list[str]]:
-    """The target kernel's launches of one rank in start order, with their launch index and the symbols matched."""
-    hit = kernels[matches(kernels, pattern)].sort_values("start_ns", kind="stable").reset_index(drop=True)
-    hit["launch"] = np.arange(len(hit))
-    return hit, sorted(hit["name"].unique().tolist())
+def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:
+    """One rank's launch table: launch index in start order, whether it is used (the first ``skip`` are not),
+    and for used launches the gap (start minus previous used end) and interval (start minus previous start),
+    on this rank's own clock. NaN where there is no previous used launch."""
+    n = len(kernels.start_ns)
+    launch = np.arange(n, dtype=np.int64)
+    used = launch >= skip
+    gap = np.full(n, np.nan)
+    interval = np.full(n, np.nan)
+    idx = np.flatnonzero(used)
+    if len(idx) > 1:
+        prev, cur = idx[:-1], idx[1:]
+        gap[cur] = kernels.start_ns[cur] - (kernels.start_ns[prev] + kernels.dur_ns[prev])
+        interval[cur] = kernels.start_ns[cur] - kernels.start_ns[prev]
+    return {
+        "launch": launch,
+        "start_ns": kernels.start_ns,
+        "dur_ns": kernels.dur_ns,
+        "gap_ns": gap,
+        "interval_ns": interval,
+        "stream": kernels.stream,
+        "task_id": kernels.task_id,
+        "used": used,
+    }
 
 
-def calls_between(kernels: pd.DataFrame, target: pd.DataFrame, pattern: str) -> list[dict[str, Any]]:
-    """Other kernels between consecutive target launches on this rank: count per iteration, median duration."""
-    if len(target) < 2:
+def launch_summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Per-rank statistics of the used launches (linear-interpolation P95, as everywhere in this project)."""
+    used = columns["used"]
+    dur_us = columns["dur_ns"][used] / 1000
+    gaps = columns["gap_ns"][used]
+    gaps = gaps[~np.isnan(gaps)] / 1000
+    return {
+        "launches_total": int(len(used)),
+        "skipped": int((~used).sum()),
+        "launches": int(len(dur_us)),
+        "median_us": float(np.median(dur_us)) if len(dur_us) else None,
+        "p95_us": float(np.percentile(dur_us, 95)) if len(dur_us) else None,
+        "gap_median_us": float(np.median(gaps)) if len(gaps) else None,
+    }
+
+
+def calls_between(kernels: TargetKernels) -> list[dict[str, Any]]:
+    """Other kernels between consecutive target launches in the call-chain window: count per iteration and
+    median duration per name. A kernel counts when it starts after one launch ends and before the next starts."""
+    intervals = kernels.context_intervals
+    if intervals < 1 or len(kernels.other_start_ns) == 0:
         return []
-    others = kernels[~matches(kernels, pattern)]
-    starts = target["start_ns"].to_numpy()
-    ends = starts + target["dur_ns"].to_numpy()
-    o = others["start_ns"].to_numpy()
+    starts = kernels.start_ns[: intervals + 1]
+    ends = starts + kernels.dur_ns[: intervals + 1]
+    o = kernels.other_start_ns
     before = np.searchsorted(starts, o, side="right") - 1  # the launch each kernel follows
-    inside = (before >= 0) & (before < len(starts) - 1)
+    inside = (before >= 0) & (before < intervals)
     inside[inside] &= o[inside] >= ends[before[inside]]
-    chosen = others[inside]
-    result = []
-    for name, group in chosen.groupby("name"):
-        result.append({"name": str(name), "per_iteration": len(group) / (len(starts) - 1), "median_us": float(np.median(group["dur_ns"])) / 1000})
+    names, which = np.unique(kernels.other_name[inside].astype(str), return_inverse=True)
+    durations = kernels.other_dur_ns[inside]
+    result = [
+        {"name": str(name), "per_iteration": int((which == i).sum()) / intervals, "median_us": float(np.median(durations[which == i])) / 1000}
+        for i, name in enumerate(names)
+    ]
     return sorted(result, key=lambda r: -r["median_us"])
 
 
-def straggler(per_rank_durations: Mapping[int, Mapping[int, float]]) -> dict[str, Any]:
-    """Align ranks by launch index; per index the slowest rank; consistently (>= half) vs occasionally slowest."""
-    wide = pd.DataFrame(per_rank_durations)  # index: launch, columns: rank
-    complete = wide.dropna()
-    if complete.empty:
+def straggler(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str, Any]:
+    """Ranks aligned by launch index: ``durations_us[launch, j]`` is rank ``ranks[j]``'s duration of its used launch
+    ``launch`` (NaN where it has none; such launches are left out). Per launch the slowest rank; consistently
+    (>= half of the launches) vs occasionally slowest."""
+    values = np.asarray(durations_us, dtype=float).reshape(-1, len(ranks))
+    complete = values[~np.isnan(values).any(axis=1)]
+    if not len(complete):
         return {"rank": None, "fraction_slowest": None, "launches_compared": 0, "per_rank_fraction": {}, "per_launch_max_us": []}
-    slowest = complete.idxmax(axis=1)
-    fractions = slowest.value_counts(normalize=True)
-    rank = int(fractions.index[0])
+    slowest = np.asarray(ranks)[complete.argmax(axis=1)]  # the first rank on ties
+    names, counts = np.unique(slowest, return_counts=True)
+    order = np.lexsort((names, -counts))  # most often slowest first, then by rank
+    fractions = {int(names[i]): counts[i] / len(slowest) for i in order}
+    rank, fraction = next(iter(fractions.items()))
     return {
         "rank": rank,
-        "fraction_slowest": float(fractions.iloc[0]),
-        "kind": "consistently slowest" if fractions.iloc[0] >= 0.5 else "occasionally slowest (no rank is slowest in half the launches)",
+        "fraction_slowest": float(fraction),
+        "kind": "consistently slowest" if fraction >= 0.5 else "occasionally slowest (no rank is slowest in half the launches)",
         "launches_compared": int(len(complete)),
-        "per_rank_fraction": {str(int(r)): float(f) for r, f in fractions.items()},
+        "per_rank_fraction": {str(r): float(f) for r, f in fractions.items()},
         "per_launch_max_us": complete.max(axis=1).tolist(),
     }
 
 
-def merged_trace(details: Mapping[int, Mapping[str, Any]], align_launch: int) -> dict[str, Any]:
-    """Chrome trace (Perfetto, chrome://tracing) of every rank's used launches, each rank shifted so that
-    the chosen launch ends at t=0: ranks on different hosts become comparable by launch, not by clock."""
+def merged_trace(used: pd.DataFrame, ranks: Mapping[int, Mapping[str, Any]], align_launch: int, max_launches: int) -> dict[str, Any]:
+    """Chrome trace (Perfetto, chrome://tracing) of the used launches (columns rank, launch, start_ns, dur_ns,
+    gap_ns), each rank shifted so that its used launch ``align_launch`` ends at t=0: ranks on different hosts
+    become comparable by launch, not by clock. Only the first ``max_launches`` used launches of each rank are
+    drawn (0 = all), so that the file stays loadable; the statistics use every launch."""
     events: list[dict[str, Any]] = []
-    for rank, detail in sorted(details.items()):
-        table = detail.get("table") or []
-        if not table:
-            continue
-        anchor = table[min(align_launch, len(table) - 1)]
-        zero = anchor["start_ns"] + anchor["dur_us"] * 1000
-        events.append(
+    for rank, table in used.sort_values(["rank", "launch"], kind="stable").groupby("rank", sort=True):
+        rank = int(rank)
+        info = ranks.get(rank, {})
+        start, dur, launch, gap = (table[c].to_numpy() for c in ("start_ns", "dur_ns", "launch", "gap_ns"))
+        anchor = min(align_launch, len(start) - 1)
+        zero = int(start[anchor]) + int(dur[anchor])
+        shown = len(start) if max_launches <= 0 else min(max_launches, len(start))
+        events.append({"name": "process_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": f"rank {rank} (node {info.get('node')}, device {info.get('device')})"}})
+        events.append({"name": "process_sort_index", "ph": "M", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
+        name = info.get("symbol") or "target kernel"
+        events.extend(
             {
-                "name": "process_name",
-                "ph": "M",
+                "name": name,
+                "ph": "X",
                 "pid": rank,
                 "tid": 0,
-                "args": {"name": f"rank {rank} (node {detail.get('node')}, device {detail.get('device')})"},
+                "ts": (int(s) - zero) / 1000,
+                "dur": int(d) / 1000,
+                "args": {"launch": int(i), "gap_us": None if np.isnan(g) else float(g) / 1000},
             }
+            for s, d, i, g in zip(start[:shown], dur[:shown], launch[:shown], gap[:shown])
         )
-        events.append({"name": "process_sort_index", "ph": "M", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
-        for row in table:
-            events.append(
-                {
-                    "name": detail.get("symbol") or "target kernel",
-                    "ph": "X",
-                    "pid": rank,
-                    "tid": 0,
-                    "ts": (row["start_ns"] - zero) / 1000,
-                    "dur": row["dur_us"],
-                    "args": {"launch": row["launch"], "gap_us": row["gap_us"]},
-                }
-            )
-    return {"displayTimeUnit": "ns", "traceEvents": events, "metadata": {"aligned_on": f"end of used launch {align_launch} of every rank = 0 us"}}
+    scope = "every used launch" if max_launches <= 0 else f"the first {max_launches} used launches of each rank (timeline.trace_launches)"
+    return {
+        "displayTimeUnit": "ns",
+        "traceEvents": events,
+        "metadata": {"aligned_on": f"end of used launch {align_launch} of every rank = 0 us", "launches_drawn": scope},
+    }

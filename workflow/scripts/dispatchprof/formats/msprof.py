@@ -1,36 +1,26 @@
-"""msprof PROF_ directories (shared/formats/msprof.md): identity files, the db, op_summary CSVs, msprof JSON.
+"""msprof PROF_ directories (shared/formats/msprof.md): discovery, identity files, and the timeline's hot path,
+one target kernel read from each of hundreds of ranks (read_target_kernels) with sqlite3 and numpy only.
 
-Every reader returns the same tidy kernel table, so the three sources can be checked against each other:
-device, pid, stream, task_id, name, op_type, task_type, start_ns, dur_ns, source. Times are integer
-nanoseconds (the text forms carry epoch microseconds with 3 decimals, which is exact at 1 ns).
-Columns are found by header name; a file that cannot be read raises MsprofFormatError naming the file,
-the line (where there is one) and the field.
+Whole kernel tables (db, op_summary CSVs, msprof JSON, as DataFrames) are in msprof_tables. Times are integer
+nanoseconds. A file that cannot be read raises MsprofFormatError naming the file, the line (where there is
+one) and the field.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
-import pandas as pd
-
-from dispatchprof.formats.text import read_text_file
 
 PROF_RE = re.compile(r"^PROF_\d{1,10}_\d{1,20}_[A-Za-z0-9]{5,20}$")
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
 OP_SUMMARY_RE = re.compile(r"^op_summary_(?:slice_(\d+)_)?\d{14}\.csv$")
 JSON_RE = re.compile(r"^msprof(?:_\d+){0,4}(?:_slice_\d+)?\.json$")
-KERNEL_COLUMNS = ["device", "pid", "stream", "task_id", "name", "op_type", "task_type", "start_ns", "dur_ns", "source"]
-NONE_ID = 4294967295
-# Task types of compute tasks: what op_summary and COMPUTE_TASK_INFO hold (the JSON also has MEMCPY_ASYNC etc.).
-COMPUTE_TASK_TYPES = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE", "COMMUNICATION"}
-_US = re.compile(r"^\d+(\.\d+)?$")
 
 
 class MsprofFormatError(ValueError):
@@ -55,7 +45,7 @@ def discover(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and PROF_RE.match(p.name)) if root.is_dir() else []
 
 
-def _load_json(path: Path) -> Any:
+def load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(errors="strict"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -67,9 +57,9 @@ def read_prof_info(prof: Path) -> ProfInfo:
     devices = sorted(int(m.group(1)) for p in prof.iterdir() if (m := re.match(r"^device_(\d{1,2})$", p.name)) and (p / f"info.json.{m.group(1)}").is_file())
     info: dict[str, Any] = {}
     if devices:
-        info = _load_json(prof / f"device_{devices[0]}" / f"info.json.{devices[0]}")
+        info = load_json(prof / f"device_{devices[0]}" / f"info.json.{devices[0]}")
     elif (prof / "host" / "info.json").is_file():
-        info = _load_json(prof / "host" / "info.json")
+        info = load_json(prof / "host" / "info.json")
     if not isinstance(info, dict):
         raise MsprofFormatError(f"{prof}: info.json is not an object")
     pid = info.get("pid")
@@ -98,92 +88,117 @@ def read_prof_info(prof: Path) -> ProfInfo:
     )
 
 
-def us_to_ns(values: pd.Series, path: Path, field_name: str, first_line: int = 2) -> pd.Series:
-    """Epoch-microsecond strings ("1778463028745189.370" + optional TAB) to int64 nanoseconds, exactly."""
-    text = values.astype("string").str.strip()
-    ok = text.str.fullmatch(_US.pattern).fillna(False)
-    if not ok.all():
-        bad = int(np.flatnonzero(~ok.to_numpy())[0])
-        raise MsprofFormatError(
-            f"{path}: line {bad + first_line}: field '{field_name}' is {values.iloc[bad]!r}, expected microseconds like 1778463028745189.370"
-        )
-    parts = text.str.split(".", n=1, expand=True)
-    whole = parts[0].astype("int64")
-    frac = parts[1].fillna("").str.ljust(3, "0").str[:3].astype("int64") if parts.shape[1] > 1 else 0
-    return whole * 1000 + frac
+KERNEL_JOIN = "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
 
 
-def _int_column(values: pd.Series, path: Path, field_name: str, allow_na: bool = False) -> pd.Series:
-    text = values.astype("string").str.strip()
-    na = text.isin(["N/A", "NA", ""])
-    ok = text.str.fullmatch(r"-?\d+").fillna(False) | (na if allow_na else False)
-    if not ok.all():
-        bad = int(np.flatnonzero(~ok.to_numpy())[0])
-        raise MsprofFormatError(f"{path}: line {bad + 2}: field '{field_name}' is {values.iloc[bad]!r}, expected an integer")
-    return pd.to_numeric(text.mask(na), errors="coerce").astype("Int64")
+def strict_int(column: str) -> str:
+    """SQL for an integer column that yields NULL for any other type: numpy then refuses the row, where a REAL
+    would be truncated without a word."""
+    return f"IIF(typeof({column}) = 'integer', {column}, NULL)"
 
 
-def read_db(path: Path, name_filter: Callable[[str], bool] | None = None) -> pd.DataFrame:
-    """TASK joined with COMPUTE_TASK_INFO inside SQLite (only compute tasks, integer ns).
+def int_rows(rows: list[tuple], width: int, path: Path) -> np.ndarray:
+    try:
+        return np.array(rows, dtype=np.int64).reshape(len(rows), width)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({exc})") from exc
 
-    Only integer columns leave the database; text ids are resolved once per distinct id. With ``name_filter``,
-    only kernels whose name or op type it accepts are read (the filter runs on STRING_IDS, the rows in SQL).
-    """
+
+def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str) -> np.ndarray:
+    """STRING_IDS ids to their text, looked up once per distinct id."""
+    unique, inverse = np.unique(ids, return_inverse=True)
+    missing = [int(u) for u in unique if int(u) not in strings]
+    if missing:
+        raise MsprofFormatError(f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
+    return np.array([strings[int(u)] for u in unique], dtype=object)[inverse] if len(unique) else np.array([], dtype=object)
+
+
+def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any]) -> tuple[Any, dict[int, str]]:
+    """Open the db read-only, load STRING_IDS, run ``query``; any SQLite error names the file."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             strings = dict(conn.execute("SELECT id, value FROM STRING_IDS"))
-            where = ""
-            if name_filter is not None:
-                wanted = [i for i, v in strings.items() if name_filter(str(v))]
-                ids = ",".join(str(int(i)) for i in wanted) or "NULL"
-                where = f"WHERE c.name IN ({ids}) OR c.opType IN ({ids})"
-            rows = conn.execute(
-                "SELECT t.deviceId, t.globalPid, t.streamId, t.taskId, c.name, c.opType, t.taskType, t.startNs, t.endNs - t.startNs "
-                f"FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId {where} ORDER BY t.startNs"
-            ).fetchall()
+            return query(conn, strings), strings
         finally:
             conn.close()
     except sqlite3.Error as exc:
         raise MsprofFormatError(f"{path}: not a readable msprof database ({exc})") from exc
-    try:
-        data = np.array(rows, dtype=np.int64).reshape(len(rows), 9)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({exc})") from exc
 
-    def text(column: int, field_name: str) -> np.ndarray:
-        unique, inverse = np.unique(data[:, column], return_inverse=True)
-        missing = [int(u) for u in unique if int(u) not in strings]
-        if missing:
-            raise MsprofFormatError(f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
-        return np.array([strings[int(u)] for u in unique], dtype=object)[inverse] if len(unique) else np.array([], dtype=object)
 
-    frame = pd.DataFrame(
-        {
-            "device": data[:, 0],
-            "pid": data[:, 1],
-            "stream": pd.array(data[:, 2], dtype="Int64"),
-            "task_id": pd.array(data[:, 3], dtype="Int64"),
-            "name": text(4, "name"),
-            "op_type": text(5, "opType"),
-            "task_type": text(6, "taskType"),
-            "start_ns": data[:, 7],
-            "dur_ns": data[:, 8],
-            "source": "db",
-        }
+@dataclass(frozen=True)
+class TargetKernels:
+    """One PROF_'s launches of the target kernel, and the other kernels that start between its launches in the
+    call-chain window (launch 0 up to launch ``context_intervals``): integer-ns numpy arrays in start order.
+    This is what the timeline needs from each of hundreds of ranks, without a DataFrame per rank."""
+
+    source: str
+    name: np.ndarray  # object: the matched symbol of each launch
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    stream: np.ndarray  # -1 where the file has none or they were not asked for
+    task_id: np.ndarray
+    other_name: np.ndarray
+    other_start_ns: np.ndarray
+    other_dur_ns: np.ndarray
+    context_intervals: int  # launch intervals the other kernels cover
+
+    @property
+    def symbols(self) -> list[str]:
+        return sorted({str(n) for n in self.name})
+
+
+def context_intervals(launches: int, context_launches: int) -> int:
+    """Intervals between target launches covered by the call-chain window (0 = every interval)."""
+    intervals = max(launches - 1, 0)
+    return min(intervals, context_launches) if context_launches > 0 else intervals
+
+
+def read_db_target(path: Path, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False) -> TargetKernels:
+    """Target launches and call-chain context from a db: the name test runs once per STRING_IDS entry, the row
+    filter and the join in SQLite, and only the integer columns needed leave the database (stream and task id
+    only ``with_ids``: Python's row objects are most of the cost of reading hundreds of ranks)."""
+    ids_sql = f", {strict_int('t.streamId')}, {strict_int('t.taskId')}" if with_ids else ""
+    columns = f"{strict_int('c.name')}, {strict_int('t.startNs')}, {strict_int('t.endNs')}"
+    width = 5 if with_ids else 3
+
+    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[list, list, int]:
+        ids = ",".join(str(int(i)) for i, v in strings.items() if is_target(str(v)))
+        if not ids:
+            return [], [], 0
+        match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
+        target = conn.execute(f"SELECT {columns}{ids_sql} {KERNEL_JOIN} WHERE {match} ORDER BY t.startNs").fetchall()
+        intervals = context_intervals(len(target), context_launches)
+        if intervals == 0:
+            return target, [], 0
+        others = conn.execute(
+            f"SELECT {columns} {KERNEL_JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs",
+            (target[0][1], target[intervals][1]),
+        ).fetchall()
+        return target, others, intervals
+
+    (target_rows, other_rows, intervals), strings = query_db(path, query)
+    # endNs is subtracted here, not in SQL: SQLite would turn a text time into 0 and a silent duration.
+    target = int_rows(target_rows, width, path)
+    others = int_rows(other_rows, 3, path)
+    target[:, 2] -= target[:, 1]
+    others[:, 2] -= others[:, 1]
+    for rows, table in ((target, "target"), (others, "other")):
+        if (rows[:, 2] < 0).any():
+            raise MsprofFormatError(f"{path}: TASK.endNs before startNs for a {table} kernel at startNs {int(rows[rows[:, 2] < 0][0, 1])}")
+    none = np.full(len(target), -1, dtype=np.int64)
+    return TargetKernels(
+        source="db",
+        name=resolve_ids(target[:, 0], strings, path, "name"),
+        start_ns=target[:, 1],
+        dur_ns=target[:, 2],
+        stream=target[:, 3] if with_ids else none,
+        task_id=target[:, 4] if with_ids else none,
+        other_name=resolve_ids(others[:, 0], strings, path, "name"),
+        other_start_ns=others[:, 1],
+        other_dur_ns=others[:, 2],
+        context_intervals=intervals,
     )
-    return frame[KERNEL_COLUMNS]
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    text = read_text_file(path, MsprofFormatError)
-    try:
-        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise MsprofFormatError(f"{path}: not a readable CSV ({str(exc).strip()})") from exc
-
-
-OP_SUMMARY_REQUIRED = ("Device_id", "Task ID", "Stream ID", "Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")
 
 
 def op_summary_files(text_dir: Path) -> list[Path]:
@@ -192,93 +207,11 @@ def op_summary_files(text_dir: Path) -> list[Path]:
     return [p for p, m in sorted(((p, m) for p, m in found if m), key=lambda pm: int(pm[1].group(1) or 0))]
 
 
-def read_op_summary(paths: list[Path], pid: int | None = None) -> pd.DataFrame:
-    frames = []
-    for path in paths:
-        frame = _read_csv(path)
-        frame.columns = [c.strip() for c in frame.columns]
-        missing = [c for c in OP_SUMMARY_REQUIRED if c not in frame.columns]
-        if missing:
-            raise MsprofFormatError(f"{path}: line 1: header lacks {', '.join(missing)}")
-        if frame.empty:
-            continue
-        start = us_to_ns(frame["Task Start Time(us)"], path, "Task Start Time(us)")
-        dur = us_to_ns(frame["Task Duration(us)"], path, "Task Duration(us)")
-        frames.append(
-            pd.DataFrame(
-                {
-                    "device": _int_column(frame["Device_id"], path, "Device_id").astype("int64"),
-                    "pid": pid if pid is not None else -1,
-                    "stream": _int_column(frame["Stream ID"], path, "Stream ID", allow_na=True),
-                    "task_id": _int_column(frame["Task ID"], path, "Task ID", allow_na=True),
-                    "name": frame["Op Name"].astype(str),
-                    "op_type": frame["OP Type"].astype(str),
-                    "task_type": frame["Task Type"].astype(str),
-                    "start_ns": start.astype("int64"),
-                    "dur_ns": dur.astype("int64"),
-                    "source": "op_summary",
-                }
-            )
-        )
-    if not frames:
-        return pd.DataFrame(
-            {
-                c: pd.Series(dtype=t)
-                for c, t in zip(KERNEL_COLUMNS, ["int64", "int64", "Int64", "Int64", "object", "object", "object", "int64", "int64", "object"])
-            }
-        )
-    return pd.concat(frames, ignore_index=True).sort_values("start_ns", kind="stable", ignore_index=True)
-
-
-def read_msprof_json(path: Path) -> pd.DataFrame:
-    """Complete events of the 'Ascend Hardware' track, found by process_name metadata (sort indices drift)."""
-    events = _load_json(path)
-    if isinstance(events, dict):
-        events = events.get("traceEvents")
-    if not isinstance(events, list):
-        raise MsprofFormatError(f"{path}: expected a JSON array of trace events")
-    hw = {
-        e.get("pid")
-        for e in events
-        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name" and (e.get("args") or {}).get("name") == "Ascend Hardware"
-    }
-    rows = []
-    for i, e in enumerate(events):
-        if not isinstance(e, dict) or e.get("ph") != "X" or e.get("pid") not in hw:
-            continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        if args.get("Task Type") not in COMPUTE_TASK_TYPES:
-            continue
-        try:
-            ts = str(e["ts"]).strip()
-            if not _US.match(ts):
-                raise ValueError(ts)
-            whole, _, frac = ts.partition(".")
-            start = int(whole) * 1000 + int((frac + "000")[:3])
-            dur = int(round(float(e["dur"]) * 1000))
-            pid = int(e["pid"])
-        except (KeyError, ValueError, TypeError, OverflowError) as exc:
-            raise MsprofFormatError(f"{path}: event {i} ({e.get('name')!r}): field 'ts'/'dur'/'pid' unusable ({exc!r})") from None
-        if dur < 0:
-            raise MsprofFormatError(f"{path}: event {i} ({e.get('name')!r}): field 'dur' is negative")
-        stream = args.get("Physic Stream Id", e.get("tid"))
-        rows.append((pid & 31, pid >> 10, stream, args.get("Task Id"), str(e.get("name")), None, args.get("Task Type"), start, dur))
-    frame = pd.DataFrame(rows, columns=KERNEL_COLUMNS[:-1])
-    frame["source"] = "json"
-    return frame.astype({"device": "int64", "pid": "int64", "stream": "Int64", "task_id": "Int64", "start_ns": "int64", "dur_ns": "int64"}).sort_values(
-        "start_ns", kind="stable", ignore_index=True
-    )
-
-
-def read_prof_kernels(info: ProfInfo) -> pd.DataFrame:
-    """The preferred source of one PROF_: the db, else op_summary CSVs, else the msprof JSON."""
+def read_target_kernels(info: ProfInfo, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False) -> TargetKernels:
+    """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
+    The text export always carries stream and task ids; the db only ``with_ids``."""
     if info.db is not None:
-        return read_db(info.db)
-    if info.text_dir is not None:
-        csvs = op_summary_files(info.text_dir)
-        if csvs:
-            return read_op_summary(csvs, info.pid)
-        jsons = sorted(p for p in info.text_dir.iterdir() if JSON_RE.match(p.name))
-        if jsons:
-            return pd.concat([read_msprof_json(p) for p in jsons], ignore_index=True)
-    raise MsprofFormatError(f"{info.path}: no msprof_*.db, op_summary_*.csv or msprof_*.json: no device data to read")
+        return read_db_target(info.db, is_target, context_launches, with_ids)
+    from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas, only for text exports
+
+    return target_kernels_of(read_prof_kernels(info), is_target, context_launches)
