@@ -43,8 +43,8 @@ def test_coverage_names_missing_device_data_and_absent_ranks():
     infos = [info(100, 0), info(101, None)]
     assigned = assign_ranks(1, 3, infos, {100: {"global_rank": 3}, 101: {"global_rank": 4}})
     table = coverage_table(1, 3, assigned, {i.path: i for i in infos})
-    assert table["state"].tolist() == ["found", "missing", "missing"]
-    assert "no device data" in table.loc[1, "detail"] and "no PROF_" in table.loc[2, "detail"]
+    assert [r["state"] for r in table] == ["found", "missing", "missing"] and [r["global_rank"] for r in table] == [3, 4, 5]
+    assert "no device data" in table[1]["detail"] and "no PROF_" in table[2]["detail"] and table[2]["device"] is None
 
 
 def test_straggler_is_aligned_by_launch_index_and_classified():

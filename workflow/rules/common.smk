@@ -104,7 +104,9 @@ def group_of_rank(rank):
         first, last = node_range(group)
         if first <= node <= last:
             return group
-    raise ValueError(f"rank {rank} is outside the cluster ({len(NODES)} nodes x {config['cluster']['ranks_per_node']} ranks)")
+    raise ValueError(
+        f"rank {rank} is outside the cluster ({len(NODES)} nodes x {config['cluster']['ranks_per_node']} ranks)"
+    )
 
 
 def status_path(label):

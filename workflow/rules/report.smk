@@ -10,7 +10,11 @@ rule report:
         baseline_stats="results/{experiment}/baseline/stats.json",
         baseline_plots="results/{experiment}/baseline/plots",
         timeline_stats="results/{experiment}/timeline/stats.json",
-        timeline_crosscheck="results/{experiment}/timeline/crosscheck.json",
+        timeline_crosscheck=lambda w: (
+            []
+            if RUNS[w.experiment]["timeline"]["crosscheck"] == "off"
+            else f"results/{w.experiment}/timeline/crosscheck.json"
+        ),
         timeline_ranks=lambda w: expand(
             "results/{experiment}/timeline/ranks/rank{rank}/detail.json",
             experiment=w.experiment,

@@ -5,6 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
+from dispatchprof.stage import end_if_upstream_not_ok  # noqa: E402
+
+end_if_upstream_not_ok(snakemake, "baseline")
+
 from dispatchprof.analysis.baseline import analyse, load_api, load_json_dir, summary_section, tidy_table
 from dispatchprof.analysis.latency import per_iteration_max, select_measured
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic

@@ -5,6 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
+from dispatchprof.stage import end_if_upstream_not_ok  # noqa: E402
+
+end_if_upstream_not_ok(snakemake, "pcsampling")
+
 from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
 from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, hot_lines, stall_tables
 from dispatchprof.atomic import write_json_atomic

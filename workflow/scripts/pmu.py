@@ -4,6 +4,10 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)
 
+from dispatchprof.stage import end_if_upstream_not_ok  # noqa: E402
+
+end_if_upstream_not_ok(snakemake, "pmu")
+
 import pandas as pd
 
 from dispatchprof.analysis.opprof_runs import load_identities, rank_runs

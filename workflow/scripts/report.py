@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-import pandas as pd  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402  (not pandas: the report job should cost its rendering only)
 
 from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E402
 from dispatchprof.config import world_ranks  # noqa: E402
@@ -29,10 +29,10 @@ def body(run: StageRun) -> Status:
     statuses = {stage: read_status(run.inputs[stage]) for stage in run.params["stages"]}
     env = json.loads(Path(run.inputs["env"]).read_text())
     build = json.loads(Path(run.inputs["build_record"]).read_text())
-    ranks = pd.read_parquet(run.inputs["correctness_ranks"])
+    ranks = pq.read_table(run.inputs["correctness_ranks"])
     correctness = None
-    if "global_rank" in ranks.columns:
-        failed = ranks[~ranks["passed"]].to_dict("records")
+    if "global_rank" in ranks.column_names:
+        failed = [row for row in ranks.to_pylist() if not row["passed"]]
         correctness = {"link": link(run.inputs["correctness_ranks"]), "failed_rows": failed}
     env_nodes, env_warnings = environment_rows(env)
     sections = {}
@@ -48,7 +48,11 @@ def body(run: StageRun) -> Status:
             "plots": {name: embed_png(plot_dir / f"{name}.png") for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")},
             "timeline_minus_kernel": None,
         }
-    crosscheck = json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
+    crosscheck = (
+        json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
+        if run.inputs.get("timeline_crosscheck")
+        else {"tool": "msprof-analyze cluster -m compute_op_sum", "state": "skipped", "reason": "timeline.crosscheck is off"}
+    )
     timeline = None
     timeline_stats = json.loads(Path(run.inputs["timeline_stats"]).read_text())
     if not timeline_stats.get("placeholder"):

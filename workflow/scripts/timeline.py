@@ -20,7 +20,7 @@ def body(run: StageRun) -> Status:
     cfg = run.config
     parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
     parts.update({f"nodes{g}": read_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
-    node_tables = [pd.read_parquet(p) for p in run.inputs["coverage"]]
+    node_tables = [pd.read_parquet(p, dtype_backend="numpy_nullable") for p in run.inputs["coverage"]]
     coverage = pd.concat([t for t in node_tables if "global_rank" in t.columns] or [pd.DataFrame()], ignore_index=True)
     write_parquet_atomic(run.outputs["coverage"], coverage, {"dispatchprof.toolchain": run.toolchain})
     coverage_summary = {
@@ -42,7 +42,9 @@ def body(run: StageRun) -> Status:
         return status
 
     details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
-    launches = pd.concat([pd.read_parquet(p, columns=["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used"]) for p in run.inputs["launches"]], ignore_index=True)
+    launches = pd.concat(
+        [pd.read_parquet(p, columns=["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used"]) for p in run.inputs["launches"]], ignore_index=True
+    )
     used = launches[launches["used"]]
     wide = used.pivot(index="launch", columns="rank", values="dur_ns") / 1000
     strag = straggler(wide.columns.tolist(), wide.to_numpy())
@@ -110,7 +112,8 @@ def body(run: StageRun) -> Status:
         "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
     }
     write_json_atomic(run.outputs["stats"], stats)
-    write_json_atomic(run.outputs["trace"], merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"]))
+    trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"])
+    write_json_atomic(run.outputs["trace"], trace, indent=None)  # tens of thousands of events: no pretty-printing
     reason = (
         f"{stats['kernel_name']} on {len(details)} ranks; straggler rank {strag['rank']} ({strag.get('kind', '')}, "
         f"{100 * (strag['fraction_slowest'] or 0):.0f}% of {strag['launches_compared']} launches)"

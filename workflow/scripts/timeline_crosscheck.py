@@ -19,9 +19,7 @@ cfg = run_config(snakemake.config, snakemake.wildcards.experiment)
 out = {"tool": "msprof-analyze cluster -m compute_op_sum", "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"]}
 timeline = read_status(snakemake.input.status)
 root = Path(cfg["analyze"]["timeline_dir"] or "") if cfg["mode"] == "analyze" else Path(snakemake.params.raw)
-if cfg["timeline"]["crosscheck"] == "off":
-    out.update(state="skipped", reason="timeline.crosscheck is off")
-elif not timeline.ok:
+if not timeline.ok:
     out.update(state="skipped", reason=f"needs timeline ({timeline.state})")
 else:
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,11 +10,11 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from dispatchprof.analysis.opprof_runs import load_identities
 from dispatchprof.analysis.timeline import assign_ranks, calls_between, coverage_table, kernel_regex, launch_columns, launch_summary
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from dispatchprof.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, discover, read_prof_info, read_target_kernels
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.report.rank_svg import launch_svg
@@ -25,14 +25,21 @@ NO_LAUNCHES = launch_summary({"used": np.zeros(0, bool), "dur_ns": np.zeros(0, n
 LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "interval_ns", "used"]
 
 
-def launch_frame(tables: list[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """Every rank's launch table as one frame, integer nanoseconds (gaps nullable: the first used launch has none)."""
-    if not tables:
-        return pd.DataFrame({c: pd.Series(dtype="Int64" if c in ("gap_ns", "interval_ns") else "bool" if c == "used" else "int64") for c in LAUNCH_COLUMNS})
-    merged = {c: np.concatenate([t[c] for t in tables]) for c in LAUNCH_COLUMNS}
-    for column in ("gap_ns", "interval_ns"):
-        merged[column] = pd.array(merged[column], dtype="Int64")
-    return pd.DataFrame(merged)
+def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array]:
+    """Every rank's launch table as one set of columns, integer nanoseconds (gaps null where there is no
+    previous used launch). pyarrow, not pandas: this job should cost its parsing, not a pandas import."""
+    columns = {}
+    for name in LAUNCH_COLUMNS:
+        values = np.concatenate([t[name] for t in tables]) if tables else np.zeros(0, dtype=bool if name == "used" else np.int64)
+        if name in ("gap_ns", "interval_ns"):
+            missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
+            values = pa.array(np.where(missing, 0, values).astype(np.int64), mask=missing)
+        columns[name] = values if isinstance(values, pa.Array) else pa.array(values)
+    return columns
+
+
+def columns_of(rows: list[dict]) -> dict[str, list]:
+    return {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
 
 
 def body(run: StageRun) -> Status:
@@ -57,27 +64,21 @@ def body(run: StageRun) -> Status:
             infos_all.update(infos)
             assignments_all += assignments
             coverages.append(coverage)
-            for row in coverage.itertuples():
-                record = {
-                    "rank": row.global_rank,
-                    "node": node,
-                    "device": None if pd.isna(row.device) else int(row.device),
-                    "pid": None if pd.isna(row.pid) else int(row.pid),
-                    "prof": row.prof_dir,
-                    "present": row.state == "found",
-                }
-                if row.state != "found":
-                    ranks.append({**record, "reason": row.detail, "symbol": None, **NO_LAUNCHES})
-                    write_text_atomic(plots / f"rank{row.global_rank}.svg", launch_svg(row.global_rank, [], None, row.detail))
+            for row in coverage:
+                rank = row["global_rank"]
+                record = {"rank": rank, "node": node, "device": row["device"], "pid": row["pid"], "prof": row["prof_dir"], "present": row["state"] == "found"}
+                if row["state"] != "found":
+                    ranks.append({**record, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
+                    write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, [], None, row["detail"]))
                     continue
-                kernels = read_target_kernels(infos[Path(row.prof_dir)], lambda name: bool(regex.match(name)), context)
+                kernels = read_target_kernels(infos[Path(row["prof_dir"])], lambda name: bool(regex.match(name)), context)
                 columns = launch_columns(kernels, skip)
                 summary = launch_summary(columns)
-                tables.append({**columns, "rank": np.full(len(columns["launch"]), row.global_rank, dtype=np.int64)})
+                tables.append({**columns, "rank": np.full(len(columns["launch"]), rank, dtype=np.int64)})
                 names = kernels.symbols
                 symbols.update(names)
                 if not names:
-                    no_match.append(row.global_rank)
+                    no_match.append(rank)
                 ranks.append(
                     {
                         **record,
@@ -90,13 +91,13 @@ def body(run: StageRun) -> Status:
                     }
                 )
                 used = columns["used"]
-                write_text_atomic(plots / f"rank{row.global_rank}.svg", launch_svg(row.global_rank, (columns["dur_ns"][used] / 1000).tolist(), summary["median_us"], record.get("reason")))
+                write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, (columns["dur_ns"][used] / 1000).tolist(), summary["median_us"]))
     except MsprofFormatError as exc:
         return run.status("invalid", str(exc), upstream=gate.upstream)
-    coverage = pd.concat(coverages, ignore_index=True)
+    coverage = [row for rows in coverages for row in rows]
     meta = {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
-    write_parquet_atomic(run.outputs["launches"], launch_frame(tables), meta)
-    write_parquet_atomic(run.outputs["coverage"], coverage, meta)
+    write_arrow_parquet_atomic(run.outputs["launches"], launch_columns_of(tables), meta)
+    write_arrow_parquet_atomic(run.outputs["coverage"], columns_of(coverage), meta)
     write_json_atomic(run.outputs["ranks"], {"toolchain": run.toolchain, "source": run.source, "nodes": [first, last], "skip_launches": skip, "ranks": ranks})
 
     validations = []
@@ -107,16 +108,16 @@ def body(run: StageRun) -> Status:
         validations.append(
             Validation("rank mapping", False, "warning", f"{len(inferred)} PROF_ mapped to ranks by sorting device ids (no sidecar, rank_id -1): inferred")
         )
-    dups = coverage[coverage["duplicates"] > 0]
-    if len(dups):
-        validations.append(Validation("one PROF_ per rank", False, "warning", f"stale or duplicate PROF_ for {name_ranks(dups['global_rank'])}"))
-    missing = coverage[coverage["state"] == "missing"]
+    dups = [r["global_rank"] for r in coverage if r["duplicates"] > 0]
+    if dups:
+        validations.append(Validation("one PROF_ per rank", False, "warning", f"stale or duplicate PROF_ for {name_ranks(dups)}"))
+    missing = [r for r in coverage if r["state"] == "missing"]
     expected = rpn * (last - first + 1)
-    found = int((coverage["state"] == "found").sum())
+    found = sum(r["state"] == "found" for r in coverage)
     details = {"symbols": sorted(symbols), "expected": expected, "found": found, "mapping": sorted({a.how for a in assignments_all})}
     common = dict(upstream=gate.upstream, validations=validations, details=details, artifacts=[str(p) for p in run.outputs.values()])
-    if len(missing):
-        named = "; ".join(f"node {r.node} local rank {r.local_rank} (global rank {r.global_rank}): {r.detail}" for r in missing.itertuples())
+    if missing:
+        named = "; ".join(f"node {r['node']} local rank {r['local_rank']} (global rank {r['global_rank']}): {r['detail']}" for r in missing)
         return run.status("invalid", f"missing device data for {named}", **common)
     if no_match:
         return run.status("invalid", f"no launch of {pattern!r} on {name_ranks(no_match)}", **common)

@@ -30,16 +30,31 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         tmp.write_text(text)
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2) -> None:
+    write_text_atomic(path, json.dumps(data, indent=indent, sort_keys=False, default=str) + "\n")
 
 
 def write_parquet_atomic(path: str | Path, frame: Any, metadata: dict[str, str] | None = None) -> None:
     """Write a pandas DataFrame as Parquet; ``metadata`` goes into the schema (e.g. the toolchain)."""
     import pyarrow as pa
+
+    _write_table(path, pa.Table.from_pandas(frame, preserve_index=False), metadata)
+
+
+def write_arrow_parquet_atomic(path: str | Path, columns: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
+    """Write columns as Parquet without pandas: lists (None = null; an empty list is a string column), numpy
+    arrays, or pyarrow arrays."""
+    import pyarrow as pa
+
+    table = pa.table(
+        {name: values if isinstance(values, pa.Array) else pa.array(values, type=pa.string() if len(values) == 0 else None) for name, values in columns.items()}
+    )
+    _write_table(path, table, metadata)
+
+
+def _write_table(path: str | Path, table: Any, metadata: dict[str, str] | None) -> None:
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
     if metadata:
         merged = dict(table.schema.metadata or {})
         merged.update({k.encode(): v.encode() for k, v in metadata.items()})

@@ -17,7 +17,7 @@ import numpy as np
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # merged_trace takes the merge job's frame; nothing here imports pandas at run time
 
 
 def kernel_regex(pattern: str) -> re.Pattern[str]:
@@ -58,10 +58,8 @@ def assign_ranks(node: int, ranks_per_node: int, infos: list[ProfInfo], identiti
     return out
 
 
-def coverage_table(node: int, ranks_per_node: int, assignments: list[RankAssignment], infos: Mapping[Path, ProfInfo]) -> pd.DataFrame:
+def coverage_table(node: int, ranks_per_node: int, assignments: list[RankAssignment], infos: Mapping[Path, ProfInfo]) -> list[dict[str, Any]]:
     """One row per expected rank of this node: its PROF_, device, pid, and found / missing with why."""
-    import pandas as pd  # here, not at the top: the per-rank hot path and benchmarks/analyze_library.py run without it
-
     rows = []
     for local in range(ranks_per_node):
         rank = node * ranks_per_node + local
@@ -88,7 +86,7 @@ def coverage_table(node: int, ranks_per_node: int, assignments: list[RankAssignm
                 "duplicates": len(mine) - 1 if len(mine) > 1 else 0,
             }
         )
-    return pd.DataFrame(rows).astype({"device": "Int64", "pid": "Int64", "prof_dir": "string"})
+    return rows
 
 
 def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:
@@ -190,7 +188,9 @@ def merged_trace(used: pd.DataFrame, ranks: Mapping[int, Mapping[str, Any]], ali
         anchor = min(align_launch, len(start) - 1)
         zero = int(start[anchor]) + int(dur[anchor])
         shown = len(start) if max_launches <= 0 else min(max_launches, len(start))
-        events.append({"name": "process_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": f"rank {rank} (node {info.get('node')}, device {info.get('device')})"}})
+        events.append(
+            {"name": "process_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": f"rank {rank} (node {info.get('node')}, device {info.get('device')})"}}
+        )
         events.append({"name": "process_sort_index", "ph": "M", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
         name = info.get("symbol") or "target kernel"
         events.extend(

@@ -72,7 +72,9 @@ def read_db(path: Path) -> pd.DataFrame:
         path,
         lambda conn, _: conn.execute(
             "SELECT "
-            + ", ".join(strict_int(c) for c in ("t.deviceId", "t.globalPid", "t.streamId", "t.taskId", "c.name", "c.opType", "t.taskType", "t.startNs", "t.endNs"))
+            + ", ".join(
+                strict_int(c) for c in ("t.deviceId", "t.globalPid", "t.streamId", "t.taskId", "c.name", "c.opType", "t.taskType", "t.startNs", "t.endNs")
+            )
             + f" {KERNEL_JOIN} ORDER BY t.startNs"
         ).fetchall(),
     )
