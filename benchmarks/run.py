@@ -121,6 +121,8 @@ def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None)
                     "cluster": {"nodes": nodes, "ranks_per_node": rpn},
                     "shape": {"num_experts": nodes * rpn * 8},
                     "analyze": {"timeline_dir": str(data)},
+                    # (b) must not include (c): the optional cross-check runs msprof-analyze itself.
+                    "timeline": {"crosscheck": "off"},
                 }
             )
         )
@@ -152,6 +154,47 @@ def bench_dry_run(scale: str, work: Path) -> dict:
     return {"scale": scale, **measure([PY, "-m", "snakemake", "-n", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf)}
 
 
+def doubling_pairs(results: list[dict]) -> list[dict]:
+    """Scale pairs where ranks or launches double and the other stays: how time and memory grew (goal: <= 2.2x)."""
+
+    def dims(r: dict) -> tuple[int, int]:
+        nodes, rpn, launches = (int(x) for x in r["scale"].split("x"))
+        return nodes * rpn, launches
+
+    pairs = []
+    for a in results:
+        for b in results:
+            (ra, la), (rb, lb) = dims(a), dims(b)
+            doubled = "ranks" if (rb == 2 * ra and lb == la) else "launches" if (lb == 2 * la and rb == ra) else None
+            if doubled:
+                pairs.append(
+                    {
+                        "from": a["scale"],
+                        "to": b["scale"],
+                        "doubled": doubled,
+                        **{
+                            f"{part}_{what}": b[part][key] / a[part][key]
+                            for part in ("library", "end_to_end")
+                            for what, key in (("time", "wall_s"), ("memory", "peak_rss_mib"))
+                        },
+                    }
+                )
+    return pairs
+
+
+def slurm_client_delay() -> float | None:
+    """Seconds `scontrol show config` takes. The SLURM executor plugin runs it whenever Snakemake starts; with a
+    SLURM client installed but no controller reachable it waits ~9 s, which would be billed to (b)."""
+    if not shutil.which("scontrol"):
+        return None
+    started = time.perf_counter()
+    try:
+        subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        pass
+    return time.perf_counter() - started
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description="dispatchprof benchmarks")
     p.add_argument("--scales", default="2x8x1000,8x8x1000")
@@ -162,9 +205,16 @@ def main() -> int:
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     msprof_analyze = shutil.which("msprof-analyze")
+    delay = slurm_client_delay()
+    if delay is not None and delay > 2:
+        print(
+            f"warning: `scontrol show config` took {delay:.1f} s (a SLURM client without a reachable controller); the slurm executor "
+            "plugin runs it at every Snakemake start, so (b) includes it. Start the controller or uninstall the client to measure without it.",
+            flush=True,
+        )
     record = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "scontrol_s": delay},
         "msprof_analyze": bool(msprof_analyze),
         "scales": [],
     }
@@ -176,6 +226,13 @@ def main() -> int:
             m, q = r["msprof_analyze"], r["ratios"]
             line += f"  msprof-analyze {m['wall_s']:6.2f} s {m['peak_rss_mib']:7.0f} MiB  speedup lib {q['library_speedup']:.1f}x e2e {q['end_to_end_speedup']:.2f}x, lib memory {q['library_memory_fraction']:.2f} of theirs"
         print(line, flush=True)
+    record["doubling"] = doubling_pairs(record["scales"])
+    for pair in record["doubling"]:
+        print(
+            f"doubling {pair['doubled']:>8} {pair['from']} -> {pair['to']}: library time x{pair['library_time']:.2f} memory x{pair['library_memory']:.2f}, "
+            f"end to end time x{pair['end_to_end_time']:.2f} memory x{pair['end_to_end_memory']:.2f}",
+            flush=True,
+        )
     if args.dry_run_scale:
         d = bench_dry_run(args.dry_run_scale, args.work)
         record["dry_run"] = d
