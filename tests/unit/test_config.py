@@ -6,7 +6,7 @@ import yaml
 from snakemake.utils import validate
 
 from conftest import ROOT
-from dispatchprof.config import ConfigError, check_config, is_plain_host, render_args, schema_problems
+from dispatchprof.config import ConfigError, check_config, experiment_problems, is_plain_host, render_args, schema_problems
 
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
@@ -62,6 +62,9 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"deepep": {"pass_pattern": "PASSED rank \\d+"}}, "deepep.pass_pattern must have a named group (?P<rank>"),
         ({"deepep": {"test_args": ["--x", "{nonsense}"]}}, "deepep.test_args: unknown placeholder {nonsense}"),
         ({"sim": {"precision_fail_rank": 16}}, "sim.precision_fail_rank (16) must be below the number of ranks (16)"),
+        ({"timeline": {"detail_ranks": [3, 16]}}, "timeline.detail_ranks: [16] outside the cluster's 16 ranks (0..15)"),
+        ({"timeline": {"nodes_per_job": 0}}, "timeline.nodes_per_job: 0 is less than the minimum of 1"),
+        ({"timeline": {"crosscheck": "yes"}}, "timeline.crosscheck: 'yes' is not one of ['auto', 'off']"),
     ],
 )
 def test_refusals_name_the_key_and_the_rule(overlay, expected):
@@ -89,3 +92,9 @@ def test_render_args_fills_placeholders_and_refuses_unknown_ones():
     ]
     with pytest.raises(ConfigError, match="unknown placeholder"):
         render_args(["{nope}"], {})
+
+
+def test_an_experiment_cannot_change_the_timeline_job_graph():
+    config = merged({"experiments": {"a": {}, "b": {"timeline": {"nodes_per_job": 2}}}, "compare": [["a", "b"]]})
+    found = experiment_problems(config, SCHEMA)
+    assert any("experiments.b: timeline.nodes_per_job cannot be overridden" in p for p in found), found
