@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import end_if_upstream_not_ok  # noqa: E402
+from dispatchprof.stage import needed_parts_or_end  # noqa: E402
 
-end_if_upstream_not_ok(snakemake, "baseline")
+NEEDED = needed_parts_or_end(snakemake, "baseline")  # ends the job here when a needed part is not ok
 
 from dispatchprof.analysis.baseline import analyse, load_api, load_json_dir, summary_section, tidy_table
 from dispatchprof.analysis.latency import per_iteration_max, select_measured
@@ -16,14 +16,12 @@ from dispatchprof.config import world_ranks
 from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv
 from dispatchprof.report import plots
 from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation, fold, read_status
+from dispatchprof.status import Status, Validation
 
 
 def body(run: StageRun) -> Status:
     cfg = run.config
-    parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
-    if not all(p.ok for p in parts.values()):
-        return fold("baseline", run.experiment, run.toolchain, parts)
+    parts = NEEDED
     csv = Path(run.config["analyze"]["latency_csv"]) if run.config["mode"] == "analyze" else Path(run.params["run_dir"]) / "latency" / "dispatch_latency.csv"
     run_dir = Path(run.params["run_dir"]) if run.params["run_dir"] else None
     try:

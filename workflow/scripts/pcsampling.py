@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import end_if_upstream_not_ok  # noqa: E402
+from dispatchprof.stage import needed_parts_or_end  # noqa: E402
 
-end_if_upstream_not_ok(snakemake, "pcsampling")
+NEEDED = needed_parts_or_end(snakemake, "pcsampling")  # ends the job here when a needed part is not ok
 
 from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
 from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, hot_lines, stall_tables
@@ -15,7 +15,7 @@ from dispatchprof.atomic import write_json_atomic
 from dispatchprof.formats.msopprof import OpprofFormatError
 from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
 from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation, fold, read_status
+from dispatchprof.status import Status, Validation
 from dispatchprof.toolchain import resolve
 
 NO_SAMPLES_WHY = (
@@ -33,9 +33,7 @@ def mean_tables(tables: list[dict[str, float]]) -> dict[str, float] | None:
 
 def body(run: StageRun) -> Status:
     cfg = run.config
-    parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
-    if not all(p.ok for p in parts.values()):
-        return fold("pcsampling", run.experiment, run.toolchain, parts)
+    parts = NEEDED
     repo = resolve(cfg).repo if cfg["mode"] == "collect" else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
     per_rank, all_tables, ni_tables, lines_seen, instr_seen, hot = {}, [], [], 0, 0, {}
     try:

@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import end_if_upstream_not_ok  # noqa: E402
+from dispatchprof.stage import needed_parts_or_end  # noqa: E402
 
-end_if_upstream_not_ok(snakemake, "pmu")
+NEEDED = needed_parts_or_end(snakemake, "pmu")  # ends the job here when a needed part is not ok
 
 import pandas as pd
 
@@ -17,14 +17,12 @@ from dispatchprof.config import world_ranks
 from dispatchprof.formats.msopprof import OpprofFormatError, header_set, metric_files, missing_columns, read_metric_csv
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation, fold, read_status
+from dispatchprof.status import Status, Validation
 
 
 def body(run: StageRun) -> Status:
     cfg = run.config
-    parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
-    if not all(p.ok for p in parts.values()):
-        return fold("pmu", run.experiment, run.toolchain, parts)
+    parts = NEEDED
     world, rpn = world_ranks(cfg), cfg["cluster"]["ranks_per_node"]
     frames, missing, chips, traces, ranks_with_data = [], set(), set(), [], set()
     try:

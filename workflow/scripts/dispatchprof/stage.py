@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 from dispatchprof.config import run_config
 from dispatchprof.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.status import Gate, Status, Validation, gate, now_iso, write_status
+from dispatchprof.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
 
 log = logging.getLogger("dispatchprof")
 
@@ -129,18 +129,17 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
     return run.finish(body(run))
 
 
-def end_if_upstream_not_ok(smk: Any, stage: str) -> None:
-    """Called before a stage script imports its analysis (pandas, matplotlib): when a needed part is not ok,
-    write the folded status and placeholders and end the job here. A skipped stage then costs a bare Python
-    start, not ~0.5-1 s of imports; on a large DAG most stages of a failed run are skipped."""
-    from dispatchprof.status import fold, read_status
-
+def needed_parts_or_end(smk: Any, stage: str) -> dict[str, Status]:
+    """Called before a stage script imports its analysis (pandas, matplotlib): the statuses of the parts the
+    stage needs, when all are ok. Otherwise it writes the folded status and placeholders and ends the job here:
+    a skipped stage then costs a bare Python start, not ~0.5-1 s of imports (most stages of a failed run, and
+    every stage without data in analyze mode, are skipped)."""
     parts = {label: read_status(smk.input[label]) for label in smk.params["needed"]}
-    if all(p.ok for p in parts.values()):
-        return
-    run = StageRun.from_snakemake(smk, stage)
-    run.finish(fold(stage, run.experiment, run.toolchain, parts))
-    sys.exit(0)
+    if not all(p.ok for p in parts.values()):
+        run = StageRun.from_snakemake(smk, stage)
+        run.finish(fold(stage, run.experiment, run.toolchain, parts))
+        sys.exit(0)
+    return parts
 
 
 def failed_validations(validations: list[Validation]) -> list[Validation]:
