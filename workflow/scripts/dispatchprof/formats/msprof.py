@@ -104,6 +104,15 @@ def int_rows(rows: list[tuple], width: int, path: Path) -> np.ndarray:
         raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({exc})") from exc
 
 
+def end_to_duration(rows: np.ndarray, start: int, end: int, path: Path) -> None:
+    """Column ``end`` (TASK.endNs) becomes the duration, in place. Subtracted here, not in SQL: SQLite would turn a
+    text time into 0 and a silent duration. A task ending before it starts is refused."""
+    rows[:, end] -= rows[:, start]
+    negative = rows[:, end] < 0
+    if negative.any():
+        raise MsprofFormatError(f"{path}: TASK.endNs before startNs at startNs {int(rows[negative][0, start])}")
+
+
 def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str) -> np.ndarray:
     """STRING_IDS ids to their text, looked up once per distinct id."""
     unique, inverse = np.unique(ids, return_inverse=True)
@@ -178,14 +187,10 @@ def read_db_target(path: Path, is_target: Callable[[str], bool], context_launche
         return target, others, intervals
 
     (target_rows, other_rows, intervals), strings = query_db(path, query)
-    # endNs is subtracted here, not in SQL: SQLite would turn a text time into 0 and a silent duration.
     target = int_rows(target_rows, width, path)
     others = int_rows(other_rows, 3, path)
-    target[:, 2] -= target[:, 1]
-    others[:, 2] -= others[:, 1]
-    for rows, table in ((target, "target"), (others, "other")):
-        if (rows[:, 2] < 0).any():
-            raise MsprofFormatError(f"{path}: TASK.endNs before startNs for a {table} kernel at startNs {int(rows[rows[:, 2] < 0][0, 1])}")
+    end_to_duration(target, 1, 2, path)
+    end_to_duration(others, 1, 2, path)
     none = np.full(len(target), -1, dtype=np.int64)
     return TargetKernels(
         source="db",

@@ -25,6 +25,7 @@ from dispatchprof.formats.msprof import (
     ProfInfo,
     TargetKernels,
     context_intervals,
+    end_to_duration,
     int_rows,
     load_json,
     op_summary_files,
@@ -79,9 +80,7 @@ def read_db(path: Path) -> pd.DataFrame:
         ).fetchall(),
     )
     data = int_rows(rows, 9, path)
-    data[:, 8] -= data[:, 7]  # in numpy, not SQL: SQLite would turn a text time into 0 and a silent duration
-    if (data[:, 8] < 0).any():
-        raise MsprofFormatError(f"{path}: TASK.endNs before startNs at startNs {int(data[data[:, 8] < 0][0, 7])}")
+    end_to_duration(data, 7, 8, path)
     frame = pd.DataFrame(
         {
             "device": data[:, 0],
