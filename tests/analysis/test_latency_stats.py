@@ -83,3 +83,17 @@ def test_bootstrap_is_reproducible_and_brackets_the_estimate():
 def test_a_wide_p95_interval_produces_the_tail_hint():
     s = stats(table())
     assert s["tail_hint"] and "raise baseline.iterations" in s["tail_hint"]
+
+
+def test_the_api_scope_names_its_clock_when_it_is_not_wall_time(tmp_path):
+    from dispatchprof.analysis.baseline import API_SCOPE, api_boundary
+
+    assert api_boundary(None) == API_SCOPE and api_boundary(tmp_path) == API_SCOPE
+    (tmp_path / "api").mkdir()
+    clock = tmp_path / "api" / "clock.json"
+    clock.write_text('{"clock": "time.perf_counter", "wall_time": true}')
+    assert api_boundary(tmp_path) == API_SCOPE
+    clock.write_text('{"clock": "ascend_deepep.elastic:host_clock", "wall_time": false}')
+    assert api_boundary(tmp_path).endswith("timed on ascend_deepep.elastic:host_clock (DISPATCHPROF_HOST_CLOCK), a modelled host path, not wall time")
+    clock.write_bytes(b"\xff\x00garbage")
+    assert "clock unknown" in api_boundary(tmp_path) and str(clock) in api_boundary(tmp_path)

@@ -65,11 +65,43 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"timeline": {"detail_ranks": [3, 16]}}, "timeline.detail_ranks: [16] outside the cluster's 16 ranks (0..15)"),
         ({"timeline": {"nodes_per_job": 0}}, "timeline.nodes_per_job: 0 is less than the minimum of 1"),
         ({"timeline": {"crosscheck": "yes"}}, "timeline.crosscheck: 'yes' is not one of ['auto', 'off']"),
+        ({"sim": {"late_rank": 16}}, "sim.late_rank (16) must be below the number of ranks (16)"),
+        ({"sim": {"late_node": 2}}, "sim.late_node (2) must be below cluster.nodes (2)"),
+        ({"sim": {"late_prob": 1.5}}, "sim.late_prob: 1.5 is greater than the maximum of 1"),
+        ({"sim": {"slow_role": {"rank": 3, "role": "Send", "factor": 2}}}, "sim.slow_role.role: 'Send' is not one of"),
+        ({"sim": {"slow_role": {"rank": 30, "role": "CalCumSum", "factor": 2}}}, "sim.slow_role.rank (30) must be below the number of ranks (16)"),
+        ({"sim": {"slow_role": {"rank": 3, "role": "CalCumSum"}}}, "sim.slow_role: 'factor' is a required property"),
+        ({"sim": {"slow_link": {"src_node": 0, "dst_node": 5, "factor": 2}}}, "names a node outside the cluster's 2 nodes (0..1)"),
+        ({"sim": {"clock_offset_us": {7: 100}}}, "sim.clock_offset_us: nodes [7] are outside the cluster's 2 nodes"),
+        ({"sim": {"clock_drift_ppm": {"one": 5}}}, "sim.clock_drift_ppm: 'one' does not match"),
     ],
 )
 def test_refusals_name_the_key_and_the_rule(overlay, expected):
     found = problems(overlay)
     assert any(expected in p for p in found), found
+
+
+def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
+    from dispatchprof.toolchain import resolve
+
+    overlay = {
+        "sim": {
+            "late_rank": 5,
+            "late_us": 80,
+            "slow_role": {"rank": 3, "role": "LocalWindowCopy", "factor": 1.5},
+            "slow_link": {"src_node": 0, "dst_node": 1, "factor": 2.0},
+            "clock_offset_us": {1: 2500},
+            "clock_drift_ppm": {"1": 20},
+        }
+    }
+    assert problems(overlay) == []
+    config = merged(overlay)
+    validate(config, str(SCHEMA_PATH), set_default=True)
+    env = resolve(config, ROOT).sim_env
+    assert env["DEEPEP_SIM_SLOW_ROLE"] == "rank=3,role=LocalWindowCopy,factor=1.5"
+    assert env["DEEPEP_SIM_SLOW_LINK"] == "src_node=0,dst_node=1,factor=2.0"
+    assert env["DEEPEP_SIM_CLOCK_OFFSET_US"] == "1=2500" and env["DEEPEP_SIM_CLOCK_DRIFT_PPM"] == "1=20"
+    assert env["DEEPEP_SIM_LATE_RANK"] == "5" and env["DEEPEP_SIM_LATE_US"] == "80"
 
 
 def test_output_paths_beyond_msopprof_limit_are_refused(tmp_path):

@@ -9,7 +9,7 @@ from dispatchprof.stage import needed_parts_or_end  # noqa: E402
 
 NEEDED = needed_parts_or_end(snakemake, "baseline")  # ends the job here when a needed part is not ok
 
-from dispatchprof.analysis.baseline import analyse, load_api, load_json_dir, summary_section, tidy_table
+from dispatchprof.analysis.baseline import analyse, api_boundary, load_api, load_json_dir, summary_section, tidy_table
 from dispatchprof.analysis.latency import per_iteration_max, select_measured
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.config import world_ranks
@@ -35,7 +35,7 @@ def body(run: StageRun) -> Status:
         return run.status("invalid", f"{csv} holds {ranks} ranks but the config has {world} (nodes x ranks_per_node)")
     routing = load_json_dir(run_dir / "routing") if run_dir else []
     api_reason = "not collected in analyze mode" if run_dir is None else "the driver wrote no api latency files"
-    stats = analyse(kernel, api, routing, cfg, api_reason)
+    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir))
     stats.update(
         toolchain=run.toolchain,
         source=run.source,

@@ -3,10 +3,13 @@ Python environment, next to perf_driver.py, on every rank.
 
 Environment: DISPATCHPROF_OUT (where to write), DISPATCHPROF_WARMUP, DISPATCHPROF_ITERATIONS,
 DISPATCHPROF_NUM_EXPERTS, DISPATCHPROF_RANKS_PER_NODE, DISPATCHPROF_TOPK_KEY; RANK (node index) and
-RANK_ID (global rank, set by the driver at the start of the per-rank function).
+RANK_ID (global rank, set by the driver at the start of the per-rank function); DISPATCHPROF_HOST_CLOCK
+(optional, module:function): the clock of the full-API scope instead of time.perf_counter. Only the simulated
+cluster sets it (its modelled host clock); the clock used is written to api/clock.json.
 """
 
 import csv
+import importlib
 import json
 import os
 import socket
@@ -17,7 +20,17 @@ OUT = os.environ.get("DISPATCHPROF_OUT", "dispatchprof_out")
 WARMUP = int(os.environ.get("DISPATCHPROF_WARMUP", "10"))
 ITERATIONS = int(os.environ.get("DISPATCHPROF_ITERATIONS", "110"))
 _api: list = []
-clock = time.perf_counter
+CLOCK_NAME = os.environ.get("DISPATCHPROF_HOST_CLOCK") or "time.perf_counter"
+
+
+def _clock():
+    if CLOCK_NAME == "time.perf_counter":
+        return time.perf_counter
+    module, _, name = CLOCK_NAME.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+clock = _clock()
 
 
 def _ranks():
@@ -100,6 +113,7 @@ def record_api(iteration, started):
 
 
 def finish():
+    _write_json(os.path.join(OUT, "api", "clock.json"), {"clock": CLOCK_NAME, "wall_time": CLOCK_NAME == "time.perf_counter"})
     path = os.path.join(OUT, "api", _tag() + ".csv")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     node, local, global_rank = _ranks()

@@ -92,7 +92,11 @@ FIXED_ACROSS_EXPERIMENTS = ("cluster", "mode", "launcher", "experiment", "experi
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(dict(base))
     for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping) and key not in ("role_speedup", "build_env", "known_kernels"):
+        if (
+            isinstance(value, Mapping)
+            and isinstance(merged.get(key), Mapping)
+            and key not in ("role_speedup", "build_env", "known_kernels", "clock_offset_us", "clock_drift_ppm")
+        ):
             merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = copy.deepcopy(value)
@@ -212,9 +216,20 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
 
     if sim["precision_fail_rank"] is not None and sim["precision_fail_rank"] >= world:
         problems.append(f"sim.precision_fail_rank ({sim['precision_fail_rank']}) must be below the number of ranks ({world})")
-    for knob in ("slow_rank", "spiky_rank"):
+    for knob in ("slow_rank", "spiky_rank", "late_rank"):
         if sim[knob] is not None and sim[knob] >= world:
             problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")
+    if sim["late_node"] is not None and sim["late_node"] >= nodes:
+        problems.append(f"sim.late_node ({sim['late_node']}) must be below cluster.nodes ({nodes})")
+    if sim["slow_role"] is not None and sim["slow_role"]["rank"] >= world:
+        problems.append(f"sim.slow_role.rank ({sim['slow_role']['rank']}) must be below the number of ranks ({world})")
+    link = sim["slow_link"]
+    if link is not None and max(link["src_node"], link["dst_node"]) >= nodes:
+        problems.append(f"sim.slow_link {link} names a node outside the cluster's {nodes} nodes (0..{nodes - 1})")
+    for knob in ("clock_offset_us", "clock_drift_ppm"):
+        outside = sorted(int(k) for k in sim[knob] if int(k) >= nodes)
+        if outside:
+            problems.append(f"sim.{knob}: nodes {outside} are outside the cluster's {nodes} nodes (0..{nodes - 1})")
     unknown_roles = sorted(set(sim["role_speedup"]) - {r["name"] for r in roles})
     if unknown_roles:
         problems.append(f"sim.role_speedup names {unknown_roles}, which are not in kernel.roles {[r['name'] for r in roles]}")

@@ -30,7 +30,18 @@ SIM_ENV = {
     "op_entry": "DEEPEP_SIM_OP_ENTRY",
     "pcsampling": "DEEPEP_SIM_PCSAMPLING",
     "icache_hot_role": "DEEPEP_SIM_ICACHE_HOT_ROLE",
+    "late_rank": "DEEPEP_SIM_LATE_RANK",
+    "late_node": "DEEPEP_SIM_LATE_NODE",
+    "late_us": "DEEPEP_SIM_LATE_US",
+    "late_prob": "DEEPEP_SIM_LATE_PROB",
+    "slow_role": "DEEPEP_SIM_SLOW_ROLE",
+    "slow_link": "DEEPEP_SIM_SLOW_LINK",
+    "clock_offset_us": "DEEPEP_SIM_CLOCK_OFFSET_US",
+    "clock_drift_ppm": "DEEPEP_SIM_CLOCK_DRIFT_PPM",
 }
+# The stand-in's modelled host clock: the full-API scope of the simulated cluster is its host path, not the
+# stand-in store's TCP round trips (the driver records which clock it used in api/clock.json).
+SIM_HOST_CLOCK = "ascend_deepep.elastic:host_clock"
 
 
 def noise_seed(config: Mapping[str, Any]) -> int:
@@ -77,7 +88,7 @@ class Toolchain:
         if self.name != "sim" or self.bin_dir is None:
             return {}
         shim = self.bin_dir.parent / "shims"
-        return {"PYTHONPATH": os.pathsep.join([str(self.repo), str(shim)])}
+        return {"PYTHONPATH": os.pathsep.join([str(self.repo), str(shim)]), "DISPATCHPROF_HOST_CLOCK": SIM_HOST_CLOCK}
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """A command line that runs ``argv`` with the toolchain's environment sourced (CANN)."""

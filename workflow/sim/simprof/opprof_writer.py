@@ -31,6 +31,7 @@ STATES = [
     "Active",
 ]
 FREQ_MHZ = 1650
+SAMPLES_PER_US = 40  # PC samples per µs of SIMT time, all cores of a rank (simulated)
 BLOCK = {"TRACE": 0x2, "FILE_API": 0x3, "INSTR_API": 0x4, "OP_BASIC_INFO": 0x5, "TOP_STALL_REASON": 0xF}
 
 
@@ -133,13 +134,15 @@ def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
     lines = source.read_text().splitlines()
     starts = {name: i + 1 for i, text in enumerate(lines) for name in SIMT_STALLS if f" {name}(" in text}
     rng = random.Random(f"pc/{rank}")
-    weight = {"simt_prepare_mapping": 0.2, "buildRemoteWqeDesc": 0.4, "simt_nw_mj_vf": 0.15, "simt_write_wqe_v4": 0.25}
+    # Samples per function follow the event model's time in it on this rank (function_us); lines share them 1/(k+1).
+    function_us = simt["function_us"]
+    line_share = [1 / (k + 1) for k in range(6)]
     total = {s: 0 for s in STATES}
     files, instructions = [], []
     address = 0x10F86A00
     for name, mix in SIMT_STALLS.items():
         for k in range(6):
-            samples = int(weight[name] * 4000 * (0.5 + rng.random()) / (k + 1))
+            samples = int(function_us.get(name, 0.0) * SAMPLES_PER_US * (0.5 + rng.random()) * line_share[k] / sum(line_share))
             details = {s: int(samples * mix.get(s, 0.0)) for s in STATES}
             for st, n in details.items():
                 total[st] += n

@@ -27,6 +27,21 @@ def load_api(run_dir: Path) -> pd.DataFrame | None:
     return pd.concat([parse_api_csv(f) for f in files], ignore_index=True)
 
 
+def api_boundary(run_dir: Path | None) -> str:
+    """The full-API scope's label, naming the clock when it was not the host's wall clock (the driver's
+    api/clock.json; the simulated cluster times its modelled host path)."""
+    path = run_dir / "api" / "clock.json" if run_dir else None
+    if path is None or not path.is_file():
+        return API_SCOPE
+    try:
+        clock = json.loads(path.read_text()).get("clock", "time.perf_counter")
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        return f"{API_SCOPE}; clock unknown ({path} is not the driver's JSON: {exc})"
+    if clock == "time.perf_counter":
+        return API_SCOPE
+    return f"{API_SCOPE}; timed on {clock} (DISPATCHPROF_HOST_CLOCK), a modelled host path, not wall time"
+
+
 def load_json_dir(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
 
@@ -50,6 +65,7 @@ def analyse(
     routing: list[Mapping[str, Any]],
     config: Mapping[str, Any],
     api_missing_reason: str,
+    api_scope: str = API_SCOPE,
 ) -> dict[str, Any]:
     boot = config["stats"]["bootstrap"]
     args = dict(resamples=boot["resamples"], seed=boot["seed"], akl_last_n=config["stats"]["akl_last_n"], tail_ci_ratio=config["stats"]["tail_ci_ratio"])
@@ -62,7 +78,7 @@ def analyse(
             "source_file": kernel.path,
         }
     }
-    scopes["api"] = {**latency_statistics(api, **args), "boundary": API_SCOPE} if api is not None else {"available": False, "reason": api_missing_reason}
+    scopes["api"] = {**latency_statistics(api, **args), "boundary": api_scope} if api is not None else {"available": False, "reason": api_missing_reason}
     traffic = byte_accounting(routing, config["shape"]["hidden"], config["shape"]["dtype"])
     per_iter = scopes["kernel"]["per_iteration_max_us"]
     if traffic["available"] and per_iter:

@@ -20,12 +20,28 @@ import time
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from ascend_deepep._latency_model import core_metrics, kernel_us
+from ascend_deepep._collective import Cluster, CollectiveModel, Knobs, Launch, RankLaunch, launch_truth, pmu_cores, replay_truth, root_causes, simt_function_us
 from ascend_deepep._store import StoreClient
 
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
+LATENCY_MODES = ("kernel", "event")  # AKL_LATENCY_MODE (shared/formats/deepep.md §1); kernel when unset
+TRUTH_SCHEMA = "dispatchprof.sim_truth/1"
+
+
+class _HostClock:
+    """This rank process's modelled host clock (µs on the model's true clock). The simulated cluster points the perf
+    driver's DISPATCHPROF_HOST_CLOCK at host_clock(), so the full-API scope is the model's host path (tens of µs above
+    the kernel) rather than the stand-in store's TCP round trips."""
+
+    now_us = 0.0
+
+
+def host_clock() -> float:
+    """Seconds on the modelled host clock of this process (a stand-in for time.perf_counter)."""
+    return _HostClock.now_us / 1e6
+
 
 PAYLOAD_VALUES = 4
 
@@ -126,8 +142,16 @@ class ElasticBuffer:
         self.ranks_per_node = ranks_per_node
         self._calls = 0
         self._session: list[float] | None = None
-        self._trace = _DeviceTrace(rank, ranks_per_node)
-        self._op_profiler = _OpProfiler(rank, ranks_per_node, num_aiv, num_experts)
+        self._sync_start = True
+        self._mode = "kernel"
+        self._knobs = Knobs.from_env()
+        self._model = CollectiveModel(Cluster(world, ranks_per_node, num_aiv, num_experts), self._knobs)
+        _HostClock.now_us = self._model.host_now[rank]
+        self._epoch_ns: int | None = None
+        self._truth: list[dict[str, Any]] = []  # rank 0: every launch of the session, for sim_truth.json
+        self._replays: list[dict[str, Any]] = []
+        self._trace = _DeviceTrace(rank, ranks_per_node, self._model)
+        self._op_profiler = _OpProfiler(rank, ranks_per_node, self._knobs)
         self._warmup = 0
         self._sessions_used = 0
         fail_rank = os.environ.get("DEEPEP_SIM_PRECISION_FAIL_RANK", "")
@@ -141,25 +165,40 @@ class ElasticBuffer:
             for dst in sorted({e // self.experts_per_rank for e in experts}):
                 outgoing[dst].append(t)
         row_bytes = self.hidden * self.dtype_bytes
-        remote_bytes = sum(len(tokens) for dst, tokens in outgoing.items() if dst != self.rank) * row_bytes
-        if self._session is not None:
-            self._op_profiler.launch("cached_notify_combine", remote_bytes, len(outgoing[self.rank]) * row_bytes)
-        corrupt_by_replay = self._op_profiler.launch("elastic_dispatch_kernel", remote_bytes, len(outgoing[self.rank]) * row_bytes)
-        # Rows travel packed (token ids, payloads, expert ids, weights as flat arrays): the data really moves,
-        # without per-value JSON cost.
+        # Rows travel packed (token ids, payloads, expert ids, weights as flat arrays): the data really moves, without
+        # per-value JSON cost. Every rank also publishes its send bytes per destination (what CalCumSum exchanges), so
+        # every process can compute the same event model of this launch; rank 0 adds the session's epoch.
         k = len(topk_idx[0]) if topk_idx else 0
-        self.store.mset({f"dispatch/{call}/{self.rank}->{dst}": _pack(self.rank, tokens, x, topk_idx, topk_weights) for dst, tokens in outgoing.items()})
+        counts = {"sends": [len(outgoing[dst]) * row_bytes for dst in range(self.world)], "epoch_ns": time.time_ns() if self.rank == 0 else None}
+        items = {f"dispatch/{call}/{self.rank}->{dst}": _pack(self.rank, tokens, x, topk_idx, topk_weights) for dst, tokens in outgoing.items()}
+        self.store.mset({**items, f"counts/{call}/{self.rank}": counts})
+        blobs = self.store.mget([f"dispatch/{call}/{src}->{self.rank}" for src in range(self.world)] + [f"counts/{call}/{src}" for src in range(self.world)])
         received = []
-        for blob in self.store.mget([f"dispatch/{call}/{src}->{self.rank}" for src in range(self.world)]):
+        for blob in blobs[: self.world]:
             received.extend(_unpack(blob, k))
+        peers = blobs[self.world :]
+        if self._epoch_ns is None:
+            self._epoch_ns = int(peers[0]["epoch_ns"])
+        sends = [peer["sends"] for peer in peers]
+        in_session = self._session is not None
+        launch = self._model.launch(call, sends, sync_start=in_session and self._sync_start)
+        mine = launch.ranks[self.rank]
+        _HostClock.now_us = self._model.host_now[self.rank]
+        corrupt_by_replay = False
+        if in_session and self._sync_start:
+            self._op_profiler.launch("cached_notify_combine", lambda: None)
+        replay = self._op_profiler.launch("elastic_dispatch_kernel", lambda: self._model.replay(call, sends))
+        if replay is not None:
+            corrupt_by_replay = replay[0]
+            if self.rank == 0:
+                self._replays.append(replay_truth(replay[1]))
         self.store.barrier(f"dispatch/{call}", self.world)
-        if self._session is not None:
-            remote = sum(len(tokens) for dst, tokens in outgoing.items() if dst != self.rank)
-            local = len(outgoing[self.rank])
-            row_bytes = self.hidden * self.dtype_bytes
-            us = kernel_us(self.rank, len(self._session), self._warmup, remote * row_bytes, local * row_bytes, self.num_experts)
-            self._session.append(us)
-            self._trace.record(us, len(topk_idx), len(topk_idx[0]) if topk_idx else 0, self.hidden)
+        if in_session:
+            assert self._session is not None
+            self._session.append(mine.kernel_mode_us if self._mode == "kernel" else mine.event_mode_us)
+            self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
+            if self.rank == 0:
+                self._truth.append(launch_truth(launch))
         # A replay that corrupted the buffer's state corrupts every later result too.
         self._corrupt = self._corrupt or corrupt_by_replay
         if self._corrupt and received:
@@ -177,13 +216,19 @@ class ElasticBuffer:
     ) -> Iterator[None]:
         """Time every dispatch in the block; rank 0 writes dispatch_latency.csv (shared/formats/deepep.md §1).
 
-        Kernel-mode measurement: per call the simulated max-over-AIV kernel time, outer barriers excluded.
+        AKL_LATENCY_MODE picks the measurement: kernel (default; per call the max over AIV cores after the entry
+        barrier) or event (the whole launch, entry barrier included). Rank 0 also writes sim_truth.json beside the
+        CSV: the event model's ground truth, for tests only.
         """
         if self._sessions_used:
             raise RuntimeError("one profiling session per process")
+        mode = os.environ.get("AKL_LATENCY_MODE") or "kernel"
+        if mode not in LATENCY_MODES:
+            raise RuntimeError(f"AKL_LATENCY_MODE={mode!r}: expected one of {', '.join(LATENCY_MODES)}")
         self._sessions_used += 1
-        self._session, self._warmup = [], int(warmup)
-        metadata = metadata or {"measurement": "kernel", "clock_hz": "1000000000"}
+        self._session, self._warmup, self._mode, self._sync_start = [], int(warmup), mode, bool(synchronize_start)
+        first_call = self._calls
+        metadata = metadata or {"measurement": mode, "clock_hz": "1000000000"}
         env = os.environ
         out = Path(env.get("AKL_LATENCY_OUTPUT_DIR") or output_dir or env.get("DISPATCH_RESULTS_DIR") or env.get("DISPATCH_CLOCK_DIR") or "./clock_results")
         try:
@@ -200,20 +245,61 @@ class ElasticBuffer:
             raise RuntimeError("all ranks must use identical profiling settings")
         if self.rank == 0:
             _write_latency_csv(out / "dispatch_latency.csv", [g["samples"] for g in gathered], self._warmup, metadata)
+            self._write_truth(out / "sim_truth.json", list(range(first_call, self._calls)), metadata)
         self.store.barrier("latency/written", self.world)
+
+    def _write_truth(self, path: Path, calls: list[int], metadata: dict[str, str]) -> None:
+        """sim_truth.json (schema in workflow/sim/README.md): the model's launches of this session, the replayed
+        launch under msopprof, the true node clocks and the root causes the knobs created. Tests read it; the
+        workflow's analysis never does."""
+        cl, kn = self._model.cluster, self._knobs
+        nodes = (cl.world + cl.ranks_per_node - 1) // cl.ranks_per_node
+        truth = {
+            "schema": TRUTH_SCHEMA,
+            "toolchain": "sim",
+            "note": "ground truth of the simulated cluster, for tests only: never an input of the analysis",
+            "run": {
+                "world": cl.world,
+                "ranks_per_node": cl.ranks_per_node,
+                "nodes": nodes,
+                "num_aiv": cl.num_aiv,
+                "tiling": self._model.tiling,
+                "synchronize_start": self._sync_start,
+                "measurement": metadata.get("measurement"),
+                "warmup": self._warmup,
+                "epoch_ns": self._epoch_ns,
+                "time_unit": "us since the first call on the true clock (node clocks are in 'clocks')",
+            },
+            "knobs": {k: (list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v) for k, v in vars(kn).items()},
+            "clocks": {str(n): {"offset_us": kn.offset_us(n), "drift_ppm": kn.drift_ppm(n)} for n in range(nodes)},
+            "root_causes": root_causes(self._model, calls),
+            "launches": self._truth,
+            "replays": self._replays,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+            json.dump(truth, handle, separators=(",", ":"))
+        os.chmod(handle.name, 0o666 & ~_umask())
+        os.replace(handle.name, path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class _OpProfiler:
-    """Kernel replay as msopprof does it, when the msopprof stand-in runs this process
-    (DEEPEP_SIM_OPPROF_DIR): launches are counted per process, the ones matching --kernel-name after
-    --launch-skip-before-match are "replayed" and their per-core PMU view is recorded. sim.replay may
-    make the replay hang or corrupt the result, as a cross-rank kernel's replay might."""
+    """Kernel replay as msopprof does it, when the msopprof stand-in runs this process (DEEPEP_SIM_OPPROF_DIR):
+    launches are counted per process, the ones matching --kernel-name after --launch-skip-before-match are replayed
+    (the event model's replay of that launch) and their per-core PMU view is recorded. sim.replay may make the
+    replay hang or corrupt the result, as a cross-rank kernel's replay might."""
 
-    def __init__(self, rank: int, ranks_per_node: int, num_aiv: int, num_experts: int):
+    def __init__(self, rank: int, ranks_per_node: int, knobs: Knobs):
         env = os.environ
         self.directory = env.get("DEEPEP_SIM_OPPROF_DIR")
         self.rank, self.local = rank, rank % ranks_per_node
-        self.num_aiv, self.num_experts = num_aiv, num_experts
+        self.knobs = knobs
         pattern = env.get("DEEPEP_SIM_OPPROF_KERNEL", "")
         self.regex = re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern)) if pattern else None
         self.count = int(env.get("DEEPEP_SIM_OPPROF_COUNT", "1"))
@@ -222,19 +308,27 @@ class _OpProfiler:
         self.seen = 0
         self.profiled = 0
 
-    def launch(self, name: str, remote_bytes: int, local_bytes: int) -> bool:
-        """Returns True when the replay corrupted this launch's result."""
+    def launch(self, name: str, replay: Callable[[], Launch | None]) -> tuple[bool, Launch] | None:
+        """When this launch is profiled: (whether the replay corrupted its result, the replayed launch)."""
         if not self.directory:
-            return False
+            return None
         index = self.seen
         self.seen += 1
         matched = self.regex.match(name) if self.regex else self.profiled == 0 and index == 0
         if not matched or index < self.skip or self.profiled >= self.count:
-            return False
-        replay = os.environ.get("DEEPEP_SIM_REPLAY", "ok")
-        if replay == "hang":
+            return None
+        mode = os.environ.get("DEEPEP_SIM_REPLAY", "ok")
+        if mode == "hang":
             while True:  # the replayed launch waits for peers that never re-launch
                 time.sleep(3600)
+        launch = replay()
+        if launch is None:  # a kernel the model has no events for (the barrier kernel): nothing to record
+            return None
+        mine = launch.ranks[self.rank]
+        rng = random.Random(f"pmu/{self.knobs.seed}/{self.rank}/{self.profiled}")
+        simt = None
+        if any(m.lower() == "pcsampling" for m in self.metrics):
+            simt = {**simt_code(), "function_us": simt_function_us(mine)}
         record = {
             "pid": os.getpid(),
             "rank": self.rank,
@@ -242,13 +336,13 @@ class _OpProfiler:
             "rank_id": os.environ.get("RANK_ID"),
             "kernel": name,
             "n": self.profiled,
-            "cores": core_metrics(self.rank, self.num_aiv, remote_bytes, local_bytes, self.num_experts),
-            "simt": simt_code() if any(m.lower() == "pcsampling" for m in self.metrics) else None,
+            "cores": pmu_cores(mine, self.knobs, rng),
+            "simt": simt,
         }
         self.profiled += 1
         path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
         path.write_text(json.dumps(record))
-        return replay == "corrupt"
+        return mode == "corrupt", launch
 
 
 def simt_code() -> dict[str, Any]:
@@ -259,39 +353,41 @@ def simt_code() -> dict[str, Any]:
 
 
 class _DeviceTrace:
-    """What the device would show a system profiler: each timed dispatch is a synchronize_start barrier
-    kernel, then the dispatch kernel, on one stream. Written for the msprof stand-in when it profiles this
-    process (DEEPEP_SIM_PROFILER_DIR); timestamps use this node's (skewed) clock, as real hosts do."""
+    """What the device would show a system profiler: each timed dispatch is the synchronize_start barrier kernel
+    (when set), then the dispatch kernel, then a copy, on one stream. Written for the msprof stand-in when it
+    profiles this process (DEEPEP_SIM_PROFILER_DIR); times are the event model's, read on this node's clock
+    (offset and drift), as real hosts' clocks disagree."""
 
     STREAM = 1332
-    OVERHEAD_US = 2.0  # what the profiler adds to each kernel (simulated)
 
-    def __init__(self, rank: int, ranks_per_node: int):
-        self.rank, self.ranks_per_node = rank, ranks_per_node
+    def __init__(self, rank: int, ranks_per_node: int, model: CollectiveModel):
+        self.rank, self.ranks_per_node, self.model = rank, ranks_per_node, model
         self.events: list[dict[str, Any]] = []
         self.node = int(os.environ.get("RANK", "0"))
-        self.skew_ns = self.node * 1_700_000 + 123_456 * self.node  # hosts' clocks disagree by milliseconds
-        self.rng = random.Random(f"trace/{rank}")
 
-    def record(self, kernel_us: float, tokens: int, topk: int, hidden: int) -> None:
+    def record(self, mine: RankLaunch, epoch_ns: int, tokens: int, topk: int, hidden: int) -> None:
         if not os.environ.get("DEEPEP_SIM_PROFILER_DIR"):
             return
-        t0 = time.time_ns() + self.skew_ns
+
+        def clock(us: float) -> int:
+            return self.model.node_clock_ns(self.node, us, epoch_ns)
+
         task = len(self.events) + 1
-        barrier_ns = int((6.0 + self.rng.expovariate(1 / 4.0)) * 1000)
-        self.events.append(
-            {
-                "name": "cached_notify_combine",
-                "task_type": "AI_VECTOR_CORE",
-                "stream": self.STREAM,
-                "task_id": task,
-                "start_ns": t0 + 25_000,
-                "dur_ns": barrier_ns,
-                "block_dim": 1,
-            }
-        )
-        start = t0 + 25_000 + barrier_ns + 1_500
-        dur = int(round((kernel_us * 1.005 + self.OVERHEAD_US) * 1000))
+        if mine.barrier_end is not None:
+            start = clock(mine.arrival)
+            self.events.append(
+                {
+                    "name": "cached_notify_combine",
+                    "task_type": "AI_VECTOR_CORE",
+                    "stream": self.STREAM,
+                    "task_id": task,
+                    "start_ns": start,
+                    "dur_ns": clock(mine.barrier_end) - start,
+                    "block_dim": 1,
+                }
+            )
+        start = clock(mine.kernel_start)
+        end = clock(mine.kernel_end)
         self.events.append(
             {
                 "name": "elastic_dispatch_kernel",
@@ -299,14 +395,12 @@ class _DeviceTrace:
                 "stream": self.STREAM,
                 "task_id": task + 1,
                 "start_ns": start,
-                "dur_ns": dur,
-                "block_dim": 56,
+                "dur_ns": end - start,
+                "block_dim": len(mine.cores),
                 "input_shapes": f"{tokens},{hidden};{tokens},{topk}",
             }
         )
-        self.events.append(
-            {"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": self.STREAM, "task_id": task + 2, "start_ns": start + dur + 3_000, "dur_ns": 2_100}
-        )
+        self.events.append({"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": self.STREAM, "task_id": task + 2, "start_ns": end + 3_000, "dur_ns": 2_100})
 
     def flush(self) -> None:
         directory = os.environ.get("DEEPEP_SIM_PROFILER_DIR")

@@ -1,0 +1,210 @@
+"""For each knob, the simulated cluster's artifacts and its ground truth agree: msprof task durations, the latency
+CSV (both measurement modes), the full-API times and msopprof's per-core rows are computed from the same events
+that sim_truth.json records. The stand-in runs as the workflow runs it (perf driver generated from the test, under
+the stand-in msprof / msopprof, node 0 first), on a small 2-node x 2-rank cluster; the library's own parsers read
+the artifacts, the truth file is read only here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from conftest import ROOT, free_port
+from dispatchprof.driver import patch_test
+from dispatchprof.formats.latency_csv import parse_api_csv, parse_latency_csv
+from dispatchprof.formats.msopprof import discover as discover_opprof
+from dispatchprof.formats.msopprof import kernel_runs, metric_files, read_metric_csv
+from dispatchprof.formats.msprof import discover as discover_prof
+from dispatchprof.formats.msprof import read_prof_info
+from dispatchprof.formats.msprof_tables import read_db
+from dispatchprof.toolchain import SIM_ENV, Toolchain
+
+SIM = ROOT / "workflow" / "sim"
+REPO = SIM / "ascend_deepep"
+NODES, RPN, ITERATIONS, WARMUP = 2, 2, 14, 2
+SHAPE = ["--num-tokens", "64", "--num-max-tokens-per-rank", "64", "--hidden", "1024", "--num-topk", "3", "--num-experts", "16", "--num-aiv", "16"]
+
+
+def driver(tmp: Path) -> Path:
+    loop = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    template = loop.from_string((ROOT / "workflow/templates/perf_loop.py.j2").read_text())
+    test = REPO / "test/test_v2_elastic_dispatch_precision.py"
+    patched = patch_test(test.read_text(), str(test), "buffer.dispatch", lambda v: template.render(**v), RPN)
+    (tmp / "perf_driver.py").write_text(patched.source)
+    shutil.copyfile(ROOT / "workflow/templates/dispatchprof_perf_runtime.py", tmp / "dispatchprof_perf_runtime.py")
+    return tmp / "perf_driver.py"
+
+
+def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: dict | None = None) -> Path:
+    """Both nodes of the stand-in cluster; returns the driver's output directory."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    script = driver(tmp)
+    sim_env = {SIM_ENV[k]: (",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else str(v)) for k, v in knobs.items()}
+    chain = Toolchain("sim", REPO, SIM / "Ascend", bin_dir=SIM / "bin", sim_env=sim_env)
+    port = free_port()
+    out = tmp / "out"
+    procs = []
+    for node in range(NODES):
+        env = chain.env(
+            extra={
+                "WORLD_SIZE": str(NODES),
+                "RANK": str(node),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+                "DISPATCHPROF_OUT": str(out),
+                "DISPATCHPROF_ITERATIONS": str(ITERATIONS),
+                "DISPATCHPROF_WARMUP": str(WARMUP),
+                "DISPATCHPROF_NUM_EXPERTS": "16",
+                "DISPATCHPROF_RANKS_PER_NODE": str(RPN),
+                "DISPATCHPROF_TOPK_KEY": "topk_idx",
+                **chain.driver_env(),
+                **(extra_env or {}),
+            }
+        )
+        argv = [sys.executable, str(script), "--ep-size", str(RPN), *SHAPE, "--log-dir", str(tmp / "logs"), "--run-tag", "t"]
+        if profiler == "msprof":
+            argv = ["msprof", f"--output={tmp / 'prof' / f'node{node}'}", "--task-time=on", *argv]
+        elif profiler == "msopprof":
+            argv = ["msopprof", "--kernel-name=elastic_dispatch_kernel", "--aic-metrics=PipeUtilization", f"--output={tmp / 'opprof' / f'node{node}'}", *argv]
+        log = open(tmp / f"node{node}.log", "w")
+        procs.append(subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        if node == 0:
+            time.sleep(0.5)  # node 0 serves the store
+    try:
+        codes = [p.wait(timeout=240) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert codes == [0, 0], "".join((tmp / f"node{n}.log").read_text()[-2000:] for n in range(NODES))
+    return out
+
+
+def truth_of(out: Path) -> dict:
+    truth = json.loads((out / "latency" / "sim_truth.json").read_text())
+    assert truth["schema"] == "dispatchprof.sim_truth/1" and truth["toolchain"] == "sim"
+    return truth
+
+
+def column(truth: dict, key: str) -> dict[tuple[int, int], float]:
+    """(rank, iteration) -> value of every launch of the session."""
+    return {(r["rank"], i): r[key] for i, launch in enumerate(truth["launches"]) for r in launch["ranks"]}
+
+
+def assert_csv_matches(out: Path, truth: dict, key: str) -> None:
+    table = parse_latency_csv(out / "latency" / "dispatch_latency.csv")
+    frame = table.frame
+    expected = column(truth, key)
+    assert len(frame) == len(expected) == NODES * RPN * ITERATIONS
+    for rank, iteration, us in zip(frame["rank"], frame["iteration"], frame["us"]):
+        assert us == pytest.approx(expected[(rank, iteration)], abs=0.002)
+    api = parse_api_csv_all(out)
+    for (rank, iteration), us in api.items():
+        assert us == pytest.approx(column(truth, "api_us")[(rank, iteration)], abs=0.002)
+
+
+def parse_api_csv_all(out: Path) -> dict[tuple[int, int], float]:
+    rows = {}
+    for path in sorted((out / "api").glob("rank*.csv")):
+        frame = parse_api_csv(path)
+        rows.update({(r, i): us for r, i, us in zip(frame["rank"], frame["iteration"], frame["us"])})
+    assert len(rows) == NODES * RPN * ITERATIONS
+    return rows
+
+
+def msprof_tasks(tmp: Path) -> dict[int, dict[str, list]]:
+    """Per global rank: the start and duration (ns, that node's clock) of each kernel name, in launch order."""
+    tasks: dict[int, dict[str, list]] = {}
+    for node in range(NODES):
+        for prof in discover_prof(tmp / "prof" / f"node{node}"):
+            info = read_prof_info(prof)
+            frame = read_db(info.db)
+            tasks[info.rank_id] = {name: list(zip(g["start_ns"], g["dur_ns"])) for name, g in frame.groupby("name")}
+    assert sorted(tasks) == list(range(NODES * RPN))
+    return tasks
+
+
+KNOBS = {
+    "plain": {},
+    "late_rank": {"late_rank": 1, "late_us": 120},
+    "late_node": {"late_node": 1, "late_us": 90, "late_prob": 0.5},
+    "slow_rank": {"slow_rank": 2, "slow_factor": 1.3},
+    "slow_sender": {"slow_role": {"rank": 3, "role": "URMASendToken", "factor": 1.8}},
+    "slow_receiver": {"slow_role": {"rank": 0, "role": "LocalWindowCopy", "factor": 4.0}},
+    "slow_link": {"slow_link": {"src_node": 1, "dst_node": 0, "factor": 2.5}},
+    "spiky_rank": {"spiky_rank": 0},
+}
+
+
+@pytest.mark.parametrize("name", sorted(KNOBS))
+def test_msprof_tasks_latency_csv_and_api_times_are_the_truths_events(tmp_path, name):
+    knobs = {**KNOBS[name], "clock_offset_us": {"1": 2500.0}, "clock_drift_ppm": {"1": 40.0}, "noise_seed": 11}
+    out = run_cluster(tmp_path, knobs, profiler="msprof")
+    truth = truth_of(out)
+    assert_csv_matches(out, truth, "kernel_mode_us")
+    tasks = msprof_tasks(tmp_path)
+    epoch = truth["run"]["epoch_ns"]
+    for i, launch in enumerate(truth["launches"]):
+        for r in launch["ranks"]:
+            node = r["node"]
+            clock = truth["clocks"][str(node)]
+            rate = 1 + clock["drift_ppm"] * 1e-6  # a drifting clock stretches durations too
+            start_ns, dur_ns = tasks[r["rank"]]["elastic_dispatch_kernel"][i]
+            assert dur_ns / 1000 == pytest.approx(r["task_us"] * rate, abs=0.002)
+            # what the node's clock says = true time + offset + drift
+            true_start = r["kernel_start_us"]
+            assert (start_ns - epoch) / 1000 == pytest.approx(true_start + clock["offset_us"] + clock["drift_ppm"] * 1e-6 * true_start, abs=0.01)
+            barrier_start, barrier_dur = tasks[r["rank"]]["cached_notify_combine"][i]
+            assert barrier_dur / 1000 == pytest.approx(r["barrier_wait_us"] * rate, abs=0.002)
+    # each knob's fingerprint in the truth, so that the agreement above is about a case that shows something
+    causes = {c["knob"]: c for c in truth["root_causes"]}
+    if name == "late_rank":
+        assert causes["late_rank"]["ranks"] == [1]
+        assert all(launch["barrier"]["last_rank"] == 1 for launch in truth["launches"][WARMUP:])
+    if name == "late_node":
+        late = [launch for launch in truth["launches"] if launch["barrier"]["last_rank"] in (2, 3)]
+        assert 0.2 < causes["late_node"]["fraction"] < 0.9 and late
+    if name == "slow_sender":
+        assert all(r["tokens_awaited_rank"] == 3 for launch in truth["launches"][WARMUP:] for r in launch["ranks"] if r["node"] == 0)
+    if name == "slow_link":
+        assert all(r["tokens_awaited_rank"] in (2, 3) for launch in truth["launches"][WARMUP:] for r in launch["ranks"] if r["node"] == 0)
+
+
+def test_the_event_measurement_mode_writes_the_truths_event_latencies(tmp_path):
+    out = run_cluster(tmp_path, {"late_rank": 2, "late_us": 80}, extra_env={"AKL_LATENCY_MODE": "event"})
+    truth = truth_of(out)
+    assert parse_latency_csv(out / "latency" / "dispatch_latency.csv").measurement == "event"
+    assert_csv_matches(out, truth, "event_mode_us")
+    kernel, event = column(truth, "kernel_mode_us"), column(truth, "event_mode_us")
+    assert all(event[k] > kernel[k] for k in kernel)  # the entry barrier is inside the event scope
+
+
+def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path):
+    out = run_cluster(tmp_path, {"slow_role": {"rank": 1, "role": "CalCumSum", "factor": 30.0}, "late_rank": 3, "late_us": 400}, profiler="msopprof")
+    truth = truth_of(out)
+    assert len(truth["replays"]) == 1 and truth["replays"][0]["replay"]
+    replay = {r["rank"]: r for r in truth["replays"][0]["ranks"]}
+    seen = 0
+    for node in range(NODES):
+        for opprof in discover_opprof(tmp_path / "opprof" / f"node{node}"):
+            for run in kernel_runs(opprof):
+                rank = node * RPN + run.device
+                _, frame = read_metric_csv(metric_files(run.directory)["PipeUtilization"])
+                aiv = frame[frame["metric"] == "aiv_time(us)"].set_index("block_id")["value"]
+                scalar = frame[frame["metric"] == "aiv_scalar_time(us)"].set_index("block_id")["value"]
+                for core in replay[rank]["cores"]:
+                    assert aiv[core["block_id"]] == pytest.approx(core["aiv_time_us"], abs=0.002)
+                    assert scalar[core["block_id"]] == pytest.approx(core["pipes_us"]["scalar"], abs=0.002)
+                    assert core["busy_us"] + core["polling_us"] == pytest.approx(core["aiv_time_us"], abs=0.01)
+                seen += 1
+    assert seen == NODES * RPN
+    # Under replay the host lateness is gone (set-up skew only), and every rank's CalCumSum cores wait for rank 1.
+    assert max(r["arrival_us"] for r in replay.values()) < 50.0
+    assert all(r["counts_awaited_rank"] == 1 for r in replay.values())

@@ -1,0 +1,662 @@
+"""The simulated cluster's event model: one dispatch launch, for every rank and AIV core at once.
+
+Every simulated artifact (msprof tasks, dispatch_latency.csv in both measurement modes, the full-API time,
+msopprof's per-core rows, PC samples) is derived from the events computed here, so the confounders of a
+collective are in all of them at once. What waits on what follows shared/formats/deepep.md §4b, which is
+itself inferred from the call order; each rule below is a modelling assumption, named where it is made.
+
+Per launch (times in µs on the true clock, 0 = the first call of the process group):
+1. host: every rank enters dispatch() when its previous call returned; the launch reaches the device after
+   a host path (jitter, plus lateness from sim.late_rank / sim.late_node);
+2. synchronize_start barrier kernel (`cached_notify_combine`), when the session sets it: releases every rank
+   at the last arrival plus a latency; the late rank has the shortest barrier task;
+3. the dispatch kernel's entry barrier (`aclshmemx_barrier_all_vec`), inside the kernel: every core waits for the
+   last rank's kernel start; kernel-mode latency starts after it (start tick per core);
+4. roles on their cores: CalCumSum counts, sends counts and waits for every peer's (WaitDispatch);
+   TokenCopyToBuffer stages and publishes; URMASendToken builds WQEs per destination and waits for the link
+   (send completion); SelfCopyToken waits for the local stage (WaitAllStageDone), then copies;
+5. LocalWindowCopy on every core once all of the rank's incoming tokens (and its own CalCumSum) are in; the
+   kernel ends on a rank when its last core's LocalWindowCopy ends.
+Per core the pipes (MTE2, MTE3, vector, scalar) are busy during work phases by role-specific fractions;
+waiting phases poll (scalar-light, no other pipe busy). aiv_time covers both; pipe times may overlap.
+
+Nothing here is a measurement. The model uses the standard library only (it runs in the test's Python).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+ROLES = ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum")
+LWC = "LocalWindowCopy"
+PIPES = ("vec", "scalar", "mte2", "mte3")
+
+# Simulated constants (µs, bytes per µs). The link and copy rates are per AIV core.
+HOST_PATH_US = 18.0  # dispatch() entry -> the first kernel reaches the device (layout/notify launches)
+HOST_JITTER_MEAN_US = 3.0  # exponential
+START_SKEW_MAX_US = 50.0  # ranks' first calls start this far apart
+SYNC_BARRIER_LATENCY_US = 4.0  # last arrival -> release of cached_notify_combine
+ENTRY_BARRIER_LATENCY_US = 2.5  # last kernel start -> release of aclshmemx_barrier_all_vec
+CROSS_NODE_NOTIFY_US = 1.2  # a release reaches the other nodes' ranks this much later
+LAUNCH_GAP_US = 1.5  # barrier kernel end -> dispatch kernel start on the same stream
+POST_US = 9.0  # kernel end -> dispatch() returns after synchronize (epilogue, D2H)
+EVENT_OVERHEAD_US = 0.8  # ACL event record around the launch (event-mode latency)
+LINK_LATENCY_US = {True: 1.5, False: 4.0}  # same node / across nodes
+LINK_BYTES_PER_US = {True: 2400.0, False: 1400.0}  # per URMA core, same node / across nodes
+WQE_BYTES_PER_US = 60_000.0  # WQE build (SIMT) rate of one URMA core; the rest of a send is waiting for the link
+STAGE_BYTES_PER_US = 8_000.0  # TokenCopyToBuffer, per core
+SELF_BYTES_PER_US = 4_000.0  # SelfCopyToken, per core
+LWC_BYTES_PER_US = 20_000.0  # LocalWindowCopy, per core
+PREPARE_US = 6.0  # simt_prepare_mapping (URMA and SelfCopy cores)
+CUMSUM_COUNT_US, CUMSUM_PER_EXPERT_US, CUMSUM_POST_US = 5.0, 0.02, 4.0
+COUNTS_LATENCY_US = {True: 1.0, False: 3.0}
+JITTER_SIGMA = 0.02  # per core and phase, multiplicative (lognormal)
+SPIKE_PROB, SPIKE_RANGE = 0.002, (1.3, 1.8)  # any rank, any launch: its own work
+SPIKY_PROB, SPIKY_RANGE = 0.08, (2.0, 3.0)  # sim.spiky_rank
+WARM_EXTRA, WARM_DECAY_CALLS = 1.5, 2.0  # the first calls of a process are slower (cold caches)
+REPLAY_SETUP_MAX_US = 40.0  # kernel replay: each rank's tool re-issues the kernel after its own set-up
+POLL_SCALAR = 0.02  # a polling core's scalar pipe share
+
+# Pipe busy fractions of each kind of work (vec, scalar, mte2, mte3); SIMT code runs on the vector unit.
+WORK_PIPES = {
+    "count": (0.30, 0.45, 0.15, 0.08),
+    "post": (0.25, 0.50, 0.10, 0.10),
+    "stage": (0.05, 0.10, 0.80, 0.75),
+    "prepare": (0.60, 0.30, 0.20, 0.05),
+    "wqe": (0.50, 0.50, 0.05, 0.20),
+    "copy": (0.03, 0.10, 0.85, 0.80),
+}
+ICACHE_MISS = {"TokenCopyToBuffer": 0.020, "URMASendToken": 0.025, "SelfCopyToken": 0.015, "CalCumSum": 0.030}
+SIMT_SPLIT = {"buildRemoteWqeDesc": 0.40, "simt_nw_mj_vf": 0.25, "simt_write_wqe_v4": 0.35}  # of an URMA core's WQE work
+
+
+def stand_in_tiling(num_aiv: int) -> list[str]:
+    """The stand-in kernel's role per AIV index (the workflow's kernel.roles is the user's assumption; this is the
+    simulated truth): TokenCopyToBuffer, URMASendToken, SelfCopyToken, then CalCumSum cores."""
+    cumsum = max(1, min(16, num_aiv // 2))
+    selfcopy = min(4, max(0, num_aiv - cumsum - 2))
+    rest = num_aiv - cumsum - selfcopy
+    stage, urma = (rest + 1) // 2, rest // 2
+    return ["TokenCopyToBuffer"] * stage + ["URMASendToken"] * urma + ["SelfCopyToken"] * selfcopy + ["CalCumSum"] * cumsum
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+
+
+def _opt_int(value: str | None) -> int | None:
+    return int(value) if value not in (None, "", "None") else None
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The fault knobs (workflow config `sim:`), as the workflow passes them in DEEPEP_SIM_* variables."""
+
+    seed: int = 0
+    slow_rank: int | None = None
+    slow_factor: float = 1.15
+    spiky_rank: int | None = None
+    role_speedup: Mapping[str, float] = field(default_factory=dict)
+    late_rank: int | None = None
+    late_node: int | None = None
+    late_us: float = 50.0
+    late_prob: float = 1.0
+    slow_role: tuple[int, str, float] | None = None  # rank, role (or LocalWindowCopy), factor
+    slow_link: tuple[int, int, float] | None = None  # src node, dst node, factor
+    clock_offset_us: Mapping[int, float] = field(default_factory=dict)
+    clock_drift_ppm: Mapping[int, float] = field(default_factory=dict)
+    icache_hot_role: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Knobs:
+        env = os.environ if env is None else env
+        slow_role = _pairs(env.get("DEEPEP_SIM_SLOW_ROLE", ""))
+        slow_link = _pairs(env.get("DEEPEP_SIM_SLOW_LINK", ""))
+        return cls(
+            seed=int(env.get("DEEPEP_SIM_NOISE_SEED") or 0),
+            slow_rank=_opt_int(env.get("DEEPEP_SIM_SLOW_RANK")),
+            slow_factor=float(env.get("DEEPEP_SIM_SLOW_FACTOR") or 1.15),
+            spiky_rank=_opt_int(env.get("DEEPEP_SIM_SPIKY_RANK")),
+            role_speedup={k: float(v) for k, v in _pairs(env.get("DEEPEP_SIM_ROLE_SPEEDUP", "")).items()},
+            late_rank=_opt_int(env.get("DEEPEP_SIM_LATE_RANK")),
+            late_node=_opt_int(env.get("DEEPEP_SIM_LATE_NODE")),
+            late_us=float(env.get("DEEPEP_SIM_LATE_US") or 50.0),
+            late_prob=float(env.get("DEEPEP_SIM_LATE_PROB") or 1.0),
+            slow_role=(int(slow_role["rank"]), slow_role["role"], float(slow_role["factor"])) if slow_role else None,
+            slow_link=(int(slow_link["src_node"]), int(slow_link["dst_node"]), float(slow_link["factor"])) if slow_link else None,
+            clock_offset_us={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_OFFSET_US", "")).items()},
+            clock_drift_ppm={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_DRIFT_PPM", "")).items()},
+            icache_hot_role=env.get("DEEPEP_SIM_ICACHE_HOT_ROLE") or None,
+        )
+
+    def offset_us(self, node: int) -> float:
+        """Node clocks disagree: by default node k's clock is k x 1823.456 µs ahead of node 0's."""
+        return float(self.clock_offset_us.get(node, 1823.456 * node))
+
+    def drift_ppm(self, node: int) -> float:
+        """By default node k's clock runs 2.5 x k ppm fast against node 0's."""
+        return float(self.clock_drift_ppm.get(node, 2.5 * node))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    world: int
+    ranks_per_node: int
+    num_aiv: int
+    num_experts: int
+
+    def node(self, rank: int) -> int:
+        return rank // self.ranks_per_node
+
+
+@dataclass(slots=True)
+class Phase:
+    name: str
+    kind: str  # work | wait_peers | wait_local | wait_link
+    start: float
+    end: float
+    work: str | None = None  # key of WORK_PIPES for work phases
+    nbytes: float = 0.0  # bytes the phase moves through MTE2 (copies)
+
+    @property
+    def us(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class Core:
+    """One AIV core of one rank in one launch: kernel start -> entry barrier -> role -> LocalWindowCopy."""
+
+    block_id: int
+    role: str
+    phases: list[Phase] = field(default_factory=list)
+
+    @property
+    def start(self) -> float:
+        return self.phases[0].start
+
+    @property
+    def start_tick(self) -> float:
+        """Where kernel-mode latency starts: after the entry barrier."""
+        return self.phases[1].start
+
+    @property
+    def end(self) -> float:
+        return self.phases[-1].end
+
+    def busy_us(self) -> float:
+        return sum(p.us for p in self.phases if p.kind == "work")
+
+    def waiting_us(self) -> float:
+        """Time blocked on other ranks (entry barrier, peers' counts, incoming tokens)."""
+        return sum(p.us for p in self.phases if p.kind == "wait_peers")
+
+    def polling_us(self) -> float:
+        """Every non-work phase: the core spins on a flag or a completion; no pipe but a little scalar is busy."""
+        return sum(p.us for p in self.phases if p.kind != "work")
+
+    def pipe_us(self) -> dict[str, float]:
+        busy = dict.fromkeys(PIPES, 0.0)
+        for p in self.phases:
+            if p.kind == "work":
+                for pipe, share in zip(PIPES, WORK_PIPES[p.work or "copy"]):
+                    busy[pipe] += share * p.us
+            else:
+                busy["scalar"] += POLL_SCALAR * p.us
+        return busy
+
+    def phase_us(self, name: str) -> float:
+        return sum(p.us for p in self.phases if p.name == name)
+
+
+@dataclass
+class RankLaunch:
+    rank: int
+    node: int
+    host_call: float  # dispatch() entered
+    arrival: float  # the first kernel of this launch starts on the device
+    barrier_end: float | None  # cached_notify_combine ends (synchronize_start)
+    kernel_start: float  # elastic_dispatch_kernel starts on the device
+    entry_release: float
+    cores: list[Core]
+    kernel_end: float
+    api_end: float  # dispatch() + synchronize() return
+    last_token: float  # the last incoming token's arrival
+    awaited_sender: int  # whose tokens arrived last
+    counts_ready: float
+    awaited_counts: int  # whose counts arrived last (WaitDispatch)
+    late_us: float = 0.0  # host lateness the knobs added
+    work_factor: float = 1.0  # slow_rank, spikes, warm-up on this rank's own work
+
+    @property
+    def kernel_mode_us(self) -> float:
+        """AKL kernel mode: max over AIV cores of end minus start tick (outer barriers excluded)."""
+        return max(c.end - c.start_tick for c in self.cores)
+
+    @property
+    def event_mode_us(self) -> float:
+        """AKL event mode: ACL events around the launch, entry barrier included."""
+        return self.kernel_end - self.kernel_start + EVENT_OVERHEAD_US
+
+    @property
+    def task_us(self) -> float:
+        """What msprof shows as the dispatch kernel's task duration."""
+        return self.kernel_end - self.kernel_start
+
+    @property
+    def barrier_us(self) -> float | None:
+        return None if self.barrier_end is None else self.barrier_end - self.arrival
+
+    @property
+    def api_us(self) -> float:
+        return self.api_end - self.host_call
+
+
+@dataclass
+class Launch:
+    call: int
+    sync_start: bool
+    replay: bool
+    ranks: list[RankLaunch]
+    sync_release: float | None
+    entry_release: float
+    arrivals: list[float]  # barrier arrival (sync kernel start, or the dispatch kernel's start) per rank
+
+    def arrival_order(self) -> list[int]:
+        return sorted(range(len(self.arrivals)), key=lambda r: (self.arrivals[r], r))
+
+
+class CollectiveModel:
+    """The event model of one process group's launches. Deterministic: every rank process computes the same
+    launches (all ranks) from the seed, the call index and the byte matrix, and takes its own view."""
+
+    def __init__(self, cluster: Cluster, knobs: Knobs):
+        self.cluster, self.knobs = cluster, knobs
+        self.tiling = stand_in_tiling(cluster.num_aiv)
+        if not {"TokenCopyToBuffer", "URMASendToken", "CalCumSum"} <= set(self.tiling):
+            raise ValueError(f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a role without cores (tiling {self.tiling}); use at least 3")
+        rng = random.Random(f"start/{knobs.seed}")
+        self.host_now = [rng.uniform(0.0, START_SKEW_MAX_US) for _ in range(cluster.world)]
+        self.late_launches: dict[int, list[int]] = {}  # rank -> calls in which the knobs made it late
+
+    # -- factors -------------------------------------------------------------------------------------------
+    def _role_factor(self, rank: int, role: str) -> float:
+        f = self.knobs.role_speedup.get(role, 1.0)
+        if self.knobs.slow_role and self.knobs.slow_role[0] == rank and self.knobs.slow_role[1] == role:
+            f *= self.knobs.slow_role[2]
+        return f
+
+    def _link_factor(self, src: int, dst: int) -> float:
+        link = self.knobs.slow_link
+        if link and self.cluster.node(src) == link[0] and self.cluster.node(dst) == link[1]:
+            return link[2]
+        return 1.0
+
+    def _work_factors(self, call: int, rng: random.Random, replay: bool) -> list[float]:
+        """Per rank: what multiplies all of its own work in this launch (drawn in rank order, same in every process).
+        The first calls of a process are cold; a replayed launch is warm (the tool has run the kernel already)."""
+        warm = 1.0 if replay else 1.0 + WARM_EXTRA * math.exp(-call / WARM_DECAY_CALLS)
+        out = []
+        for rank in range(self.cluster.world):
+            f = warm
+            spike, spiky = rng.random(), rng.random()
+            spike_size, spiky_size = rng.uniform(*SPIKE_RANGE), rng.uniform(*SPIKY_RANGE)
+            if spike < SPIKE_PROB:
+                f *= spike_size
+            if rank == self.knobs.spiky_rank and spiky < SPIKY_PROB:
+                f *= spiky_size
+            if rank == self.knobs.slow_rank:
+                f *= self.knobs.slow_factor
+            out.append(f)
+        return out
+
+    # -- one launch ------------------------------------------------------------------------------------------
+    def launch(self, call: int, sends: list[list[int]], sync_start: bool) -> Launch:
+        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host clocks."""
+        cl, kn = self.cluster, self.knobs
+        rng = random.Random(f"launch/{kn.seed}/{call}")
+        host_call = list(self.host_now)
+        arrivals, lateness = [], []
+        node_draw = [rng.random() for _ in range(cl.world // cl.ranks_per_node)]  # a late node is late as a whole
+        for rank in range(cl.world):
+            path = HOST_PATH_US + rng.expovariate(1.0 / HOST_JITTER_MEAN_US)
+            rank_draw = rng.random()
+            late = 0.0
+            if (rank == kn.late_rank and rank_draw < kn.late_prob) or (cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob):
+                late = kn.late_us
+                self.late_launches.setdefault(rank, []).append(call)
+            lateness.append(late)
+            arrivals.append(host_call[rank] + path + late)
+        notify = [rng.uniform(0.0, 0.3) for _ in range(cl.world)]
+        gaps = [LAUNCH_GAP_US + rng.uniform(0.0, 0.4) for _ in range(cl.world)]
+        if sync_start:
+            release = max(arrivals) + SYNC_BARRIER_LATENCY_US
+            last_node = cl.node(max(range(cl.world), key=lambda r: arrivals[r]))
+            barrier_end = [release + notify[r] + (CROSS_NODE_NOTIFY_US if cl.node(r) != last_node else 0.0) for r in range(cl.world)]
+            kernel_start = [barrier_end[r] + gaps[r] for r in range(cl.world)]
+        else:
+            release, barrier_end = None, [None] * cl.world
+            kernel_start = list(arrivals)
+        launch = self._kernel(call, rng, sends, kernel_start, replay=False)
+        launch.sync_start, launch.sync_release, launch.arrivals = sync_start, release, arrivals
+        for rank, rl in enumerate(launch.ranks):
+            rl.host_call, rl.arrival, rl.barrier_end, rl.late_us = host_call[rank], arrivals[rank], barrier_end[rank], lateness[rank]
+            rl.api_end = rl.kernel_end + POST_US + rng.expovariate(1.0)
+            self.host_now[rank] = rl.api_end
+        return launch
+
+    def replay(self, call: int, sends: list[list[int]]) -> Launch:
+        """Kernel replay of launch ``call`` under msopprof on every rank. Modelling assumption: the tool re-issues the
+        kernel on each rank after its own set-up, without the synchronize_start barrier and without the host path,
+        so host lateness is gone and the entry barrier absorbs the tools' set-up skew instead; the kernel is warm;
+        device-side knobs (slow rank, role, link, spikes) act as in the live run. The host clocks do not move."""
+        rng = random.Random(f"replay/{self.knobs.seed}/{call}")
+        starts = [rng.uniform(0.0, REPLAY_SETUP_MAX_US) for _ in range(self.cluster.world)]
+        launch = self._kernel(call, rng, sends, starts, replay=True)
+        launch.arrivals = starts
+        for rl in launch.ranks:
+            rl.host_call = rl.arrival = rl.kernel_start
+            rl.api_end = rl.kernel_end
+        return launch
+
+    def _kernel(self, call: int, rng: random.Random, sends: list[list[int]], kernel_start: list[float], replay: bool) -> Launch:
+        cl = self.cluster
+        world, tiling = cl.world, self.tiling
+        factor = self._work_factors(call, rng, replay)
+        entry = max(kernel_start) + ENTRY_BARRIER_LATENCY_US
+        last_node = cl.node(max(range(world), key=lambda r: kernel_start[r]))
+        release = [entry + rng.uniform(0.0, 0.3) + (CROSS_NODE_NOTIFY_US if cl.node(r) != last_node else 0.0) for r in range(world)]
+        tick = [[release[r] + rng.uniform(0.0, 0.1) for _ in tiling] for r in range(world)]
+        jitter = [[math.exp(rng.gauss(0.0, JITTER_SIGMA)) for _ in tiling] for _ in range(world)]
+        urma = [i for i, role in enumerate(tiling) if role == "URMASendToken"]
+        stage = [i for i, role in enumerate(tiling) if role == "TokenCopyToBuffer"]
+        selfc = [i for i, role in enumerate(tiling) if role == "SelfCopyToken"]
+        cums = [i for i, role in enumerate(tiling) if role == "CalCumSum"]
+        phases: list[list[list[Phase]]] = [
+            [[Phase("entry_barrier", "wait_peers", kernel_start[r], tick[r][i])] for i in range(len(tiling))] for r in range(world)
+        ]
+
+        # CalCumSum: count, send counts, wait for every peer's counts (WaitDispatch), then post.
+        counts_sent = []
+        for r in range(world):
+            f = factor[r] * self._role_factor(r, "CalCumSum")
+            ends = []
+            for i in cums:
+                t = (CUMSUM_COUNT_US + CUMSUM_PER_EXPERT_US * cl.num_experts) * f * jitter[r][i]
+                phases[r][i].append(Phase("count", "work", tick[r][i], tick[r][i] + t, "count"))
+                ends.append(tick[r][i] + t)
+            counts_sent.append(max(ends))
+        counts_ready, awaited_counts = [], []
+        for r in range(world):
+            arrive = [counts_sent[p] + COUNTS_LATENCY_US[cl.node(p) == cl.node(r)] for p in range(world)]
+            src = max(range(world), key=lambda p: (arrive[p], p))
+            counts_ready.append(arrive[src])
+            awaited_counts.append(src)
+        cum_end = []
+        for r in range(world):
+            f = factor[r] * self._role_factor(r, "CalCumSum")
+            ends = []
+            for i in cums:
+                wait_end = max(phases[r][i][-1].end, counts_ready[r])
+                phases[r][i].append(Phase("wait_dispatch", "wait_peers", phases[r][i][-1].end, wait_end))
+                t = CUMSUM_POST_US * f * jitter[r][i]
+                phases[r][i].append(Phase("post", "work", wait_end, wait_end + t, "post"))
+                ends.append(wait_end + t)
+            cum_end.append(max(ends))
+
+        # TokenCopyToBuffer: stage every outgoing byte, split over the stage cores; publish.
+        stage_done = []
+        for r in range(world):
+            f = factor[r] * self._role_factor(r, "TokenCopyToBuffer")
+            share = sum(sends[r]) / max(1, len(stage))
+            ends = []
+            for i in stage:
+                t = (2.0 + share / STAGE_BYTES_PER_US) * f * jitter[r][i]
+                phases[r][i].append(Phase("stage", "work", tick[r][i], tick[r][i] + t, "stage", share))
+                ends.append(tick[r][i] + t)
+            stage_done.append(max(ends) if ends else max(tick[r]))
+
+        # URMASendToken: prepare the mapping, then per destination (round-robin over the URMA cores, starting with
+        # the next rank) build WQEs and wait for the link; tokens arrive a link latency after the send completes.
+        arrival = [[0.0] * world for _ in range(world)]  # arrival[src][dst]
+        for r in range(world):
+            f = factor[r] * self._role_factor(r, "URMASendToken")
+            order = [(r + k) % world for k in range(1, world)]
+            for j, i in enumerate(urma):
+                t = tick[r][i]
+                prep = PREPARE_US * f * jitter[r][i]
+                phases[r][i].append(Phase("prepare", "work", t, t + prep, "prepare"))
+                t += prep
+                for dst in order[j :: len(urma)]:
+                    same = cl.node(dst) == cl.node(r)
+                    nbytes = sends[r][dst]
+                    wqe = (0.5 + nbytes / WQE_BYTES_PER_US) * f * jitter[r][i]
+                    wire = nbytes / LINK_BYTES_PER_US[same] * f * self._link_factor(r, dst) * jitter[r][i]
+                    phases[r][i].append(Phase(f"send_to_{dst}", "work", t, t + wqe, "wqe"))
+                    done = t + max(wqe, wire)
+                    phases[r][i].append(Phase(f"complete_{dst}", "wait_link", t + wqe, done))
+                    arrival[r][dst] = done + LINK_LATENCY_US[same]
+                    t = done
+
+        # SelfCopyToken: prepare, wait for this rank's stage (WaitAllStageDone), copy the local tokens.
+        for r in range(world):
+            f = factor[r] * self._role_factor(r, "SelfCopyToken")
+            share = sends[r][r] / max(1, len(selfc))
+            ends = []
+            for i in selfc:
+                t = tick[r][i] + PREPARE_US * f * jitter[r][i]
+                phases[r][i].append(Phase("prepare", "work", tick[r][i], t, "prepare"))
+                phases[r][i].append(Phase("wait_stage", "wait_local", t, max(t, stage_done[r])))
+                t = max(t, stage_done[r])
+                c = (1.0 + share / SELF_BYTES_PER_US) * f * jitter[r][i]
+                phases[r][i].append(Phase("self_copy", "work", t, t + c, "copy", share))
+                ends.append(t + c)
+            arrival[r][r] = max(ends) if ends else stage_done[r]
+
+        # LocalWindowCopy on every core: needs every incoming token and this rank's counts (CalCumSum), then copies
+        # its share of the received bytes.
+        ranks = []
+        for r in range(world):
+            incoming = [arrival[s][r] if (sends[s][r] or s == r) else 0.0 for s in range(world)]
+            awaited = max(range(world), key=lambda s: (incoming[s], s))
+            last_token = incoming[awaited]
+            ready = max(last_token, cum_end[r])
+            f = factor[r] * self._role_factor(r, LWC)
+            share = sum(sends[s][r] for s in range(world)) / len(tiling)
+            cores = []
+            for i, role in enumerate(tiling):
+                own_end = phases[r][i][-1].end
+                phases[r][i].append(Phase("lwc_wait", "wait_peers", own_end, max(own_end, ready)))
+                t = max(own_end, ready)
+                c = (0.5 + share / LWC_BYTES_PER_US) * f * jitter[r][i]
+                phases[r][i].append(Phase("lwc_copy", "work", t, t + c, "copy", share))
+                cores.append(Core(i, role, phases[r][i]))
+            kernel_end = max(c.end for c in cores)
+            ranks.append(
+                RankLaunch(
+                    rank=r,
+                    node=cl.node(r),
+                    host_call=0.0,
+                    arrival=kernel_start[r],
+                    barrier_end=None,
+                    kernel_start=kernel_start[r],
+                    entry_release=release[r],
+                    cores=cores,
+                    kernel_end=kernel_end,
+                    api_end=kernel_end,
+                    last_token=last_token,
+                    awaited_sender=awaited,
+                    counts_ready=counts_ready[r],
+                    awaited_counts=awaited_counts[r],
+                    work_factor=factor[r],
+                )
+            )
+        return Launch(call, False, replay, ranks, None, entry, list(kernel_start))
+
+    # -- what a node's clock says ------------------------------------------------------------------------------
+    def node_clock_ns(self, node: int, true_us: float, epoch_ns: int) -> int:
+        """The time a node's host clock reports for a true time: offset plus drift (applied to what profilers write,
+        never to the model)."""
+        kn = self.knobs
+        return epoch_ns + int(round((true_us + kn.offset_us(node) + kn.drift_ppm(node) * 1e-6 * true_us) * 1000))
+
+
+# -- per-core views ---------------------------------------------------------------------------------------------
+def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str, Any]]:
+    """msopprof's per-core view of one (replayed) launch: aiv_time from the core's start to its end (the entry
+    barrier and every wait included), pipe times from the phases, an I-cache miss rate per role."""
+    rows = []
+    for core in rl.cores:
+        aiv = core.end - core.start
+        pipes = core.pipe_us()
+        miss = 0.28 if core.role == knobs.icache_hot_role else ICACHE_MISS[core.role]
+        moved = sum(p.nbytes for p in core.phases)
+        rows.append(
+            {
+                "block_id": core.block_id,
+                "sub_block_id": "vector0",
+                "role": core.role,
+                "aiv_time_us": aiv,
+                **{f"{p}_ratio": pipes[p] / aiv for p in PIPES},
+                "mte2_bw": round(moved / pipes["mte2"] / 1000.0, 3) if moved and pipes["mte2"] else None,  # GB/s while MTE2 is busy
+                "icache_miss_rate": min(1.0, max(0.0, miss * math.exp(rng.gauss(0, 0.1)))),
+            }
+        )
+    return rows
+
+
+def simt_function_us(rl: RankLaunch) -> dict[str, float]:
+    """Time in each SIMT function on this rank: simt_prepare_mapping on URMA and SelfCopy cores, the WQE work of
+    URMA cores split over the send-path functions (a fixed split: an assumption of the stand-in)."""
+    prepare = sum(c.phase_us("prepare") for c in rl.cores)
+    wqe = sum(p.us for c in rl.cores for p in c.phases if p.work == "wqe")
+    return {"simt_prepare_mapping": prepare, **{name: wqe * share for name, share in SIMT_SPLIT.items()}}
+
+
+# -- ground truth --------------------------------------------------------------------------------------------------
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for role in (*ROLES,):
+        mine = [c for c in cores if c.role == role]
+        if not mine:
+            continue
+        out[role] = {
+            "cores": len(mine),
+            "busy_us_max": _r(max(c.busy_us() - c.phase_us("lwc_copy") for c in mine)),
+            "polling_us_max": _r(max(c.polling_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
+            "waiting_us_max": _r(max(c.waiting_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
+            "end_us": _r(max(c.phases[-3].end for c in mine)),
+        }
+    out[LWC] = {
+        "cores": len(cores),
+        "busy_us_max": _r(max(c.phase_us("lwc_copy") for c in cores)),
+        "polling_us_max": _r(max(c.phase_us("lwc_wait") for c in cores)),
+        "waiting_us_max": _r(max(c.phase_us("lwc_wait") for c in cores)),
+        "end_us": _r(max(c.end for c in cores)),
+    }
+    return out
+
+
+def launch_truth(launch: Launch) -> dict[str, Any]:
+    """One launch of sim_truth.json: arrival order, who waited for whom and how long, and per rank and role the busy,
+    polling and waiting time (schema: workflow/sim/README.md)."""
+    order = launch.arrival_order()
+    last = order[-1]
+    ranks = []
+    for rl in launch.ranks:
+        ranks.append(
+            {
+                "rank": rl.rank,
+                "node": rl.node,
+                "host_call_us": _r(rl.host_call),
+                "arrival_us": _r(rl.arrival),
+                "late_us": _r(rl.late_us),
+                "work_factor": round(rl.work_factor, 4),
+                "barrier_end_us": _r(rl.barrier_end),
+                "barrier_wait_us": _r(rl.barrier_us),
+                "kernel_start_us": _r(rl.kernel_start),
+                "entry_wait_us": _r(rl.entry_release - rl.kernel_start),
+                "kernel_end_us": _r(rl.kernel_end),
+                "api_end_us": _r(rl.api_end),
+                "kernel_mode_us": _r(rl.kernel_mode_us),
+                "event_mode_us": _r(rl.event_mode_us),
+                "task_us": _r(rl.task_us),
+                "api_us": _r(rl.api_us),
+                "counts_awaited_rank": rl.awaited_counts,
+                "last_token_us": _r(rl.last_token),
+                "tokens_awaited_rank": rl.awaited_sender,
+                "roles": _role_summary(rl.cores),
+            }
+        )
+    return {
+        "call": launch.call,
+        "replay": launch.replay,
+        "sync_start": launch.sync_start,
+        "barrier": {
+            "which": "cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel entry",
+            "arrival_order": order,
+            "last_rank": last,
+            "release_us": _r(launch.sync_release if launch.sync_start else launch.entry_release),
+        },
+        "ranks": ranks,
+    }
+
+
+def replay_truth(launch: Launch) -> dict[str, Any]:
+    """The replayed launch per core: what msopprof's rows are computed from."""
+    out = launch_truth(launch)
+    for entry, rl in zip(out["ranks"], launch.ranks):
+        entry["cores"] = [
+            {
+                "block_id": c.block_id,
+                "role": c.role,
+                "aiv_time_us": _r(c.end - c.start),
+                "busy_us": _r(c.busy_us()),
+                "polling_us": _r(c.polling_us()),
+                "waiting_us": _r(c.waiting_us()),
+                "pipes_us": {p: _r(v) for p, v in c.pipe_us().items()},
+            }
+            for c in rl.cores
+        ]
+    return out
+
+
+def root_causes(model: CollectiveModel, calls: list[int]) -> list[dict[str, Any]]:
+    """What the knobs made the group wait for, with the fraction of these calls in which each acted."""
+    kn, cl = model.knobs, model.cluster
+    n = max(1, len(calls))
+    causes: list[dict[str, Any]] = []
+    if kn.late_rank is not None or kn.late_node is not None:
+        ranks = sorted(model.late_launches)
+        late_calls = {c for r in ranks for c in model.late_launches[r] if c in calls}
+        causes.append(
+            {
+                "knob": "late_node" if kn.late_node is not None else "late_rank",
+                "evidence": "late_arrival",
+                "ranks": ranks,
+                "node": kn.late_node,
+                "late_us": kn.late_us,
+                "fraction": round(len(late_calls) / n, 4),
+            }
+        )
+    if kn.slow_rank is not None:
+        causes.append({"knob": "slow_rank", "evidence": "own_work", "ranks": [kn.slow_rank], "factor": kn.slow_factor, "fraction": 1.0})
+    if kn.slow_role is not None:
+        rank, role, factor = kn.slow_role
+        evidence = "own_work" if role == LWC else "in_kernel"
+        causes.append({"knob": "slow_role", "evidence": evidence, "ranks": [rank], "role": role, "factor": factor, "fraction": 1.0})
+    if kn.slow_link is not None:
+        src, dst, factor = kn.slow_link
+        senders = [r for r in range(cl.world) if cl.node(r) == src]
+        causes.append({"knob": "slow_link", "evidence": "in_kernel", "ranks": senders, "src_node": src, "dst_node": dst, "factor": factor, "fraction": 1.0})
+    if kn.spiky_rank is not None:
+        causes.append({"knob": "spiky_rank", "evidence": "own_work", "ranks": [kn.spiky_rank], "probability": SPIKY_PROB})
+    return causes
