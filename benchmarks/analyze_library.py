@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 import numpy as np  # noqa: E402
 
-from dispatchprof.analysis.timeline import assign_ranks, calls_between, kernel_regex, launch_columns, launch_summary, straggler  # noqa: E402
+from dispatchprof.analysis.timeline import assign_ranks, calls_between, kernel_regex, launch_columns, launch_summary, longest_duration  # noqa: E402
 from dispatchprof.formats.msprof import discover, read_prof_info, read_target_kernels  # noqa: E402
 
 
@@ -34,8 +34,8 @@ def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic
     ranks = sorted(durations)
     longest = max(len(d) for d in durations.values())
     wide = np.column_stack([np.pad(durations[r], (0, longest - len(durations[r])), constant_values=np.nan) for r in ranks])
-    strag = straggler(ranks, wide)
-    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction_slowest"], "call_chain_entries": chains}
+    strag = longest_duration(ranks, wide)
+    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction"], "call_chain_entries": chains}
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from dispatchprof.analysis.timeline import (
     kernel_regex,
     launch_columns,
     launch_summary,
+    longest_duration,
     merged_trace,
-    straggler,
 )
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 from dispatchprof.formats.msprof_tables import target_kernels_of
@@ -47,19 +47,19 @@ def test_coverage_names_missing_device_data_and_absent_ranks():
     assert "no device data" in table[1]["detail"] and "no PROF_" in table[2]["detail"] and table[2]["device"] is None
 
 
-def test_straggler_is_aligned_by_launch_index_and_classified():
+def test_longest_duration_is_aligned_by_launch_index_and_classified():
     # rows: launch index, columns: ranks 0, 1, 2
     durations = np.array([[10, 12, 11], [10, 12, 9], [10, 9, 9.5]])
-    s = straggler([0, 1, 2], durations)
-    assert s["rank"] == 1 and abs(s["fraction_slowest"] - 2 / 3) < 1e-9 and s["kind"] == "consistently slowest"
+    s = longest_duration([0, 1, 2], durations)
+    assert s["rank"] == 1 and abs(s["fraction"] - 2 / 3) < 1e-9 and s["kind"] == "consistently longest"
     assert s["per_launch_max_us"] == [12, 12, 10] and s["per_rank_fraction"] == {"1": 2 / 3, "0": 1 / 3}
 
 
-def test_straggler_leaves_out_launches_a_rank_lacks_and_says_occasionally():
+def test_longest_duration_leaves_out_launches_a_rank_lacks_and_says_occasionally():
     durations = np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0], [2.0, 3.0, 1.0], [9.0, np.nan, 1.0]])
-    s = straggler([4, 5, 6], durations)
+    s = longest_duration([4, 5, 6], durations)
     assert s["launches_compared"] == 3 and s["rank"] == 4 and "occasionally" in s["kind"]  # a three-way tie: lowest rank first
-    assert straggler([0], np.array([[np.nan]]))["rank"] is None
+    assert longest_duration([0], np.array([[np.nan]]))["rank"] is None
 
 
 def test_calls_between_target_launches_are_counted_per_iteration():

@@ -32,20 +32,20 @@ NODES, RPN, ITERATIONS, WARMUP = 2, 2, 14, 2
 SHAPE = ["--num-tokens", "64", "--num-max-tokens-per-rank", "64", "--hidden", "1024", "--num-topk", "3", "--num-experts", "16", "--num-aiv", "16"]
 
 
-def driver(tmp: Path) -> Path:
+def driver(tmp: Path, rpn: int = RPN) -> Path:
     loop = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     template = loop.from_string((ROOT / "workflow/templates/perf_loop.py.j2").read_text())
     test = REPO / "test/test_v2_elastic_dispatch_precision.py"
-    patched = patch_test(test.read_text(), str(test), "buffer.dispatch", lambda v: template.render(**v), RPN)
+    patched = patch_test(test.read_text(), str(test), "buffer.dispatch", lambda v: template.render(**v), rpn)
     (tmp / "perf_driver.py").write_text(patched.source)
     shutil.copyfile(ROOT / "workflow/templates/dispatchprof_perf_runtime.py", tmp / "dispatchprof_perf_runtime.py")
     return tmp / "perf_driver.py"
 
 
-def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: dict | None = None) -> Path:
+def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: dict | None = None, rpn: int = RPN, iterations: int = ITERATIONS) -> Path:
     """Both nodes of the stand-in cluster; returns the driver's output directory."""
     tmp.mkdir(parents=True, exist_ok=True)
-    script = driver(tmp)
+    script = driver(tmp, rpn)
     sim_env = {SIM_ENV[k]: (",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else str(v)) for k, v in knobs.items()}
     chain = Toolchain("sim", REPO, SIM / "Ascend", bin_dir=SIM / "bin", sim_env=sim_env)
     port = free_port()
@@ -59,16 +59,16 @@ def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: 
                 "MASTER_ADDR": "127.0.0.1",
                 "MASTER_PORT": str(port),
                 "DISPATCHPROF_OUT": str(out),
-                "DISPATCHPROF_ITERATIONS": str(ITERATIONS),
+                "DISPATCHPROF_ITERATIONS": str(iterations),
                 "DISPATCHPROF_WARMUP": str(WARMUP),
                 "DISPATCHPROF_NUM_EXPERTS": "16",
-                "DISPATCHPROF_RANKS_PER_NODE": str(RPN),
+                "DISPATCHPROF_RANKS_PER_NODE": str(rpn),
                 "DISPATCHPROF_TOPK_KEY": "topk_idx",
                 **chain.driver_env(),
                 **(extra_env or {}),
             }
         )
-        argv = [sys.executable, str(script), "--ep-size", str(RPN), *SHAPE, "--log-dir", str(tmp / "logs"), "--run-tag", "t"]
+        argv = [sys.executable, str(script), "--ep-size", str(rpn), *SHAPE, "--log-dir", str(tmp / "logs"), "--run-tag", "t"]
         if profiler == "msprof":
             argv = ["msprof", f"--output={tmp / 'prof' / f'node{node}'}", "--task-time=on", *argv]
         elif profiler == "msopprof":
@@ -140,6 +140,7 @@ KNOBS = {
     "slow_receiver": {"slow_role": {"rank": 0, "role": "LocalWindowCopy", "factor": 4.0}},
     "slow_link": {"slow_link": {"src_node": 1, "dst_node": 0, "factor": 2.5}},
     "spiky_rank": {"spiky_rank": 0},
+    "role_speedup": {"role_speedup": {"URMASendToken": 0.5}},
 }
 
 
@@ -186,8 +187,9 @@ def test_the_event_measurement_mode_writes_the_truths_event_latencies(tmp_path):
     assert all(event[k] > kernel[k] for k in kernel)  # the entry barrier is inside the event scope
 
 
-def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path):
-    out = run_cluster(tmp_path, {"slow_role": {"rank": 1, "role": "CalCumSum", "factor": 30.0}, "late_rank": 3, "late_us": 400}, profiler="msopprof")
+@pytest.mark.parametrize("name", sorted(KNOBS))
+def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path, name):
+    out = run_cluster(tmp_path, {**KNOBS[name], "noise_seed": 5, "icache_hot_role": "SelfCopyToken"}, profiler="msopprof")
     truth = truth_of(out)
     assert len(truth["replays"]) == 1 and truth["replays"][0]["replay"]
     replay = {r["rank"]: r for r in truth["replays"][0]["ranks"]}
@@ -197,14 +199,27 @@ def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path):
             for run in kernel_runs(opprof):
                 rank = node * RPN + run.device
                 _, frame = read_metric_csv(metric_files(run.directory)["PipeUtilization"])
-                aiv = frame[frame["metric"] == "aiv_time(us)"].set_index("block_id")["value"]
-                scalar = frame[frame["metric"] == "aiv_scalar_time(us)"].set_index("block_id")["value"]
+                values = frame.pivot(index="block_id", columns="metric", values="value")
                 for core in replay[rank]["cores"]:
-                    assert aiv[core["block_id"]] == pytest.approx(core["aiv_time_us"], abs=0.002)
-                    assert scalar[core["block_id"]] == pytest.approx(core["pipes_us"]["scalar"], abs=0.002)
+                    row = values.loc[core["block_id"]]
+                    assert row["aiv_time(us)"] == pytest.approx(core["aiv_time_us"], abs=0.002)
+                    for pipe, column in (("vec", "aiv_vec_time(us)"), ("scalar", "aiv_scalar_time(us)"), ("mte2", "aiv_mte2_time(us)")):
+                        assert row[column] == pytest.approx(core["pipes_us"][pipe], abs=0.002)
                     assert core["busy_us"] + core["polling_us"] == pytest.approx(core["aiv_time_us"], abs=0.01)
+                    assert (row["aiv_icache_miss_rate"] > 0.1) == (core["role"] == "SelfCopyToken")
                 seen += 1
     assert seen == NODES * RPN
-    # Under replay the host lateness is gone (set-up skew only), and every rank's CalCumSum cores wait for rank 1.
+    # Under replay the host lateness is gone (the tools' set-up skew only).
     assert max(r["arrival_us"] for r in replay.values()) < 50.0
-    assert all(r["counts_awaited_rank"] == 1 for r in replay.values())
+    if name == "slow_sender":
+        assert all(r["tokens_awaited_rank"] == 3 for r in replay.values() if r["node"] == 0)
+
+
+def test_under_replay_a_slow_counting_rank_is_awaited_and_host_lateness_is_gone(tmp_path):
+    out = run_cluster(tmp_path, {"slow_role": {"rank": 1, "role": "CalCumSum", "factor": 30.0}, "late_rank": 3, "late_us": 400}, profiler="msopprof")
+    truth = truth_of(out)
+    live = truth["launches"][0]["ranks"]
+    replay = truth["replays"][0]["ranks"]
+    assert live[3]["late_us"] == 400.0 and truth["launches"][0]["barrier"]["last_rank"] == 3
+    assert max(r["arrival_us"] for r in replay) < 50.0 and all(r["late_us"] == 0.0 for r in replay)
+    assert all(r["counts_awaited_rank"] == 1 for r in replay)

@@ -186,7 +186,9 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
             expected = longest_fractions(truth, "kernel_mode_us", skip=truth["run"]["warmup"])
             # the truth is rounded to 1 ns: a near-tie between rank 7 and a rank waiting for its tokens may flip one launch
             one_launch = 1 / (len(truth["launches"]) - truth["run"]["warmup"])
-            assert {int(r): v["fraction_slowest"] for r, v in stats["per_rank"].items() if v["fraction_slowest"]} == pytest.approx(expected, abs=one_launch + 1e-9)
+            assert {int(r): v["fraction_slowest"] for r, v in stats["per_rank"].items() if v["fraction_slowest"]} == pytest.approx(
+                expected, abs=one_launch + 1e-9
+            )
             assert stats["slowest_rank"]["rank"] == max(expected, key=lambda r: (expected[r], -r)) == 7
             timeline = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
             truth = json.loads((workflow_copy.root / "results/baseline/timeline/run/latency/sim_truth.json").read_text())

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from dispatchprof.analysis.latency import percentile
-from dispatchprof.analysis.timeline import merged_trace, straggler
+from dispatchprof.analysis import waits
+from dispatchprof.analysis.timeline import longest_duration, merged_trace
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, fold, read_status
@@ -42,12 +43,20 @@ def body(run: StageRun) -> Status:
         return status
 
     details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
-    launches = pd.concat(
-        [pd.read_parquet(p, columns=["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used"]) for p in run.inputs["launches"]], ignore_index=True
-    )
+    columns = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
+    launches = pd.concat([pd.read_parquet(p, columns=columns) for p in run.inputs["launches"]], ignore_index=True)
     used = launches[launches["used"]]
     wide = used.pivot(index="launch", columns="rank", values="dur_ns") / 1000
-    strag = straggler(wide.columns.tolist(), wide.to_numpy())
+    longest = longest_duration(wide.columns.tolist(), wide.to_numpy())
+    launch_grid = waits.grid(
+        used["rank"].to_numpy(),
+        used["launch"].to_numpy(),
+        {c: used[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
+        cfg["cluster"]["ranks_per_node"],
+    )
+    waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"])
+    strag = waited["straggler"]
+    longest["label"] = "waits longest" if waited["coupling"]["state"] == "coupled" else "longest"
     gaps = used["gap_ns"].dropna().to_numpy(dtype=float) / 1000
     symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
     baseline = json.loads(Path(run.inputs["baseline_stats"]).read_text())
@@ -89,6 +98,10 @@ def body(run: StageRun) -> Status:
             for r, d in sorted(details.items())
         },
         "straggler": strag,
+        "longest_duration": longest,
+        "coupling": waited["coupling"],
+        "node_clock": waited["node_clock"],
+        "entry_wait_us": waited["entry_wait_us"],
         "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
         "call_chain": call_chain,
         "call_chain_scope": (
@@ -107,17 +120,17 @@ def body(run: StageRun) -> Status:
     stats["summary"] = {
         "kernel_name": stats["kernel_name"],
         "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
-        "straggler": {"rank": strag["rank"], "fraction_slowest": strag["fraction_slowest"]},
+        "straggler": {k: strag[k] for k in ("rank", "ranks", "node", "evidence", "fraction", "explanation")},
+        "longest_duration": {"rank": longest["rank"], "fraction": longest["fraction"], "label": longest["label"]},
+        "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
+        "node_clock": waited["node_clock"],
         "coverage": coverage_summary,
         "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
     }
     write_json_atomic(run.outputs["stats"], stats)
     trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"])
     write_json_atomic(run.outputs["trace"], trace, indent=None)  # tens of thousands of events: no pretty-printing
-    reason = (
-        f"{stats['kernel_name']} on {len(details)} ranks; straggler rank {strag['rank']} ({strag.get('kind', '')}, "
-        f"{100 * (strag['fraction_slowest'] or 0):.0f}% of {strag['launches_compared']} launches)"
-    )
+    reason = f"{stats['kernel_name']} on {len(details)} ranks, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
     return run.status(
         "ok", reason, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()], details={"coverage": coverage_summary}
     )

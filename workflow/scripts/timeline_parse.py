@@ -22,7 +22,7 @@ from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation
 
 NO_LAUNCHES = launch_summary({"used": np.zeros(0, bool), "dur_ns": np.zeros(0, np.int64), "gap_ns": np.zeros(0)})
-LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "interval_ns", "used"]
+LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "interval_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
 
 
 def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array]:
@@ -31,8 +31,8 @@ def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array
     columns = {}
     for name in LAUNCH_COLUMNS:
         values = np.concatenate([t[name] for t in tables]) if tables else np.zeros(0, dtype=bool if name == "used" else np.int64)
-        if name in ("gap_ns", "interval_ns"):
-            missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
+        if name in ("gap_ns", "interval_ns", "barrier_start_ns", "barrier_dur_ns"):
+            missing = np.isnan(values) if values.dtype.kind == "f" else values == -1
             values = pa.array(np.where(missing, 0, values).astype(np.int64), mask=missing)
         columns[name] = values if isinstance(values, pa.Array) else pa.array(values)
     return columns
@@ -50,6 +50,8 @@ def body(run: StageRun) -> Status:
     first, last = run.params["nodes"]
     rpn, pattern = cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"]
     regex = kernel_regex(pattern)
+    barrier = kernel_regex(cfg["timeline"]["barrier_kernel"]) if cfg["timeline"]["barrier_kernel"] else None
+    is_barrier = (lambda name: bool(barrier.match(name))) if barrier else None
     identities = load_identities(run.params["identity"])
     skip, context = run.params["skip"], cfg["timeline"]["call_chain_launches"]
     plots = run.outputs["plots"]
@@ -71,7 +73,7 @@ def body(run: StageRun) -> Status:
                     ranks.append({**record, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
                     write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, [], None, row["detail"]))
                     continue
-                kernels = read_target_kernels(infos[Path(row["prof_dir"])], lambda name: bool(regex.match(name)), context)
+                kernels = read_target_kernels(infos[Path(row["prof_dir"])], lambda name: bool(regex.match(name)), context, is_barrier=is_barrier)
                 columns = launch_columns(kernels, skip)
                 summary = launch_summary(columns)
                 tables.append({**columns, "rank": np.full(len(columns["launch"]), rank, dtype=np.int64)})

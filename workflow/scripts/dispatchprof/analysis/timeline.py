@@ -103,6 +103,7 @@ def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:
         prev, cur = idx[:-1], idx[1:]
         gap[cur] = kernels.start_ns[cur] - (kernels.start_ns[prev] + kernels.dur_ns[prev])
         interval[cur] = kernels.start_ns[cur] - kernels.start_ns[prev]
+    barrier_start, barrier_dur = barrier_before(kernels)
     return {
         "launch": launch,
         "start_ns": kernels.start_ns,
@@ -112,7 +113,26 @@ def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:
         "stream": kernels.stream,
         "task_id": kernels.task_id,
         "used": used,
+        "barrier_start_ns": barrier_start,
+        "barrier_dur_ns": barrier_dur,
     }
+
+
+def barrier_before(kernels: TargetKernels) -> tuple[np.ndarray, np.ndarray]:
+    """For each target launch, the barrier kernel launch that ran just before it (after the previous target launch
+    ended): its start and duration, -1 where there is none."""
+    n = len(kernels.start_ns)
+    start, dur = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    barriers = kernels.barrier_start_ns
+    if not len(barriers) or not n:
+        return start, dur
+    index = np.searchsorted(barriers, kernels.start_ns, side="right") - 1
+    previous_end = np.concatenate([[np.iinfo(np.int64).min], kernels.start_ns[:-1] + kernels.dur_ns[:-1]])
+    found = index >= 0
+    found[found] &= barriers[index[found]] >= previous_end[found]
+    start[found] = barriers[index[found]]
+    dur[found] = kernels.barrier_dur_ns[index[found]]
+    return start, dur
 
 
 def launch_summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -152,14 +172,15 @@ def calls_between(kernels: TargetKernels) -> list[dict[str, Any]]:
     return sorted(result, key=lambda r: -r["median_us"])
 
 
-def straggler(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str, Any]:
+def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str, Any]:
     """Ranks aligned by launch index: ``durations_us[launch, j]`` is rank ``ranks[j]``'s duration of its used launch
-    ``launch`` (NaN where it has none; such launches are left out). Per launch the slowest rank; consistently
-    (>= half of the launches) vs occasionally slowest."""
+    ``launch`` (NaN where it has none; such launches are left out). Per launch the longest rank; consistently
+    (>= half of the launches) vs occasionally longest. In a coupled collective the longest rank is one that waits
+    longest, not the one the group waits for (analysis.waits names that)."""
     values = np.asarray(durations_us, dtype=float).reshape(-1, len(ranks))
     complete = values[~np.isnan(values).any(axis=1)]
     if not len(complete):
-        return {"rank": None, "fraction_slowest": None, "launches_compared": 0, "per_rank_fraction": {}, "per_launch_max_us": []}
+        return {"rank": None, "fraction": None, "launches_compared": 0, "per_rank_fraction": {}, "per_launch_max_us": []}
     slowest = np.asarray(ranks)[complete.argmax(axis=1)]  # the first rank on ties
     names, counts = np.unique(slowest, return_counts=True)
     order = np.lexsort((names, -counts))  # most often slowest first, then by rank
@@ -167,8 +188,8 @@ def straggler(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str, Any]:
     rank, fraction = next(iter(fractions.items()))
     return {
         "rank": rank,
-        "fraction_slowest": float(fraction),
-        "kind": "consistently slowest" if fraction >= 0.5 else "occasionally slowest (no rank is slowest in half the launches)",
+        "fraction": float(fraction),
+        "kind": "consistently longest" if fraction >= 0.5 else "occasionally longest (no rank is longest in half the launches)",
         "launches_compared": int(len(complete)),
         "per_rank_fraction": {str(r): float(f) for r, f in fractions.items()},
         "per_launch_max_us": complete.max(axis=1).tolist(),

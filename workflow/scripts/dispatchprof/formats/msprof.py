@@ -151,6 +151,9 @@ class TargetKernels:
     other_start_ns: np.ndarray
     other_dur_ns: np.ndarray
     context_intervals: int  # launch intervals the other kernels cover
+    # Every launch of the barrier kernel (synchronize_start's cached_notify_combine) when asked for: start order.
+    barrier_start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    barrier_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def symbols(self) -> list[str]:
@@ -163,34 +166,41 @@ def context_intervals(launches: int, context_launches: int) -> int:
     return min(intervals, context_launches) if context_launches > 0 else intervals
 
 
-def read_db_target(path: Path, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False) -> TargetKernels:
+def read_db_target(
+    path: Path, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False, is_barrier: Callable[[str], bool] | None = None
+) -> TargetKernels:
     """Target launches and call-chain context from a db: the name test runs once per STRING_IDS entry, the row
     filter and the join in SQLite, and only the integer columns needed leave the database (stream and task id
-    only ``with_ids``: Python's row objects are most of the cost of reading hundreds of ranks)."""
+    only ``with_ids``: Python's row objects are most of the cost of reading hundreds of ranks). With
+    ``is_barrier``, every launch of the barrier kernel too (start and end only)."""
     ids_sql = f", {strict_int('t.streamId')}, {strict_int('t.taskId')}" if with_ids else ""
     columns = f"{strict_int('c.name')}, {strict_int('t.startNs')}, {strict_int('t.endNs')}"
     width = 5 if with_ids else 3
 
-    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[list, list, int]:
+    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[list, list, int, list]:
         ids = ",".join(str(int(i)) for i, v in strings.items() if is_target(str(v)))
         if not ids:
-            return [], [], 0
+            return [], [], 0, []
+        barrier_ids = ",".join(str(int(i)) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v)))
+        barrier = conn.execute(f"SELECT {columns} {KERNEL_JOIN} WHERE c.name IN ({barrier_ids}) ORDER BY t.startNs").fetchall() if barrier_ids else []
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
         target = conn.execute(f"SELECT {columns}{ids_sql} {KERNEL_JOIN} WHERE {match} ORDER BY t.startNs").fetchall()
         intervals = context_intervals(len(target), context_launches)
         if intervals == 0:
-            return target, [], 0
+            return target, [], 0, barrier
         others = conn.execute(
             f"SELECT {columns} {KERNEL_JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs",
             (target[0][1], target[intervals][1]),
         ).fetchall()
-        return target, others, intervals
+        return target, others, intervals, barrier
 
-    (target_rows, other_rows, intervals), strings = query_db(path, query)
+    (target_rows, other_rows, intervals, barrier_rows), strings = query_db(path, query)
     target = int_rows(target_rows, width, path)
     others = int_rows(other_rows, 3, path)
+    barrier = int_rows(barrier_rows, 3, path)
     end_to_duration(target, 1, 2, path)
     end_to_duration(others, 1, 2, path)
+    end_to_duration(barrier, 1, 2, path)
     none = np.full(len(target), -1, dtype=np.int64)
     return TargetKernels(
         source="db",
@@ -203,6 +213,8 @@ def read_db_target(path: Path, is_target: Callable[[str], bool], context_launche
         other_start_ns=others[:, 1],
         other_dur_ns=others[:, 2],
         context_intervals=intervals,
+        barrier_start_ns=barrier[:, 1],
+        barrier_dur_ns=barrier[:, 2],
     )
 
 
@@ -212,11 +224,14 @@ def op_summary_files(text_dir: Path) -> list[Path]:
     return [p for p, m in sorted(((p, m) for p, m in found if m), key=lambda pm: int(pm[1].group(1) or 0))]
 
 
-def read_target_kernels(info: ProfInfo, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False) -> TargetKernels:
+def read_target_kernels(
+    info: ProfInfo, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False, is_barrier: Callable[[str], bool] | None = None
+) -> TargetKernels:
     """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
-    The text export always carries stream and task ids; the db only ``with_ids``."""
+    The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
+    launch of the barrier kernel."""
     if info.db is not None:
-        return read_db_target(info.db, is_target, context_launches, with_ids)
+        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier)
     from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas, only for text exports
 
-    return target_kernels_of(read_prof_kernels(info), is_target, context_launches)
+    return target_kernels_of(read_prof_kernels(info), is_target, context_launches, is_barrier)

@@ -98,7 +98,9 @@ def read_db(path: Path) -> pd.DataFrame:
     return frame[KERNEL_COLUMNS]
 
 
-def target_kernels_of(frame: pd.DataFrame, is_target: Callable[[str], bool], context_launches: int) -> TargetKernels:
+def target_kernels_of(
+    frame: pd.DataFrame, is_target: Callable[[str], bool], context_launches: int, is_barrier: Callable[[str], bool] | None = None
+) -> TargetKernels:
     """The same split for a kernel table read from the text export (op_summary or msprof JSON)."""
 
     def hits(column: str) -> np.ndarray:
@@ -108,6 +110,8 @@ def target_kernels_of(frame: pd.DataFrame, is_target: Callable[[str], bool], con
     chosen = hits("name") | (hits("op_type") if "op_type" in frame else False)
     ordered = frame.assign(_target=chosen).sort_values("start_ns", kind="stable")
     target, others = ordered[ordered["_target"]], ordered[~ordered["_target"]]
+    names = others["name"].astype(str)
+    barrier = others[names.isin({v for v in names.unique() if is_barrier(v)}).to_numpy()] if is_barrier is not None else others.iloc[:0]
     starts = target["start_ns"].to_numpy(np.int64)
     intervals = context_intervals(len(target), context_launches)
     if intervals:
@@ -126,6 +130,8 @@ def target_kernels_of(frame: pd.DataFrame, is_target: Callable[[str], bool], con
         other_start_ns=others["start_ns"].to_numpy(np.int64),
         other_dur_ns=others["dur_ns"].to_numpy(np.int64),
         context_intervals=intervals,
+        barrier_start_ns=barrier["start_ns"].to_numpy(np.int64),
+        barrier_dur_ns=barrier["dur_ns"].to_numpy(np.int64),
     )
 
 

@@ -56,10 +56,15 @@ def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int,
     if statuses["timeline"].ok and sections.get("timeline"):
         tl = sections["timeline"]
         strag = tl["straggler"]
-        if strag["rank"] is not None:
-            kind = "consistently" if strag["fraction_slowest"] >= 0.5 else "occasionally"
+        coupled = tl["coupling"]["state"] == "coupled"
+        lead = f"In the msprof timeline {tl['kernel_name']} behaves as a {'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
+        text.append(
+            lead + (strag["explanation"] if strag["evidence"] != "none" else "no rank or node stands out (nobody arrives late or ends late by itself).") + "."
+        )
+        longest = tl.get("longest_duration") or {}
+        if coupled and longest.get("rank") is not None:
             text.append(
-                f"In the msprof timeline, {tl['kernel_name']} is slowest on rank {strag['rank']} ({kind}: {100 * strag['fraction_slowest']:.0f}% of launches, ranks aligned by launch index)."
+                f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
             )
     if statuses["pmu"].ok and sections.get("pmu"):
         roles = {r: v for r, v in sections["pmu"]["roles"].items() if r != "unassigned"}

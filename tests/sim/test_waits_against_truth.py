@@ -1,0 +1,89 @@
+"""Wait-aware localisation checked against the simulator's ground truth: the stand-in runs under the stand-in msprof
+(2 nodes x 4 ranks, synchronize_start as the perf loop sets it), the library parses every PROF_ as the timeline's
+parse job does, and analysis.waits must name what sim_truth.json says the group waited for."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_artifacts_agree import NODES, run_cluster
+
+from dispatchprof.analysis import waits
+from dispatchprof.analysis.timeline import barrier_before, kernel_regex
+from dispatchprof.formats.msprof import discover, read_prof_info, read_target_kernels
+
+RPN, ITERATIONS, SKIP = 4, 40, 3
+SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1}
+
+
+def analysed(tmp_path, knobs: dict) -> tuple[dict, dict]:
+    out = run_cluster(tmp_path, {**knobs, "noise_seed": 3}, profiler="msprof", rpn=RPN, iterations=ITERATIONS)
+    truth = json.loads((out / "latency" / "sim_truth.json").read_text())
+    rank, launch, columns = [], [], {k: [] for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
+    target, barrier = kernel_regex("elastic_dispatch_kernel"), kernel_regex("cached_notify_combine")
+    for node in range(NODES):
+        for prof in discover(tmp_path / "prof" / f"node{node}"):
+            info = read_prof_info(prof)
+            kernels = read_target_kernels(info, lambda n: bool(target.match(n)), 0, is_barrier=lambda n: bool(barrier.match(n)))
+            bstart, bdur = barrier_before(kernels)
+            n = len(kernels.start_ns)
+            rank += [info.rank_id] * (n - SKIP)
+            launch += list(range(SKIP, n))
+            for key, values in (("start_ns", kernels.start_ns), ("dur_ns", kernels.dur_ns), ("barrier_start_ns", bstart), ("barrier_dur_ns", bdur)):
+                columns[key] += [float(v) if v != -1 else np.nan for v in values[SKIP:]]
+    grid = waits.grid(np.array(rank), np.array(launch), {k: np.array(v) for k, v in columns.items()}, RPN)
+    return waits.analyse(grid, SETTINGS, []), truth
+
+
+def test_no_knob_names_nobody_and_reports_the_coupling(tmp_path):
+    result, _ = analysed(tmp_path, {})
+    assert result["coupling"]["state"] == "coupled"
+    assert result["straggler"]["evidence"] == "none" and result["straggler"]["rank"] is None
+
+
+def test_a_late_rank_is_named_through_the_barrier_kernel_never_a_waiting_rank(tmp_path):
+    result, truth = analysed(tmp_path, {"late_rank": 5, "late_us": 60})
+    assert [c["ranks"] for c in truth["root_causes"]] == [[5]]
+    strag = result["straggler"]
+    assert strag["evidence"] == "late_arrival" and strag["rank"] == 5 and strag["fraction"] > 0.9
+    # the longest barrier waits belong to the ranks that waited for rank 5
+    waits_of = {int(r): w["sync_barrier_median"] for r, w in result["entry_wait_us"]["per_rank"].items()}
+    assert min(waits_of, key=waits_of.get) == 5
+
+
+def test_a_late_node_is_named_as_a_node(tmp_path):
+    result, _ = analysed(tmp_path, {"late_node": 1, "late_us": 60})
+    strag = result["straggler"]
+    assert strag["evidence"] == "late_arrival" and strag["node"] == 1 and strag["ranks"] == [4, 5, 6, 7]
+
+
+def test_a_slow_sender_is_in_kernel_and_its_waiting_peers_are_not_blamed(tmp_path):
+    result, truth = analysed(tmp_path, {"slow_role": {"rank": 2, "role": "URMASendToken", "factor": 1.8}})
+    strag = result["straggler"]
+    assert strag["evidence"] == "in_kernel" and strag["rank"] is None
+    awaited = [r["tokens_awaited_rank"] for launch in truth["launches"][SKIP:] for r in launch["ranks"] if r["node"] == 1]
+    assert max(set(awaited), key=awaited.count) == 2  # the truth: node 1 waits mostly for rank 2's tokens, which the timeline cannot see
+
+
+def test_a_slow_receive_side_is_its_own_work(tmp_path):
+    # this small shape copies little per core: x30 makes rank 6's receive side ~15 us longer than its peers'
+    result, truth = analysed(tmp_path, {"slow_role": {"rank": 6, "role": "LocalWindowCopy", "factor": 30.0}})
+    assert truth["root_causes"][0]["evidence"] == "own_work"
+    strag = result["straggler"]
+    assert strag["evidence"] == "own_work" and strag["rank"] == 6
+
+
+def test_a_clock_offset_with_drift_blames_nobody_and_is_estimated_within_20_us(tmp_path):
+    result, truth = analysed(tmp_path, {"clock_offset_us": {"1": 7500.0}, "clock_drift_ppm": {"1": 30.0}})
+    assert result["straggler"]["evidence"] == "none"
+    estimate = result["node_clock"]["1"]["offset_us"]
+    true = truth["clocks"]["1"]["offset_us"] - truth["clocks"]["0"]["offset_us"]
+    assert estimate == pytest.approx(true, abs=20.0)
+
+
+def test_a_slow_link_is_not_taken_for_a_clock_offset(tmp_path):
+    result, truth = analysed(tmp_path, {"slow_link": {"src_node": 0, "dst_node": 1, "factor": 2.5}})
+    true = truth["clocks"]["1"]["offset_us"] - truth["clocks"]["0"]["offset_us"]
+    assert result["node_clock"]["1"]["offset_us"] == pytest.approx(true, abs=20.0)
