@@ -37,7 +37,23 @@ def test_per_rank_statistics_and_slowest_fractions_match_hand_computation():
     assert r0["p95_us"] == pytest.approx(12 + 0.85 * 18)
     assert r0["max_us"] == 30 and r0["n"] == 4
     assert [s["per_rank"][r]["fraction_slowest"] for r in ("0", "1", "2")] == [0.5, 0.25, 0.25]
-    assert s["slowest_rank"] == {"rank": 0, "fraction": 0.5}
+    # rank 0 leads by 1 us (iteration 3) and 20 us (iteration 4): median 10.5; spreads 2, 2, 2, 20
+    assert s["slowest_rank"] == {"rank": 0, "fraction": 0.5, "lead_us_median": 10.5}
+    assert s["per_iteration_spread_us"]["median"] == pytest.approx(2.0) and s["per_iteration_spread_us"]["p95"] == pytest.approx(2 + 0.85 * 18)
+
+
+def test_a_slowest_rank_is_named_only_when_its_excess_is_its_own():
+    from dispatchprof.analysis.latency import name_slowest
+
+    s = stats(table())
+    assert name_slowest(s, "kernel", 5.0)["rank"] == 0
+    shared = name_slowest(s, "kernel", 15.0)
+    assert shared["rank"] is None and "not its own" in shared["why"]
+    event = name_slowest(s, "event", 5.0)
+    assert event["rank"] is None and "waited longest" in event["why"]
+    assert "legacy" in name_slowest(s, None, 5.0)["why"]
+    rare = stats(table({0: [1, 9, 1, 1], 1: [1, 1, 9, 1], 2: [1, 1, 1, 9]}, warmup=0))
+    assert name_slowest(rare, "kernel", 5.0)["rank"] is None
 
 
 def test_p95_of_maxima_is_not_the_max_of_per_rank_p95():

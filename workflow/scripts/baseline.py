@@ -77,10 +77,12 @@ def body(run: StageRun) -> Status:
     per_iter_stats = kernel_scope["per_iteration_max_us"]
     if not per_iter_stats:
         return run.status("invalid", f"{csv}: " + "; ".join(kernel_scope["warnings"]), validations=validations)
-    slowest = kernel_scope["slowest_rank"]
+    named = kernel_scope["slowest_named"]
+    spread = kernel_scope["per_iteration_spread_us"]
     reason = (
         f"{per_iter_stats['n']} measured iterations on {ranks} ranks; per-iteration max median {per_iter_stats['median']:.1f} us, "
-        f"P95 {per_iter_stats['p95']:.1f} us; slowest rank {slowest['rank']} ({100 * slowest['fraction']:.0f}% of iterations)"
+        f"P95 {per_iter_stats['p95']:.1f} us, spread over ranks median {spread['median']:.1f} us; "
+        + (f"slow by itself: rank {named['rank']}" if named["rank"] is not None else f"no rank named slow ({named['why']})")
     )
     return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
 

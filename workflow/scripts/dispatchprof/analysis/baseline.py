@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from dispatchprof.analysis.latency import latency_statistics
+from dispatchprof.analysis.latency import latency_statistics, name_slowest
 from dispatchprof.analysis.traffic import bandwidth_gbps, byte_accounting
 from dispatchprof.formats.latency_csv import LatencyTable, parse_api_csv
 
@@ -16,6 +16,12 @@ BOUNDARY = {
     "kernel": "kernel scope: per rank the max over AIV cores of the kernel's own clock, after the entry barrier (outer barriers excluded)",
     "event": "event scope: the whole kernel between ACL events, outer barriers included",
     None: "unspecified legacy boundary (the CSV has no measurement column)",
+}
+# How per-rank differences read in each scope of a collective kernel (shared/formats/deepep.md §1, §4b).
+INTERPRETATION = {
+    "kernel": "after the entry barrier: per-rank differences are the rank's own work plus waits inside the kernel (counts, incoming tokens)",
+    "event": "includes the entry barrier: a late rank shows as the shortest and the ranks that waited for it as the longest",
+    None: "boundary unspecified (legacy CSV): per-rank differences cannot be read as own work or waiting",
 }
 API_SCOPE = "full-API scope: host wall time around dispatch(...) plus torch.npu.synchronize(), per call"
 
@@ -75,9 +81,11 @@ def analyse(
             "measurement": kernel.measurement,
             "clock_hz": kernel.clock_hz,
             "boundary": BOUNDARY.get(kernel.measurement, BOUNDARY[None]),
+            "interpretation": INTERPRETATION.get(kernel.measurement, INTERPRETATION[None]),
             "source_file": kernel.path,
         }
     }
+    scopes["kernel"]["slowest_named"] = name_slowest(scopes["kernel"], kernel.measurement, config["stats"]["own_excess_min_us"])
     scopes["api"] = {**latency_statistics(api, **args), "boundary": api_scope} if api is not None else {"available": False, "reason": api_missing_reason}
     traffic = byte_accounting(routing, config["shape"]["hidden"], config["shape"]["dtype"])
     per_iter = scopes["kernel"]["per_iteration_max_us"]
@@ -98,6 +106,8 @@ def summary_section(stats: Mapping[str, Any]) -> dict[str, Any]:
         "per_iteration_max_us": per_iter,
         "per_rank": {r: {k: v[k] for k in ("median_us", "p95_us", "max_us", "fraction_slowest")} for r, v in kernel["per_rank"].items()},
         "slowest_rank": kernel.get("slowest_rank"),
+        "slowest_named": kernel.get("slowest_named"),
+        "per_iteration_spread_us": kernel.get("per_iteration_spread_us"),
         "api_latency_us": (
             {"median": api["per_iteration_max_us"]["median"], "p95": api["per_iteration_max_us"]["p95"]} if api.get("per_iteration_max_us") else None
         ),

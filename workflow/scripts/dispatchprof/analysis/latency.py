@@ -12,7 +12,7 @@ fixed seed, so a rerun on the same data gives the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -71,6 +71,21 @@ def per_iteration_max(selection: Selection) -> pd.DataFrame:
     )
 
 
+def longest_leads(selection: Selection) -> tuple[np.ndarray, dict[int, float]]:
+    """Per measured iteration the spread over ranks (max - min); per rank the median lead of its iterations as the
+    single longest rank over the next one (a rank whose excess is its own leads its peers by itself)."""
+    wide = selection.measured.pivot(index="iteration", columns="rank", values="us")
+    values = wide.to_numpy(dtype=float)
+    spread = values.max(axis=1) - values.min(axis=1)
+    if values.shape[1] < 2:
+        return spread, {}
+    ordered = np.sort(values, axis=1)
+    lead = ordered[:, -1] - ordered[:, -2]
+    top = wide.columns.to_numpy()[values.argmax(axis=1)]
+    single = lead > 0  # a tie leads nobody
+    return spread, {int(r): float(np.median(lead[single & (top == r)])) for r in np.unique(top[single])}
+
+
 def summarize(values: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
     return {
         "median": percentile(values, 50),
@@ -122,6 +137,35 @@ def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
     }
 
 
+def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_us: float) -> dict[str, Any]:
+    """Name the slowest rank only when its excess is its own: longest in at least half of the iterations, by more
+    than ``min_excess_us`` over the next rank, in a scope that excludes the entry barrier. A kernel is a collective:
+    in the event scope the longest rank is the one that waited longest, and ranks waiting inside the kernel for the
+    same peer share one excess."""
+    slowest = scope.get("slowest_rank")
+    if not slowest:
+        return {"rank": None, "why": "no per-iteration statistics"}
+    rank, share, lead = slowest["rank"], 100 * slowest["fraction"], slowest.get("lead_us_median")
+    if measurement == "event":
+        return {
+            "rank": None,
+            "why": f"event scope includes the entry barrier: rank {rank}, longest in {share:.0f}% of iterations, is the one that waited longest (a late rank is the shortest here); not named",
+        }
+    if slowest["fraction"] < 0.5:
+        return {"rank": None, "why": f"no rank is the longest in half the iterations (most often rank {rank}, {share:.0f}%)"}
+    if lead is None or lead <= min_excess_us:
+        return {
+            "rank": None,
+            "why": f"rank {rank} is the longest in {share:.0f}% of iterations, but by a median of only {lead or 0:.1f} us over the next rank: "
+            "the excess is shared (ranks waiting inside the kernel for the same peer), not its own",
+        }
+    boundary = "" if measurement == "kernel" else " (boundary unspecified: legacy CSV)"
+    return {
+        "rank": rank,
+        "why": f"rank {rank} is the longest in {share:.0f}% of iterations, by a median of {lead:.1f} us over the next rank: its own excess{boundary}",
+    }
+
+
 def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_n: int, tail_ci_ratio: float) -> dict[str, Any]:
     """All statistics of one scope (kernel or full API) as a JSON-ready dict."""
     selection = select_measured(frame)
@@ -150,6 +194,9 @@ def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_
     result["per_iteration_max_us"] = summarize(maxima, resamples, seed)
     slowest = max(result["per_rank"].items(), key=lambda kv: (kv[1]["fraction_slowest"], -int(kv[0])))
     result["slowest_rank"] = {"rank": int(slowest[0]), "fraction": slowest[1]["fraction_slowest"]}
+    spread, leads = longest_leads(selection)
+    result["per_iteration_spread_us"] = {"median": percentile(spread, 50), "p95": percentile(spread, 95), "definition": "per iteration: max - min over ranks"}
+    result["slowest_rank"]["lead_us_median"] = leads.get(int(slowest[0]))
     stats = result["per_iteration_max_us"]
     lo, hi = stats["p95_ci95"]
     if stats["median"] > 0 and np.isfinite(lo) and (hi - lo) / stats["median"] > tail_ci_ratio:

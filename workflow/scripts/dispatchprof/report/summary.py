@@ -31,7 +31,10 @@ def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
         f"One dispatch takes a median of {per_iter['median']:.1f} us for the whole group (per-iteration max over {world} ranks, kernel scope; "
         f"95% CI {lo:.1f}-{hi:.1f} us) and {per_iter['p95']:.1f} us at P95, over {per_iter['n']} measured iterations."
     )
-    if slowest and slowest["fraction"] >= 0.5:
+    named = section.get("slowest_named")
+    if named is not None:
+        text += f" Rank {named['rank']} is slow by itself: {named['why']}." if named["rank"] is not None else f" No rank is named slow: {named['why']}."
+    elif slowest and slowest["fraction"] >= 0.5:
         text += f" Rank {slowest['rank']} is consistently the slowest ({100 * slowest['fraction']:.0f}% of iterations)."
     elif slowest:
         text += f" No rank is consistently the slowest (most often rank {slowest['rank']}, {100 * slowest['fraction']:.0f}% of iterations)."
