@@ -55,3 +55,62 @@ def test_role_statistics_pool_every_rank_and_keep_not_provided_as_none():
 def test_cores_beyond_the_configured_roles_are_unassigned():
     cores = per_core(long_table(0, [1, 2, 3, 4], [0, 0, 0, 0]), [{"name": "Stage", "count": 3}])
     assert cores["role"].tolist() == ["Stage", "Stage", "Stage", "unassigned"]
+
+
+def pipe_table(rank, rows):
+    """rows: per vector core (aiv_time, vec, scalar, mte2, mte3 times in us)."""
+    out = []
+    for block, (aiv, *pipes) in enumerate(rows):
+        metrics = {"aiv_time(us)": aiv, "aiv_icache_miss_rate": 0.01}
+        for name, t in zip(("vec", "scalar", "mte2", "mte3"), pipes):
+            metrics[f"aiv_{name}_time(us)"] = t
+            metrics[f"aiv_{name}_ratio"] = t / aiv
+        for metric, value in metrics.items():
+            out.append(
+                {
+                    "rank": rank,
+                    "node": 0,
+                    "device": rank,
+                    "block_id": block,
+                    "sub_block_id": "vector0",
+                    "core_kind": "vector",
+                    "core_index": 0,
+                    "metric": metric,
+                    "value": value,
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def test_busy_time_is_a_range_between_the_largest_pipe_and_the_capped_sum():
+    from dispatchprof.analysis.roles import with_busy
+
+    cores = per_core(pipe_table(0, [(100, 30, 20, 40, 10), (50, 30, 20, 40, 10), (80, math.nan, math.nan, math.nan, math.nan)]), [{"name": "A", "count": 3}])
+    assert cores["busy_us_low"].tolist()[:2] == [40, 40] and cores["busy_us_high"].tolist()[:2] == [100, 50]  # sum 100, capped at aiv 50
+    assert cores["no_pipe_us"].tolist()[:2] == [0, 0] and math.isnan(cores["busy_us_high"][2])  # not provided, never 0
+    ratio_only = with_busy(pd.DataFrame({"aiv_time_us": [200.0], "aiv_vec_ratio": [0.1], "aiv_mte2_ratio": [0.2]}))
+    assert (
+        ratio_only["busy_us_low"][0] == pytest.approx(40)
+        and ratio_only["busy_us_high"][0] == pytest.approx(60)
+        and ratio_only["no_pipe_us"][0] == pytest.approx(140)
+    )
+
+
+def test_the_busiest_role_is_compared_with_the_same_role_on_other_ranks_not_by_aiv_time():
+    from dispatchprof.analysis.roles import busiest, role_boundaries
+
+    roles = [{"name": "Send", "count": 2}, {"name": "Sum", "count": 1}]
+    # Rank 2's Send cores are busy 30 us more than the other ranks' Send cores; rank 1's Sum core has the longest
+    # aiv_time (it polled for 900 us) but is no busier than its peers.
+    frames = [
+        pipe_table(0, [(1000, 20, 10, 50, 40), (1000, 20, 10, 50, 40), (300, 10, 5, 1, 1)]),
+        pipe_table(1, [(1000, 20, 10, 50, 40), (1000, 20, 10, 50, 40), (1200, 10, 5, 1, 1)]),
+        pipe_table(2, [(1000, 30, 10, 70, 60), (1000, 30, 10, 70, 60), (300, 10, 5, 1, 1)]),
+    ]
+    cores = per_core(pd.concat(frames), roles)
+    top = busiest(cores, 0.1)
+    assert (top["rank"], top["role"], top["excess_us"]) == (2, "Send", pytest.approx(50.0))
+    assert busiest(cores, 0.5) is None  # +50 us on a median of 120 us is below a 50% margin
+    check = role_boundaries(cores, roles)
+    assert check["configured"] == [2] and check["observed"] == [2] and check["unexpected"] == []
+    assert role_boundaries(cores, [{"name": "Send", "count": 1}, {"name": "Sum", "count": 2}])["unexpected"] == [2]

@@ -11,7 +11,7 @@ NEEDED = needed_parts_or_end(snakemake, "pmu")  # ends the job here when a neede
 import pandas as pd
 
 from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
-from dispatchprof.analysis.roles import longest_cores, ordering, per_core, per_rank_roles, role_statistics
+from dispatchprof.analysis.roles import REPLAY_NOTE, busiest, longest_cores, ordering, per_core, per_rank_roles, role_boundaries, role_statistics
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.config import world_ranks
 from dispatchprof.formats.msopprof import OpprofFormatError, header_set, metric_files, missing_columns, read_metric_csv
@@ -64,6 +64,9 @@ def body(run: StageRun) -> Status:
         "kernel": sorted({r.kernel for r in runs}),
         "roles_assumption": "kernel.roles maps AIV index (vector rows by block_id, then sub-block) to roles: a configured assumption to verify against your commit's tiling",
         "roles": stats,
+        "busiest": busiest(cores, cfg["pmu"]["busiest_min_excess"]),
+        "roles_check": role_boundaries(cores, cfg["kernel"]["roles"]),
+        "replay_note": REPLAY_NOTE,
         "order_by_aiv_time": by_time,
         "order_by_icache_miss_rate": by_miss,
         "longest_cores": longest_cores(cores),
@@ -75,9 +78,22 @@ def body(run: StageRun) -> Status:
     result["summary"] = {
         "entry": entry,
         "roles": {
-            role: {k: v[k] for k in ("cores", "aiv_time_us_median", "aiv_time_us_max", "aiv_icache_miss_rate_median", "aiv_icache_miss_rate_max")}
+            role: {
+                k: v[k]
+                for k in (
+                    "cores",
+                    "aiv_time_us_median",
+                    "aiv_time_us_max",
+                    "aiv_icache_miss_rate_median",
+                    "aiv_icache_miss_rate_max",
+                    "busy_us_median_low",
+                    "busy_us_median_high",
+                    "no_pipe_us_median",
+                )
+            }
             for role, v in stats.items()
         },
+        "busiest": result["busiest"],
         "missing_columns": sorted(missing),
     }
     write_json_atomic(run.outputs["stats"], result)
@@ -88,9 +104,11 @@ def body(run: StageRun) -> Status:
     validations.append(Validation("ratios and miss rates within [0, 1]", bool(((ratios >= 0) & (ratios <= 1)).all()), "error", f"{len(ratios)} values"))
     if not validations[-1].passed:
         return run.status("invalid", "PipeUtilization has ratios outside [0, 1]: not a fraction as msopprof writes it", validations=validations)
-    top = stats[by_time[0]]
+    top, busy = stats[by_time[0]], result["busiest"]
     reason = (
-        f"{len(cores)} vector cores on {world} ranks; longest role {by_time[0]} (median aiv_time {top['aiv_time_us_median']:.1f} us); "
+        f"{len(cores)} vector cores on {world} ranks; "
+        + (f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{busy['excess_us']:.1f} us busy over the role's median); " if busy else "")
+        + f"longest role {by_time[0]} (median aiv_time {top['aiv_time_us_median']:.1f} us, waits included); "
         f"highest I-cache miss rate {by_miss[0]} (median {100 * (stats[by_miss[0]]['aiv_icache_miss_rate_median'] or 0):.1f}%)"
     )
     return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])

@@ -4,6 +4,11 @@ The AIV index of a vector row is its position when a rank's vector rows are orde
 vector sub-block; ``kernel.roles`` (counts in AIV order) maps indices to roles: a configured assumption.
 Role statistics pool every (rank, core) of the role across ranks; per-rank breakdowns come beside them.
 No threshold verdict: roles and cores are ordered by absolute time, with the miss rate beside it.
+
+Busy time is a range, never a sum: the pipes (vector, scalar, MTE2, MTE3) overlap, so a core was busy between its
+largest pipe time and min(sum of pipe times, aiv_time). The rest of aiv_time had no pipe active: polling a flag,
+instruction fetch or stalls; it is not called "wait" (the PMU cannot tell them apart). Roles are compared with the
+same role on other ranks, by busy time, because a core's aiv_time includes waiting for its peers.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ ROLE_METRICS = {
     "aiv_mte2_ratio": "aiv_mte2_ratio",
     "aiv_mte3_ratio": "aiv_mte3_ratio",
 }
+PIPES = ("vec", "scalar", "mte2", "mte3")
+REPLAY_NOTE = (
+    "msopprof replays the kernel per rank: the peers' waits inside a replayed launch are not the live run's (host lateness is gone, "
+    "the tools' set-up skew takes its place); compare busy time, which waiting does not change"
+)
 
 
 def per_core(long: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -38,7 +48,28 @@ def per_core(long: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> pd.DataF
     for column in ROLE_METRICS:
         if column not in wide:
             wide[column] = np.nan
-    return wide.rename(columns=ROLE_METRICS).reset_index(drop=True)
+    wide = wide.rename(columns=ROLE_METRICS).reset_index(drop=True)
+    return with_busy(wide)
+
+
+def with_busy(cores: pd.DataFrame) -> pd.DataFrame:
+    """Pipe times per core (the (us) columns, else ratio x aiv_time), the busy range and the no-pipe time."""
+    aiv = cores["aiv_time_us"]
+    times = []
+    for pipe in PIPES:
+        column = f"aiv_{pipe}_time(us)"
+        ratio = f"aiv_{pipe}_ratio"
+        t = cores[column] if column in cores else pd.Series(np.nan, index=cores.index)
+        if ratio in cores:
+            t = t.fillna(cores[ratio] * aiv)
+        cores[f"{pipe}_us"] = t
+        times.append(t)
+    pipes = pd.concat(times, axis=1)
+    known = pipes.notna().any(axis=1)
+    cores["busy_us_low"] = pipes.max(axis=1).where(known)
+    cores["busy_us_high"] = pd.concat([pipes.sum(axis=1, min_count=1), aiv], axis=1).min(axis=1).where(known)
+    cores["no_pipe_us"] = (aiv - cores["busy_us_high"]).where(known)
+    return cores
 
 
 def _stat(series: pd.Series, how: str) -> float | None:
@@ -64,8 +95,59 @@ def role_statistics(cores: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "aiv_vec_ratio_median": _stat(group["aiv_vec_ratio"], "median"),
             "aiv_mte2_ratio_median": _stat(group["aiv_mte2_ratio"], "median"),
             "aiv_mte3_ratio_median": _stat(group["aiv_mte3_ratio"], "median"),
+            "busy_us_median_low": _stat(group["busy_us_low"], "median"),
+            "busy_us_median_high": _stat(group["busy_us_high"], "median"),
+            "no_pipe_us_median": _stat(group["no_pipe_us"], "median"),
         }
     return out
+
+
+def busiest(cores: pd.DataFrame, min_excess: float) -> dict[str, Any] | None:
+    """The (rank, role) whose busy time (upper bound, median over the role's cores on that rank) exceeds the same role
+    on the other ranks by the most µs, when that excess is at least ``min_excess`` of the role's median; None when
+    no role stands out, no pipe time is provided or there is one rank only. LocalWindowCopy runs on every core
+    after its role: a slow receive side shows on every role of its rank."""
+    known = cores.dropna(subset=["busy_us_high"])
+    known = known[known["role"] != "unassigned"]
+    if known.empty or known["rank"].nunique() < 2:
+        return None
+    per = known.groupby(["role", "rank"])["busy_us_high"].median().rename("busy").reset_index()
+    per["peers"] = per.groupby("role")["busy"].transform("median")
+    per["excess"] = per["busy"] - per["peers"]
+    top = per.loc[per["excess"].idxmax()]
+    if top["excess"] < min_excess * top["peers"]:
+        return None
+    return {
+        "rank": int(top["rank"]),
+        "role": str(top["role"]),
+        "busy_us_high": float(top["busy"]),
+        "peers_median_us": float(top["peers"]),
+        "excess_us": float(top["excess"]),
+        "definition": "per rank and role the median busy-time upper bound over the role's cores; the largest excess over the same role's median across ranks",
+    }
+
+
+def role_boundaries(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]], jump: float = 0.3) -> dict[str, Any]:
+    """Check kernel.roles against the data: the per-core profile (each pipe's share of the pipe time, median over
+    ranks by AIV index; shares, because waiting dilutes raw ratios) should change where the configured roles change
+    and stay alike inside a role. A boundary is observed between AIV i and i+1 when the shares move by more than
+    ``jump`` (sum of absolute differences, at most 2)."""
+    ratios = [f"aiv_{p}_ratio" for p in PIPES if f"aiv_{p}_ratio" in cores and cores[f"aiv_{p}_ratio"].notna().any()]
+    configured = [int(b) for b in np.cumsum([int(r["count"]) for r in roles])[:-1]]
+    if not ratios:
+        return {"checked": False, "reason": "no pipe ratios provided", "configured": configured}
+    shares = cores[ratios].div(cores[ratios].sum(axis=1), axis=0).assign(aiv_index=cores["aiv_index"])
+    profile = shares.groupby("aiv_index")[ratios].median().sort_index()
+    steps = profile.diff().abs().sum(axis=1).iloc[1:]
+    observed = [int(i) for i, v in steps.items() if v > jump]
+    return {
+        "checked": True,
+        "configured": configured,
+        "observed": observed,
+        "unexpected": sorted(set(observed) - set(configured)),
+        "not_seen": sorted(set(configured) - set(observed)),
+        "definition": f"AIV index where the median pipe-share profile moves by more than {jump} from the core before it",
+    }
 
 
 def ordering(stats: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:

@@ -69,21 +69,42 @@ def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int,
             text.append(
                 f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
             )
-    if statuses["pmu"].ok and sections.get("pmu"):
-        roles = {r: v for r, v in sections["pmu"]["roles"].items() if r != "unassigned"}
-        timed = [r for r in roles if roles[r]["aiv_time_us_median"] is not None]
-        missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
-        if timed:
-            longest = max(timed, key=lambda r: roles[r]["aiv_time_us_median"])
+    # The chain of evidence: what the group waits for (above) -> which role on which rank is busiest against its
+    # peers -> that role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established".
+    role = None
+    pmu = sections.get("pmu") if statuses["pmu"].ok else None
+    if pmu:
+        roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned"}
+        busy = pmu.get("busiest")
+        if busy:
+            role = busy["role"]
             text.append(
-                f"Per core (msopprof PMU), the {longest} role runs longest (median aiv_time {roles[longest]['aiv_time_us_median']:.1f} us over {roles[longest]['cores']} cores on all ranks)"
+                f"Per core (msopprof PMU, busy = some pipe active; waiting excluded), rank {busy['rank']}'s {role} cores are the busiest against the same role "
+                f"on the other ranks: {busy['busy_us_high']:.1f} us against a median of {busy['peers_median_us']:.1f} us (+{busy['excess_us']:.1f} us)."
             )
-        if missed:
+        else:
+            text.append(
+                "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks by the configured margin "
+                "(pmu.busiest_min_excess): the busiest role is not established by the PMU."
+            )
+        missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
+        if role and role in missed:
+            order = sorted(missed, key=lambda r: -roles[r]["aiv_icache_miss_rate_median"])
+            listing = ", ".join(f"{r} {100 * roles[r]['aiv_icache_miss_rate_median']:.1f}%" for r in order)
+            text.append(
+                f"The {role} role's I-cache miss rate is {100 * roles[role]['aiv_icache_miss_rate_median']:.1f}% (median), "
+                f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); a ranking, not a verdict that the I-cache is the bottleneck."
+            )
+        elif missed:
             worst = max(missed, key=lambda r: roles[r]["aiv_icache_miss_rate_median"])
             text.append(
-                f"{'and ' if timed else ''}the {worst} role has the highest I-cache miss rate (median {100 * roles[worst]['aiv_icache_miss_rate_median']:.1f}%); "
+                f"Of the roles, the {worst} role has the highest I-cache miss rate (median {100 * roles[worst]['aiv_icache_miss_rate_median']:.1f}%); "
                 "this ranks roles, it is not a verdict that the I-cache is the bottleneck."
             )
+        else:
+            text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
+    else:
+        text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
     if statuses["pcsampling"].ok and sections.get("pcsampling") and sections["pcsampling"].get("stalls"):
         ni = sections["pcsampling"]["stalls"]["not_issue"]
         top = max(ni, key=ni.get)
