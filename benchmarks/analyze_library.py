@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 import numpy as np  # noqa: E402
 
 from dispatchprof.analysis.timeline import assign_ranks, calls_between, kernel_regex, launch_columns, launch_summary, longest_duration  # noqa: E402
-from dispatchprof.formats.msprof import discover, read_prof_info, read_target_kernels  # noqa: E402
+from dispatchprof.formats.msprof import discover, read_prof_info  # noqa: E402
+from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E402
 
 
 def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel", call_chain_launches: int = 200) -> dict:

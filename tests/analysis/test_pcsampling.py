@@ -25,3 +25,22 @@ def test_hot_lines_are_mapped_to_the_enclosing_simt_function(tmp_path):
     assert [(r["line"], r["function"]) for r in rows] == [(8, None), (4, "buildRemoteWqeDesc")]
     assert rows[1]["top_stall"] == "Resource_conflict"
     assert function_at(tmp_path / "missing.cpp", 3) is None
+
+
+def test_ranks_are_averaged_and_a_hot_line_counts_the_ranks_that_saw_it():
+    from dispatchprof.analysis.pcsampling import aggregate
+
+    a = PcSampling(
+        {"Scoreboard_Not_Ready": 30.0, "IBuf_Empty": 10.0},
+        [rec(10, 60.0, {"Active": 0.5, "Scoreboard_Not_Ready": 0.5}), rec(20, 40.0, {"IBuf_Empty": 1.0})],
+        [],
+        [],
+    )
+    b = PcSampling({"Scoreboard_Not_Ready": 10.0, "IBuf_Empty": 30.0}, [rec(10, 20.0, {"Scoreboard_Not_Ready": 1.0})], [], [])
+    silent = PcSampling(None, [], [], [])
+    merged = aggregate([(0, a), (1, b), (2, silent)], repo=None)
+    assert merged["stalls"]["not_issue"]["Scoreboard_Not_Ready"] == pytest.approx((0.75 + 0.25) / 2)  # rank 2 has no samples: left out
+    assert merged["per_rank"]["2"]["samples"] is False and merged["per_rank"]["2"]["not_issue"] is None
+    line10 = next(e for e in merged["hot_lines"] if e["line"] == 10)
+    assert line10["ranks"] == 2 and line10["percent_of_samples"] == pytest.approx((60.0 + 20.0) / 3)  # mean over the 3 ranks
+    assert merged["lines_seen"] == 3 and [e["line"] for e in merged["hot_lines"]] == [10, 20]

@@ -149,3 +149,24 @@ def test_the_rank_plot_is_bounded_and_says_when_there_is_nothing():
     svg = launch_svg(3, [100.0 + (i % 7) for i in range(5000)], 103.0)
     assert svg.startswith("<svg") and svg.count(",") < 2 * 400 and "rank 3" in svg
     assert "no launches (no PROF_ directory" in launch_svg(4, [], None, "no PROF_ directory for this rank")
+
+
+def test_the_call_chain_merges_ranks_by_median_and_names_unknown_kernels_unidentified():
+    from dispatchprof.analysis.timeline import merged_call_chain, timeline_minus_kernel
+
+    ranks = [
+        {
+            "calls_between": [
+                {"name": "cached_notify_combine", "per_iteration": 1.0, "median_us": 20.0},
+                {"name": "mystery", "per_iteration": 2.0, "median_us": 3.0},
+            ]
+        },
+        {"calls_between": [{"name": "cached_notify_combine", "per_iteration": 1.0, "median_us": 40.0}]},
+        {"calls_between": None},
+    ]
+    chain = {c["name"]: c for c in merged_call_chain(ranks, {"cached_notify_combine": "barrier"})}
+    assert chain["cached_notify_combine"] == {"name": "cached_notify_combine", "per_iteration": 1.0, "median_us": 30.0, "role": "barrier"}
+    assert chain["mystery"]["role"].startswith("unidentified")
+    assert timeline_minus_kernel(
+        {0: {"median_us": 105.0}, 1: {"median_us": None}, 2: {"median_us": 50.0}}, {"0": {"median_us": 100.0}, "1": {"median_us": 9.0}}
+    ) == {"0": 5.0}

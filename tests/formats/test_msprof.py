@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT
 from dispatchprof.analysis.timeline import kernel_regex
-from dispatchprof.formats.msprof import MsprofFormatError, discover, op_summary_files, read_db_target, read_prof_info, read_target_kernels
+from dispatchprof.formats.msprof import MsprofFormatError, discover, op_summary_files, read_db_target, read_prof_info
 from dispatchprof.formats.msprof_tables import read_db, read_msprof_json, read_op_summary, read_prof_kernels, target_kernels_of
+from dispatchprof.formats.target_kernels import read_target_kernels
 
 REAL = FIXTURES / "msprof-real"
 SINGLE = REAL / "single_kernel_run" / "mindstudio_profiler_output"
@@ -294,3 +295,38 @@ def test_db_with_wrong_types_in_times_or_names_ends_in_a_clear_error(tmp_path_fa
         assert str(db) in str(exc)
     else:
         assert (kernels.dur_ns >= 0).all() and (kernels.other_dur_ns >= 0).all() and kernels.start_ns.dtype == "int64"
+
+
+def test_the_library_has_no_import_cycle_and_the_db_path_needs_no_pandas():
+    import ast
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    lib = ROOT / "workflow" / "scripts"
+    graph = {}
+    for path in (lib / "dispatchprof").rglob("*.py"):
+        module = ".".join(path.relative_to(lib).with_suffix("").parts).removesuffix(".__init__")
+        imports = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dispatchprof"):
+                imports.add(node.module)
+            elif isinstance(node, ast.Import):
+                imports |= {a.name for a in node.names if a.name.startswith("dispatchprof")}
+        graph[module] = imports
+
+    def cycle_from(start, node, seen):
+        for nxt in graph.get(node, ()):
+            if nxt == start:
+                return [node, nxt]
+            if nxt not in seen:
+                seen.add(nxt)
+                found = cycle_from(start, nxt, seen)
+                if found:
+                    return [node, *found]
+        return None
+
+    assert [m for m in graph if cycle_from(m, m, set())] == []
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import dispatchprof.formats.target_kernels; print('pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code, str(lib)], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -12,14 +12,16 @@ from test_artifacts_agree import NODES, run_cluster
 
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.timeline import barrier_before, kernel_regex
-from dispatchprof.formats.msprof import discover, read_prof_info, read_target_kernels
+from dispatchprof.formats.msprof import discover, read_prof_info
+from dispatchprof.formats.target_kernels import read_target_kernels
 
 RPN, ITERATIONS, SKIP = 4, 40, 3
 SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1}
 
 
-def analysed(tmp_path, knobs: dict) -> tuple[dict, dict]:
-    out = run_cluster(tmp_path, {**knobs, "noise_seed": 3}, profiler="msprof", rpn=RPN, iterations=ITERATIONS)
+def analysed(tmp_path, knobs: dict, synchronize_start: bool = True) -> tuple[dict, dict]:
+    extra = {"DISPATCHPROF_SYNCHRONIZE_START": "1" if synchronize_start else "0"}
+    out = run_cluster(tmp_path, {**knobs, "noise_seed": 3}, profiler="msprof", rpn=RPN, iterations=ITERATIONS, extra_env=extra)
     truth = json.loads((out / "latency" / "sim_truth.json").read_text())
     rank, launch, columns = [], [], {k: [] for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
     target, barrier = kernel_regex("elastic_dispatch_kernel"), kernel_regex("cached_notify_combine")
@@ -51,6 +53,15 @@ def test_a_late_rank_is_named_through_the_barrier_kernel_never_a_waiting_rank(tm
     # the longest barrier waits belong to the ranks that waited for rank 5
     waits_of = {int(r): w["sync_barrier_median"] for r, w in result["entry_wait_us"]["per_rank"].items()}
     assert min(waits_of, key=waits_of.get) == 5
+
+
+def test_without_synchronize_start_a_late_rank_is_named_through_the_kernels_entry_barrier(tmp_path):
+    result, truth = analysed(tmp_path, {"late_rank": 5, "late_us": 60}, synchronize_start=False)
+    assert truth["run"]["synchronize_start"] is False and truth["launches"][0]["barrier"]["which"] == "elastic_dispatch_kernel entry"
+    strag = result["straggler"]
+    assert strag["evidence"] == "late_arrival" and strag["rank"] == 5 and "entry barrier" in strag["explanation"]
+    waits_of = {int(r): w["kernel_entry_median"] for r, w in result["entry_wait_us"]["per_rank"].items()}
+    assert min(waits_of, key=waits_of.get) == 5 and all(w is None for w in (x["sync_barrier_median"] for x in result["entry_wait_us"]["per_rank"].values()))
 
 
 def test_a_late_node_is_named_as_a_node(tmp_path):

@@ -23,7 +23,10 @@ def test_the_stand_in_test_is_patched_and_still_parses():
     result = patch(TEST.read_text(), str(TEST))
     ast.parse(result.source)
     assert result.spawn_function == "test_loop"
-    assert "with buffer.profile_dispatch_latency(output_dir=_dp_rt.latency_dir(), warmup=_dp_rt.WARMUP, synchronize_start=True):" in result.source
+    assert (
+        "with buffer.profile_dispatch_latency(output_dir=_dp_rt.latency_dir(), warmup=_dp_rt.WARMUP, synchronize_start=_dp_rt.SYNCHRONIZE_START):"
+        in result.source
+    )
     assert "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)" in result.source
     assert "torch.npu.synchronize()" in result.source
     assert '_dp_os.environ["RANK_ID"] = str(int(_dp_os.environ.get("RANK", "0")) * 8 + int(local_rank))' in result.source

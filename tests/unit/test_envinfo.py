@@ -71,3 +71,18 @@ def test_cross_node_mismatches_are_named():
 
     warnings = compare_nodes([env(0, "9.0", "abc"), env(1, "9.1", "abc")])
     assert warnings == ["CANN version differs across nodes: node 0: 9.0, node 1: 9.1"]
+
+
+def test_clock_sync_names_chrony_with_its_offset_or_says_nothing_was_found(tmp_path):
+    from dispatchprof.envinfo import ProbeRecord, clock_sync
+
+    tracking = tmp_path / "clock_chrony.txt"
+    tracking.write_text("Reference ID    : C0A80001 (ntp1)\nStratum         : 3\nSystem time     : 0.000012345 seconds fast of NTP time\n")
+    probes = {
+        "clock_chrony": ProbeRecord("clock_chrony", ["chronyc"], True, 0, str(tracking), None, "Reference ID"),
+        "clock_ntp_synchronized": ProbeRecord("clock_ntp_synchronized", ["timedatectl"], True, 0, None, None, "NTPSynchronized=yes"),
+        "clock_ptp": ProbeRecord("clock_ptp", ["pmc"], False, 127, None, "not found"),
+    }
+    assert clock_sync(probes) == "chrony (0.000012345 seconds fast of NTP time); NTPSynchronized=yes"
+    nothing = {k: ProbeRecord(k, [k], False, 127, None, "not found") for k in probes}
+    assert clock_sync(nothing).startswith("not found")

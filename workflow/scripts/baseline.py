@@ -43,7 +43,11 @@ def body(run: StageRun) -> Status:
         policy={
             "warmup": int(kernel.frame.groupby("iteration")["warmup"].all().sum()),
             "iterations": int(kernel.frame["iteration"].nunique()),
-            "synchronize_start": "requested (profile_dispatch_latency(synchronize_start=True): an untimed cross-rank barrier before each timed launch)"
+            "synchronize_start": (
+                "requested (profile_dispatch_latency(synchronize_start=True): an untimed cross-rank barrier before each timed launch)"
+                if cfg["baseline"]["synchronize_start"]
+                else "off (baseline.synchronize_start: false): host lateness lands in the kernel's entry barrier"
+            )
             if run_dir
             else "unknown (imported)",
             "after_each_call": "torch.npu.synchronize()" if run_dir else "unknown (imported)",

@@ -10,7 +10,7 @@ from dispatchprof.stage import needed_parts_or_end  # noqa: E402
 NEEDED = needed_parts_or_end(snakemake, "pcsampling")  # ends the job here when a needed part is not ok
 
 from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
-from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, hot_lines, stall_tables
+from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, aggregate
 from dispatchprof.atomic import write_json_atomic
 from dispatchprof.formats.msopprof import OpprofFormatError
 from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
@@ -24,18 +24,11 @@ NO_SAMPLES_WHY = (
 )
 
 
-def mean_tables(tables: list[dict[str, float]]) -> dict[str, float] | None:
-    tables = [t for t in tables if t]
-    if not tables:
-        return None
-    return {s: sum(t.get(s, 0.0) for t in tables) / len(tables) for s in tables[0]}
-
-
 def body(run: StageRun) -> Status:
     cfg = run.config
     parts = NEEDED
     repo = resolve(cfg).repo if cfg["mode"] == "collect" else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
-    per_rank, all_tables, ni_tables, lines_seen, instr_seen, hot = {}, [], [], 0, 0, {}
+    decoded = []
     try:
         runs = rank_runs(
             run.raw_dir("pcsampling_dir"),
@@ -44,31 +37,14 @@ def body(run: StageRun) -> Status:
             cfg["kernel"]["name"],
             load_identities(run.params["identity"]),
         )
-        for r in runs:
-            vis = r.run.directory / "visualize_data.bin"
-            if not vis.is_file():
-                continue
-            pc = decode_pc_sampling(vis)
-            tables = stall_tables(pc) if pc.top_stall is not None else {"all_samples": None, "not_issue": None}
-            per_rank[str(r.rank)] = {"samples": pc.top_stall is not None, "lines": len(pc.lines), "instructions": len(pc.instructions), **tables}
-            all_tables.append(tables["all_samples"])
-            ni_tables.append(tables["not_issue"])
-            lines_seen += len(pc.lines)
-            instr_seen += len(pc.instructions)
-            for row in hot_lines(pc, repo, top=50):
-                key = (row["file"], row["line"])
-                entry = hot.setdefault(key, {**row, "percent_of_samples": 0.0, "ranks": 0})
-                entry["percent_of_samples"] += row["percent_of_samples"]
-                entry["ranks"] += 1
+        decoded = [(r.rank, decode_pc_sampling(r.run.directory / "visualize_data.bin")) for r in runs if (r.run.directory / "visualize_data.bin").is_file()]
     except (OpprofFormatError, VisualizeBinError) as exc:
         return run.status("invalid", str(exc))
-    if not per_rank:
+    if not decoded:
         return run.status("invalid", "no visualize_data.bin for any rank: PC sampling produced no output")
-    n = len(per_rank)
-    for entry in hot.values():
-        entry["percent_of_samples"] /= n  # mean share over ranks
-    top_lines = sorted(hot.values(), key=lambda e: -e["percent_of_samples"])[:10]
-    stalls = {"all_samples": mean_tables(all_tables), "not_issue": mean_tables(ni_tables)}
+    merged = aggregate(decoded, repo)
+    per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
+    lines_seen, instr_seen, n = merged["lines_seen"], merged["instructions_seen"], len(merged["per_rank"])
     validations = []
     if not any(v["samples"] for v in per_rank.values()):
         result = {

@@ -11,7 +11,7 @@ NEEDED = needed_parts_or_end(snakemake, "pmu")  # ends the job here when a neede
 import pandas as pd
 
 from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
-from dispatchprof.analysis.roles import REPLAY_NOTE, busiest, longest_cores, ordering, per_core, per_rank_roles, role_boundaries, role_statistics
+from dispatchprof.analysis.roles import REPLAY_NOTE, busiest, core_grids, longest_cores, ordering, per_core, per_rank_roles, role_boundaries, role_statistics
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.config import world_ranks
 from dispatchprof.formats.msopprof import OpprofFormatError, header_set, metric_files, missing_columns, read_metric_csv
@@ -67,6 +67,7 @@ def body(run: StageRun) -> Status:
         "busiest": busiest(cores, cfg["pmu"]["busiest_min_excess"]),
         "roles_check": role_boundaries(cores, cfg["kernel"]["roles"]),
         "replay_note": REPLAY_NOTE,
+        "heatmaps": core_grids(cores, cfg["kernel"]["roles"]),
         "order_by_aiv_time": by_time,
         "order_by_icache_miss_rate": by_miss,
         "longest_cores": longest_cores(cores),

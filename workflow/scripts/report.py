@@ -19,6 +19,30 @@ from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
 
 
+def render_heatmaps(timeline: dict | None, pmu: dict | None) -> None:
+    """Heat maps of what the stages computed (entry waits per rank and launch; busy and no-pipe time per rank and AIV
+    core), drawn here and embedded: the report stays one file. matplotlib only when there is something to draw."""
+    grids = []
+    if timeline and timeline["stats"].get("entry_wait_heatmap"):
+        grid = timeline["stats"]["entry_wait_heatmap"]
+        grids.append((timeline, "entry_wait_png", grid, f"Entry wait per rank and launch ({grid['what']})", "launch", None))
+    if pmu and pmu.get("heatmaps"):
+        maps = pmu["heatmaps"]
+        grids.append((pmu, "busy_png", maps["busy_us"], "Busy time per rank and AIV core (upper bound: some pipe active)", "AIV index", maps["role_bands"]))
+        grids.append((pmu, "no_pipe_png", maps["no_pipe_us"], "No pipe active per rank and AIV core (polling, fetch, stalls)", "AIV index", maps["role_bands"]))
+    if not grids:
+        return
+    import tempfile
+
+    from dispatchprof.report import plots
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (target, key, grid, title, xlabel, bands) in enumerate(grids):
+            path = Path(tmp) / f"{i}.png"
+            plots.heatmap(grid, title, xlabel, path, bands)
+            target[key] = embed_png(path)
+
+
 def body(run: StageRun) -> Status:
     cfg = run.config
     out_dir = run.outputs["html"].parent
@@ -78,6 +102,7 @@ def body(run: StageRun) -> Status:
         if statuses[stage].ok and not data.get("placeholder"):
             evidence[stage] = {**data, "link": link(run.inputs[key])}
             sections[stage] = data["summary"]
+    render_heatmaps(timeline, evidence.get("pmu"))
     comparisons = []
     for path in run.inputs.get("comparisons", []):
         data = json.loads(Path(path).read_text())

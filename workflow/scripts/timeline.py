@@ -11,7 +11,7 @@ import pandas as pd
 
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis import waits
-from dispatchprof.analysis.timeline import longest_duration, merged_trace
+from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, fold, read_status
@@ -61,24 +61,8 @@ def body(run: StageRun) -> Status:
     symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
     baseline = json.loads(Path(run.inputs["baseline_stats"]).read_text())
     base_ranks = baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
-    difference = {str(r): d["median_us"] - base_ranks[str(r)]["median_us"] for r, d in details.items() if d["median_us"] is not None and str(r) in base_ranks}
-    known = cfg["timeline"]["known_kernels"]
-    chain: dict[str, dict] = {}
-    for d in details.values():
-        for call in d.get("calls_between") or []:
-            entry = chain.setdefault(call["name"], {"name": call["name"], "per_iteration": [], "median_us": [], "role": known.get(call["name"])})
-            entry["per_iteration"].append(call["per_iteration"])
-            entry["median_us"].append(call["median_us"])
-    call_chain = [
-        {
-            "name": c["name"],
-            "per_iteration": float(np.median(c["per_iteration"])),
-            "median_us": float(np.median(c["median_us"])),
-            "role": c["role"]
-            or "unidentified: its name is not in timeline.known_kernels (the repository's layout/notify/epilogue kernel names are not public); its share is not guessed",
-        }
-        for c in chain.values()
-    ]
+    difference = timeline_minus_kernel(details, base_ranks)
+    call_chain = merged_call_chain(details.values(), cfg["timeline"]["known_kernels"])
     stats = {
         "toolchain": run.toolchain,
         "source": run.source,
@@ -102,6 +86,7 @@ def body(run: StageRun) -> Status:
         "coupling": waited["coupling"],
         "node_clock": waited["node_clock"],
         "entry_wait_us": waited["entry_wait_us"],
+        "entry_wait_heatmap": waited["entry_wait_heatmap"],
         "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
         "call_chain": call_chain,
         "call_chain_scope": (

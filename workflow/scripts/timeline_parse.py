@@ -15,7 +15,8 @@ import pyarrow as pa
 from dispatchprof.analysis.opprof_runs import load_identities
 from dispatchprof.analysis.timeline import assign_ranks, calls_between, coverage_table, kernel_regex, launch_columns, launch_summary
 from dispatchprof.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.formats.msprof import MsprofFormatError, discover, read_prof_info, read_target_kernels
+from dispatchprof.formats.msprof import MsprofFormatError, discover, read_prof_info
+from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.stage import StageRun, run_stage

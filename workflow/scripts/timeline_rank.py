@@ -14,7 +14,8 @@ import pandas as pd
 
 from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary
 from dispatchprof.atomic import write_json_atomic, write_text_atomic
-from dispatchprof.formats.msprof import MsprofFormatError, read_prof_info, read_target_kernels
+from dispatchprof.formats.msprof import MsprofFormatError, read_prof_info
+from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status

@@ -2,7 +2,7 @@
 Python environment, next to perf_driver.py, on every rank.
 
 Environment: DISPATCHPROF_OUT (where to write), DISPATCHPROF_WARMUP, DISPATCHPROF_ITERATIONS,
-DISPATCHPROF_NUM_EXPERTS, DISPATCHPROF_RANKS_PER_NODE, DISPATCHPROF_TOPK_KEY; RANK (node index) and
+DISPATCHPROF_NUM_EXPERTS, DISPATCHPROF_RANKS_PER_NODE, DISPATCHPROF_TOPK_KEY, DISPATCHPROF_SYNCHRONIZE_START (1|0); RANK (node index) and
 RANK_ID (global rank, set by the driver at the start of the per-rank function); DISPATCHPROF_HOST_CLOCK
 (optional, module:function): the clock of the full-API scope instead of time.perf_counter. Only the simulated
 cluster sets it (its modelled host clock); the clock used is written to api/clock.json.
@@ -19,6 +19,8 @@ import time
 OUT = os.environ.get("DISPATCHPROF_OUT", "dispatchprof_out")
 WARMUP = int(os.environ.get("DISPATCHPROF_WARMUP", "10"))
 ITERATIONS = int(os.environ.get("DISPATCHPROF_ITERATIONS", "110"))
+# profile_dispatch_latency(synchronize_start=...): an untimed barrier kernel before each timed launch (default on)
+SYNCHRONIZE_START = os.environ.get("DISPATCHPROF_SYNCHRONIZE_START", "1") == "1"
 _api: list = []
 CLOCK_NAME = os.environ.get("DISPATCHPROF_HOST_CLOCK") or "time.perf_counter"
 

@@ -57,6 +57,7 @@ def driver_environment(config: Mapping[str, Any], out_dir: Path, iterations: int
         "DISPATCHPROF_NUM_EXPERTS": str(config["shape"]["num_experts"]),
         "DISPATCHPROF_RANKS_PER_NODE": str(config["cluster"]["ranks_per_node"]),
         "DISPATCHPROF_TOPK_KEY": config["baseline"]["topk_key"],
+        "DISPATCHPROF_SYNCHRONIZE_START": "1" if config["baseline"]["synchronize_start"] else "0",
     }
 
 

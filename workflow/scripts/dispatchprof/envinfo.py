@@ -110,6 +110,10 @@ def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeou
         "repo_commit": ["git", "-C", str(chain.repo), "rev-parse", "HEAD"],
         "torch_version": [python, "-c", "import torch; print(torch.__version__)"],
         "torch_npu_version": [python, "-c", "import torch_npu; print(torch_npu.__version__)"],
+        # Node clocks: the timeline estimates offsets and drift itself; what synchronises the hosts is recorded beside it.
+        "clock_chrony": ["chronyc", "-n", "tracking"],
+        "clock_ntp_synchronized": ["timedatectl", "show", "--property=NTPSynchronized"],
+        "clock_ptp": ["pmc", "-u", "-b", "0", "GET TIME_STATUS_NP"],
     }
     probes = {name: _probe(name, argv, chain, out_dir, per_probe) for name, argv in commands.items()}
     return {
@@ -122,7 +126,25 @@ def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeou
         "compile_flags": compile_flags(chain.repo),
         "debug_clock": debug_clock_switches(chain.repo, chain.env()),
         "op_profiler_entry": op_profiler_entry(probes),
+        "clock_sync": clock_sync(probes),
     }
+
+
+def clock_sync(probes: Mapping[str, ProbeRecord]) -> str:
+    """One line on what keeps this host's clock in step: chrony, systemd's NTP flag, PTP, or nothing found."""
+    found = []
+    chrony = probes.get("clock_chrony")
+    if chrony is not None and chrony.available and chrony.output_file:
+        text = Path(chrony.output_file).read_text(errors="replace")
+        offset = re.search(r"System time\s*:\s*([0-9.]+ seconds (?:fast|slow))", text)
+        found.append("chrony" + (f" ({offset.group(1)} of NTP time)" if offset else ""))
+    ntp = probes.get("clock_ntp_synchronized")
+    if ntp is not None and ntp.available and ntp.value:
+        found.append(ntp.value.strip())
+    ptp = probes.get("clock_ptp")
+    if ptp is not None and ptp.available:
+        found.append("PTP (pmc answered)")
+    return "; ".join(found) or "not found (no chrony, timedatectl or pmc answered)"
 
 
 def compare_nodes(envs: list[Mapping[str, Any]]) -> list[str]:

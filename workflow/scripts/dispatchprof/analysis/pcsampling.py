@@ -75,3 +75,38 @@ def hot_lines(pc: PcSampling, repo: Path | None, top: int = 10) -> list[dict[str
             }
         )
     return sorted(rows, key=lambda r: -r["percent_of_samples"])[:top]
+
+
+def mean_tables(tables: Sequence[Mapping[str, float] | None]) -> dict[str, float] | None:
+    """The unweighted mean over ranks of their stall tables (ranks without samples left out)."""
+    present = [t for t in tables if t]
+    if not present:
+        return None
+    return {s: sum(t.get(s, 0.0) for t in present) / len(present) for s in present[0]}
+
+
+def aggregate(decoded: Sequence[tuple[int, PcSampling]], repo: Path | None, top: int = 10) -> dict[str, Any]:
+    """Every rank's decoded PC sampling -> per-rank tables, the mean stall tables over ranks, and the hot lines
+    (each line's share averaged over the ranks, with how many ranks saw it)."""
+    per_rank, all_tables, ni_tables, hot = {}, [], [], {}
+    lines_seen = instructions_seen = 0
+    for rank, pc in decoded:
+        tables = stall_tables(pc) if pc.top_stall is not None else {"all_samples": None, "not_issue": None}
+        per_rank[str(rank)] = {"samples": pc.top_stall is not None, "lines": len(pc.lines), "instructions": len(pc.instructions), **tables}
+        all_tables.append(tables["all_samples"])
+        ni_tables.append(tables["not_issue"])
+        lines_seen += len(pc.lines)
+        instructions_seen += len(pc.instructions)
+        for row in hot_lines(pc, repo, top=50):
+            entry = hot.setdefault((row["file"], row["line"]), {**row, "percent_of_samples": 0.0, "ranks": 0})
+            entry["percent_of_samples"] += row["percent_of_samples"]
+            entry["ranks"] += 1
+    for entry in hot.values():
+        entry["percent_of_samples"] /= max(1, len(per_rank))  # mean share over ranks
+    return {
+        "per_rank": per_rank,
+        "stalls": {"all_samples": mean_tables(all_tables), "not_issue": mean_tables(ni_tables)},
+        "hot_lines": sorted(hot.values(), key=lambda e: -e["percent_of_samples"])[:top],
+        "lines_seen": lines_seen,
+        "instructions_seen": instructions_seen,
+    }

@@ -177,3 +177,19 @@ def per_rank_roles(cores: pd.DataFrame) -> dict[str, dict[str, dict[str, float |
             "aiv_icache_miss_rate_median": _stat(group["aiv_icache_miss_rate"], "median"),
         }
     return out
+
+
+def core_grids(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """rank x AIV index heat maps of busy time (upper bound) and no-pipe time, ranks binned for large clusters, with
+    the configured role bands (AIV index ranges)."""
+    from dispatchprof.analysis.waits import binned_grid  # a small numpy helper shared with the timeline's heat map
+
+    bands, start = [], 0
+    for role in roles:
+        bands.append({"role": role["name"], "first": start, "last": start + int(role["count"]) - 1})
+        start += int(role["count"])
+    out: dict[str, Any] = {"role_bands": bands}
+    for key, column in (("busy_us", "busy_us_high"), ("no_pipe_us", "no_pipe_us")):
+        wide = cores.pivot_table(index="rank", columns="aiv_index", values=column, aggfunc="first")
+        out[key] = binned_grid(wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy(), max_columns=512)
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -193,6 +193,38 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
         "launches_compared": int(len(complete)),
         "per_rank_fraction": {str(r): float(f) for r, f in fractions.items()},
         "per_launch_max_us": complete.max(axis=1).tolist(),
+    }
+
+
+UNIDENTIFIED = (
+    "unidentified: its name is not in timeline.known_kernels (the repository's layout/notify/epilogue kernel names are not public); its share is not guessed"
+)
+
+
+def merged_call_chain(ranks: Iterable[Mapping[str, Any]], known: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The other kernels between target launches over all ranks: per name the median over ranks of the per-iteration
+    count and of the median duration, with its known role or 'unidentified'."""
+    chain: dict[str, dict[str, Any]] = {}
+    for rank in ranks:
+        for call in rank.get("calls_between") or []:
+            entry = chain.setdefault(call["name"], {"per_iteration": [], "median_us": []})
+            entry["per_iteration"].append(call["per_iteration"])
+            entry["median_us"].append(call["median_us"])
+    return [
+        {
+            "name": name,
+            "per_iteration": float(np.median(c["per_iteration"])),
+            "median_us": float(np.median(c["median_us"])),
+            "role": known.get(name) or UNIDENTIFIED,
+        }
+        for name, c in chain.items()
+    ]
+
+
+def timeline_minus_kernel(ranks: Mapping[int, Mapping[str, Any]], baseline_per_rank: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Per rank: the timeline's median duration minus the baseline's kernel-scope median (where both exist)."""
+    return {
+        str(r): d["median_us"] - baseline_per_rank[str(r)]["median_us"] for r, d in ranks.items() if d["median_us"] is not None and str(r) in baseline_per_rank
     }
 
 

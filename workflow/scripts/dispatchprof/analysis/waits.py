@@ -348,11 +348,55 @@ def entry_waits(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
     }
 
 
+def binned_grid(values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_rows: int = 128, max_columns: int = 200) -> dict[str, Any]:
+    """A ``[row, column]`` matrix for a heat map that stays readable at thousands of ranks: rows (ranks) and columns
+    are grouped into at most ``max_rows`` / ``max_columns`` consecutive bins, each cell the max of its bin (NaN-aware)."""
+    values = np.asarray(values, dtype=float)
+
+    def edges(n: int, limit: int) -> np.ndarray:
+        return np.linspace(0, n, min(n, limit) + 1).round().astype(int)
+
+    r_edges, c_edges = edges(values.shape[0], max_rows), edges(values.shape[1], max_columns)
+    out = np.full((len(r_edges) - 1, len(c_edges) - 1), np.nan)
+    with np.errstate(all="ignore"):
+        for i, (r0, r1) in enumerate(zip(r_edges[:-1], r_edges[1:])):
+            block = values[r0:r1]
+            for j, (c0, c1) in enumerate(zip(c_edges[:-1], c_edges[1:])):
+                cell = block[:, c0:c1]
+                out[i, j] = np.nanmax(cell) if np.isfinite(cell).any() else np.nan
+
+    def labels(names: np.ndarray, e: np.ndarray) -> list[str]:
+        return [str(names[a]) if b - a == 1 else f"{names[a]}-{names[b - 1]}" for a, b in zip(e[:-1], e[1:])]
+
+    return {
+        "rows": labels(np.asarray(rows), r_edges),
+        "columns": labels(np.asarray(columns), c_edges),
+        "values": [[None if not np.isfinite(v) else round(float(v), 3) for v in row] for row in out],
+        "aggregation": "max over the ranks and columns of each bin" if len(r_edges) - 1 < values.shape[0] or len(c_edges) - 1 < values.shape[1] else "none",
+    }
+
+
+def entry_wait_grid(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
+    """rank x launch of the entry wait: the barrier kernel's duration, else the wait at the kernel's entry."""
+    if g.has_barrier:
+        wait, which = g.barrier_end - g.barrier_start, "barrier kernel duration"
+    else:
+        start = g.start - correction
+        wait, which = np.nanmax(start, axis=1, keepdims=True) - start, "kernel entry wait (clock-corrected starts)"
+    return {**binned_grid(wait.T, g.ranks, g.launches), "what": which, "unit": "us"}
+
+
 def analyse(g: LaunchGrid, waits: Mapping[str, float], missing_ranks: list[int]) -> dict[str, Any]:
-    """node_clock, coupling, entry_wait_us and straggler of the timeline's stats."""
+    """node_clock, coupling, entry_wait_us and straggler of the timeline's stats, and the entry-wait heat map."""
     clocks, correction = node_clocks(g)
     couple = coupling(g)
     strag = awaited(g, correction, couple, waits)
     if missing_ranks:
         strag["coverage_note"] = f"ranks {missing_ranks} have no data: the awaited rank may be one of them"
-    return {"node_clock": clocks, "coupling": couple, "entry_wait_us": entry_waits(g, correction), "straggler": strag}
+    return {
+        "node_clock": clocks,
+        "coupling": couple,
+        "entry_wait_us": entry_waits(g, correction),
+        "straggler": strag,
+        "entry_wait_heatmap": entry_wait_grid(g, correction),
+    }

@@ -222,16 +222,3 @@ def op_summary_files(text_dir: Path) -> list[Path]:
     """op_summary_<ts>.csv, or its 1M-row slices op_summary_slice_<i>_<ts>.csv in slice order."""
     found = [(p, OP_SUMMARY_RE.match(p.name)) for p in text_dir.iterdir()]
     return [p for p, m in sorted(((p, m) for p, m in found if m), key=lambda pm: int(pm[1].group(1) or 0))]
-
-
-def read_target_kernels(
-    info: ProfInfo, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False, is_barrier: Callable[[str], bool] | None = None
-) -> TargetKernels:
-    """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
-    The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
-    launch of the barrier kernel."""
-    if info.db is not None:
-        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier)
-    from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas, only for text exports
-
-    return target_kernels_of(read_prof_kernels(info), is_target, context_launches, is_barrier)

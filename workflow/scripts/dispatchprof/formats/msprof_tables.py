@@ -219,9 +219,13 @@ def read_msprof_json(path: Path) -> pd.DataFrame:
         rows.append((pid & 31, pid >> 10, stream, args.get("Task Id"), str(e.get("name")), None, args.get("Task Type"), start, dur))
     frame = pd.DataFrame(rows, columns=KERNEL_COLUMNS[:-1])
     frame["source"] = "json"
-    return frame.astype({"device": "int64", "pid": "int64", "stream": "Int64", "task_id": "Int64", "start_ns": "int64", "dur_ns": "int64"}).sort_values(
-        "start_ns", kind="stable", ignore_index=True
-    )
+    try:
+        frame = frame.astype({"device": "int64", "pid": "int64", "stream": "Int64", "task_id": "Int64", "start_ns": "int64", "dur_ns": "int64"})
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise MsprofFormatError(
+            f"{path}: fields 'ts', 'dur', 'pid', 'Physic Stream Id' or 'Task Id' are not 64-bit integers (microseconds for ts/dur) ({exc})"
+        ) from None
+    return frame.sort_values("start_ns", kind="stable", ignore_index=True)
 
 
 def read_prof_kernels(info: ProfInfo) -> pd.DataFrame:

@@ -22,6 +22,7 @@ def environment_rows(env: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list
                 "commit": (node["probes"]["repo_commit"]["value"] or "unavailable")[:12],
                 "flags": (" ".join(flags["optimization"]) + (" -g" if flags["debug_info"] else "")) if flags.get("available") else "unavailable",
                 "op_entry": node["op_profiler_entry"],
+                "clock_sync": node.get("clock_sync", "not recorded"),
                 "unavailable": ", ".join(n for n, p in node["probes"].items() if not p["available"]) or "none",
             }
         )

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from dispatchprof.status import Status
 
-SCHEMA = "dispatchprof.summary/1"
+SCHEMA = "dispatchprof.summary/2"  # /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
 
 
 def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status], sections: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -1,0 +1,22 @@
+"""One PROF_'s target launches from its preferred source: the db through sqlite3 and numpy (the hot path of hundreds of
+ranks, no pandas), else the text export through the pandas readers. Its own module, so that neither reader imports
+the other (formats.msprof is the base; formats.msprof_tables builds on it)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from dispatchprof.formats.msprof import ProfInfo, TargetKernels, read_db_target
+
+
+def read_target_kernels(
+    info: ProfInfo, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False, is_barrier: Callable[[str], bool] | None = None
+) -> TargetKernels:
+    """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
+    The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
+    launch of the barrier kernel."""
+    if info.db is not None:
+        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier)
+    from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas: only for text exports
+
+    return target_kernels_of(read_prof_kernels(info), is_target, context_launches, is_barrier)
