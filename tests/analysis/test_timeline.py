@@ -170,3 +170,21 @@ def test_the_call_chain_merges_ranks_by_median_and_names_unknown_kernels_unident
     assert timeline_minus_kernel(
         {0: {"median_us": 105.0}, 1: {"median_us": None}, 2: {"median_us": 50.0}}, {"0": {"median_us": 100.0}, "1": {"median_us": 9.0}}
     ) == {"0": 5.0}
+
+
+def test_a_clock_corrected_trace_shares_one_zero_so_a_waiting_rank_shows_its_wait():
+    # node 1's clock reads 5 ms ahead; rank 9 really started its launch 40 us before rank 0 and waited for it
+    used = pd.DataFrame(
+        {
+            "rank": [0, 9],
+            "launch": [0, 0],
+            "start_ns": [1_000_000, 1_000_000 - 40_000 + 5_000_000],
+            "dur_ns": [100_000, 140_000],
+            "gap_ns": [float("nan"), float("nan")],
+        }
+    )
+    details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
+    trace = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0})
+    xs = {e["pid"]: e for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert xs[9]["ts"] == xs[0]["ts"] - 40.0 and xs[0]["ts"] + xs[0]["dur"] == 0 == xs[9]["ts"] + xs[9]["dur"]
+    assert "corrected" in trace["metadata"]["aligned_on"]

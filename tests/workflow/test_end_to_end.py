@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -233,3 +234,27 @@ def test_dry_run_shows_parse_jobs_by_node_range_drill_downs_by_rank_and_the_merg
     assert out.count("rule timeline_rank:") == 2 and "rank=12" in out and "rule timeline:" in out
     grouped = workflow_copy.snakemake("-n", overlay=base_overlay())
     assert grouped.stdout.count("rule timeline_parse:") == 1 and "nodes=0-1" in grouped.stdout
+
+
+def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(workflow_copy, tmp_path):
+    """Issue "Wait-aware localisation": a host-late rank (default loop: synchronize_start) is named through the barrier
+    kernel, the ranks that wait longest are not; the raw PROF_ directories of that run, analysed elsewhere (analyze
+    mode, no sidecars), give the same answer."""
+    result = workflow_copy.snakemake("--until", "timeline", overlay=base_overlay(sim={"late_rank": 11, "late_us": 80}, timeline={"crosscheck": "off"}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    truth = json.loads((workflow_copy.root / "results/baseline/timeline/run/latency/sim_truth.json").read_text())
+    assert truth["root_causes"][0]["ranks"] == [11]
+    stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    strag = stats["straggler"]
+    assert (strag["evidence"], strag["rank"]) == ("late_arrival", 11) and stats["coupling"]["state"] == "coupled", strag
+    assert stats["longest_duration"]["rank"] != 11 and stats["longest_duration"]["label"] == "waits longest"
+    offset = stats["node_clock"]["1"]["offset_us"]
+    assert abs(offset - (truth["clocks"]["1"]["offset_us"] - truth["clocks"]["0"]["offset_us"])) < 20
+    raw = tmp_path / "collected"
+    shutil.copytree(workflow_copy.root / "results/baseline/timeline/raw", raw)
+    result = workflow_copy.snakemake(overlay=base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == ("late_arrival", 11)
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert "the group waits for rank 11" in html and "entry wait heat map" in html

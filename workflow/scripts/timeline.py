@@ -113,7 +113,9 @@ def body(run: StageRun) -> Status:
         "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
     }
     write_json_atomic(run.outputs["stats"], stats)
-    trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"])
+    offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
+    corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
+    trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"], offsets if corrected else None)
     write_json_atomic(run.outputs["trace"], trace, indent=None)  # tens of thousands of events: no pretty-printing
     reason = f"{stats['kernel_name']} on {len(details)} ranks, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
     return run.status(

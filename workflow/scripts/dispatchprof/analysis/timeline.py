@@ -228,18 +228,31 @@ def timeline_minus_kernel(ranks: Mapping[int, Mapping[str, Any]], baseline_per_r
     }
 
 
-def merged_trace(used: pd.DataFrame, ranks: Mapping[int, Mapping[str, Any]], align_launch: int, max_launches: int) -> dict[str, Any]:
+def merged_trace(
+    used: pd.DataFrame, ranks: Mapping[int, Mapping[str, Any]], align_launch: int, max_launches: int, node_offset_us: Mapping[int, float] | None = None
+) -> dict[str, Any]:
     """Chrome trace (Perfetto, chrome://tracing) of the used launches (columns rank, launch, start_ns, dur_ns,
-    gap_ns), each rank shifted so that its used launch ``align_launch`` ends at t=0: ranks on different hosts
-    become comparable by launch, not by clock. Only the first ``max_launches`` used launches of each rank are
-    drawn (0 = all), so that the file stays loadable; the statistics use every launch."""
+    gap_ns). Without ``node_offset_us`` each rank is shifted so that its used launch ``align_launch`` ends at t=0:
+    ranks on different hosts become comparable by launch, not by clock. With the estimated node clock offsets
+    (analysis.waits), every rank's clock is corrected instead and one zero is shared (the earliest end of launch
+    ``align_launch``): ranks that wait for a late peer then show the wait as a later start or a longer launch.
+    Only the first ``max_launches`` used launches of each rank are drawn (0 = all); the statistics use all."""
     events: list[dict[str, Any]] = []
-    for rank, table in used.sort_values(["rank", "launch"], kind="stable").groupby("rank", sort=True):
+    ordered = used.sort_values(["rank", "launch"], kind="stable")
+    shift = {int(r): int(round(1000 * (node_offset_us or {}).get(int(ranks.get(int(r), {}).get("node") or 0), 0.0))) for r in ordered["rank"].unique()}
+    common_zero = None
+    if node_offset_us is not None:
+        ends = [
+            int(t["start_ns"].iloc[min(align_launch, len(t) - 1)]) + int(t["dur_ns"].iloc[min(align_launch, len(t) - 1)]) - shift[int(r)]
+            for r, t in ordered.groupby("rank", sort=True)
+        ]
+        common_zero = min(ends) if ends else 0
+    for rank, table in ordered.groupby("rank", sort=True):
         rank = int(rank)
         info = ranks.get(rank, {})
         start, dur, launch, gap = (table[c].to_numpy() for c in ("start_ns", "dur_ns", "launch", "gap_ns"))
         anchor = min(align_launch, len(start) - 1)
-        zero = int(start[anchor]) + int(dur[anchor])
+        zero = common_zero + shift[rank] if common_zero is not None else int(start[anchor]) + int(dur[anchor])
         shown = len(start) if max_launches <= 0 else min(max_launches, len(start))
         events.append(
             {"name": "process_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": f"rank {rank} (node {info.get('node')}, device {info.get('device')})"}}
@@ -262,5 +275,12 @@ def merged_trace(used: pd.DataFrame, ranks: Mapping[int, Mapping[str, Any]], ali
     return {
         "displayTimeUnit": "ns",
         "traceEvents": events,
-        "metadata": {"aligned_on": f"end of used launch {align_launch} of every rank = 0 us", "launches_drawn": scope},
+        "metadata": {
+            "aligned_on": (
+                f"node clocks corrected by the estimated offsets (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
+                if node_offset_us is not None
+                else f"end of used launch {align_launch} of every rank = 0 us"
+            ),
+            "launches_drawn": scope,
+        },
     }
