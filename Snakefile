@@ -25,4 +25,4 @@ rule all:
 
 onsuccess:
     for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
-        print(f"Report: {path}")
+        print(report_line(path))

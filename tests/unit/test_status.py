@@ -86,3 +86,19 @@ def test_reading_a_broken_status_file_names_the_file(tmp_path):
         read_status(bad)
     with pytest.raises(StatusError, match="missing"):
         read_status(tmp_path / "absent.json")
+
+
+def test_atomic_outputs_respect_the_umask_not_mkstemps_0600(tmp_path):
+    import os
+
+    from dispatchprof.atomic import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "report.html", "x")
+        assert (tmp_path / "report.html").stat().st_mode & 0o777 == 0o644
+        os.umask(0o077)
+        write_text_atomic(tmp_path / "private.json", "x")
+        assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)

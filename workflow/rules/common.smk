@@ -16,6 +16,24 @@ from dispatchprof.config import (  # noqa: E402
 )
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+STARTED = __import__(
+    "time"
+).time()  # when this Snakemake process began: a report older than this was not rebuilt
+
+
+def report_line(path):
+    """The last line a person reads: the report's path, or why the one on disk is not from this run (--until, -n)."""
+    html = Path(path)
+    if not html.is_file():
+        return f"Report: not built in this run ({path} does not exist; run without --until to build it)"
+    if html.stat().st_mtime < STARTED:
+        stamp = (
+            __import__("datetime")
+            .datetime.fromtimestamp(html.stat().st_mtime)
+            .isoformat(timespec="seconds")
+        )
+        return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (--until or a target stopped before the report)"
+    return f"Report: {path}"
 
 
 def refuse(problems):

@@ -10,15 +10,24 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it over ``path`` only if the block succeeds."""
+    """Yield a temporary path next to ``path``; rename it over ``path`` only if the block succeeds. The result has
+    the mode a plain open() would give (0666 less the umask), not mkstemp's 0600: a lead on a shared filesystem
+    must be able to read the report."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
