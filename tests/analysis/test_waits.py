@@ -86,3 +86,12 @@ def test_a_rank_that_returns_late_because_it_waited_is_not_late_itself():
 def test_nothing_stands_out_without_a_cause_and_missing_ranks_are_mentioned():
     result = analyse(table(offset_us=(0.0, 3000.0)), SETTINGS, [9])
     assert result["straggler"]["evidence"] == "none" and "ranks [9] have no data" in result["straggler"]["coverage_note"]
+
+
+def test_a_late_rank_and_an_in_kernel_wait_are_both_listed():
+    """Rank 1 arrives late, and node 1's ranks end 300 us after node 0's (they wait inside the kernel)."""
+    strag = analyse(table(late=1, late_us=80.0, work={r: 1300.0 for r in range(4, 8)}), SETTINGS, [])["straggler"]
+    kinds = {c["evidence"]: c for c in strag["causes"]}
+    assert set(kinds) == {"late_arrival", "in_kernel"} and kinds["late_arrival"]["rank"] == 1
+    assert kinds["in_kernel"]["waiting_ranks"] == [4, 5, 6, 7] and strag["evidence"] == "late_arrival"
+    assert "rank 1" in strag["explanation"] and "inside the kernel" in strag["explanation"]
