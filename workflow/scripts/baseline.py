@@ -68,7 +68,7 @@ def body(run: StageRun) -> Status:
             per_iter, 0, f"{label}per-iteration max over ranks (kernel scope, measured iterations)", plot_dir / "kernel_iteration_max.png"
         )
         plots.slowest_rank_histogram(
-            {r: v["fraction_slowest"] for r, v in kernel_scope["per_rank"].items()}, f"{label}how often each rank is the slowest", plot_dir / "slowest_rank.png"
+            {r: v["fraction_slowest"] for r, v in kernel_scope["per_rank"].items()}, f"{label}how often each rank is the longest", plot_dir / "slowest_rank.png"
         )
     if api is not None:
         plots.rank_distributions(api, f"{label}full-API latency per rank", plot_dir / "api_per_rank.png")

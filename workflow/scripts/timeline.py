@@ -100,7 +100,7 @@ def body(run: StageRun) -> Status:
             "definition": "timeline kernel duration (msprof, median per rank) minus the baseline's kernel-scope latency (median per rank): "
             "the in-kernel entry barrier wait plus profiler overhead, which this data cannot separate. Listed apart from both.",
         },
-        "alignment": f"ranks aligned by launch index of the target kernel; the merged trace puts the end of used launch {cfg['timeline']['align_launch']} of every rank at 0",
+        "alignment": "ranks aligned by launch index of the target kernel",
     }
     stats["summary"] = {
         "kernel_name": stats["kernel_name"],
@@ -112,10 +112,11 @@ def body(run: StageRun) -> Status:
         "coverage": coverage_summary,
         "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
     }
-    write_json_atomic(run.outputs["stats"], stats)
     offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
     corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
     trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"], offsets if corrected else None)
+    stats["alignment"] += "; merged trace: " + trace["metadata"]["aligned_on"]
+    write_json_atomic(run.outputs["stats"], stats)
     write_json_atomic(run.outputs["trace"], trace, indent=None)  # tens of thousands of events: no pretty-printing
     reason = f"{stats['kernel_name']} on {len(details)} ranks, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
     return run.status(
