@@ -544,7 +544,7 @@ def _r(x: float | None) -> float | None:
 
 def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for role in (*ROLES,):
+    for role in ROLES:
         mine = [c for c in cores if c.role == role]
         if not mine:
             continue
@@ -553,7 +553,7 @@ def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
             "busy_us_max": _r(max(c.busy_us() - c.phase_us("lwc_copy") for c in mine)),
             "polling_us_max": _r(max(c.polling_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
             "waiting_us_max": _r(max(c.waiting_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
-            "end_us": _r(max(c.phases[-3].end for c in mine)),
+            "end_us": _r(max(c.phases[-3].end for c in mine)),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
         }
     out[LWC] = {
         "cores": len(cores),
