@@ -44,3 +44,21 @@ def test_ranks_are_averaged_and_a_hot_line_counts_the_ranks_that_saw_it():
     line10 = next(e for e in merged["hot_lines"] if e["line"] == 10)
     assert line10["ranks"] == 2 and line10["percent_of_samples"] == pytest.approx((60.0 + 20.0) / 3)  # mean over the 3 ranks
     assert merged["lines_seen"] == 3 and [e["line"] for e in merged["hot_lines"]] == [10, 20]
+
+
+def test_stall_mixtures_per_function_are_weighted_by_line_share_and_grouped_by_role():
+    from dispatchprof.analysis.pcsampling import function_stalls, role_stalls
+
+    lines = [
+        {"function": "buildRemoteWqeDesc", "percent_of_samples": 30.0, "stalls": {"Scoreboard_Not_Ready": 0.6, "IBuf_Empty": 0.2}},
+        {"function": "buildRemoteWqeDesc", "percent_of_samples": 10.0, "stalls": {"IBuf_Empty": 0.8}},
+        {"function": "simt_prepare_mapping", "percent_of_samples": 20.0, "stalls": {"Warp_Level_Sync": 0.5}},
+        {"function": None, "percent_of_samples": 50.0, "stalls": {"Nop_Cycles": 1.0}},
+    ]
+    per_function = function_stalls(lines)
+    wqe = per_function["buildRemoteWqeDesc"]
+    assert wqe["share_of_samples"] == 40.0 and wqe["stalls"] == pytest.approx({"Scoreboard_Not_Ready": 18 / 32, "IBuf_Empty": 14 / 32})
+    roles = role_stalls(per_function)
+    assert set(roles) == {"URMASendToken", "SelfCopyToken"}  # TokenCopyToBuffer and CalCumSum run no SIMT code
+    assert roles["SelfCopyToken"] == {"functions": ["simt_prepare_mapping"], "stalls": {"Warp_Level_Sync": 1.0}}
+    assert roles["URMASendToken"]["stalls"]["Warp_Level_Sync"] == pytest.approx(20 / 60)

@@ -79,12 +79,15 @@ def body(run: StageRun) -> Status:
         "stalls": stalls,
         "hot_lines": top_lines,
         "simt_functions_in_hot_lines": candidates,
+        "per_function": merged["per_function"],
+        "per_role": merged["per_role"],
+        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (shared/formats/deepep.md §4), weighted by their sample shares",
         "source_mapped": source_mapped,
         "instructions": instr_seen,
         "per_rank": per_rank,
         "states": STATES,
     }
-    result["summary"] = {"stalls": stalls, "hot_lines": top_lines}
+    result["summary"] = {"stalls": stalls, "hot_lines": top_lines, "per_role": merged["per_role"]}
     write_json_atomic(run.outputs["stats"], result)
     worst = max(stalls["not_issue"], key=stalls["not_issue"].get)
     reason = f"stall samples on {n} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"

@@ -19,9 +19,10 @@ from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
 
 
-def render_heatmaps(timeline: dict | None, pmu: dict | None) -> None:
-    """Heat maps of what the stages computed (entry waits per rank and launch; busy and no-pipe time per rank and AIV
-    core), drawn here and embedded: the report stays one file. matplotlib only when there is something to draw."""
+def render_figures(timeline: dict | None, pmu: dict | None, pcsampling: dict | None) -> None:
+    """Pictures of what the stages computed (entry waits per rank and launch; busy and no-pipe time per rank and AIV
+    core; stall reasons per role), drawn here and embedded: the report stays one file. matplotlib only when there is
+    something to draw."""
     grids = []
     if timeline and timeline["stats"].get("entry_wait_heatmap"):
         grid = timeline["stats"]["entry_wait_heatmap"]
@@ -30,7 +31,8 @@ def render_heatmaps(timeline: dict | None, pmu: dict | None) -> None:
         maps = pmu["heatmaps"]
         grids.append((pmu, "busy_png", maps["busy_us"], "Busy time per rank and AIV core (upper bound: some pipe active)", "AIV index", maps["role_bands"]))
         grids.append((pmu, "no_pipe_png", maps["no_pipe_us"], "No pipe active per rank and AIV core (polling, fetch, stalls)", "AIV index", maps["role_bands"]))
-    if not grids:
+    per_role = (pcsampling or {}).get("per_role")
+    if not grids and not per_role:
         return
     import tempfile
 
@@ -41,6 +43,10 @@ def render_heatmaps(timeline: dict | None, pmu: dict | None) -> None:
             path = Path(tmp) / f"{i}.png"
             plots.heatmap(grid, title, xlabel, path, bands)
             target[key] = embed_png(path)
+        if per_role:
+            path = Path(tmp) / "roles.png"
+            plots.stacked_shares({role: r["stalls"] for role, r in per_role.items()}, "Reasons not to issue, per role (its SIMT functions)", path)
+            pcsampling["per_role_png"] = embed_png(path)
 
 
 def body(run: StageRun) -> Status:
@@ -102,7 +108,7 @@ def body(run: StageRun) -> Status:
         if statuses[stage].ok and not data.get("placeholder"):
             evidence[stage] = {**data, "link": link(run.inputs[key])}
             sections[stage] = data["summary"]
-    render_heatmaps(timeline, evidence.get("pmu"))
+    render_figures(timeline, evidence.get("pmu"), evidence.get("pcsampling"))
     comparisons = []
     for path in run.inputs.get("comparisons", []):
         data = json.loads(Path(path).read_text())
@@ -127,7 +133,7 @@ def body(run: StageRun) -> Status:
         "comparisons": comparisons,
         "pmu": evidence.get("pmu"),
         "pcsampling": evidence.get("pcsampling"),
-        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections),
+        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections, comparisons),
         "baseline": baseline,
         "correctness": correctness,
         "open_boundaries": open_boundaries(statuses),

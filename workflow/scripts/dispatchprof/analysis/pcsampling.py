@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from dispatchprof.formats.visualize_bin import ALL, NOT_ISSUE, STATES, PcSampling
 
 SIMT_FUNCTIONS = ("simt_prepare_mapping", "buildRemoteWqeDesc", "simt_nw_mj_vf", "simt_write_wqe_v4")
+# Which AIV roles call which SIMT function (shared/formats/deepep.md §4): URMASendToken prepares the mapping and builds
+# and writes WQEs; SelfCopyToken prepares the mapping too. TokenCopyToBuffer and CalCumSum run no SIMT code.
+SIMT_ROLES = {
+    "simt_prepare_mapping": ("URMASendToken", "SelfCopyToken"),
+    "buildRemoteWqeDesc": ("URMASendToken",),
+    "simt_nw_mj_vf": ("URMASendToken",),
+    "simt_write_wqe_v4": ("URMASendToken",),
+}
 
 
 def _weighted(records: Sequence[Mapping[str, Any]], key: str, states: Sequence[str]) -> dict[str, float] | None:
@@ -70,6 +78,7 @@ def hot_lines(pc: PcSampling, repo: Path | None, top: int = 10) -> list[dict[str
                 "line": r.get("Line"),
                 "percent_of_samples": float(entry.get("Percent") or 0.0),
                 "top_stall": max(stalls, key=stalls.get) if stalls else None,
+                "stalls": {k: float(v) for k, v in stalls.items()},
                 "active_fraction": float(details.get("Active", 0.0)),
                 "function": function_at(repo / r["File"], int(r["Line"])) if repo and r.get("File") and isinstance(r.get("Line"), int) else None,
             }
@@ -103,10 +112,48 @@ def aggregate(decoded: Sequence[tuple[int, PcSampling]], repo: Path | None, top:
             entry["ranks"] += 1
     for entry in hot.values():
         entry["percent_of_samples"] /= max(1, len(per_rank))  # mean share over ranks
+    by_function = function_stalls(hot.values())
     return {
+        "per_function": by_function,
+        "per_role": role_stalls(by_function),
         "per_rank": per_rank,
         "stalls": {"all_samples": mean_tables(all_tables), "not_issue": mean_tables(ni_tables)},
         "hot_lines": sorted(hot.values(), key=lambda e: -e["percent_of_samples"])[:top],
         "lines_seen": lines_seen,
         "instructions_seen": instructions_seen,
     }
+
+
+def function_stalls(lines: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per SIMT function: the not-issued stall mixture of its source lines, each line weighted by its share of all
+    samples (the mixture sums to 1 over the stall states), and its share of all samples."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        function, stalls = line.get("function"), line.get("stalls") or {}
+        if not function or not stalls:
+            continue
+        entry = out.setdefault(function, {"share_of_samples": 0.0, "weighted": {}})
+        entry["share_of_samples"] += line["percent_of_samples"]
+        for state, value in stalls.items():
+            entry["weighted"][state] = entry["weighted"].get(state, 0.0) + line["percent_of_samples"] * value
+    for entry in out.values():
+        total = sum(entry["weighted"].values()) or 1.0
+        entry["stalls"] = {s: v / total for s, v in sorted(entry.pop("weighted").items(), key=lambda kv: -kv[1])}
+    return out
+
+
+def role_stalls(by_function: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per AIV role: the functions it runs (SIMT_ROLES) and their stall mixture, weighted by their sample shares."""
+    out: dict[str, dict[str, Any]] = {}
+    for function, entry in by_function.items():
+        for role in SIMT_ROLES.get(function, ()):
+            r = out.setdefault(role, {"functions": [], "weighted": {}, "share": 0.0})
+            r["functions"].append(function)
+            r["share"] += entry["share_of_samples"]
+            for state, value in entry["stalls"].items():
+                r["weighted"][state] = r["weighted"].get(state, 0.0) + entry["share_of_samples"] * value
+    for r in out.values():
+        total = sum(r["weighted"].values()) or 1.0
+        r["stalls"] = {s: v / total for s, v in sorted(r.pop("weighted").items(), key=lambda kv: -kv[1])}
+        r.pop("share")
+    return out

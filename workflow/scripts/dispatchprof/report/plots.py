@@ -81,3 +81,21 @@ def heatmap(grid: dict, title: str, xlabel: str, path: Path, bands: list[dict] |
         ax.text((band["first"] + band["last"]) / 2, -0.8, band["role"], ha="center", va="bottom", fontsize=7)
     ax.set_title(title, pad=18 if bands else 6)
     _save(fig, path)
+
+
+def stacked_shares(shares: dict[str, dict[str, float]], title: str, path: Path) -> None:
+    """One horizontal bar per row (e.g. a role), split by category shares that sum to 1."""
+    rows = list(shares)
+    categories = sorted({c for mix in shares.values() for c in mix}, key=lambda c: -sum(m.get(c, 0.0) for m in shares.values()))
+    fig, ax = plt.subplots(figsize=(9, 1.0 + 0.5 * len(rows)))
+    left = [0.0] * len(rows)
+    colors = plt.get_cmap("tab10")
+    for k, category in enumerate(categories):
+        values = [shares[r].get(category, 0.0) for r in rows]
+        ax.barh(rows, values, left=left, color=colors(k % 10), label=category)
+        left = [a + b for a, b in zip(left, values)]
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of not-issued samples")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=7)
+    ax.set_title(title)
+    _save(fig, path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from dispatchprof.status import Status
 
@@ -41,7 +41,9 @@ def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
     return text
 
 
-def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None) -> str:
+def answer_paragraph(
+    statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
+) -> str:
     """The report's opening answer: what is known, and what evidence is missing (never more than that)."""
     measured = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if statuses[s].ok]
     missing = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if not statuses[s].ok]
@@ -105,12 +107,28 @@ def answer_paragraph(statuses: Mapping[str, Status], toolchain: str, world: int,
             text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
     else:
         text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
-    if statuses["pcsampling"].ok and sections.get("pcsampling") and sections["pcsampling"].get("stalls"):
-        ni = sections["pcsampling"]["stalls"]["not_issue"]
-        top = max(ni, key=ni.get)
-        hot = sections["pcsampling"]["hot_lines"]
+    pcs = sections.get("pcsampling") if statuses["pcsampling"].ok else None
+    if pcs and pcs.get("stalls"):
+        per_role = pcs.get("per_role") or {}
+        if role and role in per_role:
+            mix = per_role[role]["stalls"]
+            top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(mix.items())[:2])
+            text.append(f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
+        elif role:
+            text.append(f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it.")
+        ni = pcs["stalls"]["not_issue"]
+        worst = max(ni, key=ni.get)
+        hot = pcs["hot_lines"]
         where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
-        text.append(f"In the SIMT code, the most common reason not to issue is {top} ({100 * ni[top]:.0f}% of not-issued samples{where}).")
+        text.append(f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).")
+    elif role:
+        text.append(
+            f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {statuses['pcsampling'].state} ({statuses['pcsampling'].reason})."
+        )
+    if comparisons:
+        text.append("Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in comparisons) + ".")
+    else:
+        text.append("Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")
     if measured:
         text.append(f"Evidence available: {', '.join(measured)}.")
     if missing:

@@ -1,0 +1,52 @@
+"""The report's answer follows the chain rank -> role -> I-cache -> SIMT stalls -> A/B, each link with its evidence
+or "not established" and why."""
+
+from dispatchprof.report.summary import answer_paragraph
+from dispatchprof.status import Status
+
+STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
+
+
+def statuses(**states):
+    return {s: Status(s, "e", states.get(s, "ok"), f"{s} reason", "sim") for s in STAGES}
+
+
+TIMELINE = {
+    "kernel_name": "elastic_dispatch_kernel",
+    "coupling": {"state": "coupled"},
+    "straggler": {"evidence": "in_kernel", "explanation": "ranks [5, 8] wait inside the kernel for a peer's data"},
+    "longest_duration": {"rank": 8, "fraction": 0.4},
+}
+PMU = {
+    "roles": {
+        "URMASendToken": {"aiv_time_us_median": 1000.0, "cores": 36, "aiv_icache_miss_rate_median": 0.025},
+        "CalCumSum": {"aiv_time_us_median": 990.0, "cores": 32, "aiv_icache_miss_rate_median": 0.03},
+    },
+    "busiest": {"rank": 5, "role": "URMASendToken", "busy_us_high": 150.0, "peers_median_us": 100.0, "excess_us": 50.0},
+}
+PCS = {
+    "stalls": {"not_issue": {"Scoreboard_Not_Ready": 0.4, "IBuf_Empty": 0.6}},
+    "hot_lines": [{"file": "k.cpp", "line": 7, "function": "simt_prepare_mapping"}],
+    "per_role": {"URMASendToken": {"functions": ["buildRemoteWqeDesc"], "stalls": {"Scoreboard_Not_Ready": 0.7, "IBuf_Empty": 0.3}}},
+}
+
+
+def test_each_link_of_the_chain_names_its_evidence():
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS})
+    assert "wait inside the kernel" in text and "Rank 8 has the longest durations" in text and "does not make it slow" in text
+    assert "rank 5's URMASendToken cores are the busiest against the same role" in text
+    assert "The URMASendToken role's I-cache miss rate is 2.5% (median), rank 2 of 2 roles" in text
+    assert "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), the main reasons not to issue are Scoreboard_Not_Ready (70%)" in text
+    assert "no A/B comparison is configured" in text
+    ab = answer_paragraph(
+        statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS}, [{"a": "x", "b": "y", "state": "ok", "reason": "faster"}]
+    )
+    assert "Whether a change helped: x vs y: ok: faster." in ab
+
+
+def test_a_missing_link_says_not_established_and_why():
+    text = answer_paragraph(statuses(pmu="timeout", pcsampling="skipped"), "sim", 16, {"timeline": TIMELINE})
+    assert "Which role is busiest is not established: the PMU stage is timeout (pmu reason)" in text
+    no_simt = dict(PMU, busiest={**PMU["busiest"], "role": "CalCumSum"})
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": no_simt, "pcsampling": PCS})
+    assert "The CalCumSum role runs no SIMT code" in text
