@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,8 +25,33 @@ def slurm_running() -> bool:
     return out.returncode == 0 and out.stdout.count("idle") + out.stdout.count("alloc") + out.stdout.count("mix") >= 2
 
 
+# What start_slurm.sh starts, by pid file: the fixture stops what it started, by pid (never by name).
+DAEMON_PID_FILES = ("/run/slurmd-n0.pid", "/run/slurmd-n1.pid", "/run/slurmctld.pid", "/run/munge/munged.pid")
+
+
+def stop_daemons(pid_files=DAEMON_PID_FILES, timeout_s: float = 15.0) -> None:
+    import signal
+    import time
+
+    pids = []
+    for pid_file in pid_files:
+        try:
+            pids.append(int(Path(pid_file).read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            continue
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def slurm_cluster():
+    started = False
     if not slurm_running():
         can_start = os.geteuid() == 0 and shutil.which("apt-get")
         if not can_start:
@@ -34,13 +60,19 @@ def slurm_cluster():
             pytest.skip("no SLURM test cluster and no root/apt-get to start one (tests/slurm/start_slurm.sh)")
         result = subprocess.run(["bash", str(START)], capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout + result.stderr
+        started = True
     try:
         import snakemake_executor_plugin_slurm  # noqa: F401
     except ImportError:
+        if started:
+            stop_daemons()
         if os.environ.get("CI") == "true":
             pytest.fail("snakemake-executor-plugin-slurm is not installed (requirements-dev.txt)")
         pytest.skip("snakemake-executor-plugin-slurm is not installed")
-    return True
+    yield True
+    if started:  # a cluster that was already running (a developer's) is left as it was
+        stop_daemons()
+        assert not slurm_running(), "the SLURM daemons this test started are still answering"
 
 
 def run_profile(workflow_copy, overlay, *args):
