@@ -46,14 +46,13 @@ def body(run: StageRun) -> Status:
     columns = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
     launches = pd.concat([pd.read_parquet(p, columns=columns) for p in run.inputs["launches"]], ignore_index=True)
     used = launches[launches["used"]]
-    wide = used.pivot(index="launch", columns="rank", values="dur_ns") / 1000
-    longest = longest_duration(wide.columns.tolist(), wide.to_numpy())
     launch_grid = waits.grid(
         used["rank"].to_numpy(),
         used["launch"].to_numpy(),
         {c: used[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
         cfg["cluster"]["ranks_per_node"],
     )
+    longest = longest_duration(launch_grid.ranks.tolist(), launch_grid.duration)
     waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"])
     strag = waited["straggler"]
     longest["label"] = "waits longest" if waited["coupling"]["state"] == "coupled" else "longest"

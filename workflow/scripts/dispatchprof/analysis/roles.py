@@ -18,6 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dispatchprof.analysis.waits import binned_grid  # the heat-map binning the timeline uses too
+
 ROLE_METRICS = {
     "aiv_time(us)": "aiv_time_us",
     "aiv_total_cycles": "aiv_total_cycles",
@@ -182,8 +184,6 @@ def per_rank_roles(cores: pd.DataFrame) -> dict[str, dict[str, dict[str, float |
 def core_grids(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """rank x AIV index heat maps of busy time (upper bound) and no-pipe time, ranks binned for large clusters, with
     the configured role bands (AIV index ranges)."""
-    from dispatchprof.analysis.waits import binned_grid  # a small numpy helper shared with the timeline's heat map
-
     bands, start = [], 0
     for role in roles:
         bands.append({"role": role["name"], "first": start, "last": start + int(role["count"]) - 1})

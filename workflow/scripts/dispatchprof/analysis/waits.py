@@ -33,8 +33,10 @@ class LaunchGrid:
     nodes: np.ndarray
     start: np.ndarray
     end: np.ndarray
+    duration: np.ndarray  # as read: start + duration loses precision at epoch-sized µs, so the difference is not taken back
     barrier_start: np.ndarray
     barrier_end: np.ndarray
+    barrier_wait: np.ndarray  # the barrier kernel's duration: its wait
 
     @property
     def has_barrier(self) -> bool:
@@ -59,7 +61,7 @@ def grid(rank: np.ndarray, launch: np.ndarray, columns: Mapping[str, np.ndarray]
 
     start, dur = wide(columns["start_ns"]), wide(columns["dur_ns"])
     bstart, bdur = wide(columns["barrier_start_ns"]), wide(columns["barrier_dur_ns"])
-    return LaunchGrid(launches, ranks, ranks // ranks_per_node, start, start + dur, bstart, bstart + bdur)
+    return LaunchGrid(launches, ranks, ranks // ranks_per_node, start, start + dur, dur, bstart, bstart + bdur, bdur)
 
 
 def host_gaps(g: LaunchGrid) -> np.ndarray:
@@ -281,7 +283,7 @@ def awaited(g: LaunchGrid, correction: np.ndarray, couple: Mapping[str, Any], wa
     causes += late
     # Who ends last by itself: ends (corrected) when coupled, durations when not.
     done = g.complete(end)
-    ends = end[done] if coupled else (g.end - g.start)[done]
+    ends = end[done] if coupled else g.duration[done]
     n = len(ends)
     if n and len(g.ranks) > 1:
         order = np.sort(ends, axis=1)
@@ -295,7 +297,7 @@ def awaited(g: LaunchGrid, correction: np.ndarray, couple: Mapping[str, Any], wa
     # peer's data. It may come with a late arrival: causes co-occur and each is listed.
     if coupled and n and not any(c["evidence"] == "own_work" for c in causes):
         spread = np.ptp(ends, axis=1)
-        duration = float(np.nanmedian(g.end - g.start))
+        duration = float(np.nanmedian(g.duration))
         wide = spread > spread_min * duration
         if wide.mean() >= 0.5:
             lagging = ends - ends.min(axis=1, keepdims=True) > 0.5 * spread[:, None]
@@ -334,16 +336,23 @@ def describe(cause: Mapping[str, Any]) -> str:
     )
 
 
-def entry_waits(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
-    """Per rank: the median wait in the barrier kernel (its duration) and at the kernel's entry (the last corrected
-    start of the launch minus the rank's own)."""
+def kernel_entry_waits(g: LaunchGrid, correction: np.ndarray) -> np.ndarray:
+    """``[launch, rank]``: the wait at the kernel's entry barrier, the launch's last clock-corrected start minus the
+    rank's own (NaN where the rank has no launch)."""
     start = g.start - correction
-    ok = g.complete(start)
-    entry = np.nanmax(start[ok], axis=1, keepdims=True) - start[ok] if ok.any() else np.zeros((0, len(g.ranks)))
-    barrier = g.barrier_end - g.barrier_start
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a launch no rank has: NaN
+        return np.nanmax(start, axis=1, keepdims=True) - start
+
+
+def entry_waits(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
+    """Per rank: the median wait in the barrier kernel (its duration) and at the kernel's entry (over launches every
+    rank has)."""
+    entry = kernel_entry_waits(g, correction)
+    entry = entry[g.complete(entry)]
     per_rank = {}
     for j, rank in enumerate(g.ranks.tolist()):
-        b = barrier[:, j][np.isfinite(barrier[:, j])]
+        b = g.barrier_wait[:, j][np.isfinite(g.barrier_wait[:, j])]
         e = entry[:, j]
         sync = float(np.median(b)) if len(b) else None
         kernel = float(np.median(e)) if len(e) else None
@@ -386,10 +395,9 @@ def binned_grid(values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_r
 def entry_wait_grid(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
     """rank x launch of the entry wait: the barrier kernel's duration, else the wait at the kernel's entry."""
     if g.has_barrier:
-        wait, which = g.barrier_end - g.barrier_start, "barrier kernel duration"
+        wait, which = g.barrier_wait, "barrier kernel duration"
     else:
-        start = g.start - correction
-        wait, which = np.nanmax(start, axis=1, keepdims=True) - start, "kernel entry wait (clock-corrected starts)"
+        wait, which = kernel_entry_waits(g, correction), "kernel entry wait (clock-corrected starts)"
     return {**binned_grid(wait.T, g.ranks, g.launches), "what": which, "unit": "us"}
 
 
