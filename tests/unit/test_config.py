@@ -6,7 +6,15 @@ import yaml
 from snakemake.utils import validate
 
 from conftest import ROOT
-from dispatchprof.config import ConfigError, check_config, experiment_problems, is_plain_host, render_args, schema_problems
+from dispatchprof.config import (
+    ConfigError,
+    check_config,
+    experiment_problems,
+    is_plain_host,
+    render_args,
+    schema_problems,
+    yaml_booleans_as_words,
+)
 
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
@@ -130,3 +138,27 @@ def test_an_experiment_cannot_change_the_timeline_job_graph():
     config = merged({"experiments": {"a": {}, "b": {"timeline": {"nodes_per_job": 2}}}, "compare": [["a", "b"]]})
     found = experiment_problems(config, SCHEMA)
     assert any("experiments.b: timeline.nodes_per_job cannot be overridden" in p for p in found), found
+
+
+def test_yaml_booleans_are_read_as_the_documented_on_off_words():
+    # Unquoted, YAML 1.1 reads these as booleans: before, "False is not of type 'string'".
+    config = merged(yaml.safe_load("timeline: {crosscheck: off}\ndeepep: {build_env: {DEBUG_CLOCK_ON: OFF, DEVICE_DEBUG_INFO: on}}"))
+    config["experiments"] = yaml.safe_load("quiet: {timeline: {crosscheck: no}}")
+    assert schema_problems(copy.deepcopy(config), SCHEMA) != []
+    changed = yaml_booleans_as_words(config, SCHEMA)
+    assert sorted(changed) == [
+        "deepep.build_env.DEBUG_CLOCK_ON",
+        "deepep.build_env.DEVICE_DEBUG_INFO",
+        "experiments.quiet.timeline.crosscheck",
+        "timeline.crosscheck",
+    ]
+    assert config["timeline"]["crosscheck"] == "off"
+    assert config["deepep"]["build_env"] == {"DEBUG_CLOCK_ON": "OFF", "DEVICE_DEBUG_INFO": "ON"}
+    assert config["experiments"]["quiet"]["timeline"]["crosscheck"] == "off"
+    assert schema_problems(config, SCHEMA) == []
+
+
+def test_a_boolean_where_no_on_off_word_is_documented_is_still_refused():
+    config = merged({"shape": {**DEFAULT["shape"], "dtype": True}})
+    yaml_booleans_as_words(config, SCHEMA)
+    assert any(p.startswith("shape.dtype:") for p in schema_problems(config, SCHEMA))

@@ -13,6 +13,7 @@ from dispatchprof.config import (  # noqa: E402
     experiment_problems,
     experiment_runs,
     schema_problems,
+    yaml_booleans_as_words,
 )
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
@@ -44,12 +45,14 @@ def refuse(problems):
     sys.exit(1)
 
 
-_problems = schema_problems(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
+_SCHEMA = yaml.safe_load(CONFIG_SCHEMA.read_text())
+yaml_booleans_as_words(config, _SCHEMA)  # crosscheck: off arrives as False from YAML
+_problems = schema_problems(config, _SCHEMA)
 if _problems:
     refuse(_problems)
 validate(config, str(CONFIG_SCHEMA), set_default=True)
 
-_problems = experiment_problems(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
+_problems = experiment_problems(config, _SCHEMA)
 if _problems:
     refuse(_problems)
 RUNS = experiment_runs(config)  # run name -> merged config, in execution order (A1 B1 A2 B2 ...)

@@ -85,6 +85,35 @@ def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
     return problems
 
 
+def yaml_booleans_as_words(config: dict[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Turn YAML booleans back into the on/off words the schema documents, in place; return the keys changed.
+
+    YAML 1.1 reads unquoted on/off/yes/no as booleans, so ``crosscheck: off`` arrives as False. A schema node
+    marked ``x-yaml-boolean: [<true word>, <false word>]`` takes a boolean as that word. Experiment overrides
+    are partial configurations and follow the same schema.
+    """
+    changed: list[str] = []
+
+    def walk(value: Any, node: Mapping[str, Any], key: str) -> Any:
+        words = node.get("x-yaml-boolean")
+        if words and isinstance(value, bool):
+            changed.append(key)
+            return words[0] if value else words[1]
+        if isinstance(value, dict):
+            properties, extra = node.get("properties", {}), node.get("additionalProperties")
+            for name in list(value):
+                child = properties.get(name, extra if isinstance(extra, Mapping) else None)
+                if child is not None:
+                    value[name] = walk(value[name], child, f"{key}.{name}" if key else str(name))
+        return value
+
+    walk(config, schema, "")
+    for name, override in (config.get("experiments") or {}).items():
+        if isinstance(override, dict):
+            walk(override, schema, f"experiments.{name}")
+    return changed
+
+
 # What an experiment may not override: every experiment runs on the same cluster, in the same mode.
 FIXED_ACROSS_EXPERIMENTS = ("cluster", "mode", "launcher", "experiment", "experiments", "compare", "repeats")
 
