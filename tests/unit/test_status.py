@@ -65,15 +65,37 @@ def test_fold_names_the_worst_parts_in_its_reason():
     assert folded.upstream == {"node0": "ok", "node1": "failed"}
 
 
-def test_gate_blocks_on_needed_inputs_only_and_chains_reasons(tmp_path):
+def test_gate_blocks_on_needed_inputs_only_and_names_the_root_cause_once(tmp_path):
     write_status(tmp_path / "corr.json", make(stage="correctness", state="failed", reason="rank 5 did not pass"))
-    write_status(tmp_path / "base.json", make(stage="baseline", state="skipped", reason="needs correctness (failed: rank 5 did not pass)"))
+    direct = gate({"correctness": tmp_path / "corr.json"})
+    assert direct.reason() == "needs correctness (failed: rank 5 did not pass)"
+    cause = {"stage": "correctness", "state": "failed", "reason": "rank 5 did not pass"}
+    assert direct.root_cause() == cause
+    write_status(tmp_path / "base.json", make(stage="baseline", state="skipped", reason=direct.reason(), root_cause=direct.root_cause()))
     write_status(tmp_path / "opt.json", make(stage="timeline", state="invalid", reason="missing device"))
     g = gate({"baseline": tmp_path / "base.json"}, optional={"timeline": tmp_path / "opt.json"})
     assert not g.open
-    assert g.reason() == "needs baseline (skipped: needs correctness (failed: rank 5 did not pass))"
+    assert g.reason() == "needs baseline (skipped); root cause: correctness failed: rank 5 did not pass"
+    assert g.root_cause() == cause
     assert g.upstream == {"timeline": "invalid", "baseline": "skipped"}
     assert gate({}, optional={"timeline": tmp_path / "opt.json"}).open
+
+
+def test_a_long_skipped_chain_states_its_root_cause_once(tmp_path):
+    # Before: each stage nested its input's reason, so the first failure appeared inside up to 15 "needs (...)".
+    write_status(tmp_path / "s0.json", make(stage="env_capture", state="failed", reason="npu-smi hung"))
+    for i in range(1, 16):
+        g = gate({f"part{i - 1}": tmp_path / f"s{i - 1}.json"})
+        write_status(tmp_path / f"s{i}.json", make(stage="pmu", state="skipped", reason=g.reason(), root_cause=g.root_cause()))
+    last = read_status(tmp_path / "s15.json")
+    assert last.reason.count("npu-smi hung") == 1 and last.reason.count("needs") == 1
+    assert last.root_cause == {"stage": "env_capture", "state": "failed", "reason": "npu-smi hung"}
+
+
+def test_a_folded_skipped_stage_keeps_its_parts_root_cause():
+    cause = {"stage": "timeline", "state": "invalid", "reason": "no target kernel"}
+    parts = {f"node{n}": make(stage="pmu", state="skipped", reason="needs timeline (invalid)", root_cause=cause) for n in range(2)}
+    assert fold("pmu", "baseline", "sim", parts).root_cause == cause
 
 
 def test_reading_a_broken_status_file_names_the_file(tmp_path):

@@ -112,7 +112,7 @@ class StageRun:
         )
 
     def skipped(self, g: Gate) -> Status:
-        return self.status("skipped", g.reason(), upstream=g.upstream)
+        return self.status("skipped", g.reason(), upstream=g.upstream, root_cause=g.root_cause())
 
     def finish(self, status: Status) -> Status:
         for path in self.outputs.values():

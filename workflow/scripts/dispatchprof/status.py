@@ -65,6 +65,8 @@ class Status:
     artifacts: list[str] = field(default_factory=list)
     part: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # A skipped stage: the first failure up its chain ({stage, state, reason}), stated once however long the chain.
+    root_cause: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -138,9 +140,21 @@ class Gate:
     def open(self) -> bool:
         return not self.blocking
 
+    def root_cause(self) -> dict[str, str] | None:
+        """The first failure up the chain: the first blocking input's own root cause, or that input itself."""
+        if not self.blocking:
+            return None
+        first = self.blocking[0]
+        return first.root_cause or {"stage": _label(first), "state": first.state, "reason": first.reason}
+
     def reason(self) -> str:
-        """The reason chain: each blocking input with its own reason (which may itself be a chain)."""
-        return "needs " + "; and needs ".join(f"{_label(s)} ({s.state}: {s.reason})" for s in self.blocking)
+        """Each blocking input with its state; a failed input's reason, and for skipped inputs the root cause
+        once (never the chain nested stage by stage)."""
+        needs = "; and needs ".join(f"{_label(s)} ({s.state})" if s.root_cause else f"{_label(s)} ({s.state}: {s.reason})" for s in self.blocking)
+        cause = self.root_cause()
+        if any(s.root_cause for s in self.blocking) and cause is not None:
+            return f"needs {needs}; root cause: {cause['stage']} {cause['state']}: {cause['reason']}"
+        return f"needs {needs}"
 
 
 def gate(needed: Mapping[str, str | Path], optional: Mapping[str, str | Path] | None = None) -> Gate:
@@ -178,6 +192,8 @@ def fold(stage: str, experiment: str, toolchain: str, parts: Mapping[str, Status
     else:
         reason = "; ".join(f"{name}: {p.reason}" for name, p in bad.items())
     sources = {p.source for p in parts.values()}
+    if state == "skipped":
+        extra.setdefault("root_cause", next(iter(bad.values())).root_cause)
     return Status(
         stage=stage,
         experiment=experiment,

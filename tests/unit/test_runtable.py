@@ -1,0 +1,39 @@
+"""The end-of-run table: one line per experiment and stage, skipped stages by their root cause, fail_on."""
+
+from dispatchprof.runtable import failing, format_lines, stage_lines
+from dispatchprof.status import Status, write_status
+
+
+def write(root, stage, state, reason, **kw):
+    write_status(root / "exp" / stage / "status.json", Status(stage, "exp", state, reason, "sim", **kw))
+
+
+def test_each_stage_gets_one_line_and_a_skipped_chain_shows_its_root_cause(tmp_path):
+    cause = {"stage": "correctness", "state": "failed", "reason": "rank 5 did not pass the precision check"}
+    write(tmp_path, "correctness", "failed", cause["reason"])
+    write(tmp_path, "baseline", "skipped", "needs correctness (failed: rank 5 did not pass the precision check)", root_cause=cause)
+    write(tmp_path, "timeline", "skipped", "needs baseline (skipped); root cause: correctness failed: rank 5 ...", root_cause=cause)
+    lines = stage_lines(tmp_path, ["exp"], ("correctness", "baseline", "timeline", "pmu"))
+    assert [(line.stage, line.state) for line in lines] == [("correctness", "failed"), ("baseline", "skipped"), ("timeline", "skipped"), ("pmu", "not run")]
+    assert lines[2].reason == "root cause: correctness failed: rank 5 did not pass the precision check"
+    assert "--until" in lines[3].reason
+    text = format_lines(lines, width=80)
+    rows = text.splitlines()
+    assert len(rows) == 5 and rows[0].split() == ["experiment", "stage", "state", "reason"]
+    assert all(len(row) <= 80 for row in rows) and rows[3].endswith("…")
+
+
+def test_a_broken_status_file_is_a_line_not_a_crash(tmp_path):
+    (tmp_path / "exp" / "pmu").mkdir(parents=True)
+    (tmp_path / "exp" / "pmu" / "status.json").write_text("{truncated")
+    [line] = stage_lines(tmp_path, ["exp"], ("pmu",))
+    assert line.state == "unreadable" and "status.json" in line.reason
+
+
+def test_fail_on_picks_only_the_states_asked_for(tmp_path):
+    write(tmp_path, "correctness", "ok", "all passed")
+    write(tmp_path, "pmu", "timeout", "replay hung")
+    write(tmp_path, "pcsampling", "skipped", "needs pmu (timeout: replay hung)")
+    lines = stage_lines(tmp_path, ["exp"], ("correctness", "pmu", "pcsampling"))
+    assert [line.stage for line in failing(lines, ["failed", "invalid", "timeout"])] == ["pmu"]
+    assert failing(lines, []) == []
