@@ -24,5 +24,8 @@ rule all:
 
 
 onsuccess:
-    for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
-        print(report_line(path))
+    end_of_run()
+
+
+onerror:
+    end_of_run()

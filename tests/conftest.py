@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -33,12 +34,12 @@ class WorkflowCopy:
         path.write_text(yaml.safe_dump(data))
         return path
 
-    def snakemake(self, *args: str, overlay: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    def snakemake(self, *args: str, overlay: dict | None = None, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "snakemake", "--cores", "2"]
         if overlay is not None:
             cmd += ["--configfile", "config/config.yaml", str(self.overlay(overlay))]
         cmd += list(args)
-        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=env)
 
     def status(self, stage: str, experiment: str = "baseline") -> dict:
         import json
@@ -46,19 +47,35 @@ class WorkflowCopy:
         return json.loads((self.root / "results" / experiment / stage / "status.json").read_text())
 
 
-@pytest.fixture
-def workflow_copy(tmp_path: Path) -> WorkflowCopy:
-    dest = tmp_path / "wf"
+def copy_workflow(dest: Path) -> WorkflowCopy:
+    """A clean copy of the workflow, as a fresh clone would be (no results, no Snakemake state)."""
     ignore = shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", "build", ".venv")
     shutil.copytree(ROOT, dest, ignore=ignore)
     return WorkflowCopy(dest)
 
 
-def base_overlay(**sections: dict) -> dict:
-    """A config overlay with a port nobody else uses, so tests never collide with a leftover store."""
-    port = free_port()
-    shmem = free_port()
-    overlay: dict = {"cluster": {"master_port": port, "shmem_port": shmem, "ready_timeout": 30, "fail_grace": 3}}
+@pytest.fixture
+def workflow_copy(tmp_path: Path) -> WorkflowCopy:
+    return copy_workflow(tmp_path / "wf")
+
+
+def base_overlay(fixed_ports: bool = False, **sections: dict) -> dict:
+    """A test's config overlay. Ports stay `auto` (a free pair per run under launcher local), as a user's do;
+    launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly."""
+    cluster: dict = {"ready_timeout": 30, "fail_grace": 3}
+    if fixed_ports:
+        cluster.update(master_port=free_port(), shmem_port=free_port())
+    overlay: dict = {"cluster": cluster}
     for key, value in sections.items():
         overlay.setdefault(key, {}).update(value) if isinstance(value, dict) else overlay.__setitem__(key, value)
     return overlay
+
+
+def require(available: bool, what: str) -> None:
+    """Skip a test whose prerequisite is missing, except under CI=true, where the prerequisite is part of the
+    contract (.ci/run installs it) and its absence fails the test."""
+    if available:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {what} is missing")
+    pytest.skip(f"{what} is missing")

@@ -1,8 +1,8 @@
 import shutil
 
-import pytest
 from workflow.test_end_to_end import synthetic_timeline
 
+from conftest import require
 from dispatchprof.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
 
 
@@ -15,8 +15,8 @@ def test_ranks_map_one_to_one_only_when_rank_id_is_set():
     assert all(r["our_rank"] is None for r in merged["rows"]) and "merged" in merged["note"]
 
 
-@pytest.mark.skipif(shutil.which("msprof-analyze") is None, reason="msprof-analyze not installed (benchmarks use it)")
 def test_msprof_analyze_collapses_ranks_without_rank_id_and_keeps_them_with_it(tmp_path):
+    require(shutil.which("msprof-analyze") is not None, "msprof-analyze (requirements-dev.txt)")
     for with_ids in (False, True):
         root = tmp_path / f"ids_{with_ids}"
         synthetic_timeline(root, rank_id=with_ids)

@@ -42,7 +42,9 @@ def driver(tmp: Path, rpn: int = RPN) -> Path:
     return tmp / "perf_driver.py"
 
 
-def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: dict | None = None, rpn: int = RPN, iterations: int = ITERATIONS) -> Path:
+def run_cluster(
+    tmp: Path, knobs: dict, profiler: str | None = None, extra_env: dict | None = None, rpn: int = RPN, iterations: int = ITERATIONS, expect_ok: bool = True
+) -> Path:
     """Both nodes of the stand-in cluster; returns the driver's output directory."""
     tmp.mkdir(parents=True, exist_ok=True)
     script = driver(tmp, rpn)
@@ -64,6 +66,7 @@ def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: 
                 "DISPATCHPROF_NUM_EXPERTS": "16",
                 "DISPATCHPROF_RANKS_PER_NODE": str(rpn),
                 "DISPATCHPROF_TOPK_KEY": "topk_idx",
+                "AKL_LATENCY_CLOCK_HZ": "1000000000",
                 **chain.driver_env(),
                 **(extra_env or {}),
             }
@@ -83,7 +86,7 @@ def run_cluster(tmp: Path, knobs: dict, profiler: str | None = None, extra_env: 
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    assert codes == [0, 0], "".join((tmp / f"node{n}.log").read_text()[-2000:] for n in range(NODES))
+    assert (codes == [0, 0]) == expect_ok, "".join((tmp / f"node{n}.log").read_text()[-2000:] for n in range(NODES))
     return out
 
 
@@ -185,6 +188,23 @@ def test_the_event_measurement_mode_writes_the_truths_event_latencies(tmp_path):
     assert_csv_matches(out, truth, "event_mode_us")
     kernel, event = column(truth, "kernel_mode_us"), column(truth, "event_mode_us")
     assert all(event[k] > kernel[k] for k in kernel)  # the entry barrier is inside the event scope
+
+
+def test_kernel_mode_latency_is_ticks_over_the_configured_clock(tmp_path):
+    # A2/A3's 50 MHz on a 950 (1 GHz counter): every kernel-mode sample reads 20x the truth, as on the device.
+    out = run_cluster(tmp_path, {}, extra_env={"AKL_LATENCY_CLOCK_HZ": "50000000"})
+    table = parse_latency_csv(out / "latency" / "dispatch_latency.csv")
+    assert table.clock_hz == "50000000"
+    expected = column(truth_of(out), "kernel_mode_us")
+    for rank, iteration, us in zip(table.frame["rank"], table.frame["iteration"], table.frame["us"]):
+        assert us == pytest.approx(20 * expected[(rank, iteration)], abs=0.05)
+
+
+def test_kernel_mode_without_the_clock_fails_every_rank_before_launch(tmp_path):
+    run_cluster(tmp_path, {}, extra_env={"AKL_LATENCY_CLOCK_HZ": ""}, expect_ok=False)
+    logs = "".join((tmp_path / f"node{n}.log").read_text() for n in range(NODES))
+    assert "AKL_LATENCY_CLOCK_HZ=''" in logs
+    assert not (tmp_path / "out" / "latency" / "dispatch_latency.csv").exists()
 
 
 @pytest.mark.parametrize("name", sorted(KNOBS))

@@ -50,3 +50,26 @@ def test_a_missing_link_says_not_established_and_why():
     no_simt = dict(PMU, busiest={**PMU["busiest"], "role": "CalCumSum"})
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": no_simt, "pcsampling": PCS})
     assert "The CalCumSum role runs no SIMT code" in text
+
+
+def test_a_precision_test_that_never_ran_is_not_reported_as_failing():
+    # Before: "The precision test did not pass (failed: ...)" when another run held the readiness port.
+    states = statuses(correctness="failed", baseline="skipped", timeline="skipped", pmu="skipped", pcsampling="skipped")
+    states["correctness"].reason = "not run: node 1 never became ready (none of its ranks 8-15 started)"
+    states["correctness"].details = {"cause": "infrastructure"}
+    text = answer_paragraph(states, "sim", 16)
+    assert "The precision test was not run because node 1 never became ready (none of its ranks 8-15 started) (failed)" in text
+    assert "did not pass" not in text
+
+
+def test_a_skipped_precision_test_names_its_root_cause_once():
+    states = statuses(correctness="skipped")
+    states["correctness"].root_cause = {"stage": "build", "state": "failed", "reason": "cmake exited 2"}
+    text = answer_paragraph(states, "sim", 16)
+    assert "The precision test was not run because build is failed: cmake exited 2" in text and text.count("cmake exited 2") == 1
+
+
+def test_a_failing_rank_is_still_a_precision_failure():
+    states = statuses(correctness="failed")
+    states["correctness"].details = {"cause": "precision"}
+    assert "The precision test did not pass (failed: correctness reason)" in answer_paragraph(states, "sim", 16)

@@ -38,3 +38,39 @@ def test_timeout_keeps_the_launcher_reason_and_names_missing_ranks():
     result = run([None, None], timed_out=True, problem="the run exceeded its 5 s budget")
     v = verdict(rank_table(2, 1, passes([0]), result), result)
     assert v.state == "timeout" and v.reason.startswith("the run exceeded its 5 s budget") and "rank 1" in v.reason
+
+
+def test_a_taken_port_is_not_run_and_never_a_precision_failure():
+    # Before: "ranks 0, 1, 2, 3 (4 of 4) did not pass the precision check" when another run held the port.
+    result = run([None, None], problem="readiness port 127.0.0.1:29520 already answers before node 0 started")
+    result.not_run = True
+    table = rank_table(2, 2, {}, result, started={})
+    v = verdict(table, result)
+    assert v.state == "failed" and v.cause == "infrastructure"
+    assert v.reason.startswith("not run: node 0 never became ready") and "already answers" in v.reason
+    assert "precision" not in v.reason
+
+
+def test_a_dead_node_is_named_with_the_ranks_that_never_started():
+    result = run([None, None], timed_out=True, problem="the run exceeded its 6 s budget; nodes [0, 1] were still running and were stopped")
+    table = rank_table(2, 8, {}, result, started={r: PassLine(r, "log", 1, "start") for r in range(8)})
+    v = verdict(table, result)
+    assert v.state == "timeout" and v.cause == "infrastructure"
+    assert "node 1 never became ready (none of its ranks 8-15 started)" in v.reason and "6 s budget" in v.reason
+    assert "node 0 never" not in v.reason
+
+
+def test_a_rank_that_never_started_is_named_apart_from_the_ranks_that_failed():
+    result = run([1, 1])
+    started = {r: PassLine(r, "log", 1, "start") for r in (0, 1, 2)}
+    v = verdict(rank_table(2, 2, passes([0, 2]), result, started=started), result)
+    assert v.cause == "precision" and "rank 3 never started" in v.reason and "rank 1 did not pass" in v.reason
+    assert "rank 3 did not pass" not in v.reason
+
+
+def test_without_a_start_pattern_nothing_is_claimed_about_starting():
+    result = run([0, 1])
+    table = rank_table(2, 2, passes([0, 1, 2]), result)
+    assert table["started"].isna().all()
+    v = verdict(table, result)
+    assert v.cause == "precision" and "never" not in v.reason and "rank 3 did not pass" in v.reason

@@ -158,3 +158,25 @@ def test_a_node_that_cannot_start_is_a_problem_not_a_crash(tmp_path):
     missing_program = NodeSpec(0, ["/nonexistent/python3"], dict(os.environ), tmp_path, tmp_path / "n0.log")
     result = LocalLauncher("127.0.0.1", port, ready_timeout_s=1).run([missing_program], timeout_s=10)
     assert "could not start '/nonexistent/python3'" in result.problem and not result.all_exited_zero
+
+
+def test_auto_ports_differ_per_run_and_per_key_under_the_local_launcher():
+    from dispatchprof.collective import LAUNCHER_PORTS, run_ports
+
+    config = {"launcher": "local", "cluster": {"master_port": "auto", "shmem_port": "auto"}}
+    picks = [run_ports(config) for _ in range(5)]
+    assert all(p["master_port"] != p["shmem_port"] for p in picks)
+    assert len({p["master_port"] for p in picks}) > 1  # picked per run, not a fixed default
+    assert all(p["master_port"] not in LAUNCHER_PORTS.values() for p in picks)
+    assert run_ports({**config, "launcher": "slurm"}) == LAUNCHER_PORTS  # node 0 is elsewhere: the launcher's ports
+    assert run_ports({"launcher": "local", "cluster": {"master_port": 4000, "shmem_port": "auto"}})["master_port"] == 4000
+
+
+def test_a_held_readiness_port_is_reported_as_not_run(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        specs = [NodeSpec(n, [sys.executable, "-c", "pass"], dict(os.environ), tmp_path, tmp_path / f"node{n}.log") for n in range(2)]
+        outcome = LocalLauncher("127.0.0.1", port, 5).run(specs, 10)
+    assert outcome.not_run and "already answers" in outcome.problem and not outcome.order

@@ -1,15 +1,22 @@
 """`snakemake -n` shows the whole plan, on a machine with no Ascend tool, and refuses bad configs early."""
 
 import os
+import shutil
 
 from conftest import base_overlay
 
 STAGE_RULES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "report")
 
 
+ASCEND_TOOLS = ("msprof", "msopprof", "npu-smi", "msprof-analyze")
+
+
 def test_dry_run_lists_env_capture_per_node_and_every_stage_and_runs_nothing(workflow_copy):
-    env_path = "/usr/bin:/bin"
-    result = workflow_copy.snakemake("-n", overlay=base_overlay())
+    # Nothing Ascend on PATH (not even the venv's msprof-analyze): the plan must not need a tool. The stand-ins
+    # live under workflow/sim and are put on PATH only by the jobs that run them.
+    path = os.pathsep.join(["/usr/bin", "/bin"])
+    assert [t for t in ASCEND_TOOLS if shutil.which(t, path=path)] == []
+    result = workflow_copy.snakemake("-n", overlay=base_overlay(), env={**os.environ, "PATH": path})
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
     assert "env_capture_node" in out
@@ -17,7 +24,6 @@ def test_dry_run_lists_env_capture_per_node_and_every_stage_and_runs_nothing(wor
     for rule in STAGE_RULES:
         assert f"rule {rule}:" in out or f"localrule {rule}:" in out, rule
     assert not (workflow_copy.root / "results").exists()
-    assert os.environ.get("PATH") is not None and env_path
 
 
 def test_config_with_indivisible_experts_stops_before_the_dag_without_traceback(workflow_copy):
@@ -39,3 +45,21 @@ def test_analyze_mode_plans_import_rules_instead_of_collection(workflow_copy):
     for rule in ("baseline_import", "timeline_import", "pmu_import", "pcsampling_import"):
         assert rule in out
     assert "env_capture_node" not in out
+
+
+def test_a_knob_that_can_only_end_at_a_timeout_says_so_in_the_dry_run(workflow_copy):
+    result = workflow_copy.snakemake("-n", overlay=base_overlay(sim={"dead_node": 1, "replay": "hang"}))
+    assert result.returncode == 0, result.stderr
+    assert (
+        "Note: sim.dead_node: 1: that node never starts its ranks, so correctness ends only at its timeout (timeouts.correctness = 600 s (10.0 min))"
+        in result.stderr
+    )
+    assert "sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout (timeouts.pmu = 1800 s (30.0 min))" in result.stderr
+    assert "Note:" not in workflow_copy.snakemake("-n", overlay=base_overlay()).stderr
+
+
+def test_a_redirected_latency_csv_is_refused_before_anything_runs(workflow_copy):
+    env = {**os.environ, "AKL_LATENCY_OUTPUT_DIR": "/tmp/elsewhere"}
+    result = workflow_copy.snakemake("-n", overlay=base_overlay(), env=env)
+    assert result.returncode != 0 and "AKL_LATENCY_OUTPUT_DIR='/tmp/elsewhere'" in result.stderr and "unset it" in result.stderr
+    assert "Building DAG" not in result.stdout + result.stderr

@@ -2,14 +2,17 @@
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import base_overlay
+from conftest import base_overlay, copy_workflow
 
 LATER = ("baseline", "timeline", "pmu", "pcsampling")
 
@@ -73,16 +76,25 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
 
 
 def test_precision_failure_skips_everything_after_correctness_and_a_rerun_recovers(workflow_copy):
-    overlay = base_overlay(sim={"precision_fail_rank": 5})
+    overlay = base_overlay(sim={"precision_fail_rank": 5}, fail_on=["failed", "invalid", "timeout"])
     result = workflow_copy.snakemake(overlay=overlay)
-    assert result.returncode == 0, result.stderr[-3000:]
+    # fail_on: the failed gate makes the process exit non-zero, after the report and the table were written.
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "fail_on ['failed', 'invalid', 'timeout']: baseline/correctness is failed" in result.stdout + result.stderr
     correctness = workflow_copy.status("correctness")
-    assert correctness["state"] == "failed" and "rank 5" in correctness["reason"]
+    assert correctness["state"] == "failed" and "rank 5" in correctness["reason"] and correctness["details"]["cause"] == "precision"
+    cause = {"stage": "correctness", "state": "failed", "reason": correctness["reason"]}
     for stage in LATER:
         status = workflow_copy.status(stage)
-        assert status["state"] == "skipped" and "correctness (failed: rank 5" in status["reason"], status
+        assert status["state"] == "skipped" and status["root_cause"] == cause, status
+        assert status["reason"].count("rank 5 did not pass") == 1, status["reason"]
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "rank 5 did not pass" in html
+    # The end-of-run table: one line per stage, the skipped ones by their root cause.
+    table = result.stdout[result.stdout.index("Stages (sim data):") :]
+    assert re.search(r"baseline\s+correctness\s+failed\s+rank 5 did not pass", table)
+    assert re.search(r"baseline\s+pmu\s+skipped\s+root cause: correctness failed: rank 5", table)
+    assert table.rstrip().endswith("Report: results/baseline/report/report.html")
 
     overlay["sim"] = {"precision_fail_rank": None}
     result = workflow_copy.snakemake("-R", "correctness", overlay=overlay)
@@ -98,8 +110,12 @@ def test_dead_node_ends_in_timeout_within_budget_and_leaves_no_process(workflow_
     assert result.returncode == 0, result.stderr[-3000:]
     assert time.monotonic() - started < 120
     status = workflow_copy.status("correctness")
-    assert status["state"] in ("timeout", "failed") and "6 s budget" in status["reason"]
-    assert "rank 8" in status["reason"] or "ranks 0, 1" in status["reason"]
+    assert status["state"] == "timeout" and "6 s budget" in status["reason"] and status["details"]["cause"] == "infrastructure"
+    # Named as what it is: before, "ranks 8, ..., 15 had not passed" read as a precision problem.
+    assert status["reason"].startswith("not run: node 1 never became ready (none of its ranks 8-15 started)"), status["reason"]
+    assert "precision" not in status["reason"]
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert "The precision test was not run because node 1 never became ready" in html
     assert processes_mentioning(str(workflow_copy.root)) == []
 
 
@@ -261,3 +277,36 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == ("late_arrival", 11)
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "the group waits for rank 11" in html and "entry wait heat map" in html
+
+
+def test_two_runs_started_at_once_on_one_machine_each_get_their_own_ports(tmp_path):
+    # Before: both used 29520/8399; the second failed with "ranks ... did not pass the precision check".
+    copies = [copy_workflow(tmp_path / f"clone{i}") for i in (1, 2)]
+    procs = []
+    for wf in copies:
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--until", "correctness", "--configfile", "config/config.yaml"]
+        procs.append(subprocess.Popen(cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [proc.communicate(timeout=600)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [o[-2000:] for o in outputs]
+    statuses = [wf.status("correctness") for wf in copies]
+    assert [s["state"] for s in statuses] == ["ok", "ok"], [s["reason"] for s in statuses]
+    ports = [set(s["details"]["ports"].values()) for s in statuses]
+    assert not ports[0] & ports[1] and all(len(p) == 2 for p in ports)
+
+
+def test_a_test_flag_the_test_does_not_have_is_refused_by_env_capture_by_name(workflow_copy):
+    args = [*base_config_test_args(workflow_copy), "--frobnicate", "1"]
+    result = workflow_copy.snakemake("--until", "correctness", overlay=base_overlay(deepep={"test_args": args}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    env = workflow_copy.status("env_capture")
+    assert env["state"] == "failed" and "--frobnicate (deepep.test_args)" in env["reason"]
+    assert env["reason"].count("preflight on node") == 2  # every node checked, every problem listed
+    correctness = workflow_copy.status("correctness")
+    assert correctness["state"] == "skipped" and correctness["root_cause"]["stage"] == "env_capture"
+    assert not (workflow_copy.root / "results/baseline/correctness/run/node0.log").exists()  # nothing was launched
+
+
+def base_config_test_args(workflow_copy) -> list[str]:
+    import yaml
+
+    return yaml.safe_load((workflow_copy.root / "config/config.yaml").read_text())["deepep"]["test_args"]

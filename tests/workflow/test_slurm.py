@@ -82,7 +82,7 @@ def run_profile(workflow_copy, overlay, *args):
 
 
 def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, workflow_copy, capsys):
-    result = run_profile(workflow_copy, base_overlay())
+    result = run_profile(workflow_copy, base_overlay(fixed_ports=True))
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     run = workflow_copy.root / "results/baseline/correctness/run"
     exits = [json.loads((run / f"node{n}.exit.json").read_text()) for n in (0, 1)]
@@ -98,7 +98,7 @@ def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, w
 
 
 def test_one_node_runs_with_overlap(slurm_cluster, workflow_copy):
-    result = run_profile(workflow_copy, base_overlay(cluster={"nodes": 1}), "--until", "correctness")
+    result = run_profile(workflow_copy, base_overlay(fixed_ports=True, cluster={"nodes": 1}), "--until", "correctness")
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     status = workflow_copy.status("correctness")
     assert status["state"] == "ok", status
@@ -108,7 +108,7 @@ def test_one_node_runs_with_overlap(slurm_cluster, workflow_copy):
 
 
 def test_a_stage_over_budget_under_slurm_ends_in_timeout_before_slurm_kills_it(slurm_cluster, workflow_copy):
-    result = run_profile(workflow_copy, base_overlay(sim={"dead_node": 1}, timeouts={"correctness": 15}), "--until", "correctness")
+    result = run_profile(workflow_copy, base_overlay(fixed_ports=True, sim={"dead_node": 1}, timeouts={"correctness": 15}), "--until", "correctness")
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     status = workflow_copy.status("correctness")
     assert status["state"] == "timeout" and "15 s budget" in status["reason"], status

@@ -53,6 +53,7 @@ def sshd(tmp_path_factory):
 
 def ssh_overlay(sshd, **extra):
     return base_overlay(
+        fixed_ports=True,
         launcher="ssh",
         cluster={"hosts": ["127.0.0.1", "localhost"]},
         ssh={

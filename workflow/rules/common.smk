@@ -10,7 +10,9 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dispatchprof.config import (  # noqa: E402
     check_config,
+    environment_problems,
     experiment_problems,
+    long_waits,
     experiment_runs,
     schema_problems,
     yaml_booleans_as_words,
@@ -37,6 +39,27 @@ def report_line(path):
     return f"Report: {path}"
 
 
+def end_of_run():
+    """What a person reads last: one line per experiment and stage, then the report paths. With fail_on, the
+    process exits non-zero when a stage ended in one of those states (Snakemake's exit code otherwise).
+    """
+    from dispatchprof.runtable import failing, format_lines, stage_lines
+
+    lines = stage_lines(Path("results"), EXPERIMENTS, (*STAGES, "report"))
+    print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
+    print(format_lines(lines))
+    for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
+        print(report_line(path))
+    bad = failing(lines, config["fail_on"])
+    if bad:
+        print(
+            f"fail_on {config['fail_on']}: "
+            + ", ".join(f"{b.experiment}/{b.stage} is {b.state}" for b in bad),
+            file=sys.stderr,
+        )
+        sys.exit(1)
+
+
 def refuse(problems):
     """Stop before the DAG is built, with messages a person can act on (no traceback)."""
     sys.stderr.write("Configuration refused; nothing was run:\n")
@@ -58,9 +81,12 @@ if _problems:
 RUNS = experiment_runs(config)  # run name -> merged config, in execution order (A1 B1 A2 B2 ...)
 EXPERIMENTS = list(RUNS)
 _problems = sorted({p for run in RUNS.values() for p in check_config(run, Path.cwd(), EXPERIMENTS)})
+_problems += environment_problems(config, __import__("os").environ)
 if _problems:
     refuse(_problems)
 COMPARISONS = [tuple(pair) for pair in config["compare"]]
+for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
+    sys.stderr.write(f"Note: {_note}. Lower the timeout to shorten the wait.\n")
 
 COLLECT = config["mode"] == "collect"
 NODES = list(range(config["cluster"]["nodes"]))

@@ -11,7 +11,18 @@ if COLLECT:
         resources:
             slurm_extra=node_resources,
         params:
-            config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
+            config_fingerprint=config_fingerprint(
+                "mode",
+                "toolchain",
+                "launcher",
+                "cann",
+                "cluster",
+                "deepep",
+                "kernel",
+                "pmu",
+                "preflight",
+            ),
+            check_ports=lambda w: w.experiment == EXPERIMENTS[0],
         script:
             "../scripts/env_capture_node.py"
 

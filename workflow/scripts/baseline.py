@@ -76,6 +76,16 @@ def body(run: StageRun) -> Status:
     validations = [Validation("latency statistics", True, "warning", w) for w in kernel_scope["warnings"]]
     if kernel_scope.get("tail_hint"):
         validations.append(Validation("tail stability", False, "warning", kernel_scope["tail_hint"]))
+    configured_hz = str(run.config["kernel"]["clock_hz"])
+    if kernel_scope.get("clock_hz") not in (None, configured_hz):
+        validations.append(
+            Validation(
+                "device clock",
+                False,
+                "warning",
+                f"{csv}: clock_hz {kernel_scope['clock_hz']} differs from kernel.clock_hz {configured_hz}: the build converted ticks with its own value",
+            )
+        )
     if not stats["bytes"].get("available"):
         validations.append(Validation("byte accounting", False, "warning", stats["bytes"]["reason"]))
     per_iter_stats = kernel_scope["per_iteration_max_us"]

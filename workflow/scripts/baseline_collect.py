@@ -22,7 +22,7 @@ def body(run: StageRun) -> Status:
     )
     csv = out / "latency" / "dispatch_latency.csv"
     validations = [Validation("dispatch_latency.csv written (rank 0)", csv.is_file(), "error", str(csv))]
-    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations)
+    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations, details=test.details)
     if test.verdict.state != "ok":
         return run.status(test.verdict.state, f"perf driver: {test.verdict.reason}", **common)
     if not csv.is_file():

@@ -27,7 +27,7 @@ def body(run: StageRun) -> Status:
     if not gate.open:
         return run.skipped(gate)
     test = run_test(run.config, resolve(run.config), run.outputs["run"], f"{run.experiment}_correctness", run.timeout)
-    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(run.outputs["ranks"]), str(run.outputs["run"])])
+    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(run.outputs["ranks"]), str(run.outputs["run"])], details=test.details)
     if test.table is None:
         return run.status(test.verdict.state, test.verdict.reason, **common)
     write_parquet_atomic(run.outputs["ranks"], test.table, {"dispatchprof.toolchain": run.toolchain})

@@ -32,7 +32,9 @@ def body(run: StageRun) -> Status:
     status.validations += [Validation("nodes agree", False, "warning", w) for w in warnings]
     status.details = {"op_profiler_entry": entry, "nodes_recorded": len(envs)}
     if status.ok:
-        status.reason = f"all {len(parts)} nodes recorded; op-profiler entry: {entry}" + (f"; {len(warnings)} cross-node mismatch(es)" if warnings else "")
+        status.reason = f"all {len(parts)} nodes recorded and passed preflight; op-profiler entry: {entry}" + (
+            f"; {len(warnings)} cross-node mismatch(es)" if warnings else ""
+        )
     return status
 
 

@@ -55,7 +55,7 @@ def body(run: StageRun) -> Status:
         upstream=gate.upstream,
         artifacts=[str(raw), str(out)],
         validations=validations,
-        details={"entry": entry, "kernel": kernel, "metrics": metrics},
+        details={"entry": entry, "kernel": kernel, "metrics": metrics, **test.details},
     )
     if test.result.timed_out:
         return run.status("timeout", f"{REPLAY_TIMEOUT_REASON}: {test.result.problem}", **common)

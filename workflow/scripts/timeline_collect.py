@@ -57,7 +57,7 @@ def body(run: StageRun) -> Status:
         upstream=gate.upstream,
         artifacts=[str(raw), str(out)],
         validations=validations,
-        details={"msprof_options": options, "exported": exported},
+        details={"msprof_options": options, "exported": exported, **test.details},
     )
     if test.verdict.state != "ok":
         return run.status(test.verdict.state, f"perf driver under msprof: {test.verdict.reason}", **common)

@@ -6,7 +6,9 @@ ASCEND_DEEPEP_TRANSPORT; the test spawns --ep-size processes itself (never torch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+import socket
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -17,6 +19,39 @@ from dispatchprof.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
 from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
 from dispatchprof.toolchain import Toolchain
+
+
+# The repository launcher's ports (shared/formats/deepep.md §3): what `auto` means where this host cannot pick a
+# free port for node 0 (launchers slurm and ssh).
+LAUNCHER_PORTS = {"master_port": 29520, "shmem_port": 8399}
+
+
+def run_ports(config: Mapping[str, Any]) -> dict[str, int]:
+    """The ports of one collective run. `auto` under launcher local: free ports of this host, picked now, so two
+    runs on one machine never share a store; under slurm and ssh the launcher's defaults."""
+    ports, held = {}, []
+    try:
+        for key, default in LAUNCHER_PORTS.items():
+            value = config["cluster"][key]
+            if value != "auto":
+                ports[key] = int(value)
+            elif config["launcher"] == "local":
+                sock = socket.socket()
+                held.append(sock)  # held until both are picked, so the two differ
+                sock.bind(("", 0))
+                ports[key] = sock.getsockname()[1]
+            else:
+                ports[key] = default
+    finally:
+        for sock in held:
+            sock.close()
+    return ports
+
+
+def with_ports(config: Mapping[str, Any], ports: Mapping[str, int]) -> dict[str, Any]:
+    resolved = copy.deepcopy(dict(config))
+    resolved["cluster"].update(ports)
+    return resolved
 
 
 def node_environment(config: Mapping[str, Any], node: int) -> dict[str, str]:
@@ -58,6 +93,8 @@ def driver_environment(config: Mapping[str, Any], out_dir: Path, iterations: int
         "DISPATCHPROF_RANKS_PER_NODE": str(config["cluster"]["ranks_per_node"]),
         "DISPATCHPROF_TOPK_KEY": config["baseline"]["topk_key"],
         "DISPATCHPROF_SYNCHRONIZE_START": "1" if config["baseline"]["synchronize_start"] else "0",
+        # Mandatory for kernel-mode latency (ticks / this = seconds); an invalid value fails every rank before launch.
+        "AKL_LATENCY_CLOCK_HZ": str(config["kernel"]["clock_hz"]),
     }
 
 
@@ -95,6 +132,12 @@ class TestRun:
     verdict: Verdict
     command: list[str]
     run_dir: Path
+    ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """What every collective stage records in its status: the run's ports and what ended it (verdict.cause)."""
+        return {"ports": self.ports, "cause": self.verdict.cause}
 
 
 def run_test(
@@ -114,6 +157,8 @@ def run_test(
     """
     run_dir = run_dir.resolve()
     test_logs = run_dir / "deepep"
+    ports = run_ports(config)
+    config = with_ports(config, ports)
 
     def argv_for(node: int) -> list[str]:
         argv = test_command(config, chain, test_logs, run_tag, script)
@@ -123,13 +168,15 @@ def run_test(
     for spec in specs:
         spec.env.update(extra_env or {})
     result = launcher(config).run(specs, timeout_s)
-    logs = [s.log_path for s in specs] + list(test_logs.glob(config["deepep"]["log_glob"]))
+    logs = [p for p in [s.log_path for s in specs] + list(test_logs.glob(config["deepep"]["log_glob"])) if p.is_file()]
+    start_pattern = config["deepep"]["start_pattern"]
     try:
-        passed = find_pass_lines([p for p in logs if p.is_file()], config["deepep"]["pass_pattern"])
+        passed = find_pass_lines(logs, config["deepep"]["pass_pattern"])
+        started = find_pass_lines(logs, start_pattern) if start_pattern else None
     except LogFormatError as exc:
-        return TestRun(result, None, Verdict("invalid", str(exc)), specs[0].argv, run_dir)
-    table = rank_table(config["cluster"]["nodes"], config["cluster"]["ranks_per_node"], passed, result)
-    return TestRun(result, table, verdict(table, result), specs[0].argv, run_dir)
+        return TestRun(result, None, Verdict("invalid", str(exc)), specs[0].argv, run_dir, ports)
+    table = rank_table(config["cluster"]["nodes"], config["cluster"]["ranks_per_node"], passed, result, started)
+    return TestRun(result, table, verdict(table, result), specs[0].argv, run_dir, ports)
 
 
 def run_driver(

@@ -115,7 +115,7 @@ def yaml_booleans_as_words(config: dict[str, Any], schema: Mapping[str, Any]) ->
 
 
 # What an experiment may not override: every experiment runs on the same cluster, in the same mode.
-FIXED_ACROSS_EXPERIMENTS = ("cluster", "mode", "launcher", "experiment", "experiments", "compare", "repeats")
+FIXED_ACROSS_EXPERIMENTS = ("cluster", "mode", "launcher", "experiment", "experiments", "compare", "repeats", "fail_on")
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -186,6 +186,33 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
     return problems
 
 
+def long_waits(config: Mapping[str, Any]) -> list[str]:
+    """Fault knobs whose run can only end at a stage's timeout: said before anything runs, with that timeout."""
+    if config["mode"] != "collect" or config["toolchain"] != "sim":
+        return []
+    sim, timeouts, notes = config["sim"], config["timeouts"], []
+
+    def budget(stage: str) -> str:
+        return f"timeouts.{stage} = {timeouts[stage]:g} s ({timeouts[stage] / 60:.1f} min)"
+
+    if sim["dead_node"] is not None:
+        notes.append(f"sim.dead_node: {sim['dead_node']}: that node never starts its ranks, so correctness ends only at its timeout ({budget('correctness')})")
+    if sim["replay"] == "hang":
+        notes.append(f"sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout ({budget('pmu')})")
+    return notes
+
+
+def environment_problems(config: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+    """Variables of the environment Snakemake runs in that would send results where the workflow does not look."""
+    problems = []
+    if config["mode"] == "collect" and environ.get("AKL_LATENCY_OUTPUT_DIR"):
+        problems.append(
+            f"environment: AKL_LATENCY_OUTPUT_DIR={environ['AKL_LATENCY_OUTPUT_DIR']!r} overrides profile_dispatch_latency's "
+            "output_dir (shared/formats/deepep.md §1), so dispatch_latency.csv would not land in results/: unset it"
+        )
+    return problems
+
+
 def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
     """Return every problem found (empty when the configuration is usable)."""
     problems: list[str] = []
@@ -223,7 +250,7 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
         problems.append(f"cluster.hosts lists {len(cluster['hosts'])} hosts but cluster.nodes is {nodes}: give one host per node, node 0 first")
     if not is_plain_host(cluster["master_addr"]):
         problems.append(f"cluster.master_addr ({cluster['master_addr']!r}) is not a plain hostname or IP address")
-    if cluster["master_port"] == cluster["shmem_port"]:
+    if cluster["master_port"] == cluster["shmem_port"] != "auto":
         problems.append(f"cluster.master_port and cluster.shmem_port must differ (both {cluster['master_port']})")
 
     if config["mode"] == "collect" and config["launcher"] == "ssh" and len(cluster["hosts"]) != nodes:
@@ -232,12 +259,14 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
         problems.append(f"ssh.user ({user!r}) is not a plain user name")
 
-    try:
-        re.compile(deepep["pass_pattern"])
-        if "rank" not in re.compile(deepep["pass_pattern"]).groupindex:
-            problems.append("deepep.pass_pattern must have a named group (?P<rank>\\d+) holding the global rank of the passing process")
-    except re.error as exc:
-        problems.append(f"deepep.pass_pattern is not a valid regular expression: {exc}")
+    for key in ("pass_pattern", "start_pattern"):
+        if deepep[key] is None:
+            continue
+        try:
+            if "rank" not in re.compile(deepep[key]).groupindex:
+                problems.append(f"deepep.{key} must have a named group (?P<rank>\\d+) holding the global rank of the process that printed it")
+        except re.error as exc:
+            problems.append(f"deepep.{key} is not a valid regular expression: {exc}")
     for template in deepep["test_args"]:
         unknown = placeholders_in(template) - PLACEHOLDERS
         if unknown:

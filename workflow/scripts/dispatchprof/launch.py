@@ -58,6 +58,9 @@ class CollectiveResult:
     timed_out: bool = False
     problem: str | None = None  # why the run as a whole did not complete (None when every node exited by itself)
     order: list[int] = field(default_factory=list)  # node indices in start order
+    # The launcher could not get every node running (port taken, a node did not start or never became ready):
+    # an infrastructure failure, never a verdict on the measurement.
+    not_run: bool = False
 
     @property
     def all_exited_zero(self) -> bool:
@@ -165,8 +168,9 @@ class LocalLauncher:
         if len(specs) > 1 and port_is_open(self.ready_host, self.ready_port):
             outcome.problem = (
                 f"readiness port {self.ready_host}:{self.ready_port} already answers before node 0 started: "
-                "another run (or a leftover process) holds it; free it or change cluster.master_port"
+                "another run (or a leftover process) holds it; free it or set cluster.master_port: auto"
             )
+            outcome.not_run = True
             return outcome
 
         with _SigtermGuard():
@@ -177,6 +181,7 @@ class LocalLauncher:
                 outcome.timed_out = True
             except StartError as exc:
                 outcome.problem = str(exc)
+                outcome.not_run = True
             finally:
                 for node, proc in running.items():
                     if proc.poll() is None:
@@ -212,6 +217,7 @@ class LocalLauncher:
                         f"node {first.node} exited with code {running[first.node].returncode} before opening "
                         f"{self.ready_host}:{self.ready_port}; the other nodes were not started"
                     )
+                    outcome.not_run = True
                     return
                 if time.monotonic() > ready_deadline:
                     outcome.timed_out = time.monotonic() > deadline
@@ -219,6 +225,7 @@ class LocalLauncher:
                         f"node {first.node} did not open {self.ready_host}:{self.ready_port} within "
                         f"{self.ready_timeout_s:g} s; the other nodes were not started"
                     )
+                    outcome.not_run = True
                     return
                 time.sleep(POLL_S)
             log.info("node %d is ready (%s:%d answers); starting nodes %s", first.node, self.ready_host, self.ready_port, [s.node for s in rest])
@@ -331,6 +338,7 @@ class SlurmLauncher:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=srun_log, stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:
                 outcome.problem = f"srun could not start: {exc}"
+                outcome.not_run = True
                 return outcome
             try:
                 proc.wait(timeout=timeout_s)
@@ -347,8 +355,9 @@ class SlurmLauncher:
                 data = json.loads(path.read_text())
                 results[node].exit_code = data.get("exit_code")
                 results[node].started, results[node].finished = data.get("started"), data.get("finished")
-                if data.get("error") and outcome.problem is None:
-                    outcome.problem = data["error"]
+                if data.get("error"):  # node_wrapper: the node never got its command running
+                    outcome.not_run = True
+                    outcome.problem = outcome.problem or data["error"]
             results[node].killed = outcome.timed_out
         started = sorted((r.started, r.node) for r in results.values() if r.started)
         outcome.order = [node for _, node in started]

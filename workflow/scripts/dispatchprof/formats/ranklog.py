@@ -1,8 +1,8 @@
-"""Success lines in the V2 test's logs.
+"""Success (and start) lines in the V2 test's logs.
 
-The real test's pass line and per-rank log names are not public (shared/formats/deepep.md §7), so
-both come from config (`deepep.pass_pattern`, `deepep.log_glob`). The pattern's named group
-``rank`` holds the global rank of the process that passed.
+The real test's pass line, start line and per-rank log names are not public (shared/formats/deepep.md §7),
+so all come from config (`deepep.pass_pattern`, `deepep.start_pattern`, `deepep.log_glob`). A pattern's named
+group ``rank`` holds the global rank of the process that printed the line.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[
         "experiment": experiment,
         "toolchain": toolchain,
         "mode": mode,
-        "stages": {stage: {"state": s.state, "reason": s.reason} for stage, s in statuses.items()},
+        "stages": {stage: {"state": s.state, "reason": s.reason, "root_cause": s.root_cause} for stage, s in statuses.items()},
     }
     for stage, section in (sections or {}).items():
         summary[stage] = section if statuses[stage].ok else None
@@ -41,6 +41,21 @@ def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
     return text
 
 
+def precision_sentence(corr: Status) -> str:
+    """Why the precision gate is not ok, without calling a run that never ran a precision failure."""
+    cause = corr.details.get("cause")
+    if cause == "infrastructure":
+        return f"The precision test was not run because {corr.reason.removeprefix('not run: ')} ({corr.state})"
+    if corr.root_cause:
+        root = corr.root_cause
+        return f"The precision test was not run because {root['stage']} is {root['state']}: {root['reason']}"
+    if cause == "timeout":
+        return f"The precision test did not finish ({corr.state}: {corr.reason})"
+    if cause == "exit":
+        return f"The precision test's nodes did not exit cleanly although every rank passed ({corr.reason})"
+    return f"The precision test did not pass ({corr.state}: {corr.reason})"
+
+
 def answer_paragraph(
     statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
 ) -> str:
@@ -54,7 +69,7 @@ def answer_paragraph(
     if corr.state == "ok":
         text.append(f"The precision test passed on all {world} ranks.")
     elif corr.state != "disabled":
-        text.append(f"The precision test did not pass ({corr.state}: {corr.reason}), so no performance evidence was collected.")
+        text.append(f"{precision_sentence(corr)}, so no performance evidence was collected.")
     sections = sections or {}
     if statuses["baseline"].ok and sections.get("baseline"):
         text.append(baseline_sentence(sections["baseline"], world))

@@ -28,6 +28,9 @@ from ascend_deepep._store import StoreClient
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 LATENCY_MODES = ("kernel", "event")  # AKL_LATENCY_MODE (shared/formats/deepep.md §1); kernel when unset
 TRUTH_SCHEMA = "dispatchprof.sim_truth/1"
+# The simulated device's cycle counter (Ascend 950). Kernel-mode latency is ticks / AKL_LATENCY_CLOCK_HZ, so a wrong
+# AKL_LATENCY_CLOCK_HZ scales every kernel-mode sample, as it would on the device.
+DEVICE_CLOCK_HZ = 1_000_000_000
 
 
 class _HostClock:
@@ -154,6 +157,7 @@ class ElasticBuffer:
         self._op_profiler = _OpProfiler(rank, ranks_per_node, self._knobs)
         self._warmup = 0
         self._sessions_used = 0
+        self._tick_scale = 1.0
         fail_rank = os.environ.get("DEEPEP_SIM_PRECISION_FAIL_RANK", "")
         self._corrupt = fail_rank != "" and int(fail_rank) == rank
 
@@ -195,7 +199,7 @@ class ElasticBuffer:
         self.store.barrier(f"dispatch/{call}", self.world)
         if in_session:
             assert self._session is not None
-            self._session.append(mine.kernel_mode_us if self._mode == "kernel" else mine.event_mode_us)
+            self._session.append(mine.kernel_mode_us * self._tick_scale if self._mode == "kernel" else mine.event_mode_us)
             self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
             if self.rank == 0:
                 self._truth.append(launch_truth(launch))
@@ -228,7 +232,12 @@ class ElasticBuffer:
         self._sessions_used += 1
         self._session, self._warmup, self._mode, self._sync_start = [], int(warmup), mode, bool(synchronize_start)
         first_call = self._calls
-        metadata = metadata or {"measurement": mode, "clock_hz": "1000000000"}
+        clock_hz = os.environ.get("AKL_LATENCY_CLOCK_HZ", "")
+        if mode == "kernel" and not (clock_hz.isdigit() and int(clock_hz) > 0):
+            # As the real build: mandatory for kernel mode, and an invalid value is a collective error before launch.
+            raise RuntimeError(f"AKL_LATENCY_CLOCK_HZ={clock_hz!r}: kernel-mode latency needs the device clock in Hz (Ascend950: 1000000000)")
+        metadata = metadata or {"measurement": mode, "clock_hz": clock_hz or str(DEVICE_CLOCK_HZ)}
+        self._tick_scale = DEVICE_CLOCK_HZ / int(clock_hz) if mode == "kernel" else 1.0
         env = os.environ
         out = Path(env.get("AKL_LATENCY_OUTPUT_DIR") or output_dir or env.get("DISPATCH_RESULTS_DIR") or env.get("DISPATCH_CLOCK_DIR") or "./clock_results")
         try:

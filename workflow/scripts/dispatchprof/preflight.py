@@ -1,0 +1,129 @@
+"""Preflight on one node: what a real cluster would otherwise fail on after the allocation was paid for.
+
+Env capture runs these checks on every node (over ssh under launcher ssh, so they see that host) and fails with
+every problem listed. Checks that need only the configuration run before the DAG is built (config.check_config).
+
+Standard library only: under launcher ssh this file runs on the remote host as a script, like node_wrapper.py,
+reading its spec (JSON) and printing its findings (JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from typing import Any, Iterable, Mapping
+
+FORBIDDEN_ENV = {
+    # shared/formats/deepep.md §1: it overrides profile_dispatch_latency's output_dir, so the CSV lands elsewhere.
+    "AKL_LATENCY_OUTPUT_DIR": "overrides profile_dispatch_latency's output_dir: dispatch_latency.csv would not land in results/",
+}
+
+
+def flags_of(args: Iterable[str]) -> list[str]:
+    """The long options of an argument list (``--name`` or ``--name=value``), in order, once each."""
+    seen: list[str] = []
+    for item in args:
+        if item.startswith("--") and len(item) > 2:
+            name = item.split("=", 1)[0]
+            if name not in seen:
+                seen.append(name)
+    return seen
+
+
+def missing_flags(flags: Iterable[str], help_text: str) -> list[str]:
+    """Flags that the --help text never mentions (as a whole word: --route is not found inside --router)."""
+    return [flag for flag in flags if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", help_text)]
+
+
+def _run(argv: list[str], cwd: str | None, env: Mapping[str, str] | None, timeout_s: float) -> tuple[int | None, str]:
+    """Exit code (None on timeout or when it could not start) and output; its process group is ended on timeout."""
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=dict(env) if env is not None else None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    except OSError as exc:
+        return None, f"could not start {argv[0]!r}: {exc}"
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, f"timed out after {timeout_s:g} s"
+    return proc.returncode, out.decode(errors="replace")
+
+
+def port_in_use(port: int) -> str | None:
+    """Why the port cannot be bound on this host (another process holds it), or None when it is free."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", port))
+        except OSError as exc:
+            return str(exc)
+    return None
+
+
+def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> list[dict[str, Any]]:
+    """Every check of the spec; each finding is {check, ok, detail}. A check that cannot run is a failed check."""
+    findings: list[dict[str, Any]] = []
+
+    def add(check: str, ok: bool, detail: str) -> None:
+        findings.append({"check": check, "ok": ok, "detail": detail})
+
+    test = spec.get("test_help")
+    if test:
+        shown = " ".join(test["argv"][-3:])
+        code, text = _run(test["argv"], test.get("cwd"), test.get("env"), float(spec.get("timeout_s", 60)))
+        if code != 0:
+            add("test --help", False, f"`{shown}` did not list its options (exit {code}): {text.strip()[-300:]}")
+        else:
+            missing = missing_flags(spec["flags"], text)
+            detail = f"not in `{shown}`: {', '.join(missing)} (deepep.test_args)" if missing else f"all {len(spec['flags'])} flags listed"
+            add("deepep.test_args flags in the test's --help", not missing, detail)
+    set_env = spec.get("set_env")
+    if set_env:
+        add("CANN set_env.sh", os.path.isfile(set_env), f"{set_env} {'exists' if os.path.isfile(set_env) else 'does not exist (cann.set_env)'}")
+    disk = spec.get("disk")
+    if disk:
+        path = disk["path"]
+        while not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        free = shutil.disk_usage(path).free
+        need = int(disk["need_bytes"])
+        add(
+            "disk space",
+            free >= need,
+            f"{free / 2**30:.1f} GiB free at {path}; {disk['what']} need about {need / 2**30:.1f} GiB (preflight.expected_mib_per_rank)",
+        )
+    for port in spec.get("ports", []):
+        held = port_in_use(int(port))
+        add(f"port {port} free on node 0", held is None, "free" if held is None else f"in use: {held} (another run or a leftover process)")
+    token = spec.get("shared_token")
+    if token:
+        seen = os.path.isfile(token)
+        add(
+            "results/ on a shared filesystem",
+            seen,
+            f"{token} {'is visible here' if seen else 'written by the launching host is not visible here: put results/ on a filesystem every node shares'}",
+        )
+    for name, why in FORBIDDEN_ENV.items():
+        if environ.get(name):
+            add(f"environment {name}", False, f"{name}={environ[name]!r} {why}: unset it")
+    return findings
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as handle:
+        spec = json.load(handle)
+    json.dump(run_checks(spec), sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

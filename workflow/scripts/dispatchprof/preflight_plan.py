@@ -1,0 +1,94 @@
+"""What env capture checks on each node before a collective stage costs an allocation, built from the config.
+
+The node-side checks live in preflight.py (standard library only, so they can run on a remote host); this
+module decides what to check and where: locally (launchers local and slurm: the job already runs on the node)
+or over ssh on the node's host (launcher ssh). Profiler options are checked against the --help texts env
+capture recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any, Mapping
+
+from dispatchprof.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
+from dispatchprof.launch import SshLauncher, run_command
+from dispatchprof.opprofiler import op_profiler_command
+from dispatchprof.preflight import flags_of, missing_flags, run_checks
+from dispatchprof.profiling import msprof_command
+from dispatchprof.toolchain import Toolchain
+
+PREFLIGHT_SCRIPT = Path(__file__).resolve().with_name("preflight.py")
+
+
+def node_spec(
+    config: Mapping[str, Any], chain: Toolchain, node: int, results_dir: Path, token: Path | None, timeout_s: float, check_ports: bool
+) -> dict[str, Any]:
+    """The checks preflight.py runs on one node. Ports are checked by the first run's env capture only: it runs
+    before every collective stage, whereas a later run's capture may overlap an earlier run's collectives."""
+    deepep, cluster = config["deepep"], config["cluster"]
+    world = int(cluster["nodes"]) * int(cluster["ranks_per_node"])
+    per_rank = int(config["preflight"]["expected_mib_per_rank"]) * 2**20
+    spec: dict[str, Any] = {
+        "node": node,
+        "timeout_s": timeout_s,
+        "test_help": {"argv": chain.wrap([deepep["python"], deepep["test"], "--help"]), "cwd": str(chain.repo), "env": chain.env()},
+        "flags": flags_of(deepep["test_args"]),
+        "set_env": chain.set_env if chain.name == "cann" else None,
+        "disk": {"path": str(results_dir.resolve()), "need_bytes": world * per_rank, "what": f"the PROF_/OPPROF_ directories of {world} ranks"},
+        "ports": [],
+        "shared_token": str(token.resolve()) if token else None,
+    }
+    if node == 0 and check_ports:
+        if config["launcher"] == "local":  # auto picks free ports per run: only fixed ones can be taken
+            spec["ports"] = [int(cluster[k]) for k in LAUNCHER_PORTS if cluster[k] != "auto"]
+        else:
+            spec["ports"] = list(run_ports(config).values())
+    return spec
+
+
+def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every option the workflow itself passes to msprof and to the op profiler appears in that tool's captured
+    --help. (Configured msprof options missing from the help are dropped with a warning by the timeline stage.)"""
+    findings = []
+    probes = capture["probes"]
+    dummy = Path("/preflight")
+    tools = {"msprof": (msprof_command(dummy, [], dummy / "probe.sh"), "msprof_help")}
+    entry = capture["op_profiler_entry"]
+    if entry != "none":
+        metrics = config["pmu"]["metrics"] + config["pmu"]["timelines"]
+        help_probe = "msopprof_help" if entry == "msopprof" else "msprof_op_help"
+        tools[entry] = (op_profiler_command(entry, config["kernel"]["name"], metrics, dummy, config["pmu"]), help_probe)
+    for tool, (argv, probe_name) in tools.items():
+        probe = probes.get(probe_name) or {}
+        if not probe.get("available"):
+            continue  # recorded as unavailable by the capture; the stage that needs the tool says so
+        help_text = Path(probe["output_file"]).read_text(errors="replace")
+        missing = missing_flags(flags_of(argv), help_text)
+        detail = f"not in `{tool} --help`: {', '.join(missing)}" if missing else f"{len(flags_of(argv))} options listed"
+        findings.append({"check": f"{tool} options in its --help", "ok": not missing, "detail": detail})
+    return findings
+
+
+def run_node_checks(config: Mapping[str, Any], spec: Mapping[str, Any], spec_file: Path, timeout_s: float) -> list[dict[str, Any]]:
+    """preflight.py's checks on the node: here, or over ssh on the node's host (launcher ssh)."""
+    if config["launcher"] != "ssh":
+        return run_checks(spec)
+    runner = launcher(with_ports(config, run_ports(config)))
+    assert isinstance(runner, SshLauncher)
+    spec_file.write_text(json.dumps(spec))
+    host = runner.hosts[int(spec["node"])]
+    result = run_command(runner.ssh(host, [config["ssh"]["python"], str(PREFLIGHT_SCRIPT), str(spec_file.resolve())]), timeout_s)
+    lines = [line for line in result.output.strip().splitlines() if line.startswith("[")]
+    if not result.ok or not lines:
+        return [{"check": f"preflight over ssh on {host}", "ok": False, "detail": f"exit {result.exit_code}: {result.output.strip()[-300:]}"}]
+    return json.loads(lines[-1])
+
+
+def write_token(path: Path) -> Path:
+    """A file the launching host writes and each node must read back: results/ is shared, or it is not."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"written_by": socket.gethostname()}))
+    return path
