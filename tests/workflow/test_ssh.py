@@ -76,6 +76,12 @@ def test_correctness_runs_over_ssh_node_0_first(sshd, workflow_copy):
     assert [(e["node"], e["exit_code"]) for e in exits] == [(0, 0), (1, 0)] and exits[0]["started"] <= exits[1]["started"]
     assert (run / "node0.ssh.log").is_file()
     assert "[rank 2]" in (run / "node0.log").read_text() and "[rank 10]" in (run / "node1.log").read_text()
+    # Preflight ran over ssh on each node's host: the shared results/ check read back the launching host's token.
+    for node in (0, 1):
+        env = json.loads((workflow_copy.root / f"results/baseline/env_capture/node{node}/env.json").read_text())
+        checks = {f["check"]: f["ok"] for f in env["preflight"]}
+        assert checks["results/ on a shared filesystem"] and checks["deepep.test_args flags in the test's --help"], checks
+        assert any(c.startswith("port ") for c in checks) == (node == 0)
 
 
 def test_a_hung_node_over_ssh_is_ended_by_its_remote_process_group(sshd, workflow_copy):
