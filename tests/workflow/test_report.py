@@ -63,14 +63,16 @@ def test_the_report_renders_and_explains_every_stage_when_all_collection_failed(
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     assert summary["toolchain"] == "cann"
     states = {s: v["state"] for s, v in summary["stages"].items()}
-    assert states["correctness"] == "failed" and "could not start" in summary["stages"]["correctness"]["reason"]
-    assert states["baseline"] == "failed" and "does not exist" in summary["stages"]["baseline"]["reason"]  # its driver part failed
+    # Preflight in env capture now stops this before any collective stage costs an allocation, listing the problem.
+    assert states["env_capture"] == "failed" and "no_set_env.sh does not exist (cann.set_env)" in summary["stages"]["env_capture"]["reason"]
+    assert states["correctness"] == "skipped" and summary["stages"]["correctness"]["root_cause"]["stage"] == "env_capture"
+    assert states["baseline"] in ("failed", "skipped")  # its driver part fails by itself (no repository)
     assert all(states[s] == "skipped" for s in ("timeline", "pmu", "pcsampling"))
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     for stage, v in summary["stages"].items():
         assert v["reason"][:60].replace("&", "&amp;").replace("'", "&#39;").replace('"', "&#34;").replace("<", "&lt;").replace(">", "&gt;") in html, stage
     md = (workflow_copy.root / "results/baseline/report/report.md").read_text()
-    assert "## Evidence ledger" in md and "| correctness | failed |" in md
+    assert "## Evidence ledger" in md and "| env_capture | failed |" in md and "| correctness | skipped |" in md
 
 
 def test_snakemakes_own_report_zip_is_built(workflow_copy):
