@@ -203,14 +203,13 @@ def long_waits(config: Mapping[str, Any]) -> list[str]:
 
 
 def environment_problems(config: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
-    """Variables of the environment Snakemake runs in that would send results where the workflow does not look."""
-    problems = []
-    if config["mode"] == "collect" and environ.get("AKL_LATENCY_OUTPUT_DIR"):
-        problems.append(
-            f"environment: AKL_LATENCY_OUTPUT_DIR={environ['AKL_LATENCY_OUTPUT_DIR']!r} overrides profile_dispatch_latency's "
-            "output_dir (shared/formats/deepep.md §1), so dispatch_latency.csv would not land in results/: unset it"
-        )
-    return problems
+    """Variables of the environment Snakemake runs in that would send results where the workflow does not look
+    (the same list env capture's preflight checks on every node)."""
+    from dispatchprof.preflight import FORBIDDEN_ENV
+
+    if config["mode"] != "collect":
+        return []
+    return [f"environment: {name}={environ[name]!r} {why}: unset it" for name, why in FORBIDDEN_ENV.items() if environ.get(name)]
 
 
 def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:

@@ -66,8 +66,9 @@ def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> 
         if not probe.get("available"):
             continue  # recorded as unavailable by the capture; the stage that needs the tool says so
         help_text = Path(probe["output_file"]).read_text(errors="replace")
-        missing = missing_flags(flags_of(argv), help_text)
-        detail = f"not in `{tool} --help`: {', '.join(missing)}" if missing else f"{len(flags_of(argv))} options listed"
+        flags = flags_of(argv)
+        missing = missing_flags(flags, help_text)
+        detail = f"not in `{tool} --help`: {', '.join(missing)}" if missing else f"{len(flags)} options listed"
         findings.append({"check": f"{tool} options in its --help", "ok": not missing, "detail": detail})
     return findings
 

@@ -13,8 +13,6 @@ import pandas as pd
 from dispatchprof.formats.ranklog import PassLine, name_ranks
 from dispatchprof.launch import CollectiveResult
 
-CAUSES = ("none", "infrastructure", "timeout", "precision", "exit")
-
 
 @dataclass
 class Verdict:
