@@ -4,15 +4,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dispatchprof.analysis.rank_identity import assign_ranks
 from dispatchprof.analysis.timeline import (
-    assign_ranks,
     calls_between,
-    coverage_table,
+    coverage_rows,
     kernel_regex,
     launch_columns,
     launch_summary,
     longest_duration,
     merged_trace,
+    prof_sources,
 )
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 from dispatchprof.formats.msprof_tables import target_kernels_of
@@ -27,24 +28,37 @@ def test_kernel_names_match_like_msopprof_kernel_name():
     assert not kernel_regex("a.b").match("axb")  # only * is special
 
 
-def info(pid, device, rank_id=None, path="P"):
-    return ProfInfo(Path(f"{path}{pid}"), pid, "h", "0", [device] if device is not None else [], rank_id, Path("db") if device is not None else None, None)
+def info(pid, device, rank_id=None, path="P", ended=True, devices=None):
+    devs = devices if devices is not None else ([device] if device is not None else [])
+    return ProfInfo(
+        Path(f"{path}{pid}"),
+        pid,
+        "h",
+        "0",
+        devs,
+        rank_id,
+        Path("db") if devs else None,
+        None,
+        session_ended=ended,
+        device_rank_ids={d: rank_id for d in devs},
+    )
 
 
-def test_ranks_come_from_the_sidecar_then_rank_id_then_inferred_order():
-    infos = [info(100, 2), info(101, 0, rank_id=9), info(102, 1), info(103, 5)]
-    out = {a.pid: a for a in assign_ranks(1, 8, infos, {100: {"global_rank": 12}})}
-    assert (out[100].rank, out[100].how) == (12, "sidecar")
-    assert (out[101].rank, out[101].how) == (9, "rank_id")
-    assert (out[102].rank, out[102].how, out[103].rank) == (8, "inferred", 9)
+def test_a_prof_with_several_devices_is_one_source_per_device():
+    both = info(100, None, devices=[0, 1])
+    sources = prof_sources(2, {both.path: both})
+    assert [(s.node, s.device, s.pid) for s in sources] == [(2, 0, 100), (2, 1, 100)]
+    assert [a.rank for a in assign_ranks(sources, 8, {})] == [16, 17]
 
 
-def test_coverage_names_missing_device_data_and_absent_ranks():
-    infos = [info(100, 0), info(101, None)]
-    assigned = assign_ranks(1, 3, infos, {100: {"global_rank": 3}, 101: {"global_rank": 4}})
-    table = coverage_table(1, 3, assigned, {i.path: i for i in infos})
-    assert [r["state"] for r in table] == ["found", "missing", "missing"] and [r["global_rank"] for r in table] == [3, 4, 5]
-    assert "no device data" in table[1]["detail"] and "no PROF_" in table[2]["detail"] and table[2]["device"] is None
+def test_coverage_names_missing_device_data_absent_ranks_and_unfinished_sessions():
+    infos = [info(100, 0), info(101, None), info(102, 2, ended=False)]
+    sources = [s for i in infos for s in prof_sources(1, {i.path: i})]
+    assigned = assign_ranks(sources, 4, {(1, 100): {"global_rank": 4}, (1, 101): {"global_rank": 5}})
+    table = coverage_rows(range(1, 2), 4, assigned, {i.path: i for i in infos})
+    assert [r["state"] for r in table] == ["found", "missing", "incomplete", "missing"] and [r["global_rank"] for r in table] == [4, 5, 6, 7]
+    assert "neither a db" in table[1]["detail"] and "SESSION_TIME_INFO" in table[2]["detail"] and "no PROF_" in table[3]["detail"]
+    assert table[0]["mapping"] == "sidecar" and table[2]["mapping"] == "inferred (device_id)" and table[3]["device"] is None
 
 
 def test_longest_duration_is_aligned_by_launch_index_and_classified():

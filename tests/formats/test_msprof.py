@@ -2,6 +2,7 @@
 on fixtures built from shared/formats/msprof.md, on the simulator's output, and on malformed input."""
 
 import json
+import shutil
 import sqlite3
 import sys
 
@@ -330,3 +331,93 @@ def test_the_library_has_no_import_cycle_and_the_db_path_needs_no_pandas():
     assert [m for m in graph if cycle_from(m, m, set())] == []
     code = "import sys; sys.path.insert(0, sys.argv[1]); import dispatchprof.formats.target_kernels; print('pandas' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code, str(lib)], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_a_shared_export_without_info_files_takes_its_device_from_the_csv(tmp_path):
+    """What colleagues share: a PROF_ holding only mindstudio_profiler_output/ (real sample, no info.json, no db)."""
+    prof = tmp_path / "PROF_000001_20260402160352000_ABCDEFGHIJ"
+    shutil.copytree(FIXTURES / "msprof-real" / "custom_kernel_5_launches", prof)
+    info = read_prof_info(prof)
+    assert (info.devices, info.devices_from, info.rank_id, info.pid, info.db) == ([0], "export", None, None, None)
+    kernels = read_target_kernels(info, kernel_regex("matmul_kernel").match, 0)
+    assert len(kernels.start_ns) == 5
+
+
+def test_a_json_only_export_takes_its_device_from_the_pid_encoding(tmp_path):
+    prof = tmp_path / "PROF_000001_20260511093035000_ABCDEFGHIJ"
+    out = prof / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    shutil.copy(next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")), out)
+    assert read_prof_info(prof).devices == [0]
+
+
+def test_a_device_id_that_is_not_a_number_is_refused_by_line(tmp_path):
+    prof = tmp_path / "PROF_000001_20260402160352000_ABCDEFGHIJ"
+    shutil.copytree(FIXTURES / "msprof-real" / "custom_kernel_5_launches", prof)
+    csv_path = next((prof / "mindstudio_profiler_output").glob("op_summary_*.csv"))
+    lines = csv_path.read_text().splitlines()
+    lines[3] = "x" + lines[3][1:]
+    csv_path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(MsprofFormatError, match=r"op_summary_\d+\.csv: line 4: field 'Device_id' is 'x'"):
+        read_prof_info(prof)
+
+
+def two_device_prof(tmp_path, sim_prof):
+    """sim_prof's process, as if it had also driven device 7: its tasks repeated on device 7, 1 us longer."""
+    prof = tmp_path / sim_prof.name
+    shutil.copytree(sim_prof, prof)
+    shutil.copytree(prof / "device_3", prof / "device_7")
+    (prof / "device_7" / "info.json.3").rename(prof / "device_7" / "info.json.7")
+    db = next(prof.glob("msprof_*.db"))
+    conn = sqlite3.connect(db)
+    offset = conn.execute("SELECT max(globalTaskId) FROM TASK").fetchone()[0]
+    conn.execute(
+        f"INSERT INTO TASK SELECT startNs, endNs + 1000, 7, connectionId, globalTaskId + {offset}, globalPid, taskType, contextId, streamId, taskId, modelId FROM TASK"
+    )
+    conn.execute(
+        "INSERT INTO COMPUTE_TASK_INFO SELECT name, globalTaskId + ?, blockNum, mixBlockNum, taskType, opType, inputFormats, inputDataTypes, inputShapes, "
+        "outputFormats, outputDataTypes, outputShapes, attrInfo, opState, hf32Eligible, gridDim, blockDim FROM COMPUTE_TASK_INFO",
+        (offset,),
+    )
+    conn.commit()
+    conn.close()
+    return prof
+
+
+def test_several_devices_in_one_prof_are_split_by_device_id(tmp_path, sim_prof):
+    info = read_prof_info(two_device_prof(tmp_path, sim_prof))
+    assert info.devices == [3, 7]
+    three = read_target_kernels(info, is_dispatch, 0, is_barrier=lambda n: n == "cached_notify_combine", device=3)
+    seven = read_target_kernels(info, is_dispatch, 0, is_barrier=lambda n: n == "cached_notify_combine", device=7)
+    assert len(three.start_ns) == len(seven.start_ns) == 4 and len(three.barrier_start_ns) == 4
+    assert (seven.dur_ns - three.dur_ns).tolist() == [1000] * 4
+    merged = read_target_kernels(info, is_dispatch, 0)
+    assert len(merged.start_ns) == 8  # what the parse did before it split them
+
+
+def test_schema_version_is_recorded_and_an_unended_session_is_told(tmp_path, sim_prof):
+    prof = tmp_path / sim_prof.name
+    shutil.copytree(sim_prof, prof)
+    info = read_prof_info(prof)
+    assert (info.schema_version, info.session_ended) == ("1.2.0", True)
+    db = next(prof.glob("msprof_*.db"))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE SESSION_TIME_INFO SET endTimeNs = NULL")
+    conn.commit()
+    conn.close()
+    assert read_prof_info(prof).session_ended is False
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.binary(max_size=800))
+def test_garbage_op_summary_without_info_files_ends_in_a_clear_error(tmp_path_factory, blob):
+    prof = tmp_path_factory.mktemp("p") / "PROF_000001_20260402160352000_ABCDEFGHIJ"
+    (prof / "mindstudio_profiler_output").mkdir(parents=True)
+    path = prof / "mindstudio_profiler_output" / "op_summary_20260402160352.csv"
+    path.write_bytes(b"Device_id,Task ID\n" + blob)
+    try:
+        info = read_prof_info(prof)
+    except MsprofFormatError as exc:
+        assert str(path) in str(exc)
+        return
+    assert all(isinstance(d, int) and d >= 0 for d in info.devices)

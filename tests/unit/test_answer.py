@@ -73,3 +73,26 @@ def test_a_failing_rank_is_still_a_precision_failure():
     states = statuses(correctness="failed")
     states["correctness"].details = {"cause": "precision"}
     assert "The precision test did not pass (failed: correctness reason)" in answer_paragraph(states, "sim", 16)
+
+
+def test_a_partial_timeline_states_its_coverage_before_what_it_concludes():
+    partial = {**TIMELINE, "coverage": {"expected": 16, "found": 15, "missing": [3], "sentence": "15/16 ranks (missing rank 3)"}}
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": partial})
+    covered = text.index("The msprof timeline covers 15/16 ranks (missing rank 3)")
+    assert covered < text.index("wait inside the kernel") and "may be the one the others wait for" in text
+
+
+def test_a_single_rank_is_not_called_the_slowest_and_inferred_ranks_are_said_so():
+    single = {
+        "kernel_name": "matmul_kernel",
+        "coupling": {"state": "unknown"},
+        "straggler": {"evidence": "none", "explanation": "no rank stands out"},
+        "longest_duration": {"rank": 0, "fraction": 1.0},
+        "coverage": {"expected": 1, "found": 1, "missing": [], "sentence": "1/1 ranks"},
+        "per_rank": {"0": {"launches": 5, "median_us": 348.697}},
+        "rank_mapping": {"note": "1 of 1 ranks were numbered from device ids"},
+    }
+    text = answer_paragraph(statuses(), "none", 1, {"timeline": single})
+    assert "on a single rank (5 launches, median 348.7 us)" in text and "not established" in text
+    assert "longest" not in text and "consistently" not in text and "stands out" not in text
+    assert "Rank numbers are inferred: 1 of 1 ranks were numbered from device ids." in text

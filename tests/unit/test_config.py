@@ -62,6 +62,8 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"cluster": {"hosts": ["node0", "x; rm -rf /"]}}, "cluster.hosts[1] ('x; rm -rf /') is not a plain hostname"),
         ({"cluster": {"master_port": 70000}}, "cluster.master_port: 70000 is greater than the maximum of 65535"),
         ({"cluster": {"shmem_port": 0}}, "cluster.shmem_port: 0 is less than the minimum of 1"),
+        ({"cluster": {"infer_rank": "sorted"}}, "cluster.infer_rank: 'sorted' is not one of ['device_id', 'device_order']"),
+        ({"stats": {"min_rank_coverage": 0}}, "stats.min_rank_coverage: 0 is less than or equal to the minimum of 0"),
         ({"surprise": 1}, "unknown key(s) ['surprise']"),
         ({"shape": {"hiden": 7168}}, "shape: unknown key(s) ['hiden']"),
         ({"timeouts": {"pmu": 0}}, "timeouts.pmu: 0 is less than or equal to the minimum of 0"),
@@ -87,6 +89,20 @@ def test_an_empty_config_gets_every_default_from_the_schema():
 def test_refusals_name_the_key_and_the_rule(overlay, expected):
     found = problems(overlay)
     assert any(expected in p for p in found), found
+
+
+def test_an_analyze_path_that_does_not_exist_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "prof").mkdir()
+    found = problems({"mode": "analyze", "analyze": {"timeline_dir": "prof", "pmu_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path)
+    assert found == [f"analyze.pmu_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"]
+
+
+def test_collect_only_checks_do_not_refuse_an_analyze_run_of_someone_elses_data():
+    collect_only = {"shape": {"num_experts": 100}, "sim": {"precision_fail_rank": 99}, "baseline": {"iterations": 5, "warmup": 10}}
+    assert any("num_experts" in p for p in problems(collect_only))
+    assert problems({**collect_only, "mode": "analyze"}) == []
+    # what the analysis itself uses is still checked
+    assert any("kernel.roles counts" in p for p in problems({"mode": "analyze", "kernel": {"roles": [{"name": "A", "count": 10}]}}))
 
 
 def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():

@@ -4,7 +4,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dispatchprof.imports import ImportError_, checked_import, latency_csv_ranks, manifest
+from dispatchprof.imports import ImportError_, checked_import, latency_csv_ranks, manifest, tree_fingerprint
 
 
 def test_latency_csv_rank_count_mismatch_is_invalid_with_both_numbers(tmp_path):
@@ -20,13 +20,37 @@ def test_not_provided_and_missing_imports_are_told_apart(tmp_path):
     assert state == "invalid" and "does not exist" in reason
 
 
-def test_timeline_layout_counts_nodes_and_prof_dirs(tmp_path):
+def test_timeline_layout_counts_nodes_and_leaves_missing_ranks_to_the_coverage(tmp_path):
     for node in range(2):
         for i in range(8):
             (tmp_path / f"node{node}" / f"PROF_00000{i}_20260605155111872_ABCDEFGH{node}{i}").mkdir(parents=True)
-    assert checked_import("timeline_dir", str(tmp_path), 2, 16)[0] == "ok"
-    state, reason, _ = checked_import("timeline_dir", str(tmp_path), 3, 24)
-    assert state == "invalid" and "2 node directories but cluster.nodes is 3" in reason
+    state, reason, details = checked_import("timeline_dir", str(tmp_path), 2, 16)
+    assert state == "ok" and details["directories"] == 16 and "16 PROF_* directories in 2 node directories" in reason
+    assert checked_import("timeline_dir", str(tmp_path), 3, 24)[0] == "ok"  # a node without data: the stage's coverage says so
+    state, reason, _ = checked_import("timeline_dir", str(tmp_path), 1, 8)
+    assert state == "invalid" and "node directories [1] but cluster.nodes is 1" in reason
+
+
+def test_the_import_counts_prof_directories_by_the_parsers_rule(tmp_path):
+    # 'PROF_1_2_x' is too short a tag for msprof (and for the parse): the import must not count it either
+    (tmp_path / "node0" / "PROF_1_2_x").mkdir(parents=True)
+    state, reason, _ = checked_import("timeline_dir", str(tmp_path), 1, 8)
+    assert state == "invalid" and "no PROF_* directory" in reason
+    (tmp_path / "node0" / "PROF_000001_20260402160352000_ABCDEFGHIJ").mkdir()
+    assert checked_import("timeline_dir", str(tmp_path), 1, 8)[0] == "ok"
+
+
+def test_the_fingerprint_follows_names_sizes_and_mtimes_only(tmp_path):
+    f = tmp_path / "node0" / "PROF_x" / "a.csv"
+    f.parent.mkdir(parents=True)
+    f.write_text("x")
+    first = tree_fingerprint(str(tmp_path))
+    assert tree_fingerprint(str(tmp_path)) == first and tree_fingerprint(None) == "none" and tree_fingerprint(str(tmp_path / "no")) == "absent"
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1000))
+    touched = tree_fingerprint(str(tmp_path))
+    assert touched != first
+    (f.parent / "b.csv").write_text("")
+    assert tree_fingerprint(str(tmp_path)) != touched
 
 
 def test_manifest_reads_in_place_and_changes_nothing(tmp_path):

@@ -221,18 +221,56 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
     assert spiky["p95"] > 1.3 * plain["p95"]
 
 
-def test_missing_device_data_makes_the_timeline_invalid_by_name_and_skips_pmu(workflow_copy):
+def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(workflow_copy):
     result = workflow_copy.snakemake(overlay=base_overlay(sim={"missing_device": {"node": 1, "local_rank": 3}}))
     assert result.returncode == 0, result.stderr[-3000:]
     timeline = workflow_copy.status("timeline")
-    assert timeline["state"] == "invalid" and "node 1 local rank 3 (global rank 11)" in timeline["reason"], timeline
-    for stage in ("pmu", "pcsampling"):
-        status = workflow_copy.status(stage)
-        assert status["state"] == "skipped" and "timeline" in status["reason"]
+    assert timeline["state"] == "ok" and "15/16 ranks (missing rank 11)" in timeline["reason"], timeline
+    assert timeline["details"]["coverage"]["missing"] == [11] and "neither a db" in timeline["details"]["coverage"]["why_missing"]["11"]
+    assert any(not v["passed"] and "rank 11" in v["detail"] for v in timeline["validations"])
+    stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    assert len([r for r, d in stats["per_rank"].items() if d["launches"]]) == 15 and stats["per_rank"]["11"]["launches"] == 0
+    assert workflow_copy.status("pmu")["state"] == "ok"  # later stages proceed on the ranks present
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
-    assert 'id="coverage"' in html and "no device data" in html
+    assert 'id="coverage"' in html and "Partial coverage: 15/16 ranks (missing rank 11)" in html
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
-    assert summary["timeline"] is None and summary["stages"]["timeline"]["state"] == "invalid"
+    assert summary["timeline"]["coverage"]["found"] == 15
+    assert "The msprof timeline covers 15/16 ranks (missing rank 11)" in (workflow_copy.root / "results/baseline/report/report.md").read_text()
+
+
+def place_real_sample(root: Path) -> Path:
+    """The real custom-kernel export as a colleague shares it: <dir>/node0/PROF_<valid name>/mindstudio_profiler_output/."""
+    from conftest import FIXTURES
+
+    prof = root / "node0" / "PROF_000001_20260402160352000_ABCDEFGHIJ"
+    shutil.copytree(FIXTURES / "msprof-real" / "custom_kernel_5_launches", prof)
+    return prof
+
+
+def test_a_shared_real_export_analyses_to_its_five_launches_and_reruns_when_it_changes(workflow_copy, tmp_path):
+    prof = place_real_sample(tmp_path / "shared")
+    overlay = {
+        "mode": "analyze",
+        "cluster": {"nodes": 1, "ranks_per_node": 1},
+        "kernel": {"name": "matmul_kernel"},
+        "analyze": {"timeline_dir": str(tmp_path / "shared")},
+        "timeline": {"crosscheck": "off"},
+    }
+    result = workflow_copy.snakemake(overlay=base_overlay(**overlay))
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+    assert stats["rank_mapping"]["inferred_ranks"] == [0] and stats["longest_duration"]["rank"] is None
+    markdown = (workflow_copy.root / "results/baseline/report/report.md").read_text()
+    assert "single rank" in markdown and "consistently" not in markdown and "Rank numbers are inferred" in markdown
+    assert "shape: not known" in markdown
+    quiet = workflow_copy.snakemake("-n", overlay=base_overlay(**overlay))
+    assert "timeline_import" not in quiet.stdout + quiet.stderr
+    csv = next((prof / "mindstudio_profiler_output").glob("op_statistic_*.csv"))
+    csv.write_text(csv.read_text() + "\n")  # one file of the analysed tree changes
+    again = workflow_copy.snakemake("-n", overlay=base_overlay(**overlay))
+    plan = again.stdout + again.stderr
+    assert "rule timeline_import" in plan and "Params have changed" in plan, plan[-2000:]
 
 
 def test_missing_text_export_is_exported_and_profiler_errors_are_caught(workflow_copy):

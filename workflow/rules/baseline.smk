@@ -55,6 +55,7 @@ else:
             stage_log("baseline", "import"),
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
+            input_fingerprint=input_fingerprint("latency_csv"),
             kind="latency_csv",
         script:
             "../scripts/import_artifacts.py"

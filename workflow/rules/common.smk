@@ -169,6 +169,15 @@ def needed_inputs(stage):
     return {label: status_path(label) for label in NEEDS[stage]}
 
 
+def input_fingerprint(kind):
+    """A rule param of the *_import rules: a hash of the imported tree's names, sizes and mtimes. Snakemake reruns
+    the import, and everything after it, when a file of that tree changes (it has no declared input to compare).
+    """
+    from dispatchprof.imports import tree_fingerprint
+
+    return lambda wildcards: tree_fingerprint(RUNS[wildcards.experiment]["analyze"][kind])
+
+
 def config_fingerprint(*sections):
     """A rule param: a short hash of the config sections the rule depends on, for the job's experiment.
     Snakemake reruns the rule when they change."""

@@ -45,6 +45,7 @@ else:
             stage_log("pcsampling", "import"),
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
+            input_fingerprint=input_fingerprint("pcsampling_dir"),
             kind="pcsampling_dir",
         script:
             "../scripts/import_artifacts.py"

@@ -45,6 +45,7 @@ else:
             stage_log("pmu", "import"),
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
+            input_fingerprint=input_fingerprint("pmu_dir"),
             kind="pmu_dir",
         script:
             "../scripts/import_artifacts.py"

@@ -43,6 +43,7 @@ else:
             stage_log("timeline", "import"),
         params:
             config_fingerprint=config_fingerprint("analyze", "cluster"),
+            input_fingerprint=input_fingerprint("timeline_dir"),
             kind="timeline_dir",
         script:
             "../scripts/import_artifacts.py"

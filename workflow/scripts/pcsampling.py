@@ -9,7 +9,8 @@ from dispatchprof.stage import needed_parts_or_end  # noqa: E402
 
 NEEDED = needed_parts_or_end(snakemake, "pcsampling")  # ends the job here when a needed part is not ok
 
-from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
+from dispatchprof.analysis.opprof_runs import rank_runs
+from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
 from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, aggregate
 from dispatchprof.atomic import write_json_atomic
 from dispatchprof.formats.msopprof import OpprofFormatError
@@ -36,9 +37,10 @@ def body(run: StageRun) -> Status:
             cfg["cluster"]["ranks_per_node"],
             cfg["kernel"]["name"],
             load_identities(run.params["identity"]),
+            cfg["cluster"]["infer_rank"],
         )
         decoded = [(r.rank, decode_pc_sampling(r.run.directory / "visualize_data.bin")) for r in runs if (r.run.directory / "visualize_data.bin").is_file()]
-    except (OpprofFormatError, VisualizeBinError) as exc:
+    except (OpprofFormatError, VisualizeBinError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
     if not decoded:
         return run.status("invalid", "no visualize_data.bin for any rank: PC sampling produced no output")

@@ -10,7 +10,8 @@ NEEDED = needed_parts_or_end(snakemake, "pmu")  # ends the job here when a neede
 
 import pandas as pd
 
-from dispatchprof.analysis.opprof_runs import load_identities, rank_runs
+from dispatchprof.analysis.opprof_runs import rank_runs
+from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
 from dispatchprof.analysis.roles import REPLAY_NOTE, busiest, core_grids, longest_cores, ordering, per_core, per_rank_roles, role_boundaries, role_statistics
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.config import world_ranks
@@ -26,7 +27,8 @@ def body(run: StageRun) -> Status:
     world, rpn = world_ranks(cfg), cfg["cluster"]["ranks_per_node"]
     frames, missing, chips, traces, ranks_with_data = [], set(), set(), [], set()
     try:
-        runs = rank_runs(run.raw_dir("pmu_dir"), cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], load_identities(run.params["identity"]))
+        identities = load_identities(run.params["identity"])
+        runs = rank_runs(run.raw_dir("pmu_dir"), cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], identities, cfg["cluster"]["infer_rank"])
         for r in runs:
             files = metric_files(r.run.directory)
             if "PipeUtilization" not in files:
@@ -38,7 +40,7 @@ def body(run: StageRun) -> Status:
             frames.append(long.assign(rank=r.rank, node=r.node, device=r.device, launch=r.run.n or 0, kernel=r.kernel))
             if (r.run.directory / "trace.json").is_file():
                 traces.append(str(r.run.directory / "trace.json"))
-    except OpprofFormatError as exc:
+    except (OpprofFormatError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
     ranks = sorted(ranks_with_data)
     if len(ranks) != world:

@@ -11,12 +11,21 @@ sys.path.insert(0, snakemake.scriptdir)
 import pyarrow.parquet as pq  # noqa: E402  (not pandas: the report job should cost its rendering only)
 
 from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E402
-from dispatchprof.config import world_ranks  # noqa: E402
+from dispatchprof.config import SHAPE_KEYS, world_ranks  # noqa: E402
 from dispatchprof.report.context import environment_rows, open_boundaries  # noqa: E402
 from dispatchprof.report.html import embed_png, render  # noqa: E402
 from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
 from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
+
+
+def shown_shape(cfg: dict) -> dict:
+    """The shape the data was measured with: the config's when collected here; for imported data only what
+    analyze.shape gives, every other key "not known" (shape: describes what this workflow would run)."""
+    if cfg["mode"] == "collect":
+        return {**cfg["shape"], "known": True}
+    given = cfg["analyze"]["shape"] or {}
+    return {**{key: given.get(key, "not known") for key in SHAPE_KEYS}, "known": bool(given)}
 
 
 def render_figures(timeline: dict | None, pmu: dict | None, pcsampling: dict | None) -> None:
@@ -122,8 +131,8 @@ def body(run: StageRun) -> Status:
         "nodes": cfg["cluster"]["nodes"],
         "ranks_per_node": cfg["cluster"]["ranks_per_node"],
         "world": world_ranks(cfg),
-        "transport": cfg["deepep"]["transport"],
-        "shape": cfg["shape"],
+        "transport": cfg["deepep"]["transport"] if cfg["mode"] == "collect" else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
+        "shape": shown_shape(cfg),
         "roles": cfg["kernel"]["roles"],
         "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
         "env_nodes": env_nodes,

@@ -11,10 +11,12 @@ import pandas as pd
 
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis import waits
+from dispatchprof.analysis.rank_identity import coverage_of
 from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
+from dispatchprof.config import world_ranks
 from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, fold, read_status
+from dispatchprof.status import Status, Validation, fold, read_status
 
 
 def body(run: StageRun) -> Status:
@@ -24,10 +26,13 @@ def body(run: StageRun) -> Status:
     node_tables = [pd.read_parquet(p, dtype_backend="numpy_nullable") for p in run.inputs["coverage"]]
     coverage = pd.concat([t for t in node_tables if "global_rank" in t.columns] or [pd.DataFrame()], ignore_index=True)
     write_parquet_atomic(run.outputs["coverage"], coverage, {"dispatchprof.toolchain": run.toolchain})
+    found_ranks = coverage.loc[coverage["state"] == "found", "global_rank"].tolist() if len(coverage) else []
+    covered = coverage_of(world_ranks(cfg), found_ranks, cfg["stats"]["min_rank_coverage"])
+    absent = coverage[coverage["state"] != "found"] if len(coverage) else coverage
     coverage_summary = {
-        "expected": cfg["cluster"]["nodes"] * cfg["cluster"]["ranks_per_node"],
-        "found": int((coverage["state"] == "found").sum()) if len(coverage) else 0,
-        "missing": sorted(int(r) for r in coverage.loc[coverage["state"] == "missing", "global_rank"]) if len(coverage) else [],
+        **covered.as_dict(),
+        "sentence": covered.sentence(),
+        "why_missing": {str(int(r)): str(d) for r, d in zip(absent.get("global_rank", []), absent.get("detail", []))},
     }
     if not all(p.ok for p in parts.values()):
         write_json_atomic(
@@ -35,13 +40,31 @@ def body(run: StageRun) -> Status:
             {
                 "toolchain": run.toolchain,
                 "coverage": coverage_summary,
-                "coverage_rows": coverage.astype(object).where(coverage.notna(), None).to_dict("records") if len(coverage) else [],
+                "coverage_rows": absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else [],
             },
         )
         status = fold("timeline", run.experiment, run.toolchain, parts)
         status.details = {"coverage": coverage_summary}
         return status
 
+    if not covered.enough:
+        status = run.status(
+            "invalid",
+            f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
+            if covered.found
+            else f"no rank has launches of kernel.name {cfg['kernel']['name']!r}: " + "; ".join(list(coverage_summary["why_missing"].values())[:1]),
+            upstream={k: p.state for k, p in parts.items()},
+            details={"coverage": coverage_summary},
+        )
+        write_json_atomic(
+            run.outputs["stats"],
+            {
+                "toolchain": run.toolchain,
+                "coverage": coverage_summary,
+                "coverage_rows": absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else [],
+            },
+        )
+        return status
     details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
     columns = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
     launches = pd.concat([pd.read_parquet(p, columns=columns) for p in run.inputs["launches"]], ignore_index=True)
@@ -52,7 +75,10 @@ def body(run: StageRun) -> Status:
         {c: used[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
         cfg["cluster"]["ranks_per_node"],
     )
-    longest = longest_duration(launch_grid.ranks.tolist(), launch_grid.duration)
+    if len(launch_grid.ranks) > 1:
+        longest = longest_duration(launch_grid.ranks.tolist(), launch_grid.duration)
+    else:  # one rank has no peer to be longer than: "slowest on rank 0 (100%)" would be an empty claim
+        longest = {"rank": None, "fraction": None, "kind": "not compared: a single rank has no peers", "launches_compared": 0, "per_rank_fraction": {}}
     waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"])
     strag = waited["straggler"]
     longest["label"] = "waits longest" if waited["coupling"]["state"] == "coupled" else "longest"
@@ -62,12 +88,26 @@ def body(run: StageRun) -> Status:
     base_ranks = baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
     difference = timeline_minus_kernel(details, base_ranks)
     call_chain = merged_call_chain(details.values(), cfg["timeline"]["known_kernels"])
+    inferred = sorted(r for r, d in details.items() if d.get("present") and str(d.get("mapping") or "").startswith("inferred"))
+    rank_mapping = {
+        "how": sorted({str(d["mapping"]) for d in details.values() if d.get("mapping")}),
+        "inferred_ranks": inferred,
+        "rule": cfg["cluster"]["infer_rank"],
+        "note": (
+            f"{len(inferred)} of {len(covered.found)} ranks were numbered from device ids (cluster.infer_rank: {cfg['cluster']['infer_rank']}); "
+            "neither the tool (rank_id -1) nor our identity sidecar recorded them"
+            if inferred
+            else None
+        ),
+    }
     stats = {
         "toolchain": run.toolchain,
         "source": run.source,
         "kernel_name": ",".join(symbols),
         "pattern": cfg["kernel"]["name"],
         "coverage": coverage_summary,
+        "coverage_rows": absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else [],
+        "rank_mapping": rank_mapping,
         "per_rank": {
             str(r): {
                 "launches": d["launches"],
@@ -109,6 +149,7 @@ def body(run: StageRun) -> Status:
         "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
         "node_clock": waited["node_clock"],
         "coverage": coverage_summary,
+        "rank_mapping": rank_mapping,
         "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
     }
     offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
@@ -117,9 +158,26 @@ def body(run: StageRun) -> Status:
     stats["alignment"] += "; merged trace: " + trace["metadata"]["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)
     write_json_atomic(run.outputs["trace"], trace, indent=None)  # tens of thousands of events: no pretty-printing
-    reason = f"{stats['kernel_name']} on {len(details)} ranks, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
+    if len(covered.found) == 1:
+        only = stats["per_rank"][str(covered.found[0])]
+        reason = f"{stats['kernel_name']} on a single rank ({covered.sentence()}): {only['launches']} launches, median {only['median_us']:.1f} us; no peers to compare"
+    else:
+        reason = f"{stats['kernel_name']} on {covered.sentence()}, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
+    validations = [
+        Validation(
+            "every rank has timeline data",
+            covered.complete,
+            "warning",
+            f"analysed {covered.sentence()}; " + "; ".join(f"rank {r}: {d}" for r, d in list(coverage_summary["why_missing"].items())[:4]),
+        )
+    ]
     return run.status(
-        "ok", reason, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()], details={"coverage": coverage_summary}
+        "ok",
+        reason,
+        upstream={k: p.state for k, p in parts.items()},
+        artifacts=[str(p) for p in run.outputs.values()],
+        details={"coverage": coverage_summary},
+        validations=validations,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 # msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
 MSOPPROF_OUTPUT_MAX = 200
+ANALYZE_PATHS = ("latency_csv", "timeline_dir", "pmu_dir", "pcsampling_dir")  # analyze.* keys that name inputs
 KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
 _HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
@@ -215,18 +216,23 @@ def environment_problems(config: Mapping[str, Any], environ: Mapping[str, str]) 
 def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
     """Return every problem found (empty when the configuration is usable)."""
     problems: list[str] = []
-    cluster, shape, kernel, deepep, sim = (config[k] for k in ("cluster", "shape", "kernel", "deepep", "sim"))
+    cluster, shape, kernel = (config[k] for k in ("cluster", "shape", "kernel"))
     nodes, rpn = int(cluster["nodes"]), int(cluster["ranks_per_node"])
     world = nodes * rpn
 
-    if shape["num_experts"] % world:
+    collect = config["mode"] == "collect"
+    if not collect:
+        for key, path in config["analyze"].items():
+            if key in ANALYZE_PATHS and path is not None and not (workdir / path).exists():
+                problems.append(f"analyze.{key}: {path} does not exist (relative paths are read from {workdir})")
+    if collect and shape["num_experts"] % world:
         problems.append(
             f"shape.num_experts ({shape['num_experts']}) must be divisible by cluster.nodes x cluster.ranks_per_node "
             f"({nodes} x {rpn} = {world}): every rank owns the same number of experts"
         )
-    if shape["num_topk"] > shape["num_experts"]:
+    if collect and shape["num_topk"] > shape["num_experts"]:
         problems.append(f"shape.num_topk ({shape['num_topk']}) must not exceed shape.num_experts ({shape['num_experts']})")
-    if shape["num_max_tokens_per_rank"] < shape["num_tokens"]:
+    if collect and shape["num_max_tokens_per_rank"] < shape["num_tokens"]:
         problems.append(f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})")
     roles = kernel["roles"]
     if not 1 <= shape["num_aiv"] <= kernel["max_aiv"]:
@@ -242,6 +248,21 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     if not KERNEL_NAME_RE.match(kernel["name"]):
         problems.append(f"kernel.name ({kernel['name']!r}) must match ^[A-Za-z0-9_*]+$ (msopprof --kernel-name rule)")
 
+    outside = [r for r in config["timeline"]["detail_ranks"] if r >= world]
+    if outside:
+        problems.append(f"timeline.detail_ranks: {outside} outside the cluster's {world} ranks (0..{world - 1})")
+    if collect:
+        problems += collect_problems(config, workdir, experiments)
+    return problems
+
+
+def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
+    """Checks that matter only when this workflow runs the collection (launch, simulator, iteration counts): an
+    analyze run of someone else's data is not refused for a shape or a knob it does not use."""
+    problems: list[str] = []
+    cluster, deepep, roles, sim = config["cluster"], config["deepep"], config["kernel"]["roles"], config["sim"]
+    nodes, rpn = int(cluster["nodes"]), int(cluster["ranks_per_node"])
+    world = nodes * rpn
     for i, host in enumerate(cluster["hosts"]):
         if not is_plain_host(host):
             problems.append(f"cluster.hosts[{i}] ({host!r}) is not a plain hostname or IP address")
@@ -252,7 +273,7 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
     if cluster["master_port"] == cluster["shmem_port"] != "auto":
         problems.append(f"cluster.master_port and cluster.shmem_port must differ (both {cluster['master_port']})")
 
-    if config["mode"] == "collect" and config["launcher"] == "ssh" and len(cluster["hosts"]) != nodes:
+    if config["launcher"] == "ssh" and len(cluster["hosts"]) != nodes:
         problems.append(f"launcher: ssh needs cluster.hosts with one host per node, node 0 first ({nodes} nodes, {len(cluster['hosts'])} hosts given)")
     user = config["ssh"]["user"]
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
@@ -294,9 +315,6 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
         problems.append(
             f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
         )
-    outside = [r for r in config["timeline"]["detail_ranks"] if r >= world]
-    if outside:
-        problems.append(f"timeline.detail_ranks: {outside} outside the cluster's {world} ranks (0..{world - 1})")
     if config["timeline"]["iterations"] <= config["timeline"]["warmup"]:
         problems.append(f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})")
     missing = sim["missing_device"]

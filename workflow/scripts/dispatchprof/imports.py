@@ -7,18 +7,22 @@ workflow's own raw directories: ``<dir>/node<k>/...`` for the profilers' outputs
 from __future__ import annotations
 
 import csv
-
+import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dispatchprof.building import sha256_file
+from dispatchprof.formats.msopprof import OPPROF_RE
+from dispatchprof.formats.msprof import PROF_RE
 
 NODE_DIR = re.compile(r"^node(\d+)$")
-PROF_DIR = re.compile(r"^PROF_\d+_\d+_[A-Za-z0-9]+$")
-OPPROF_DIR = re.compile(r"^OPPROF_\d{14}_[A-Z]+$")
 DEVICE_DIR = re.compile(r"^device(\d+)$")
+# Which directory names count is decided by the parsers' own rules (formats.msprof.PROF_RE,
+# formats.msopprof.OPPROF_RE), so that the import never accepts what the parse then ignores, or the reverse.
+DATA_DIRS = {"timeline_dir": (PROF_RE, "PROF_*"), "pmu_dir": (OPPROF_RE, "OPPROF_*"), "pcsampling_dir": (OPPROF_RE, "OPPROF_*")}
 
 
 class ImportError_(ValueError):
@@ -35,6 +39,32 @@ def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
             entry["sha256"] = sha256_file(path)
         entries.append(entry)
     return entries
+
+
+def tree_fingerprint(path: str | None) -> str:
+    """Names, sizes and mtimes (ns) of every file under ``path`` (or of the file itself), hashed: the import's
+    rerun trigger. Cheap (a stat per file, no reads); "none" when not provided, "absent" when it does not exist."""
+    if path is None:
+        return "none"
+    root = Path(path)
+    if not root.exists():
+        return "absent"
+    digest = hashlib.sha256()
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if current.is_file():
+            st = current.stat()
+            digest.update(f"{current}\t{st.st_size}\t{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
+            continue
+        with os.scandir(current) as entries:
+            for entry in sorted(entries, key=lambda e: e.name, reverse=True):
+                if entry.is_dir(follow_symlinks=True):
+                    stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=True):
+                    st = entry.stat()
+                    digest.update(f"{entry.path}\t{st.st_size}\t{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
+    return digest.hexdigest()[:16]
 
 
 def node_dirs(root: Path) -> dict[int, Path]:
@@ -54,49 +84,49 @@ def latency_csv_ranks(path: Path) -> int:
 
 
 @dataclass
-class RankCount:
-    nodes: int | None
-    ranks: int | None
+class ImportCount:
+    nodes: list[int]
+    directories: int
+    ranks: int | None  # only where the layout alone tells (the latency CSV's rank column)
     how: str
 
 
-def count_ranks(kind: str, root: Path) -> RankCount:
-    """How many nodes and ranks an import holds, as far as its layout tells."""
+def count_import(kind: str, root: Path) -> ImportCount:
+    """What an import holds, as far as its layout tells: node directories and profiler directories. Which rank each
+    directory holds is the parse's business (analysis.rank_identity): a PROF_ may hold several devices."""
     if kind == "latency_csv":
-        return RankCount(None, latency_csv_ranks(root), "distinct values of the rank column")
+        ranks = latency_csv_ranks(root)
+        return ImportCount([], 0, ranks, "distinct values of the rank column")
     nodes = node_dirs(root)
     if not nodes:
         raise ImportError_(f"{root}: no node<k> directories; expected the layout <dir>/node0/..., <dir>/node1/...")
-    if kind == "timeline_dir":
-        profs = sum(1 for d in nodes.values() for p in d.iterdir() if p.is_dir() and PROF_DIR.match(p.name))
-        return RankCount(len(nodes), profs, "PROF_* directories (one per rank process)")
-    devices = set()
-    for k, d in nodes.items():
-        for opprof in (p for p in d.iterdir() if p.is_dir() and OPPROF_DIR.match(p.name)):
-            devs = [int(m.group(1)) for p in opprof.iterdir() if (m := DEVICE_DIR.match(p.name))]
-            devices.update((k, dev) for dev in devs)
-    if devices:
-        return RankCount(len(nodes), len(devices), "device<id> directories inside OPPROF_* (node, device)")
-    return RankCount(len(nodes), None, "rank count not determinable from the layout alone")
+    pattern, label = DATA_DIRS[kind]
+    found = sum(1 for d in nodes.values() for p in d.iterdir() if p.is_dir() and pattern.match(p.name))
+    if not found:
+        raise ImportError_(f"{root}: no {label} directory under node0..node{max(nodes)} (names as the tool writes them, e.g. {label[:-1]}...)")
+    return ImportCount(sorted(nodes), found, None, f"{found} {label} directories in {len(nodes)} node directories")
 
 
 def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple[str, str, dict[str, Any]]:
-    """(state, reason, details) of one import: not provided, missing, wrong rank count, or ok."""
+    """(state, reason, details) of one import: not provided, missing, unusable, or ok. Fewer nodes or ranks than the
+    config are left to the stage's coverage (it analyses the ranks present and says so)."""
     if path is None:
         return "skipped", f"not provided in analyze mode (analyze.{kind} is null)", {}
     root = Path(path)
     if not root.exists():
         return "invalid", f"analyze.{kind}: {root} does not exist", {}
     try:
-        count = count_ranks(kind, root)
+        count = count_import(kind, root)
     except (ImportError_, OSError, UnicodeDecodeError) as exc:
         return "invalid", str(exc), {}
-    details = {"nodes_found": count.nodes, "ranks_found": count.ranks, "counted_by": count.how}
-    if count.nodes is not None and count.nodes != nodes:
-        return "invalid", f"analyze.{kind}: {root} holds {count.nodes} node directories but cluster.nodes is {nodes}", details
+    details = {"nodes_found": count.nodes, "directories": count.directories, "ranks_found": count.ranks, "counted_by": count.how}
+    outside = [n for n in count.nodes if n >= nodes]
+    if outside:
+        return "invalid", f"analyze.{kind}: {root} holds node directories {outside} but cluster.nodes is {nodes} (node0..node{nodes - 1})", details
     if count.ranks is not None and count.ranks != world:
         return "invalid", f"analyze.{kind}: {root} holds {count.ranks} ranks ({count.how}) but the config has {world} (nodes x ranks_per_node)", details
-    return "ok", f"imported {root} in place ({count.how}: {count.ranks if count.ranks is not None else 'n/a'})", details
+    held = f"{count.ranks} ranks, {count.how}" if count.ranks is not None else count.how
+    return "ok", f"imported {root} in place ({held})", details
 
 
 def file_count(entries: list[dict[str, Any]]) -> str:

@@ -1,12 +1,11 @@
-"""Which OPPROF_ kernel run belongs to which rank: the identity sidecar by PID, else node x ranks_per_node + device."""
+"""Which OPPROF_ kernel run belongs to which rank: the rule of analysis.rank_identity (sidecar, then device)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from dispatchprof.analysis.rank_identity import Identities, RankSource, assign_ranks
 from dispatchprof.analysis.timeline import kernel_regex
 from dispatchprof.formats.msopprof import KernelRun, discover, kernel_runs, metric_files, read_op_basic_info
 
@@ -23,14 +22,10 @@ class RankRun:
     how: str
 
 
-def load_identities(directory: str | None) -> dict[int, dict[str, Any]]:
-    if not directory or not Path(directory).is_dir():
-        return {}
-    records = [json.loads(p.read_text()) for p in sorted(Path(directory).glob("*.json"))]
-    return {int(r["pid"]): r for r in records if r.get("pid") is not None}
-
-
-def rank_runs(root: Path, nodes: int, ranks_per_node: int, pattern: str, identities: dict[int, dict[str, Any]]) -> list[RankRun]:
+def rank_runs(root: Path, nodes: int, ranks_per_node: int, pattern: str, identities: Identities, infer: str = "device_id") -> list[RankRun]:
+    """Every kernel run of the target under ``root`` with its global rank, by the one rule of analysis.rank_identity.
+    The identity source is (node, device, pid): the runs of one source are its launches (launch_count > 1), not
+    rivals for its rank; two sources claiming one rank are refused."""
     regex = kernel_regex(pattern)
     found = []
     for node in range(nodes):
@@ -43,12 +38,11 @@ def rank_runs(root: Path, nodes: int, ranks_per_node: int, pattern: str, identit
                     continue
                 device = run.device if run.device is not None else (int(basic["Device Id"]) if basic.get("Device Id", "").isdigit() else None)
                 pid = int(basic["Pid"]) if basic.get("Pid", "").isdigit() else None
-                ident = identities.get(pid) if pid is not None else None
-                if ident and ident.get("global_rank") is not None:
-                    rank, how = int(ident["global_rank"]), "sidecar"
-                elif device is not None:
-                    rank, how = node * ranks_per_node + device, "node x ranks_per_node + device"
-                else:
-                    continue
-                found.append(RankRun(rank, node, device, pid, kernel, run, basic, how))
-    return found
+                found.append((RankSource(opprof, node, device, pid), kernel, run, basic))
+    sources = list(dict.fromkeys(source for source, *_ in found))
+    rank_of = {a.source: a for a in assign_ranks(sources, ranks_per_node, identities, infer)}
+    return [
+        RankRun(a.rank, source.node, source.device, source.pid, kernel, run, basic, a.how)
+        for source, kernel, run, basic in found
+        if (a := rank_of[source]).rank is not None
+    ]

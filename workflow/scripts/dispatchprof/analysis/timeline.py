@@ -1,4 +1,4 @@
-"""System-timeline analysis: which PROF_ is which rank, the target kernel's launches, stragglers, gaps.
+"""System-timeline analysis: which rank each PROF_ holds (rule in rank_identity), the target kernel's launches, stragglers, gaps.
 
 Cross-node timestamps are not comparable (each host's clock), so ranks are aligned by launch index of
 the target kernel, never by absolute time across nodes. Gaps (start minus previous end) and intervals
@@ -8,12 +8,12 @@ are computed per rank on its own clock.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from dispatchprof.analysis.rank_identity import RankAssignment, RankSource
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 
 if TYPE_CHECKING:
@@ -25,67 +25,47 @@ def kernel_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern))
 
 
-@dataclass
-class RankAssignment:
-    prof: Path
-    rank: int | None
-    local_rank: int | None
-    node: int
-    device: int | None
-    pid: int | None
-    how: str  # sidecar | rank_id | inferred
+def prof_sources(node: int, infos: Mapping[Path, ProfInfo]) -> list[RankSource]:
+    """One source per device of each PROF_ (a process that drove several devices wrote them all into one)."""
+    return [
+        RankSource(path, node, device, info.pid, info.device_rank_ids.get(device) if device is not None else info.rank_id)
+        for path, info in infos.items()
+        for device in (info.devices or [None])
+    ]
 
 
-def assign_ranks(node: int, ranks_per_node: int, infos: list[ProfInfo], identities: Mapping[int, Mapping[str, Any]]) -> list[RankAssignment]:
-    """Global rank of each PROF_: the identity sidecar (by PID) first, then info.json rank_id, else inferred
-    by sorting this node's device ids (and said so)."""
-    out: list[RankAssignment] = []
-    inferred = sorted((i for i in infos if i.pid not in identities and i.rank_id is None and i.devices), key=lambda i: i.devices[0])
-    order = {id(i): k for k, i in enumerate(inferred)}
-    for info in infos:
-        device = info.devices[0] if info.devices else None
-        ident = identities.get(info.pid) if info.pid is not None else None
-        if ident is not None and ident.get("global_rank") is not None:
-            rank, how = int(ident["global_rank"]), "sidecar"
-        elif info.rank_id is not None:
-            rank, how = info.rank_id, "rank_id"
-        elif id(info) in order:
-            rank, how = node * ranks_per_node + order[id(info)], "inferred"
-        else:
-            rank, how = None, "unknown"
-        local = rank - node * ranks_per_node if rank is not None else None
-        out.append(RankAssignment(info.path, rank, local, node, device, info.pid, how))
-    return out
-
-
-def coverage_table(node: int, ranks_per_node: int, assignments: list[RankAssignment], infos: Mapping[Path, ProfInfo]) -> list[dict[str, Any]]:
-    """One row per expected rank of this node: its PROF_, device, pid, and found / missing with why."""
+def coverage_rows(nodes: range, ranks_per_node: int, assignments: Sequence[RankAssignment], infos: Mapping[Path, ProfInfo]) -> list[dict[str, Any]]:
+    """One row per expected rank of these nodes: its PROF_, device, pid, how it was mapped, and found / missing /
+    incomplete with why. A rank has data when its PROF_ holds a db or an export; an msprof session that never ended
+    (the process exited abnormally) is incomplete and not analysed."""
+    by_rank = {a.rank: a for a in assignments if a.rank is not None}
     rows = []
-    for local in range(ranks_per_node):
-        rank = node * ranks_per_node + local
-        mine = [a for a in assignments if a.rank == rank]
-        with_data = [a for a in mine if infos[a.prof].devices and (infos[a.prof].db or infos[a.prof].text_dir)]
-        if with_data:
-            a = with_data[0]
-            state, why = "found", f"mapped by {a.how}"
-        elif mine:
-            a = mine[0]
-            state, why = "missing", "PROF_ has no device data (no device_<id>/info.json.<id> with a db or an export)"
-        else:
-            a, state, why = None, "missing", "no PROF_ directory for this rank"
-        rows.append(
-            {
-                "node": node,
-                "local_rank": local,
-                "global_rank": rank,
-                "device": a.device if a else None,
-                "pid": a.pid if a else None,
-                "prof_dir": str(a.prof) if a else None,
-                "state": state,
-                "detail": why,
-                "duplicates": len(mine) - 1 if len(mine) > 1 else 0,
-            }
-        )
+    for node in nodes:
+        for local in range(ranks_per_node):
+            rank = node * ranks_per_node + local
+            a = by_rank.get(rank)
+            info = infos[a.source.path] if a else None
+            if a is None:
+                state, why = "missing", "no PROF_ directory for this rank"
+            elif not (info.db or info.text_dir):
+                state, why = "missing", "PROF_ has neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)"
+            elif info.session_ended is False:
+                state, why = "incomplete", "msprof session never ended (SESSION_TIME_INFO.endTimeNs is null): the process exited abnormally"
+            else:
+                state, why = "found", f"mapped by {a.how}"
+            rows.append(
+                {
+                    "node": node,
+                    "local_rank": local,
+                    "global_rank": rank,
+                    "device": a.source.device if a else None,
+                    "pid": a.source.pid if a else None,
+                    "prof_dir": str(a.source.path) if a else None,
+                    "mapping": a.how if a else None,
+                    "state": state,
+                    "detail": why,
+                }
+            )
     return rows
 
 

@@ -8,6 +8,7 @@ one) and the field.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import sqlite3
@@ -39,6 +40,12 @@ class ProfInfo:
     text_dir: Path | None
     error_lines: list[str] = field(default_factory=list)
     versions: dict[str, Any] = field(default_factory=dict)
+    # Where the device ids came from: device_<id>/info.json.<id>, else the db's TASK.deviceId, else the export's
+    # Device_id column (a shared PROF_ often holds only mindstudio_profiler_output/), else "none".
+    devices_from: str = "info"
+    device_rank_ids: dict[int, int | None] = field(default_factory=dict)  # rank_id of each info.json.<id>
+    schema_version: str | None = None  # db META_DATA SCHEMA_VERSION
+    session_ended: bool | None = None  # db SESSION_TIME_INFO.endTimeNs present (None: no db to tell)
 
 
 def discover(root: Path) -> list[Path]:
@@ -53,7 +60,8 @@ def load_json(path: Path) -> Any:
 
 
 def read_prof_info(prof: Path) -> ProfInfo:
-    """Identity of one PROF_: from device_<id>/info.json.<id> (pid, hostname, rank_id), else host/info.json."""
+    """Identity of one PROF_: from device_<id>/info.json.<id> (pid, hostname, rank_id), else host/info.json.
+    Without device info files the device ids come from the db, else from the text export."""
     devices = sorted(int(m.group(1)) for p in prof.iterdir() if (m := re.match(r"^device_(\d{1,2})$", p.name)) and (p / f"info.json.{m.group(1)}").is_file())
     info: dict[str, Any] = {}
     if devices:
@@ -67,13 +75,24 @@ def read_prof_info(prof: Path) -> ProfInfo:
         pid = int(pid) if pid not in (None, "") else None
     except (TypeError, ValueError):
         raise MsprofFormatError(f"{prof}: info.json field 'pid' is {pid!r}, expected an integer") from None
-    rank = info.get("rank_id")
-    rank = int(rank) if isinstance(rank, int | str) and str(rank).lstrip("-").isdigit() and int(rank) >= 0 else None
+    rank = recorded_rank(info.get("rank_id"))
+    device_ranks = {devices[0]: rank} if devices else {}
+    for device in devices[1:]:
+        other = load_json(prof / f"device_{device}" / f"info.json.{device}")
+        device_ranks[device] = recorded_rank(other.get("rank_id")) if isinstance(other, dict) else None
     dbs = sorted(p for p in prof.iterdir() if DB_RE.match(p.name))
     text = prof / "mindstudio_profiler_output"
     errors = []
     for log in sorted((prof / "mindstudio_profiler_log").glob("*.log")):
         errors += [f"{log.name}: {line.strip()}" for line in log.read_text(errors="replace").splitlines() if "[ERROR]" in line]
+    db = dbs[-1] if dbs else None
+    text_dir = text if text.is_dir() else None
+    schema_version, session_ended = read_db_session(db) if db is not None else (None, None)
+    devices_from = "info"
+    if not devices and db is not None:
+        devices, devices_from = db_devices(db), "db"
+    elif not devices and text_dir is not None:
+        devices, devices_from = export_devices(text_dir), "export"
     return ProfInfo(
         path=prof,
         pid=pid,
@@ -81,11 +100,77 @@ def read_prof_info(prof: Path) -> ProfInfo:
         host_uid=info.get("hostUid"),
         devices=devices,
         rank_id=rank,
-        db=dbs[-1] if dbs else None,
-        text_dir=text if text.is_dir() else None,
+        db=db,
+        text_dir=text_dir,
         error_lines=errors,
         versions={k: info.get(k) for k in ("cannVersion", "drvVersion", "platform_version") if info.get(k)},
+        devices_from=devices_from if devices else "none",
+        device_rank_ids=device_ranks,
+        schema_version=schema_version,
+        session_ended=session_ended,
     )
+
+
+def recorded_rank(value: Any) -> int | None:
+    """info.json rank_id as a rank, None for -1 or absent (plain msprof records none)."""
+    return int(value) if isinstance(value, int | str) and str(value).lstrip("-").isdigit() and int(value) >= 0 else None
+
+
+def read_db_session(path: Path) -> tuple[str | None, bool | None]:
+    """(SCHEMA_VERSION, whether the session ended): a NULL SESSION_TIME_INFO.endTimeNs means the profiled process
+    exited abnormally (shared/formats/msprof.md §2.1), so its launches may stop short. None where a table is absent."""
+
+    def query(conn: sqlite3.Connection, _: dict[int, str]) -> tuple[str | None, bool | None]:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = conn.execute("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'").fetchone() if "META_DATA" in tables else None
+        ended = None
+        if "SESSION_TIME_INFO" in tables:
+            rows = conn.execute("SELECT endTimeNs FROM SESSION_TIME_INFO").fetchall()
+            ended = bool(rows) and all(isinstance(end, int) and end > 0 for (end,) in rows)
+        return (str(version[0]) if version else None), ended
+
+    return query_db(path, query)[0]
+
+
+def db_devices(path: Path) -> list[int]:
+    rows, _ = query_db(path, lambda conn, _: conn.execute(f"SELECT DISTINCT {strict_int('deviceId')} FROM TASK").fetchall())
+    return sorted(int(d) for (d,) in rows if d is not None and d != HOST_DEVICE)
+
+
+HOST_DEVICE = 31  # the host in the JSON pid encoding (pid & 31 == 31, shared/formats/msprof.md §3.4)
+
+
+def export_devices(text_dir: Path) -> list[int]:
+    """Device ids an export carries: the op_summary's Device_id column, else the msprof JSON's pid & 31."""
+    summaries = op_summary_files(text_dir)
+    if summaries:
+        found: set[int] = set()
+        for path in summaries:
+            try:
+                with open(path, newline="", errors="replace") as handle:
+                    reader = csv.reader(handle)
+                    header = [c.strip() for c in next(reader, [])]
+                    if "Device_id" not in header:
+                        raise MsprofFormatError(f"{path}: line 1: header lacks Device_id")
+                    column = header.index("Device_id")
+                    for row in reader:
+                        if not any(cell.strip() for cell in row):
+                            continue
+                        value = row[column].strip() if len(row) > column else ""
+                        if not (value.isascii() and value.isdigit()):
+                            raise MsprofFormatError(f"{path}: line {reader.line_num}: field 'Device_id' is {value!r}, expected a device number")
+                        found.add(int(value))
+            except csv.Error as exc:
+                raise MsprofFormatError(f"{path}: not a readable CSV ({exc})") from exc
+        return sorted(found)
+    devices: set[int] = set()
+    for path in sorted(p for p in text_dir.iterdir() if JSON_RE.match(p.name)):
+        events = load_json(path)
+        events = events.get("traceEvents") if isinstance(events, dict) else events
+        if not isinstance(events, list):
+            raise MsprofFormatError(f"{path}: expected a JSON array of trace events")
+        devices.update(e["pid"] & 31 for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("pid"), int))
+    return sorted(devices - {HOST_DEVICE})
 
 
 KERNEL_JOIN = "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
@@ -167,29 +252,39 @@ def context_intervals(launches: int, context_launches: int) -> int:
 
 
 def read_db_target(
-    path: Path, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False, is_barrier: Callable[[str], bool] | None = None
+    path: Path,
+    is_target: Callable[[str], bool],
+    context_launches: int,
+    with_ids: bool = False,
+    is_barrier: Callable[[str], bool] | None = None,
+    device: int | None = None,
 ) -> TargetKernels:
     """Target launches and call-chain context from a db: the name test runs once per STRING_IDS entry, the row
     filter and the join in SQLite, and only the integer columns needed leave the database (stream and task id
     only ``with_ids``: Python's row objects are most of the cost of reading hundreds of ranks). With
-    ``is_barrier``, every launch of the barrier kernel too (start and end only)."""
+    ``is_barrier``, every launch of the barrier kernel too (start and end only). With ``device``, only that
+    device's tasks (a PROF_ of a process that drove several devices holds them all)."""
     ids_sql = f", {strict_int('t.streamId')}, {strict_int('t.taskId')}" if with_ids else ""
     columns = f"{strict_int('c.name')}, {strict_int('t.startNs')}, {strict_int('t.endNs')}"
     width = 5 if with_ids else 3
+    on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
 
     def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[list, list, int, list]:
         ids = ",".join(str(int(i)) for i, v in strings.items() if is_target(str(v)))
         if not ids:
             return [], [], 0, []
         barrier_ids = ",".join(str(int(i)) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v)))
-        barrier = conn.execute(f"SELECT {columns} {KERNEL_JOIN} WHERE c.name IN ({barrier_ids}) ORDER BY t.startNs").fetchall() if barrier_ids else []
+        barrier = (
+            conn.execute(f"SELECT {columns} {KERNEL_JOIN} WHERE c.name IN ({barrier_ids}){on_device} ORDER BY t.startNs").fetchall() if barrier_ids else []
+        )
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        target = conn.execute(f"SELECT {columns}{ids_sql} {KERNEL_JOIN} WHERE {match} ORDER BY t.startNs").fetchall()
+        target_where = f"{match}{on_device}"
+        target = conn.execute(f"SELECT {columns}{ids_sql} {KERNEL_JOIN} WHERE {target_where} ORDER BY t.startNs").fetchall()
         intervals = context_intervals(len(target), context_launches)
         if intervals == 0:
             return target, [], 0, barrier
         others = conn.execute(
-            f"SELECT {columns} {KERNEL_JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs",
+            f"SELECT {columns} {KERNEL_JOIN} WHERE {match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs",
             (target[0][1], target[intervals][1]),
         ).fetchall()
         return target, others, intervals, barrier

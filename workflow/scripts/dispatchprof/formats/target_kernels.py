@@ -10,13 +10,22 @@ from dispatchprof.formats.msprof import ProfInfo, TargetKernels, read_db_target
 
 
 def read_target_kernels(
-    info: ProfInfo, is_target: Callable[[str], bool], context_launches: int, with_ids: bool = False, is_barrier: Callable[[str], bool] | None = None
+    info: ProfInfo,
+    is_target: Callable[[str], bool],
+    context_launches: int,
+    with_ids: bool = False,
+    is_barrier: Callable[[str], bool] | None = None,
+    device: int | None = None,
 ) -> TargetKernels:
     """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
     The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
-    launch of the barrier kernel."""
+    launch of the barrier kernel. ``device``: only that device's tasks (by TASK.deviceId, the CSV's Device_id or
+    the JSON's pid & 31)."""
     if info.db is not None:
-        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier)
+        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device)
     from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas: only for text exports
 
-    return target_kernels_of(read_prof_kernels(info), is_target, context_launches, is_barrier)
+    kernels = read_prof_kernels(info)
+    if device is not None:
+        kernels = kernels[kernels["device"] == device]
+    return target_kernels_of(kernels, is_target, context_launches, is_barrier)

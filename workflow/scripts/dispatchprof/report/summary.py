@@ -56,6 +56,42 @@ def precision_sentence(corr: Status) -> str:
     return f"The precision test did not pass ({corr.state}: {corr.reason})"
 
 
+def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
+    """The timeline's link of the answer: coverage first when ranks are missing, how ranks were numbered when
+    inferred, then what the group waits for (or, for a single rank, that there is nothing to compare)."""
+    text = []
+    coverage = tl.get("coverage") or {}
+    if coverage.get("missing"):
+        text.append(
+            f"The msprof timeline covers {coverage.get('sentence') or coverage['found']}: the ranks present are analysed, "
+            "and a rank without data may be the one the others wait for."
+        )
+    note = (tl.get("rank_mapping") or {}).get("note")
+    if note:
+        text.append(f"Rank numbers are inferred: {note}.")
+    if coverage.get("found") == 1:
+        launches = next(iter(tl.get("per_rank", {}).values()), {})
+        median = launches.get("median_us")
+        text.append(
+            f"The msprof timeline holds {tl['kernel_name']} on a single rank ({launches.get('launches', 0)} launches"
+            + (f", median {median:.1f} us" if median is not None else "")
+            + "): with no peers, which rank is slow and whether ranks wait for each other are not established."
+        )
+        return text
+    strag = tl["straggler"]
+    coupled = tl["coupling"]["state"] == "coupled"
+    lead = f"In the msprof timeline {tl['kernel_name']} behaves as a {'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
+    text.append(
+        lead + (strag["explanation"] if strag["evidence"] != "none" else "no rank or node stands out (nobody arrives late or ends late by itself)") + "."
+    )
+    longest = tl.get("longest_duration") or {}
+    if coupled and longest.get("rank") is not None:
+        text.append(
+            f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
+        )
+    return text
+
+
 def answer_paragraph(
     statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
 ) -> str:
@@ -74,18 +110,7 @@ def answer_paragraph(
     if statuses["baseline"].ok and sections.get("baseline"):
         text.append(baseline_sentence(sections["baseline"], world))
     if statuses["timeline"].ok and sections.get("timeline"):
-        tl = sections["timeline"]
-        strag = tl["straggler"]
-        coupled = tl["coupling"]["state"] == "coupled"
-        lead = f"In the msprof timeline {tl['kernel_name']} behaves as a {'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
-        text.append(
-            lead + (strag["explanation"] if strag["evidence"] != "none" else "no rank or node stands out (nobody arrives late or ends late by itself).") + "."
-        )
-        longest = tl.get("longest_duration") or {}
-        if coupled and longest.get("rank") is not None:
-            text.append(
-                f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
-            )
+        text += timeline_sentences(sections["timeline"])
     # The chain of evidence: what the group waits for (above) -> which role on which rank is busiest against its
     # peers -> that role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established".
     role = None
