@@ -73,3 +73,10 @@ def test_a_failing_rank_is_still_a_precision_failure():
     states = statuses(correctness="failed")
     states["correctness"].details = {"cause": "precision"}
     assert "The precision test did not pass (failed: correctness reason)" in answer_paragraph(states, "sim", 16)
+
+
+def test_ranks_tied_for_the_longest_durations_are_all_named():
+    # longest_duration names a shared top as ranks [3, 7] with rank None; the answer used to drop the sentence
+    tied = dict(TIMELINE, longest_duration={"rank": None, "ranks": [3, 7], "fraction": 0.5})
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": tied})
+    assert "Ranks 3 and 7 share the longest durations (each 50% of launches)" in text and "does not make them slow" in text
