@@ -42,3 +42,68 @@ def test_compare_pools_repeats_and_warns_on_two_factors():
     assert "inputs differ" in result["warnings"][1]
     assert set(result["per_rank_median"]) == {"0", "1", "2", "3"}
     assert result["api"]["available"] is False
+
+
+def offset_runs(rng, centre, offsets, n=60):
+    return [rng.normal(centre + off, 1.0, n) for off in offsets]
+
+
+def test_repeats_that_differ_by_offsets_widen_the_ci_and_warn():
+    from dispatchprof.analysis.compare import BETWEEN_REPEAT_WARN, hierarchical_ci, variance_split
+
+    rng = np.random.default_rng(3)
+    a = offset_runs(rng, 100, [0, 8, -8, 4])
+    b = offset_runs(rng, 97, [-6, 6, 0, 3])
+    d = hierarchical_ci(a, b, 50, 1000, 0)
+    flat = diff_ci(np.concatenate(a), np.concatenate(b), 50, 1000, 0)
+    assert d["flat_ci95"] == flat["ci95"]
+    assert d["ci95"][1] - d["ci95"][0] > 2 * (flat["ci95"][1] - flat["ci95"][0])  # repeats, not iterations, set the width
+    assert d["ratio_ci95"][0] < d["ratio"] < d["ratio_ci95"][1]
+    split = variance_split(a)
+    assert split["between_fraction"] > BETWEEN_REPEAT_WARN and split["between"] > split["within"] > 0
+    result = compare([table({0: x, 1: x - 1}) for x in a], [table({0: x, 1: x - 1}) for x in b], {}, {}, 500, 0)
+    assert any("between-repeat variance" in w and "A (kernel)" in w for w in result["warnings"])
+    assert result["kernel"]["variance"]["a"]["between_fraction"] > BETWEEN_REPEAT_WARN
+
+
+def test_identical_or_same_distribution_repeats_do_not_warn():
+    from dispatchprof.analysis.compare import variance_split
+
+    rng = np.random.default_rng(4)
+    one_a, one_b = rng.normal(100, 1, 60), rng.normal(97, 1, 60)
+    result = compare([table({0: one_a})] * 3, [table({0: one_b})] * 3, {}, {}, 500, 0)
+    assert not any("between-repeat" in w for w in result["warnings"])
+    split = variance_split([one_a] * 3)
+    assert split["between"] == 0 and split["within"] > 0 and split["between_fraction"] == 0
+    # same-distribution repeats (independent draws, no offsets) do not warn either
+    fresh = compare([table({0: rng.normal(100, 1, 60)}) for _ in range(3)], [table({0: rng.normal(97, 1, 60)}) for _ in range(3)], {}, {}, 500, 0)
+    assert not any("between-repeat" in w for w in fresh["warnings"]) and fresh["verdict"] == "improved"
+
+
+def test_one_repeat_cannot_split_the_variance_and_says_so():
+    from dispatchprof.analysis.compare import variance_split
+
+    split = variance_split([np.arange(10.0)])
+    assert split["between"] is None and "one repeat" in split["note"]
+
+
+def test_the_hierarchical_bootstrap_is_seeded():
+    from dispatchprof.analysis.compare import hierarchical_ci
+
+    rng = np.random.default_rng(5)
+    a, b = offset_runs(rng, 100, [0, 3]), offset_runs(rng, 99, [1, -1, 2], n=40)  # unequal repeat counts and lengths
+    assert hierarchical_ci(a, b, 50, 300, 7) == hierarchical_ci(a, b, 50, 300, 7)
+
+
+def test_the_comparison_page_shows_the_variance_split_and_both_cis():
+    from pathlib import Path
+
+    import jinja2
+
+    rng = np.random.default_rng(6)
+    result = compare([table({0: x}) for x in offset_runs(rng, 100, [0, 9])], [table({0: x}) for x in offset_runs(rng, 95, [0, -9])], {}, {}, 300, 0)
+    templates = Path(__file__).resolve().parents[2] / "workflow" / "templates"
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True)
+    page = env.get_template("comparison.html.j2").render(c={**result, "a": "x", "b": "y", "state": "ok", "reason": "r", "notes": [], "toolchain": "sim"})
+    assert "between share" in page and "flat CI" in page and "B / A" in page
+    assert f"{100 * result['kernel']['variance']['a']['between_fraction']:.0f}%" in page

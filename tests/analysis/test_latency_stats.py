@@ -38,7 +38,7 @@ def test_per_rank_statistics_and_slowest_fractions_match_hand_computation():
     assert r0["max_us"] == 30 and r0["n"] == 4
     assert [s["per_rank"][r]["fraction_slowest"] for r in ("0", "1", "2")] == [0.5, 0.25, 0.25]
     # rank 0 leads by 1 us (iteration 3) and 20 us (iteration 4): median 10.5; spreads 2, 2, 2, 20
-    assert s["slowest_rank"] == {"rank": 0, "fraction": 0.5, "lead_us_median": 10.5}
+    assert s["slowest_rank"] == {"rank": 0, "ranks": [0], "fraction": 0.5, "lead_us_median": 10.5}
     assert s["per_iteration_spread_us"]["median"] == pytest.approx(2.0) and s["per_iteration_spread_us"]["p95"] == pytest.approx(2 + 0.85 * 18)
 
 
@@ -65,6 +65,16 @@ def test_p95_of_maxima_is_not_the_max_of_per_rank_p95():
 def test_ties_share_the_slowest_credit():
     s = stats(table({0: [5, 7], 1: [5, 7]}, warmup=0))
     assert s["per_rank"]["0"]["fraction_slowest"] == 0.5 and s["per_rank"]["1"]["fraction_slowest"] == 0.5
+
+
+def test_a_tie_at_the_top_fraction_names_both_ranks_and_neither_is_called_slow_by_itself():
+    from dispatchprof.analysis.latency import name_slowest
+
+    # ranks 0 and 1 alternate as the longest, by 8 us each time: both longest in half the iterations
+    s = stats(table({0: [9, 1, 9, 1], 1: [1, 9, 1, 9], 2: [1, 1, 1, 1]}, warmup=0))
+    assert s["slowest_rank"]["ranks"] == [0, 1] and s["slowest_rank"]["rank"] is None and s["slowest_rank"]["fraction"] == 0.5
+    named = name_slowest(s, "kernel", 5.0)
+    assert named["rank"] is None and "ranks 0, 1" in named["why"] and "tied" in named["why"]
 
 
 def test_ascend_kernel_lab_numbers_follow_its_convention():

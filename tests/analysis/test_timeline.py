@@ -72,8 +72,23 @@ def test_longest_duration_is_aligned_by_launch_index_and_classified():
 def test_longest_duration_leaves_out_launches_a_rank_lacks_and_says_occasionally():
     durations = np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0], [2.0, 3.0, 1.0], [9.0, np.nan, 1.0]])
     s = longest_duration([4, 5, 6], durations)
-    assert s["launches_compared"] == 3 and s["rank"] == 4 and "occasionally" in s["kind"]  # a three-way tie: lowest rank first
+    # each rank is longest once: a three-way tie at the top, named in full, not given to the lowest rank
+    assert s["launches_compared"] == 3 and s["rank"] is None and s["ranks"] == [4, 5, 6] and "occasionally" in s["kind"]
     assert longest_duration([0], np.array([[np.nan]]))["rank"] is None
+
+
+def test_a_launch_where_ranks_tie_is_shared_among_them():
+    # launch 0: ranks 1 and 2 tie for longest (1/2 each); launch 1: rank 2 alone. argmax would credit rank 1 with launch 0.
+    s = longest_duration([0, 1, 2], np.array([[5.0, 9.0, 9.0], [5.0, 6.0, 7.0]]))
+    assert s["per_rank_fraction"] == {"2": 0.75, "1": 0.25}
+    assert s["rank"] == 2 and s["ranks"] == [2] and s["fraction"] == 0.75
+
+
+def test_a_tie_at_the_top_fraction_names_every_tied_rank():
+    # each launch a two-way tie between ranks 3 and 7: both are longest in half the launches, neither alone
+    s = longest_duration([3, 5, 7], np.array([[9.0, 1.0, 9.0], [8.0, 2.0, 8.0]]))
+    assert s["rank"] is None and s["ranks"] == [3, 7] and s["fraction"] == 0.5
+    assert "ranks 3, 7" in s["kind"]
 
 
 def test_calls_between_target_launches_are_counted_per_iteration():

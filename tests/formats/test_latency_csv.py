@@ -138,3 +138,78 @@ def test_wrong_types_in_any_field_end_in_a_clear_error_or_a_valid_table(tmp_path
         assert "line" in str(exc) or "no data rows" in str(exc) or "unequal call counts" in str(exc)
     else:
         assert (table.frame["rank"] >= 0).all()
+
+
+WORK_HEADER = "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,processed_bytes,sent_bytes,processed_gbps,sent_gbps,measurement,clock_hz\n"
+
+
+def test_work_byte_columns_are_read_by_header_name(tmp_path):
+    # deepep.md §1: work=callback adds processed_bytes,sent_bytes (uint64) and *_gbps = bytes/(ms*1e6), empty if ms = 0
+    text = WORK_HEADER + "0,0,0.5,500,1,0,1000,400,0.002,0.0008,kernel,1\n1,0,0,0,1,0,2000,800,,,kernel,1\n"
+    table = parse_latency_csv(write(tmp_path, text))
+    assert table.work is not None
+    assert table.work[["rank", "iteration", "processed_bytes", "sent_bytes"]].values.tolist() == [[0, 0, 1000, 400], [1, 0, 2000, 800]]
+    shuffled = "sent_bytes,rank,processed_bytes,iteration,elapsed_us,is_warmup,in_average\n400,0,1000,0,500,0,1\n"
+    assert parse_latency_csv(write(tmp_path, shuffled, "s.csv")).work[["processed_bytes", "sent_bytes"]].values.tolist() == [[1000, 400]]
+    assert parse_latency_csv(LEGACY).work is None
+
+
+@pytest.mark.parametrize(
+    "header,body,message",
+    [
+        (
+            "rank,iteration,elapsed_us,is_warmup,in_average,processed_bytes\n",
+            "0,0,1,0,1,5\n",
+            "line 1: field 'sent_bytes' missing but 'processed_bytes' present",
+        ),
+        ("rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n", "0,0,1,0,1,-1,5\n", "line 2: field 'sent_bytes' is -1"),
+        (
+            "rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n",
+            "0,0,1,0,1,1.5,5\n",
+            "line 2: field 'sent_bytes' is '1.5', expected an integer",
+        ),
+        ("rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n", f"0,0,1,0,1,{2**64},5\n", "expected a uint64"),
+        (
+            "rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n",
+            "0,0,1,0,1,,5\n",
+            "line 2: field 'sent_bytes' is '', expected an integer",
+        ),
+        (WORK_HEADER, "0,0,0.5,500,0,1,1000,400,0.002,9,kernel,1\n", "line 2: field 'sent_gbps' is 9"),
+        (WORK_HEADER, "0,0,0.5,500,0,1,1000,400,,0.0008,kernel,1\n", "line 2: field 'processed_gbps' is empty"),
+        (WORK_HEADER, "0,0,0.5,500,0,1,1000,400,x,0.0008,kernel,1\n", "line 2: field 'processed_gbps' is 'x', expected a number"),
+        (WORK_HEADER, "0,0,0,0,0,1,1000,400,0.002,,kernel,1\n", "line 2: field 'processed_gbps' is 0.002 but elapsed_ms is 0"),
+    ],
+)
+def test_each_work_column_refusal_names_file_line_and_field(tmp_path, header, body, message):
+    path = write(tmp_path, header + body)
+    with pytest.raises(LatencyCsvError) as err:
+        parse_latency_csv(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["0.5", "0", "1e-3", "-1", "x"]),
+            st.sampled_from(["0", "1000", "-5", "1.5", "", str(2**64 - 1), str(2**64), "abc"]),
+            st.sampled_from(["0", "400", "-1", "", "9" * 30]),
+            st.sampled_from(["", "0.002", "0", "nan", "inf", "x", "0.0008"]),
+            st.sampled_from(["", "0.0008", "0", "-0.1", "y"]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_wrong_values_in_the_work_columns_end_in_a_clear_error_or_consistent_bytes(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("work") / "dispatch_latency.csv"
+    lines = [f"0,{i},{ms},0,1,{pb},{sb},{pg},{sg}" for i, (ms, pb, sb, pg, sg) in enumerate(rows)]
+    path.write_text("rank,iteration,elapsed_ms,is_warmup,in_average,processed_bytes,sent_bytes,processed_gbps,sent_gbps\n" + "\n".join(lines) + "\n")
+    try:
+        table = parse_latency_csv(path)
+    except LatencyCsvError as exc:
+        assert str(path) in str(exc) and "line" in str(exc) and "field" in str(exc)
+    else:
+        work = table.work.merge(table.frame, on=["rank", "iteration"])
+        assert (work["processed_bytes"] >= 0).all() and (work["sent_bytes"] >= 0).all()
+        assert len(work) == len(rows)

@@ -96,3 +96,10 @@ def test_a_single_rank_is_not_called_the_slowest_and_inferred_ranks_are_said_so(
     assert "on a single rank (5 launches, median 348.7 us)" in text and "not established" in text
     assert "longest" not in text and "consistently" not in text and "stands out" not in text
     assert "Rank numbers are inferred: 1 of 1 ranks were numbered from device ids." in text
+
+
+def test_ranks_tied_for_the_longest_durations_are_all_named():
+    # longest_duration names a shared top as ranks [3, 7] with rank None; the answer used to drop the sentence
+    tied = dict(TIMELINE, longest_duration={"rank": None, "ranks": [3, 7], "fraction": 0.5})
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": tied})
+    assert "Ranks 3 and 7 share the longest durations (each 50% of launches)" in text and "does not make them slow" in text

@@ -87,7 +87,13 @@ def body(run: StageRun) -> Status:
             )
         )
     if not stats["bytes"].get("available"):
-        validations.append(Validation("byte accounting", False, "warning", stats["bytes"]["reason"]))
+        validations.append(Validation("byte accounting", False, "warning", f"{stats['bytes']['reason']}; {stats['bytes']['used_why']}"))
+    agreement = stats["bytes"].get("agreement")
+    if agreement and not agreement["agree"]:
+        differ = {c: p["mismatch"] for c, p in agreement["pairs"].items() if not p["agree"]}
+        validations.append(
+            Validation("CSV bytes", False, "warning", f"{csv}: the CSV's byte columns differ from the computed accounting [csv, computed] per rank: {differ}")
+        )
     per_iter_stats = kernel_scope["per_iteration_max_us"]
     if not per_iter_stats:
         return run.status("invalid", f"{csv}: " + "; ".join(kernel_scope["warnings"]), validations=validations)

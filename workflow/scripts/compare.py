@@ -49,7 +49,8 @@ else:
     med = result["kernel"]["per_iteration_max_median"]
     result["reason"] = (
         f"{result['verdict']}: per-iteration-max median {med['a']:.1f} -> {med['b']:.1f} us "
-        f"(B - A {med['difference']:+.1f} us, 95% CI [{med['ci95'][0]:+.1f}, {med['ci95'][1]:+.1f}])"
+        f"(B - A {med['difference']:+.1f} us, 95% CI [{med['ci95'][0]:+.1f}, {med['ci95'][1]:+.1f}], "
+        f"hierarchical bootstrap over {med['repeats'][0]} / {med['repeats'][1]} repeats)"
     )
 write_json_atomic(snakemake.output.json, result)
 env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(snakemake.scriptdir).resolve().parent / "templates")), autoescape=True)

@@ -145,7 +145,7 @@ def body(run: StageRun) -> Status:
         "kernel_name": stats["kernel_name"],
         "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
         "straggler": {k: strag[k] for k in ("rank", "ranks", "node", "evidence", "fraction", "explanation")},
-        "longest_duration": {"rank": longest["rank"], "fraction": longest["fraction"], "label": longest["label"]},
+        "longest_duration": {"rank": longest["rank"], "ranks": longest["ranks"], "fraction": longest["fraction"], "label": longest["label"]},
         "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
         "node_clock": waited["node_clock"],
         "coverage": coverage_summary,

@@ -8,8 +8,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from dispatchprof.analysis.latency import latency_statistics, name_slowest
-from dispatchprof.analysis.traffic import bandwidth_gbps, byte_accounting
+from dispatchprof.analysis.latency import latency_statistics, name_slowest, select_measured
+from dispatchprof.analysis.traffic import bandwidths, byte_accounting, compare_bytes, csv_bytes
 from dispatchprof.formats.latency_csv import LatencyTable, parse_api_csv
 
 BOUNDARY = {
@@ -87,14 +87,32 @@ def analyse(
     }
     scopes["kernel"]["slowest_named"] = name_slowest(scopes["kernel"], kernel.measurement, config["stats"]["own_excess_min_us"])
     scopes["api"] = {**latency_statistics(api, **args), "boundary": api_scope} if api is not None else {"available": False, "reason": api_missing_reason}
+    return {"scopes": scopes, "bytes": bytes_section(kernel, routing, config)}
+
+
+def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The computed accounting, the CSV's own byte columns beside it, and the bandwidths from one of them. The computed
+    accounting is used when every rank's routing was recorded (its definition is known); otherwise the CSV's
+    sent_bytes (deepep.md §1 names the column, not what it counts). Durations: kernel scope, complete measured iterations."""
     traffic = byte_accounting(routing, config["shape"]["hidden"], config["shape"]["dtype"])
-    per_iter = scopes["kernel"]["per_iteration_max_us"]
-    if traffic["available"] and per_iter:
-        traffic["bandwidth"] = {
-            "cross_rank_gbps_at_median": bandwidth_gbps(traffic["cross_rank_token_bytes"], per_iter["median"]),
-            "definition": "cross-rank token bytes of one call (all ranks) / median of the per-iteration max kernel latency; GB/s = 1e9 B/s",
-        }
-    return {"scopes": scopes, "bytes": traffic}
+    measured = select_measured(kernel.frame).measured
+    traffic["csv"] = csv_bytes(kernel.work, measured) if kernel.work is not None and len(measured) else None
+    traffic["agreement"] = compare_bytes(traffic, traffic["csv"]) if traffic["available"] and traffic["csv"] else None
+    if traffic["available"]:
+        per_call = measured[["rank", "iteration"]].assign(
+            bytes=[traffic["per_rank"].get(str(int(r)), {}).get("cross_rank_token_bytes", 0) for r in measured["rank"]]
+        )
+        traffic["used"], label = "computed", "cross-rank token bytes (computed from the recorded routing)"
+        traffic["used_why"] = "every rank's routing was recorded: the computed accounting, whose definition is known, is used"
+    elif traffic["csv"]:
+        per_call = kernel.work[["rank", "iteration", "sent_bytes"]].rename(columns={"sent_bytes": "bytes"})
+        traffic["used"], label = "csv", "the CSV's sent_bytes (deepep.md §1; what the work callback counts is not documented)"
+        traffic["used_why"] = f"no computed accounting ({traffic['reason']}): the CSV's own sent_bytes are used"
+    else:
+        traffic["used"], traffic["used_why"] = None, "no bytes: neither routing nor CSV work columns"
+        return traffic
+    traffic["bandwidth"] = bandwidths(per_call, measured, label) if len(measured) else None
+    return traffic
 
 
 def summary_section(stats: Mapping[str, Any]) -> dict[str, Any]:

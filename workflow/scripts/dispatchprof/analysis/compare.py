@@ -2,8 +2,15 @@
 
 The verdict is decided by the median of the per-iteration max (kernel scope) and the bootstrap 95% CI of its
 difference (B - A): improved when the whole CI is below 0, regressed when above, else no significant change.
-P95, full-API latency and per-rank medians are shown beside it, each with its own CI. With repeats, the
-per-iteration maxima of every repeat of a side are pooled, and each repeat's median is listed.
+P95, full-API latency and per-rank medians are shown beside it, each with its own CI.
+
+Repeats: iterations within one run are not independent of the run (placement, thermal state, routing, clocks), so
+the CIs come from a hierarchical bootstrap: resample the repeats of a side with replacement, then the iterations
+within each resampled repeat, pool, take the statistic. The flat CI (all iterations pooled, resampled as if
+independent) is kept beside it for reference. The variance of the per-iteration maxima is split into between-repeat
+and within-repeat parts (one-way random effects, method of moments); when the between part exceeds
+BETWEEN_REPEAT_WARN of the total on a side, the comparison warns: the repeats, not the iterations, set the
+uncertainty, and more repeats (not more iterations) narrow it.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import pandas as pd
 from dispatchprof.analysis.latency import per_iteration_max, percentile, select_measured
 
 IGNORED = ("experiment", "_experiment", "_repeat")
+# Share of the total variance of the per-iteration maxima above which the between-repeat part is said to dominate.
+BETWEEN_REPEAT_WARN = 0.5
 INPUT_PREFIXES = ("shape.",)
 
 
@@ -55,6 +64,76 @@ def diff_ci(a: np.ndarray, b: np.ndarray, q: float, resamples: int, seed: int) -
     return {"a": va, "b": vb, "difference": vb - va, "ci95": [percentile(diff, 2.5), percentile(diff, 97.5)], "relative": (vb - va) / va if va else None}
 
 
+def _resampled(reps: Sequence[np.ndarray], q: float, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The q-th percentile of ``resamples`` hierarchical resamples: repeats with replacement, then iterations
+    with replacement within each chosen repeat, pooled."""
+    k = len(reps)
+    picks = rng.integers(0, k, size=(resamples, k))
+    lengths = {len(r) for r in reps}
+    if len(lengths) == 1:  # equal lengths (the usual case): one gather, no Python loop over resamples
+        n = lengths.pop()
+        stacked = np.stack(reps)
+        pooled = np.concatenate([stacked[picks[:, j][:, None], rng.integers(0, n, size=(resamples, n))] for j in range(k)], axis=1)
+        return np.percentile(pooled, q, axis=1)
+    out = np.empty(resamples)
+    for i in range(resamples):
+        out[i] = np.percentile(np.concatenate([reps[j][rng.integers(0, len(reps[j]), len(reps[j]))] for j in picks[i]]), q)
+    return out
+
+
+def hierarchical_ci(a_reps: Sequence[np.ndarray], b_reps: Sequence[np.ndarray], q: float, resamples: int, seed: int) -> dict[str, Any]:
+    """Difference B - A and ratio B / A of the q-th percentile of the pooled samples, with hierarchical-bootstrap
+    95% CIs (see the module docstring); ``flat_ci95`` is diff_ci's CI of the same difference, for reference."""
+    a_reps = [np.asarray(r, dtype=float) for r in a_reps if len(r)]
+    b_reps = [np.asarray(r, dtype=float) for r in b_reps if len(r)]
+    a, b = (np.concatenate(r) if r else np.array([]) for r in (a_reps, b_reps))
+    flat = diff_ci(a, b, q, resamples, seed)
+    if flat["ci95"] is None:
+        return {**flat, "flat_ci95": None, "ratio": None, "ratio_ci95": None, "repeats": [len(a_reps), len(b_reps)]}
+    rng = np.random.default_rng(seed)
+    da, db = _resampled(a_reps, q, resamples, rng), _resampled(b_reps, q, resamples, rng)
+    diff = db - da
+    ratio = db / da if (da > 0).all() else None
+    return {
+        **flat,
+        "ci95": [percentile(diff, 2.5), percentile(diff, 97.5)],
+        "flat_ci95": flat["ci95"],
+        "ratio": flat["b"] / flat["a"] if flat["a"] else None,
+        "ratio_ci95": [percentile(ratio, 2.5), percentile(ratio, 97.5)] if ratio is not None else None,
+        "repeats": [len(a_reps), len(b_reps)],
+    }
+
+
+def variance_split(reps: Sequence[np.ndarray]) -> dict[str, Any]:
+    """Between- and within-repeat variance of the samples (one-way random effects, method of moments; a negative
+    between estimate is 0). ``between_fraction`` = between / (between + within)."""
+    reps = [np.asarray(r, dtype=float) for r in reps if len(r)]
+    sizes = np.array([len(r) for r in reps])
+    if len(reps) < 2 or sizes.sum() <= len(reps):
+        within = float(np.var(reps[0], ddof=1)) if len(reps) == 1 and len(reps[0]) > 1 else None
+        return {
+            "repeats": len(reps),
+            "between": None,
+            "within": within,
+            "between_fraction": None,
+            "note": "one repeat (or one sample per repeat): the between-repeat variance cannot be estimated",
+        }
+    total, k = sizes.sum(), len(reps)
+    means = np.array([r.mean() for r in reps])
+    grand = np.concatenate(reps).mean()
+    msb = float((sizes * (means - grand) ** 2).sum() / (k - 1))
+    msw = float(sum(((r - r.mean()) ** 2).sum() for r in reps) / (total - k))
+    n0 = (total - (sizes**2).sum() / total) / (k - 1)
+    between = max(0.0, (msb - msw) / n0)
+    return {
+        "repeats": k,
+        "between": between,
+        "within": msw,
+        "between_fraction": between / (between + msw) if between + msw > 0 else 0.0,
+        "note": "variance of the per-iteration maxima (us^2): between repeats (of the repeat means, net of within-repeat noise) and within a repeat",
+    }
+
+
 def verdict(median_diff: Mapping[str, Any]) -> str:
     ci = median_diff.get("ci95")
     if not ci:
@@ -80,26 +159,36 @@ def compare(
         return [t[t["scope"] == name] for t in tables if (t["scope"] == name).any()]
 
     result: dict[str, Any] = {}
+    variance_warnings: list[str] = []
     for name in ("kernel", "api"):
         a_s, b_s = scope(a_tables, name), scope(b_tables, name)
         if not a_s or not b_s:
             result[name] = {"available": False, "reason": f"{name} scope missing on {'A' if not a_s else 'B'}"}
             continue
-        am, bm = np.concatenate([maxima(t) for t in a_s]), np.concatenate([maxima(t) for t in b_s])
+        ar, br = [maxima(t) for t in a_s], [maxima(t) for t in b_s]
+        split = {"a": variance_split(ar), "b": variance_split(br)}
         result[name] = {
-            "per_iteration_max_median": diff_ci(am, bm, 50, resamples, seed),
-            "per_iteration_max_p95": diff_ci(am, bm, 95, resamples, seed + 1),
-            "n": [int(len(am)), int(len(bm))],
-            "repeat_medians": {"a": [percentile(maxima(t), 50) for t in a_s], "b": [percentile(maxima(t), 50) for t in b_s]},
+            "per_iteration_max_median": hierarchical_ci(ar, br, 50, resamples, seed),
+            "per_iteration_max_p95": hierarchical_ci(ar, br, 95, resamples, seed + 1),
+            "n": [int(sum(map(len, ar))), int(sum(map(len, br)))],
+            "repeat_medians": {"a": [percentile(m, 50) for m in ar if len(m)], "b": [percentile(m, 50) for m in br if len(m)]},
+            "variance": split,
         }
+        for side, v in split.items():
+            if v["between_fraction"] is not None and v["between_fraction"] > BETWEEN_REPEAT_WARN:
+                variance_warnings.append(
+                    f"{side.upper()} ({name}): between-repeat variance is {100 * v['between_fraction']:.0f}% of the total "
+                    f"(> {100 * BETWEEN_REPEAT_WARN:.0f}%, between {v['between']:.2f} us^2, within {v['within']:.2f} us^2): the repeats differ more "
+                    "than iterations within a repeat; the CI accounts for it, more repeats (not more iterations) narrow it"
+                )
     kernel_a, kernel_b = scope(a_tables, "kernel"), scope(b_tables, "kernel")
     per_rank = {}
     if kernel_a and kernel_b:
-        ka, kb = pd.concat(kernel_a), pd.concat(kernel_b)
-        for rank in sorted(set(ka["rank"]) & set(kb["rank"])):
-            sa = ka[(ka["rank"] == rank) & ~ka["warmup"]]["us"].to_numpy()
-            sb = kb[(kb["rank"] == rank) & ~kb["warmup"]]["us"].to_numpy()
-            per_rank[str(int(rank))] = diff_ci(sa, sb, 50, max(200, resamples // 5), seed + 2 + int(rank))
+        common = set.intersection(*(set(t["rank"]) for t in kernel_a + kernel_b))
+        for rank in sorted(common):
+            sa = [t[(t["rank"] == rank) & ~t["warmup"]]["us"].to_numpy() for t in kernel_a]
+            sb = [t[(t["rank"] == rank) & ~t["warmup"]]["us"].to_numpy() for t in kernel_b]
+            per_rank[str(int(rank))] = hierarchical_ci(sa, sb, 50, max(200, resamples // 5), seed + 2 + int(rank))
     result["per_rank_median"] = per_rank
     factors = factor_differences(a_config, b_config)
     warnings = []
@@ -108,11 +197,16 @@ def compare(
     inputs = [f for f in factors if f.startswith(INPUT_PREFIXES)]
     if inputs:
         warnings.append(f"inputs differ (shape, seed or routing): {', '.join(inputs)}")
+    warnings.extend(variance_warnings)
     kernel = result["kernel"]
     result.update(
         factors=factors,
         warnings=warnings,
         verdict=verdict(kernel["per_iteration_max_median"]) if kernel.get("per_iteration_max_median") else "not comparable",
-        rule="verdict from the median of the per-iteration max (kernel scope): improved if the 95% CI of B - A lies below 0, regressed if above, else no significant change",
+        rule=(
+            "verdict from the median of the per-iteration max (kernel scope): improved if the 95% CI of B - A lies below 0, regressed if above, "
+            "else no significant change; CIs from a hierarchical bootstrap (repeats, then iterations within each repeat; seeded)"
+        ),
+        between_repeat_warn=BETWEEN_REPEAT_WARN,
     )
     return result

@@ -146,6 +146,9 @@ def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_u
     if not slowest:
         return {"rank": None, "why": "no per-iteration statistics"}
     rank, share, lead = slowest["rank"], 100 * slowest["fraction"], slowest.get("lead_us_median")
+    tied = slowest.get("ranks") or [rank]
+    if len(tied) > 1:
+        return {"rank": None, "why": f"ranks {', '.join(map(str, tied))} are tied for the longest ({share:.0f}% of iterations each): no single rank is named"}
     if measurement == "event":
         return {
             "rank": None,
@@ -192,11 +195,13 @@ def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_
         return result
     maxima = per_iter["max_us"].to_numpy()
     result["per_iteration_max_us"] = summarize(maxima, resamples, seed)
-    slowest = max(result["per_rank"].items(), key=lambda kv: (kv[1]["fraction_slowest"], -int(kv[0])))
-    result["slowest_rank"] = {"rank": int(slowest[0]), "fraction": slowest[1]["fraction_slowest"]}
+    # A tie at the top fraction is named in full (rank None), as per-iteration ties are shared: never the lowest rank.
+    best = max(v["fraction_slowest"] for v in result["per_rank"].values())
+    tied = sorted(int(r) for r, v in result["per_rank"].items() if np.isclose(v["fraction_slowest"], best, rtol=0, atol=1e-12))
+    result["slowest_rank"] = {"rank": tied[0] if len(tied) == 1 else None, "ranks": tied, "fraction": best}
     spread, leads = longest_leads(selection)
     result["per_iteration_spread_us"] = {"median": percentile(spread, 50), "p95": percentile(spread, 95), "definition": "per iteration: max - min over ranks"}
-    result["slowest_rank"]["lead_us_median"] = leads.get(int(slowest[0]))
+    result["slowest_rank"]["lead_us_median"] = leads.get(tied[0]) if len(tied) == 1 else None
     stats = result["per_iteration_max_us"]
     lo, hi = stats["p95_ci95"]
     if stats["median"] > 0 and np.isfinite(lo) and (hi - lo) / stats["median"] > tail_ci_ratio:

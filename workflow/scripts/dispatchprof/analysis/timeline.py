@@ -156,22 +156,32 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
     """Ranks aligned by launch index: ``durations_us[launch, j]`` is rank ``ranks[j]``'s duration of its used launch
     ``launch`` (NaN where it has none; such launches are left out). Per launch the longest rank; consistently
     (>= half of the launches) vs occasionally longest. In a coupled collective the longest rank is one that waits
-    longest, not the one the group waits for (analysis.waits names that)."""
+    longest, not the one the group waits for (analysis.waits names that).
+
+    Ties are shared as the baseline shares them (analysis.latency.rank_statistics): a launch where k ranks tie for
+    longest credits 1/k to each. When several ranks share the top fraction, ``ranks`` names them all and ``rank`` is
+    None (as analysis.waits does for a group): no rank is picked by its number."""
     values = np.asarray(durations_us, dtype=float).reshape(-1, len(ranks))
     complete = values[~np.isnan(values).any(axis=1)]
     if not len(complete):
-        return {"rank": None, "fraction": None, "launches_compared": 0, "per_rank_fraction": {}, "per_launch_max_us": []}
-    slowest = np.asarray(ranks)[complete.argmax(axis=1)]  # the first rank on ties
-    names, counts = np.unique(slowest, return_counts=True)
-    order = np.lexsort((names, -counts))  # most often slowest first, then by rank
-    fractions = {int(names[i]): counts[i] / len(slowest) for i in order}
-    rank, fraction = next(iter(fractions.items()))
+        return {"rank": None, "ranks": [], "fraction": None, "launches_compared": 0, "per_rank_fraction": {}, "per_launch_max_us": []}
+    top = complete == complete.max(axis=1, keepdims=True)  # every rank equal to the launch's max
+    credit = (top / top.sum(axis=1, keepdims=True)).sum(axis=0) / len(complete)
+    ids = np.asarray(ranks)
+    order = np.lexsort((ids, -credit))  # most often longest first, then by rank (for a stable listing only)
+    fractions = {int(ids[i]): float(credit[i]) for i in order if credit[i] > 0}
+    best = max(fractions.values())
+    # 1/k credits summed in different orders can differ in the last bits: compare with a tolerance
+    tied = [r for r, f in fractions.items() if np.isclose(f, best, rtol=0, atol=1e-12)]
+    often = "consistently longest" if best >= 0.5 else "occasionally longest (no rank is longest in half the launches)"
+    kind = often if len(tied) == 1 else f"{often}; tied: ranks {', '.join(map(str, sorted(tied)))} share the top fraction"
     return {
-        "rank": rank,
-        "fraction": float(fraction),
-        "kind": "consistently longest" if fraction >= 0.5 else "occasionally longest (no rank is longest in half the launches)",
+        "rank": tied[0] if len(tied) == 1 else None,
+        "ranks": sorted(tied),
+        "fraction": best,
+        "kind": kind,
         "launches_compared": int(len(complete)),
-        "per_rank_fraction": {str(r): float(f) for r, f in fractions.items()},
+        "per_rank_fraction": {str(r): f for r, f in fractions.items()},
         "per_launch_max_us": complete.max(axis=1).tolist(),
     }
 

@@ -85,9 +85,15 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
         lead + (strag["explanation"] if strag["evidence"] != "none" else "no rank or node stands out (nobody arrives late or ends late by itself)") + "."
     )
     longest = tl.get("longest_duration") or {}
+    tied = longest.get("ranks") or []
     if coupled and longest.get("rank") is not None:
         text.append(
             f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
+        )
+    elif coupled and len(tied) > 1:  # a shared top is named in full, never given to the lowest rank
+        names = ", ".join(map(str, tied[:-1])) + f" and {tied[-1]}"
+        text.append(
+            f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of launches): they wait longest, which does not make them slow."
         )
     return text
 
