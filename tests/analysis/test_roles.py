@@ -175,3 +175,24 @@ def test_a_cell_of_the_core_heat_map_is_the_median_over_launches():
     grid = core_grids(cores, ROLES)["busy_us"]
     launch_medians = cores.groupby("aiv_index")["busy_us_high"].median().tolist()
     assert grid["values"][0] == pytest.approx(launch_medians)
+
+
+def test_another_metric_csv_is_shown_per_role_with_na_columns_listed_not_provided():
+    from dispatchprof.analysis.roles import metric_set_by_role
+
+    _, memory = read_metric_csv(FIXTURES / "msopprof" / "Memory_950.csv")  # two vector cores: blocks 0 and 1, vector0
+    keys = {"rank": 0, "node": 0, "device": 0, "launch": 0, "kernel": "k"}
+    # The roles come from the same cores' AIV order (PipeUtilization in the stage; any per-core CSV has the same rows).
+    cores = per_core(memory.assign(**keys), [{"name": "A", "count": 1}, {"name": "B", "count": 1}])
+    table = metric_set_by_role(memory.assign(**keys), cores)
+    assert table["roles"]["A"]["aiv_gm_to_ub_bw(GB/s)"] == 20.0 and table["roles"]["B"]["aiv_gm_to_ub_bw(GB/s)"] == 21.0
+    assert table["roles"]["B"]["GM_to_UB_bw_usage_rate(%)"] == 50.0
+    assert not any(c.startswith("aic_") for c in table["columns"] + table["not_provided"])  # NA on vector rows by design
+    assert table["not_provided"] == [
+        "GM_to_L1_datas(KB)",
+        "GM_to_L1_bw_usage_rate(%)",
+        "L0C_to_L1_datas(KB)",
+        "L0C_to_L1_bw_usage_rate(%)",
+        "L0C_to_GM_datas(KB)",
+        "L0C_to_GM_bw_usage_rate(%)",
+    ]
