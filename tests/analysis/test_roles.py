@@ -3,7 +3,16 @@ import math
 import pandas as pd
 import pytest
 
-from dispatchprof.analysis.roles import longest_cores, ordering, per_core, role_statistics
+from conftest import FIXTURES
+from dispatchprof.analysis.roles import (
+    launches_per_rank,
+    longest_cores,
+    ordering,
+    per_core,
+    role_statistics,
+    role_statistics_by_launch,
+)
+from dispatchprof.formats.msopprof import discover, kernel_runs, metric_files, read_metric_csv
 
 ROLES = [{"name": "Stage", "count": 2}, {"name": "Send", "count": 1}, {"name": "Sum", "count": 1}]
 
@@ -49,7 +58,14 @@ def test_role_statistics_pool_every_rank_and_keep_not_provided_as_none():
     assert stats["Stage"]["aiv_vec_ratio_median"] is None
     assert ordering(stats, "aiv_time_us_median") == ["Send", "Stage", "Sum"]
     assert ordering(stats, "aiv_icache_miss_rate_median") == ["Send", "Stage", "Sum"]
-    assert longest_cores(cores, 1)[0] == {"rank": 1, "aiv_index": 2, "role": "Send", "aiv_time_us": 40.0, "aiv_icache_miss_rate": pytest.approx(0.4)}
+    assert longest_cores(cores, 1)[0] == {
+        "rank": 1,
+        "launch": 0,
+        "aiv_index": 2,
+        "role": "Send",
+        "aiv_time_us": 40.0,
+        "aiv_icache_miss_rate": pytest.approx(0.4),
+    }
 
 
 def test_cores_beyond_the_configured_roles_are_unassigned():
@@ -114,3 +130,69 @@ def test_the_busiest_role_is_compared_with_the_same_role_on_other_ranks_not_by_a
     check = role_boundaries(cores, roles)
     assert check["configured"] == [2] and check["observed"] == [2] and check["unexpected"] == []
     assert role_boundaries(cores, [{"name": "Send", "count": 1}, {"name": "Sum", "count": 2}])["unexpected"] == [2]
+
+
+LAUNCHES3 = FIXTURES / "msopprof" / "launches3"
+
+
+def fixture_long_table():
+    """The 3-launch OPPROF_ fixture as pmu.py builds it: every kernel run, its launch index from the <n> folder."""
+    frames = []
+    for opprof in discover(LAUNCHES3):
+        for run in kernel_runs(opprof):
+            _, long = read_metric_csv(metric_files(run.directory)["PipeUtilization"])
+            frames.append(long.assign(rank=0, node=0, device=0, launch=run.n, kernel=run.kernel))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_every_launch_of_a_three_launch_run_is_kept_by_launch():
+    # Before: per_core keyed cores without the launch, so .first() folded launches 1 and 2 into launch 0.
+    cores = per_core(fixture_long_table(), ROLES)
+    assert len(cores) == 12 and sorted(cores["launch"].unique()) == [0, 1, 2]
+    assert cores.groupby("launch")["aiv_index"].apply(list).tolist() == [[0, 1, 2, 3]] * 3  # AIV order within each launch
+    # The fixture's launch n runs 100 us longer than launch n-1 on every core.
+    assert cores[cores["launch"] == 2]["aiv_time_us"].tolist() == [280.0, 290.0, 300.0, 310.0]
+    assert launches_per_rank(cores) == {0: [0, 1, 2]}
+
+
+def test_role_statistics_are_given_per_launch_and_pooled_over_launches():
+    cores = per_core(fixture_long_table(), ROLES)
+    by_launch = role_statistics_by_launch(cores)
+    assert sorted(by_launch) == ["0", "1", "2"]
+    assert [by_launch[n]["Stage"]["aiv_time_us_median"] for n in ("0", "1", "2")] == [85.0, 185.0, 285.0]
+    assert by_launch["1"]["Send"]["aiv_icache_miss_rate_median"] == pytest.approx(0.022)
+    pooled = role_statistics(cores)["Stage"]
+    # Pooled: the median over 2 cores x 3 launches (80, 90, 180, 190, 280, 290), not launch 0's 85.
+    assert pooled["aiv_time_us_median"] == 185.0 and pooled["aiv_time_us_spread"] == 210.0
+    assert (pooled["cores"], pooled["launches"], pooled["samples"]) == (2, 3, 6)
+    assert longest_cores(cores, 1)[0]["launch"] == 2
+
+
+def test_a_cell_of_the_core_heat_map_is_the_median_over_launches():
+    from dispatchprof.analysis.roles import core_grids
+
+    cores = per_core(fixture_long_table(), ROLES)
+    grid = core_grids(cores, ROLES)["busy_us"]
+    launch_medians = cores.groupby("aiv_index")["busy_us_high"].median().tolist()
+    assert grid["values"][0] == pytest.approx(launch_medians)
+
+
+def test_another_metric_csv_is_shown_per_role_with_na_columns_listed_not_provided():
+    from dispatchprof.analysis.roles import metric_set_by_role
+
+    _, memory = read_metric_csv(FIXTURES / "msopprof" / "Memory_950.csv")  # two vector cores: blocks 0 and 1, vector0
+    keys = {"rank": 0, "node": 0, "device": 0, "launch": 0, "kernel": "k"}
+    # The roles come from the same cores' AIV order (PipeUtilization in the stage; any per-core CSV has the same rows).
+    cores = per_core(memory.assign(**keys), [{"name": "A", "count": 1}, {"name": "B", "count": 1}])
+    table = metric_set_by_role(memory.assign(**keys), cores)
+    assert table["roles"]["A"]["aiv_gm_to_ub_bw(GB/s)"] == 20.0 and table["roles"]["B"]["aiv_gm_to_ub_bw(GB/s)"] == 21.0
+    assert table["roles"]["B"]["GM_to_UB_bw_usage_rate(%)"] == 50.0
+    assert not any(c.startswith("aic_") for c in table["columns"] + table["not_provided"])  # NA on vector rows by design
+    assert table["not_provided"] == [
+        "GM_to_L1_datas(KB)",
+        "GM_to_L1_bw_usage_rate(%)",
+        "L0C_to_L1_datas(KB)",
+        "L0C_to_L1_bw_usage_rate(%)",
+        "L0C_to_GM_datas(KB)",
+        "L0C_to_GM_bw_usage_rate(%)",
+    ]

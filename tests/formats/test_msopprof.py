@@ -9,13 +9,17 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from dispatchprof.formats.msopprof import (
+    OTHER_950,
+    PMU_METRIC_CSVS,
     OpprofFormatError,
+    expected_columns,
     header_set,
     kernel_runs,
     metric_files,
     missing_columns,
     read_metric_csv,
     read_op_basic_info,
+    requested_metric_csvs,
 )
 
 F = FIXTURES / "msopprof"
@@ -123,3 +127,67 @@ def test_garbage_or_truncated_metric_csv_ends_in_a_clear_error_or_a_table(tmp_pa
         assert str(path) in str(exc)
     else:
         assert set(frame.columns) == {"block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"}
+
+
+OTHER_SETS = [m for m in PMU_METRIC_CSVS if m != "PipeUtilization"]
+
+
+@pytest.mark.parametrize("metric", OTHER_SETS)
+def test_the_other_950_metric_csvs_are_read_by_header_name_with_their_documented_columns(metric):
+    header, frame = read_metric_csv(F / f"{metric}_950.csv")
+    assert header[2:] == OTHER_950[metric]  # the fixture is the doc's header, verbatim
+    assert frame[frame["metric"].str.startswith("aic_")]["value"].isna().all() == (metric != "L2Cache")  # L2Cache has the doc's cube row
+    assert missing_columns(header, frame, "vector", expected_columns(metric, header, "Ascend 950")) == [
+        c for c in OTHER_950[metric] if c.startswith("aiv_") and frame[frame["metric"] == c]["value"].isna().all()
+    ]
+
+
+def test_the_l2cache_doc_figure_rows_keep_counts_and_percent():
+    _, frame = read_metric_csv(F / "L2Cache_950.csv")
+    vec = frame[frame["sub_block_id"] == "vector1"].set_index("metric")["value"]
+    assert (
+        vec["aiv_read_close_hit"] == 10290
+        and vec["aiv_read_hit_rate(%)"] == pytest.approx(99.97086)
+        and vec["aiv_write_hit_rate(%)"] == pytest.approx(61.56788)
+    )
+
+
+def test_a_column_absent_from_an_older_memory_csv_is_not_provided(tmp_path):
+    lines = [line.rstrip(",").split(",") for line in (F / "Memory_950.csv").read_text().splitlines()]
+    drop = lines[0].index("aiv_gm_to_ub_bw(GB/s)")
+    older = tmp_path / "Memory.csv"
+    older.write_text("".join(",".join(c for i, c in enumerate(line) if i != drop) + ",\n" for line in lines))
+    header, frame = read_metric_csv(older)
+    assert missing_columns(header, frame, "vector", expected_columns("Memory", header, "Ascend 950")) == ["aiv_gm_to_ub_bw(GB/s)"]
+
+
+@pytest.mark.parametrize(
+    "metrics,expected",
+    [
+        (["PipeUtilization"], ["PipeUtilization"]),
+        (["memory", "PipeUtilization", "L2Cache"], ["PipeUtilization", "L2Cache", "Memory"]),  # case-insensitive, as the tool
+        (["Default"], list(PMU_METRIC_CSVS)),
+        (["PipeTimeline"], []),
+    ],
+)
+def test_the_metric_csvs_an_aic_metrics_list_asks_for(metrics, expected):
+    assert requested_metric_csvs(metrics) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(OTHER_SETS), st.data())
+def test_garbage_or_truncated_other_metric_csv_ends_in_a_clear_error_or_a_table(tmp_path_factory, metric, data):
+    original = (F / f"{metric}_950.csv").read_bytes()
+    cut = data.draw(st.integers(min_value=0, max_value=len(original)))
+    noise = data.draw(st.binary(max_size=40))
+    at = data.draw(st.integers(min_value=0, max_value=cut))
+    blob = original[:cut][:at] + noise + original[:cut][at:]
+    path = tmp_path_factory.mktemp("m") / f"{metric}.csv"
+    path.write_bytes(blob)
+    try:
+        header, frame = read_metric_csv(path)
+    except OpprofFormatError as exc:
+        assert str(path) in str(exc)
+    else:
+        assert set(frame.columns) == {"block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"}
+        assert set(frame["metric"]) <= set(header) - {"block_id", "sub_block_id"}

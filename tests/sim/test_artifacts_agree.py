@@ -43,7 +43,14 @@ def driver(tmp: Path, rpn: int = RPN) -> Path:
 
 
 def run_cluster(
-    tmp: Path, knobs: dict, profiler: str | None = None, extra_env: dict | None = None, rpn: int = RPN, iterations: int = ITERATIONS, expect_ok: bool = True
+    tmp: Path,
+    knobs: dict,
+    profiler: str | None = None,
+    extra_env: dict | None = None,
+    rpn: int = RPN,
+    iterations: int = ITERATIONS,
+    expect_ok: bool = True,
+    opprof_args: tuple[str, ...] = ("--aic-metrics=PipeUtilization",),
 ) -> Path:
     """Both nodes of the stand-in cluster; returns the driver's output directory."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -75,7 +82,7 @@ def run_cluster(
         if profiler == "msprof":
             argv = ["msprof", f"--output={tmp / 'prof' / f'node{node}'}", "--task-time=on", *argv]
         elif profiler == "msopprof":
-            argv = ["msopprof", "--kernel-name=elastic_dispatch_kernel", "--aic-metrics=PipeUtilization", f"--output={tmp / 'opprof' / f'node{node}'}", *argv]
+            argv = ["msopprof", "--kernel-name=elastic_dispatch_kernel", *opprof_args, f"--output={tmp / 'opprof' / f'node{node}'}", *argv]
         log = open(tmp / f"node{node}.log", "w")
         procs.append(subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         if node == 0:
@@ -233,6 +240,31 @@ def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path, name):
     assert max(r["arrival_us"] for r in replay.values()) < 50.0
     if name == "slow_sender":
         assert all(r["tokens_awaited_rank"] == 3 for r in replay.values() if r["node"] == 0)
+
+
+def test_every_launch_is_written_in_its_own_folder_with_every_requested_metric_csv(tmp_path):
+    # Before: the stand-in wrote PipeUtilization only, whatever --aic-metrics asked for.
+    out = run_cluster(tmp_path, {"noise_seed": 5}, profiler="msopprof", opprof_args=("--launch-count=3", "--aic-metrics=PipeUtilization,memory,L2Cache"))
+    replays = truth_of(out)["replays"]
+    assert len(replays) == 3  # three replayed launches, each profiled
+    fixtures = ROOT / "tests" / "fixtures" / "msopprof"
+    launches: dict[int, list[int]] = {}
+    for node in range(NODES):
+        for opprof in discover_opprof(tmp_path / "opprof" / f"node{node}"):
+            for run in kernel_runs(opprof):
+                rank = node * RPN + run.device
+                launches.setdefault(rank, []).append(run.n)
+                files = metric_files(run.directory)
+                assert {"PipeUtilization", "Memory", "L2Cache"} <= set(files)
+                for metric in ("Memory", "L2Cache"):  # the documented 950 header (the fixtures are written from the doc)
+                    header, frame = read_metric_csv(files[metric])
+                    assert header == (fixtures / f"{metric}_950.csv").read_text().splitlines()[0].rstrip(",").split(",")
+                    assert frame[frame["metric"] == "aiv_time(us)"]["value"].notna().all()
+                _, pipe = read_metric_csv(files["PipeUtilization"])
+                times = pipe[pipe["metric"] == "aiv_time(us)"].sort_values("block_id")["value"].tolist()
+                truth = next(r for r in replays[run.n]["ranks"] if r["rank"] == rank)
+                assert times == pytest.approx([c["aiv_time_us"] for c in sorted(truth["cores"], key=lambda c: c["block_id"])], abs=0.002)
+    assert {rank: sorted(ns) for rank, ns in launches.items()} == {rank: [0, 1, 2] for rank in range(NODES * RPN)}
 
 
 def test_under_replay_a_slow_counting_rank_is_awaited_and_host_lateness_is_gone(tmp_path):

@@ -84,6 +84,10 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"sim": {"slow_link": {"src_node": 0, "dst_node": 5, "factor": 2}}}, "names a node outside the cluster's 2 nodes (0..1)"),
         ({"sim": {"clock_offset_us": {7: 100}}}, "sim.clock_offset_us: nodes [7] are outside the cluster's 2 nodes"),
         ({"sim": {"clock_drift_ppm": {"one": 5}}}, "sim.clock_drift_ppm: 'one' does not match"),
+        # Before: any name was accepted, collected by msopprof and never read (the pmu stage parsed PipeUtilization only).
+        ({"pmu": {"metrics": ["PipeUtilization", "Occupancy"]}}, "pmu.metrics.1: 'Occupancy' is not one of ['PipeUtilization', 'ArithmeticUtilization',"),
+        ({"pmu": {"metrics": ["Memory"]}}, "pmu.metrics (['Memory']) must include PipeUtilization or Default"),
+        ({"pmu": {"launch_count": 3, "iterations": 2}}, "pmu.launch_count (3) exceeds pmu.iterations (2)"),
     ],
 )
 def test_refusals_name_the_key_and_the_rule(overlay, expected):

@@ -3,6 +3,8 @@
 import json
 import time
 
+import pandas as pd
+
 from conftest import base_overlay
 from dispatchprof.formats.visualize_bin import STATES
 from workflow.test_end_to_end import processes_mentioning
@@ -90,3 +92,33 @@ def test_no_usable_op_profiler_skips_pmu_with_the_reason(workflow_copy):
     assert result.returncode == 0, result.stderr[-3000:]
     pmu = workflow_copy.status("pmu")
     assert pmu["state"] == "skipped" and "no usable op profiler" in pmu["reason"]
+
+
+def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_role(workflow_copy):
+    # Before: launches 1 and 2 were folded into launch 0, and Memory/L2Cache were collected and never read.
+    overlay = base_overlay(pmu={"launch_count": 3, "iterations": 3, "metrics": ["PipeUtilization", "Memory", "L2Cache"]})
+    result = workflow_copy.snakemake(overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    pmu = workflow_copy.status("pmu")
+    assert pmu["state"] == "ok" and "3 launch(es) each" in pmu["reason"], pmu["reason"]
+    roles = read(workflow_copy, "pmu/roles.json")
+    assert roles["launches"] == [0, 1, 2] and sorted(roles["roles_by_launch"]) == ["0", "1", "2"]
+    send = roles["roles"]["URMASendToken"]
+    assert (send["cores"], send["launches"], send["samples"]) == (288, 3, 3 * 288)
+    metrics = pd.read_parquet(workflow_copy.root / "results/baseline/pmu/metrics.parquet")
+    assert metrics.groupby("rank")["launch"].nunique().tolist() == [3] * 16
+    assert set(metrics["metric_set"]) == {"PipeUtilization", "Memory", "L2Cache"}
+    assert sorted(roles["metric_sets"]) == ["L2Cache", "Memory"]
+    memory = roles["metric_sets"]["Memory"]
+    assert "aiv_gm_to_ub_bw(GB/s)" in memory["columns"] and memory["roles"]["URMASendToken"]["aiv_gm_to_ub_bw(GB/s)"] is not None
+    assert "GM_to_L1_datas(KB)" in memory["not_provided"]  # NA on every vector row: listed, never 0
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert "Memory per role" in html and "L2Cache per role" in html and "launch 2" in html
+
+    # A requested CSV that one launch lacks makes the stage invalid, naming the metric, rank and launch.
+    raw = workflow_copy.root / "results/baseline/pmu/raw"
+    victim = sorted(raw.glob("node1/OPPROF_*/device1/*/2/Memory_*.csv"))[0]
+    victim.unlink()
+    result = workflow_copy.snakemake("--until", "pmu", "--forcerun", "pmu", overlay=overlay)
+    pmu = workflow_copy.status("pmu")
+    assert pmu["state"] == "invalid" and "msopprof wrote no CSV for Memory: rank 9 launch 2" in pmu["reason"], pmu["reason"]

@@ -1,4 +1,5 @@
-"""Entry point of rule pmu: per-core PMU metrics of every rank, grouped by role; columns not provided."""
+"""Entry point of rule pmu: per-core PMU metrics of every rank and launch, grouped by role; columns not provided;
+the other requested metric CSVs (Memory, L2Cache...) as per-role tables."""
 
 import sys
 
@@ -11,11 +12,33 @@ NEEDED = needed_parts_or_end(snakemake, "pmu")  # ends the job here when a neede
 import pandas as pd
 
 from dispatchprof.analysis.opprof_runs import rank_runs
-from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
-from dispatchprof.analysis.roles import REPLAY_NOTE, busiest, core_grids, longest_cores, ordering, per_core, per_rank_roles, role_boundaries, role_statistics
+from dispatchprof.analysis.rank_identity import RankIdentityError, coverage_of, load_identities
+from dispatchprof.analysis.roles import (
+    REPLAY_NOTE,
+    busiest,
+    core_grids,
+    launches_per_rank,
+    longest_cores,
+    metric_set_by_role,
+    ordering,
+    per_core,
+    per_rank_roles,
+    role_boundaries,
+    role_statistics,
+    role_statistics_by_launch,
+)
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.config import world_ranks
-from dispatchprof.formats.msopprof import OpprofFormatError, header_set, metric_files, missing_columns, read_metric_csv
+from dispatchprof.formats.msopprof import (
+    PMU_METRIC_CSVS,
+    OpprofFormatError,
+    expected_columns,
+    header_set,
+    metric_files,
+    missing_columns,
+    read_metric_csv,
+    requested_metric_csvs,
+)
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation
@@ -25,35 +48,77 @@ def body(run: StageRun) -> Status:
     cfg = run.config
     parts = NEEDED
     world, rpn = world_ranks(cfg), cfg["cluster"]["ranks_per_node"]
+    # Every metric CSV msopprof was asked for must be there for every launch: a requested metric never disappears silently.
+    requested = requested_metric_csvs(cfg["pmu"]["metrics"])
     frames, missing, chips, traces, ranks_with_data = [], set(), set(), [], set()
+    absent_csvs: dict[str, list[str]] = {}
+    other_missing: dict[str, set[str]] = {}
     try:
         identities = load_identities(run.params["identity"])
         runs = rank_runs(run.raw_dir("pmu_dir"), cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], identities, cfg["cluster"]["infer_rank"])
         for r in runs:
             files = metric_files(r.run.directory)
+            # The root layout (one launch in total) has no <n> folder: launch 0.
+            keys = {"rank": r.rank, "node": r.node, "device": r.device, "launch": r.run.n if r.run.n is not None else 0, "kernel": r.kernel}
+            for metric in requested:
+                if metric not in files:
+                    absent_csvs.setdefault(metric, []).append(f"rank {r.rank} launch {keys['launch']}")
             if "PipeUtilization" not in files:
                 continue
             ranks_with_data.add(r.rank)
             header, long = read_metric_csv(files["PipeUtilization"])
-            chips.add(header_set(header)[0])
+            chip = header_set(header)[0]
+            chips.add(chip)
             missing.update(missing_columns(header, long, r.basic.get("Op Type")))
-            frames.append(long.assign(rank=r.rank, node=r.node, device=r.device, launch=r.run.n or 0, kernel=r.kernel))
+            frames.append(long.assign(metric_set="PipeUtilization", **keys))
+            for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
+                if metric in files:
+                    other_header, other = read_metric_csv(files[metric])
+                    other_missing.setdefault(metric, set()).update(
+                        missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, chip))
+                    )
+                    frames.append(other.assign(metric_set=metric, **keys))
             if (r.run.directory / "trace.json").is_file():
                 traces.append(str(r.run.directory / "trace.json"))
     except (OpprofFormatError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
-    ranks = sorted(ranks_with_data)
-    if len(ranks) != world:
-        absent = sorted(set(range(world)) - set(ranks))
+    covered = coverage_of(world, ranks_with_data, cfg["stats"]["min_rank_coverage"])
+    outside = sorted(set(ranks_with_data) - set(covered.found))
+    if outside:
+        return run.status("invalid", f"PipeUtilization data for {name_ranks(outside)}, outside the config's {world} ranks (0..{world - 1})")
+    if not covered.enough:
         return run.status(
-            "invalid", f"PipeUtilization data for {len(ranks)} ranks but the config has {world}" + (f"; missing {name_ranks(absent)}" if absent else "")
+            "invalid",
+            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)",
+            details={"coverage": covered.as_dict()},
         )
+    if absent_csvs:
+        listing = "; ".join(f"{m}: {', '.join(where[:5])}{' and more' if len(where) > 5 else ''}" for m, where in absent_csvs.items())
+        return run.status("invalid", f"pmu.metrics asks for {', '.join(requested)} but msopprof wrote no CSV for {listing}")
     metrics = pd.concat(frames, ignore_index=True)
-    cores = per_core(metrics, cfg["kernel"]["roles"])
+    cores = per_core(metrics[metrics["metric_set"] == "PipeUtilization"], cfg["kernel"]["roles"])
+    # Every rank must bring the same number of launches (pmu.launch_count when collected here): a rank with fewer
+    # would make per-launch and pooled statistics compare different launches.
+    launches = {rank: len(cores[cores["rank"] == rank][["kernel", "launch"]].drop_duplicates()) for rank in launches_per_rank(cores)}
+    wanted = cfg["pmu"]["launch_count"] if cfg["mode"] == "collect" else max(launches.values())
+    short = sorted(rank for rank, n in launches.items() if n != wanted)
+    if short:
+        return run.status(
+            "invalid",
+            f"launches per rank differ: {wanted} expected"
+            + (" (pmu.launch_count)" if cfg["mode"] == "collect" else " (the most any rank has)")
+            + ", but "
+            + ", ".join(f"rank {r} has {launches[r]}" for r in short[:8])
+            + (f" and {len(short) - 8} more ranks" if len(short) > 8 else "")
+            + " (msopprof profiles at most the matching launches the driver makes: pmu.iterations, after pmu.launch_skip_before_match)",
+        )
     stats = role_statistics(cores)
+    metric_sets = {m: {**metric_set_by_role(metrics[metrics["metric_set"] == m], cores), "missing_columns": sorted(other_missing[m])} for m in other_missing}
     meta = {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
     write_parquet_atomic(
-        run.outputs["metrics"], metrics[["rank", "node", "device", "launch", "kernel", "block_id", "sub_block_id", "core_kind", "metric", "value"]], meta
+        run.outputs["metrics"],
+        metrics[["rank", "node", "device", "launch", "kernel", "metric_set", "block_id", "sub_block_id", "core_kind", "metric", "value"]],
+        meta,
     )
     write_parquet_atomic(run.outputs["cores"], cores, meta)
     by_time, by_miss = ordering(stats, "aiv_time_us_median"), ordering(stats, "aiv_icache_miss_rate_median")
@@ -65,7 +130,11 @@ def body(run: StageRun) -> Status:
         "chips": sorted(chips),
         "kernel": sorted({r.kernel for r in runs}),
         "roles_assumption": "kernel.roles maps AIV index (vector rows by block_id, then sub-block) to roles: a configured assumption to verify against your commit's tiling",
+        "launches": sorted(int(n) for n in cores["launch"].unique()),
+        "roles_pooling": "role statistics pool every rank, core and launch; roles_by_launch holds each launch alone",
         "roles": stats,
+        "roles_by_launch": role_statistics_by_launch(cores),
+        "metric_sets": metric_sets,
         "busiest": busiest(cores, cfg["pmu"]["busiest_min_excess"]),
         "roles_check": role_boundaries(cores, cfg["kernel"]["roles"]),
         "replay_note": REPLAY_NOTE,
@@ -77,9 +146,13 @@ def body(run: StageRun) -> Status:
         "missing_columns": sorted(missing),
         "traces": traces,
         "rank_mapping": sorted({r.how for r in runs}),
+        "inferred_ranks": sorted({r.rank for r in runs if r.how.startswith("inferred")}),
+        "coverage": {**covered.as_dict(), "sentence": covered.sentence()},
     }
     result["summary"] = {
         "entry": entry,
+        "launches": len(result["launches"]),
+        "metric_sets": sorted(metric_sets),
         "roles": {
             role: {
                 k: v[k]
@@ -98,18 +171,34 @@ def body(run: StageRun) -> Status:
         },
         "busiest": result["busiest"],
         "missing_columns": sorted(missing),
+        "coverage": result["coverage"],
     }
     write_json_atomic(run.outputs["stats"], result)
     validations = [
-        Validation("columns provided", not missing, "warning", f"not provided by this tool version: {', '.join(sorted(missing))}" if missing else "all")
+        Validation("columns provided", not missing, "warning", f"not provided by this tool version: {', '.join(sorted(missing))}" if missing else "all"),
+        Validation("every rank has PMU data", covered.complete, "warning", f"analysed {covered.sentence()}"),
     ]
-    ratios = metrics[metrics["metric"].str.endswith(("_ratio", "_miss_rate"))]["value"].dropna()
-    validations.append(Validation("ratios and miss rates within [0, 1]", bool(((ratios >= 0) & (ratios <= 1)).all()), "error", f"{len(ratios)} values"))
-    if not validations[-1].passed:
-        return run.status("invalid", "PipeUtilization has ratios outside [0, 1]: not a fraction as msopprof writes it", validations=validations)
+    if result["inferred_ranks"]:
+        validations.append(
+            Validation("rank mapping", False, "warning", f"{len(result['inferred_ranks'])} ranks numbered from device ids (cluster.infer_rank): inferred")
+        )
+    for m, v in metric_sets.items():
+        gone = v["missing_columns"]
+        validations.append(Validation(f"{m} columns provided", not gone, "warning", f"not provided by this tool version: {', '.join(gone)}" if gone else "all"))
+    ratios = metrics[metrics["metric"].str.endswith(("_ratio", "_miss_rate"))]
+    bad = ratios[(ratios["value"] < 0) | (ratios["value"] > 1)]
+    validations.append(Validation("ratios and miss rates within [0, 1]", bad.empty, "error", f"{int(ratios['value'].notna().sum())} values"))
+    if not bad.empty:
+        sets = ", ".join(sorted(bad["metric_set"].unique()))
+        return run.status("invalid", f"{sets} has ratios outside [0, 1]: not a fraction as msopprof writes it", validations=validations)
     top, busy = stats[by_time[0]], result["busiest"]
+    n_cores = len(cores[["rank", "aiv_index"]].drop_duplicates())
     reason = (
-        f"{len(cores)} vector cores on {world} ranks; "
+        ("PARTIAL COVERAGE " if not covered.complete else "")
+        + f"{n_cores} vector cores on {covered.sentence()}, {len(result['launches'])} launch(es) each (role statistics pooled over launches, "
+        "also per launch in roles.json)"
+        + (f"; also {', '.join(sorted(metric_sets))} per role" if metric_sets else "")
+        + "; "
         + (f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{busy['excess_us']:.1f} us busy over the role's median); " if busy else "")
         + f"longest role {by_time[0]} (median aiv_time {top['aiv_time_us_median']:.1f} us, waits included); "
         f"highest I-cache miss rate {by_miss[0]} (median {100 * (stats[by_miss[0]]['aiv_icache_miss_rate_median'] or 0):.1f}%)"

@@ -325,6 +325,15 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
             problems.append(f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)")
     if set(config["pmu"]["timelines"]) >= {"PipeTimeline", "InstrTimeline"}:
         problems.append("pmu.timelines: PipeTimeline and InstrTimeline cannot be collected together (msopprof refuses the pair); pick one")
+    pmu = config["pmu"]
+    if not {"PipeUtilization", "Default"} & set(pmu["metrics"]):
+        problems.append(f"pmu.metrics ({pmu['metrics']}) must include PipeUtilization or Default: the per-role table is built from PipeUtilization")
+    if pmu["launch_count"] > pmu["iterations"]:
+        # The driver launches the kernel pmu.iterations times; msopprof cannot profile launches that never happen.
+        problems.append(
+            f"pmu.launch_count ({pmu['launch_count']}) exceeds pmu.iterations ({pmu['iterations']}): the perf driver launches the kernel "
+            "pmu.iterations times under msopprof, so some launches asked for would never be profiled; raise pmu.iterations"
+        )
     if sim["icache_hot_role"] is not None and sim["icache_hot_role"] not in [r["name"] for r in roles]:
         problems.append(f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}")
     if sim["dead_node"] is not None and sim["dead_node"] >= nodes:

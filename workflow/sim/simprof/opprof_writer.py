@@ -18,6 +18,48 @@ PIPE_950 = (
     "aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),aiv_mte2_ratio,aiv_mte2_active_bw(GB/s),aiv_mte3_time(us),"
     "aiv_mte3_ratio,aiv_mte3_active_bw(GB/s),aiv_icache_miss_rate"
 ).split(",")
+_L2 = (
+    "read_close_hit,read_close_miss,read_close_victim,read_far_hit,read_far_miss,read_far_victim,read_hit_rate(%),"
+    "write_close_hit,write_close_miss,write_close_victim,write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
+).split(",")
+# The other per-core CSVs of METRICS_CSV_MAP, 950 (`*ForA5_`) headers: (aic columns, aiv columns, columns of neither side).
+OTHER_950 = {
+    "ArithmeticUtilization": (
+        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number".split(","),
+        "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio".split(","),
+        [],
+    ),
+    "L2Cache": ([f"aic_{c}" for c in _L2], [f"aiv_{c}" for c in _L2], []),
+    "Memory": (
+        (
+            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
+            "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio"
+        ).split(","),
+        (
+            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
+            "aiv_mte3_instructions,aiv_mte3_ratio"
+        ).split(","),
+        (
+            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L0C_to_L1_datas(KB),"
+            "L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),"
+            "UB_to_GM_bw_usage_rate(%)"
+        ).split(","),
+    ),
+    "MemoryL0": (
+        "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)".split(
+            ","
+        ),
+        [],
+        [],
+    ),
+    "MemoryUB": ([], "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)".split(","), []),
+    "ResourceConflictRatio": (
+        "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio".split(","),
+        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio".split(","),
+        [],
+    ),
+}
+PEAK_GBPS = 400.0  # GM<->UB bandwidth one vector core can draw (simulated), for the (%) usage columns
 BASIC_HEADER = ["Op Name", "Op Type", "Task Duration(us)", "Block Dim", "Mix Block Dim", "Device Id", "Pid", "Current Freq", "Rated Freq"]
 STATES = [
     "IBuf_Empty",
@@ -73,17 +115,58 @@ def pipe_rows(cores: list[dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
+def _aiv_values(metric: str, core: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """A vector core's aiv columns and columns of neither side for one metric set, derived from its pipe view
+    (simulated): the same launch seen through another PMU group."""
+    t = core["aiv_time_us"]
+    vec, mte2, mte3 = core["vec_ratio"], core["mte2_ratio"], core["mte3_ratio"]
+    bw = core.get("mte2_bw") or 0.0
+    read_kb = bw * t * mte2  # GB/s x us = KB
+    write_kb = read_kb * 0.5
+    write_bw = write_kb / t if t else 0.0
+    if metric == "ArithmeticUtilization":
+        return [vec, 0.8 * vec, 0.05 * vec, 0.1 * vec], []
+    if metric == "L2Cache":
+        reads, writes = max(1, int(read_kb / 0.5)), max(1, int(write_kb / 0.5))  # 512-byte requests
+        rhit, whit = int(reads * 0.9), int(writes * 0.7)
+        return [rhit, reads - rhit, 0, 0, 0, 0, 100.0 * rhit / reads, whit, writes - whit, 0, 0, 0, 0, 100.0 * whit / writes], []
+    if metric == "Memory":
+        # The vector side moves no L1/L0C data: those columns are NA on its rows.
+        both = [read_kb, write_kb, None, None, None, None, None, None, read_kb, min(100.0, 100.0 * bw * mte2 / PEAK_GBPS), write_kb]
+        return [write_bw, bw * mte2, bw * mte2, write_bw, int(read_kb), mte2, int(write_kb), mte3], [*both, min(100.0, 100.0 * write_bw / PEAK_GBPS)]
+    if metric == "MemoryUB":
+        return [2.0 * bw * vec, bw * vec, bw * mte2, write_bw], []
+    if metric == "ResourceConflictRatio":
+        return [0.02 * vec, 0.03 * vec, 0.01 * vec, 0.1 * vec, 0.2 * mte2, 0.2 * mte3], []
+    return [], []  # MemoryL0: cube-side columns only
+
+
+def other_rows(metric: str, cores: list[dict[str, Any]]) -> list[list[Any]]:
+    aic, _, _ = OTHER_950[metric]
+    rows = []
+    for core in cores:
+        t = core["aiv_time_us"]
+        aiv, both = _aiv_values(metric, core)
+        rows.append([core["block_id"], core["sub_block_id"], None, None, *[None] * len(aic), t, int(round(t * FREQ_MHZ)), *aiv, *both])
+    return rows
+
+
 def write_kernel_run(
     directory: Path, kernel: str, proc: dict[str, Any], cores: list[dict[str, Any]], metrics: list[str], stamp: str | None, pc: dict[str, Any] | None
 ) -> None:
     """One profiled launch: OpBasicInfo, the metric CSVs asked for, dump/, visualize_data.bin[, trace.json]."""
     directory.mkdir(parents=True, exist_ok=True)
     suffix = f"_{stamp}" if stamp else ""
+    asked = {m.lower() for m in metrics}  # --aic-metrics is case-insensitive
     duration = max(c["aiv_time_us"] for c in cores) if cores else 0.0
     basic = [kernel, "vector", duration, len(cores), "NA", proc["device_id"], proc["pid"], "N/A", FREQ_MHZ]
     (directory / f"OpBasicInfo{suffix}.csv").write_text(csv_text(BASIC_HEADER, [basic]))
-    if "PipeUtilization" in metrics:
+    if "pipeutilization" in asked:
         (directory / f"PipeUtilization{suffix}.csv").write_text(csv_text(PIPE_950, pipe_rows(cores)))
+    for metric, (aic, aiv, both) in OTHER_950.items():
+        if metric.lower() in asked:
+            header = ["block_id", "sub_block_id", "aic_time(us)", "aic_total_cycles", *aic, "aiv_time(us)", "aiv_total_cycles", *aiv, *both]
+            (directory / f"{metric}{suffix}.csv").write_text(csv_text(header, other_rows(metric, cores)))
     dump = directory / "dump"
     dump.mkdir(exist_ok=True)
     (dump / "op_basic_info.txt").write_text(f"Run Soc Version=Ascend950PR_9599\nCurrent Freq=N/A\nRated Freq={FREQ_MHZ}\nHas Simt=1\nIs MC2=0\n")

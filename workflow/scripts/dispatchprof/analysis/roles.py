@@ -2,7 +2,9 @@
 
 The AIV index of a vector row is its position when a rank's vector rows are ordered by block_id, then by
 vector sub-block; ``kernel.roles`` (counts in AIV order) maps indices to roles: a configured assumption.
-Role statistics pool every (rank, core) of the role across ranks; per-rank breakdowns come beside them.
+Role statistics pool every (rank, core, launch) of the role across ranks and profiled launches (pmu.launch_count);
+per-launch and per-rank breakdowns come beside them. A launch is msopprof's ``<n>`` folder, counted per device and
+kernel: every launch is kept, each with its own AIV order, and nothing keeps only the first.
 No threshold verdict: roles and cores are ordered by absolute time, with the miss rate beside it.
 
 Busy time is a range, never a sum: the pipes (vector, scalar, MTE2, MTE3) overlap, so a core was busy between its
@@ -35,15 +37,23 @@ REPLAY_NOTE = (
 )
 
 
+def _launch_keys(long: pd.DataFrame) -> pd.DataFrame:
+    """A table without a launch column holds one launch (the root layout has no ``<n>`` folder): launch 0."""
+    out = long if "launch" in long else long.assign(launch=0)
+    return out if "kernel" in out else out.assign(kernel="")
+
+
 def per_core(long: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Wide table, one row per (rank, vector core): aiv_index, role and the role metrics (NaN = not provided)."""
-    vec = long[long["core_kind"] == "vector"]
-    keys = ["rank", "node", "device", "block_id", "sub_block_id", "core_index"]
-    # groupby/unstack, not pivot_table(dropna=False), which would build the cartesian product of the keys.
+    """Wide table, one row per (rank, kernel, launch, vector core): aiv_index, role and the role metrics (NaN = not
+    provided). The AIV order is counted within each launch, so every launch maps its cores to the same roles."""
+    vec = _launch_keys(long[long["core_kind"] == "vector"])
+    keys = ["rank", "node", "device", "kernel", "launch", "block_id", "sub_block_id", "core_index"]
+    # groupby/unstack, not pivot_table(dropna=False), which would build the cartesian product of the keys. The launch
+    # is a key: without it .first() would fold launches 1..n-1 into launch 0 (first non-NA value per metric).
     wide = vec.groupby(keys + ["metric"], sort=False)["value"].first().unstack("metric").reset_index()
     wide.columns.name = None
-    wide = wide.sort_values(["rank", "block_id", "core_index"], kind="stable")
-    wide["aiv_index"] = wide.groupby("rank").cumcount()
+    wide = wide.sort_values(["rank", "kernel", "launch", "block_id", "core_index"], kind="stable")
+    wide["aiv_index"] = wide.groupby(["rank", "kernel", "launch"]).cumcount()
     bounds = np.cumsum([int(r["count"]) for r in roles])
     names = [r["name"] for r in roles]
     wide["role"] = [names[int(np.searchsorted(bounds, i, side="right"))] if i < bounds[-1] else "unassigned" for i in wide["aiv_index"]]
@@ -82,12 +92,16 @@ def _stat(series: pd.Series, how: str) -> float | None:
 
 
 def role_statistics(cores: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per role, pooled over every rank, core and launch in ``cores``: ``cores`` counts distinct (rank, AIV index),
+    ``samples`` the (rank, core, launch) rows the medians are taken over."""
     out = {}
     for role, group in cores.groupby("role", sort=False):
         t = group["aiv_time_us"]
         out[str(role)] = {
-            "cores": int(len(group)),
+            "cores": int(len(group[["rank", "aiv_index"]].drop_duplicates())),
             "ranks": int(group["rank"].nunique()),
+            "launches": int(group["launch"].nunique()),
+            "samples": int(len(group)),
             "aiv_time_us_median": _stat(t, "median"),
             "aiv_time_us_max": _stat(t, "max"),
             "aiv_time_us_spread": (_stat(t, "max") - _stat(t, "min")) if t.notna().any() else None,
@@ -104,8 +118,41 @@ def role_statistics(cores: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
+def role_statistics_by_launch(cores: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
+    """role_statistics of each launch alone (launch index as a string key), pooled over ranks only: a launch that
+    differs from the others (a cold first launch, a replay artefact) shows here and is averaged away in the pool."""
+    return {str(int(launch)): role_statistics(group) for launch, group in cores.groupby("launch", sort=True)}
+
+
+def launches_per_rank(cores: pd.DataFrame) -> dict[int, list[int]]:
+    """The launch indices found for each rank, to check that no rank lost a launch."""
+    return {int(rank): sorted(int(n) for n in group.unique()) for rank, group in cores.groupby("rank")["launch"]}
+
+
+def metric_set_by_role(long: pd.DataFrame, cores: pd.DataFrame) -> dict[str, Any]:
+    """One more metric CSV (Memory, L2Cache...) per role: the median of each column over the role's vector cores on
+    every rank and launch. Rows take the role of the same (rank, kernel, launch, block_id, sub_block_id) in the
+    PipeUtilization cores table; aic_* columns are NA on vector rows and left out; a column NA on every vector row is
+    listed as not provided, never shown as 0."""
+    vec = _launch_keys(long[long["core_kind"] == "vector"])
+    keys = ["rank", "kernel", "launch", "block_id", "sub_block_id"]
+    vec = vec.merge(cores[keys + ["role"]], on=keys, how="left")
+    vec["role"] = vec["role"].fillna("unassigned")  # a core PipeUtilization does not list has no AIV index
+    vec = vec[~vec["metric"].str.startswith("aic_")]
+    order = list(dict.fromkeys(vec["metric"]))
+    medians = vec.dropna(subset=["value"]).groupby(["role", "metric"])["value"].median()
+    provided = [m for m in order if m in medians.index.get_level_values("metric")]
+    roles = list(dict.fromkeys(cores["role"])) + (["unassigned"] if "unassigned" in set(vec["role"]) - set(cores["role"]) else [])
+    return {
+        "columns": provided,
+        "not_provided": [m for m in order if m not in provided],
+        "roles": {str(role): {m: (float(medians[(role, m)]) if (role, m) in medians.index else None) for m in provided} for role in roles},
+        "definition": "median over the role's vector cores on every rank and launch",
+    }
+
+
 def busiest(cores: pd.DataFrame, min_excess: float) -> dict[str, Any] | None:
-    """The (rank, role) whose busy time (upper bound, median over the role's cores on that rank) exceeds the same role
+    """The (rank, role) whose busy time (upper bound, median over the role's cores and launches on that rank) exceeds the same role
     on the other ranks by the most µs, when that excess is at least ``min_excess`` of the role's median; None when
     no role stands out, no pipe time is provided or there is one rank only. LocalWindowCopy runs on every core
     after its role: a slow receive side shows on every role of its rank."""
@@ -158,10 +205,12 @@ def ordering(stats: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:
 
 
 def longest_cores(cores: pd.DataFrame, n: int = 5) -> list[dict[str, Any]]:
+    """The n longest (rank, core, launch) rows: with several launches one core may appear once per launch."""
     top = cores.dropna(subset=["aiv_time_us"]).nlargest(n, "aiv_time_us")
     return [
         {
             "rank": int(r.rank),
+            "launch": int(r.launch),
             "aiv_index": int(r.aiv_index),
             "role": r.role,
             "aiv_time_us": float(r.aiv_time_us),
@@ -172,6 +221,7 @@ def longest_cores(cores: pd.DataFrame, n: int = 5) -> list[dict[str, Any]]:
 
 
 def per_rank_roles(cores: pd.DataFrame) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Per rank and role, medians pooled over the role's cores and every launch of that rank."""
     out: dict[str, dict[str, dict[str, float | None]]] = {}
     for (rank, role), group in cores.groupby(["rank", "role"], sort=True):
         out.setdefault(str(int(rank)), {})[str(role)] = {
@@ -183,13 +233,13 @@ def per_rank_roles(cores: pd.DataFrame) -> dict[str, dict[str, dict[str, float |
 
 def core_grids(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """rank x AIV index heat maps of busy time (upper bound) and no-pipe time, ranks binned for large clusters, with
-    the configured role bands (AIV index ranges)."""
+    the configured role bands (AIV index ranges). A cell is the median over the core's launches."""
     bands, start = [], 0
     for role in roles:
         bands.append({"role": role["name"], "first": start, "last": start + int(role["count"]) - 1})
         start += int(role["count"])
     out: dict[str, Any] = {"role_bands": bands}
     for key, column in (("busy_us", "busy_us_high"), ("no_pipe_us", "no_pipe_us")):
-        wide = cores.pivot_table(index="rank", columns="aiv_index", values=column, aggfunc="first")
+        wide = cores.pivot_table(index="rank", columns="aiv_index", values=column, aggfunc="median")
         out[key] = binned_grid(wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy(), max_columns=512)
     return out

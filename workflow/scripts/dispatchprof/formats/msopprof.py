@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
@@ -43,6 +44,48 @@ PIPE_A2 = (
     "aiv_scalar_vector_stall_time(us),aiv_scalar_wait_ib_time(us),aiv_scalar_wait_time(us)"
 ).split(",")
 A2_MARKERS = {"aiv_scalar_single_time(us)", "aic_scalar_single_time(us)", "aiv_scalar_wait_time(us)"}
+
+# The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, shared/formats/msopprof.md §2);
+# `Default` turns on all seven. Their 950 headers (`*ForA5_`, §3) are documented, so each is parsed and shown; any other
+# --aic-metrics value writes no per-core CSV whose format is documented, and the config schema refuses it for pmu.metrics.
+PMU_METRIC_CSVS = ("PipeUtilization", "ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio")
+_L2 = (
+    "read_close_hit,read_close_miss,read_close_victim,read_far_hit,read_far_miss,read_far_victim,read_hit_rate(%),"
+    "write_close_hit,write_close_miss,write_close_victim,write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
+).split(",")
+# 950 columns per metric set, without block_id/sub_block_id: aic_time(us),aic_total_cycles,<aic>,aiv_time(us),aiv_total_cycles,<aiv>[,<both>].
+_SIDES_950 = {
+    "ArithmeticUtilization": (
+        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number",
+        "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio",
+        "",
+    ),
+    "L2Cache": (",".join(f"aic_{c}" for c in _L2), ",".join(f"aiv_{c}" for c in _L2), ""),
+    "Memory": (
+        "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
+        "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio",
+        "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
+        "aiv_mte3_instructions,aiv_mte3_ratio",
+        "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L0C_to_L1_datas(KB),"
+        "L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),"
+        "UB_to_GM_bw_usage_rate(%)",
+    ),
+    "MemoryL0": (
+        "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)",
+        "",
+        "",
+    ),
+    "MemoryUB": ("", "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)", ""),
+    "ResourceConflictRatio": (
+        "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
+        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
+        "",
+    ),
+}
+OTHER_950 = {
+    name: [c for c in ("aic_time(us),aic_total_cycles," + aic + ",aiv_time(us),aiv_total_cycles," + aiv + "," + both).split(",") if c]
+    for name, (aic, aiv, both) in _SIDES_950.items()
+}
 
 
 class OpprofFormatError(ValueError):
@@ -169,10 +212,31 @@ def header_set(header: list[str]) -> tuple[str, list[str]]:
     return ("A2/A3", PIPE_A2) if A2_MARKERS & set(header) else ("Ascend 950", PIPE_950)
 
 
-def missing_columns(header: list[str], frame: pd.DataFrame, op_type: str | None) -> list[str]:
+def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
+    """The per-core metric CSVs an --aic-metrics list makes msopprof write, in PMU_METRIC_CSVS order. Matched
+    case-insensitively, as the tool does; `Default` (and `Roofline`/`MemoryDetail`, which turn it on) means all seven."""
+    lowered = {m.lower() for m in metrics}
+    if lowered & {"default", "roofline", "memorydetail"}:
+        return list(PMU_METRIC_CSVS)
+    return [m for m in PMU_METRIC_CSVS if m.lower() in lowered]
+
+
+def expected_columns(metric: str, header: list[str], chip: str | None) -> list[str]:
+    """The tool's columns for a metric set, to tell "not provided" from present. PipeUtilization by its own header
+    set; the other sets are documented for the 950 only, so elsewhere the file's own header is the expectation."""
+    if metric == "PipeUtilization":
+        return header_set(header)[1]
+    if chip == "Ascend 950" and metric in OTHER_950:
+        return OTHER_950[metric]
+    return [h for h in header if h not in ("block_id", "sub_block_id")]
+
+
+def missing_columns(header: list[str], frame: pd.DataFrame, op_type: str | None, expected: Sequence[str] | None = None) -> list[str]:
     """Columns of the tool's set for this chip that the file lacks or leaves NA in every row: "not provided
-    by this tool version". Only the side the kernel runs on counts (aiv_* for vector, aic_* for cube, both for mix)."""
-    _, expected = header_set(header)
+    by this tool version". Only the side the kernel runs on counts (aiv_* for vector, aic_* for cube, both for mix);
+    columns of neither side (Memory's data volumes) never count, as the docs do not say which side fills them.
+    ``expected`` defaults to the PipeUtilization header set of the file."""
+    expected = list(expected) if expected is not None else header_set(header)[1]
     sides = {"vector": ("aiv_",), "cube": ("aic_",)}.get((op_type or "mix").lower(), ("aic_", "aiv_"))
     present = frame.dropna(subset=["value"])["metric"].unique()
     return [c for c in expected if c.startswith(sides) and c not in present]
