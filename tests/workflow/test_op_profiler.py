@@ -34,6 +34,15 @@ def test_demo_has_per_role_pmu_for_every_rank_and_a_stall_table(workflow_copy):
     assert "Active" in summary["pcsampling"]["stalls"]["all_samples"]
     assert len(summary["pcsampling"]["hot_lines"]) == 10 and stalls["source_mapped"]
     assert any(stalls["simt_functions_in_hot_lines"].values())
+    # every rank sampled: coverage is stated in stalls.json and the status, none missing
+    assert stalls["coverage"]["expected"] == stalls["coverage"]["found"] == 16 and stalls["coverage"]["missing"] == []
+    assert workflow_copy.status("pcsampling")["details"]["coverage"]["found"] == 16
+    # hot-line shares are fractions of all samples; the report shows them x100 with the denominator named
+    hot = summary["pcsampling"]["hot_lines"]
+    assert 0 < hot[-1]["share_of_samples"] <= hot[0]["share_of_samples"] < 1 and sum(h["share_of_samples"] for h in hot) <= 1 + 1e-9
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    assert f"<td>{100 * hot[0]['share_of_samples']:.1f}%</td>" in html and "share of all PC samples (Active included" in html
+    assert "Rank coverage: 16 of 16 ranks have PC samples" in html
     assert summary["pmu"]["roles"]["URMASendToken"]["aiv_time_us_median"] > summary["pmu"]["roles"]["CalCumSum"]["aiv_time_us_median"]
 
 

@@ -11,7 +11,8 @@ NEEDED = needed_parts_or_end(snakemake, "pcsampling")  # ends the job here when 
 
 from dispatchprof.analysis.opprof_runs import rank_runs
 from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
-from dispatchprof.analysis.pcsampling import SIMT_FUNCTIONS, aggregate
+from dispatchprof.config import world_ranks
+from dispatchprof.analysis.pcsampling import HOT_LINE_SHARE, SIMT_FUNCTIONS, aggregate, coverage
 from dispatchprof.atomic import write_json_atomic
 from dispatchprof.formats.msopprof import OpprofFormatError
 from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
@@ -46,19 +47,24 @@ def body(run: StageRun) -> Status:
         return run.status("invalid", "no visualize_data.bin for any rank: PC sampling produced no output")
     merged = aggregate(decoded, repo)
     per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
-    lines_seen, instr_seen, n = merged["lines_seen"], merged["instructions_seen"], len(merged["per_rank"])
+    lines_seen, instr_seen = merged["lines_seen"], merged["instructions_seen"]
+    # Coverage as the timeline judges it: which of the world's ranks have samples (ranks without a run count as missing)
+    cov = coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"])
     validations = []
-    if not any(v["samples"] for v in per_rank.values()):
+    if cov["state"] == "none":
         result = {
             "toolchain": run.toolchain,
             "source": run.source,
             "no_samples": NO_SAMPLES_WHY,
+            "coverage": cov,
             "per_rank": per_rank,
-            "summary": {"stalls": None, "hot_lines": []},
+            "summary": {"stalls": None, "hot_lines": [], "coverage": cov},
         }
         write_json_atomic(run.outputs["stats"], result)
         validations.append(Validation("SIMT samples", False, "warning", NO_SAMPLES_WHY))
-        return run.status("ok", NO_SAMPLES_WHY, validations=validations)
+        return run.status("ok", NO_SAMPLES_WHY, validations=validations, details={"coverage": cov})
+    if cov["state"] != "full":
+        validations.append(Validation("rank coverage", False, "error" if cov["state"] == "most_missing" else "warning", cov["text"]))
     source_mapped = lines_seen > 0
     if not source_mapped:
         validations.append(
@@ -80,6 +86,8 @@ def body(run: StageRun) -> Status:
         },
         "stalls": stalls,
         "hot_lines": top_lines,
+        "hot_line_share": HOT_LINE_SHARE,
+        "coverage": cov,
         "simt_functions_in_hot_lines": candidates,
         "per_function": merged["per_function"],
         "per_role": merged["per_role"],
@@ -89,16 +97,23 @@ def body(run: StageRun) -> Status:
         "per_rank": per_rank,
         "states": STATES,
     }
-    result["summary"] = {"stalls": stalls, "hot_lines": top_lines, "per_role": merged["per_role"]}
+    result["summary"] = {"stalls": stalls, "hot_lines": top_lines, "per_role": merged["per_role"], "coverage": cov}
     write_json_atomic(run.outputs["stats"], result)
+    common = {"validations": validations, "upstream": {k: p.state for k, p in parts.items()}, "details": {"coverage": cov}}
+    if cov["state"] == "most_missing":  # means over a minority of ranks would pass for the cluster's picture
+        return run.status("invalid", f"PC sampling coverage too low: {cov['text']}", artifacts=[str(p) for p in run.outputs.values()], **common)
     worst = max(stalls["not_issue"], key=stalls["not_issue"].get)
-    reason = f"stall samples on {n} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
+    lead = f"PARTIAL COVERAGE: {cov['text']}; " if cov["state"] == "partial" else ""
+    reason = (
+        lead + f"stall samples on {cov['found']} of {cov['expected']} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
+    )
     reason += (
-        f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} ({top_lines[0].get('function') or 'function unknown'})"
+        f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} ({top_lines[0].get('function') or 'function unknown'}, "
+        f"{100 * top_lines[0]['share_of_samples']:.1f}% of all samples)"
         if top_lines
         else "; no source lines (see source mapping)"
     )
-    return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
+    return run.status("ok", reason, artifacts=[str(p) for p in run.outputs.values()], **common)
 
 
 run_stage(snakemake, "pcsampling", body)

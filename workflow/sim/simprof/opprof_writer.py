@@ -75,6 +75,10 @@ STATES = [
 FREQ_MHZ = 1650
 SAMPLES_PER_US = 40  # PC samples per µs of SIMT time, all cores of a rank (simulated)
 BLOCK = {"TRACE": 0x2, "FILE_API": 0x3, "INSTR_API": 0x4, "OP_BASIC_INFO": 0x5, "TOP_STALL_REASON": 0xF}
+# VisualizeBinDType codes (msopprof visualize.h). The writer declares its stall columns CUSTOM_PERCENTAGE: an object
+# whose Percent is a plain ratio 0..1 and whose Details are per-state sample counts (PERCENTAGE columns hold 0..100).
+INT, STRING, CUSTOM_PERCENTAGE = 1, 3, 100
+STALL_DTYPES = {"Stall Sampling(All Samples)": CUSTOM_PERCENTAGE, "Stall Sampling(Not Issue)": CUSTOM_PERCENTAGE}
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
@@ -175,12 +179,15 @@ def write_kernel_run(
         if pc.get("top_stall_reason_table"):
             blob += block(BLOCK["TOP_STALL_REASON"], json.dumps({"top_stall_reason_table": pc["top_stall_reason_table"]}).encode())
         if pc.get("files"):
-            blob += block(
-                BLOCK["FILE_API"], json.dumps({"Cores": ["ALL"], "Files Dtype": {"Line": 1, "Instructions Executed": 1}, "Files": pc["files"]}).encode()
-            )
+            dtypes = {"Lines": {"Line": INT, "Instructions Executed": INT, **STALL_DTYPES}}  # nested, as the writer does
+            blob += block(BLOCK["FILE_API"], json.dumps({"Cores": ["ALL"], "Files Dtype": dtypes, "Files": pc["files"]}).encode())
         if pc.get("instructions"):
             blob += block(
-                BLOCK["INSTR_API"], json.dumps({"Cores": ["ALL"], "Instructions Dtype": {"Address": 3}, "Instructions": pc["instructions"]}).encode(), version=0
+                BLOCK["INSTR_API"],
+                json.dumps(
+                    {"Cores": ["ALL"], "Instructions Dtype": {"Instructions": {"Address": STRING, **STALL_DTYPES}}, "Instructions": pc["instructions"]}
+                ).encode(),
+                version=0,
             )
         (dump / "pcSampling.bin0").write_bytes(b"\0" * 16 * max(1, pc.get("samples", 0) // 1000))
     if any(m in metrics for m in ("PipeTimeline", "InstrTimeline")):
@@ -229,17 +236,16 @@ def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
             details = {s: int(samples * mix.get(s, 0.0)) for s in STATES}
             for st, n in details.items():
                 total[st] += n
-            all_n = sum(details.values()) or 1
             not_issue = {s: n for s, n in details.items() if s != "Active"}
-            ni = sum(not_issue.values()) or 1
             entry = {
                 "Line": starts[name] + 2 + k * 3,
                 "Address Range": [[f"0x{address:08x}", f"0x{address + 0x40:08x}"]],
                 "Instructions Executed": samples * 3,
                 "GPR Count": -1,
                 "Process Bytes": -1,
-                "Stall Sampling(All Samples)": {"Percent": all_n, "Details": {s: n / all_n for s, n in details.items()}},
-                "Stall Sampling(Not Issue)": {"Percent": ni, "Details": {s: n / ni for s, n in not_issue.items()}},
+                # Details: sample counts per state, as the writer sums them; Percent is filled in below
+                "Stall Sampling(All Samples)": {"Percent": 0.0, "Details": details},
+                "Stall Sampling(Not Issue)": {"Percent": 0.0, "Details": not_issue},
             }
             files.append(entry)
             instructions.append(
@@ -248,19 +254,22 @@ def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
                     "Source": f"elastic_dispatch.cpp:{entry['Line']}",
                     "Pipe": "SIMT",
                     "AscendC Inner Code": name,
-                    **{k2: entry[k2] for k2 in ("Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Instructions Executed")},
+                    # copies: a line's and its instruction's stall objects must not be one dict (filled in once each)
+                    **json.loads(json.dumps({k2: entry[k2] for k2 in ("Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Instructions Executed")})),
                 }
             )
             address += 0x40
     grand = sum(total.values()) or 1
-    for entry in files + instructions:  # Percent: this line's share of all samples
-        entry["Stall Sampling(All Samples)"]["Percent"] = 100.0 * entry["Stall Sampling(All Samples)"]["Percent"] / grand
-        entry["Stall Sampling(Not Issue)"]["Percent"] = 100.0 * entry["Stall Sampling(Not Issue)"]["Percent"] / grand
+    grand_not_issue = sum(n for s, n in total.items() if s != "Active") or 1
+    for entry in files + instructions:  # Percent, as the writer computes it: a ratio 0..1, each over its own total
+        all_samples, not_issue = entry["Stall Sampling(All Samples)"], entry["Stall Sampling(Not Issue)"]
+        all_samples["Percent"] = sum(all_samples["Details"].values()) / grand
+        not_issue["Percent"] = sum(not_issue["Details"].values()) / grand_not_issue
     return {
         "samples": grand,
         "top_stall_reason_table": {s: n for s, n in total.items() if s != "Active"},
         "active": total["Active"],
-        "files": [{"File": str(source.relative_to(repo)), "Lines": files}] if has_debug_line else [],
+        "files": [{"Source": str(source.relative_to(repo)), "Lines": files}] if has_debug_line else [],
         "instructions": instructions,
         "has_debug_line": has_debug_line,
     }
