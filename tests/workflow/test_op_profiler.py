@@ -1,6 +1,7 @@
 """PMU and PC sampling on the simulated cluster: the demo, replay hazards, entries, and missing evidence."""
 
 import json
+import shutil
 import time
 
 import pandas as pd
@@ -124,6 +125,17 @@ def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_r
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "Memory per role" in html and "L2Cache per role" in html and "launch 2" in html
 
+    # PC sampling on 7 of 16 ranks is below stats.min_rank_coverage: invalid, never ok (before: ok with 1 of 16).
+    # First, while pmu is untouched: a rerun of pmu would make pcsampling_collect collect again.
+    devices = sorted((workflow_copy.root / "results/baseline/pcsampling/raw").glob("node*/OPPROF_*/device*"))
+    assert len(devices) == 16
+    for device_dir in devices[7:]:
+        for path in device_dir.glob("*/*/visualize_data.bin"):
+            path.unlink()
+    result = workflow_copy.snakemake("--until", "pcsampling", "--forcerun", "pcsampling", overlay=overlay)
+    pcs = workflow_copy.status("pcsampling")
+    assert pcs["state"] == "invalid" and "samples on 7 of 16 ranks" in pcs["reason"], pcs["reason"]
+
     # A requested CSV that one launch lacks makes the stage invalid, naming the metric, rank and launch.
     raw = workflow_copy.root / "results/baseline/pmu/raw"
     victim = sorted(raw.glob("node1/OPPROF_*/device1/*/2/Memory_*.csv"))[0]
@@ -131,3 +143,11 @@ def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_r
     result = workflow_copy.snakemake("--until", "pmu", "--forcerun", "pmu", overlay=overlay)
     pmu = workflow_copy.status("pmu")
     assert pmu["state"] == "invalid" and "msopprof wrote no CSV for Memory: rank 9 launch 2" in pmu["reason"], pmu["reason"]
+
+    # One rank's PMU data gone altogether: the other 15 ranks are analysed and the coverage is said first.
+    for device_dir in raw.glob("node1/OPPROF_*/device1"):
+        shutil.rmtree(device_dir)
+    result = workflow_copy.snakemake("--until", "pmu", "--forcerun", "pmu", overlay=overlay)
+    pmu = workflow_copy.status("pmu")
+    assert pmu["state"] == "ok" and pmu["reason"].startswith("PARTIAL COVERAGE") and "15/16 ranks (missing rank 9)" in pmu["reason"], pmu["reason"]
+    assert read(workflow_copy, "pmu/roles.json")["coverage"]["missing"] == [9]
