@@ -230,6 +230,7 @@ def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(w
     assert any(not v["passed"] and "rank 11" in v["detail"] for v in timeline["validations"])
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     assert len([r for r, d in stats["per_rank"].items() if d["launches"]]) == 15 and stats["per_rank"]["11"]["launches"] == 0
+    assert stats["schema_versions"] == ["1.2.0"]  # META_DATA of the stand-in's dbs, recorded for provenance
     assert workflow_copy.status("pmu")["state"] == "ok"  # later stages proceed on the ranks present
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert 'id="coverage"' in html and "Partial coverage: 15/16 ranks (missing rank 11)" in html

@@ -140,6 +140,8 @@ def body(run: StageRun) -> Status:
             "the in-kernel entry barrier wait plus profiler overhead, which this data cannot separate. Listed apart from both.",
         },
         "alignment": "ranks aligned by launch index of the target kernel",
+        # provenance of the msprof databases (META_DATA SCHEMA_VERSION): readers are checked against 1.2.0
+        "schema_versions": sorted({v for p in parts.values() for v in (p.details or {}).get("schema_versions", [])}),
     }
     stats["summary"] = {
         "kernel_name": stats["kernel_name"],
