@@ -57,7 +57,7 @@ def test_coverage_names_missing_device_data_absent_ranks_and_unfinished_sessions
     assigned = assign_ranks(sources, 4, {(1, 100): {"global_rank": 4}, (1, 101): {"global_rank": 5}})
     table = coverage_rows(range(1, 2), 4, assigned, {i.path: i for i in infos})
     assert [r["state"] for r in table] == ["found", "missing", "incomplete", "missing"] and [r["global_rank"] for r in table] == [4, 5, 6, 7]
-    assert "neither a db" in table[1]["detail"] and "SESSION_TIME_INFO" in table[2]["detail"] and "no PROF_" in table[3]["detail"]
+    assert "no device data" in table[1]["detail"] and "SESSION_TIME_INFO" in table[2]["detail"] and "no PROF_" in table[3]["detail"]
     assert table[0]["mapping"] == "sidecar" and table[2]["mapping"] == "inferred (device_id)" and table[3]["device"] is None
 
 

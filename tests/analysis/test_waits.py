@@ -89,7 +89,7 @@ def test_a_rank_that_returns_late_because_it_waited_is_not_late_itself():
 
 def test_nothing_stands_out_without_a_cause_and_missing_ranks_are_mentioned():
     result = analyse(table(offset_us=(0.0, 3000.0)), SETTINGS, [9])
-    assert result["straggler"]["evidence"] == "none" and "ranks [9] have no data" in result["straggler"]["coverage_note"]
+    assert result["straggler"]["evidence"] == "none" and "Rank 9 without data" in result["straggler"]["coverage_note"]
 
 
 def test_a_late_rank_and_an_in_kernel_wait_are_both_listed():

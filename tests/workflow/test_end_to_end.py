@@ -226,7 +226,7 @@ def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(w
     assert result.returncode == 0, result.stderr[-3000:]
     timeline = workflow_copy.status("timeline")
     assert timeline["state"] == "ok" and "15/16 ranks (missing rank 11)" in timeline["reason"], timeline
-    assert timeline["details"]["coverage"]["missing"] == [11] and "neither a db" in timeline["details"]["coverage"]["why_missing"]["11"]
+    assert timeline["details"]["coverage"]["missing"] == [11] and "the device side was not collected" in timeline["details"]["coverage"]["why_missing"]["11"]
     assert any(not v["passed"] and "rank 11" in v["detail"] for v in timeline["validations"])
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     assert len([r for r, d in stats["per_rank"].items() if d["launches"]]) == 15 and stats["per_rank"]["11"]["launches"] == 0

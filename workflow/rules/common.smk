@@ -28,14 +28,14 @@ def report_line(path):
     """The last line a person reads: the report's path, or why the one on disk is not from this run (--until, -n)."""
     html = Path(path)
     if not html.is_file():
-        return f"Report: not built in this run ({path} does not exist; run without --until to build it)"
+        return f"Report: not built in this run ({path} does not exist: a job failed, or --until or a target stopped before the report)"
     if html.stat().st_mtime < STARTED:
         stamp = (
             __import__("datetime")
             .datetime.fromtimestamp(html.stat().st_mtime)
             .isoformat(timespec="seconds")
         )
-        return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (--until or a target stopped before the report)"
+        return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (a job failed, or --until or a target stopped before the report)"
     return f"Report: {path}"
 
 
@@ -65,6 +65,11 @@ def refuse(problems):
     sys.stderr.write("Configuration refused; nothing was run:\n")
     for problem in problems:
         sys.stderr.write(f"  - {problem}\n")
+    if any(re.search(r": '[^']*' is not of type '(integer|number|boolean)'", p) for p in problems):
+        sys.stderr.write(
+            "  (a number in quotes: nested values given with --config arrive as text; put nested keys in a file and pass "
+            "--configfile config/config.yaml my-overrides.yaml)\n"
+        )
     sys.exit(1)
 
 

@@ -14,6 +14,7 @@ from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E4
 from dispatchprof.config import SHAPE_KEYS, world_ranks  # noqa: E402
 from dispatchprof.report.context import environment_rows, open_boundaries  # noqa: E402
 from dispatchprof.report.html import embed_png, render  # noqa: E402
+from dispatchprof.report.markdown import spaced_tables  # noqa: E402
 from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
 from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
@@ -150,7 +151,7 @@ def body(run: StageRun) -> Status:
     }
     templates = Path(snakemake.scriptdir).parent / "templates"
     write_text_atomic(run.outputs["html"], render(templates, context))
-    write_text_atomic(run.outputs["markdown"], render(templates, context, "report.md.j2"))
+    write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
     write_json_atomic(
         run.outputs["summary"],
         build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling")}),

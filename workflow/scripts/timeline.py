@@ -78,7 +78,14 @@ def body(run: StageRun) -> Status:
     if len(launch_grid.ranks) > 1:
         longest = longest_duration(launch_grid.ranks.tolist(), launch_grid.duration)
     else:  # one rank has no peer to be longer than: "slowest on rank 0 (100%)" would be an empty claim
-        longest = {"rank": None, "fraction": None, "kind": "not compared: a single rank has no peers", "launches_compared": 0, "per_rank_fraction": {}}
+        longest = {
+            "rank": None,
+            "ranks": [],
+            "fraction": None,
+            "kind": "not compared: a single rank has no peers",
+            "launches_compared": 0,
+            "per_rank_fraction": {},
+        }
     waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"])
     strag = waited["straggler"]
     longest["label"] = "waits longest" if waited["coupling"]["state"] == "coupled" else "longest"

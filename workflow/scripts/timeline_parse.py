@@ -115,8 +115,8 @@ def body(run: StageRun) -> Status:
                 "rank mapping",
                 False,
                 "warning",
-                f"{len(inferred)} of {len(assignments)} sources mapped to ranks by {inferred[0].how} (no identity sidecar, rank_id -1): "
-                "inferred, not recorded; see cluster.infer_rank",
+                f"{len(inferred)} of {len(assignments)} sources numbered from their device id (cluster.infer_rank: {cfg['cluster']['infer_rank']}; "
+                "no identity sidecar, rank_id -1): inferred, not recorded",
             )
         )
     outside = [a for a in assignments if a.rank is not None and not first * rpn <= a.rank < (last + 1) * rpn]

@@ -41,6 +41,7 @@ def their_ranks(db: Path, pattern: str) -> dict[int, dict[str, Any]]:
 
 
 def compare_ranks(theirs: Mapping[int, Mapping[str, Any]], ours: Mapping[str, Mapping[str, Any]], rank_ids_set: bool) -> dict[str, Any]:
+    found = {r for r, v in ours.items() if v.get("launches")}  # ours lists every expected rank, with 0 launches where none
     rows = []
     for rank, t in sorted(theirs.items()):
         mine = ours.get(str(rank))
@@ -59,7 +60,7 @@ def compare_ranks(theirs: Mapping[int, Mapping[str, Any]], ours: Mapping[str, Ma
             "The PROF_ data carries rank_id -1: msprof-analyze numbered ranks by sorted (hostUid, device id), so ranks of "
             "different nodes sharing a device id were merged and all but one dropped; its ranks do not map to ours."
         )
-    elif len(theirs) != len(ours):
-        note = f"msprof-analyze kept {len(theirs)} ranks, we found {len(ours)}"
+    elif len(theirs) != len(found):
+        note = f"msprof-analyze kept {len(theirs)} ranks, we found {len(found)} with launches"
     selection = "msprof-analyze counts every launch; ours leave out the first timeline.skip_launches per rank, so medians may differ slightly"
-    return {"rows": rows, "their_ranks": len(theirs), "our_ranks": len(ours), "note": note, "selection": selection}
+    return {"rows": rows, "their_ranks": len(theirs), "our_ranks": len(found), "note": note, "selection": selection}

@@ -23,6 +23,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dispatchprof.formats.ranklog import name_ranks
+
 
 @dataclass
 class LaunchGrid:
@@ -407,7 +409,7 @@ def analyse(g: LaunchGrid, waits: Mapping[str, float], missing_ranks: list[int])
     couple = coupling(g)
     strag = awaited(g, correction, couple, waits)
     if missing_ranks:
-        strag["coverage_note"] = f"ranks {missing_ranks} have no data: the awaited rank may be one of them"
+        strag["coverage_note"] = f"{name_ranks(missing_ranks).capitalize()} without data: the awaited rank may be among them"
     return {
         "node_clock": clocks,
         "coupling": couple,
