@@ -99,6 +99,8 @@ def test_an_analyze_path_that_does_not_exist_is_refused_before_anything_runs(tmp
     (tmp_path / "prof").mkdir()
     found = problems({"mode": "analyze", "analyze": {"timeline_dir": "prof", "pmu_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path)
     assert found == [f"analyze.pmu_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"]
+    (tmp_path / "a.csv").write_text("")
+    assert "is a file; expected a directory" in problems({"mode": "analyze", "analyze": {"timeline_dir": "a.csv"}}, workdir=tmp_path)[0]
 
 
 def test_collect_only_checks_do_not_refuse_an_analyze_run_of_someone_elses_data():

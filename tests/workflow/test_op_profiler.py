@@ -110,7 +110,7 @@ def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_r
     result = workflow_copy.snakemake(overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     pmu = workflow_copy.status("pmu")
-    assert pmu["state"] == "ok" and "3 launch(es) each" in pmu["reason"], pmu["reason"]
+    assert pmu["state"] == "ok" and "3 launches each" in pmu["reason"], pmu["reason"]
     roles = read(workflow_copy, "pmu/roles.json")
     assert roles["launches"] == [0, 1, 2] and sorted(roles["roles_by_launch"]) == ["0", "1", "2"]
     send = roles["roles"]["URMASendToken"]

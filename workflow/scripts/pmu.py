@@ -195,7 +195,7 @@ def body(run: StageRun) -> Status:
     n_cores = len(cores[["rank", "aiv_index"]].drop_duplicates())
     reason = (
         ("PARTIAL COVERAGE " if not covered.complete else "")
-        + f"{n_cores} vector cores on {covered.sentence()}, {len(result['launches'])} launch(es) each (role statistics pooled over launches, "
+        + f"{n_cores} vector cores on {covered.sentence()}, {len(result['launches'])} {'launch' if len(result['launches']) == 1 else 'launches'} each (role statistics pooled over launches, "
         "also per launch in roles.json)"
         + (f"; also {', '.join(sorted(metric_sets))} per role" if metric_sets else "")
         + "; "

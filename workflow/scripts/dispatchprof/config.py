@@ -225,6 +225,8 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
         for key, path in config["analyze"].items():
             if key in ANALYZE_PATHS and path is not None and not (workdir / path).exists():
                 problems.append(f"analyze.{key}: {path} does not exist (relative paths are read from {workdir})")
+            elif key.endswith("_dir") and path is not None and not (workdir / path).is_dir():
+                problems.append(f"analyze.{key}: {path} is a file; expected a directory laid out as <dir>/node0/..., <dir>/node1/...")
     if collect and shape["num_experts"] % world:
         problems.append(
             f"shape.num_experts ({shape['num_experts']}) must be divisible by cluster.nodes x cluster.ranks_per_node "

@@ -176,7 +176,7 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
     best = max(fractions.values())
     # 1/k credits summed in different orders can differ in the last bits: compare with a tolerance
     tied = [r for r, f in fractions.items() if np.isclose(f, best, rtol=0, atol=1e-12)]
-    often = "consistently longest" if best >= 0.5 else "occasionally longest (no rank is longest in half the launches)"
+    often = "consistently longest" if best >= 0.5 else "occasionally longest: no rank is longest in half the launches"
     kind = often if len(tied) == 1 else f"{often}; tied: ranks {', '.join(map(str, sorted(tied)))} share the top fraction"
     return {
         "rank": tied[0] if len(tied) == 1 else None,
