@@ -45,3 +45,9 @@ def test_csv_byte_columns_are_compared_and_used_when_routing_is_missing():
     assert only_csv["used"] == "csv" and only_csv["agreement"] is None and "sent_bytes" in only_csv["bandwidth"]["bytes"]
     assert only_csv["bandwidth"]["per_rank"]["1"] == pytest.approx(0.3)  # 600 B / 2, 1, 4 us -> median 0.3 GB/s
     assert "routing" in only_csv["used_why"]
+
+
+def test_without_routing_or_csv_bytes_every_byte_key_is_still_there():
+    # An imported latency CSV without work columns: the report read bytes.bandwidth and failed on a missing key.
+    b = analyse(kernel(), None, [], CONFIG, "none")["bytes"]
+    assert (b["used"], b["bandwidth"], b["csv"]) == (None, None, None) and "neither routing nor CSV" in b["used_why"]

@@ -110,6 +110,7 @@ def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config
         traffic["used_why"] = f"no computed accounting ({traffic['reason']}): the CSV's own sent_bytes are used"
     else:
         traffic["used"], traffic["used_why"] = None, "no bytes: neither routing nor CSV work columns"
+        traffic["bandwidth"] = None  # every key present in every case: the report reads them without guessing
         return traffic
     traffic["bandwidth"] = bandwidths(per_call, measured, label) if len(measured) else None
     return traffic
