@@ -34,15 +34,10 @@ def body(run: StageRun) -> Status:
         "sentence": covered.sentence(),
         "why_missing": {str(int(r)): str(d) for r, d in zip(absent.get("global_rank", []), absent.get("detail", []))},
     }
+    absent_rows = absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else []
+    coverage_only = {"toolchain": run.toolchain, "coverage": coverage_summary, "coverage_rows": absent_rows}  # stats when nothing is analysed
     if not all(p.ok for p in parts.values()):
-        write_json_atomic(
-            run.outputs["stats"],
-            {
-                "toolchain": run.toolchain,
-                "coverage": coverage_summary,
-                "coverage_rows": absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else [],
-            },
-        )
+        write_json_atomic(run.outputs["stats"], coverage_only)
         status = fold("timeline", run.experiment, run.toolchain, parts)
         status.details = {"coverage": coverage_summary}
         return status
@@ -56,14 +51,7 @@ def body(run: StageRun) -> Status:
             upstream={k: p.state for k, p in parts.items()},
             details={"coverage": coverage_summary},
         )
-        write_json_atomic(
-            run.outputs["stats"],
-            {
-                "toolchain": run.toolchain,
-                "coverage": coverage_summary,
-                "coverage_rows": absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else [],
-            },
-        )
+        write_json_atomic(run.outputs["stats"], coverage_only)
         return status
     details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
     columns = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
@@ -113,7 +101,7 @@ def body(run: StageRun) -> Status:
         "kernel_name": ",".join(symbols),
         "pattern": cfg["kernel"]["name"],
         "coverage": coverage_summary,
-        "coverage_rows": absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else [],
+        "coverage_rows": absent_rows,
         "rank_mapping": rank_mapping,
         "per_rank": {
             str(r): {

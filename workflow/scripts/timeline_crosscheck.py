@@ -30,7 +30,7 @@ else:
             ours = json.loads(Path(snakemake.input.stats).read_text())["per_rank"]
             infos = [read_prof_info(p) for node in sorted(root.glob("node*")) for p in discover(node)]
             # A PROF_ without device data (a missing rank) has no rank_id to judge by; it must not turn the mapping off.
-            with_data = [i for i in infos if i.devices and (i.db or i.text_dir)]
+            with_data = [i for i in infos if i.devices and i.has_kernel_tables]
             rank_ids_set = bool(with_data) and all(i.rank_id is not None for i in with_data)
             out.update(state="ok", reason="ran", **compare_ranks(their_ranks(db, cfg["kernel"]["name"]), ours, rank_ids_set))
 write_json_atomic(snakemake.output.json, out)

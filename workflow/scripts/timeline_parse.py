@@ -55,7 +55,7 @@ def body(run: StageRun) -> Status:
     skip, context = run.params["skip"], cfg["timeline"]["call_chain_launches"]
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
-    tables, ranks, no_match, symbols = [], [], [], set()
+    tables, ranks, symbols = [], [], set()
     nodes = range(first, last + 1)
     try:
         per_node = {node: {p: read_prof_info(p) for p in discover(run.raw_dir("timeline_dir") / f"node{node}")} for node in nodes}
@@ -66,22 +66,19 @@ def body(run: StageRun) -> Status:
         for row in coverage:
             rank = row["global_rank"]
             record = {"rank": rank, "node": row["node"], "device": row["device"], "pid": row["pid"], "prof": row["prof_dir"], "mapping": row["mapping"]}
+            if row["state"] == "found":
+                info = infos[Path(row["prof_dir"])]
+                device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
+                kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device)
+                names = kernels.symbols
+                if not names:
+                    row.update(state="no_kernel", detail=f"no launch of a kernel matching kernel.name {pattern!r}")
             if row["state"] != "found":
                 ranks.append({**record, "present": False, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
                 write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, [], None, row["detail"]))
                 continue
-            info = infos[Path(row["prof_dir"])]
-            device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
-            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device)
             columns = launch_columns(kernels, skip)
             summary = launch_summary(columns)
-            names = kernels.symbols
-            if not names:
-                no_match.append(rank)
-                row.update(state="no_kernel", detail=f"no launch of a kernel matching kernel.name {pattern!r}")
-                ranks.append({**record, "present": False, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
-                write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, [], None, row["detail"]))
-                continue
             tables.append({**columns, "rank": np.full(len(columns["launch"]), rank, dtype=np.int64)})
             symbols.update(names)
             ranks.append(

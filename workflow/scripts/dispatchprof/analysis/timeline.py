@@ -47,10 +47,10 @@ def coverage_rows(nodes: range, ranks_per_node: int, assignments: Sequence[RankA
             info = infos[a.source.path] if a else None
             if a is None:
                 state, why = "missing", "no PROF_ directory for this rank"
-            elif not (info.db or info.text_dir) and not info.devices:
+            elif not info.has_kernel_tables and not info.devices:
                 # shared/formats/msprof.md §6: an empty device side means disk space or permissions; check the plog
                 state, why = "missing", "PROF_ has no device data (no device_<id>/, db or export): the device side was not collected"
-            elif not (info.db or info.text_dir):
+            elif not info.has_kernel_tables:
                 state, why = "missing", "PROF_ has device data but neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)"
             elif info.session_ended is False:
                 state, why = "incomplete", "msprof session never ended (SESSION_TIME_INFO.endTimeNs is null): the process exited abnormally"

@@ -47,6 +47,11 @@ class ProfInfo:
     schema_version: str | None = None  # db META_DATA SCHEMA_VERSION
     session_ended: bool | None = None  # db SESSION_TIME_INFO.endTimeNs present (None: no db to tell)
 
+    @property
+    def has_kernel_tables(self) -> bool:
+        """A db or a text export to read launches from."""
+        return self.db is not None or self.text_dir is not None
+
 
 def discover(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and PROF_RE.match(p.name)) if root.is_dir() else []
@@ -57,6 +62,16 @@ def load_json(path: Path) -> Any:
         return json.loads(path.read_text(errors="strict"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MsprofFormatError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def load_trace_events(path: Path) -> list[Any]:
+    """An msprof JSON's event list: a bare array, or the object form's traceEvents."""
+    events = load_json(path)
+    if isinstance(events, dict):
+        events = events.get("traceEvents")
+    if not isinstance(events, list):
+        raise MsprofFormatError(f"{path}: expected a JSON array of trace events")
+    return events
 
 
 def read_prof_info(prof: Path) -> ProfInfo:
@@ -165,10 +180,7 @@ def export_devices(text_dir: Path) -> list[int]:
         return sorted(found)
     devices: set[int] = set()
     for path in sorted(p for p in text_dir.iterdir() if JSON_RE.match(p.name)):
-        events = load_json(path)
-        events = events.get("traceEvents") if isinstance(events, dict) else events
-        if not isinstance(events, list):
-            raise MsprofFormatError(f"{path}: expected a JSON array of trace events")
+        events = load_trace_events(path)
         devices.update(e["pid"] & 31 for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("pid"), int))
     return sorted(devices - {HOST_DEVICE})
 

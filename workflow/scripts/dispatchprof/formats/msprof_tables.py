@@ -27,7 +27,7 @@ from dispatchprof.formats.msprof import (
     context_intervals,
     end_to_duration,
     int_rows,
-    load_json,
+    load_trace_events,
     op_summary_files,
     query_db,
     resolve_ids,
@@ -186,11 +186,7 @@ def read_op_summary(paths: list[Path], pid: int | None = None) -> pd.DataFrame:
 
 def read_msprof_json(path: Path) -> pd.DataFrame:
     """Complete events of the 'Ascend Hardware' track, found by process_name metadata (sort indices drift)."""
-    events = load_json(path)
-    if isinstance(events, dict):
-        events = events.get("traceEvents")
-    if not isinstance(events, list):
-        raise MsprofFormatError(f"{path}: expected a JSON array of trace events")
+    events = load_trace_events(path)
     hw = {
         e.get("pid")
         for e in events
