@@ -17,10 +17,20 @@ include: "workflow/rules/compare.smk"
 include: "workflow/rules/report.smk"
 
 
+# After every include: each rule is placed by what it declares (NPU jobs submitted, the rest local or on a CPU partition).
+NPU_RULES, CPU_RULES = place_rules()
+
+
 rule all:
     input:
         expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS),
         [f"results/compare/{a}_vs_{b}/comparison.json" for a, b in COMPARISONS],
+
+
+onstart:
+    # Jobs are submitted (SLURM): say where each kind goes before anything is queued.
+    if not workflow.local_exec:
+        sys.stderr.write(placement_note(NPU_RULES, CPU_RULES))
 
 
 onsuccess:

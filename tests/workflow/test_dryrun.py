@@ -63,3 +63,34 @@ def test_a_redirected_latency_csv_is_refused_before_anything_runs(workflow_copy)
     result = workflow_copy.snakemake("-n", overlay=base_overlay(), env=env)
     assert result.returncode != 0 and "AKL_LATENCY_OUTPUT_DIR='/tmp/elsewhere'" in result.stderr and "unset it" in result.stderr
     assert "Building DAG" not in result.stdout + result.stderr
+
+
+# Jobs that need an NPU node: the collective stages and the per-node jobs (env capture with preflight, build).
+NPU_JOBS = {"env_capture_node", "build", "correctness", "baseline_collect", "timeline_collect", "pmu_collect", "pcsampling_collect"}
+
+
+def planned_partitions(out: str) -> dict[str, set[str]]:
+    """rule name -> the slurm_partition values of its planned jobs, read from a dry run's job blocks."""
+    partitions: dict[str, set[str]] = {}
+    rule = None
+    for line in out.splitlines():
+        if line.startswith(("rule ", "localrule ")):
+            rule = line.split()[1].rstrip(":")
+        elif rule and line.strip().startswith("resources:"):
+            found = [p.split("=", 1)[1] for p in line.split(", ") if p.startswith("slurm_partition=")]
+            partitions.setdefault(rule, set()).update(found or ["<none>"])
+    return partitions
+
+
+def test_with_an_analysis_partition_only_npu_jobs_go_to_the_npu_partition(workflow_copy):
+    import pytest
+
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    overlay = base_overlay(slurm={"analysis_partition": "cpu"})
+    result = workflow_copy.snakemake("-n", "-j", "8", "--executor", "slurm", "--default-resources", "slurm_partition=npu", "slurm_account=a", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    partitions = planned_partitions(result.stdout + result.stderr)
+    partitions.pop("all")  # the target rule runs nothing (Snakemake keeps it local)
+    assert {rule for rule, parts in partitions.items() if parts == {"npu"}} == NPU_JOBS
+    assert {rule for rule, parts in partitions.items() if parts == {"cpu"}} == set(partitions) - NPU_JOBS
+    assert {"report", "timeline_parse", "pmu", "pcsampling", "baseline"} <= set(partitions) - NPU_JOBS

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, base_overlay
+from workflow.test_dryrun import NPU_JOBS
 from workflow.test_end_to_end import processes_mentioning
 
 START = ROOT / "tests" / "slurm" / "start_slurm.sh"
@@ -90,10 +91,15 @@ def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, w
     assert "[rank 3]" in (run / "node0.log").read_text() and "[rank 12]" in (run / "node1.log").read_text()
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     assert all(v["state"] == "ok" for v in summary["stages"].values()), summary["stages"]
-    assert any((workflow_copy.root / "results/slurm_logs").rglob("*.log"))
+    # Which jobs went through sbatch: the plugin keeps one log directory per submitted rule (rule_<name>). Only the
+    # NPU jobs may be there; parse, analysis and report jobs ran in the Snakemake process (localrules).
+    submitted = sorted(d.name.removeprefix("rule_") for d in (workflow_copy.root / "results/slurm_logs").glob("rule_*"))
+    assert set(submitted) == NPU_JOBS, submitted
+    assert "Placement: submitted to the NPU nodes: " in result.stderr
     with capsys.disabled():
         print(
-            f"\n[slurm] pipeline through sbatch/srun: correctness nodes {[(e['node'], e['slurm_nodeid'], e['host']) for e in exits]}; report {workflow_copy.root / 'results/baseline/report/report.html'}"
+            f"\n[slurm] pipeline through sbatch/srun: correctness nodes {[(e['node'], e['slurm_nodeid'], e['host']) for e in exits]}; "
+            f"submitted through sbatch: {', '.join(submitted)}; report {workflow_copy.root / 'results/baseline/report/report.html'}"
         )
 
 

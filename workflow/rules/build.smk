@@ -9,6 +9,8 @@ rule build:
         status="results/{experiment}/build/status.json",
     log:
         stage_log("build"),
+    resources:
+        npu_node=1,  # the repository's build script needs the CANN toolkit of the NPU nodes
     params:
         config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "deepep"),
         needed=NEEDS["build"],

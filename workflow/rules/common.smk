@@ -237,6 +237,42 @@ def collective_resources(stage):
     return resources
 
 
+def place_rules():
+    """Where each job runs under an executor that submits jobs (SLURM). Only the jobs that need an NPU node go
+    there: the collective stages (resource npu_cluster) and the per-node jobs marked npu_node (env capture with its
+    preflight, and the build, which needs the nodes' CANN toolkit). Every other rule (parse, analysis, import,
+    placeholder, report) runs in the Snakemake process itself (localrules), or on slurm.analysis_partition when
+    that is set. Decided from the rules' own resources after every rule file is included, so a new rule is placed
+    by what it declares, not by a list kept by hand."""
+    from snakemake.resources import Resources
+
+    npu = {
+        r.name for r in workflow.rules if "npu_cluster" in r.resources or "npu_node" in r.resources
+    }
+    cpu = sorted(r.name for r in workflow.rules if r.name not in npu)
+    partition = config["slurm"]["analysis_partition"]
+    if partition is None:
+        workflow.localrules(*cpu)
+    else:
+        for rule_ in workflow.rules:
+            if rule_.name in cpu:
+                rule_.resources.update(Resources.from_mapping({"slurm_partition": partition}))
+    return sorted(npu), cpu
+
+
+def placement_note(npu_rules, cpu_rules):
+    partition = config["slurm"]["analysis_partition"]
+    where = (
+        f"on partition {partition} (slurm.analysis_partition)"
+        if partition
+        else "in this Snakemake process (localrules; set slurm.analysis_partition to submit them to a CPU partition)"
+    )
+    return (
+        f"Placement: submitted to the NPU nodes: {', '.join(npu_rules) or 'none'}; "
+        f"jobs that need no NPU ({', '.join(cpu_rules)}) run {where}.\n"
+    )
+
+
 def node_resources(wildcards):
     """Per-node jobs (env capture) are pinned to their host when cluster.hosts names them."""
     hosts = config["cluster"]["hosts"]

@@ -9,6 +9,7 @@ if COLLECT:
         log:
             stage_log("env_capture", "node{node}"),
         resources:
+            npu_node=1,
             slurm_extra=node_resources,
         params:
             config_fingerprint=config_fingerprint(
