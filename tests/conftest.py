@@ -59,6 +59,15 @@ def workflow_copy(tmp_path: Path) -> WorkflowCopy:
     return copy_workflow(tmp_path / "wf")
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy, subprocess.CompletedProcess]:
+    """One run of the default demo (2 nodes x 8 ranks, every stage, no fault), shared by the tests that only read
+    its results: each whole run costs ~40 s on 2 cores. A test that reruns, changes or deletes anything takes its
+    own workflow_copy."""
+    copy = copy_workflow(tmp_path_factory.mktemp("demo") / "wf")
+    return copy, copy.snakemake(overlay=base_overlay())
+
+
 def base_overlay(fixed_ports: bool = False, **sections: dict) -> dict:
     """A test's config overlay. Ports stay `auto` (a free pair per run under launcher local), as a user's do;
     launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly."""

@@ -34,8 +34,8 @@ def processes_mentioning(marker: str) -> list[int]:
     return pids
 
 
-def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(workflow_copy):
-    result = workflow_copy.snakemake(overlay=base_overlay())
+def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(demo_run):
+    workflow_copy, result = demo_run
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Report: results/baseline/report/report.html" in result.stdout
     for stage in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling"):

@@ -15,8 +15,8 @@ def read(workflow_copy, path):
     return json.loads((workflow_copy.root / "results/baseline" / path).read_text())
 
 
-def test_demo_has_per_role_pmu_for_every_rank_and_a_stall_table(workflow_copy):
-    result = workflow_copy.snakemake(overlay=base_overlay())
+def test_demo_has_per_role_pmu_for_every_rank_and_a_stall_table(demo_run):
+    workflow_copy, result = demo_run
     assert result.returncode == 0, result.stderr[-3000:]
     assert workflow_copy.status("pmu")["state"] == "ok" and workflow_copy.status("pcsampling")["state"] == "ok"
     roles = read(workflow_copy, "pmu/roles.json")

@@ -75,12 +75,13 @@ def test_the_report_renders_and_explains_every_stage_when_all_collection_failed(
     assert "## Evidence ledger" in md and "| env_capture | failed |" in md and "| correctness | skipped |" in md
 
 
-def test_snakemakes_own_report_zip_is_built(workflow_copy):
-    overlay = base_overlay()
-    assert workflow_copy.snakemake(overlay=overlay).returncode == 0
-    result = workflow_copy.snakemake("--report", "report.zip", overlay=overlay)
+def test_snakemakes_own_report_zip_is_built(demo_run, tmp_path):
+    workflow_copy, run = demo_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    # --report only reads the results; the zip goes outside the shared run's tree
+    result = workflow_copy.snakemake("--report", str(tmp_path / "report.zip"), overlay=base_overlay())
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (workflow_copy.root / "report.zip").stat().st_size > 10_000
+    assert (tmp_path / "report.zip").stat().st_size > 10_000
 
 
 # Chromium's own background services (clock, updates, accounts) also come through the proxy despite the
@@ -117,9 +118,10 @@ class ProxyRecorder:
 
 
 @pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI") != "true", reason="chromium not installed (Debian package chromium); CI installs it")
-def test_report_renders_in_a_real_browser_with_images_and_no_network(workflow_copy, tmp_path):
+def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, tmp_path):
     assert CHROMIUM, "CI=true but chromium is missing: .ci/run must install it"
-    assert workflow_copy.snakemake(overlay=base_overlay()).returncode == 0
+    workflow_copy, run = demo_run
+    assert run.returncode == 0, run.stderr[-3000:]
     report = workflow_copy.root / "results/baseline/report/report.html"
     counter = ProxyRecorder()
     flags = [
