@@ -102,8 +102,8 @@ def _args(path: Path, index: int, event: dict) -> dict:
     return args
 
 
-def _text(path: Path, index: int, field: str, value: object) -> str:
-    if value is None:
+def _text(path: Path, index: int, field: str, value: object, required: bool = False) -> str:
+    if value is None and not required:
         return ""
     if not isinstance(value, str):
         raise SimulatorFormatError(f"{path}: traceEvents[{index}]: field '{field}' is {value!r}, expected a string")
@@ -143,7 +143,7 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
         if pid not in pipes:
             raise SimulatorFormatError(f"{path}: traceEvents[{i}]: pid {pid} has no process_name metadata event; declared pids: {sorted(pipes)}")
         args = _args(path, i, e)
-        name = _text(path, i, "name", e.get("name"))
+        name = _text(path, i, "name", e.get("name"), required=True)
         pipe = pipes[pid]
         pc = _miss_pc(path, i, name) if pipe == "CACHEMISS" else _text(path, i, "args.pc_addr", args.get("pc_addr"))
         rows.append(
@@ -173,7 +173,7 @@ def read_summary_trace(path: Path) -> pd.DataFrame:
         if not isinstance(pid, str) or not isinstance(tid, str):
             raise SimulatorFormatError(f"{path}: traceEvents[{i}]: pid {pid!r} / tid {tid!r}, expected a core string and a pipe string (summary trace, schemaVersion 2)")
         args = _args(path, i, e)
-        name = _text(path, i, "name", e.get("name"))
+        name = _text(path, i, "name", e.get("name"), required=True)
         rows.append(
             {
                 "core": pid,
