@@ -29,14 +29,23 @@ def test_instr_exe_keeps_details_with_commas_and_reads_addr_as_decimal():
     assert frame["instr"].tolist() == ["MOV_SRC_TO_DST_ALIGN", "VADD", "SET_FLAG", "RET"]
     assert frame["addr"].tolist() == [284715584, 284715648, 284715680, 284719232]
     assert frame["pc"].tolist()[0] == "0x10f86a40"
-    assert frame["detail"].tolist() == ["dst:UB[0x200], src:GM[0x10f80000], len:0x80", "dst:UB[0x400], src0:UB[0x200], src1:UB[0x400], repeat:8", "pipe:V, tpipe:MTE3, event:0", ""]
+    assert frame["detail"].tolist() == [
+        "dst:UB[0x200], src:GM[0x10f80000], len:0x80",
+        "dst:UB[0x400], src0:UB[0x200], src1:UB[0x400], repeat:8",
+        "pipe:V, tpipe:MTE3, event:0",
+        "",
+    ]
     assert frame["cycles"].tolist() == [2560, 768, 64, 16] and frame["call_count"].tolist() == [64, 64, 64, 8]
     assert frame["running_time_us"].tolist()[0] == pytest.approx(1.551515)
 
 
 def test_code_exe_splits_the_numbers_from_the_right_so_a_comma_in_a_path_survives():
     frame = read_code_exe(CORE0 / "core0.veccore0_code_exe.csv")
-    assert frame["code"].tolist() == ["csrc/kernels/elastic_dispatch/descriptor.h:44", "csrc/kernels/elastic_dispatch/descriptor.h:46", "/home/u/build,v2/descriptor.h:47"]
+    assert frame["code"].tolist() == [
+        "csrc/kernels/elastic_dispatch/descriptor.h:44",
+        "csrc/kernels/elastic_dispatch/descriptor.h:46",
+        "/home/u/build,v2/descriptor.h:47",
+    ]
     assert frame["cycles"].sum() == 2560 + 768 + 64
 
 
@@ -109,7 +118,10 @@ def test_a_hex_addr_is_refused_not_read_as_another_number(tmp_path):
 
 
 def test_a_cachemiss_name_that_is_not_a_pc_is_refused(tmp_path):
-    events = [{"name": "process_name", "ph": "M", "pid": 110, "args": {"name": "CACHEMISS"}}, {"name": "miss", "ph": "X", "pid": 110, "tid": 0, "ts": 0, "dur": 1}]
+    events = [
+        {"name": "process_name", "ph": "M", "pid": 110, "args": {"name": "CACHEMISS"}},
+        {"name": "miss", "ph": "X", "pid": 110, "tid": 0, "ts": 0, "dur": 1},
+    ]
     path = write(tmp_path, "trace.json", json.dumps({"schemaVersion": 1, "traceEvents": events}))
     with pytest.raises(SimulatorFormatError, match="CACHEMISS event name 'miss', expected the PC as 0x%08x"):
         read_core_trace(path)

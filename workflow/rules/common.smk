@@ -95,7 +95,16 @@ for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
 
 COLLECT = config["mode"] == "collect"
 NODES = list(range(config["cluster"]["nodes"]))
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "probe")
+STAGES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "probe",
+)
 
 # What each stage needs, by mode. A stage runs only when every needed input is ok.
 if COLLECT:

@@ -3,7 +3,6 @@ import math
 
 from dispatchprof.simulator import PARSE_MARGIN_S
 
-
 if COLLECT:
 
     rule probe_collect:

@@ -185,7 +185,9 @@ def body(run: StageRun) -> Status:
     write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
     write_json_atomic(
         run.outputs["summary"],
-        build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "probe")}),
+        build_summary(
+            run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "probe")}
+        ),
     )
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")

@@ -364,11 +364,11 @@ def probe_problems(probe: Mapping[str, Any]) -> list[str]:
     if probe["soc_version"] is None:
         problems.append(
             "probe.soc_version must be set when probe.enabled is true: the full SoC name of the simulator, e.g. Ascend950PR_9599 "
-            "(python3 -c \"import acl; print(acl.get_soc_name())\" on the target machine); it is never guessed"
+            '(python3 -c "import acl; print(acl.get_soc_name())" on the target machine); it is never guessed'
         )
     elif probe["soc_version"] == "950":
         problems.append(
             "probe.soc_version: '950' is not a SoC name: msopprof simulator needs the full name, e.g. Ascend950PR_9599 "
-            "(python3 -c \"import acl; print(acl.get_soc_name())\" on the target machine)"
+            '(python3 -c "import acl; print(acl.get_soc_name())" on the target machine)'
         )
     return problems

@@ -102,7 +102,9 @@ def count_import(kind: str, root: Path) -> ImportCount:
 
         runs = simulator_runs(root)
         if not runs:
-            raise ImportError_(f"{root}: no OPPROF_*/simulator/ directory; expected msopprof simulator output (an OPPROF_* directory or a directory holding one)")
+            raise ImportError_(
+                f"{root}: no OPPROF_*/simulator/ directory; expected msopprof simulator output (an OPPROF_* directory or a directory holding one)"
+            )
         return ImportCount([], len(runs), None, f"{len(runs)} simulated kernel(s)")
     nodes = node_dirs(root)
     if not nodes:

@@ -44,7 +44,9 @@ def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels:
     errors = [line.strip() for line in log_text.splitlines() if "[ERROR]" in line]
     tool = f"{entry} simulator"
     if killed:
-        return Outcome("timeout", f"{tool} ran past its --timeout of {tool_timeout_min(budget_s)} min plus {PARSE_MARGIN_S} s to parse; its process group was ended")
+        return Outcome(
+            "timeout", f"{tool} ran past its --timeout of {tool_timeout_min(budget_s)} min plus {PARSE_MARGIN_S} s to parse; its process group was ended"
+        )
     if TIMEOUT_LINE in log_text:
         return Outcome(
             "timeout",

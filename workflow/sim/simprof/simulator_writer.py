@@ -27,7 +27,19 @@ FREQ_MHZ = 1650.0  # cycles per µs (the 950 fixtures' rated frequency)
 LINE = 128
 ICACHE_SETS = 16
 MISS_PENALTY = 30
-PIPE_PIDS = {"SCALAR": 10, "SCALARLDST": 20, "VECTOR": 30, "CUBE": 40, "MTE1": 50, "MTE2": 60, "MTE3": 70, "FIXP": 80, "FLOWCTRL": 90, "ALL": 100, "CACHEMISS": 110}
+PIPE_PIDS = {
+    "SCALAR": 10,
+    "SCALARLDST": 20,
+    "VECTOR": 30,
+    "CUBE": 40,
+    "MTE1": 50,
+    "MTE2": 60,
+    "MTE3": 70,
+    "FIXP": 80,
+    "FLOWCTRL": 90,
+    "ALL": 100,
+    "CACHEMISS": 110,
+}
 BLOCKING = {"SCALAR", "SCALARLDST", "FLOWCTRL"}
 
 

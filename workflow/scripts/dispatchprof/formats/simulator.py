@@ -171,7 +171,9 @@ def read_summary_trace(path: Path) -> pd.DataFrame:
             continue  # M metadata, B/E flag pairs and flow arrows are not pipe intervals
         pid, tid = e.get("pid"), e.get("tid")
         if not isinstance(pid, str) or not isinstance(tid, str):
-            raise SimulatorFormatError(f"{path}: traceEvents[{i}]: pid {pid!r} / tid {tid!r}, expected a core string and a pipe string (summary trace, schemaVersion 2)")
+            raise SimulatorFormatError(
+                f"{path}: traceEvents[{i}]: pid {pid!r} / tid {tid!r}, expected a core string and a pipe string (summary trace, schemaVersion 2)"
+            )
         args = _args(path, i, e)
         name = _text(path, i, "name", e.get("name"), required=True)
         rows.append(

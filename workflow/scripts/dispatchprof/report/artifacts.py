@@ -104,7 +104,7 @@ def artifact_guide(results: Path, imported: Mapping[str, str | None], report_dir
     for kind, path in find(results):
         rel = os.path.relpath(path.resolve(), report_dir.resolve())
         found.setdefault(str(path.resolve()), Artifact(kind, str(path.resolve()), rel, rel, "results"))
-    for key, given in imported.items():
+    for given in imported.values():
         if not given:
             continue
         for kind, path in find(Path(given)):
