@@ -71,7 +71,7 @@ def open_boundaries(
     else:
         items.append("PMU replay compatibility unresolved: kernel replay of a cross-rank kernel was not verified in this run")
     if not network_evidence:
-        items.append("Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow; " + HCCL_CAUTION)
+        items.append(f"Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow. {HCCL_CAUTION}")
     probe = statuses.get("probe")
     if probe is not None and probe.ok:
         items.append("The probe's numbers are simulator, single card, local probe: they test a local hypothesis and never speak for the multi-rank kernel")
