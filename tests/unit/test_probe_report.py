@@ -97,3 +97,10 @@ def test_artifact_guide_lists_every_artifact_with_a_working_link_or_an_absolute_
     sims = [a for g in guide["groups"] if g["kind"] == "simulator_trace" for a in g["artifacts"]]
     assert len(sims) == 3 and all(a["source"] == "import" for a in sims)  # summary + 2 per-core traces, read in place
     assert artifact_guide(exp, {}, report, "8.0.RC1", "cann")["insight_version"] == "8.0.RC1"
+
+
+def test_imported_pmu_data_is_not_called_replay_verified():
+    imported = {"pmu": status("pmu", "ok", source="import")}
+    assert "Kernel replay not verified here: the op-profiler data was imported" in "\n".join(open_boundaries(imported))
+    missing = {"pmu": status("pmu", "skipped", source="import")}
+    assert "PMU replay compatibility unresolved" in "\n".join(open_boundaries(missing))

@@ -96,10 +96,16 @@ def test_probe_is_disabled_by_default_and_refusals_are_explained(workflow_copy):
 
 def test_analyze_mode_reads_an_imported_simulator_tree_in_place(workflow_copy):
     before = {p: p.stat().st_mtime_ns for p in SIM.rglob("*")}
-    result = workflow_copy.snakemake("--until", "probe", overlay=base_overlay(mode="analyze", analyze={"probe_dir": str(SIM)}))
+    result = workflow_copy.snakemake(overlay=base_overlay(mode="analyze", analyze={"probe_dir": str(SIM)}))
     assert result.returncode == 0, result.stderr[-2000:]
     probe = workflow_copy.status("probe")
     assert probe["state"] == "ok" and probe["source"] == "import" and "4 I-cache misses" in probe["reason"]
     assert {p: p.stat().st_mtime_ns for p in SIM.rglob("*")} == before
+    # the report's guide shows the imported traces by absolute path (read in place), never as a link into results/
+    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    guide = html[html.index('id="artifact-guide"') : html.index('id="open-boundaries"')]
+    traces = sorted(str(p.resolve()) for p in SIM.rglob("trace.json"))
+    assert len(traces) == 3 and all(f"<code>{t}</code> <span class=\"muted\">(imported, read in place)</span>" in guide for t in traces)
+    assert "Kernel replay not verified here" not in html and "PMU replay compatibility unresolved" in html  # no PMU data at all
     missing = workflow_copy.snakemake("-n", overlay=base_overlay(mode="analyze", analyze={"probe_dir": "nowhere"}))
     assert missing.returncode != 0 and "analyze.probe_dir: nowhere does not exist" in missing.stderr

@@ -66,7 +66,7 @@ def open_boundaries(
             f"Kernel replay verified in this run by {', '.join(verified)}: each replayed the kernel on every rank and precision still passed afterwards"
             + (f"; not verified by {', '.join(n for n in replayed if n not in verified)}" if len(verified) < len(replayed) else "")
         )
-    elif statuses.get("pmu") is not None and statuses["pmu"].source == "import":
+    elif statuses.get("pmu") is not None and statuses["pmu"].ok and statuses["pmu"].source == "import":
         items.append("Kernel replay not verified here: the op-profiler data was imported, and its precision after replay was not checked in this run")
     else:
         items.append("PMU replay compatibility unresolved: kernel replay of a cross-rank kernel was not verified in this run")
