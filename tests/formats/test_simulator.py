@@ -128,6 +128,7 @@ def test_a_cachemiss_name_that_is_not_a_pc_is_refused(tmp_path):
 
 
 CSV_BYTES = (CORE0 / "core0.veccore0_instr_exe.csv").read_bytes()
+CODE_BYTES = (CORE0 / "core0.veccore0_code_exe.csv").read_bytes()
 TRACE_BYTES = (CORE0 / "trace.json").read_bytes().rstrip()
 SUMMARY_BYTES = (SINGLE / "trace.json").read_bytes().rstrip()
 
@@ -143,13 +144,19 @@ def outcome(reader, path):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(min_value=0, max_value=len(CSV_BYTES)), garbage=st.binary(max_size=200))
-def test_truncated_or_binary_instr_csv_is_a_clear_error_or_a_prefix(tmp_path, cut, garbage):
+def test_truncated_or_binary_csvs_are_a_clear_error_or_a_prefix(tmp_path, cut, garbage):
     path = write(tmp_path, "core0.veccore0_instr_exe.csv", CSV_BYTES[:cut])
     frame = outcome(read_instr_exe, path)
     if frame is not None:
         assert len(frame) <= 4 and (frame["cycles"] >= 0).all()
     path.write_bytes(garbage)
     outcome(read_instr_exe, path)
+    code = write(tmp_path, "core0.veccore0_code_exe.csv", CODE_BYTES[: cut % (len(CODE_BYTES) + 1)])
+    frame = outcome(read_code_exe, code)
+    if frame is not None:
+        assert len(frame) <= 3 and (frame["cycles"] >= 0).all()
+    code.write_bytes(garbage)
+    outcome(read_code_exe, code)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

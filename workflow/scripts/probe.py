@@ -47,7 +47,7 @@ def body(run: StageRun) -> Status:
     top = cm["top_pcs"][0] if cm["top_pcs"] else None
     hot = result["instr_top"][0] if result["instr_top"] else None
     reason = (
-        f"{LABEL}: {cm['total']} I-cache misses (CACHEMISS) over {len(cm['per_core']) or len(result['pipe_busy_us'])} cores"
+        f"{LABEL}: {cm['total']} I-cache misses (CACHEMISS) over {len(result['span_us'])} simulated cores"
         + (f", most at {top['pc']} ({top['count']})" if top else "")
         + (f"; hottest instruction {hot['instr']} at {hot['pc']} on {hot['core']} ({hot['cycles']} cycles)" if hot else "")
     )

@@ -8,7 +8,6 @@ multi-rank kernel, whose waits on peers the simulator cannot model.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -146,10 +145,3 @@ def summary_section(result: dict[str, Any]) -> dict[str, Any]:
         "instr_top": [{k: r[k] for k in ("core", "instr", "addr", "cycles")} for r in result["instr_top"]],
         "pipe_busy_us": result["pipe_busy_us"],
     }
-
-
-def relative_to(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)

@@ -47,7 +47,9 @@ class SimulatorRun:
 
 def simulator_runs(root: Path) -> list[SimulatorRun]:
     """Every simulated kernel under ``root``: an OPPROF_ directory, or a directory holding OPPROF_ directories."""
-    opprofs = [root] if OPPROF_RE.match(root.name) else sorted(p for p in root.iterdir() if p.is_dir() and OPPROF_RE.match(p.name)) if root.is_dir() else []
+    if not root.is_dir():
+        return []
+    opprofs = [root] if OPPROF_RE.match(root.name) else sorted(p for p in root.iterdir() if p.is_dir() and OPPROF_RE.match(p.name))
     runs = []
     for opprof in opprofs:
         candidates = [(opprof / "simulator", None, None)]
