@@ -95,7 +95,16 @@ for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
 
 COLLECT = config["mode"] == "collect"
 NODES = list(range(config["cluster"]["nodes"]))
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
+STAGES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "probe",
+)
 
 # What each stage needs, by mode. A stage runs only when every needed input is ok.
 if COLLECT:
@@ -111,6 +120,8 @@ if COLLECT:
         "pmu": ["pmu_collect"],
         "pcsampling_collect": ["pmu", "env_capture"],
         "pcsampling": ["pcsampling_collect"],
+        "probe_collect": [],  # a local program under the simulator: no NPU, no collective stage
+        "probe": ["probe_collect"],
     }
 else:
     NEEDS = {
@@ -121,6 +132,7 @@ else:
         "timeline": ["timeline_import"],
         "pmu": ["pmu_import"],
         "pcsampling": ["pcsampling_import"],
+        "probe": ["probe_import"],
     }
 
 

@@ -22,6 +22,7 @@ rule report:
         ),
         pmu_stats="results/{experiment}/pmu/roles.json",
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
+        probe_stats="results/{experiment}/probe/probe.json",
         comparisons=lambda w: comparisons_of(w.experiment),
     output:
         html=report(
@@ -36,7 +37,7 @@ rule report:
         stage_log("report"),
     params:
         config_fingerprint=config_fingerprint(
-            "mode", "toolchain", "cluster", "shape", "kernel", "deepep"
+            "mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"
         ),
         stages=STAGES,
     script:

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq  # noqa: E402  (not pandas: the report job should c
 
 from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E402
 from dispatchprof.config import SHAPE_KEYS, world_ranks  # noqa: E402
-from dispatchprof.report.context import environment_rows, open_boundaries  # noqa: E402
+from dispatchprof.report.artifacts import artifact_guide  # noqa: E402
+from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries  # noqa: E402
 from dispatchprof.report.html import embed_png, render  # noqa: E402
 from dispatchprof.report.markdown import spaced_tables  # noqa: E402
 from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
@@ -57,6 +58,27 @@ def render_figures(timeline: dict | None, pmu: dict | None, pcsampling: dict | N
             path = Path(tmp) / "roles.png"
             plots.stacked_shares({role: r["stalls"] for role, r in per_role.items()}, "Reasons not to issue, per role (its SIMT functions)", path)
             pcsampling["per_role_png"] = embed_png(path)
+
+
+def collect_parts(statuses: dict) -> dict:
+    """Each stage's collect part, where a replay run records its checks (the stage's final status folds it away)."""
+    parts = {}
+    for stage in statuses:
+        path = Path("results") / snakemake.wildcards.experiment / stage / "collect" / "status.json"
+        if path.is_file():
+            parts[stage] = read_status(path)
+    return parts
+
+
+def not_provided(evidence: dict) -> dict:
+    """Metrics a stage that ran could not provide (the stage's own lists; never read as 0)."""
+    pmu, pcs = evidence.get("pmu") or {}, evidence.get("pcsampling") or {}
+    out = {"pmu": list(pmu.get("missing_columns") or [])}
+    for name, t in (pmu.get("metric_sets") or {}).items():
+        out["pmu"] += [f"{name}: {c}" for c in dict.fromkeys((t.get("not_provided") or []) + (t.get("missing_columns") or []))]
+    if pcs and not pcs.get("stalls"):
+        out["pcsampling"] = ["SIMT stall samples (no TopStallReason block)"]
+    return out
 
 
 def body(run: StageRun) -> Status:
@@ -113,7 +135,7 @@ def body(run: StageRun) -> Status:
             if baseline:
                 baseline["timeline_minus_kernel"] = timeline_stats["timeline_minus_kernel_scope_us"]
     evidence = {}
-    for stage, key in (("pmu", "pmu_stats"), ("pcsampling", "pcsampling_stats")):
+    for stage, key in (("pmu", "pmu_stats"), ("pcsampling", "pcsampling_stats"), ("probe", "probe_stats")):
         data = json.loads(Path(run.inputs[key]).read_text())
         if statuses[stage].ok and not data.get("placeholder"):
             evidence[stage] = {**data, "link": link(run.inputs[key])}
@@ -146,7 +168,16 @@ def body(run: StageRun) -> Status:
         "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections, comparisons),
         "baseline": baseline,
         "correctness": correctness,
-        "open_boundaries": open_boundaries(statuses),
+        "probe": evidence.get("probe"),
+        "open_boundaries": open_boundaries(statuses, collect_parts(statuses), not_provided(evidence)),
+        "artifact_guide": artifact_guide(
+            Path("results") / run.experiment,
+            {k: v for k, v in cfg["analyze"].items() if k == "latency_csv" or k.endswith("_dir")} if cfg["mode"] == "analyze" else {},
+            out_dir,
+            cfg["report"]["insight_version"],
+            run.toolchain,
+        ),
+        "cautions": {"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
         "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
     }
     templates = Path(snakemake.scriptdir).parent / "templates"
@@ -154,7 +185,9 @@ def body(run: StageRun) -> Status:
     write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
     write_json_atomic(
         run.outputs["summary"],
-        build_summary(run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling")}),
+        build_summary(
+            run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "probe")}
+        ),
     )
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")

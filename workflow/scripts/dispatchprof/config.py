@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 # msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
 MSOPPROF_OUTPUT_MAX = 200
-ANALYZE_PATHS = ("latency_csv", "timeline_dir", "pmu_dir", "pcsampling_dir")  # analyze.* keys that name inputs
+ANALYZE_PATHS = ("latency_csv", "timeline_dir", "pmu_dir", "pcsampling_dir", "probe_dir")  # analyze.* keys that name inputs
 KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
 _HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
@@ -226,7 +226,8 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
             if key in ANALYZE_PATHS and path is not None and not (workdir / path).exists():
                 problems.append(f"analyze.{key}: {path} does not exist (relative paths are read from {workdir})")
             elif key.endswith("_dir") and path is not None and not (workdir / path).is_dir():
-                problems.append(f"analyze.{key}: {path} is a file; expected a directory laid out as <dir>/node0/..., <dir>/node1/...")
+                layout = "an OPPROF_* tree of msopprof simulator" if key == "probe_dir" else "a directory laid out as <dir>/node0/..., <dir>/node1/..."
+                problems.append(f"analyze.{key}: {path} is a file; expected {layout}")
     if collect and shape["num_experts"] % world:
         problems.append(
             f"shape.num_experts ({shape['num_experts']}) must be divisible by cluster.nodes x cluster.ranks_per_node "
@@ -340,6 +341,7 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
         problems.append(f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}")
     if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
         problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
+    problems += probe_problems(config["probe"])
 
     for experiment in experiments:
         for path in msopprof_output_dirs(config, workdir, experiment):
@@ -348,4 +350,25 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
                     f"output path {path} is {len(str(path))} characters; msopprof refuses --output longer than "
                     f"{MSOPPROF_OUTPUT_MAX}: run from a shorter directory or shorten experiment ({experiment!r})"
                 )
+    return problems
+
+
+def probe_problems(probe: Mapping[str, Any]) -> list[str]:
+    """The local probe is run only when enabled, and then only with a program and an explicit SoC: the simulator's
+    --soc-version names a simulator directory (e.g. Ascend950PR_9599), and a wrong guess simulates another chip."""
+    if not probe["enabled"]:
+        return []
+    problems = []
+    if not probe["command"]:
+        problems.append("probe.command is empty: give the probe program as an argument list, e.g. [python3, my_probe.py] (probe.enabled is true)")
+    if probe["soc_version"] is None:
+        problems.append(
+            "probe.soc_version must be set when probe.enabled is true: the full SoC name of the simulator, e.g. Ascend950PR_9599 "
+            '(python3 -c "import acl; print(acl.get_soc_name())" on the target machine); it is never guessed'
+        )
+    elif probe["soc_version"] == "950":
+        problems.append(
+            "probe.soc_version: '950' is not a SoC name: msopprof simulator needs the full name, e.g. Ascend950PR_9599 "
+            '(python3 -c "import acl; print(acl.get_soc_name())" on the target machine)'
+        )
     return problems

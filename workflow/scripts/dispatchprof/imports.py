@@ -97,6 +97,15 @@ def count_import(kind: str, root: Path) -> ImportCount:
     if kind == "latency_csv":
         ranks = latency_csv_ranks(root)
         return ImportCount([], 0, ranks, "distinct values of the rank column")
+    if kind == "probe_dir":  # one simulator run on one card: an OPPROF_* tree, not per node
+        from dispatchprof.formats.simulator import simulator_runs
+
+        runs = simulator_runs(root)
+        if not runs:
+            raise ImportError_(
+                f"{root}: no OPPROF_*/simulator/ directory; expected msopprof simulator output (an OPPROF_* directory or a directory holding one)"
+            )
+        return ImportCount([], len(runs), None, f"{len(runs)} simulated kernel(s)")
     nodes = node_dirs(root)
     if not nodes:
         raise ImportError_(f"{root}: no node<k> directories; expected the layout <dir>/node0/..., <dir>/node1/...")

@@ -29,10 +29,50 @@ def environment_rows(env: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list
     return rows, list(env.get("mismatches", []))
 
 
-def open_boundaries(statuses: Mapping[str, Status]) -> list[str]:
-    """What this report cannot say, stage by stage, plus the evidence no stage collects."""
+REPLAY_CHECK = "op-profiler log has no failure line"  # the validation every op-profiler replay run records (op_profiler_collect.py)
+HCCL_CAUTION = (
+    "The msprof HCCL view shows HCCL collectives only: the kernel's SHMEM/URMA traffic (UDMA/RDMA writes issued from AIV "
+    "cores) does not appear there, so an empty or quiet HCCL lane says nothing about the network"
+)
+PC_SAMPLES_CAUTION = (
+    "PC samples x a sampling period is not stall time: samples are a statistical share of where warps were found, "
+    "taken on a subset of cycles; read the shares, never multiply them into microseconds"
+)
+
+
+def open_boundaries(
+    statuses: Mapping[str, Status],
+    collect_parts: Mapping[str, Status] | None = None,
+    not_provided: Mapping[str, list[str]] | None = None,
+    network_evidence: bool = False,
+) -> list[str]:
+    """What this report cannot say: every stage (tool mode) refused, failed or not run, every metric not provided,
+    whether kernel replay was verified, and whether network evidence exists. Generic over the stages' statuses (and
+    their collect parts, where the replay's checks are recorded), so a new stage is included by writing its status
+    (and, for metrics, ``details.not_provided``)."""
     items = [f"{name}: {s.state}: {s.reason}" for name, s in statuses.items() if s.state not in ("ok", "disabled")]
-    if statuses["pmu"].state != "ok":
+    items += [f"{name}: not run (disabled): {s.reason}" for name, s in statuses.items() if s.state == "disabled" and name not in ("report",)]
+    metrics = {stage: list(m) for stage, m in (not_provided or {}).items() if m}
+    for name, s in statuses.items():
+        extra = [m for m in (s.details or {}).get("not_provided", []) if m not in metrics.get(name, [])]
+        if extra:
+            metrics.setdefault(name, []).extend(extra)
+    items += [f"{stage}: not provided (absent or NA, never read as 0): {', '.join(m)}" for stage, m in metrics.items()]
+    parts = {name: (collect_parts or {}).get(name) or s for name, s in statuses.items()}
+    replayed = [name for name, s in parts.items() if any(v.check == REPLAY_CHECK for v in s.validations)]
+    verified = [name for name in replayed if parts[name].ok]
+    if verified:
+        items.append(
+            f"Kernel replay verified in this run by {', '.join(verified)}: each replayed the kernel on every rank and precision still passed afterwards"
+            + (f"; not verified by {', '.join(n for n in replayed if n not in verified)}" if len(verified) < len(replayed) else "")
+        )
+    elif statuses.get("pmu") is not None and statuses["pmu"].ok and statuses["pmu"].source == "import":
+        items.append("Kernel replay not verified here: the op-profiler data was imported, and its precision after replay was not checked in this run")
+    else:
         items.append("PMU replay compatibility unresolved: kernel replay of a cross-rank kernel was not verified in this run")
-    items.append("Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow")
+    if not network_evidence:
+        items.append(f"Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow. {HCCL_CAUTION}")
+    probe = statuses.get("probe")
+    if probe is not None and probe.ok:
+        items.append("The probe's numbers are simulator, single card, local probe: they test a local hypothesis and never speak for the multi-rank kernel")
     return items

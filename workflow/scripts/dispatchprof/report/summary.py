@@ -153,6 +153,14 @@ def answer_paragraph(
             text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
     else:
         text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
+    probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
+    if probe and probe.get("cachemiss"):
+        cm = probe["cachemiss"]
+        top = f", most at {cm['top_pcs'][0]['pc']} ({cm['top_pcs'][0]['count']})" if cm["top_pcs"] else ""
+        text.append(
+            f"A local probe under msopprof simulator ({probe['label']}) counted {cm['total']} I-cache misses{top}: "
+            "a local hypothesis about that piece of code, not evidence about the multi-rank kernel."
+        )
     pcs = sections.get("pcsampling") if statuses["pcsampling"].ok else None
     if pcs and pcs.get("stalls"):
         per_role = pcs.get("per_role") or {}

@@ -1,0 +1,52 @@
+# probe: a local piece of the kernel under `msopprof simulator` (single card, CANN but no NPU; optional).
+import math
+
+from dispatchprof.simulator import PARSE_MARGIN_S
+
+if COLLECT:
+
+    rule probe_collect:
+        output:
+            raw=directory("results/{experiment}/probe/raw"),
+            status="results/{experiment}/probe/collect/status.json",
+        log:
+            stage_log("probe", "collect"),
+        resources:
+            # No npu_cluster: the simulator needs CANN, not an NPU, so on SLURM it runs wherever CANN is installed.
+            runtime=lambda w: math.ceil(RUNS[w.experiment]["timeouts"]["probe"] / 60)
+            + math.ceil(PARSE_MARGIN_S / 60)
+            + RUNS[w.experiment]["slurm"]["runtime_margin_min"],
+        params:
+            config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "sim", "probe"),
+        script:
+            "../scripts/probe_collect.py"
+
+else:
+
+    rule probe_import:
+        output:
+            manifest="results/{experiment}/probe/import/manifest.json",
+            status="results/{experiment}/probe/import/status.json",
+        log:
+            stage_log("probe", "import"),
+        params:
+            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            input_fingerprint=input_fingerprint("probe_dir"),
+            kind="probe_dir",
+        script:
+            "../scripts/import_artifacts.py"
+
+
+rule probe:
+    input:
+        **needed_inputs("probe"),
+    output:
+        stats="results/{experiment}/probe/probe.json",
+        status="results/{experiment}/probe/status.json",
+    log:
+        stage_log("probe"),
+    params:
+        config_fingerprint=config_fingerprint("mode", "analyze", "probe"),
+        needed=NEEDS["probe"],
+    script:
+        "../scripts/probe.py"

@@ -1,0 +1,57 @@
+"""Entry point of rule probe: parse the simulator's OPPROF_ tree (collected here or imported in place)."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.stage import needed_parts_or_end  # noqa: E402
+
+NEEDED = needed_parts_or_end(snakemake, "probe")  # ends the job here when a needed part is not ok (or disabled)
+
+from dispatchprof.analysis.probe import LABEL, probe_result, summary_section  # noqa: E402
+from dispatchprof.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.formats.simulator import SimulatorFormatError, simulator_runs  # noqa: E402
+from dispatchprof.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.status import Status, Validation  # noqa: E402
+
+
+def body(run: StageRun) -> Status:
+    root = run.raw_dir("probe_dir")
+    upstream = {k: p.state for k, p in NEEDED.items()}
+    runs = simulator_runs(root)
+    if not runs:
+        return run.status("invalid", f"no OPPROF_*/simulator/ directory under {root}", upstream=upstream)
+    try:
+        result = probe_result(runs, run.config["probe"]["top"])
+    except SimulatorFormatError as exc:
+        return run.status("invalid", str(exc), upstream=upstream)
+    validations = []
+    agreement = result["cachemiss_agreement"]
+    if agreement and agreement["per_core_traces"] != agreement["summary_trace"]:
+        validations.append(
+            Validation(
+                "CACHEMISS in both traces",
+                False,
+                "warning",
+                f"{agreement['per_core_traces']} in the per-core trace.json files, {agreement['summary_trace']} in the summary trace.json; the per-core count is used",
+            )
+        )
+    if result["cachemiss"] is None:
+        validations.append(Validation("CACHEMISS events", False, "error", "no trace.json with events: I-cache misses not provided"))
+    result = {"toolchain": run.toolchain, "source": run.source, **result}
+    result["summary"] = summary_section(result)
+    write_json_atomic(run.outputs["stats"], result)
+    if result["cachemiss"] is None:
+        return run.status("invalid", f"the simulator tree under {root} holds no trace.json events", upstream=upstream, validations=validations)
+    cm = result["cachemiss"]
+    top = cm["top_pcs"][0] if cm["top_pcs"] else None
+    hot = result["instr_top"][0] if result["instr_top"] else None
+    reason = (
+        f"{LABEL}: {cm['total']} I-cache misses (CACHEMISS) over {len(result['span_us'])} simulated cores"
+        + (f", most at {top['pc']} ({top['count']})" if top else "")
+        + (f"; hottest instruction {hot['instr']} at {hot['pc']} on {hot['core']} ({hot['cycles']} cycles)" if hot else "")
+    )
+    return run.status("ok", reason, upstream=upstream, validations=validations, artifacts=[str(run.outputs["stats"])])
+
+
+run_stage(snakemake, "probe", body)
