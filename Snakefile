@@ -19,7 +19,7 @@ include: "workflow/rules/report.smk"
 
 
 # After every include: each rule is placed by what it declares (NPU jobs submitted, the rest local or on a CPU partition).
-NPU_RULES, CPU_RULES = place_rules()
+NPU_RULES, CANN_RULES, CPU_RULES = place_rules()
 
 
 rule all:
@@ -31,7 +31,7 @@ rule all:
 onstart:
     # Jobs are submitted (SLURM): say where each kind goes before anything is queued.
     if not workflow.local_exec:
-        sys.stderr.write(placement_note(NPU_RULES, CPU_RULES))
+        sys.stderr.write(placement_note(NPU_RULES, CANN_RULES, CPU_RULES))
 
 
 onsuccess:

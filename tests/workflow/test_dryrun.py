@@ -86,11 +86,12 @@ def test_with_an_analysis_partition_only_npu_jobs_go_to_the_npu_partition(workfl
     import pytest
 
     pytest.importorskip("snakemake_executor_plugin_slurm")
-    overlay = base_overlay(slurm={"analysis_partition": "cpu"})
+    overlay = base_overlay(slurm={"analysis_partition": "cpu", "cann_partition": "cann"}, probe={"enabled": True})
     result = workflow_copy.snakemake("-n", "-j", "8", "--executor", "slurm", "--default-resources", "slurm_partition=npu", "slurm_account=a", overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     partitions = planned_partitions(result.stdout + result.stderr)
     partitions.pop("all")  # the target rule runs nothing (Snakemake keeps it local)
     assert {rule for rule, parts in partitions.items() if parts == {"npu"}} == NPU_JOBS
-    assert {rule for rule, parts in partitions.items() if parts == {"cpu"}} == set(partitions) - NPU_JOBS
+    assert {rule for rule, parts in partitions.items() if parts == {"cann"}} == {"probe_collect"}
+    assert {rule for rule, parts in partitions.items() if parts == {"cpu"}} == set(partitions) - NPU_JOBS - {"probe_collect"}
     assert {"report", "timeline_parse", "pmu", "pcsampling", "baseline"} <= set(partitions) - NPU_JOBS

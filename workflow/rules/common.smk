@@ -254,33 +254,42 @@ def place_rules():
     there: the collective stages (resource npu_cluster) and the per-node jobs marked npu_node (env capture with its
     preflight, and the build, which needs the nodes' CANN toolkit). Every other rule (parse, analysis, import,
     placeholder, report) runs in the Snakemake process itself (localrules), or on slurm.analysis_partition when
-    that is set. Decided from the rules' own resources after every rule file is included, so a new rule is placed
+    that is set. Rules marked cann (the probe under msopprof simulator: CANN but no NPU) are submitted, to
+    slurm.cann_partition when set, else to the profile's partition. Decided from the rules' own resources after every rule file is included, so a new rule is placed
     by what it declares, not by a list kept by hand."""
     from snakemake.resources import Resources
 
-    npu = {
-        r.name for r in workflow.rules if "npu_cluster" in r.resources or "npu_node" in r.resources
+    npu = {r.name for r in workflow.rules if {"npu_cluster", "npu_node"} & set(r.resources)}
+    cann = {r.name for r in workflow.rules if "cann" in r.resources}
+    cpu = sorted(r.name for r in workflow.rules if r.name not in npu | cann)
+    partitions = {
+        **dict.fromkeys(cann, config["slurm"]["cann_partition"]),
+        **dict.fromkeys(cpu, config["slurm"]["analysis_partition"]),
     }
-    cpu = sorted(r.name for r in workflow.rules if r.name not in npu)
-    partition = config["slurm"]["analysis_partition"]
-    if partition is None:
+    if config["slurm"]["analysis_partition"] is None:
         workflow.localrules(*cpu)
-    else:
-        for rule_ in workflow.rules:
-            if rule_.name in cpu:
-                rule_.resources.update(Resources.from_mapping({"slurm_partition": partition}))
-    return sorted(npu), cpu
+    for rule_ in workflow.rules:
+        if partitions.get(rule_.name) is not None:
+            rule_.resources.update(
+                Resources.from_mapping({"slurm_partition": partitions[rule_.name]})
+            )
+    return sorted(npu), sorted(cann), cpu
 
 
-def placement_note(npu_rules, cpu_rules):
+def placement_note(npu_rules, cann_rules, cpu_rules):
     partition = config["slurm"]["analysis_partition"]
     where = (
         f"on partition {partition} (slurm.analysis_partition)"
         if partition
         else "in this Snakemake process (localrules; set slurm.analysis_partition to submit them to a CPU partition)"
     )
+    cann = (
+        config["slurm"]["cann_partition"]
+        or "the profile's partition (slurm.cann_partition not set)"
+    )
     return (
         f"Placement: submitted to the NPU nodes: {', '.join(npu_rules) or 'none'}; "
+        f"needing CANN but no NPU ({', '.join(cann_rules) or 'none'}): submitted to {cann}; "
         f"jobs that need no NPU ({', '.join(cpu_rules)}) run {where}.\n"
     )
 

@@ -12,7 +12,9 @@ if COLLECT:
         log:
             stage_log("probe", "collect"),
         resources:
-            # No npu_cluster: the simulator needs CANN, not an NPU, so on SLURM it runs wherever CANN is installed.
+            # No npu_cluster: the simulator needs CANN, not an NPU. On SLURM it is submitted (CANN is not assumed where
+            # Snakemake runs), to slurm.cann_partition when set, else to the profile's partition (place_rules).
+            cann=1,
             runtime=lambda w: math.ceil(RUNS[w.experiment]["timeouts"]["probe"] / 60)
             + math.ceil(PARSE_MARGIN_S / 60)
             + RUNS[w.experiment]["slurm"]["runtime_margin_min"],
