@@ -132,3 +132,11 @@ def test_overhead_both_scopes():
 def test_decision(when, pmu, runs):
     run, reason = decide(when, pmu, "why")
     assert run is runs and reason
+
+
+def test_wait_slots_never_make_a_rank_busiest():
+    rows = [{"rank": r, "role": "URMASendToken", "slot": 6, "phase": "local_window_copy", "slot_of_phase": 6, "median_us": 10.0} for r in range(4)]
+    rows[1]["median_us"] = 30.0  # rank 1 waits longest for incoming tokens: a waiter, not the slow rank
+    frame = pd.DataFrame(rows)
+    assert busiest(frame, "legacy_csv", 0.1, {"URMASendToken": [6]}) is None
+    assert busiest(frame, "legacy_csv", 0.1, {})["rank"] == 1  # unflagged, the same numbers would name it

@@ -95,7 +95,16 @@ for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
 
 COLLECT = config["mode"] == "collect"
 NODES = list(range(config["cluster"]["nodes"]))
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
+STAGES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "debugclock",
+)
 
 # What each stage needs, by mode. A stage runs only when every needed input is ok.
 if COLLECT:
@@ -111,6 +120,9 @@ if COLLECT:
         "pmu": ["pmu_collect"],
         "pcsampling_collect": ["pmu", "env_capture"],
         "pcsampling": ["pcsampling_collect"],
+        # PMU is an optional input of debugclock_collect: its state decides debugclock.when.
+        "debugclock_collect": ["correctness", "baseline"],
+        "debugclock": ["debugclock_collect"],
     }
 else:
     NEEDS = {
@@ -121,6 +133,7 @@ else:
         "timeline": ["timeline_import"],
         "pmu": ["pmu_import"],
         "pcsampling": ["pcsampling_import"],
+        "debugclock": [],  # reads analyze.debugclock_dir itself (skipped when not provided)
     }
 
 
@@ -212,7 +225,8 @@ def previous_run(wildcards):
     index = EXPERIMENTS.index(wildcards.experiment)
     if index == 0 or not COLLECT:
         return []
-    return [f"results/{EXPERIMENTS[index - 1]}/pcsampling/status.json"]
+    # debugclock_collect is the last collective stage of a run (after pcsampling).
+    return [f"results/{EXPERIMENTS[index - 1]}/debugclock/collect/status.json"]
 
 
 def collective_resources(stage):

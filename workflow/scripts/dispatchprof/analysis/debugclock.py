@@ -192,15 +192,17 @@ def is_wait(role: str, slot: Any, phase: str, wait: Mapping[str, Sequence[Any]])
     return slot is not None and not pd.isna(slot) and int(slot) in [int(s) for s in wait.get(role, [])]
 
 
-def busiest(per_rank: pd.DataFrame, source: str, min_excess: float) -> dict[str, Any] | None:
+def busiest(per_rank: pd.DataFrame, source: str, min_excess: float, wait: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any] | None:
     """The (rank, role, slot/phase) whose median most exceeds the median of the same role and key on the other
-    ranks, by at least ``min_excess`` of that peer median. None when nothing does (or fewer than two ranks)."""
+    ranks, by at least ``min_excess`` of that peer median. None when nothing does (or fewer than two ranks).
+    Wait slots are left out: a rank that waits longer there waits for someone else (a slow sender stretches every
+    receiver's LocalWindowCopy), so their excess would name the waiters, not the slow rank."""
     key = key_of(source)
     best = None
     if per_rank.empty:
         return None
     for (role, k), g in per_rank.dropna(subset=["median_us"]).groupby(["role", key], sort=True):
-        if g["rank"].nunique() < 2:
+        if g["rank"].nunique() < 2 or is_wait(role, g["slot_of_phase"].iloc[0], g["phase"].iloc[0], wait or {}):
             continue
         for row in g.itertuples():
             peers = float(g.loc[g["rank"] != row.rank, "median_us"].median())
@@ -287,3 +289,83 @@ def decide(when: str, pmu_state: str | None, pmu_reason: str | None) -> tuple[bo
     if pmu_state == "ok":
         return False, "fallback not needed: PMU is ok (debugclock.when: fallback runs only when PMU is not ok)"
     return True, f"fallback: PMU is {pmu_state or 'missing'}" + (f" ({pmu_reason})" if pmu_reason else "")
+
+
+LATE_ARRIVAL = "DebugClock ticks start after the kernel's entry barrier: a rank's late arrival is invisible here (the timeline shows it)."
+
+
+def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame] | None:
+    """A loaded tree (formats.debugclock.load_tree) -> (stats, segment table, per-rank table); None when empty.
+    AKL traces are preferred when both formats are present (named segments keep the send loop and LW split)."""
+    dc, kernel = config["debugclock"], config["kernel"]
+    roles = aiv_roles(kernel["roles"])
+    phases, wait = dc["phase_names"], dc["wait_slots"]
+    hz = float(kernel["clock_hz"])
+    mismatches: list[dict[str, Any]] = []
+    if loaded.captures:
+        source = "akl_trace"
+        seg, cores = akl_segments(loaded.captures, phases, hz, skip_launches)
+        mismatches = role_mismatches(cores, roles)
+        if seg.empty:
+            return None
+    elif loaded.legacy:
+        source = "legacy_csv"
+        seg = legacy_segments(loaded.legacy, roles, phases, hz)
+    else:
+        return None
+    table = per_rank_table(seg, source)
+    best = busiest(table, source, dc["busiest_min_excess"], wait)
+    by_role = pooled(seg, source, wait)
+    stats = {
+        "schema": "dispatchprof.debugclock/1",
+        "source": source,
+        "found": {"legacy_csv": len(loaded.legacy), "akl_trace": len(loaded.captures), "event_map": str(loaded.event_map) if loaded.event_map else None},
+        "clock_hz": hz,
+        "clock_key": "kernel.clock_hz (the same key sets AKL_LATENCY_CLOCK_HZ)",
+        "ranks": int(seg["rank"].nunique()),
+        "cores": int(seg[["rank", "block"]].drop_duplicates().shape[0]),
+        "launches": int(seg[["rank", "launch"]].drop_duplicates().shape[0]),
+        "skipped_launches": skip_launches if source == "akl_trace" else 0,
+        "roles": by_role,
+        "wait_slots": {r: list(v) for r, v in wait.items()},
+        "busiest": best,
+        "wait_work": wait_work(table, wait),
+        "role_mismatches": mismatches,
+        "clipped": clipped_counts(seg),
+        "phase_chart": phase_chart(table, source),
+        "cautions": CAUTIONS + ["Values the legacy analyzer clipped (< 0 or > 500000 cycles) are reported here, not zeroed; -1 (missing) stays missing."],
+        "late_arrival": LATE_ARRIVAL,
+        "statistics": "per rank, role and slot: median and spread (P25-P75, min-max) over cores and launches; pooled per role over ranks",
+    }
+    key = "slots" if source == "legacy_csv" else "phases"
+    stats["summary"] = {
+        "source": source,
+        "roles": {r: {key: {k: {"median_us": v["median_us"], "wait": v["wait"]} for k, v in entry[key].items()}} for r, entry in by_role.items()},
+        "wait_slots": stats["wait_slots"],
+        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "excess_us")} if best else None,
+        "role_mismatches": len(mismatches),
+    }
+    return stats, seg, table
+
+
+def load_overhead(run_dir: Any, runs: int) -> dict[str, Any]:
+    """Per-iteration max over ranks (measured iterations) of every ON and OFF run of the stage, pooled over runs."""
+    from pathlib import Path
+
+    from dispatchprof.analysis.baseline import load_api
+    from dispatchprof.analysis.latency import per_iteration_max, select_measured
+    from dispatchprof.formats.latency_csv import parse_latency_csv
+
+    def maxima(variant: str) -> dict[str, np.ndarray]:
+        out: dict[str, list[float]] = {"kernel": [], "api": []}
+        for i in range(runs):
+            d = Path(run_dir) / f"{variant}{i}"
+            csv = d / "latency" / "dispatch_latency.csv"
+            if csv.is_file():
+                out["kernel"] += per_iteration_max(select_measured(parse_latency_csv(csv).frame))["max_us"].tolist()
+            api = load_api(d) if d.is_dir() else None
+            if api is not None:
+                out["api"] += per_iteration_max(select_measured(api))["max_us"].tolist()
+        return {k: np.array(v) for k, v in out.items()}
+
+    return overhead(maxima("on"), maxima("off"))

@@ -237,3 +237,49 @@ def encode_trace(rows: list[dict[str, Any]], capacity: int) -> bytes:
         body = [v for pair in events for v in pair] + [0] * (2 * (capacity - len(events)))
         out += struct.pack(f"<{len(head) + len(body)}Q", *head, *body)
     return bytes(out)
+
+
+# -- a tree of DebugClock outputs ------------------------------------------------------------------------------
+
+NODE_PART, RUN_PART = re.compile(r"^node(\d+)$"), re.compile(r"^run(\d+)$")
+
+
+@dataclass
+class Loaded:
+    root: Path
+    legacy: list[tuple[int, int, pd.DataFrame]]  # (node, run, parse_legacy_csv frame) per file
+    captures: list[tuple[int, Capture]]  # (node, capture)
+    event_map: Path | None
+
+
+def _placement(root: Path, path: Path) -> tuple[int, int]:
+    """(node, run) from the path under root: <root>/[run<i>/]node<k>/... ; node 0 and run 0 when not named."""
+    node = run = 0
+    for part in path.relative_to(root).parts:
+        if m := NODE_PART.match(part):
+            node = int(m.group(1))
+        elif m := RUN_PART.match(part):
+            run = int(m.group(1))
+    return node, run
+
+
+def load_tree(root: str | Path) -> Loaded:
+    """Every DebugClock file under ``root``, both formats found by name. AKL captures need an event_map.json
+    somewhere under root (several must agree): the decoder rejects ids it cannot name."""
+    root = Path(root)
+    legacy = [(*_placement(root, p), parse_legacy_csv(p)) for p in find_legacy_csvs(root)]
+    dirs = find_captures(root)
+    maps = find_event_maps(root)
+    captures: list[tuple[int, Capture]] = []
+    if dirs:
+        if not maps:
+            raise DebugClockFormatError(
+                f"{root}: {len(dirs)} AKL captures but no event_map.json under it; expected the build's ascend_deepep/lib/event_map.json"
+            )
+        events: dict[int, tuple[str, ...]] = {}
+        for path in maps:
+            for key, parts in parse_event_map(path).items():
+                if events.setdefault(key, parts) != parts:
+                    raise DebugClockFormatError(f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})")
+        captures = [(_placement(root, d)[0], parse_capture(d, events)) for d in dirs]
+    return Loaded(root, legacy, captures, maps[0] if maps else None)
