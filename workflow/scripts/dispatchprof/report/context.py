@@ -33,6 +33,8 @@ def open_boundaries(statuses: Mapping[str, Status]) -> list[str]:
     """What this report cannot say, stage by stage, plus the evidence no stage collects."""
     items = [f"{name}: {s.state}: {s.reason}" for name, s in statuses.items() if s.state not in ("ok", "disabled")]
     if statuses["pmu"].state != "ok":
-        items.append("PMU replay compatibility unresolved: kernel replay of a cross-rank kernel was not verified in this run")
+        items.append("PMU replay compatibility of the full kernel unresolved: kernel replay of a cross-rank kernel was not verified in this run")
+        if "debugclock" in statuses and statuses["debugclock"].ok:
+            items.append("Per-role phases come from the DebugClock fallback (a DEBUG_CLOCK_ON build): pipe utilisation per core is not measured")
     items.append("Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow")
     return items
