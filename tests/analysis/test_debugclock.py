@@ -79,6 +79,7 @@ def test_busiest_names_the_slow_sender_not_the_waiters(akl):
     seg, _ = akl
     best = busiest(per_rank_table(seg, "akl_trace"), "akl_trace", 0.1)
     assert (best["rank"], best["role"], best["slot"], best["phase"]) == (1, "URMASendToken", 4, "send_complete")
+    assert type(best["slot"]) is int  # rendered as "slot 4", never "slot 4.0"
     assert best["excess_us"] == pytest.approx(4.0)
 
 

@@ -213,7 +213,7 @@ def busiest(per_rank: pd.DataFrame, source: str, min_excess: float, wait: Mappin
                 best = {
                     "rank": int(row.rank),
                     "role": role,
-                    "slot": int(k) if key == "slot" else row.slot_of_phase,
+                    "slot": int(k) if key == "slot" else (None if pd.isna(row.slot_of_phase) else int(row.slot_of_phase)),
                     "phase": row.phase,
                     "median_us": float(row.median_us),
                     "peers_median_us": peers,
