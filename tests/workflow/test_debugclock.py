@@ -1,6 +1,6 @@
 """The debugclock stage on the simulated cluster (2 nodes x 8 ranks): the fallback when kernel replay hangs, with a
 slow URMASendToken role on rank 5. One collected run shared by the assertions, then an analyze-mode run over its
-legacy CSVs. The no-fault decision (disabled) is covered by tests/analysis/test_debugclock.py::test_decision."""
+legacy CSVs. The no-fault decision (disabled) is covered by tests/analysis/test_debugclock_phases.py::test_decision."""
 
 import json
 import shutil
