@@ -115,3 +115,21 @@ def test_analyze_mode_without_the_dir_is_skipped_and_a_bad_file_is_invalid(tmp_p
     assert result.returncode == 0, result.stderr[-3000:]
     status = wf.status("debugclock")
     assert status["state"] == "invalid" and "dispatch_clock_rank_0.csv: line 2: 2 fields; expected 3" in status["reason"]
+
+
+def test_a_precision_failure_of_the_legacy_debug_build_is_the_instrumentations(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    overlay = base_overlay(
+        sim={"replay": "hang", "debugclock": "overwrite"},
+        timeouts={"pmu": 8},
+        baseline={"iterations": 20},
+        timeline={"iterations": 8},
+        debugclock={"iterations": 8, "warmup": 2},
+    )
+    result = wf.snakemake("--until", "debugclock", overlay=overlay, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    collect = json.loads((wf.root / "results/baseline/debugclock/collect/status.json").read_text())
+    assert collect["state"] == "ok", collect
+    assert "tpSendCountsOut" in collect["details"]["precision_on"] and "not the kernel's" in collect["details"]["precision_on"]
+    assert any(not v["passed"] and v["severity"] == "warning" and "precision of the DEBUG_CLOCK_ON run" in v["check"] for v in collect["validations"])
+    assert wf.status("debugclock")["state"] == "ok" and wf.status("correctness")["state"] == "ok"

@@ -1,6 +1,21 @@
 # debugclock: per-role phase evidence from the repository's DebugClock points (a DEBUG_CLOCK_ON build in its own
 # worktree), the fallback when kernel replay (PMU) is not ok; or imported from analyze.debugclock_dir.
 
+
+def debugclock_resources():
+    """collective_resources, with a SLURM runtime for every command of the stage: the DEBUG build and each OFF
+    and ON run have timeouts.debugclock each."""
+    import math
+
+    resources = collective_resources("debugclock")
+    resources["runtime"] = lambda w: math.ceil(
+        RUNS[w.experiment]["timeouts"]["debugclock"]
+        * (1 + 2 * RUNS[w.experiment]["debugclock"]["runs"])
+        / 60
+    ) + (RUNS[w.experiment]["slurm"]["runtime_margin_min"])
+    return resources
+
+
 if COLLECT:
 
     rule debugclock_collect:
@@ -17,7 +32,7 @@ if COLLECT:
         log:
             stage_log("debugclock", "collect"),
         resources:
-            **collective_resources("debugclock"),
+            **debugclock_resources(),
         params:
             config_fingerprint=config_fingerprint(
                 "mode",

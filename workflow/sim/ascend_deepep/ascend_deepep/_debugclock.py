@@ -6,8 +6,9 @@ Writes what the real DEBUG build writes (shared/formats/deepep.md §2), per laun
 - AKL semantic trace: ``rank<R>-pid<P>-launch<L>/{trace.bin,capture.json}`` (L counts this process's launches);
   ``AKL_TRACE_KEEP_LAST=1`` keeps only the newest capture per rank and process.
 Where: ``AKL_TRACE_DIR`` (AKL traces), else ``DISPATCH_CLOCK_DIR``, else ``./clock_results``. Which:
-``DEEPEP_SIM_DEBUGCLOCK_FORMAT`` legacy|akl|both. Fault knob ``DEEPEP_SIM_DEBUGCLOCK`` ok|missing|corrupt (missing:
-nothing written; corrupt: a truncated trace.bin and a CSV row short of one field).
+``DEEPEP_SIM_DEBUGCLOCK_FORMAT`` legacy|akl|both. Fault knob ``DEEPEP_SIM_DEBUGCLOCK`` ok|missing|corrupt|overwrite (missing:
+nothing written; corrupt: a truncated trace.bin and a CSV row short of one field; overwrite: the legacy build's clocks
+overwrite tpSendCountsOut, deepep.md §7, so every rank's precision check fails while the clocks are fine).
 
 Tick index -> marker per role follows deepep.md §2a (inferred there). Where the model has one phase for several
 markers, the markers sit at fixed fractions of it (a stand-in assumption). Overhead: each marker costs MARK_US on
@@ -124,6 +125,11 @@ class DebugClockWriter:
         self.launches = 0
         # A per-device cycle counter origin: ticks of two devices are not comparable (no global clock).
         self.origin = 10_000_000_000 + 7_919_000 * rank
+
+    @property
+    def overwrites_results(self) -> bool:
+        """Fault knob overwrite: the legacy DEBUG build's clock buffer is tpSendCountsOut, so results are wrong."""
+        return self.on and self.fault == "overwrite" and self.format in ("legacy", "both")
 
     @property
     def marker_overhead_us(self) -> float:

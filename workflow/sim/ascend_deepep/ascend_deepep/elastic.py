@@ -212,8 +212,9 @@ class ElasticBuffer:
             self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
             if self.rank == 0:
                 self._truth.append(launch_truth(launch))
-        # A replay that corrupted the buffer's state corrupts every later result too.
-        self._corrupt = self._corrupt or corrupt_by_replay
+        # A replay that corrupted the buffer's state corrupts every later result too. sim.debugclock: overwrite = the
+        # legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): every rank's result is wrong.
+        self._corrupt = self._corrupt or corrupt_by_replay or self._debugclock.overwrites_results
         if self._corrupt and received:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
             received[0][2] = [v + 1.0 for v in received[0][2]]
