@@ -14,6 +14,7 @@ include: "workflow/rules/timeline.smk"
 include: "workflow/rules/pmu.smk"
 include: "workflow/rules/pcsampling.smk"
 include: "workflow/rules/probe.smk"
+include: "workflow/rules/debugclock.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/report.smk"
 

@@ -58,7 +58,7 @@ def test_replay_hang_times_out_within_budget_leaves_nothing_and_skips_pc_samplin
     assert pcs["state"] == "skipped" and "pmu" in pcs["reason"]
     assert processes_mentioning(str(workflow_copy.root)) == []
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
-    assert "PMU replay compatibility unresolved" in html
+    assert "PMU replay compatibility of the full kernel unresolved" in html
 
 
 def test_hot_icache_role_ranks_first_by_miss_rate_and_time_order_is_separate(workflow_copy):

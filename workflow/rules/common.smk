@@ -103,6 +103,7 @@ STAGES = (
     "timeline",
     "pmu",
     "pcsampling",
+    "debugclock",
     "probe",
 )
 
@@ -122,6 +123,9 @@ if COLLECT:
         "pcsampling": ["pcsampling_collect"],
         "probe_collect": [],  # a local program under the simulator: no NPU, no collective stage
         "probe": ["probe_collect"],
+        # PMU is an optional input of debugclock_collect: its state decides debugclock.when.
+        "debugclock_collect": ["correctness", "baseline"],
+        "debugclock": ["debugclock_collect"],
     }
 else:
     NEEDS = {
@@ -133,6 +137,7 @@ else:
         "pmu": ["pmu_import"],
         "pcsampling": ["pcsampling_import"],
         "probe": ["probe_import"],
+        "debugclock": [],  # reads analyze.debugclock_dir itself (skipped when not provided)
     }
 
 
@@ -224,7 +229,8 @@ def previous_run(wildcards):
     index = EXPERIMENTS.index(wildcards.experiment)
     if index == 0 or not COLLECT:
         return []
-    return [f"results/{EXPERIMENTS[index - 1]}/pcsampling/status.json"]
+    # debugclock_collect is the last collective stage of a run (after pcsampling).
+    return [f"results/{EXPERIMENTS[index - 1]}/debugclock/collect/status.json"]
 
 
 def collective_resources(stage):

@@ -23,6 +23,7 @@ rule report:
         pmu_stats="results/{experiment}/pmu/roles.json",
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
         probe_stats="results/{experiment}/probe/probe.json",
+        debugclock_stats="results/{experiment}/debugclock/stats.json",
         comparisons=lambda w: comparisons_of(w.experiment),
     output:
         html=report(

@@ -81,6 +81,20 @@ def not_provided(evidence: dict) -> dict:
     return out
 
 
+def debugclock_section(path: str, status: Status, sections: dict) -> dict | None:
+    """The DebugClock section (stage debugclock) when it is ok; its summary also goes to the answer and summary.json."""
+    from dispatchprof.report.debugclock import section
+
+    data = json.loads(Path(path).read_text())
+    if not status.ok or data.get("placeholder"):
+        return None
+    sections["debugclock"] = {
+        **data["summary"],
+        "overhead": {k: data["overhead"][k] for k in ("on_median_us", "off_median_us", "ratio")} if data.get("overhead") else None,
+    }
+    return section(data)
+
+
 def body(run: StageRun) -> Status:
     cfg = run.config
     out_dir = run.outputs["html"].parent
@@ -141,6 +155,7 @@ def body(run: StageRun) -> Status:
             evidence[stage] = {**data, "link": link(run.inputs[key])}
             sections[stage] = data["summary"]
     render_figures(timeline, evidence.get("pmu"), evidence.get("pcsampling"))
+    debugclock = debugclock_section(run.inputs["debugclock_stats"], statuses["debugclock"], sections)
     comparisons = []
     for path in run.inputs.get("comparisons", []):
         data = json.loads(Path(path).read_text())
@@ -165,6 +180,7 @@ def body(run: StageRun) -> Status:
         "comparisons": comparisons,
         "pmu": evidence.get("pmu"),
         "pcsampling": evidence.get("pcsampling"),
+        "debugclock": debugclock,
         "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections, comparisons),
         "baseline": baseline,
         "correctness": correctness,
@@ -186,7 +202,11 @@ def body(run: StageRun) -> Status:
     write_json_atomic(
         run.outputs["summary"],
         build_summary(
-            run.experiment, run.toolchain, cfg["mode"], statuses, {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "probe")}
+            run.experiment,
+            run.toolchain,
+            cfg["mode"],
+            statuses,
+            {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "debugclock", "probe")},
         ),
     )
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 # msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
 MSOPPROF_OUTPUT_MAX = 200
-ANALYZE_PATHS = ("latency_csv", "timeline_dir", "pmu_dir", "pcsampling_dir", "probe_dir")  # analyze.* keys that name inputs
+ANALYZE_PATHS = ("latency_csv", "timeline_dir", "pmu_dir", "pcsampling_dir", "debugclock_dir", "probe_dir")  # analyze.* keys that name inputs
 KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
 _HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 

@@ -30,6 +30,7 @@ SIM_ENV = {
     "op_entry": "DEEPEP_SIM_OP_ENTRY",
     "pcsampling": "DEEPEP_SIM_PCSAMPLING",
     "probe": "DEEPEP_SIM_PROBE",
+    "debugclock": "DEEPEP_SIM_DEBUGCLOCK",
     "icache_hot_role": "DEEPEP_SIM_ICACHE_HOT_ROLE",
     "late_rank": "DEEPEP_SIM_LATE_RANK",
     "late_node": "DEEPEP_SIM_LATE_NODE",

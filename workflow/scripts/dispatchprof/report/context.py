@@ -66,10 +66,15 @@ def open_boundaries(
             f"Kernel replay verified in this run by {', '.join(verified)}: each replayed the kernel on every rank and precision still passed afterwards"
             + (f"; not verified by {', '.join(n for n in replayed if n not in verified)}" if len(verified) < len(replayed) else "")
         )
-    elif statuses.get("pmu") is not None and statuses["pmu"].ok and statuses["pmu"].source == "import":
+    pmu = statuses.get("pmu")
+    imported = pmu is not None and pmu.ok and pmu.source == "import"
+    if imported and not verified:
         items.append("Kernel replay not verified here: the op-profiler data was imported, and its precision after replay was not checked in this run")
-    else:
-        items.append("PMU replay compatibility unresolved: kernel replay of a cross-rank kernel was not verified in this run")
+    if pmu is None or not pmu.ok or not (verified or imported):
+        items.append("PMU replay compatibility of the full kernel unresolved: kernel replay of a cross-rank kernel was not verified in this run")
+        debugclock = statuses.get("debugclock")
+        if debugclock is not None and debugclock.ok:
+            items.append("Per-role phases come from the DebugClock fallback (a DEBUG_CLOCK_ON build): pipe utilisation per core is not measured")
     if not network_evidence:
         items.append(f"Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow. {HCCL_CAUTION}")
     probe = statuses.get("probe")

@@ -151,6 +151,11 @@ def answer_paragraph(
             )
         else:
             text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
+    elif sections.get("debugclock") and "debugclock" in statuses and statuses["debugclock"].ok:
+        from dispatchprof.report.debugclock import fallback_sentence
+
+        text.append(fallback_sentence(sections["debugclock"], statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
+        role = (sections["debugclock"].get("busiest") or {}).get("role")
     else:
         text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
     probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
@@ -183,6 +188,8 @@ def answer_paragraph(
         text.append("Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in comparisons) + ".")
     else:
         text.append("Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")
+    if "debugclock" in statuses and statuses["debugclock"].ok:
+        measured.append("debugclock")
     if measured:
         text.append(f"Evidence available: {', '.join(measured)}.")
     if missing:

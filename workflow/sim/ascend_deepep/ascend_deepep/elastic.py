@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ascend_deepep._collective import Cluster, CollectiveModel, Knobs, Launch, RankLaunch, launch_truth, pmu_cores, replay_truth, root_causes, simt_function_us
+from ascend_deepep._debugclock import EXPORT_US, DebugClockWriter
 from ascend_deepep._store import StoreClient
 
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
@@ -155,6 +156,7 @@ class ElasticBuffer:
         self._replays: list[dict[str, Any]] = []
         self._trace = _DeviceTrace(rank, ranks_per_node, self._model)
         self._op_profiler = _OpProfiler(rank, ranks_per_node, self._knobs)
+        self._debugclock = DebugClockWriter(rank, Path(__file__).resolve().parents[1])  # active in a DEBUG_CLOCK_ON build
         self._warmup = 0
         self._sessions_used = 0
         self._tick_scale = 1.0
@@ -187,6 +189,11 @@ class ElasticBuffer:
         in_session = self._session is not None
         launch = self._model.launch(call, sends, sync_start=in_session and self._sync_start)
         mine = launch.ranks[self.rank]
+        if self._debugclock.on:
+            # Every launch's clock buffer is flushed and exported after the kernel's end tick: the API scope pays it on
+            # every rank (all ranks run the same build, so every process's model moves all host clocks alike).
+            self._debugclock.record(mine)
+            self._model.host_now = [t + EXPORT_US for t in self._model.host_now]
         _HostClock.now_us = self._model.host_now[self.rank]
         corrupt_by_replay = False
         if in_session and self._sync_start:
@@ -199,12 +206,15 @@ class ElasticBuffer:
         self.store.barrier(f"dispatch/{call}", self.world)
         if in_session:
             assert self._session is not None
-            self._session.append(mine.kernel_mode_us * self._tick_scale if self._mode == "kernel" else mine.event_mode_us)
+            self._session.append(
+                (mine.kernel_mode_us + self._debugclock.marker_overhead_us) * self._tick_scale if self._mode == "kernel" else mine.event_mode_us
+            )
             self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
             if self.rank == 0:
                 self._truth.append(launch_truth(launch))
-        # A replay that corrupted the buffer's state corrupts every later result too.
-        self._corrupt = self._corrupt or corrupt_by_replay
+        # A replay that corrupted the buffer's state corrupts every later result too. sim.debugclock: overwrite = the
+        # legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): every rank's result is wrong.
+        self._corrupt = self._corrupt or corrupt_by_replay or self._debugclock.overwrites_results
         if self._corrupt and received:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
             received[0][2] = [v + 1.0 for v in received[0][2]]

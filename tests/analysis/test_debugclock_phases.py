@@ -1,0 +1,143 @@
+"""DebugClock analysis on the hand-built fixtures (exact medians), busiest slot, wait/work, overhead, the decision."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES
+from dispatchprof.analysis.debugclock import (
+    akl_segments,
+    busiest,
+    clipped_counts,
+    decide,
+    legacy_segments,
+    overhead,
+    per_rank_table,
+    phase_chart,
+    pooled,
+    role_mismatches,
+    wait_work,
+)
+from dispatchprof.formats.debugclock import find_captures, parse_capture, parse_event_map, parse_legacy_csv
+
+ROOT = FIXTURES / "deepep" / "debugclock"
+ROLES = ["URMASendToken", "URMASendToken", "CalCumSum"]
+PHASES = {
+    "URMASendToken": ["init", "ids_ready", "mapping_ready", "queues_ready", "send_complete", "pipe_barrier", "local_window_copy"],
+    "CalCumSum": ["init", "counts_sent", "dispatch_ready", "recv_counts_ready", "experts_written", "pipe_barrier", "local_window_copy"],
+}
+WAIT = {"CalCumSum": [2, 6], "URMASendToken": [6]}
+
+
+@pytest.fixture
+def legacy():
+    frames = [(k, 0, parse_legacy_csv(p)) for k, p in enumerate(sorted((ROOT / "legacy").rglob("*.csv")))]
+    return legacy_segments(frames, ROLES, PHASES, 1e9)
+
+
+@pytest.fixture
+def akl():
+    events = parse_event_map(ROOT / "akl" / "event_map.json")
+    caps = [(int(p.parent.name.removeprefix("node")), parse_capture(p, events)) for p in find_captures(ROOT / "akl")]
+    return akl_segments(caps, PHASES, 1e9)
+
+
+def test_legacy_slot_medians_are_exact(legacy):
+    table = per_rank_table(legacy, "legacy_csv")
+    row = table[(table["rank"] == 1) & (table.role == "URMASendToken") & (table.slot == 4)].iloc[0]
+    assert row.median_us == pytest.approx(6.0) and row.phase == "send_complete" and row.n == 2
+    assert table[(table["rank"] == 0) & (table.role == "URMASendToken") & (table.slot == 4)].median_us.iloc[0] == pytest.approx(2.0)
+    missing = table[(table["rank"] == 1) & (table.role == "URMASendToken") & (table.slot == 6)].iloc[0]
+    assert (missing.n, missing.missing, missing.median_us) == (1, 1, pytest.approx(0.6))
+    roles = pooled(legacy, "legacy_csv", WAIT)
+    assert roles["URMASendToken"]["slots"]["4"]["median_us"] == pytest.approx(4.0)  # 1000, 3000, 5000, 7000 cycles
+    assert roles["CalCumSum"]["slots"]["2"]["wait"] and not roles["CalCumSum"]["slots"]["3"]["wait"]
+
+
+def test_legacy_start_offsets_are_cumulative(legacy):
+    core = legacy[(legacy["rank"] == 0) & (legacy.block == 0)].sort_values("slot")
+    assert core["start_us"].tolist() == pytest.approx([0.0, 0.1, 0.3, 0.6, 1.0, 2.0, 2.05])
+
+
+def test_clipped_values_are_counted_not_zeroed(legacy):
+    assert clipped_counts(legacy) == {"missing": 1, "above_500000_cycles": 1}
+    assert legacy["us"].max() == pytest.approx(600.0)
+
+
+def test_akl_phase_medians_are_exact_and_the_send_loop_is_one_phase(akl):
+    seg, _ = akl
+    table = per_rank_table(seg, "akl_trace")
+    send = table[(table.role == "URMASendToken") & (table.phase == "send_complete")].set_index("rank")
+    assert send.loc[0, "median_us"] == pytest.approx(2.1) and send.loc[1, "median_us"] == pytest.approx(6.1)
+    assert send.loc[0, "slot_of_phase"] == 4 and send.loc[0, "start_median_us"] == pytest.approx(1.0)
+    roles = pooled(seg, "akl_trace", WAIT)
+    assert roles["CalCumSum"]["phases"]["dispatch_ready"]["median_us"] == pytest.approx(2.3)
+    assert roles["CalCumSum"]["phases"]["dispatch_ready"]["wait"]
+
+
+def test_busiest_names_the_slow_sender_not_the_waiters(akl):
+    seg, _ = akl
+    best = busiest(per_rank_table(seg, "akl_trace"), "akl_trace", 0.1)
+    assert (best["rank"], best["role"], best["slot"], best["phase"]) == (1, "URMASendToken", 4, "send_complete")
+    assert type(best["slot"]) is int  # rendered as "slot 4", never "slot 4.0"
+    assert best["excess_us"] == pytest.approx(4.0)
+
+
+def test_a_rank_waiting_less_than_its_peers_is_not_busiest():
+    rows = [{"rank": r, "role": "CalCumSum", "slot": 2, "phase": "dispatch_ready", "slot_of_phase": 2, "median_us": 10.0} for r in range(4)]
+    rows[2]["median_us"] = 1.0  # rank 2 waits less (it is the slow one the others wait for)
+    assert busiest(pd.DataFrame(rows), "legacy_csv", 0.1) is None
+
+
+def test_role_check_flags_cores_whose_paths_name_another_role(akl):
+    _, cores = akl
+    assert role_mismatches(cores, ROLES) == []
+    wrong = role_mismatches(cores, ["CalCumSum", "URMASendToken", "CalCumSum"])
+    assert {(w["rank"], w["block"]) for w in wrong} == {(0, 0), (1, 0)}
+
+
+def test_wait_and_work_per_rank_and_role(legacy):
+    table = per_rank_table(legacy, "legacy_csv")
+    ww = {(w["rank"], w["role"]): w for w in wait_work(table, WAIT)}
+    assert ww[(0, "CalCumSum")]["wait_slots_us"] == pytest.approx(2.0 + 0.8)
+    assert ww[(0, "CalCumSum")]["work_slots_us"] == pytest.approx(0.1 + 0.5 + 0.6 + 0.3 + 0.04)
+
+
+def test_phase_chart_keeps_start_order(akl):
+    seg, _ = akl
+    bars = phase_chart(per_rank_table(seg, "akl_trace"), "akl_trace")["URMASendToken"]
+    assert [b["phase"] for b in bars][:3] == ["init", "ids_ready", "mapping_ready"]
+    assert all(a["start_us"] <= b["start_us"] for a, b in zip(bars, bars[1:]))
+
+
+def test_overhead_both_scopes():
+    on = {"kernel": np.array([11.0, 12.0, 13.0]), "api": np.array([60.0, 61.0, 62.0])}
+    off = {"kernel": np.array([10.0, 10.0, 10.0]), "api": np.array([30.0, 30.0, 30.0])}
+    out = overhead(on, off)
+    assert (out["on_median_us"], out["off_median_us"], out["ratio"]) == (12.0, 10.0, pytest.approx(1.2))
+    assert out["scopes"]["api"]["ratio"] == pytest.approx(61.0 / 30.0)
+    assert overhead(on, {"kernel": off["kernel"]})["scopes"]["api"] is None
+
+
+@pytest.mark.parametrize(
+    "when, pmu, runs",
+    [
+        ("fallback", "ok", False),
+        ("fallback", "timeout", True),
+        ("fallback", "invalid", True),
+        ("fallback", None, True),
+        ("always", "ok", True),
+        ("never", "timeout", False),
+    ],
+)
+def test_decision(when, pmu, runs):
+    run, reason = decide(when, pmu, "why")
+    assert run is runs and reason
+
+
+def test_wait_slots_never_make_a_rank_busiest():
+    rows = [{"rank": r, "role": "URMASendToken", "slot": 6, "phase": "local_window_copy", "slot_of_phase": 6, "median_us": 10.0} for r in range(4)]
+    rows[1]["median_us"] = 30.0  # rank 1 waits longest for incoming tokens: a waiter, not the slow rank
+    frame = pd.DataFrame(rows)
+    assert busiest(frame, "legacy_csv", 0.1, {"URMASendToken": [6]}) is None
+    assert busiest(frame, "legacy_csv", 0.1, {})["rank"] == 1  # unflagged, the same numbers would name it

@@ -1,0 +1,70 @@
+# debugclock: per-role phase evidence from the repository's DebugClock points (a DEBUG_CLOCK_ON build in its own
+# worktree), the fallback when kernel replay (PMU) is not ok; or imported from analyze.debugclock_dir.
+
+
+def debugclock_resources():
+    """collective_resources, with a SLURM runtime for every command of the stage: the DEBUG build and each OFF
+    and ON run have timeouts.debugclock each."""
+    import math
+
+    resources = collective_resources("debugclock")
+    resources["runtime"] = lambda w: math.ceil(
+        RUNS[w.experiment]["timeouts"]["debugclock"]
+        * (1 + 2 * RUNS[w.experiment]["debugclock"]["runs"])
+        / 60
+    ) + (RUNS[w.experiment]["slurm"]["runtime_margin_min"])
+    return resources
+
+
+if COLLECT:
+
+    rule debugclock_collect:
+        input:
+            **needed_inputs("debugclock_collect"),
+            pmu="results/{experiment}/pmu/status.json",  # optional: decides debugclock.when: fallback
+            after="results/{experiment}/pcsampling/status.json",  # order only: one collective run at a time
+            driver="results/{experiment}/baseline/perf_driver.py",
+            build_record="results/{experiment}/build/build.json",
+        output:
+            raw=directory("results/{experiment}/debugclock/raw"),
+            run=directory("results/{experiment}/debugclock/run"),
+            status="results/{experiment}/debugclock/collect/status.json",
+        log:
+            stage_log("debugclock", "collect"),
+        resources:
+            **debugclock_resources(),
+        params:
+            config_fingerprint=config_fingerprint(
+                "mode",
+                "toolchain",
+                "launcher",
+                "cann",
+                "cluster",
+                "deepep",
+                "shape",
+                "sim",
+                "kernel",
+                "debugclock",
+            ),
+            needed=NEEDS["debugclock_collect"],
+        script:
+            "../scripts/debugclock_collect.py"
+
+
+rule debugclock:
+    input:
+        **needed_inputs("debugclock"),
+    output:
+        stats="results/{experiment}/debugclock/stats.json",
+        segments="results/{experiment}/debugclock/segments.parquet",
+        per_rank="results/{experiment}/debugclock/slots.parquet",
+        status="results/{experiment}/debugclock/status.json",
+    log:
+        stage_log("debugclock"),
+    params:
+        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "debugclock"),
+        input_fingerprint=input_fingerprint("debugclock_dir") if not COLLECT else "",
+        needed=NEEDS["debugclock"],
+        run_dir="results/{experiment}/debugclock/run" if COLLECT else None,
+    script:
+        "../scripts/debugclock.py"

@@ -1,0 +1,86 @@
+"""The DEBUG_CLOCK_ON build of the debugclock stage: a second copy of the library, never over the baseline build.
+
+The repository is checked out again under results/ (``git worktree add --detach`` at HEAD when it is a git
+repository, else a copy without its build outputs), built there with DEBUG_CLOCK_ON=ON, and the baseline's
+libraries are checked against the build record's sha256 afterwards: a build that installs in place would otherwise
+let the instrumented library into every later stage. When they differ, the record's copies are restored and
+checked again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dispatchprof.building import fingerprint, run_build
+from dispatchprof.toolchain import Toolchain
+
+COPY_IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", ".pytest_cache")
+
+
+@dataclass
+class DebugTree:
+    path: Path
+    how: str  # "git worktree" | "copy"
+    notes: list[str] = field(default_factory=list)
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=300)
+
+
+def make_tree(repo: Path, dest: Path) -> DebugTree:
+    """A fresh checkout of ``repo`` at ``dest`` (an earlier one is removed first)."""
+    dest = dest.resolve()
+    is_git = (repo / ".git").exists()
+    if dest.exists():
+        if is_git:
+            _git(repo, "worktree", "remove", "--force", str(dest))
+        shutil.rmtree(dest, ignore_errors=True)
+    if is_git:
+        _git(repo, "worktree", "prune")
+        done = _git(repo, "worktree", "add", "--detach", str(dest), "HEAD")
+        if done.returncode != 0:
+            raise RuntimeError(f"git worktree add {dest} failed: {done.stderr.strip()}")
+        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no").stdout.strip()
+        notes = [f"the worktree is HEAD; {repo} has uncommitted changes the DEBUG build does not contain"] if dirty else []
+        return DebugTree(dest, "git worktree", notes)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(repo, dest, ignore=COPY_IGNORE, symlinks=True)
+    return DebugTree(dest, "copy", [f"{repo} is not a git repository: copied without its build outputs"])
+
+
+def build_debug(chain: Toolchain, tree: DebugTree, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path):
+    """Build the tree with DEBUG_CLOCK_ON=ON (the baseline's build_env otherwise); the toolchain with repo = tree."""
+    debug_chain = dataclasses.replace(chain, repo=tree.path)
+    result = run_build(debug_chain, command, {**build_env, "DEBUG_CLOCK_ON": "ON"}, timeout_s, log_path)
+    return debug_chain, result
+
+
+def baseline_intact(repo: Path, globs: Sequence[str], record: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether the baseline's libraries still have the build record's sha256; restored from the record's copies
+    when not (then checked again)."""
+    expected = {lib["path"]: lib for lib in record.get("libraries", [])}
+    if not expected:
+        return True, "the build record lists no libraries to check"
+
+    def differing() -> list[str]:
+        now = {lib["path"]: lib["sha256"] for lib in fingerprint(repo, globs)}
+        return sorted(p for p, lib in expected.items() if now.get(p) != lib["sha256"])
+
+    changed = differing()
+    if not changed:
+        return True, f"{len(expected)} baseline libraries unchanged (sha256 as in the build record)"
+    for path in changed:
+        copy = expected[path].get("copy")
+        if copy and Path(copy).is_file():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(copy, repo / path)
+    still = differing()
+    if still:
+        return False, f"the DEBUG build changed the baseline libraries {still} and they could not be restored from the build record's copies"
+    return True, f"the DEBUG build changed {changed} in place; restored from the build record's copies and checked (sha256)"
