@@ -13,6 +13,7 @@ include: "workflow/rules/baseline.smk"
 include: "workflow/rules/timeline.smk"
 include: "workflow/rules/pmu.smk"
 include: "workflow/rules/pcsampling.smk"
+include: "workflow/rules/pipe_timeline.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/report.smk"
 

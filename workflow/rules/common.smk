@@ -95,7 +95,16 @@ for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
 
 COLLECT = config["mode"] == "collect"
 NODES = list(range(config["cluster"]["nodes"]))
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
+STAGES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "pipe_timeline",
+)
 
 # What each stage needs, by mode. A stage runs only when every needed input is ok.
 if COLLECT:
@@ -111,6 +120,7 @@ if COLLECT:
         "pmu": ["pmu_collect"],
         "pcsampling_collect": ["pmu", "env_capture"],
         "pcsampling": ["pcsampling_collect"],
+        "pipe_timeline_collect": ["timeline", "env_capture"],
     }
 else:
     NEEDS = {
@@ -121,6 +131,7 @@ else:
         "timeline": ["timeline_import"],
         "pmu": ["pmu_import"],
         "pcsampling": ["pcsampling_import"],
+        "pipe_timeline": ["pipe_timeline_import"],
     }
 
 
@@ -212,7 +223,11 @@ def previous_run(wildcards):
     index = EXPERIMENTS.index(wildcards.experiment)
     if index == 0 or not COLLECT:
         return []
-    return [f"results/{EXPERIMENTS[index - 1]}/pcsampling/status.json"]
+    previous = EXPERIMENTS[index - 1]
+    return [
+        f"results/{previous}/pcsampling/status.json",
+        f"results/{previous}/pipe_timeline/status.json",
+    ]
 
 
 def collective_resources(stage):
@@ -241,6 +256,17 @@ def node_resources(wildcards):
     """Per-node jobs (env capture) are pinned to their host when cluster.hosts names them."""
     hosts = config["cluster"]["hosts"]
     return f"--nodelist={hosts[int(wildcards.node)]}" if hosts else ""
+
+
+def pipe_timeline_parts():
+    """The parts stage pipe_timeline folds: one collect run per timeline kind (a kind not in pipe_timeline.runs writes
+    `disabled`), or the import in analyze mode."""
+    if COLLECT:
+        return {
+            f"{kind}_collect": f"results/{{experiment}}/pipe_timeline/{kind}/collect/status.json"
+            for kind in ("pipe", "instr")
+        }
+    return {"pipe_timeline_import": status_path("pipe_timeline_import")}
 
 
 def stage_log(stage, name=None):

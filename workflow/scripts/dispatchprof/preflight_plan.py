@@ -58,7 +58,7 @@ def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> 
     tools = {"msprof": (msprof_command(dummy, [], dummy / "probe.sh"), "msprof_help")}
     entry = capture["op_profiler_entry"]
     if entry != "none":
-        metrics = config["pmu"]["metrics"] + config["pmu"]["timelines"]
+        metrics = config["pmu"]["metrics"]
         help_probe = "msopprof_help" if entry == "msopprof" else "msprof_op_help"
         tools[entry] = (op_profiler_command(entry, config["kernel"]["name"], metrics, dummy, config["pmu"]), help_probe)
     for tool, (argv, probe_name) in tools.items():
