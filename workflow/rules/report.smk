@@ -22,6 +22,7 @@ rule report:
         ),
         pmu_stats="results/{experiment}/pmu/roles.json",
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
+        pipe_timeline_stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
         comparisons=lambda w: comparisons_of(w.experiment),
     output:
         html=report(
