@@ -5,7 +5,7 @@ import shutil
 
 from conftest import base_overlay
 
-STAGE_RULES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "report")
+STAGE_RULES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline_collect", "pipe_timeline", "report")
 
 
 ASCEND_TOOLS = ("msprof", "msopprof", "npu-smi", "msprof-analyze")
@@ -42,7 +42,7 @@ def test_analyze_mode_plans_import_rules_instead_of_collection(workflow_copy):
     result = workflow_copy.snakemake("-n", overlay=base_overlay(mode="analyze"))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    for rule in ("baseline_import", "timeline_import", "pmu_import", "pcsampling_import"):
+    for rule in ("baseline_import", "timeline_import", "pmu_import", "pcsampling_import", "pipe_timeline_import"):
         assert rule in out
     assert "env_capture_node" not in out
 
