@@ -3,6 +3,7 @@ parsed; per-role pipe busy time against the event model's truth; a refusal expla
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -108,3 +109,15 @@ def test_analyze_mode_reads_an_imported_pipe_timeline_tree_in_place(both, tmp_pa
     collected = read(both, "pipe_timeline/pipe_timeline.json")
     assert imported["roles_from"] == "PipeTimeline"
     assert {r: v["pipes"] for r, v in imported["roles"].items()} == {r: v["pipes"] for r, v in collected["roles"].items()}
+
+
+def test_a_hanging_pmu_replay_skips_both_timeline_runs_instead_of_waiting_out_their_timeouts(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    started = time.monotonic()
+    overlay = base_overlay(sim={"replay": "hang"}, timeouts={"pmu": 8}, pipe_timeline=BOTH)
+    result = wf.snakemake("--until", "pipe_timeline", overlay=overlay, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert time.monotonic() - started < 200
+    status = wf.status("pipe_timeline")
+    assert status["state"] == "skipped" and status["root_cause"]["stage"] == "pmu/collect"
+    assert status["reason"].count("kernel replay may not be compatible") == 1

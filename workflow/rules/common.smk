@@ -120,7 +120,9 @@ if COLLECT:
         "pmu": ["pmu_collect"],
         "pcsampling_collect": ["pmu", "env_capture"],
         "pcsampling": ["pcsampling_collect"],
-        "pipe_timeline_collect": ["timeline", "env_capture"],
+        # After the PMU replay itself: a replay that hung, corrupted or was refused there would do the same here,
+        # and each timeline run would wait out its own timeout.
+        "pipe_timeline_collect": ["timeline", "env_capture", "pmu_collect"],
     }
 else:
     NEEDS = {

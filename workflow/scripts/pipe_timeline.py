@@ -82,7 +82,11 @@ def body(run: StageRun) -> Status:
     if not sources:
         bad = {label: p for label, p in enabled.items()}
         state = worst_state(p.state for p in bad.values())
-        reason = "; ".join(f"{label}: {p.state} ({p.reason})" for label, p in bad.items())
+        if state == "skipped":  # the runs share their upstream: its cause once, not per run
+            label, first = next((label, p) for label, p in bad.items() if p.state == "skipped")
+            reason = f"{label}: {first.reason}" + (f" (and {len(bad) - 1} more run skipped)" if len(bad) > 1 else "")
+        else:
+            reason = "; ".join(f"{label}: {p.state} ({p.reason})" for label, p in bad.items())
         if any("note" in r for r in runs.values()):
             reason += f" ({REFUSAL_NOTE})"
         root = next((p.root_cause for p in bad.values() if p.root_cause), None)
