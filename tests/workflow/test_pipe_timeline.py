@@ -121,3 +121,15 @@ def test_a_hanging_pmu_replay_skips_both_timeline_runs_instead_of_waiting_out_th
     status = wf.status("pipe_timeline")
     assert status["state"] == "skipped" and status["root_cause"]["stage"] == "pmu/collect"
     assert status["reason"].count("kernel replay may not be compatible") == 1
+
+
+def test_a_damaged_imported_trace_is_invalid_and_names_the_file(both, tmp_path):
+    raw = tmp_path / "imported"
+    shutil.copytree(both.root / "results/baseline/pipe_timeline/pipe/raw", raw)
+    victim = sorted(raw.rglob("trace.json"))[3]
+    victim.write_text(victim.read_text()[:500])
+    wf = copy_workflow(tmp_path / "wf")
+    result = wf.snakemake("--until", "pipe_timeline", overlay=base_overlay(mode="analyze", analyze={"pipe_timeline_dir": str(raw)}), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = wf.status("pipe_timeline")
+    assert status["state"] == "invalid" and f"{victim}: line 1: not valid JSON" in status["reason"]

@@ -97,7 +97,7 @@ def body(run: StageRun) -> Status:
             found = rank_runs(
                 raw, cfg["cluster"]["nodes"], cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"], load_identities(identity), cfg["cluster"]["infer_rank"]
             )
-            traces, without = [], []
+            traces, without, parsed = [], [], []  # kept only when every trace of this run reads
             for r in found:
                 trace = read_run_trace(r.run.directory)
                 if trace is None or trace.events.empty:
@@ -106,19 +106,24 @@ def body(run: StageRun) -> Status:
                 kind = label if label != "import" else ("InstrTimeline" if trace.has_instructions else "PipeTimeline")
                 launch = r.run.n if r.run.n is not None else 0
                 traces.append(trace.source)
-                frames.append(trace.events.assign(rank=r.rank, launch=launch, run=kind))
+                parsed.append(trace.events.assign(rank=r.rank, launch=launch, run=kind))
         except (OpprofFormatError, TraceFormatError, RankIdentityError) as exc:
             runs.setdefault(label, {})
             runs[label].update(state="invalid", reason=str(exc))
             states.append("invalid")
             continue
+        frames += parsed
         with_trace = sorted({r.rank for r in found} - set(without))
         cov = coverage_of(world, with_trace, cfg["stats"]["min_rank_coverage"])
         entry = runs.setdefault(label, {"state": "ok"})
         entry["traces"] = traces
         entry["rank_coverage"] = {**cov.as_dict(), "sentence": cov.sentence()}
         if not cov.enough:
-            entry.update(state="invalid", reason=f"trace.json (or a TRACE block) for {cov.sentence()}: below stats.min_rank_coverage")
+            entry.update(
+                state="invalid",
+                reason=f"trace.json (or a TRACE block in visualize_data.bin) for {cov.sentence()}: below stats.min_rank_coverage"
+                + (f"; {len(without)} kernel runs have none (not a PipeTimeline/InstrTimeline run?)" if without else ""),
+            )
             states.append("invalid")
         else:
             states.append("ok")
@@ -182,7 +187,7 @@ def body(run: StageRun) -> Status:
         text = f"{kind}: {entry.get('state')}"
         if entry.get("state") == "ok" and entry.get("roles"):
             seen = sum(v["cores_seen"] for v in entry["roles"].values())
-            text += f" ({entry['rank_coverage']['sentence']}, {seen} of {sum(int(r['count']) for r in roles)} AIV cores placed on roles)"
+            text += f" ({(entry.get('rank_coverage') or {}).get('sentence', 'ranks not known')}, {seen} of {sum(int(r['count']) for r in roles)} AIV cores placed on roles)"
         elif entry.get("state") not in ("ok", "disabled"):
             text += f" ({entry.get('reason')}{'; ' + entry['note'] if entry.get('note') else ''})"
         pieces.append(text)
