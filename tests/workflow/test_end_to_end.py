@@ -14,7 +14,7 @@ import pytest
 
 from conftest import base_overlay, copy_workflow
 
-LATER = ("baseline", "timeline", "pmu", "pcsampling")
+LATER = ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline")
 
 
 def processes_mentioning(marker: str) -> list[int]:
