@@ -205,3 +205,32 @@ def test_config_readme_documents_every_key_and_every_sim_knob():
             undocumented.append(".".join(path))
     assert undocumented == []
     assert "refused until then" not in readme
+
+
+def test_the_old_pmu_timelines_key_is_refused_with_a_pointer_to_pipe_timeline_runs():
+    found = problems({"pmu": {**DEFAULT["pmu"], "timelines": ["PipeTimeline"]}})
+    assert len(found) == 1 and "pmu.timelines" in found[0] and "pipe_timeline.runs" in found[0]
+    assert problems({"pmu": {**DEFAULT["pmu"], "timelines": []}}) == []  # the old default still loads
+
+
+@pytest.mark.parametrize("pipes", ["mte2|mte3|vector", "cube", "fixp|mte1"])
+def test_instr_timeline_pipe_accepts_the_documented_pipes(pipes):
+    assert problems({"pipe_timeline": {"runs": ["InstrTimeline"], "instr_timeline_pipe": pipes}}) == []
+
+
+@pytest.mark.parametrize("pipes", ["scalar", "mte2,mte3", "MTE2", "mte2|", ""])
+def test_instr_timeline_pipe_refuses_anything_else_by_key(pipes):
+    found = problems({"pipe_timeline": {"runs": ["InstrTimeline"], "instr_timeline_pipe": pipes}})
+    assert found and all(p.startswith("pipe_timeline.instr_timeline_pipe") for p in found)
+
+
+def test_instr_timeline_pipe_without_an_instr_timeline_run_is_refused():
+    found = problems({"pipe_timeline": {"runs": ["PipeTimeline"], "instr_timeline_pipe": "mte2"}})
+    assert found == [
+        "pipe_timeline.instr_timeline_pipe is set but pipe_timeline.runs has no InstrTimeline (msopprof accepts --instr-timeline-pipe only with InstrTimeline)"
+    ]
+
+
+def test_a_missing_pipe_timeline_dir_is_refused_before_anything_runs(tmp_path):
+    found = problems({"mode": "analyze", "analyze": {"pipe_timeline_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path)
+    assert found == [f"analyze.pipe_timeline_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"]

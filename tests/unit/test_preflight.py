@@ -129,3 +129,19 @@ def test_profiler_options_are_checked_against_the_captured_help(tmp_path):
     }
     findings = profiler_findings(config(), capture)
     assert failed(findings) == {"msopprof options in its --help": "not in `msopprof --help`: --launch-count"}
+
+
+def test_the_instr_timeline_pipe_option_is_checked_only_when_instr_timeline_runs(tmp_path):
+    (tmp_path / "msprof.txt").write_text('msprof [options] --application="<app>"\n  --output=<path>\n')
+    (tmp_path / "msopprof.txt").write_text("  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n  --launch-count=<n>\n")
+    capture = {
+        "op_profiler_entry": "msopprof",
+        "probes": {
+            "msprof_help": {"available": True, "output_file": str(tmp_path / "msprof.txt")},
+            "msopprof_help": {"available": True, "output_file": str(tmp_path / "msopprof.txt")},
+        },
+    }
+    instr = {**config(), "pipe_timeline": {"runs": ["PipeTimeline", "InstrTimeline"], "instr_timeline_pipe": "mte2|vector"}}
+    assert failed(profiler_findings(instr, capture)) == {"msopprof options in its --help": "not in `msopprof --help`: --instr-timeline-pipe"}
+    pipe_only = {**config(), "pipe_timeline": {"runs": ["PipeTimeline"], "instr_timeline_pipe": None}}
+    assert failed(profiler_findings(pipe_only, capture)) == {}

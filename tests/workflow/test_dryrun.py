@@ -5,7 +5,20 @@ import shutil
 
 from conftest import base_overlay
 
-STAGE_RULES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "probe", "report")
+STAGE_RULES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "pipe_timeline_collect",
+    "pipe_timeline",
+    "debugclock",
+    "probe",
+    "report",
+)
 
 
 ASCEND_TOOLS = ("msprof", "msopprof", "npu-smi", "msprof-analyze")
@@ -42,7 +55,7 @@ def test_analyze_mode_plans_import_rules_instead_of_collection(workflow_copy):
     result = workflow_copy.snakemake("-n", overlay=base_overlay(mode="analyze"))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    for rule in ("baseline_import", "timeline_import", "pmu_import", "pcsampling_import", "probe_import"):
+    for rule in ("baseline_import", "timeline_import", "pmu_import", "pcsampling_import", "pipe_timeline_import", "probe_import"):
         assert rule in out
     assert "env_capture_node" not in out
 
@@ -66,7 +79,17 @@ def test_a_redirected_latency_csv_is_refused_before_anything_runs(workflow_copy)
 
 
 # Jobs that need an NPU node: the collective stages and the per-node jobs (env capture with preflight, build).
-NPU_JOBS = {"env_capture_node", "build", "correctness", "baseline_collect", "timeline_collect", "pmu_collect", "pcsampling_collect"}
+NPU_JOBS = {
+    "env_capture_node",
+    "build",
+    "correctness",
+    "baseline_collect",
+    "timeline_collect",
+    "pmu_collect",
+    "pcsampling_collect",
+    "pipe_timeline_collect",
+    "debugclock_collect",
+}
 
 
 def planned_partitions(out: str) -> dict[str, set[str]]:

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import base_overlay, copy_workflow
 
-LATER = ("baseline", "timeline", "pmu", "pcsampling")
+LATER = ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline")
 
 
 def processes_mentioning(marker: str) -> list[int]:
@@ -38,7 +38,7 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     workflow_copy, result = demo_run
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Report: results/baseline/report/report.html" in result.stdout
-    for stage in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling"):
+    for stage in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline"):
         status = workflow_copy.status(stage)
         assert status["state"] == "ok", status
         assert status["toolchain"] == "sim"
@@ -58,11 +58,15 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     assert "-g" in build["device_compile_flags"] and all(len(lib["sha256"]) == 64 for lib in build["libraries"])
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     assert summary["schema"] == "dispatchprof.summary/2" and summary["toolchain"] == "sim"
-    assert set(summary["stages"]) == {"env_capture", "build", "correctness", *LATER, "debugclock"}
+    assert set(summary["stages"]) == {"env_capture", "build", "correctness", *LATER}
     # no fault: PMU is ok, so the DebugClock fallback is not needed (debugclock.when: fallback)
     debugclock = workflow_copy.status("debugclock")
     assert debugclock["state"] == "disabled" and "fallback not needed: PMU is ok" in debugclock["reason"], debugclock
     assert summary["debugclock"] is None and not (workflow_copy.root / "results/baseline/debugclock/tree").exists()
+    # the demo's PipeTimeline run: per-role pipe busy time, with the roles the 6 sampled cores did not reach said so
+    roles = summary["pipe_timeline"]["roles"]
+    assert summary["pipe_timeline"]["runs"] == {"PipeTimeline": "ok", "InstrTimeline": "disabled"}
+    assert roles["URMASendToken"]["pipes"]["MTE2"]["busy_us_median"] > 0 and roles["SelfCopyToken"]["pipes"] is None
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "SIMULATED DATA" in html and "Evidence ledger" in html
     assert "kernel scope:" in html and "full-API scope:" in html and "data:image/png;base64," in html

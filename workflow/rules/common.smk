@@ -103,6 +103,7 @@ STAGES = (
     "timeline",
     "pmu",
     "pcsampling",
+    "pipe_timeline",
     "debugclock",
     "probe",
 )
@@ -121,6 +122,9 @@ if COLLECT:
         "pmu": ["pmu_collect"],
         "pcsampling_collect": ["pmu", "env_capture"],
         "pcsampling": ["pcsampling_collect"],
+        # After the PMU replay itself: a replay that hung, corrupted or was refused there would do the same here,
+        # and each timeline run would wait out its own timeout.
+        "pipe_timeline_collect": ["timeline", "env_capture", "pmu_collect"],
         "probe_collect": [],  # a local program under the simulator: no NPU, no collective stage
         "probe": ["probe_collect"],
         # PMU is an optional input of debugclock_collect: its state decides debugclock.when.
@@ -136,6 +140,7 @@ else:
         "timeline": ["timeline_import"],
         "pmu": ["pmu_import"],
         "pcsampling": ["pcsampling_import"],
+        "pipe_timeline": ["pipe_timeline_import"],
         "probe": ["probe_import"],
         "debugclock": [],  # reads analyze.debugclock_dir itself (skipped when not provided)
     }
@@ -229,8 +234,12 @@ def previous_run(wildcards):
     index = EXPERIMENTS.index(wildcards.experiment)
     if index == 0 or not COLLECT:
         return []
-    # debugclock_collect is the last collective stage of a run (after pcsampling).
-    return [f"results/{EXPERIMENTS[index - 1]}/debugclock/collect/status.json"]
+    # The last collective stages of a run: debugclock_collect (after pcsampling) and the pipe timeline runs.
+    previous = EXPERIMENTS[index - 1]
+    return [
+        f"results/{previous}/debugclock/collect/status.json",
+        f"results/{previous}/pipe_timeline/status.json",
+    ]
 
 
 def collective_resources(stage):
@@ -304,6 +313,17 @@ def node_resources(wildcards):
     """Per-node jobs (env capture) are pinned to their host when cluster.hosts names them."""
     hosts = config["cluster"]["hosts"]
     return f"--nodelist={hosts[int(wildcards.node)]}" if hosts else ""
+
+
+def pipe_timeline_parts():
+    """The parts stage pipe_timeline folds: one collect run per timeline kind (a kind not in pipe_timeline.runs writes
+    `disabled`), or the import in analyze mode."""
+    if COLLECT:
+        return {
+            f"{kind}_collect": f"results/{{experiment}}/pipe_timeline/{kind}/collect/status.json"
+            for kind in ("pipe", "instr")
+        }
+    return {"pipe_timeline_import": status_path("pipe_timeline_import")}
 
 
 def stage_log(stage, name=None):

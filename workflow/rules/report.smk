@@ -24,6 +24,7 @@ rule report:
         pcsampling_stats="results/{experiment}/pcsampling/stalls.json",
         probe_stats="results/{experiment}/probe/probe.json",
         debugclock_stats="results/{experiment}/debugclock/stats.json",
+        pipe_timeline_stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
         comparisons=lambda w: comparisons_of(w.experiment),
     output:
         html=report(

@@ -1,4 +1,5 @@
-"""Entry point of rules pmu_collect and pcsampling_collect: the perf driver under msopprof on every node.
+"""Entry point of rules pmu_collect, pcsampling_collect and pipe_timeline_collect (one run per timeline kind): the
+perf driver under msopprof on every node.
 
 Kernel replay of a cross-rank kernel may hang or corrupt results: every run has a timeout (msopprof has none on
 the device side), the process groups are ended on expiry, and after a finished run every rank must still pass
@@ -13,7 +14,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.collective import run_driver
 from dispatchprof.formats.msopprof import discover
-from dispatchprof.opprofiler import REPLAY_TIMEOUT_REASON, log_findings, op_profiler_command
+from dispatchprof.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, timeline_run
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation
 from dispatchprof.toolchain import resolve
@@ -21,7 +22,12 @@ from dispatchprof.toolchain import resolve
 STAGE = snakemake.params["stage"]
 
 
+KIND = snakemake.params.get("kind")  # pipe_timeline: pipe | instr
+
+
 def body(run: StageRun) -> Status:
+    if KIND is not None and TIMELINE_KINDS[KIND] not in run.config["pipe_timeline"]["runs"]:
+        return run.status("disabled", f"{TIMELINE_KINDS[KIND]} is not in pipe_timeline.runs")
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)
@@ -31,13 +37,27 @@ def body(run: StageRun) -> Status:
         return run.status("skipped", "env capture found no usable op profiler on every node (neither msopprof nor `msprof op`)", upstream=gate.upstream)
     timeline = json.loads(Path(run.inputs["timeline_stats"]).read_text())
     kernel = (timeline.get("kernel_name") or cfg["kernel"]["name"]).split(",")[0]
-    metrics = cfg["pmu"]["metrics"] + cfg["pmu"]["timelines"] if STAGE == "pmu" else cfg["pcsampling"]["metrics"]
+    extra: list[str] = []
+    if KIND is not None:
+        metrics, extra = timeline_run(KIND, cfg["pipe_timeline"])
+    else:
+        metrics = cfg["pmu"]["metrics"] if STAGE == "pmu" else cfg["pcsampling"]["metrics"]
     raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
 
     def under_profiler(node: int, argv: list[str]) -> list[str]:
-        return op_profiler_command(entry, kernel, metrics, raw / f"node{node}", cfg["pmu"]) + argv
+        return op_profiler_command(entry, kernel, metrics, raw / f"node{node}", cfg["pmu"], extra) + argv
 
-    test = run_driver(cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_{STAGE}", run.timeout, cfg["pmu"]["iterations"], 0, wrap=under_profiler)
+    test = run_driver(
+        cfg,
+        chain,
+        Path(run.inputs["driver"]),
+        out,
+        f"{run.experiment}_{STAGE}" + (f"_{KIND}" if KIND else ""),
+        run.timeout,
+        cfg["pmu"]["iterations"],
+        0,
+        wrap=under_profiler,
+    )
     failures, successes = [], []
     for node in test.result.nodes:
         text = node.log_path.read_text(errors="replace") if node.log_path.is_file() else ""
@@ -55,7 +75,7 @@ def body(run: StageRun) -> Status:
         upstream=gate.upstream,
         artifacts=[str(raw), str(out)],
         validations=validations,
-        details={"entry": entry, "kernel": kernel, "metrics": metrics, **test.details},
+        details={"entry": entry, "kernel": kernel, "metrics": metrics, "options": extra, **test.details},
     )
     if test.result.timed_out:
         return run.status("timeout", f"{REPLAY_TIMEOUT_REASON}: {test.result.problem}", **common)

@@ -95,6 +95,16 @@ def debugclock_section(path: str, status: Status, sections: dict) -> dict | None
     return section(data)
 
 
+def pipe_timeline_context(path: str, link) -> dict | None:
+    """pipe_timeline.json for the report, with links to its trace files; None when it is a placeholder."""
+    data = json.loads(Path(path).read_text())
+    if data.get("placeholder"):
+        return None
+    for entry in data["runs"].values():
+        entry["trace_links"] = [link(t) if not Path(t).is_absolute() else t for t in entry.get("traces", [])]
+    return {**data, "link": link(path)}
+
+
 def body(run: StageRun) -> Status:
     cfg = run.config
     out_dir = run.outputs["html"].parent
@@ -154,6 +164,7 @@ def body(run: StageRun) -> Status:
         if statuses[stage].ok and not data.get("placeholder"):
             evidence[stage] = {**data, "link": link(run.inputs[key])}
             sections[stage] = data["summary"]
+    pipe_timeline = pipe_timeline_context(run.inputs["pipe_timeline_stats"], link)
     render_figures(timeline, evidence.get("pmu"), evidence.get("pcsampling"))
     debugclock = debugclock_section(run.inputs["debugclock_stats"], statuses["debugclock"], sections)
     comparisons = []
@@ -181,6 +192,7 @@ def body(run: StageRun) -> Status:
         "pmu": evidence.get("pmu"),
         "pcsampling": evidence.get("pcsampling"),
         "debugclock": debugclock,
+        "pipe_timeline": pipe_timeline,
         "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections, comparisons),
         "baseline": baseline,
         "correctness": correctness,
@@ -199,16 +211,17 @@ def body(run: StageRun) -> Status:
     templates = Path(snakemake.scriptdir).parent / "templates"
     write_text_atomic(run.outputs["html"], render(templates, context))
     write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
-    write_json_atomic(
-        run.outputs["summary"],
-        build_summary(
-            run.experiment,
-            run.toolchain,
-            cfg["mode"],
-            statuses,
-            {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "debugclock", "probe")},
-        ),
+    sections["pipe_timeline"] = pipe_timeline["summary"] if pipe_timeline else None
+    summary = build_summary(
+        run.experiment,
+        run.toolchain,
+        cfg["mode"],
+        statuses,
+        {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")},
     )
+    # pipe_timeline: present whenever a run was parsed (its runs' states inside), even if another run was refused
+    summary["pipe_timeline"] = sections["pipe_timeline"]
+    write_json_atomic(run.outputs["summary"], summary)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
     return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])

@@ -17,7 +17,15 @@ from typing import Any, Mapping
 
 # msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
 MSOPPROF_OUTPUT_MAX = 200
-ANALYZE_PATHS = ("latency_csv", "timeline_dir", "pmu_dir", "pcsampling_dir", "debugclock_dir", "probe_dir")  # analyze.* keys that name inputs
+ANALYZE_PATHS = (
+    "latency_csv",
+    "timeline_dir",
+    "pmu_dir",
+    "pcsampling_dir",
+    "pipe_timeline_dir",
+    "debugclock_dir",
+    "probe_dir",
+)  # analyze.* keys that name inputs
 KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
 _HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
@@ -67,7 +75,7 @@ def msopprof_output_dirs(config: Mapping[str, Any], workdir: Path, experiment: s
     """The --output directories the PMU and PC-sampling stages will hand to msopprof."""
     base = workdir.resolve() / "results" / experiment
     last = int(config["cluster"]["nodes"]) - 1
-    return [base / stage / "raw" / f"node{last}" for stage in ("pmu", "pcsampling")]
+    return [base / stage / "raw" / f"node{last}" for stage in ("pmu", "pcsampling", "pipe_timeline/instr")]
 
 
 def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
@@ -326,8 +334,16 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     for option in config["timeline"]["msprof_options"]:
         if option.split("=")[0] in ("--hccl", "--model-execution", "--output", "--application"):
             problems.append(f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)")
-    if set(config["pmu"]["timelines"]) >= {"PipeTimeline", "InstrTimeline"}:
-        problems.append("pmu.timelines: PipeTimeline and InstrTimeline cannot be collected together (msopprof refuses the pair); pick one")
+    if config["pmu"]["timelines"]:
+        problems.append(
+            f"pmu.timelines ({config['pmu']['timelines']}) is no longer read: PipeTimeline and InstrTimeline are runs of their own now "
+            "(stage pipe_timeline); move the list to pipe_timeline.runs and remove pmu.timelines"
+        )
+    if config["pipe_timeline"]["instr_timeline_pipe"] is not None and "InstrTimeline" not in config["pipe_timeline"]["runs"]:
+        problems.append(
+            "pipe_timeline.instr_timeline_pipe is set but pipe_timeline.runs has no InstrTimeline (msopprof accepts "
+            "--instr-timeline-pipe only with InstrTimeline)"
+        )
     pmu = config["pmu"]
     if not {"PipeUtilization", "Default"} & set(pmu["metrics"]):
         problems.append(f"pmu.metrics ({pmu['metrics']}) must include PipeUtilization or Default: the per-role table is built from PipeUtilization")

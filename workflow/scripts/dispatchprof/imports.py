@@ -22,7 +22,12 @@ NODE_DIR = re.compile(r"^node(\d+)$")
 DEVICE_DIR = re.compile(r"^device(\d+)$")
 # Which directory names count is decided by the parsers' own rules (formats.msprof.PROF_RE,
 # formats.msopprof.OPPROF_RE), so that the import never accepts what the parse then ignores, or the reverse.
-DATA_DIRS = {"timeline_dir": (PROF_RE, "PROF_*"), "pmu_dir": (OPPROF_RE, "OPPROF_*"), "pcsampling_dir": (OPPROF_RE, "OPPROF_*")}
+DATA_DIRS = {
+    "timeline_dir": (PROF_RE, "PROF_*"),
+    "pmu_dir": (OPPROF_RE, "OPPROF_*"),
+    "pcsampling_dir": (OPPROF_RE, "OPPROF_*"),
+    "pipe_timeline_dir": (OPPROF_RE, "OPPROF_*"),
+}
 
 
 class ImportError_(ValueError):

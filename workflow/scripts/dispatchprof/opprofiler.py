@@ -20,10 +20,21 @@ FAILURE_LINES = (
     "May cause generating performance files to fail",
 )
 REPLAY_TIMEOUT_REASON = "kernel replay may not be compatible with cross-rank communication"
+# The timeline runs of stage pipe_timeline: one op-profiler run per kind, each with its own raw directory.
+TIMELINE_KINDS = {"pipe": "PipeTimeline", "instr": "InstrTimeline"}
 
 
-def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output: Path, settings: Mapping[str, Any]) -> list[str]:
-    """The profiler part of the command (the application goes last). Never --kill=on."""
+def timeline_run(kind: str, settings: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(--aic-metrics, extra options) of one pipe_timeline run: its timeline alone, never with PipeUtilization or
+    the other timeline (msopprof refuses the pair), and --instr-timeline-pipe for InstrTimeline when configured."""
+    metric = TIMELINE_KINDS[kind]
+    pipes = settings.get("instr_timeline_pipe")
+    return [metric], ([f"--instr-timeline-pipe={pipes}"] if kind == "instr" and pipes else [])
+
+
+def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output: Path, settings: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
+    """The profiler part of the command (the application goes last), with ``extra`` options (--instr-timeline-pipe)
+    before --output. Never --kill=on."""
     if entry not in ENTRIES:
         raise ValueError(f"no usable op-profiler entry ({entry!r})")
     if len(str(output)) > MSOPPROF_OUTPUT_MAX:
@@ -37,7 +48,7 @@ def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output:
     ]
     if settings.get("launch_skip_before_match") is not None:
         argv.append(f"--launch-skip-before-match={settings['launch_skip_before_match']}")
-    return [*argv, f"--output={output}"]
+    return [*argv, *extra, f"--output={output}"]
 
 
 def log_findings(log_text: str) -> tuple[list[str], list[str]]:

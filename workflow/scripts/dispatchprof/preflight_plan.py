@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from dispatchprof.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
 from dispatchprof.launch import SshLauncher, run_command
-from dispatchprof.opprofiler import op_profiler_command
+from dispatchprof.opprofiler import op_profiler_command, timeline_run
 from dispatchprof.preflight import flags_of, missing_flags, run_checks
 from dispatchprof.profiling import msprof_command
 from dispatchprof.toolchain import Toolchain
@@ -58,9 +58,11 @@ def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> 
     tools = {"msprof": (msprof_command(dummy, [], dummy / "probe.sh"), "msprof_help")}
     entry = capture["op_profiler_entry"]
     if entry != "none":
-        metrics = config["pmu"]["metrics"] + config["pmu"]["timelines"]
+        metrics = config["pmu"]["metrics"]
         help_probe = "msopprof_help" if entry == "msopprof" else "msprof_op_help"
-        tools[entry] = (op_profiler_command(entry, config["kernel"]["name"], metrics, dummy, config["pmu"]), help_probe)
+        timelines = config.get("pipe_timeline") or {}
+        extra = timeline_run("instr", timelines)[1] if "InstrTimeline" in timelines.get("runs", []) else []  # --instr-timeline-pipe
+        tools[entry] = (op_profiler_command(entry, config["kernel"]["name"], metrics, dummy, config["pmu"], extra), help_probe)
     for tool, (argv, probe_name) in tools.items():
         probe = probes.get(probe_name) or {}
         if not probe.get("available"):

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 from dispatchprof.atomic import write_json_atomic
 
 SCHEMA = "dispatchprof.status/1"
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "debugclock", "probe", "report")
+STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe", "report")
 STATES = ("ok", "failed", "timeout", "invalid", "skipped", "disabled")
 SOURCES = ("collected", "import")
 TOOLCHAINS = ("sim", "cann", "none")

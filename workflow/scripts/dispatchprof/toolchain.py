@@ -29,6 +29,7 @@ SIM_ENV = {
     "replay": "DEEPEP_SIM_REPLAY",
     "op_entry": "DEEPEP_SIM_OP_ENTRY",
     "pcsampling": "DEEPEP_SIM_PCSAMPLING",
+    "pipe_timeline": "DEEPEP_SIM_PIPE_TIMELINE",
     "probe": "DEEPEP_SIM_PROBE",
     "debugclock": "DEEPEP_SIM_DEBUGCLOCK",
     "icache_hot_role": "DEEPEP_SIM_ICACHE_HOT_ROLE",

@@ -156,7 +156,14 @@ def other_rows(metric: str, cores: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 def write_kernel_run(
-    directory: Path, kernel: str, proc: dict[str, Any], cores: list[dict[str, Any]], metrics: list[str], stamp: str | None, pc: dict[str, Any] | None
+    directory: Path,
+    kernel: str,
+    proc: dict[str, Any],
+    cores: list[dict[str, Any]],
+    metrics: list[str],
+    stamp: str | None,
+    pc: dict[str, Any] | None,
+    instr_pipes: list[str] | None = None,
 ) -> None:
     """One profiled launch: OpBasicInfo, the metric CSVs asked for, dump/, visualize_data.bin[, trace.json]."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -190,20 +197,70 @@ def write_kernel_run(
                 version=0,
             )
         (dump / "pcSampling.bin0").write_bytes(b"\0" * 16 * max(1, pc.get("samples", 0) // 1000))
-    if any(m in metrics for m in ("PipeTimeline", "InstrTimeline")):
-        trace = {
-            "profilingType": "op",
-            "displayTimeUnit": "ns",
-            "schemaVersion": 1,
-            "traceEvents": [
-                {"name": "VEC", "cname": "good", "ph": "X", "ts": round(i * 0.8, 3), "dur": 0.5, "pid": f"core{i}.veccore0", "tid": "VECTOR", "args": {}}
-                for i in range(6)
-            ],
-        }
+    if {"pipetimeline", "instrtimeline"} & asked and proc.get("phases"):
+        trace = timeline_trace(proc["phases"], "instrtimeline" in asked, instr_pipes)
         (directory / "trace.json").write_text(json.dumps(trace))
         blob += block(BLOCK["TRACE"], json.dumps(trace).encode())
     blob += block(0x9, b'{"unknown": "a block type a reader must skip"}')
     (directory / "visualize_data.bin").write_bytes(blob)
+
+
+TIMELINE_CORES = 6  # the device timelines are sampling-based: only 6 cores are shown (msopprof.md §5)
+TRACE_PIPES = {"vec": "VECTOR", "scalar": "SCALAR", "mte2": "MTE2", "mte3": "MTE3"}
+SLICES = 4  # a work phase is drawn as this many slices; in each, every pipe starts at the slice start
+INSTRUCTIONS = {  # two instructions per pipe (simulated names); the PC differs per role's code
+    "VECTOR": ("VADDS", "VCOPY"),
+    "SCALAR": ("LD_XD_XN_IMM", "ADD_XD_XN_XM"),
+    "MTE2": ("MOV_OUT_TO_UB", "MOV_OUT_TO_UB_ALIGN"),
+    "MTE3": ("MOV_UB_TO_OUT", "MOV_UB_TO_OUT_ALIGN"),
+}
+ROLE_PC = {"TokenCopyToBuffer": 0x10F80000, "URMASendToken": 0x10F84000, "SelfCopyToken": 0x10F88000, "CalCumSum": 0x10F8C000}
+
+
+def sampled_cores(n: int) -> list[int]:
+    """The cores the device timeline shows: spread evenly over the launch's cores (which ones the tool picks is not
+    documented)."""
+    if n <= TIMELINE_CORES:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (TIMELINE_CORES - 1)) for k in range(TIMELINE_CORES)})
+
+
+def timeline_trace(cores: list[dict[str, Any]], instr: bool, instr_pipes: list[str] | None) -> dict[str, Any]:
+    """Device trace.json (msopprof.md §5) from the event model's phases: pid core<block_id>.veccore0, tid the pipe,
+    ts/dur in µs from the kernel start. Each pipe of a phase is busy its share of every slice, so a core's busy time per
+    pipe is the model's pipe time. InstrTimeline adds args pc_addr/code and keeps only the --instr-timeline-pipe pipes."""
+    events = []
+    wanted = {p.upper() for p in instr_pipes} if instr and instr_pipes else None
+    for index in sampled_cores(len(cores)):
+        core = cores[index]
+        pid = f"core{core['block_id']}.veccore0"
+        for phase in core["phases"]:
+            length = (phase["end"] - phase["start"]) / SLICES
+            if length <= 0:
+                continue
+            for key, share in phase["pipes"].items():
+                pipe = TRACE_PIPES[key]
+                if share <= 0 or (wanted is not None and pipe not in wanted):
+                    continue
+                for k in range(SLICES):
+                    start = phase["start"] + k * length
+                    event = {
+                        "name": pipe,
+                        "cname": "good",
+                        "ph": "X",
+                        "ts": round(start, 4),
+                        "dur": round(share * length, 4),
+                        "pid": pid,
+                        "tid": pipe,
+                        "args": {},
+                    }
+                    if instr:
+                        j = k % 2
+                        pc = ROLE_PC.get(core["role"], 0x10F90000) + 0x100 * list(TRACE_PIPES.values()).index(pipe) + 0x10 * j
+                        event["name"] = INSTRUCTIONS[pipe][j]
+                        event["args"] = {"pc_addr": f"0x{pc:08x}", "code": f"elastic_dispatch.cpp:{200 + (pc & 0xFFF) // 0x10}"}
+                    events.append(event)
+    return {"profilingType": "op", "displayTimeUnit": "ns", "schemaVersion": 1, "traceEvents": events}
 
 
 SIMT_STALLS = {  # dominant stall states per SIMT function (simulated)

@@ -529,6 +529,21 @@ def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str
     return rows
 
 
+def timeline_phases(rl: RankLaunch) -> list[dict[str, Any]]:
+    """The phases of every core of one (replayed) launch, for the pipe/instruction timeline view: times in µs from the
+    rank's kernel start, each phase with its per-pipe busy fractions (work: WORK_PIPES; waiting: polling scalar)."""
+    out = []
+    for core in rl.cores:
+        phases = []
+        for p in core.phases:
+            shares = WORK_PIPES[p.work or "copy"] if p.kind == "work" else (0.0, POLL_SCALAR, 0.0, 0.0)
+            phases.append(
+                {"name": p.name, "work": p.work, "start": p.start - rl.kernel_start, "end": p.end - rl.kernel_start, "pipes": dict(zip(PIPES, shares))}
+            )
+        out.append({"block_id": core.block_id, "role": core.role, "phases": phases})
+    return out
+
+
 def simt_function_us(rl: RankLaunch) -> dict[str, float]:
     """Time in each SIMT function on this rank: simt_prepare_mapping on URMA and SelfCopy cores, the WQE work of
     URMA cores split over the send-path functions (a fixed split: an assumption of the stand-in)."""

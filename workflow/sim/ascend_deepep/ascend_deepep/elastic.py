@@ -22,7 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ascend_deepep._collective import Cluster, CollectiveModel, Knobs, Launch, RankLaunch, launch_truth, pmu_cores, replay_truth, root_causes, simt_function_us
+from ascend_deepep._collective import (
+    Cluster,
+    CollectiveModel,
+    Knobs,
+    Launch,
+    RankLaunch,
+    launch_truth,
+    pmu_cores,
+    replay_truth,
+    root_causes,
+    simt_function_us,
+    timeline_phases,
+)
 from ascend_deepep._debugclock import EXPORT_US, DebugClockWriter
 from ascend_deepep._store import StoreClient
 
@@ -358,6 +370,8 @@ class _OpProfiler:
             "cores": pmu_cores(mine, self.knobs, rng),
             "simt": simt,
         }
+        if any(m.lower() in ("pipetimeline", "instrtimeline") for m in self.metrics):
+            record["phases"] = timeline_phases(mine)
         self.profiled += 1
         path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
         path.write_text(json.dumps(record))

@@ -1,0 +1,73 @@
+# pipe_timeline: msopprof PipeTimeline / InstrTimeline, each its own kernel-replay run on every node and rank
+# (never one command, never with PipeUtilization); trace.json per core -> pipe busy and overlap per role.
+
+if COLLECT:
+
+    rule pipe_timeline_collect:
+        input:
+            **needed_inputs("pipe_timeline_collect"),
+            driver="results/{experiment}/baseline/perf_driver.py",
+            env="results/{experiment}/env_capture/env.json",
+            timeline_stats="results/{experiment}/timeline/stats.json",
+        output:
+            raw=directory("results/{experiment}/pipe_timeline/{kind}/raw"),
+            run=directory("results/{experiment}/pipe_timeline/{kind}/run"),
+            status="results/{experiment}/pipe_timeline/{kind}/collect/status.json",
+        log:
+            "results/{experiment}/pipe_timeline/logs/{kind}_collect.log",
+        wildcard_constraints:
+            kind="pipe|instr",
+        resources:
+            **collective_resources("pipe_timeline"),
+        params:
+            config_fingerprint=config_fingerprint(
+                "mode",
+                "toolchain",
+                "launcher",
+                "cann",
+                "cluster",
+                "deepep",
+                "shape",
+                "sim",
+                "kernel",
+                "pmu",
+                "pipe_timeline",
+            ),
+            needed=NEEDS["pipe_timeline_collect"],
+            stage="pipe_timeline",
+            kind=lambda wildcards: wildcards.kind,
+        script:
+            "../scripts/op_profiler_collect.py"
+
+else:
+
+    rule pipe_timeline_import:
+        output:
+            manifest="results/{experiment}/pipe_timeline/import/manifest.json",
+            status="results/{experiment}/pipe_timeline/import/status.json",
+        log:
+            stage_log("pipe_timeline", "import"),
+        params:
+            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            input_fingerprint=input_fingerprint("pipe_timeline_dir"),
+            kind="pipe_timeline_dir",
+        script:
+            "../scripts/import_artifacts.py"
+
+
+rule pipe_timeline:
+    input:
+        **pipe_timeline_parts(),
+    output:
+        cores="results/{experiment}/pipe_timeline/cores.parquet",
+        stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
+        status="results/{experiment}/pipe_timeline/status.json",
+    log:
+        stage_log("pipe_timeline"),
+    params:
+        config_fingerprint=config_fingerprint(
+            "mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats"
+        ),
+        parts=list(pipe_timeline_parts()),
+    script:
+        "../scripts/pipe_timeline.py"
