@@ -63,7 +63,7 @@ def test_open_boundaries_list_refused_and_disabled_stages_metrics_replay_and_net
     statuses["pipe_timeline"] = status("timeline", "timeout", "PipeTimeline replay hung", validations=replay, details={"not_provided": ["trace.json"]})
     text = "\n".join(open_boundaries(statuses))
     assert "pipe_timeline: timeout: PipeTimeline replay hung" in text and "pipe_timeline: not provided (absent or NA, never read as 0): trace.json" in text
-    assert "PMU replay compatibility unresolved" in text  # pmu's collect part not given: nothing verified
+    assert "PMU replay compatibility of the full kernel unresolved" in text  # pmu's collect part not given: nothing verified
 
 
 def test_artifact_guide_lists_every_artifact_with_a_working_link_or_an_absolute_path(tmp_path, monkeypatch):
@@ -103,7 +103,7 @@ def test_imported_pmu_data_is_not_called_replay_verified():
     imported = {"pmu": status("pmu", "ok", source="import")}
     assert "Kernel replay not verified here: the op-profiler data was imported" in "\n".join(open_boundaries(imported))
     missing = {"pmu": status("pmu", "skipped", source="import")}
-    assert "PMU replay compatibility unresolved" in "\n".join(open_boundaries(missing))
+    assert "PMU replay compatibility of the full kernel unresolved" in "\n".join(open_boundaries(missing))
 
 
 def test_the_answer_states_the_probe_as_a_local_hypothesis_only_when_it_is_ok():

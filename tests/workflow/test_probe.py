@@ -108,6 +108,6 @@ def test_analyze_mode_reads_an_imported_simulator_tree_in_place(workflow_copy):
     guide = html[html.index('id="artifact-guide"') : html.index('id="open-boundaries"')]
     traces = sorted(str(p.resolve()) for p in SIM.rglob("trace.json"))
     assert len(traces) == 3 and all(f'<code>{t}</code> <span class="muted">(imported, read in place)</span>' in guide for t in traces)
-    assert "Kernel replay not verified here" not in html and "PMU replay compatibility unresolved" in html  # no PMU data at all
+    assert "Kernel replay not verified here" not in html and "PMU replay compatibility of the full kernel unresolved" in html  # no PMU data at all
     missing = workflow_copy.snakemake("-n", overlay=base_overlay(mode="analyze", analyze={"probe_dir": "nowhere"}))
     assert missing.returncode != 0 and "analyze.probe_dir: nowhere does not exist" in missing.stderr
