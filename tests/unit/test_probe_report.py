@@ -115,3 +115,16 @@ def test_the_answer_states_the_probe_as_a_local_hypothesis_only_when_it_is_ok():
     sentence = "A local probe under msopprof simulator (simulator, single card, local probe) counted 68 I-cache misses, most at 0x10f86a00 (17)"
     assert sentence in answer_paragraph({**statuses, "probe": status("probe", "ok")}, "sim", 16, {"probe": probe})
     assert "local probe" not in answer_paragraph({**statuses, "probe": status("probe", "disabled")}, "sim", 16, {"probe": probe})
+
+
+def test_a_stage_of_several_replay_runs_is_verified_run_by_run():
+    replay = [Validation(REPLAY_CHECK, True, "error", "clean")]
+    statuses = {"pmu": status("pmu", "ok"), "pipe_timeline": status("pipe_timeline", "ok")}
+    parts = {
+        "pmu": status("pmu", "ok", validations=replay),
+        "pipe_timeline/pipe": status("pipe_timeline", "ok", validations=replay),
+        "pipe_timeline/instr": status("pipe_timeline", "failed", "InstrTimeline refused", validations=replay),
+    }
+    text = "\n".join(open_boundaries(statuses, parts))
+    assert "Kernel replay verified in this run by pmu, pipe_timeline/pipe: " in text
+    assert "; not verified by pipe_timeline/instr" in text

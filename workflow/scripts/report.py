@@ -64,9 +64,11 @@ def collect_parts(statuses: dict) -> dict:
     """Each stage's collect part, where a replay run records its checks (the stage's final status folds it away)."""
     parts = {}
     for stage in statuses:
-        path = Path("results") / snakemake.wildcards.experiment / stage / "collect" / "status.json"
-        if path.is_file():
-            parts[stage] = read_status(path)
+        root = Path("results") / snakemake.wildcards.experiment / stage
+        if (root / "collect" / "status.json").is_file():
+            parts[stage] = read_status(root / "collect" / "status.json")
+        for path in sorted(root.glob("*/collect/status.json")):  # a stage of several runs (pipe_timeline/pipe, /instr)
+            parts[f"{stage}/{path.parent.parent.name}"] = read_status(path)
     return parts
 
 

@@ -58,7 +58,7 @@ def open_boundaries(
         if extra:
             metrics.setdefault(name, []).extend(extra)
     items += [f"{stage}: not provided (absent or NA, never read as 0): {', '.join(m)}" for stage, m in metrics.items()]
-    parts = {name: (collect_parts or {}).get(name) or s for name, s in statuses.items()}
+    parts = {**statuses, **(collect_parts or {})}  # a collect part (keyed stage or stage/run) holds the replay's checks
     replayed = [name for name, s in parts.items() if any(v.check == REPLAY_CHECK for v in s.validations)]
     verified = [name for name in replayed if parts[name].ok]
     if verified:
