@@ -15,8 +15,6 @@ Missing slots stay missing (NA), never 0; the legacy analyzer's clipping (< 0, >
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import struct
@@ -26,7 +24,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from dispatchprof.formats.text import read_text_file
+from dispatchprof.formats.text import read_csv_rows
 
 MAGIC = 0x414B4C5452433031
 VERSION = 1
@@ -62,13 +60,7 @@ def _cell_int(path: Path, line: int, field: str, value: str) -> int:
 def parse_legacy_csv(path: str | Path) -> pd.DataFrame:
     """One legacy clock CSV -> rank, aiv_id, slot, cycles (Int64; NA where the file has -1)."""
     path = Path(path)
-    text = read_text_file(path, DebugClockFormatError)
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise DebugClockFormatError(f"{path}: not a readable CSV ({exc})") from exc
-    if not rows or not any(c.strip() for c in rows[0]):
-        raise DebugClockFormatError(f"{path}: line 1: empty file; expected the header rank,aiv_id,time_<k>_cycles")
+    rows = read_csv_rows(path, DebugClockFormatError, "the header rank,aiv_id,time_<k>_cycles")
     header = [h.strip() for h in rows[0]]
     for name in ("rank", "aiv_id"):
         if name not in header:

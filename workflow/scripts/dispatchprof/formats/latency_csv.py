@@ -15,15 +15,13 @@ The file names the columns but not what the callback counts, so the parser keeps
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from dispatchprof.formats.text import read_text_file
+from dispatchprof.formats.text import finite_nonnegative, read_csv_rows
 
 REQUIRED = ("rank", "iteration", "is_warmup", "in_average")
 WORK_BYTES = ("processed_bytes", "sent_bytes")
@@ -44,13 +42,7 @@ class LatencyTable:
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    text = read_text_file(path, LatencyCsvError)
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise LatencyCsvError(f"{path}: not a readable CSV ({exc})") from exc
-    if not rows or not any(cell.strip() for cell in rows[0]):
-        raise LatencyCsvError(f"{path}: line 1: empty file; expected a header starting with rank,iteration")
+    rows = read_csv_rows(path, LatencyCsvError, "a header starting with rank,iteration")
     header = [h.strip() for h in rows[0]]
     return header, [(i + 2, r) for i, r in enumerate(rows[1:]) if any(c.strip() for c in r)]
 
@@ -72,13 +64,7 @@ def _flag(path: Path, line: int, field: str, value: str) -> bool:
 
 
 def _duration(path: Path, line: int, field: str, value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise LatencyCsvError(f"{path}: line {line}: field '{field}' is {value!r}, expected a number") from None
-    if not math.isfinite(number) or number < 0:
-        raise LatencyCsvError(f"{path}: line {line}: field '{field}' is {value}, expected a finite non-negative duration")
-    return number
+    return finite_nonnegative(path, line, field, value, LatencyCsvError, "duration")
 
 
 def _uint64(path: Path, line: int, field: str, value: str) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from dispatchprof.formats.msopprof import OPPROF_RE
-from dispatchprof.formats.text import read_text_file
+from dispatchprof.formats.text import finite_nonnegative, read_text_file
 
 CORE_DIR_RE = re.compile(r"^core\d+\.(veccore|cubecore)\d+$")
 CSV_RE = re.compile(r"^(?P<core>core\d+\.(?:veccore|cubecore)\d+)_(?P<kind>code|instr)_exe(?:_\d{17})?\.csv$")
@@ -211,13 +211,7 @@ def _int(path: Path, line: int, field: str, value: str) -> int:
 
 
 def _float(path: Path, line: int, field: str, value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise SimulatorFormatError(f"{path}: line {line}: field '{field}' is {value!r}, expected a number") from None
-    if not math.isfinite(number) or number < 0:
-        raise SimulatorFormatError(f"{path}: line {line}: field '{field}' is {value!r}, expected a finite non-negative number")
-    return number
+    return finite_nonnegative(path, line, field, value, SimulatorFormatError)
 
 
 def read_instr_exe(path: Path) -> pd.DataFrame:

@@ -3,6 +3,9 @@ naming the file and the line, never in a decoding crash."""
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 from pathlib import Path
 
 
@@ -16,3 +19,27 @@ def read_text_file(path: Path, error: type[Exception]) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise error(f"{path}: line {line}: not UTF-8 text ({exc.reason}); expected a CSV text file") from exc
+
+
+def read_csv_rows(path: Path, error: type[Exception], expected_header: str) -> list[list[str]]:
+    """Every row of a CSV text file, header first; an unreadable or empty file ends in ``error`` naming the file and
+    what header was expected."""
+    text = read_text_file(path, error)
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise error(f"{path}: not a readable CSV ({exc})") from exc
+    if not rows or not any(cell.strip() for cell in rows[0]):
+        raise error(f"{path}: line 1: empty file; expected {expected_header}")
+    return rows
+
+
+def finite_nonnegative(path: Path, line: int, field: str, value: str, error: type[Exception], what: str = "number") -> float:
+    """A field that must be a finite number >= 0 (a time, a duration): anything else ends in ``error``."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise error(f"{path}: line {line}: field '{field}' is {value!r}, expected a number") from None
+    if not math.isfinite(number) or number < 0:
+        raise error(f"{path}: line {line}: field '{field}' is {value}, expected a finite non-negative {what}")
+    return number
