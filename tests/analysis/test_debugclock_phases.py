@@ -141,3 +141,32 @@ def test_wait_slots_never_make_a_rank_busiest():
     frame = pd.DataFrame(rows)
     assert busiest(frame, "legacy_csv", 0.1, {"URMASendToken": [6]}) is None
     assert busiest(frame, "legacy_csv", 0.1, {})["rank"] == 1  # unflagged, the same numbers would name it
+
+
+def test_akl_captures_of_two_runs_and_two_subblocks_stay_separate_cores(tmp_path):
+    """Launch counters restart in every process and subblocks share a blockIdx: neither may add two cores' phases."""
+    import shutil
+
+    from dispatchprof.formats.debugclock import load_tree
+
+    for run in ("run0", "run1"):
+        shutil.copytree(ROOT / "akl", tmp_path / run)
+    shutil.copy(ROOT / "akl" / "event_map.json", tmp_path / "event_map.json")
+    loaded = load_tree(tmp_path)
+    once, _ = akl_segments([(n, c) for n, c in loaded.captures if c.run == 0], PHASES, 1e9)
+    both, _ = akl_segments(loaded.captures, PHASES, 1e9)
+    assert len(both) == 2 * len(once) and sorted(both["us"]) == pytest.approx(sorted([*once["us"], *once["us"]]))
+    capture = loaded.captures[0][1]
+    doubled = capture.events.copy()
+    doubled["sub_block"] = 1
+    capture.events = pd.concat([capture.events, doubled], ignore_index=True)
+    split, _ = akl_segments([(0, capture)], PHASES, 1e9)
+    single, _ = akl_segments([(0, loaded.captures[0][1].__class__(**{**capture.__dict__, "events": capture.events.iloc[: len(doubled)]}))], PHASES, 1e9)
+    assert len(split) == 2 * len(single) and split["us"].max() == pytest.approx(single["us"].max())
+
+
+def test_a_missing_legacy_slot_leaves_later_starts_unknown_not_shifted():
+    frame = pd.DataFrame({"rank": 0, "aiv_id": 0, "slot": [0, 1, 2, 3], "cycles": pd.array([100, None, 300, 400], dtype="Int64")})
+    seg = legacy_segments([(0, 0, frame)], ["URMASendToken"], PHASES, 1e9).sort_values("slot")
+    assert seg["start_us"].tolist()[:2] == pytest.approx([0.0, 0.1])
+    assert seg["start_us"].iloc[2:].isna().all()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from dispatchprof.config import MSOPPROF_OUTPUT_MAX
-from dispatchprof.opprofiler import ENTRIES
+from dispatchprof.opprofiler import ENTRIES, FAILURE_LINES
 
 PARSE_MARGIN_S = 120
 TIMEOUT_LINE = "The timeout has reached"
@@ -41,7 +41,8 @@ class Outcome:
 def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels: int, budget_s: float, entry: str) -> Outcome:
     """The collect part's state from what the run left: killed by us, stopped by its own --timeout, refused
     ([ERROR] lines), no output, or ok."""
-    errors = [line.strip() for line in log_text.splitlines() if "[ERROR]" in line]
+    # The device side's failure lines hold for the simulator too (msopprof.md §1): it exits 0 after any attempt.
+    errors = [line.strip() for line in log_text.splitlines() if any(marker in line for marker in FAILURE_LINES)]
     tool = f"{entry} simulator"
     if killed:
         return Outcome(
@@ -55,7 +56,8 @@ def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels:
             + ": raise timeouts.probe or shorten the probe",
         )
     if errors:
-        return Outcome("failed", f"{tool} refused the probe: {errors[0]}")
+        verb = "refused the probe" if "[ERROR]" in errors[0] else "reported a failure"
+        return Outcome("failed", f"{tool} {verb}: {errors[0]}")
     if exit_code not in (0, None) and not simulated_kernels:
         return Outcome("failed", f"{tool} exited {exit_code} without output (see the log)")
     if not simulated_kernels:

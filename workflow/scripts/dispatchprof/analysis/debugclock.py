@@ -59,7 +59,8 @@ def legacy_segments(
     f = pd.concat(parts, ignore_index=True).sort_values(["rank", "launch", "aiv_id", "slot"])
     f["role"] = [roles[a] if a < len(roles) else "unassigned" for a in f["aiv_id"]]
     f["us"] = f["cycles"].astype("Float64") / clock_hz * 1e6
-    f["start_us"] = f.groupby(["rank", "launch", "aiv_id"])["us"].transform(lambda s: s.cumsum().shift(1, fill_value=0.0))
+    # A missing slot (-1) has no duration, so every later start on that core is unknown (NA), never shifted forward.
+    f["start_us"] = f.groupby(["rank", "launch", "aiv_id"])["us"].transform(lambda s: s.cumsum(skipna=False).shift(1, fill_value=0.0))
     names = [list(phases.get(r, [])) for r in f["role"]]
     f["phase"] = [n[s] if s < len(n) else f"slot{s}" for n, s in zip(names, f["slot"])]
     f = f.rename(columns={"aiv_id": "block"})
@@ -89,10 +90,12 @@ def akl_segments(
                 slot = names.index(phase) if phase in names else pd.NA
                 start = (ticks[i - 1] - origin) / clock_hz * 1e6
                 us = (ticks[i] - ticks[i - 1]) / clock_hz * 1e6
-                rows.append((cap.rank, node, cap.launch, int(block), role, slot, phase, start, us, int(ticks[i] - ticks[i - 1])))
-    seg = pd.DataFrame(rows, columns=["rank", "node", "launch", "block", "role", "slot", "phase", "start_us", "us", "cycles"]) if rows else _empty()
+                rows.append((cap.rank, node, cap.launch, int(block), role, slot, phase, start, us, int(ticks[i] - ticks[i - 1]), cap.run, cap.pid, int(_sub)))
+    columns = ["rank", "node", "launch", "block", "role", "slot", "phase", "start_us", "us", "cycles"]
+    seg = pd.DataFrame(rows, columns=[*columns, "run", "pid", "sub_block"]) if rows else _empty()
     if rows:  # a phase that repeats on one core (the send loop's iterations) is one phase: durations add, first start kept
-        keys = ["rank", "node", "launch", "block", "role", "phase"]
+        # One core of one capture: launch counters restart in every process (run) and subblocks share a blockIdx.
+        keys = ["rank", "node", "run", "pid", "launch", "block", "sub_block", "role", "phase"]
         seg = seg.groupby(keys, sort=False, as_index=False).agg(
             slot=("slot", "first"), start_us=("start_us", "min"), us=("us", "sum"), cycles=("cycles", "sum")
         )
@@ -244,7 +247,7 @@ def phase_chart(per_rank: pd.DataFrame, source: str) -> dict[str, list[dict[str,
     """Per role, the phases in start order with median start offset and median duration (pooled over ranks)."""
     key = key_of(source)
     out = {}
-    for role, g in per_rank.dropna(subset=["median_us"]).groupby("role", sort=True):
+    for role, g in per_rank.dropna(subset=["median_us", "start_median_us"]).groupby("role", sort=True):
         named = g.assign(key=g[key].astype(str))
         bars = named.groupby("key", sort=True).agg(name=("phase", "first"), start=("start_median_us", "median"), us=("median_us", "median")).reset_index()
         bars = bars.sort_values("start")

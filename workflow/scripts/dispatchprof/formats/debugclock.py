@@ -149,6 +149,7 @@ class Capture:
     meta: dict[str, Any]
     events: pd.DataFrame  # rank, launch, block, sub_block, seq, event_id, path, tick
     dropped: int
+    run: int = 0  # the stage's OFF/ON run pair it came from (<root>/run<i>/...): launch counters restart per process
 
 
 def _capture_meta(path: Path) -> dict[str, Any]:
@@ -273,5 +274,9 @@ def load_tree(root: str | Path) -> Loaded:
             for key, parts in parse_event_map(path).items():
                 if events.setdefault(key, parts) != parts:
                     raise DebugClockFormatError(f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})")
-        captures = [(_placement(root, d)[0], parse_capture(d, events)) for d in dirs]
+        for d in dirs:
+            node, run = _placement(root, d)
+            capture = parse_capture(d, events)
+            capture.run = run
+            captures.append((node, capture))
     return Loaded(root, legacy, captures, maps[0] if maps else None)
