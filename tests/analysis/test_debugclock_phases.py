@@ -16,6 +16,7 @@ from dispatchprof.analysis.debugclock import (
     phase_chart,
     pooled,
     role_mismatches,
+    summarize,
     wait_work,
 )
 from dispatchprof.formats.debugclock import find_captures, parse_capture, parse_event_map, parse_legacy_csv
@@ -170,3 +171,18 @@ def test_a_missing_legacy_slot_leaves_later_starts_unknown_not_shifted():
     seg = legacy_segments([(0, 0, frame)], ["URMASendToken"], PHASES, 1e9).sort_values("slot")
     assert seg["start_us"].tolist()[:2] == pytest.approx([0.0, 0.1])
     assert seg["start_us"].iloc[2:].isna().all()
+
+
+def test_markers_the_recorder_dropped_are_counted_in_the_stats():
+    import yaml
+    from snakemake.utils import validate
+
+    from conftest import ROOT as REPO
+    from dispatchprof.formats.debugclock import load_tree
+
+    defaults = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    validate(defaults, str(REPO / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+    loaded = load_tree(ROOT / "akl")
+    clean = summarize(loaded, defaults)[0]
+    loaded.captures[0][1].dropped = 3
+    assert (clean["dropped_markers"], summarize(loaded, defaults)[0]["dropped_markers"]) == (0, 3)

@@ -58,6 +58,18 @@ def body(run: StageRun) -> Status:
         if any(stats["clipped"].values())
         else []
     )
+    validations += (
+        [
+            Validation(
+                "AKL recorder capacity",
+                False,
+                "warning",
+                f"{stats['dropped_markers']} markers dropped by the recorder (capacity reached): the segments around them span the lost markers",
+            )
+        ]
+        if stats.get("dropped_markers")
+        else []
+    )
     busy = stats["busiest"]
     named = (
         f"busiest: rank {busy['rank']} {busy['role']} slot {busy['slot']} ({busy['phase']}), +{busy['excess_us']:.1f} us over its peers"

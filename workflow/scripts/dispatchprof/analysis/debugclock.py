@@ -323,6 +323,8 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "schema": "dispatchprof.debugclock/1",
         "source": source,
         "found": {"legacy_csv": len(loaded.legacy), "akl_trace": len(loaded.captures), "event_map": str(loaded.event_map) if loaded.event_map else None},
+        # markers the recorder dropped (capacity reached): a segment then spans the lost markers
+        "dropped_markers": sum(c.dropped for _, c in loaded.captures),
         "clock_hz": hz,
         "clock_key": "kernel.clock_hz (the same key sets AKL_LATENCY_CLOCK_HZ)",
         "ranks": int(seg["rank"].nunique()),
