@@ -28,6 +28,16 @@ def test_simulator_timeout_is_whole_minutes_within_the_budget():
     assert [tool_timeout_min(s) for s in (5, 60, 119, 1800, 10**7)] == [1, 1, 1, 30, 2880]
     argv = simulator_command("msprof op", "Ascend950PR_9599", Path("/r/raw"), 1800, ["python3", "p.py", "--x"])
     assert argv == ["msprof", "op", "simulator", "--soc-version=Ascend950PR_9599", "--output=/r/raw", "--timeout=30", "python3", "p.py", "--x"]
+    named = simulator_command("msopprof", "Ascend950PR_9599", Path("/r/raw"), 1800, ["./probe"], "build_descriptors*")
+    assert named == [
+        "msopprof",
+        "simulator",
+        "--soc-version=Ascend950PR_9599",
+        "--output=/r/raw",
+        "--timeout=30",
+        "--kernel-name=build_descriptors*",
+        "./probe",
+    ]
     with pytest.raises(ValueError, match="refuses more than 200"):
         simulator_command("msopprof", "A", Path("/" + "x" * 300), 60, ["p"])
 

@@ -26,7 +26,7 @@ def body(run: StageRun) -> Status:
     chain = resolve(run.config)
     raw.mkdir(parents=True, exist_ok=True)
     try:
-        argv = simulator_command(probe["entry"], probe["soc_version"], raw, run.timeout, probe["command"])
+        argv = simulator_command(probe["entry"], probe["soc_version"], raw, run.timeout, probe["command"], probe["kernel_name"])
     except ValueError as exc:
         return run.status("failed", str(exc))
     result = run_command(chain.wrap(argv), run.timeout + PARSE_MARGIN_S, env=chain.env(), cwd=Path.cwd())

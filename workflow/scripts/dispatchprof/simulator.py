@@ -24,12 +24,15 @@ def tool_timeout_min(budget_s: float) -> int:
     return int(min(2880, max(1, budget_s // 60)))
 
 
-def simulator_command(entry: str, soc_version: str, output: Path, budget_s: float, app: Sequence[str]) -> list[str]:
+def simulator_command(entry: str, soc_version: str, output: Path, budget_s: float, app: Sequence[str], kernel_name: str | None = None) -> list[str]:
+    """The simulator's command line. Without --kernel-name it simulates only the first kernel the probe launches
+    (msopprof.md §1): probe.kernel_name names the kernel when the probe launches more than one."""
     if entry not in ENTRIES:
         raise ValueError(f"no usable op-profiler entry ({entry!r})")
     if len(str(output)) > MSOPPROF_OUTPUT_MAX:
         raise ValueError(f"--output {output} is {len(str(output))} characters; msopprof refuses more than {MSOPPROF_OUTPUT_MAX}")
-    return [*ENTRIES[entry], "simulator", f"--soc-version={soc_version}", f"--output={output}", f"--timeout={tool_timeout_min(budget_s)}", *app]
+    named = [f"--kernel-name={kernel_name}"] if kernel_name else []
+    return [*ENTRIES[entry], "simulator", f"--soc-version={soc_version}", f"--output={output}", f"--timeout={tool_timeout_min(budget_s)}", *named, *app]
 
 
 @dataclass
