@@ -117,30 +117,27 @@ def test_the_plan_checks_node_zeros_fixed_ports_and_the_expected_disk_space(tmp_
     assert node_spec(config("slurm"), chain, 0, tmp_path, None, 10, check_ports=False)["ports"] == []
 
 
-def test_profiler_options_are_checked_against_the_captured_help(tmp_path):
+def help_capture(tmp_path, msopprof_help: str) -> dict:
+    """An env capture whose msprof and msopprof --help outputs are files under tmp_path."""
     (tmp_path / "msprof.txt").write_text('msprof [options] --application="<app>"\n  --output=<path>\n')
-    (tmp_path / "msopprof.txt").write_text("  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n")
-    capture = {
+    (tmp_path / "msopprof.txt").write_text(msopprof_help)
+    return {
         "op_profiler_entry": "msopprof",
         "probes": {
             "msprof_help": {"available": True, "output_file": str(tmp_path / "msprof.txt")},
             "msopprof_help": {"available": True, "output_file": str(tmp_path / "msopprof.txt")},
         },
     }
+
+
+def test_profiler_options_are_checked_against_the_captured_help(tmp_path):
+    capture = help_capture(tmp_path, "  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n")
     findings = profiler_findings(config(), capture)
     assert failed(findings) == {"msopprof options in its --help": "not in `msopprof --help`: --launch-count"}
 
 
 def test_the_instr_timeline_pipe_option_is_checked_only_when_instr_timeline_runs(tmp_path):
-    (tmp_path / "msprof.txt").write_text('msprof [options] --application="<app>"\n  --output=<path>\n')
-    (tmp_path / "msopprof.txt").write_text("  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n  --launch-count=<n>\n")
-    capture = {
-        "op_profiler_entry": "msopprof",
-        "probes": {
-            "msprof_help": {"available": True, "output_file": str(tmp_path / "msprof.txt")},
-            "msopprof_help": {"available": True, "output_file": str(tmp_path / "msopprof.txt")},
-        },
-    }
+    capture = help_capture(tmp_path, "  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n  --launch-count=<n>\n")
     instr = {**config(), "pipe_timeline": {"runs": ["PipeTimeline", "InstrTimeline"], "instr_timeline_pipe": "mte2|vector"}}
     assert failed(profiler_findings(instr, capture)) == {"msopprof options in its --help": "not in `msopprof --help`: --instr-timeline-pipe"}
     pipe_only = {**config(), "pipe_timeline": {"runs": ["PipeTimeline"], "instr_timeline_pipe": None}}
