@@ -15,7 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 import numpy as np  # noqa: E402
 
-from dispatchprof.analysis.timeline import assign_ranks, calls_between, kernel_regex, launch_columns, launch_summary, longest_duration  # noqa: E402
+from dispatchprof.analysis.rank_identity import assign_ranks  # noqa: E402
+from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary, longest_duration, prof_sources  # noqa: E402
 from dispatchprof.formats.msprof import discover, read_prof_info  # noqa: E402
 from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E402
 
@@ -25,9 +26,11 @@ def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic
     durations: dict[int, np.ndarray] = {}
     per_rank, chains = {}, 0
     for node in range(nodes):
-        infos = [read_prof_info(p) for p in discover(root / f"node{node}")]
-        for assignment, info in zip(assign_ranks(node, ranks_per_node, infos, {}), infos):
-            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), call_chain_launches)
+        infos = {p: read_prof_info(p) for p in discover(root / f"node{node}")}
+        for assignment in assign_ranks(prof_sources(node, infos), ranks_per_node, {}):
+            info = infos[assignment.source.path]
+            device = assignment.source.device if len(info.devices) > 1 else None
+            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), call_chain_launches, device=device)
             columns = launch_columns(kernels, 0)
             durations[assignment.rank] = columns["dur_ns"][columns["used"]] / 1000
             per_rank[assignment.rank] = launch_summary(columns)

@@ -39,12 +39,36 @@ class WorkflowCopy:
         if overlay is not None:
             cmd += ["--configfile", "config/config.yaml", str(self.overlay(overlay))]
         cmd += list(args)
-        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=without_slurm_probe(env))
 
     def status(self, stage: str, experiment: str = "baseline") -> dict:
         import json
 
         return json.loads((self.root / "results" / experiment / stage / "status.json").read_text())
+
+
+def without_slurm_probe(env: dict | None = None) -> dict:
+    """The environment of a local Snakemake run (--cores, no executor plugin in use), with `scontrol` answering
+    "no controller" at once. The SLURM executor plugin runs `scontrol show config` whenever Snakemake starts, only
+    to word a help text; with a SLURM client installed but no controller answering (this machine after the SLURM
+    test stopped its daemons) that takes ~9 s, up to the plugin's 10 s timeout, on every run. The SLURM tests
+    run the real scontrol."""
+    env = dict(os.environ if env is None else env)
+    if shutil.which("scontrol", path=env.get("PATH")):
+        stub_dir = Path(os.environ.get("PYTEST_SCONTROL_STUB_DIR") or _write_scontrol_stub())
+        env["PATH"] = f"{stub_dir}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _write_scontrol_stub() -> Path:
+    import tempfile
+
+    stub_dir = Path(tempfile.mkdtemp(prefix="scontrol-stub-"))
+    stub = stub_dir / "scontrol"
+    stub.write_text("#!/bin/sh\necho 'scontrol stub (tests/conftest.py): no SLURM controller for local runs' >&2\nexit 1\n")
+    stub.chmod(0o755)
+    os.environ["PYTEST_SCONTROL_STUB_DIR"] = str(stub_dir)
+    return stub_dir
 
 
 def copy_workflow(dest: Path) -> WorkflowCopy:

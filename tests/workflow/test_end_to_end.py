@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import base_overlay, copy_workflow
+from conftest import base_overlay, copy_workflow, without_slurm_probe
 
 LATER = ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline")
 
@@ -332,7 +332,7 @@ def test_two_runs_started_at_once_on_one_machine_each_get_their_own_ports(tmp_pa
     procs = []
     for wf in copies:
         cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--until", "correctness", "--configfile", "config/config.yaml"]
-        procs.append(subprocess.Popen(cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        procs.append(subprocess.Popen(cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=without_slurm_probe()))
     outputs = [proc.communicate(timeout=600)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], [o[-2000:] for o in outputs]
     statuses = [wf.status("correctness") for wf in copies]
