@@ -18,6 +18,7 @@ include: "workflow/rules/debugclock.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/not_provided.smk"  # after the rules whose outputs it writes in analyze mode
 
 
 # After every include: each rule is placed by what it declares (NPU jobs submitted, the rest local or on a CPU partition).

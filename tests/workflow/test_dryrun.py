@@ -51,13 +51,27 @@ def test_unknown_key_is_refused_by_name(workflow_copy):
     assert result.returncode != 0 and "cluster: unknown key(s) ['nodez']" in result.stderr
 
 
-def test_analyze_mode_plans_import_rules_instead_of_collection(workflow_copy):
-    result = workflow_copy.snakemake("-n", overlay=base_overlay(mode="analyze"))
+def job_counts(out: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table of a dry run: rule -> planned jobs."""
+    table = out[out.index("Job stats:") :].splitlines()[3:]
+    rows = [line.split() for line in table[: next(i for i, line in enumerate(table) if line.startswith("total"))]]
+    return {name: int(count) for name, count in rows}
+
+
+def test_analyze_mode_plans_imports_for_what_is_given_and_one_job_for_the_rest(workflow_copy, tmp_path):
+    # Experiment a gives only a timeline; b also a PMU tree. Everything else (collection-only stages, stages without
+    # artifacts) is one not_provided job per experiment group, not two placeholder jobs per stage.
+    overlay = base_overlay(mode="analyze", analyze={"timeline_dir": str(tmp_path)}, experiments={"a": {}, "b": {"analyze": {"pmu_dir": str(tmp_path)}}})
+    result = workflow_copy.snakemake("-n", overlay=overlay)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    for rule in ("baseline_import", "timeline_import", "pmu_import", "pcsampling_import", "pipe_timeline_import", "probe_import"):
-        assert rule in out
+    jobs = job_counts(out)
+    assert jobs["not_provided"] == 1 and jobs["not_provided_2"] == 1, jobs
+    assert jobs["timeline_import"] == 2 and jobs["pmu_import"] == 1 and jobs["pmu"] == 1, jobs
+    for rule in ("baseline_import", "pcsampling_import", "pipe_timeline_import", "probe_import", "env_capture", "build", "correctness", "debugclock"):
+        assert rule not in jobs, jobs
     assert "env_capture_node" not in out
+    assert "rule pmu_import:" in out and "wildcards: experiment=b" in out[out.index("rule pmu_import:") :][:600]
 
 
 def test_a_knob_that_can_only_end_at_a_timeout_says_so_in_the_dry_run(workflow_copy):

@@ -7,6 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.atomic import write_json_atomic  # noqa: E402
 from dispatchprof.building import fingerprint, run_build  # noqa: E402
+from dispatchprof.absent import COLLECT_ONLY  # noqa: E402
 from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status  # noqa: E402
 from dispatchprof.toolchain import resolve  # noqa: E402
@@ -15,7 +16,7 @@ from dispatchprof.toolchain import resolve  # noqa: E402
 def body(run: StageRun) -> Status:
     deepep = run.config["deepep"]
     if run.config["mode"] == "analyze":
-        return run.status("disabled", "no build in analyze mode: the artifacts were collected elsewhere")
+        return run.status("disabled", COLLECT_ONLY["build"])  # normally written by rule not_provided (the same status)
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
+from dispatchprof.absent import DEBUGCLOCK_NOT_PROVIDED  # noqa: E402
 from dispatchprof.stage import StageRun, needed_parts_or_end, run_stage  # noqa: E402
 
 if snakemake.params["needed"]:
@@ -25,7 +26,7 @@ def body(run: StageRun) -> Status:
     if cfg["mode"] == "analyze":
         root = cfg["analyze"]["debugclock_dir"]
         if not root:
-            return run.status("skipped", "not provided: analyze.debugclock_dir is not set", source="import")
+            return run.status("skipped", DEBUGCLOCK_NOT_PROVIDED, source="import")  # normally written by rule not_provided
         root = Path(root)
     else:
         root = Path("results") / run.experiment / "debugclock" / "raw"

@@ -8,14 +8,16 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.atomic import write_json_atomic  # noqa: E402
 from dispatchprof.envinfo import common_op_entry, compare_nodes  # noqa: E402
+from dispatchprof.absent import COLLECT_ONLY, write_env_record  # noqa: E402
 from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, Validation, fold, read_status  # noqa: E402
 
 
 def body(run: StageRun) -> Status:
     if run.config["mode"] == "analyze":
-        write_json_atomic(run.outputs["env"], {"toolchain": run.toolchain, "nodes": [], "note": "not captured in analyze mode"})
-        return run.status("disabled", "env capture is not part of analyze mode: the artifacts were collected elsewhere")
+        # Normally written by rule not_provided, which Snakemake prefers in analyze mode (the same record).
+        write_env_record(run.outputs["env"])
+        return run.status("disabled", COLLECT_ONLY["env_capture"])
     parts = {f"node{n}": read_status(p) for n, p in enumerate(run.inputs["nodes"])}
     envs = []
     for name, part in parts.items():

@@ -1,0 +1,34 @@
+"""Entry point of rule not_provided (analyze mode): every stage with nothing to analyse in one job, with the status
+files and placeholders its own jobs would write (dispatchprof.absent). No pandas: this job is pure bookkeeping."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+from dispatchprof.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402
+from dispatchprof.config import run_config  # noqa: E402
+from dispatchprof.stage import setup_logging, write_placeholder  # noqa: E402
+from dispatchprof.status import write_status  # noqa: E402
+
+setup_logging(snakemake.log[0])
+experiment = snakemake.wildcards.experiment
+config = run_config(snakemake.config, experiment)
+# Outputs are named <rule>__<output> after the rules they stand in for (rules/not_provided.smk).
+by_rule: dict[str, dict[str, Path]] = {}
+for key, path in snakemake.output.items():
+    rule, name = key.split("__", 1)
+    by_rule.setdefault(rule, {})[name] = Path(path)
+for stage in snakemake.params["stages"]:
+    for rule, status in absent_statuses(stage, experiment, config).items():
+        outputs = by_rule[rule]
+        if rule.endswith("_import"):
+            write_import_manifest(outputs["manifest"], stage)
+            status.artifacts = [str(outputs["manifest"])]
+        if rule == "env_capture":
+            write_env_record(outputs["env"])
+        for name, path in outputs.items():
+            if name != "status" and not path.exists():
+                write_placeholder(path, status)
+        write_status(outputs["status"], status)
+        print(f"{experiment}/{rule}: {status.state} ({status.reason})", file=sys.stderr)
