@@ -234,3 +234,21 @@ def test_instr_timeline_pipe_without_an_instr_timeline_run_is_refused():
 def test_a_missing_pipe_timeline_dir_is_refused_before_anything_runs(tmp_path):
     found = problems({"mode": "analyze", "analyze": {"pipe_timeline_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path)
     assert found == [f"analyze.pipe_timeline_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"]
+
+
+def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
+    # fill_defaults replaces snakemake.utils.validate(set_default=True) at every Snakemake start: same result, at
+    # every depth (a nested section given in part keeps its other defaults), on the schema already loaded
+    from snakemake.utils import validate
+
+    from dispatchprof.config import fill_defaults, load_schema
+
+    schema_path = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+    given = {**copy.deepcopy(DEFAULT), "timeline": {"iterations": 7}, "pmu": {}}
+    del given["cluster"]["ready_timeout"], given["analyze"]
+    ours, theirs = copy.deepcopy(given), copy.deepcopy(given)
+    fill_defaults(ours, load_schema(schema_path))
+    validate(theirs, str(schema_path), set_default=True)
+    assert ours == theirs
+    assert ours["timeline"]["iterations"] == 7 and ours["cluster"]["ready_timeout"] == DEFAULT["cluster"]["ready_timeout"]
+    assert ours["pmu"] == DEFAULT["pmu"]  # an empty section gets every default of its own

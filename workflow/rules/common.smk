@@ -4,9 +4,6 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
-from snakemake.utils import validate
-
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dispatchprof.config import (  # noqa: E402
     check_config,
@@ -14,6 +11,8 @@ from dispatchprof.config import (  # noqa: E402
     experiment_problems,
     long_waits,
     experiment_runs,
+    fill_defaults,
+    load_schema,
     schema_problems,
     yaml_booleans_as_words,
 )
@@ -73,12 +72,12 @@ def refuse(problems):
     sys.exit(1)
 
 
-_SCHEMA = yaml.safe_load(CONFIG_SCHEMA.read_text())
+_SCHEMA = load_schema(CONFIG_SCHEMA)
 yaml_booleans_as_words(config, _SCHEMA)  # crosscheck: off arrives as False from YAML
 _problems = schema_problems(config, _SCHEMA)
 if _problems:
     refuse(_problems)
-validate(config, str(CONFIG_SCHEMA), set_default=True)
+fill_defaults(config, _SCHEMA)
 
 _problems = experiment_problems(config, _SCHEMA)
 if _problems:
