@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -64,22 +63,31 @@ def profile_once(data: Path, work: Path, env: dict) -> dict:
     }
 
 
+def tiny_collection(work: Path) -> Path:
+    data = work / "data" / "fixed_1x2x10"
+    if not data.exists():
+        subprocess.run(
+            [PY, str(ROOT / "benchmarks" / "generate.py"), "--nodes", "1", "--ranks-per-node", "2", "--launches", "10", "--out", str(data)], check=True
+        )
+    return data
+
+
+def profile_fixed_cost(work: Path, repeat: int, env: dict) -> dict:
+    """The median run of `repeat` (by wall time), with its per-job profile."""
+    runs = [profile_once(tiny_collection(work), work, env) for _ in range(repeat)]
+    return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--work", type=Path, default=Path("/tmp/dispatchprof-bench"))
     args = p.parse_args()
-    data = args.work / "data" / "fixed_1x2x10"
-    if not data.exists():
-        subprocess.run(
-            [PY, str(ROOT / "benchmarks" / "generate.py"), "--nodes", "1", "--ranks-per-node", "2", "--launches", "10", "--out", str(data)], check=True
-        )
     env, note = scontrol_stub_env(args.work)
     if note:
         print(note, flush=True)
-    runs = [profile_once(data, args.work, env) for _ in range(args.repeat)]
-    typical = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
-    print(f"analyze mode, tiny collection: wall {statistics.median(r['wall_s'] for r in runs):.2f} s (median of {len(runs)}), goal <= 3 s")
+    typical = profile_fixed_cost(args.work, args.repeat, env)
+    print(f"analyze mode, tiny collection: wall {typical['wall_s']:.2f} s (median of {args.repeat}), goal <= 3 s")
     print(f"  Snakemake start until the first job: {typical['start_to_first_job_s']:.2f} s")
     for job in typical["jobs"]:
         print(f"  {job['offset_s']:6.2f} s  +{job['span_s']:5.2f} s  {job['rule']}")

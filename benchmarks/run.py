@@ -88,7 +88,7 @@ def workflow_copy(dest: Path) -> Path:
     return dest
 
 
-def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None, env: dict) -> dict:
+def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None, env: dict, keep_data: bool = True) -> dict:
     nodes, rpn, launches = (int(x) for x in scale.split("x"))
     data = work / "data" / scale
     if not data.exists():
@@ -140,7 +140,10 @@ def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None,
             "library_speedup": ref["wall_s"] / result["library"]["wall_s"],
             "library_memory_fraction": result["library"]["peak_rss_mib"] / ref["peak_rss_mib"],
             "end_to_end_speedup": ref["wall_s"] / result["end_to_end"]["wall_s"],
+            "end_to_end_memory_fraction": result["end_to_end"]["peak_rss_mib"] / ref["peak_rss_mib"],
         }
+    if not keep_data:  # goal 3's collections are GBs: generated on the fly, deleted after
+        shutil.rmtree(data)
     return result
 
 
@@ -152,6 +155,59 @@ def bench_dry_run(scale: str, work: Path, env: dict) -> dict:
         json.dumps({"cluster": {"nodes": nodes, "ranks_per_node": rpn}, "shape": {"num_experts": nodes * rpn * 2, "num_max_tokens_per_rank": 256}})
     )
     return {"scale": scale, **measure([PY, "-m", "snakemake", "-n", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env)}
+
+
+def ranks_of(scale: str) -> int:
+    nodes, rpn, _ = (int(x) for x in scale.split("x"))
+    return nodes * rpn
+
+
+def growth(results: list[dict], small: int, large: int) -> dict | None:
+    """End-to-end time and memory from `small` to `large` ranks at the same launches, against linear growth."""
+    by_ranks = {(ranks_of(r["scale"]), r["scale"].split("x")[2]): r for r in results}
+    for (ranks, launches), a in by_ranks.items():
+        b = by_ranks.get((large, launches))
+        if ranks == small and b:
+            return {
+                "from": a["scale"],
+                "to": b["scale"],
+                "linear": large / small,
+                "time": b["end_to_end"]["wall_s"] / a["end_to_end"]["wall_s"],
+                "memory": b["end_to_end"]["peak_rss_mib"] / a["end_to_end"]["peak_rss_mib"],
+            }
+    return None
+
+
+def goals(record: dict) -> list[dict]:
+    """Every goal of the performance issue with what this run measured (None: the run did not include it)."""
+    by_scale = {r["scale"]: r for r in record["scales"]}
+
+    def ratio(scale: str, key: str) -> float | None:
+        return by_scale.get(scale, {}).get("ratios", {}).get(key)
+
+    def e2e(scale: str, key: str) -> float | None:
+        return by_scale.get(scale, {}).get("end_to_end", {}).get(key)
+
+    grown = growth(record["scales"], 256, 2048)
+    fixed = record.get("fixed_cost", {}).get("wall_s")
+    dry = record.get("dry_run", {}).get("wall_s")
+    rows = [
+        ("1", "end to end vs msprof-analyze at 2x8x1000", ratio("2x8x1000", "end_to_end_speedup"), ">=", 0.8, "x"),
+        ("1", "end to end vs msprof-analyze at 32x8x2000", ratio("32x8x2000", "end_to_end_speedup"), ">=", 2.0, "x"),
+        ("1", "end-to-end peak memory / msprof-analyze's at 32x8x2000", ratio("32x8x2000", "end_to_end_memory_fraction"), "<=", 0.5, ""),
+        ("1", "fixed cost (analyze run of a tiny collection)", fixed, "<=", 3.0, " s"),
+        ("2", "library vs msprof-analyze at 32x8x2000", ratio("32x8x2000", "library_speedup"), ">=", 10.0, "x"),
+        ("3", "end to end at 128x16x2000 (2,048 ranks)", e2e("128x16x2000", "wall_s"), "<=", 60.0, " s"),
+        ("3", "end-to-end peak memory at 128x16x2000", e2e("128x16x2000", "peak_rss_mib"), "<=", 2048.0, " MiB"),
+        ("3", "time growth 256 -> 2,048 ranks (linear = 8)", grown and grown["time"], "<=", 8.0, "x"),
+        ("3", "memory growth 256 -> 2,048 ranks (linear = 8)", grown and grown["memory"], "<=", 8.0, "x"),
+        ("3", f"snakemake -n at {record.get('dry_run', {}).get('scale', '128x16')}", dry, "<", 10.0, " s"),
+    ]
+    out = []
+    for goal, what, value, op, target, unit in rows:
+        met = None if value is None else (value >= target if op == ">=" else value <= target if op == "<=" else value < target)
+        out.append({"goal": goal, "what": what, "value": value, "op": op, "target": target, "unit": unit, "met": met})
+    return out
 
 
 def doubling_pairs(results: list[dict]) -> list[dict]:
@@ -223,6 +279,9 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=Path("/tmp/dispatchprof-bench"))
     p.add_argument("--dry-run-scale", default="128x16")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.jsonl")
+    p.add_argument("--reference-max-ranks", type=int, default=256, help="run msprof-analyze only up to this many ranks (it is the slow side)")
+    p.add_argument("--keep-data-max-ranks", type=int, default=256, help="delete generated collections above this many ranks after measuring")
+    p.add_argument("--no-fixed-cost", action="store_true", help="skip the fixed-cost profile (benchmarks/fixed_cost.py)")
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     msprof_analyze = shutil.which("msprof-analyze")
@@ -236,7 +295,9 @@ def main() -> int:
         "scales": [],
     }
     for scale in args.scales.split(","):
-        r = bench_scale(scale, args.work, args.repeat, msprof_analyze, env)
+        big = ranks_of(scale)
+        reference = msprof_analyze if big <= args.reference_max_ranks else None
+        r = bench_scale(scale, args.work, args.repeat if big <= 256 else 1, reference, env, keep_data=big <= args.keep_data_max_ranks)
         record["scales"].append(r)
         line = f"{scale:>12}  input {r['input_mb']:7.1f} MB  library {r['library']['wall_s']:6.2f} s {r['library']['peak_rss_mib']:7.0f} MiB  end-to-end {r['end_to_end']['wall_s']:6.2f} s {r['end_to_end']['peak_rss_mib']:7.0f} MiB"
         if "msprof_analyze" in r:
@@ -254,6 +315,20 @@ def main() -> int:
         d = bench_dry_run(args.dry_run_scale, args.work, env)
         record["dry_run"] = d
         print(f"snakemake -n for {d['scale']}: {d['wall_s']:.2f} s", flush=True)
+    if not args.no_fixed_cost:
+        from fixed_cost import profile_fixed_cost
+
+        record["fixed_cost"] = profile_fixed_cost(args.work, args.repeat, env)
+        print(
+            f"fixed cost (analyze run, tiny collection): {record['fixed_cost']['wall_s']:.2f} s; see benchmarks/fixed_cost.py for the per-job profile",
+            flush=True,
+        )
+    record["goals"] = goals(record)
+    print("\ngoals (issue 'Performance at the scale users outgrow'):", flush=True)
+    for g in record["goals"]:
+        shown = "not measured in this run" if g["value"] is None else f"{g['value']:.2f}{g['unit']}"
+        verdict = "" if g["met"] is None else ("met" if g["met"] else "NOT met")
+        print(f"  goal {g['goal']}: {g['what']}: {shown} (goal {g['op']} {g['target']:g}{g['unit']}) {verdict}", flush=True)
     with open(args.results, "a") as handle:
         handle.write(json.dumps(record) + "\n")
     return 0

@@ -14,9 +14,10 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from dispatchprof.formats.text import read_text_file
 
@@ -167,6 +168,8 @@ def _number(path: Path, line: int, field: str, value: str) -> float:
 
 def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
     """A per-core metric CSV as a long table: block_id, sub_block_id, core_kind, core_index, metric, value (NaN = NA)."""
+    import pandas as pd  # here, not at the top: the import rules read OPPROF_RE without paying for pandas
+
     header, rows = _rows(path)
     for needed in ("block_id", "sub_block_id"):
         if needed not in header:
