@@ -15,12 +15,16 @@ import argparse
 import re
 import sqlite3
 import statistics
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+from dispatchprof.formats.msprof import read_db_target  # noqa: E402
 
 DEFAULT = Path("/tmp/dispatchprof-bench/data/32x8x2000")
 JOIN = "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
@@ -51,8 +55,8 @@ def window(target_start: np.ndarray) -> tuple[int, int] | None:
     return (int(target_start[0]), int(target_start[intervals])) if intervals > 0 else None
 
 
-def connect(path: Path, mmap: bool = False) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+def connect(path: Path, mmap: bool = False, immutable: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{path}?mode=ro" + ("&immutable=1" if immutable else ""), uri=True)
     if mmap:
         conn.execute("PRAGMA mmap_size = 268435456")
     return conn
@@ -127,9 +131,11 @@ def scan_order(rows: np.ndarray) -> np.ndarray:
     return rows[np.argsort(rows[:, -2], kind="stable")][:, :-1]
 
 
-def concat_variant(check: str, one_scan: bool = False, mmap: bool = False, id_bound: bool = False, stable: bool = False) -> Callable[[Path], Arrays]:
+def concat_variant(
+    check: str, one_scan: bool = False, mmap: bool = False, id_bound: bool = False, stable: bool = False, immutable: bool = False
+) -> Callable[[Path], Arrays]:
     def read(path: Path) -> Arrays:
-        conn = connect(path, mmap)
+        conn = connect(path, mmap, immutable)
         targets, barriers = id_lists(conn)
         match = f"(c.name IN ({targets}) OR c.opType IN ({targets}))"
         cols = ["c.name", "t.startNs", "t.endNs", "t.globalTaskId"]
@@ -167,11 +173,17 @@ VARIANTS: dict[str, Callable[[Path], Arrays]] = {
     "group_concat, typeof(max()), stable sort, scan-order ties": concat_variant("max", stable=True),
     "group_concat, typeof(max()), mmap": concat_variant("max", mmap=True),
     "group_concat, typeof(max()), others joined in id range": concat_variant("max", id_bound=True),
+    "group_concat, typeof(max()), immutable=1 (no locks)": concat_variant("max", immutable=True),
     "group_concat, no check (UNSAFE, reference)": concat_variant("none"),
     "one scan target+barrier, IIF": concat_variant("iif", one_scan=True),
     "one scan target+barrier, typeof(max())": concat_variant("max", one_scan=True),
     "one scan, typeof(max()), mmap": concat_variant("max", one_scan=True, mmap=True),
 }
+
+
+def library(path: Path) -> None:
+    """This branch's read_db_target with the workflow's arguments (names resolved: not compared here)."""
+    read_db_target(path, lambda n: bool(TARGET.match(n)), CONTEXT_LAUNCHES, is_barrier=lambda n: bool(BARRIER.match(n)))
 
 
 def device_distinct(path: Path) -> list[int]:
@@ -219,25 +231,31 @@ def main() -> None:
     timed: dict[str, Callable[[], object]] = {name: (lambda n=name: read_all(n, paths)) for name in VARIANTS}
     for name in ("fetchall row tuples, ORDER BY (today)", "one scan target+barrier, typeof(max())"):
         timed[f"pool of {args.jobs} over ranks: {name}"] = lambda n=name: pooled(n, paths, args.jobs)
+    timed["library read_db_target (this branch)"] = lambda: [library(p) for p in paths]
     timed["device ids: SELECT DISTINCT deviceId"] = lambda: [device_distinct(p) for p in paths]
     timed["device ids: min/max/count, DISTINCT if differ"] = lambda: [device_minmax(p) for p in paths]
     assert [device_distinct(p) for p in paths[:8]] == [device_minmax(p) for p in paths[:8]]
     agree = {name: all(same(a, b) for a, b in zip(reference, read_all(name, paths))) for name in VARIANTS}
-    times: dict[str, list[float]] = {name: [] for name in timed}
+    walls: dict[str, list[float]] = {name: [] for name in timed}
+    cpus: dict[str, list[float]] = {name: [] for name in timed}
     for _ in range(args.repeats):
         for name, run in timed.items():
-            started = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             run()
-            times[name].append((time.perf_counter() - started) * 1000 / len(paths))
-    base = statistics.median(times[next(iter(VARIANTS))])
+            walls[name].append((time.perf_counter() - wall) * 1000 / len(paths))
+            cpus[name].append((time.process_time() - cpu) * 1000 / len(paths))
+    first = next(iter(VARIANTS))
+    wall_base, cpu_base = statistics.median(walls[first]), statistics.median(cpus[first])
     print(f"{len(paths)} ranks of {args.collection}, median of {args.repeats} alternating repeats")
-    print(f"{'variant':58s} {'ms/rank':>8s} {'ratio':>6s}  same arrays")
-    for name, values in times.items():
-        median = statistics.median(values)
+    print(f"{'variant':58s} {'wall ms/rank':>12s} {'ratio':>6s} {'cpu ms/rank':>11s} {'ratio':>6s}  same arrays")
+    for name in timed:
+        wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+        pooled_row = name.startswith("pool")
         note = {True: "yes", False: "NO"}.get(agree.get(name), "-")
-        print(f"{name:58s} {median:8.2f} {median / base:6.2f}  {note}")
-    print(f"pool rows: {args.jobs} processes share the ranks; this is parallelism, not a faster read (ms/rank = wall / ranks).")
-    print("device rows: the device check alone; base ratio is against today's whole target read.")
+        cpu_text = f"{'-':>11s} {'-':>6s}" if pooled_row else f"{cpu:11.2f} {cpu / cpu_base:6.2f}"
+        print(f"{name:58s} {wall:12.2f} {wall / wall_base:6.2f} {cpu_text}  {note}")
+    print(f"pool rows: {args.jobs} processes share the ranks: parallelism, not a faster read (wall / ranks; their CPU is in the workers).")
+    print("cpu: this process's CPU time, steadier than wall on a shared machine. device rows: the device check alone.")
 
 
 if __name__ == "__main__":
