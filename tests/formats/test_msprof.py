@@ -353,6 +353,29 @@ def test_launches_starting_together_come_in_task_id_order(tmp_path):
     assert kernels.other_dur_ns.tolist() == [2, 5]  # tasks 4 and 7, both at 50
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 50), st.integers(0, 5)), min_size=2, max_size=12), st.randoms())
+def test_the_context_window_holds_every_other_kernel_starting_in_it(tmp_path_factory, tasks, random):
+    """Task ids in any order against start times (the read bounds the window's ids from TASK first): the other
+    kernels are exactly those starting from launch 0 up to the last launch, in (start, task id) order."""
+    ids = random.sample(range(1, 100), len(tasks))
+    rows = [(name, start, start + dur, task) for (name, start, dur), task in zip(tasks, ids)]
+    db = untyped_kernel_db(tmp_path_factory.mktemp("db") / "msprof_20260101000000.db", rows)
+    kernels = read_db_target(db, is_dispatch, 0)
+    target = sorted((start, task) for name, start, _, task in rows if name == 1)
+    low, high = (target[0][0], target[-1][0]) if len(target) > 1 else (0, 0)
+    expected = sorted((start, task, end - start) for name, start, end, task in rows if name != 1 and low <= start < high)
+    assert kernels.other_start_ns.tolist() == [e[0] for e in expected] and kernels.other_dur_ns.tolist() == [e[2] for e in expected]
+
+
+def test_a_text_task_id_that_the_join_reads_as_a_number_stays_in_the_window(tmp_path):
+    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, 0, 10, 1), (2, 20, 25, 2), (1, 40, 50, 3)])
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE COMPUTE_TASK_INFO SET globalTaskId = '2' WHERE globalTaskId = 2")
+        assert conn.execute("SELECT typeof(globalTaskId) FROM COMPUTE_TASK_INFO WHERE name = 2").fetchone() == ("text",)
+    assert read_db_target(db, is_dispatch, 0).other_start_ns.tolist() == [20]
+
+
 def test_the_library_has_no_import_cycle_and_the_db_path_needs_no_pandas():
     import ast
     import subprocess

@@ -291,6 +291,19 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
     return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
 
 
+def task_ids_within(conn: sqlite3.Connection, window: tuple[int, int]) -> str:
+    """A condition on COMPUTE_TASK_INFO alone that keeps every row whose task starts in ``window``, so that the
+    join looks up only those (a lookup in TASK per row was most of the context query). From one scan of TASK:
+    the window's tasks have ids from min to max. A TEXT or BLOB id is kept too (it is above every integer), as
+    the join may still read '5' as task 5 where the column has no type affinity."""
+    low, high = conn.execute("SELECT min(globalTaskId), max(globalTaskId) FROM TASK WHERE startNs >= ? AND startNs < ?", window).fetchone()
+    if low is None:
+        return "0"  # no task starts in the window
+    if not (isinstance(low, int) and isinstance(high, int)):
+        return "1"  # TASK ids that are no rowid and not all integers: no bound, the join decides
+    return f"(c.globalTaskId BETWEEN {low} AND {high} OR c.globalTaskId > 9223372036854775807)"
+
+
 def read_db_target(
     path: Path,
     is_target: Callable[[str], bool],
@@ -322,7 +335,8 @@ def read_db_target(
         if intervals == 0:
             return target, empty, 0, barrier
         window = (int(target[0, -1]), int(target[intervals, -1]))
-        others = int_columns(conn, columns, f"{match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ?", window, path)
+        in_window = f"{match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ?"
+        others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}", window, path)
         return target, others, intervals, barrier
 
     (target, others, intervals, barrier), strings = query_db(path, query)
