@@ -229,7 +229,7 @@ def main() -> None:
     paths = paths[: args.ranks] if args.ranks else paths
     reference = read_all(next(iter(VARIANTS)), paths)
     timed: dict[str, Callable[[], object]] = {name: (lambda n=name: read_all(n, paths)) for name in VARIANTS}
-    for name in ("fetchall row tuples, ORDER BY (today)", "one scan target+barrier, typeof(max())"):
+    for name in ("fetchall row tuples, ORDER BY (today)", "group_concat, typeof(max()), others joined in id range"):
         timed[f"pool of {args.jobs} over ranks: {name}"] = lambda n=name: pooled(n, paths, args.jobs)
     timed["library read_db_target (this branch)"] = lambda: [library(p) for p in paths]
     timed["device ids: SELECT DISTINCT deviceId"] = lambda: [device_distinct(p) for p in paths]
