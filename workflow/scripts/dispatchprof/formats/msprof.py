@@ -281,8 +281,8 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
     for column, kind, text in zip(columns, rest[: len(columns)], rest[len(columns) :]):
         try:
             values = np.fromstring(text or "", dtype=np.int64, sep=",") if kind in ("integer", "real") else None
-        except ValueError:
-            values = None  # a REAL's text
+        except (ValueError, DeprecationWarning):  # a REAL's text (older numpy warned and stopped short instead)
+            values = None
         if values is None or len(values) != count:
             held = f"a {kind.upper()}" if kind not in ("integer", "real") else "a REAL or NULL"
             raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({column} holds {held})")
