@@ -1,16 +1,24 @@
-"""Library-level timeline analysis of a collection in one process (what benchmarks/run.py times as (a)):
-the same calls as the workflow's parse and merge jobs: every rank's db read (target launches and the
-call-chain window), per-rank launch table and statistics, call chain, straggler. Streams rank by rank:
-only the launch durations of each rank are kept, never every kernel of every rank at once.
+"""Library-level timeline analysis of a collection (what benchmarks/run.py times as (a)): the same calls as the
+workflow's parse and merge jobs: every rank's db read (target launches and the call-chain window), per-rank
+launch table and statistics, call chain, straggler. Streams rank by rank: only the launch durations of each rank
+are kept, never every kernel of every rank at once.
 
-    python benchmarks/analyze_library.py <collection> <nodes> <ranks_per_node>
+The nodes are parsed in --jobs groups side by side (default 2), as the workflow runs one parse job per node
+group on its 2 cores; the straggler is found over all of them in this process, as the merge job does. The time
+saved is parallelism, not a faster read: --jobs 1 reads every rank in this process.
+
+    python benchmarks/analyze_library.py <collection> <nodes> <ranks_per_node> [--jobs N]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 import numpy as np  # noqa: E402
@@ -21,11 +29,19 @@ from dispatchprof.formats.msprof import discover, read_prof_info  # noqa: E402
 from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E402
 
 
-def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel", call_chain_launches: int = 200) -> dict:
+class NodeGroup(NamedTuple):
+    """What one parse job hands the merge: each rank's used launch durations (us) and summary, call-chain entries."""
+
+    durations: dict[int, np.ndarray]
+    per_rank: dict[int, dict]
+    chains: int
+
+
+def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, call_chain_launches: int) -> NodeGroup:
     regex = kernel_regex(pattern)
     durations: dict[int, np.ndarray] = {}
     per_rank, chains = {}, 0
-    for node in range(nodes):
+    for node in nodes:
         infos = {p: read_prof_info(p) for p in discover(root / f"node{node}")}
         for assignment in assign_ranks(prof_sources(node, infos), ranks_per_node, {}):
             info = infos[assignment.source.path]
@@ -35,12 +51,39 @@ def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic
             durations[assignment.rank] = columns["dur_ns"][columns["used"]] / 1000
             per_rank[assignment.rank] = launch_summary(columns)
             chains += len(calls_between(kernels))
+    return NodeGroup(durations, per_rank, chains)
+
+
+def node_groups(nodes: int, jobs: int) -> list[range]:
+    """Contiguous node ranges, as the workflow's timeline.nodes_per_job splits them."""
+    size = -(-nodes // max(jobs, 1))
+    return [range(first, min(first + size, nodes)) for first in range(0, nodes, size)]
+
+
+def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel", call_chain_launches: int = 200, jobs: int = 2) -> dict:
+    groups = node_groups(nodes, jobs)
+    args = [(root, g, ranks_per_node, pattern, call_chain_launches) for g in groups]
+    if len(groups) > 1:
+        # fork: the workers start with numpy and the library imported, as a parse job would after its imports.
+        with ProcessPoolExecutor(len(groups), mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(parse_nodes, *zip(*args)))
+    else:
+        parts = [parse_nodes(*a) for a in args]
+    durations = {rank: d for part in parts for rank, d in part.durations.items()}
+    per_rank = {rank: s for part in parts for rank, s in part.per_rank.items()}
     ranks = sorted(durations)
     longest = max(len(d) for d in durations.values())
     wide = np.column_stack([np.pad(durations[r], (0, longest - len(durations[r])), constant_values=np.nan) for r in ranks])
     strag = longest_duration(ranks, wide)
-    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction"], "call_chain_entries": chains}
+    chains = sum(part.chains for part in parts)
+    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction"], "call_chain_entries": chains, "jobs": len(groups)}
 
 
 if __name__ == "__main__":
-    print(json.dumps(analyse(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("collection", type=Path)
+    parser.add_argument("nodes", type=int)
+    parser.add_argument("ranks_per_node", type=int)
+    parser.add_argument("--jobs", type=int, default=2, help="node groups parsed side by side (default 2, the workflow's two parse jobs)")
+    cli = parser.parse_args()
+    print(json.dumps(analyse(cli.collection, cli.nodes, cli.ranks_per_node, jobs=cli.jobs)))

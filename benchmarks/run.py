@@ -2,7 +2,7 @@
 
 For each scale NODESxRANKSxLAUNCHES it generates a collection (benchmarks/generate.py, cached under --work),
 then times and measures peak memory of the whole process tree, median of --repeat runs, of:
-  (a) library: benchmarks/analyze_library.py in one process;
+  (a) library: benchmarks/analyze_library.py (node groups in 2 processes, as the workflow's two parse jobs);
   (b) end to end: `snakemake --cores 2` in analyze mode on a copy of the workflow, report included;
   (c) msprof-analyze cluster -m compute_op_sum, when msprof-analyze is installed;
 and prints the ratios. It also times `snakemake -n` for a large cluster. Each run appends one JSON line to

@@ -298,6 +298,84 @@ def test_db_with_wrong_types_in_times_or_names_ends_in_a_clear_error(tmp_path_fa
         assert (kernels.dur_ns >= 0).all() and (kernels.other_dur_ns >= 0).all() and kernels.start_ns.dtype == "int64"
 
 
+def untyped_kernel_db(path, rows):
+    """A db whose TASK and COMPUTE_TASK_INFO columns have no type affinity, so that a REAL 2.0, a TEXT '12' or a
+    BLOB stays what it was written as. rows: (name id, startNs, endNs, globalTaskId); STRING_IDS 1 is the target."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
+        conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier")])
+        conn.execute("CREATE TABLE TASK (startNs, endNs, globalTaskId INTEGER PRIMARY KEY, streamId, taskId)")
+        conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name, globalTaskId, opType)")
+        for name, start, end, task in rows:
+            conn.execute("INSERT INTO TASK VALUES (?, ?, ?, 0, ?)", (start, end, task, task))
+            conn.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?, ?, 2)", (name, task))
+    return path
+
+
+not_an_integer = st.one_of(
+    st.floats(allow_nan=False).filter(lambda f: f != int(f) if abs(f) < 2**63 else True),
+    st.floats(min_value=-(2**53), max_value=2**53).map(float).filter(float.is_integer),  # 2.0: a REAL all the same
+    st.integers(min_value=-(2**62), max_value=2**62).map(str),  # TEXT that reads as an integer
+    st.integers(min_value=0, max_value=10**6).map(lambda i: str(i).encode()),  # BLOB that reads as one
+    st.none(),
+    st.text(max_size=4),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=0, max_value=3), st.sampled_from([0, 1, 2]), not_an_integer, st.booleans())
+def test_one_non_integer_value_in_a_selected_row_is_refused(tmp_path_factory, row, column, value, with_ids):
+    """Four target launches, a non-integer name id, startNs or endNs in one of them: refused with the file,
+    never truncated, dropped or read as the integer it looks like."""
+    if column == 0:
+        row = 1 + row % 2  # a name that is no target id makes the row a context row: read only inside the window
+    rows = [[1, 100 * i, 100 * i + 10, i] for i in range(4)]
+    rows[row][column] = value
+    db = untyped_kernel_db(tmp_path_factory.mktemp("db") / "msprof_20260101000000.db", rows)
+    with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer"):
+        read_db_target(db, is_dispatch, 0, with_ids=with_ids)
+
+
+def test_a_null_end_or_a_real_start_in_one_launch_is_refused(tmp_path):
+    for case, (start, end, column) in enumerate(((200, None, "t.endNs"), (200.5, 210, "t.startNs"), (1e20, 210, "t.startNs"))):
+        (tmp_path / str(case)).mkdir()
+        db = untyped_kernel_db(tmp_path / str(case) / "msprof_20260101000000.db", [(1, 0, 10, 0), (1, start, end, 1), (1, 300, 310, 2)])
+        with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer.*{column} holds a REAL or NULL"):
+            read_db_target(db, is_dispatch, 0)
+
+
+def test_launches_starting_together_come_in_task_id_order(tmp_path):
+    """Ties in startNs: a defined order (globalTaskId), not whatever order the scan or the sorter leaves."""
+    rows = [(1, 50, 60, 9), (1, 50, 70, 3), (2, 50, 55, 7), (1, 0, 5, 5), (2, 50, 52, 4), (1, 80, 90, 1)]
+    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", rows)
+    kernels = read_db_target(db, is_dispatch, 0, with_ids=True)
+    assert kernels.task_id.tolist() == [5, 3, 9, 1] and kernels.dur_ns.tolist() == [5, 20, 10, 10]
+    assert kernels.other_dur_ns.tolist() == [2, 5]  # tasks 4 and 7, both at 50
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 50), st.integers(0, 5)), min_size=2, max_size=12), st.randoms())
+def test_the_context_window_holds_every_other_kernel_starting_in_it(tmp_path_factory, tasks, random):
+    """Task ids in any order against start times (the read bounds the window's ids from TASK first): the other
+    kernels are exactly those starting from launch 0 up to the last launch, in (start, task id) order."""
+    ids = random.sample(range(1, 100), len(tasks))
+    rows = [(name, start, start + dur, task) for (name, start, dur), task in zip(tasks, ids)]
+    db = untyped_kernel_db(tmp_path_factory.mktemp("db") / "msprof_20260101000000.db", rows)
+    kernels = read_db_target(db, is_dispatch, 0)
+    target = sorted((start, task) for name, start, _, task in rows if name == 1)
+    low, high = (target[0][0], target[-1][0]) if len(target) > 1 else (0, 0)
+    expected = sorted((start, task, end - start) for name, start, end, task in rows if name != 1 and low <= start < high)
+    assert kernels.other_start_ns.tolist() == [e[0] for e in expected] and kernels.other_dur_ns.tolist() == [e[2] for e in expected]
+
+
+def test_a_text_task_id_that_the_join_reads_as_a_number_stays_in_the_window(tmp_path):
+    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, 0, 10, 1), (2, 20, 25, 2), (1, 40, 50, 3)])
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE COMPUTE_TASK_INFO SET globalTaskId = '2' WHERE globalTaskId = 2")
+        assert conn.execute("SELECT typeof(globalTaskId) FROM COMPUTE_TASK_INFO WHERE name = 2").fetchone() == ("text",)
+    assert read_db_target(db, is_dispatch, 0).other_start_ns.tolist() == [20]
+
+
 def test_the_library_has_no_import_cycle_and_the_db_path_needs_no_pandas():
     import ast
     import subprocess

@@ -263,6 +263,47 @@ def context_intervals(launches: int, context_launches: int) -> int:
     return min(intervals, context_launches) if context_launches > 0 else intervals
 
 
+def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
+    """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in start order: the last two columns must
+    be t.startNs and t.globalTaskId, the rows sort by both (ties by task id) and the id is dropped.
+
+    Each column leaves SQLite as one comma-joined string (group_concat) that numpy parses: Python's row objects
+    were most of the cost of reading hundreds of ranks. strict_int's guarantee holds without a function call per
+    value: a NULL is left out of group_concat, so the column comes out short of count(*); a REAL prints with a
+    '.' or an exponent ('2.0', '1.0e+20'), which the integer parse refuses; a TEXT or BLOB sorts above every
+    number in SQLite, so typeof(max(column)) names it (even one that looks like an integer)."""
+    kinds = ", ".join(f"typeof(max({c}))" for c in columns)
+    texts = ", ".join(f"group_concat({c})" for c in columns)
+    count, *rest = conn.execute(f"SELECT count(*), {kinds}, {texts} {KERNEL_JOIN} WHERE {where}", args).fetchone()
+    if count == 0:
+        return np.zeros((0, len(columns) - 1), dtype=np.int64)
+    parsed = []
+    for column, kind, text in zip(columns, rest[: len(columns)], rest[len(columns) :]):
+        try:
+            values = np.fromstring(text or "", dtype=np.int64, sep=",") if kind in ("integer", "real") else None
+        except (ValueError, DeprecationWarning):  # a REAL's text (older numpy warned and stopped short instead)
+            values = None
+        if values is None or len(values) != count:
+            held = f"a {kind.upper()}" if kind not in ("integer", "real") else "a REAL or NULL"
+            raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({column} holds {held})")
+        parsed.append(values)
+    rows = np.column_stack(parsed)
+    return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
+
+
+def task_ids_within(conn: sqlite3.Connection, window: tuple[int, int]) -> str:
+    """A condition on COMPUTE_TASK_INFO alone that keeps every row whose task starts in ``window``, so that the
+    join looks up only those (a lookup in TASK per row was most of the context query). From one scan of TASK:
+    the window's tasks have ids from min to max. A TEXT or BLOB id is kept too (it is above every integer), as
+    the join may still read '5' as task 5 where the column has no type affinity."""
+    low, high = conn.execute("SELECT min(globalTaskId), max(globalTaskId) FROM TASK WHERE startNs >= ? AND startNs < ?", window).fetchone()
+    if low is None:
+        return "0"  # no task starts in the window
+    if not (isinstance(low, int) and isinstance(high, int)):
+        return "1"  # TASK ids that are no rowid and not all integers: no bound, the join decides
+    return f"(c.globalTaskId BETWEEN {low} AND {high} OR c.globalTaskId > 9223372036854775807)"
+
+
 def read_db_target(
     path: Path,
     is_target: Callable[[str], bool],
@@ -272,56 +313,50 @@ def read_db_target(
     device: int | None = None,
 ) -> TargetKernels:
     """Target launches and call-chain context from a db: the name test runs once per STRING_IDS entry, the row
-    filter and the join in SQLite, and only the integer columns needed leave the database (stream and task id
-    only ``with_ids``: Python's row objects are most of the cost of reading hundreds of ranks). With
-    ``is_barrier``, every launch of the barrier kernel too (start and end only). With ``device``, only that
-    device's tasks (a PROF_ of a process that drove several devices holds them all)."""
-    ids_sql = f", {strict_int('t.streamId')}, {strict_int('t.taskId')}" if with_ids else ""
-    columns = f"{strict_int('c.name')}, {strict_int('t.startNs')}, {strict_int('t.endNs')}"
-    width = 5 if with_ids else 3
+    filter and the join in SQLite, and only the integer columns needed leave the database, one string per column
+    (int_columns; stream and task id only ``with_ids``). With ``is_barrier``, every launch of the barrier kernel
+    too (start and end only). With ``device``, only that device's tasks (a PROF_ of a process that drove several
+    devices holds them all). Every list is in start order, ties by globalTaskId."""
+    ids_columns = ["t.streamId", "t.taskId"] if with_ids else []
+    order = ["t.startNs", "t.globalTaskId"]  # last: int_columns sorts by them
+    columns = ["c.name", "t.endNs", *order]
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
+    empty = np.zeros((0, 3), dtype=np.int64)
 
-    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[list, list, int, list]:
+    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         ids = ",".join(str(int(i)) for i, v in strings.items() if is_target(str(v)))
         if not ids:
-            return [], [], 0, []
+            return np.zeros((0, 3 + len(ids_columns)), dtype=np.int64), empty, 0, empty
         barrier_ids = ",".join(str(int(i)) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v)))
-        barrier = (
-            conn.execute(f"SELECT {columns} {KERNEL_JOIN} WHERE c.name IN ({barrier_ids}){on_device} ORDER BY t.startNs").fetchall() if barrier_ids else []
-        )
+        barrier = int_columns(conn, columns, f"c.name IN ({barrier_ids}){on_device}", (), path) if barrier_ids else empty
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        target_where = f"{match}{on_device}"
-        target = conn.execute(f"SELECT {columns}{ids_sql} {KERNEL_JOIN} WHERE {target_where} ORDER BY t.startNs").fetchall()
+        target = int_columns(conn, ["c.name", "t.endNs", *ids_columns, *order], f"{match}{on_device}", (), path)
         intervals = context_intervals(len(target), context_launches)
         if intervals == 0:
-            return target, [], 0, barrier
-        others = conn.execute(
-            f"SELECT {columns} {KERNEL_JOIN} WHERE {match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs",
-            (target[0][1], target[intervals][1]),
-        ).fetchall()
+            return target, empty, 0, barrier
+        window = (int(target[0, -1]), int(target[intervals, -1]))
+        in_window = f"{match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ?"
+        others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}", window, path)
         return target, others, intervals, barrier
 
-    (target_rows, other_rows, intervals, barrier_rows), strings = query_db(path, query)
-    target = int_rows(target_rows, width, path)
-    others = int_rows(other_rows, 3, path)
-    barrier = int_rows(barrier_rows, 3, path)
-    end_to_duration(target, 1, 2, path)
-    end_to_duration(others, 1, 2, path)
-    end_to_duration(barrier, 1, 2, path)
+    (target, others, intervals, barrier), strings = query_db(path, query)
+    # Columns now: name, endNs, [streamId, taskId,] startNs; end_to_duration makes endNs the duration.
+    for rows in (target, others, barrier):
+        end_to_duration(rows, rows.shape[1] - 1, 1, path)
     none = np.full(len(target), -1, dtype=np.int64)
     return TargetKernels(
         source="db",
         name=resolve_ids(target[:, 0], strings, path, "name"),
-        start_ns=target[:, 1],
-        dur_ns=target[:, 2],
-        stream=target[:, 3] if with_ids else none,
-        task_id=target[:, 4] if with_ids else none,
+        start_ns=target[:, -1],
+        dur_ns=target[:, 1],
+        stream=target[:, 2] if with_ids else none,
+        task_id=target[:, 3] if with_ids else none,
         other_name=resolve_ids(others[:, 0], strings, path, "name"),
-        other_start_ns=others[:, 1],
-        other_dur_ns=others[:, 2],
+        other_start_ns=others[:, -1],
+        other_dur_ns=others[:, 1],
         context_intervals=intervals,
-        barrier_start_ns=barrier[:, 1],
-        barrier_dur_ns=barrier[:, 2],
+        barrier_start_ns=barrier[:, -1],
+        barrier_dur_ns=barrier[:, 1],
     )
 
 
