@@ -89,16 +89,25 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy, su
     its results: each whole run costs ~40 s on 2 cores. A test that reruns, changes or deletes anything takes its
     own workflow_copy."""
     copy = copy_workflow(tmp_path_factory.mktemp("demo") / "wf")
-    return copy, copy.snakemake(overlay=base_overlay())
+    return copy, copy.snakemake(overlay=base_overlay(full_length=True))
 
 
-def base_overlay(fixed_ports: bool = False, **sections: dict) -> dict:
+# Fewer calls per rank than the defaults (baseline 110, timeline 30, DebugClock 20): a whole simulated run costs ~0.2 s
+# per call on 2 cores, and the tests check what each stage does, not its statistics at full length. The shared demo
+# run keeps the defaults (it is the README's run); a test that needs more calls says so in its own overlay.
+TEST_CALLS = {"baseline": {"iterations": 30, "warmup": 5}, "timeline": {"iterations": 12, "warmup": 3}, "debugclock": {"iterations": 8, "warmup": 2}}
+
+
+def base_overlay(fixed_ports: bool = False, full_length: bool = False, **sections: dict) -> dict:
     """A test's config overlay. Ports stay `auto` (a free pair per run under launcher local), as a user's do;
-    launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly."""
+    launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly.
+    Calls per rank are TEST_CALLS unless ``full_length`` or the test's own sections say otherwise."""
+    import copy
+
     cluster: dict = {"ready_timeout": 30, "fail_grace": 3}
     if fixed_ports:
         cluster.update(master_port=free_port(), shmem_port=free_port())
-    overlay: dict = {"cluster": cluster}
+    overlay: dict = {"cluster": cluster, **({} if full_length else copy.deepcopy(TEST_CALLS))}
     for key, value in sections.items():
         overlay.setdefault(key, {}).update(value) if isinstance(value, dict) else overlay.__setitem__(key, value)
     return overlay
