@@ -121,3 +121,24 @@ def require(available: bool, what: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {what} is missing")
     pytest.skip(f"{what} is missing")
+
+
+# Tests that share state run on one pytest-xdist worker (README's test command runs with -n 2 --dist loadgroup):
+# the shared demo run is made once, and the tests that start services (SLURM daemons, sshd, both installed with
+# apt-get under one dpkg lock) never run at the same time.
+XDIST_GROUPS = {"demo_run": "demo"}
+SERVICE_FILES = ("test_slurm.py", "test_ssh.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group's other tests")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SERVICE_FILES:
+            item.add_marker(pytest.mark.xdist_group("services"))
+            continue
+        for fixture, group in XDIST_GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))

@@ -202,7 +202,8 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
     "Wait-aware localisation")."""
     per_iter = {}
     for name, knobs in (("plain", {}), ("slow", {"slow_rank": 7, "slow_factor": 1.15}), ("spiky", {"spiky_rank": 3})):
-        result = workflow_copy.snakemake("--until", "timeline" if name == "slow" else "baseline", overlay=base_overlay(sim=knobs))
+        # full length: the fractions of iterations in which each rank is longest need the default 110 calls
+        result = workflow_copy.snakemake("--until", "timeline" if name == "slow" else "baseline", overlay=base_overlay(full_length=True, sim=knobs))
         assert result.returncode == 0, result.stderr[-3000:]
         stats = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]
         per_iter[name] = stats["per_iteration_max_us"]
