@@ -4,12 +4,15 @@ that the statistics do not already hold, except drawing."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+
+if TYPE_CHECKING:  # the report draws heat maps without pandas: its import is ~0.5 s of the report job
+    import pandas as pd
 
 
 def _save(fig, path: Path) -> None:
