@@ -109,32 +109,30 @@ def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None,
         )
     size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     result = {"scale": scale, "input_mb": round(size / 1e6, 1)}
-    result["library"] = median_of([measure([PY, str(ROOT / "benchmarks" / "analyze_library.py"), str(data), str(nodes), str(rpn)]) for _ in range(repeat)])
-    e2e = []
-    for _ in range(repeat):
+    overlay = {
+        "mode": "analyze",
+        "cluster": {"nodes": nodes, "ranks_per_node": rpn},
+        "shape": {"num_experts": nodes * rpn * 8},
+        "analyze": {"timeline_dir": str(data)},
+        # (b) must not include (c): the optional cross-check runs msprof-analyze itself.
+        "timeline": {"crosscheck": "off"},
+    }
+    # (a), (b) and (c) alternate within each repeat: this machine's speed drifts by tens of percent over minutes
+    # (a shared VM), and a ratio should compare runs made at the same time.
+    runs: dict[str, list[dict]] = {"library": [], "end_to_end": [], "msprof_analyze": []}
+    for i in range(repeat):
+        runs["library"].append(measure([PY, str(ROOT / "benchmarks" / "analyze_library.py"), str(data), str(nodes), str(rpn)]))
         wf = workflow_copy(work / "wf")
-        overlay = wf / "bench.yaml"
-        overlay.write_text(
-            json.dumps(
-                {
-                    "mode": "analyze",
-                    "cluster": {"nodes": nodes, "ranks_per_node": rpn},
-                    "shape": {"num_experts": nodes * rpn * 8},
-                    "analyze": {"timeline_dir": str(data)},
-                    # (b) must not include (c): the optional cross-check runs msprof-analyze itself.
-                    "timeline": {"crosscheck": "off"},
-                }
-            )
+        (wf / "bench.yaml").write_text(json.dumps(overlay))
+        runs["end_to_end"].append(
+            measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", "bench.yaml"], cwd=wf, env=env)
         )
-        e2e.append(measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env))
-    result["end_to_end"] = median_of(e2e)
-    if msprof_analyze:
-        runs = []
-        for i in range(repeat):
+        if msprof_analyze:
             out = work / "msprof_analyze_out" / f"{scale}_{i}"
             shutil.rmtree(out, ignore_errors=True)
-            runs.append(measure([msprof_analyze, "cluster", "-d", str(data), "-m", "compute_op_sum", "-o", str(out), "--force"]))
-        result["msprof_analyze"] = median_of(runs)
+            runs["msprof_analyze"].append(measure([msprof_analyze, "cluster", "-d", str(data), "-m", "compute_op_sum", "-o", str(out), "--force"]))
+    result.update({part: median_of(measured) for part, measured in runs.items() if measured})
+    if msprof_analyze:
         ref = result["msprof_analyze"]
         result["ratios"] = {
             "library_speedup": ref["wall_s"] / result["library"]["wall_s"],

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import base64
+import functools
 
 import jinja2
 
@@ -15,12 +16,17 @@ def embed_png(path: Path) -> str | None:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode() if path.is_file() else None
 
 
-def render(template_dir: Path, context: dict[str, Any], template: str = "report.html.j2") -> str:
-    env = jinja2.Environment(
+@functools.cache
+def _environment(template_dir: Path) -> jinja2.Environment:
+    """One environment per template directory: the HTML and Markdown reports share their compiled includes."""
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir)),
         autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False, default=False),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return env.get_template(template).render(**context)
+
+
+def render(template_dir: Path, context: dict[str, Any], template: str = "report.html.j2") -> str:
+    return _environment(Path(template_dir)).get_template(template).render(**context)
