@@ -132,8 +132,12 @@ SERVICE_FILES = ("test_slurm.py", "test_ssh.py")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group's other tests")
+    if config.getvalue("dist") == "loadgroup" and not hasattr(config, "workerinput") and int(pytest.__version__.split(".")[0]) >= 9:
+        # pytest 9 keeps node ids where pytest-xdist 3.8 appends the group: groups would be silently ignored
+        raise pytest.UsageError(f"--dist loadgroup needs pytest < 9 with this pytest-xdist (pytest {pytest.__version__}; requirements-dev.txt pins it)")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SERVICE_FILES:
@@ -142,3 +146,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture, group in XDIST_GROUPS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's hook: its group suffix must be on the ids of grouped tests
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in session.items if any(item.iter_markers("xdist_group")) and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup did not group {len(lost)} tests (e.g. {lost[0]}): this pytest-xdist cannot mark groups with this "
+            "pytest (requirements-dev.txt pins a pair that can); the SLURM and sshd tests would run at the same time"
+        )
