@@ -11,7 +11,6 @@ span, the scheduler's gaps between jobs, and the tail after the last job. Median
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import subprocess
 import sys
@@ -30,8 +29,7 @@ def job_spans(wf: Path) -> list[dict]:
         if "starttime" not in data or data.get("starttime") is None:
             continue
         key = (data["rule"], data.get("job_hash"))
-        jobs.setdefault(key, {"rule": data["rule"], "start": data["starttime"], "end": data["endtime"], "outputs": []})
-        jobs[key]["outputs"].append(base64.b64decode(record.name.replace("@", "/")).decode(errors="replace"))
+        jobs.setdefault(key, {"rule": data["rule"], "start": data["starttime"], "end": data["endtime"]})
     return sorted(jobs.values(), key=lambda j: j["start"])
 
 

@@ -195,12 +195,20 @@ def group_of_rank(rank):
     )
 
 
-def status_path(label):
-    """The status file of a stage, or of one part of it (baseline_collect -> baseline/collect/)."""
+def split_part(label):
+    """(stage, part) of a rule or input label: pmu_import -> (pmu, import), env_capture -> (env_capture, None)."""
     for suffix in PARTS:
         if label.endswith(suffix):
-            return f"results/{{experiment}}/{label[: -len(suffix)]}/{suffix[1:]}/status.json"
-    return f"results/{{experiment}}/{label}/status.json"
+            return label[: -len(suffix)], suffix[1:]
+    return label, None
+
+
+def status_path(label):
+    """The status file of a stage, or of one part of it (baseline_collect -> baseline/collect/)."""
+    stage, part = split_part(label)
+    if part:
+        return f"results/{{experiment}}/{stage}/{part}/status.json"
+    return f"results/{{experiment}}/{stage}/status.json"
 
 
 def needed_inputs(stage):

@@ -4,29 +4,22 @@
 # preferred over them (ruleorder) for the experiments it covers.
 
 
-def stage_of_rule(name):
-    """The stage a rule belongs to: pmu_import -> pmu, env_capture -> env_capture."""
-    for suffix in PARTS:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+def rules_of_stages(stages):
+    """The rules (stage and import part; analyze mode defines no collect part) of these stages."""
+    return [r for r in workflow.rules if split_part(r.name)[0] in stages]
 
 
-def stand_in_outputs(stages):
-    """Every named output of the rules of these stages, keyed <rule>__<output>, directories kept as directories."""
+def stand_in_outputs(rules):
+    """Every named output of these rules, keyed <rule>__<output>, directories kept as directories."""
     from snakemake.io import is_flagged, strip_wildcard_constraints
 
     outputs = {}
-    for rule_ in workflow.rules:
-        if (
-            stage_of_rule(rule_.name) in stages
-            and rule_.name != stage_of_rule(rule_.name) + "_collect"
-        ):
-            for name, path in rule_.output.items():
-                pattern = strip_wildcard_constraints(str(path))  # ours apply, not theirs
-                outputs[f"{rule_.name}__{name}"] = (
-                    directory(pattern) if is_flagged(path, "directory") else pattern
-                )
+    for rule_ in rules:
+        for name, path in rule_.output.items():
+            pattern = strip_wildcard_constraints(str(path))  # ours apply, not theirs
+            outputs[f"{rule_.name}__{name}"] = (
+                directory(pattern) if is_flagged(path, "directory") else pattern
+            )
     return outputs
 
 
@@ -45,12 +38,13 @@ def absent_groups():
 if not COLLECT:
     for _index, (_stages, _experiments) in enumerate(absent_groups().items()):
         _name = "not_provided" if _index == 0 else f"not_provided_{_index + 1}"
+        _rules = rules_of_stages(_stages)
 
         rule:
             name:
                 _name
             output:
-                **stand_in_outputs(_stages),
+                **stand_in_outputs(_rules),
             log:
                 "results/{experiment}/logs/not_provided.log",
             wildcard_constraints:
@@ -61,11 +55,4 @@ if not COLLECT:
             script:
                 "../scripts/not_provided.py"
 
-        workflow.ruleorder(
-            _name,
-            *[
-                r.name
-                for r in workflow.rules
-                if stage_of_rule(r.name) in _stages and r.name != _name
-            ],
-        )
+        workflow.ruleorder(_name, *[r.name for r in _rules])

@@ -8,8 +8,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402
 from dispatchprof.config import run_config  # noqa: E402
-from dispatchprof.stage import setup_logging, write_placeholder  # noqa: E402
-from dispatchprof.status import write_status  # noqa: E402
+from dispatchprof.stage import finish_outputs, setup_logging  # noqa: E402
 
 setup_logging(snakemake.log[0])
 experiment = snakemake.wildcards.experiment
@@ -27,8 +26,4 @@ for stage in snakemake.params["stages"]:
             status.artifacts = [str(outputs["manifest"])]
         if rule == "env_capture":
             write_env_record(outputs["env"])
-        for name, path in outputs.items():
-            if name != "status" and not path.exists():
-                write_placeholder(path, status)
-        write_status(outputs["status"], status)
-        print(f"{experiment}/{rule}: {status.state} ({status.reason})", file=sys.stderr)
+        finish_outputs({name: path for name, path in outputs.items() if name != "status"}, outputs["status"], status)

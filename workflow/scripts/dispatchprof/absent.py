@@ -38,52 +38,24 @@ def absent_stages(run_config: Mapping[str, Any]) -> tuple[str, ...]:
     return (*COLLECT_ONLY, *(stage for stage, key in {**IMPORTED, **READ_IN_PLACE}.items() if given[key] is None))
 
 
+def _status(stage: str, experiment: str, state: str, reason: str, **fields: Any) -> Status:
+    """A status of analyze mode, where nothing was run here (toolchain none, source import)."""
+    return Status(
+        stage=stage, experiment=experiment, state=state, reason=reason, toolchain="none", source="import", started=now_iso(), finished=now_iso(), **fields
+    )
+
+
 def absent_statuses(stage: str, experiment: str, run_config: Mapping[str, Any]) -> dict[str, Status]:
     """The statuses an absent stage's jobs would write, by rule name: the stage's own, and its import part's."""
-    toolchain = "none"  # analyze mode: nothing was run here
     if stage in COLLECT_ONLY:
-        return {
-            stage: Status(
-                stage=stage,
-                experiment=experiment,
-                state="disabled",
-                reason=COLLECT_ONLY[stage],
-                toolchain=toolchain,
-                source="import",
-                started=now_iso(),
-                finished=now_iso(),
-            )
-        }
+        return {stage: _status(stage, experiment, "disabled", COLLECT_ONLY[stage])}
     if stage in READ_IN_PLACE:
-        return {
-            stage: Status(
-                stage=stage,
-                experiment=experiment,
-                state="skipped",
-                reason=DEBUGCLOCK_NOT_PROVIDED,
-                toolchain=toolchain,
-                source="import",
-                started=now_iso(),
-                finished=now_iso(),
-            )
-        }
-    kind = IMPORTED[stage]
+        return {stage: _status(stage, experiment, "skipped", DEBUGCLOCK_NOT_PROVIDED)}
     cluster = run_config["cluster"]
-    state, reason, details = checked_import(kind, None, cluster["nodes"], cluster["nodes"] * cluster["ranks_per_node"])
+    state, reason, details = checked_import(IMPORTED[stage], None, cluster["nodes"], cluster["nodes"] * cluster["ranks_per_node"])
     label = f"{stage}_import"
-    part = Status(
-        stage=stage,
-        experiment=experiment,
-        state=state,
-        reason=reason,
-        toolchain=toolchain,
-        source="import",
-        part="import",
-        details=details,
-        started=now_iso(),
-        finished=now_iso(),
-    )
-    folded = fold(stage, experiment, toolchain, {label: part})
+    part = _status(stage, experiment, state, reason, part="import", details=details)
+    folded = fold(stage, experiment, "none", {label: part})
     if stage == "pipe_timeline":  # its status lists its runs (an import here), as rule pipe_timeline writes it
         folded.details = {"runs": {"import": {"state": part.state, "reason": part.reason}}}
         folded.validations = []

@@ -46,6 +46,16 @@ def write_placeholder(path: Path, status: Status) -> None:
         write_text_atomic(path, note + "\n")
 
 
+def finish_outputs(outputs: Mapping[str, Path], status_path: Path, status: Status) -> Status:
+    """Every declared output the work did not write becomes a placeholder that says why; the status is written last."""
+    for path in outputs.values():
+        if not path.exists():
+            write_placeholder(path, status)
+    write_status(status_path, status)
+    log.info("%s%s: %s (%s)", status.stage, f"/{status.part}" if status.part else "", status.state, status.reason)
+    return status
+
+
 @dataclass
 class StageRun:
     stage: str
@@ -115,12 +125,7 @@ class StageRun:
         return self.status("skipped", g.reason(), upstream=g.upstream, root_cause=g.root_cause())
 
     def finish(self, status: Status) -> Status:
-        for path in self.outputs.values():
-            if not path.exists():
-                write_placeholder(path, status)
-        write_status(self.status_path, status)
-        log.info("%s%s: %s (%s)", self.stage, f"/{self.part}" if self.part else "", status.state, status.reason)
-        return status
+        return finish_outputs(self.outputs, self.status_path, status)
 
 
 def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
