@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import os
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +50,33 @@ def write_parquet_atomic(path: str | Path, frame: Any, metadata: dict[str, str] 
     import pyarrow as pa
 
     _write_table(path, pa.Table.from_pandas(frame, preserve_index=False), metadata)
+
+
+def pyarrow_without_pandas_probe() -> None:
+    """For jobs that never hand pandas objects to pyarrow (the parse and not_provided jobs): pyarrow imports pandas
+    (~0.3 s) the first time it builds any array, only to ask whether the input is a pandas object. Here that first
+    question finds pandas absent, and pyarrow keeps the answer for such questions. Conversions that need pandas
+    (Table.from_pandas, to_pandas) import it again when called (pyarrow's pandas-shim.pxi retries the import), so a
+    job that does use pandas later still works. Nothing to do once pandas is loaded."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    sys.meta_path.insert(0, _NO_PANDAS)  # not sys.modules["pandas"] = None: pyarrow's Cython import takes that None as pandas
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(_NO_PANDAS)
+
+
+class _PandasAbsent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("pandas is hidden from pyarrow's first probe", name=name)
+        return None
+
+
+_NO_PANDAS = _PandasAbsent()
 
 
 def write_arrow_parquet_atomic(path: str | Path, columns: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
