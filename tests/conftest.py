@@ -95,13 +95,19 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy, su
 # Fewer calls per rank than the defaults (baseline 110, timeline 30, DebugClock 20): a whole simulated run costs ~0.2 s
 # per call on 2 cores, and the tests check what each stage does, not its statistics at full length. The shared demo
 # run keeps the defaults (it is the README's run); a test that needs more calls says so in its own overlay.
-TEST_CALLS = {"baseline": {"iterations": 30, "warmup": 5}, "timeline": {"iterations": 12, "warmup": 3}, "debugclock": {"iterations": 8, "warmup": 2}}
+# The msprof-analyze cross-check (timeline.crosscheck: auto, ~9 s beside every timeline with msprof-analyze
+# installed) runs in the demo run, which checks it; other tests leave it off unless their overlay says otherwise.
+TEST_CALLS = {
+    "baseline": {"iterations": 30, "warmup": 5},
+    "timeline": {"iterations": 12, "warmup": 3, "crosscheck": "off"},
+    "debugclock": {"iterations": 8, "warmup": 2},
+}
 
 
 def base_overlay(fixed_ports: bool = False, full_length: bool = False, **sections: dict) -> dict:
     """A test's config overlay. Ports stay `auto` (a free pair per run under launcher local), as a user's do;
     launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly.
-    Calls per rank are TEST_CALLS unless ``full_length`` or the test's own sections say otherwise."""
+    Calls per rank (and the cross-check off) are TEST_CALLS unless ``full_length`` or the test's own sections say otherwise."""
     import copy
 
     cluster: dict = {"ready_timeout": 30, "fail_grace": 3}
