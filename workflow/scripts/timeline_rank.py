@@ -10,11 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-import pandas as pd
-
 from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary
 from dispatchprof.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, read_prof_info
+from dispatchprof.formats.text import csv_text
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.stage import StageRun, run_stage
@@ -37,11 +36,12 @@ def body(run: StageRun) -> Status:
         return run.status("invalid", str(exc), upstream=gate.upstream)
     columns = launch_columns(kernels, run.params["skip"])
     summary = launch_summary(columns)
-    table = pd.DataFrame(columns).assign(
-        dur_us=lambda t: t["dur_ns"] / 1000, gap_us=lambda t: t["gap_ns"] / 1000, interval_us=lambda t: t["interval_ns"] / 1000
-    )
-    table = table[["launch", "used", "start_ns", "dur_ns", "dur_us", "gap_us", "interval_us", "stream", "task_id"]]
-    write_text_atomic(run.outputs["table"], f"# toolchain: {run.toolchain}; rank {rank}; times of this rank's own clock\n" + table.to_csv(index=False))
+    table = {
+        **{name: columns[name] for name in ("launch", "used", "start_ns", "dur_ns")},
+        **{f"{name}_us": columns[f"{name}_ns"] / 1000 for name in ("dur", "gap", "interval")},
+        **{name: columns[name] for name in ("stream", "task_id")},
+    }
+    write_text_atomic(run.outputs["table"], f"# toolchain: {run.toolchain}; rank {rank}; times of this rank's own clock\n" + csv_text(table))
     used = columns["used"]
     write_text_atomic(run.outputs["plot"], launch_svg(rank, (columns["dur_ns"][used] / 1000).tolist(), summary["median_us"]))
     chain = calls_between(kernels)

@@ -7,6 +7,9 @@ import csv
 import io
 import math
 from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 
 def read_text_file(path: Path, error: type[Exception]) -> str:
@@ -43,3 +46,20 @@ def finite_nonnegative(path: Path, line: int, field: str, value: str, error: typ
     if not math.isfinite(number) or number < 0:
         raise error(f"{path}: line {line}: field '{field}' is {value}, expected a finite non-negative {what}")
     return number
+
+
+def csv_text(columns: Mapping[str, Sequence[Any]]) -> str:
+    """Columns (numpy arrays or lists of int, float, bool) as CSV text, written as pandas' ``to_csv(index=False)``
+    writes them: floats in their shortest round-trip form, NaN as an empty field, booleans True/False. Without
+    pandas, whose import is most of the cost of a small job (~0.3 s, ~48 MiB)."""
+
+    def field(value: Any) -> str:
+        if isinstance(value, (bool, np.bool_)):
+            return "True" if value else "False"
+        if isinstance(value, (float, np.floating)):
+            return "" if math.isnan(value) else repr(float(value))
+        return str(int(value))
+
+    names = list(columns)
+    rows = zip(*(columns[name] for name in names))
+    return "".join([",".join(names) + "\n", *(",".join(field(v) for v in row) + "\n" for row in rows)])
