@@ -376,12 +376,10 @@ def binned_grid(values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_r
 
     r_edges, c_edges = edges(values.shape[0], max_rows), edges(values.shape[1], max_columns)
     out = np.full((len(r_edges) - 1, len(c_edges) - 1), np.nan)
-    with np.errstate(all="ignore"):
-        for i, (r0, r1) in enumerate(zip(r_edges[:-1], r_edges[1:])):
-            block = values[r0:r1]
-            for j, (c0, c1) in enumerate(zip(c_edges[:-1], c_edges[1:])):
-                cell = block[:, c0:c1]
-                out[i, j] = np.nanmax(cell) if np.isfinite(cell).any() else np.nan
+    if out.size:  # every bin holds at least one row and column (edges step by >= 1), as reduceat needs
+        # fmax ignores NaN as nanmax does, over whole bins at once (a nanmax per cell took ~0.3 s at 256 ranks x
+        # 2,000 launches); a cell without a finite value ends non-finite and is shown empty either way.
+        out = np.fmax.reduceat(np.fmax.reduceat(values, r_edges[:-1], axis=0), c_edges[:-1], axis=1)
 
     def labels(names: np.ndarray, e: np.ndarray) -> list[str]:
         return [str(names[a]) if b - a == 1 else f"{names[a]}-{names[b - 1]}" for a, b in zip(e[:-1], e[1:])]
