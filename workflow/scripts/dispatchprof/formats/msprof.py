@@ -144,7 +144,7 @@ def read_db_session(path: Path) -> tuple[str | None, bool | None]:
             ended = bool(rows) and all(isinstance(end, int) and end > 0 for (end,) in rows)
         return (str(version[0]) if version else None), ended
 
-    return query_db(path, query)[0]
+    return query_db(path, query, mapped=False)[0]
 
 
 def db_devices(path: Path) -> list[int]:
@@ -212,7 +212,10 @@ def end_to_duration(rows: np.ndarray, start: int, end: int, path: Path) -> None:
 
 def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str) -> np.ndarray:
     """STRING_IDS ids to their text, looked up once per distinct id."""
-    unique, inverse = np.unique(ids, return_inverse=True)
+    if len(ids) and ids.min() == ids.max():  # one name (the target, usually): no np.unique
+        unique, inverse = ids[:1], np.zeros(len(ids), dtype=np.intp)
+    else:
+        unique, inverse = np.unique(ids, return_inverse=True)
     missing = [int(u) for u in unique if int(u) not in strings]
     if missing:
         raise MsprofFormatError(f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
@@ -222,14 +225,16 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
 MMAP_BYTES = 1 << 30
 
 
-def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any]) -> tuple[Any, dict[int, str]]:
-    """Open the db read-only, load STRING_IDS, run ``query``; any SQLite error names the file."""
+def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], mapped: bool = True) -> tuple[Any, dict[int, str]]:
+    """Open the db read-only, load STRING_IDS, run ``query``; any SQLite error names the file. ``mapped``: read
+    through a memory map (pays for a scan of the kernel tables, not for a few small ones)."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             # Pages read from a memory map, not copied by a read() each: ~4-6% of read_db_target. Read-only, so
             # nothing is written through the map; a larger db reads the rest as usual.
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            if mapped:
+                conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             strings = dict(conn.execute("SELECT id, value FROM STRING_IDS"))
             return query(conn, strings), strings
         finally:
@@ -290,7 +295,9 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
     if any(values is None for values in parsed):
         parsed = typed_columns(conn, columns, where, args, path)  # raises, naming the first bad column
     rows = np.column_stack(parsed)
-    return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
+    if len(rows) > 1 and not (np.diff(rows[:, -2]) > 0).all():  # rows mostly come in start order: no sort then
+        rows = rows[np.lexsort((rows[:, -1], rows[:, -2]))]
+    return rows[:, :-1]
 
 
 def parse_ints(text: str | None, count: int) -> np.ndarray | None:
