@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as workflow/scripts/timeline_parse.py: no BLAS thread pool
 import numpy as np  # noqa: E402
 
 from dispatchprof.analysis.rank_identity import assign_ranks  # noqa: E402

@@ -4,9 +4,13 @@ One job reads several nodes (timeline.nodes_per_job) and writes every rank's lau
 hundreds of per-rank jobs would cost more in Snakemake's bookkeeping than the parsing does.
 """
 
+import os
 import sys
 from pathlib import Path
 
+# numpy's OpenBLAS starts a thread per core at import, and they spin for a while: ~50 ms CPU and ~0.1 s of a core
+# per job, for BLAS that parsing never calls. Set before numpy is imported; a value given by the user is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, snakemake.scriptdir)
 
 import numpy as np
