@@ -284,7 +284,7 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
     '.' or an exponent ('2.0', '1.0e+20'), which the integer parse refuses; a TEXT or BLOB sorts above every
     number in SQLite, so the type of the largest value tells (even one that looks like an integer). One
     typeof(max()) over each row's scalar max(...) of all columns checks them at once (a TEXT or BLOB is its row's
-    max, unless the row holds a NULL, which the count catches): a typeof(max()) per column cost ~15% of the read.
+    max, unless the row holds a NULL, which the count catches): 11% of the target query's instructions, not 14%.
     Only when something is wrong does typed_columns ask per column, to name the column as before."""
     texts = ", ".join(f"group_concat({c})" for c in columns)
     row_max = f"max({', '.join(columns)})" if len(columns) > 1 else columns[0]  # scalar max: NULL if any is NULL
