@@ -39,8 +39,10 @@ class NodeGroup(NamedTuple):
     chains: int
 
 
-def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, call_chain_launches: int) -> NodeGroup:
+def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, call_chain_launches: int, barrier: str | None) -> NodeGroup:
     regex = kernel_regex(pattern)
+    barrier_regex = kernel_regex(barrier) if barrier else None
+    is_barrier = (lambda name: bool(barrier_regex.match(name))) if barrier_regex else None
     durations: dict[int, np.ndarray] = {}
     per_rank, chains = {}, 0
     for node in nodes:
@@ -48,7 +50,7 @@ def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, cal
         for assignment in assign_ranks(prof_sources(node, infos), ranks_per_node, {}):
             info = infos[assignment.source.path]
             device = assignment.source.device if len(info.devices) > 1 else None
-            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), call_chain_launches, device=device)
+            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), call_chain_launches, is_barrier=is_barrier, device=device)
             columns = launch_columns(kernels, 0)
             durations[assignment.rank] = columns["dur_ns"][columns["used"]] / 1000
             per_rank[assignment.rank] = launch_summary(columns)
@@ -62,9 +64,19 @@ def node_groups(nodes: int, jobs: int) -> list[range]:
     return [range(first, min(first + size, nodes)) for first in range(0, nodes, size)]
 
 
-def analyse(root: Path, nodes: int, ranks_per_node: int, pattern: str = "elastic_dispatch_kernel", call_chain_launches: int = 200, jobs: int = 2) -> dict:
+def analyse(
+    root: Path,
+    nodes: int,
+    ranks_per_node: int,
+    pattern: str = "elastic_dispatch_kernel",
+    call_chain_launches: int = 200,
+    jobs: int = 2,
+    barrier: str | None = "cached_notify_combine",
+) -> dict:
+    """Defaults are the config's: kernel.name, timeline.call_chain_launches and timeline.barrier_kernel (whose
+    launches the parse job reads too, for the node clocks and who arrived last)."""
     groups = node_groups(nodes, jobs)
-    args = [(root, g, ranks_per_node, pattern, call_chain_launches) for g in groups]
+    args = [(root, g, ranks_per_node, pattern, call_chain_launches, barrier) for g in groups]
     if len(groups) > 1:
         # fork: the workers start with numpy and the library imported, as a parse job would after its imports.
         with ProcessPoolExecutor(len(groups), mp_context=multiprocessing.get_context("fork")) as pool:

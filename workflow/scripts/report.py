@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
 sys.path.insert(0, snakemake.scriptdir)
 
 import pyarrow.parquet as pq  # noqa: E402  (not pandas: the report job should cost its rendering only)

@@ -5,9 +5,11 @@ writes its launch table as CSV for a spreadsheet, its summary and a plot.
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary
