@@ -572,23 +572,28 @@ def _r(x: float | None) -> float | None:
 
 
 def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
+    # Each core's totals once (rank 0 summarises every launch of a session), each computed as before: the same floats.
+    rows = []
+    for c in cores:
+        lwc_copy, lwc_wait, entry = c.phase_us("lwc_copy"), c.phase_us("lwc_wait"), c.phase_us("entry_barrier")
+        rows.append((c, c.busy_us() - lwc_copy, c.polling_us() - lwc_wait - entry, c.waiting_us() - lwc_wait - entry, lwc_copy, lwc_wait))
     out: dict[str, dict[str, float]] = {}
     for role in ROLES:
-        mine = [c for c in cores if c.role == role]
+        mine = [row for row in rows if row[0].role == role]
         if not mine:
             continue
         out[role] = {
             "cores": len(mine),
-            "busy_us_max": _r(max(c.busy_us() - c.phase_us("lwc_copy") for c in mine)),
-            "polling_us_max": _r(max(c.polling_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
-            "waiting_us_max": _r(max(c.waiting_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
-            "end_us": _r(max(c.phases[-3].end for c in mine)),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
+            "busy_us_max": _r(max(row[1] for row in mine)),
+            "polling_us_max": _r(max(row[2] for row in mine)),
+            "waiting_us_max": _r(max(row[3] for row in mine)),
+            "end_us": _r(max(row[0].phases[-3].end for row in mine)),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
         }
     out[LWC] = {
         "cores": len(cores),
-        "busy_us_max": _r(max(c.phase_us("lwc_copy") for c in cores)),
-        "polling_us_max": _r(max(c.phase_us("lwc_wait") for c in cores)),
-        "waiting_us_max": _r(max(c.phase_us("lwc_wait") for c in cores)),
+        "busy_us_max": _r(max(row[4] for row in rows)),
+        "polling_us_max": _r(max(row[5] for row in rows)),
+        "waiting_us_max": _r(max(row[5] for row in rows)),
         "end_us": _r(max(c.end for c in cores)),
     }
     return out
