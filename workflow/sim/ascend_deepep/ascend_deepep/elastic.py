@@ -127,11 +127,16 @@ def _pack(src: int, tokens: list[int], x: list[list[float]], topk_idx: list[list
     }
 
 
-def _unpack(blob: dict[str, Any], k: int) -> list[list[Any]]:
+def _rows(values: list[Any], n: int, width: int) -> list[list[Any]]:
+    return [values[i * width : (i + 1) * width] for i in range(n)]
+
+
+def _unpack(blob: dict[str, Any], k: int) -> tuple[list[tuple[int, int]], list[list[float]], list[list[int]], list[list[float]]]:
+    """One sender's rows as the columns dispatch() returns (handle, payloads, expert ids, weights): no per-row lists."""
     tokens = _unb64("i", blob["tokens"])
+    n, src = len(tokens), blob["src"]
     x, experts, weights = _unb64("d", blob["x"]), _unb64("i", blob["experts"]), _unb64("d", blob["weights"])
-    p = PAYLOAD_VALUES
-    return [[blob["src"], t, x[i * p : (i + 1) * p], experts[i * k : (i + 1) * k], weights[i * k : (i + 1) * k]] for i, t in enumerate(tokens)]
+    return [(src, t) for t in tokens], _rows(x, n, PAYLOAD_VALUES), _rows(experts, n, k), _rows(weights, n, k)
 
 
 @dataclass(frozen=True)
@@ -247,9 +252,16 @@ class ElasticBuffer:
             epoch_ns = view.pop("epoch_ns")
             self._epoch_ns = int(epoch_ns) if self._epoch_ns is None else self._epoch_ns
             mine = RankView.from_wire(view)
-        received = []
+        handle: list[tuple[int, int]] = []
+        recv_x: list[list[float]] = []
+        recv_topk_idx: list[list[int]] = []
+        recv_topk_weights: list[list[float]] = []
         for blob in blobs[: self.world]:
-            received.extend(_unpack(blob, k))
+            src_handle, src_x, src_topk_idx, src_weights = _unpack(blob, k)
+            handle += src_handle
+            recv_x += src_x
+            recv_topk_idx += src_topk_idx
+            recv_topk_weights += src_weights
         if mine.launch is not None:
             self._debugclock.record(mine.launch)
         _HostClock.now_us = mine.host_now_us
@@ -273,13 +285,9 @@ class ElasticBuffer:
         # A replay that corrupted the buffer's state corrupts every later result too. sim.debugclock: overwrite = the
         # legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): every rank's result is wrong.
         self._corrupt = self._corrupt or corrupt_by_replay or self._debugclock.overwrites_results
-        if self._corrupt and received:
+        if self._corrupt and recv_x:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
-            received[0][2] = [v + 1.0 for v in received[0][2]]
-        recv_x = [row[2] for row in received]
-        recv_topk_idx = [row[3] for row in received]
-        recv_topk_weights = [row[4] for row in received]
-        handle = [(row[0], row[1]) for row in received]
+            recv_x[0] = [v + 1.0 for v in recv_x[0]]
         return recv_x, recv_topk_idx, recv_topk_weights, handle, None
 
     def _model_launch(self, call: int, peers: list[dict[str, Any]], sync_start: bool) -> tuple[Launch, Launch | None, RankView]:
