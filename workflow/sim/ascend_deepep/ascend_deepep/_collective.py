@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 ROLES = ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum")
@@ -256,6 +256,19 @@ class RankLaunch:
         return self.api_end - self.host_call
 
 
+def rank_launch_to_wire(rl: RankLaunch) -> dict[str, Any]:
+    """One rank's launch as JSON data, for the store: rank 0 computes a launch and sends a rank its part. Floats
+    survive JSON exactly (repr round-trips), so the receiver derives the same artifacts as the sender would."""
+    data = {f.name: getattr(rl, f.name) for f in fields(RankLaunch) if f.name != "cores"}
+    data["cores"] = [[c.block_id, c.role, [[p.name, p.kind, p.start, p.end, p.work, p.nbytes] for p in c.phases]] for c in rl.cores]
+    return data
+
+
+def rank_launch_from_wire(data: Mapping[str, Any]) -> RankLaunch:
+    cores = [Core(block_id, role, [Phase(*p) for p in phases]) for block_id, role, phases in data["cores"]]
+    return RankLaunch(**{**data, "cores": cores})
+
+
 @dataclass
 class Launch:
     call: int
@@ -271,8 +284,9 @@ class Launch:
 
 
 class CollectiveModel:
-    """The event model of one process group's launches. Deterministic: every rank process computes the same
-    launches (all ranks) from the seed, the call index and the byte matrix, and takes its own view."""
+    """The event model of one process group's launches, for all ranks at once. Deterministic: the launches follow from
+    the seed, the call index and the byte matrix. The stand-in computes them in rank 0's process only (which holds
+    the host clocks between calls) and sends every rank its own view."""
 
     def __init__(self, cluster: Cluster, knobs: Knobs):
         self.cluster, self.knobs = cluster, knobs
@@ -297,7 +311,7 @@ class CollectiveModel:
         return 1.0
 
     def _work_factors(self, call: int, rng: random.Random, replay: bool) -> list[float]:
-        """Per rank: what multiplies all of its own work in this launch (drawn in rank order, same in every process).
+        """Per rank: what multiplies all of its own work in this launch (drawn in rank order).
         The first calls of a process are cold; a replayed launch is warm (the tool has run the kernel already)."""
         warm = 1.0 if replay else 1.0 + WARM_EXTRA * math.exp(-call / WARM_DECAY_CALLS)
         out = []
@@ -558,23 +572,28 @@ def _r(x: float | None) -> float | None:
 
 
 def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
+    # Each core's totals once (rank 0 summarises every launch of a session), each computed as before: the same floats.
+    rows = []
+    for c in cores:
+        lwc_copy, lwc_wait, entry = c.phase_us("lwc_copy"), c.phase_us("lwc_wait"), c.phase_us("entry_barrier")
+        rows.append((c, c.busy_us() - lwc_copy, c.polling_us() - lwc_wait - entry, c.waiting_us() - lwc_wait - entry, lwc_copy, lwc_wait))
     out: dict[str, dict[str, float]] = {}
     for role in ROLES:
-        mine = [c for c in cores if c.role == role]
+        mine = [row for row in rows if row[0].role == role]
         if not mine:
             continue
         out[role] = {
             "cores": len(mine),
-            "busy_us_max": _r(max(c.busy_us() - c.phase_us("lwc_copy") for c in mine)),
-            "polling_us_max": _r(max(c.polling_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
-            "waiting_us_max": _r(max(c.waiting_us() - c.phase_us("lwc_wait") - c.phase_us("entry_barrier") for c in mine)),
-            "end_us": _r(max(c.phases[-3].end for c in mine)),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
+            "busy_us_max": _r(max(row[1] for row in mine)),
+            "polling_us_max": _r(max(row[2] for row in mine)),
+            "waiting_us_max": _r(max(row[3] for row in mine)),
+            "end_us": _r(max(row[0].phases[-3].end for row in mine)),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
         }
     out[LWC] = {
         "cores": len(cores),
-        "busy_us_max": _r(max(c.phase_us("lwc_copy") for c in cores)),
-        "polling_us_max": _r(max(c.phase_us("lwc_wait") for c in cores)),
-        "waiting_us_max": _r(max(c.phase_us("lwc_wait") for c in cores)),
+        "busy_us_max": _r(max(row[4] for row in rows)),
+        "polling_us_max": _r(max(row[5] for row in rows)),
+        "waiting_us_max": _r(max(row[5] for row in rows)),
         "end_us": _r(max(c.end for c in cores)),
     }
     return out

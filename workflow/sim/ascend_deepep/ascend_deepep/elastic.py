@@ -20,7 +20,7 @@ import time
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from ascend_deepep._collective import (
     Cluster,
@@ -30,6 +30,8 @@ from ascend_deepep._collective import (
     RankLaunch,
     launch_truth,
     pmu_cores,
+    rank_launch_from_wire,
+    rank_launch_to_wire,
     replay_truth,
     root_causes,
     simt_function_us,
@@ -125,11 +127,50 @@ def _pack(src: int, tokens: list[int], x: list[list[float]], topk_idx: list[list
     }
 
 
-def _unpack(blob: dict[str, Any], k: int) -> list[list[Any]]:
+def _rows(values: list[Any], n: int, width: int) -> list[list[Any]]:
+    return [values[i * width : (i + 1) * width] for i in range(n)]
+
+
+def _unpack(blob: dict[str, Any], k: int) -> tuple[list[tuple[int, int]], list[list[float]], list[list[int]], list[list[float]]]:
+    """One sender's rows as the columns dispatch() returns (handle, payloads, expert ids, weights): no per-row lists."""
     tokens = _unb64("i", blob["tokens"])
+    n, src = len(tokens), blob["src"]
     x, experts, weights = _unb64("d", blob["x"]), _unb64("i", blob["experts"]), _unb64("d", blob["weights"])
-    p = PAYLOAD_VALUES
-    return [[blob["src"], t, x[i * p : (i + 1) * p], experts[i * k : (i + 1) * k], weights[i * k : (i + 1) * k]] for i, t in enumerate(tokens)]
+    return [(src, t) for t in tokens], _rows(x, n, PAYLOAD_VALUES), _rows(experts, n, k), _rows(weights, n, k)
+
+
+@dataclass(frozen=True)
+class RankView:
+    """What one rank process uses of a launch. Rank 0 computes the event model once per call for every rank and sends
+    each rank its view through the store: the times its artifacts show, its host clock after the call, and the full
+    per-core launch only where the rank writes per-core artifacts (DebugClock build; the replay msopprof profiles)."""
+
+    arrival: float
+    barrier_end: float | None
+    kernel_start: float
+    kernel_end: float
+    block_dim: int
+    kernel_mode_us: float
+    event_mode_us: float
+    host_now_us: float
+    launch: RankLaunch | None = None
+    replay: RankLaunch | None = None
+
+    @classmethod
+    def of(cls, rl: RankLaunch, host_now_us: float, cores: bool, replay: RankLaunch | None) -> RankView:
+        times = (rl.arrival, rl.barrier_end, rl.kernel_start, rl.kernel_end, len(rl.cores), rl.kernel_mode_us, rl.event_mode_us)
+        return cls(*times, host_now_us, rl if cores else None, replay)
+
+    def to_wire(self) -> dict[str, Any]:
+        data = dict(vars(self))
+        for key in ("launch", "replay"):
+            data[key] = None if data[key] is None else rank_launch_to_wire(data[key])
+        return data
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> RankView:
+        full = {key: None if data[key] is None else rank_launch_from_wire(data[key]) for key in ("launch", "replay")}
+        return cls(**{**data, **full})
 
 
 class ElasticBuffer:
@@ -183,58 +224,88 @@ class ElasticBuffer:
             for dst in sorted({e // self.experts_per_rank for e in experts}):
                 outgoing[dst].append(t)
         row_bytes = self.hidden * self.dtype_bytes
+        in_session = self._session is not None
+        sync_start = in_session and self._sync_start
+        # msopprof counts this process's launches before the exchange, so that rank 0 learns who profiles a replay.
+        barrier_profiled = sync_start and self._op_profiler.select("cached_notify_combine")
+        kernel_profiled = self._op_profiler.select("elastic_dispatch_kernel")
+        if self.rank == 0 and self._epoch_ns is None:
+            self._epoch_ns = time.time_ns()
         # Rows travel packed (token ids, payloads, expert ids, weights as flat arrays): the data really moves, without
-        # per-value JSON cost. Every rank also publishes its send bytes per destination (what CalCumSum exchanges), so
-        # every process can compute the same event model of this launch; rank 0 adds the session's epoch.
+        # per-value JSON cost. Every rank also publishes its send bytes per destination (what CalCumSum exchanges) and
+        # whether it needs per-core phases (DebugClock build) or the replayed launch (profiled by msopprof): rank 0
+        # computes the event model of this launch once for every rank and publishes each rank's view.
         k = len(topk_idx[0]) if topk_idx else 0
-        counts = {"sends": [len(outgoing[dst]) * row_bytes for dst in range(self.world)], "epoch_ns": time.time_ns() if self.rank == 0 else None}
+        counts = {"sends": [len(outgoing[dst]) * row_bytes for dst in range(self.world)], "cores": self._debugclock.on, "replay": kernel_profiled}
         items = {f"dispatch/{call}/{self.rank}->{dst}": _pack(self.rank, tokens, x, topk_idx, topk_weights) for dst, tokens in outgoing.items()}
         self.store.mset({**items, f"counts/{call}/{self.rank}": counts})
-        blobs = self.store.mget([f"dispatch/{call}/{src}->{self.rank}" for src in range(self.world)] + [f"counts/{call}/{src}" for src in range(self.world)])
-        received = []
+        inbox = [f"dispatch/{call}/{src}->{self.rank}" for src in range(self.world)]
+        launch: Launch | None = None
+        replay: Launch | None = None
+        if self.rank == 0:
+            blobs = self.store.mget(inbox + [f"counts/{call}/{src}" for src in range(self.world)])
+            launch, replay, mine = self._model_launch(call, blobs[self.world :], sync_start)
+        else:
+            # Waits on rank 0 as the exchange already does (a dead rank 0 ends it at the store's op timeout).
+            blobs = self.store.mget([*inbox, f"view/{call}/{self.rank}"])
+            view = blobs[self.world]
+            epoch_ns = view.pop("epoch_ns")
+            self._epoch_ns = int(epoch_ns) if self._epoch_ns is None else self._epoch_ns
+            mine = RankView.from_wire(view)
+        handle: list[tuple[int, int]] = []
+        recv_x: list[list[float]] = []
+        recv_topk_idx: list[list[int]] = []
+        recv_topk_weights: list[list[float]] = []
         for blob in blobs[: self.world]:
-            received.extend(_unpack(blob, k))
-        peers = blobs[self.world :]
-        if self._epoch_ns is None:
-            self._epoch_ns = int(peers[0]["epoch_ns"])
-        sends = [peer["sends"] for peer in peers]
-        in_session = self._session is not None
-        launch = self._model.launch(call, sends, sync_start=in_session and self._sync_start)
-        mine = launch.ranks[self.rank]
-        if self._debugclock.on:
-            # Every launch's clock buffer is flushed and exported after the kernel's end tick: the API scope pays it on
-            # every rank (all ranks run the same build, so every process's model moves all host clocks alike).
-            self._debugclock.record(mine)
-            self._model.host_now = [t + EXPORT_US for t in self._model.host_now]
-        _HostClock.now_us = self._model.host_now[self.rank]
+            src_handle, src_x, src_topk_idx, src_weights = _unpack(blob, k)
+            handle += src_handle
+            recv_x += src_x
+            recv_topk_idx += src_topk_idx
+            recv_topk_weights += src_weights
+        if mine.launch is not None:
+            self._debugclock.record(mine.launch)
+        _HostClock.now_us = mine.host_now_us
         corrupt_by_replay = False
-        if in_session and self._sync_start:
-            self._op_profiler.launch("cached_notify_combine", lambda: None)
-        replay = self._op_profiler.launch("elastic_dispatch_kernel", lambda: self._model.replay(call, sends))
-        if replay is not None:
-            corrupt_by_replay = replay[0]
-            if self.rank == 0:
-                self._replays.append(replay_truth(replay[1]))
+        if barrier_profiled:
+            self._op_profiler.record("cached_notify_combine", None)  # the model has no events for the barrier kernel
+        if kernel_profiled:
+            corrupt_by_replay = self._op_profiler.record("elastic_dispatch_kernel", mine.replay)
+            if replay is not None:
+                self._replays.append(replay_truth(replay))
         self.store.barrier(f"dispatch/{call}", self.world)
         if in_session:
             assert self._session is not None
             self._session.append(
                 (mine.kernel_mode_us + self._debugclock.marker_overhead_us) * self._tick_scale if self._mode == "kernel" else mine.event_mode_us
             )
+            assert self._epoch_ns is not None
             self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
-            if self.rank == 0:
+            if launch is not None:
                 self._truth.append(launch_truth(launch))
         # A replay that corrupted the buffer's state corrupts every later result too. sim.debugclock: overwrite = the
         # legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): every rank's result is wrong.
         self._corrupt = self._corrupt or corrupt_by_replay or self._debugclock.overwrites_results
-        if self._corrupt and received:
+        if self._corrupt and recv_x:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.
-            received[0][2] = [v + 1.0 for v in received[0][2]]
-        recv_x = [row[2] for row in received]
-        recv_topk_idx = [row[3] for row in received]
-        recv_topk_weights = [row[4] for row in received]
-        handle = [(row[0], row[1]) for row in received]
+            recv_x[0] = [v + 1.0 for v in recv_x[0]]
         return recv_x, recv_topk_idx, recv_topk_weights, handle, None
+
+    def _model_launch(self, call: int, peers: list[dict[str, Any]], sync_start: bool) -> tuple[Launch, Launch | None, RankView]:
+        """Rank 0: the event model of launch ``call`` for every rank (and its replay when a rank profiles it), computed
+        once; publishes every other rank's view and returns the live launch, the replay and rank 0's own view."""
+        sends = [peer["sends"] for peer in peers]
+        launch = self._model.launch(call, sends, sync_start)
+        if self._debugclock.on:
+            # Every launch's clock buffer is flushed and exported after the kernel's end tick: the API scope pays it on
+            # every rank (all ranks run the same build).
+            self._model.host_now = [t + EXPORT_US for t in self._model.host_now]
+        replay = self._model.replay(call, sends) if any(peer["replay"] for peer in peers) else None
+        views = [
+            RankView.of(rl, self._model.host_now[r], peers[r]["cores"], replay.ranks[r] if replay and peers[r]["replay"] else None)
+            for r, rl in enumerate(launch.ranks)
+        ]
+        self.store.mset({f"view/{call}/{r}": {**views[r].to_wire(), "epoch_ns": self._epoch_ns} for r in range(1, self.world)})
+        return launch, replay if peers[0]["replay"] else None, views[0]
 
     @contextlib.contextmanager
     def profile_dispatch_latency(
@@ -339,23 +410,24 @@ class _OpProfiler:
         self.seen = 0
         self.profiled = 0
 
-    def launch(self, name: str, replay: Callable[[], Launch | None]) -> tuple[bool, Launch] | None:
-        """When this launch is profiled: (whether the replay corrupted its result, the replayed launch)."""
+    def select(self, name: str) -> bool:
+        """Counts a launch of this process: whether it is one the tool profiles."""
         if not self.directory:
-            return None
+            return False
         index = self.seen
         self.seen += 1
         matched = self.regex.match(name) if self.regex else self.profiled == 0 and index == 0
-        if not matched or index < self.skip or self.profiled >= self.count:
-            return None
+        return bool(matched) and index >= self.skip and self.profiled < self.count
+
+    def record(self, name: str, mine: RankLaunch | None) -> bool:
+        """Profiles a selected launch (``mine``: this rank's part of its replay; None for a kernel the model has no
+        events for, which records nothing): whether the replay corrupted the result."""
         mode = os.environ.get("DEEPEP_SIM_REPLAY", "ok")
         if mode == "hang":
             while True:  # the replayed launch waits for peers that never re-launch
                 time.sleep(3600)
-        launch = replay()
-        if launch is None:  # a kernel the model has no events for (the barrier kernel): nothing to record
-            return None
-        mine = launch.ranks[self.rank]
+        if mine is None:
+            return False
         rng = random.Random(f"pmu/{self.knobs.seed}/{self.rank}/{self.profiled}")
         simt = None
         if any(m.lower() == "pcsampling" for m in self.metrics):
@@ -375,7 +447,7 @@ class _OpProfiler:
         self.profiled += 1
         path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
         path.write_text(json.dumps(record))
-        return mode == "corrupt", launch
+        return mode == "corrupt"
 
 
 def simt_code() -> dict[str, Any]:
@@ -398,7 +470,7 @@ class _DeviceTrace:
         self.events: list[dict[str, Any]] = []
         self.node = int(os.environ.get("RANK", "0"))
 
-    def record(self, mine: RankLaunch, epoch_ns: int, tokens: int, topk: int, hidden: int) -> None:
+    def record(self, mine: RankView, epoch_ns: int, tokens: int, topk: int, hidden: int) -> None:
         if not os.environ.get("DEEPEP_SIM_PROFILER_DIR"):
             return
 
@@ -429,7 +501,7 @@ class _DeviceTrace:
                 "task_id": task + 1,
                 "start_ns": start,
                 "dur_ns": end - start,
-                "block_dim": len(mine.cores),
+                "block_dim": mine.block_dim,
                 "input_shapes": f"{tokens},{hidden};{tokens},{topk}",
             }
         )
