@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.rank_identity import coverage_of
-from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel
+from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, since_first_start, timeline_minus_kernel
 from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.config import world_ranks
 from dispatchprof.stage import StageRun, run_stage
@@ -63,6 +63,8 @@ def body(run: StageRun) -> Status:
     # frames held every launch three times over: the peak memory of this job at 256 ranks and more (~35 MiB less).
     pa.set_memory_pool(pa.system_memory_pool())
     used = pa.concat_tables([t.filter(t["used"]) for t in (pq.read_table(p, columns=columns) for p in run.inputs["launches"])])
+    if used.num_rows:
+        used = since_first_start(used)
     used = used.to_pandas(split_blocks=True, self_destruct=True)
     launch_grid = waits.grid(
         used["rank"].to_numpy(),

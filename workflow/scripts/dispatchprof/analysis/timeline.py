@@ -17,6 +17,7 @@ from dispatchprof.analysis.rank_identity import RankAssignment, RankSource
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pandas as pd  # merged_trace takes the merge job's frame; nothing here imports pandas at run time
 
 
@@ -277,3 +278,18 @@ def merged_trace(
             "launches_drawn": scope,
         },
     }
+
+
+def since_first_start(launches: pa.Table) -> pa.Table:
+    """Start times as ns after the earliest start of any rank (target or barrier kernel), still integers. Everything
+    downstream takes differences of a few µs, in floats; a float64 holds an epoch-sized ns time (~1.8e18) only to
+    256 ns, so the times must be made small while they are integers (the barrier columns, with nulls, become floats
+    when pandas reads them). Every rank is shifted by the same constant: waits, offsets and the trace are unchanged
+    but for that rounding."""
+    import pyarrow.compute as pc  # here, not at the top: the parse jobs import this module without it
+
+    firsts = [pc.min(launches[c]).as_py() for c in ("start_ns", "barrier_start_ns")]
+    origin = min(v for v in firsts if v is not None)
+    for c in ("start_ns", "barrier_start_ns"):
+        launches = launches.set_column(launches.schema.get_field_index(c), c, pc.subtract(launches[c], origin))
+    return launches
