@@ -1,30 +1,70 @@
-"""The report's templates are compiled once per template source and kept between report jobs."""
+"""The report's templates are compiled once per template source and settings, and kept between report jobs."""
 
 import tempfile
 
+import jinja2
+import jinja2.bccache
+
 from dispatchprof.report import html
+
+CACHED = "_jinja2-cache-*/__dispatchprof_*.cache"
+
+
+def templates(root, text="<p>{{ value }}</p>\n"):
+    (root / "templates").mkdir(parents=True, exist_ok=True)
+    (root / "templates" / "page.html.j2").write_text(text)
+    return root / "templates"
+
+
+def render(directory, value):
+    html._environment.cache_clear()  # a new environment, as a new report job has
+    return html.render(directory, {"value": value}, "page.html.j2")
 
 
 def test_compiled_templates_are_kept_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # jinja's per-user cache directory goes under it
-    (tmp_path / "templates").mkdir()
-    template = tmp_path / "templates" / "page.html.j2"
-    template.write_text("<p>{{ value }}</p>\n")
-    html._environment.cache_clear()  # a new environment, as a new report job has
-    assert html.render(tmp_path / "templates", {"value": "<1>"}, "page.html.j2") == "<p>&lt;1&gt;</p>"
-    cached = list(tmp_path.glob("_jinja2-cache-*/__jinja2_*.cache"))
+    directory = templates(tmp_path / "a")
+    assert render(directory, "<1>") == "<p>&lt;1&gt;</p>"
+    cached = list(tmp_path.glob(CACHED))
     assert len(cached) == 1
     # The next job loads the compiled template instead of compiling it again.
-    html._environment.cache_clear()
-    cache = html._environment(tmp_path / "templates").bytecode_cache
     loaded = []
-    monkeypatch.setattr(cache, "load_bytecode", lambda bucket, original=cache.load_bytecode: loaded.append(bucket.key) or original(bucket))
-    assert html.render(tmp_path / "templates", {"value": 2}, "page.html.j2") == "<p>2</p>"
-    assert len(loaded) == 1 and list(tmp_path.glob("_jinja2-cache-*/__jinja2_*.cache")) == cached
+    original = html._CompiledTemplates.load_bytecode
+    monkeypatch.setattr(html._CompiledTemplates, "load_bytecode", lambda self, bucket: loaded.append(bucket.key) or original(self, bucket))
+    assert render(directory, 2) == "<p>2</p>" and len(loaded) == 1
+    # Another copy of the workflow shares the entry: one file per template name, wherever the workflow is.
+    assert render(templates(tmp_path / "b"), 3) == "<p>3</p>" and list(tmp_path.glob(CACHED)) == cached
     # A changed template is compiled anew, never served from the cache.
-    template.write_text("<b>{{ value }}</b>\n")
+    templates(tmp_path / "a", "<b>{{ value }}</b>\n")
+    assert render(directory, 4) == "<b>4</b>"
     html._environment.cache_clear()
-    assert html.render(tmp_path / "templates", {"value": 3}, "page.html.j2") == "<b>3</b>"
+
+
+def test_other_settings_never_use_templates_compiled_under_the_old_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    directory = templates(tmp_path, "{% if true %}\nA\n{% endif %}\nB")
+    assert render(directory, 0) == "A\nB"  # trim_blocks: the newline after a block tag goes
+    monkeypatch.setitem(html._SETTINGS, "trim_blocks", False)
+    monkeypatch.setitem(html._SETTINGS, "lstrip_blocks", False)
+    assert render(directory, 0) == "\nA\n\nB"
+    assert len(list(tmp_path.glob(CACHED))) == 2
+    html._environment.cache_clear()
+
+
+def test_a_cache_that_cannot_be_written_or_read_costs_only_the_compiling(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    directory = templates(tmp_path)
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(jinja2.FileSystemBytecodeCache, "dump_bytecode", disk_full)
+        assert render(directory, 1) == "<p>1</p>"
+    assert render(directory, 2) == "<p>2</p>"
+    for entry in tmp_path.glob(CACHED):  # jinja's magic, then what is no pickle: jinja itself would raise here
+        entry.write_bytes(jinja2.bccache.bc_magic + b"\x00garbage")
+    assert render(directory, 3) == "<p>3</p>"
     html._environment.cache_clear()
 
 
@@ -32,7 +72,7 @@ def test_no_safe_cache_directory_means_compiling_as_before(tmp_path, monkeypatch
     def unsafe(*_args, **_kwargs):
         raise RuntimeError("Cannot determine safe temp directory.")
 
-    monkeypatch.setattr(html.jinja2, "FileSystemBytecodeCache", unsafe)
+    monkeypatch.setattr(html, "_CompiledTemplates", unsafe)
     html._environment.cache_clear()
     (tmp_path / "page.md.j2").write_text("{{ value }}\n")
     assert html._environment(tmp_path).bytecode_cache is None

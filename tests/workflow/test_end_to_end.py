@@ -48,10 +48,14 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     assert {k: summary["timeline"]["coverage"][k] for k in ("expected", "found", "missing")} == {"expected": 16, "found": 16, "missing": []}
     assert summary["timeline"]["kernel_name"] == "elastic_dispatch_kernel"
     assert all(v["launches"] == 25 for v in summary["timeline"]["per_rank"].values())
-    # The msprof-analyze cross-check (timeline.crosscheck: auto; the other tests turn it off) ran on every rank.
+    # The msprof-analyze cross-check (timeline.crosscheck: auto; the other tests turn it off) ran on every rank
+    # (requirements-dev.txt installs msprof-analyze; without it, auto skips it and says so).
     cross = json.loads((workflow_copy.root / "results/baseline/timeline/crosscheck.json").read_text())
-    assert cross["state"] == "ok" and cross["their_ranks"] == cross["our_ranks"] == 16, cross
-    assert sorted(row["their_rank"] for row in cross["rows"]) == list(range(16))
+    if shutil.which("msprof-analyze"):
+        assert cross["state"] == "ok" and cross["their_ranks"] == cross["our_ranks"] == 16, cross
+        assert sorted(row["their_rank"] for row in cross["rows"]) == list(range(16))
+    else:
+        assert cross["state"] == "skipped", cross
     profs = list((workflow_copy.root / "results/baseline/timeline/raw").glob("node*/PROF_*/device_*/info.json.*"))
     assert sorted(json.loads(p.read_text())["rank_id"] for p in profs) == list(range(16))  # RANK_ID reached the profiler
     ranks = pd.read_parquet(workflow_copy.root / "results/baseline/correctness/ranks.parquet")

@@ -55,9 +55,10 @@ def write_parquet_atomic(path: str | Path, frame: Any, metadata: dict[str, str] 
 def pyarrow_without_pandas_probe() -> None:
     """For jobs that never hand pandas objects to pyarrow (the parse and not_provided jobs): pyarrow imports pandas
     (~0.3 s) the first time it builds any array, only to ask whether the input is a pandas object. Here that first
-    question finds pandas absent, and pyarrow keeps the answer for such questions. Conversions that need pandas
-    (Table.from_pandas, to_pandas) import it again when called (pyarrow's pandas-shim.pxi retries the import), so a
-    job that does use pandas later still works. Nothing to do once pandas is loaded."""
+    question finds pandas absent, and pyarrow keeps the answer for such questions: until a conversion that needs
+    pandas (Table.from_pandas, to_pandas) imports it again (pyarrow's pandas-shim.pxi retries then), pyarrow takes a
+    pandas object handed to pa.array for a plain sequence (NaN stays NaN instead of becoming null). So: only where
+    pyarrow gets lists and numpy arrays. Nothing to do once pandas is loaded."""
     if "pandas" in sys.modules:
         return
     import pyarrow as pa

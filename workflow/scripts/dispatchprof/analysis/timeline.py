@@ -291,5 +291,5 @@ def since_first_start(launches: pa.Table) -> pa.Table:
     firsts = [pc.min(launches[c]).as_py() for c in ("start_ns", "barrier_start_ns")]
     origin = min(v for v in firsts if v is not None)
     for c in ("start_ns", "barrier_start_ns"):
-        launches = launches.set_column(launches.schema.get_field_index(c), c, pc.subtract(launches[c], origin))
+        launches = launches.set_column(launches.schema.get_field_index(c), c, pc.subtract_checked(launches[c], origin))
     return launches

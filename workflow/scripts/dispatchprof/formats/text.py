@@ -49,8 +49,9 @@ def finite_nonnegative(path: Path, line: int, field: str, value: str, error: typ
 
 
 def csv_text(columns: Mapping[str, Sequence[Any]]) -> str:
-    """Columns (numpy arrays or lists of int, float, bool) as CSV text, written as pandas' ``to_csv(index=False)``
-    writes them: floats in their shortest round-trip form, NaN as an empty field, booleans True/False. Without
+    """Columns (numpy arrays or lists of int, float64, bool) as CSV text, written as pandas' ``to_csv(index=False)``
+    writes them: floats in their shortest round-trip form, NaN as an empty field, booleans True/False (float32 would
+    print its float64 value, where pandas prints the float32 one: the launch table has none). Without
     pandas, whose import is most of the cost of a small job (~0.3 s, ~48 MiB)."""
 
     def field(value: Any) -> str:

@@ -7,8 +7,11 @@ from typing import Any
 
 import base64
 import functools
+import hashlib
+import pickle
 
 import jinja2
+import jinja2.bccache
 
 
 def embed_png(path: Path) -> str | None:
@@ -16,13 +19,44 @@ def embed_png(path: Path) -> str | None:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode() if path.is_file() else None
 
 
+# Everything that is compiled into a template besides its source: a cached template is used only where all of it is
+# the same (the cache files are named after it).
+_SETTINGS = {"trim_blocks": True, "lstrip_blocks": True, "autoescape": (("html", "html.j2"), False, False), "jinja": jinja2.__version__}
+
+
+class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept between report jobs in jinja's per-user directory (mode 0700 under the temp directory,
+    written atomically). Compiling the report's templates was ~0.4 s of every report job.
+    - An entry is used only for the same template source (jinja's checksum), Python (its magic) and _SETTINGS (the
+      file name); anything else compiles the template anew and replaces the entry.
+    - One entry per template name, wherever the workflow is: copies of it share the entries, and the directory stays
+      at a dozen files.
+    - A cache that cannot be read or written costs only the compiling: the report never fails for it."""
+
+    def __init__(self) -> None:
+        key = hashlib.sha1(repr(sorted(_SETTINGS.items())).encode()).hexdigest()[:12]
+        super().__init__(pattern=f"__dispatchprof_{key}_%s.cache")
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return hashlib.sha1(name.encode()).hexdigest()
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
 def _compiled_templates_cache() -> jinja2.BytecodeCache | None:
-    """Compiled templates kept between report jobs, in jinja's own per-user directory (mode 0700 under the temp
-    directory; written atomically; an entry is used only for the same template source and Python version).
-    Compiling the report's templates is ~0.4 s of every report job, about a third of it. None where jinja finds
-    no safe directory: the report then compiles them, as before."""
+    """None where jinja finds no safe directory (not ours, or not 0700): the templates are compiled, as before."""
     try:
-        return jinja2.FileSystemBytecodeCache()
+        return _CompiledTemplates()
     except (RuntimeError, OSError):
         return None
 
@@ -30,13 +64,14 @@ def _compiled_templates_cache() -> jinja2.BytecodeCache | None:
 @functools.cache
 def _environment(template_dir: Path) -> jinja2.Environment:
     """One environment per template directory: the HTML and Markdown reports share their compiled includes."""
+    extensions, for_string, default = _SETTINGS["autoescape"]
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir)),
         bytecode_cache=_compiled_templates_cache(),
-        autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False, default=False),
+        autoescape=jinja2.select_autoescape(list(extensions), default_for_string=for_string, default=default),
         undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+        trim_blocks=_SETTINGS["trim_blocks"],
+        lstrip_blocks=_SETTINGS["lstrip_blocks"],
     )
 
 
