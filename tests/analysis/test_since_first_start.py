@@ -45,3 +45,8 @@ def test_without_a_barrier_kernel_the_target_starts_set_the_origin_and_nulls_sta
     assert table["start_ns"].to_pylist()[:3] == [0, 1_000_000, 2_000_000]
     assert table["barrier_start_ns"].null_count == 6
     assert table.column_names == two_ranks(False).column_names
+
+
+def test_no_launches_are_returned_as_they_are():
+    empty = two_ranks(True).slice(0, 0)
+    assert since_first_start(empty).equals(empty)

@@ -63,9 +63,7 @@ def body(run: StageRun) -> Status:
     # frames held every launch three times over: the peak memory of this job at 256 ranks and more (~35 MiB less).
     pa.set_memory_pool(pa.system_memory_pool())
     used = pa.concat_tables([t.filter(t["used"]) for t in (pq.read_table(p, columns=columns) for p in run.inputs["launches"])])
-    if used.num_rows:
-        used = since_first_start(used)
-    used = used.to_pandas(split_blocks=True, self_destruct=True)
+    used = since_first_start(used).to_pandas(split_blocks=True, self_destruct=True)
     launch_grid = waits.grid(
         used["rank"].to_numpy(),
         used["launch"].to_numpy(),

@@ -285,9 +285,11 @@ def since_first_start(launches: pa.Table) -> pa.Table:
     downstream takes differences of a few µs, in floats; a float64 holds an epoch-sized ns time (~1.8e18) only to
     256 ns, so the times must be made small while they are integers (the barrier columns, with nulls, become floats
     when pandas reads them). Every rank is shifted by the same constant: waits, offsets and the trace are unchanged
-    but for that rounding."""
+    but for that rounding. No launches: nothing to shift."""
     import pyarrow.compute as pc  # here, not at the top: the parse jobs import this module without it
 
+    if not launches.num_rows:
+        return launches
     firsts = [pc.min(launches[c]).as_py() for c in ("start_ns", "barrier_start_ns")]
     origin = min(v for v in firsts if v is not None)
     for c in ("start_ns", "barrier_start_ns"):
