@@ -97,7 +97,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy, su
 # run keeps the defaults (it is the README's run); a test that needs more calls says so in its own overlay.
 # The msprof-analyze cross-check (timeline.crosscheck: auto, ~9 s beside every timeline with msprof-analyze
 # installed) runs in the demo run, which checks it; other tests leave it off unless their overlay says otherwise.
-TEST_CALLS = {
+SHORT_RUN = {
     "baseline": {"iterations": 30, "warmup": 5},
     "timeline": {"iterations": 12, "warmup": 3, "crosscheck": "off"},
     "debugclock": {"iterations": 8, "warmup": 2},
@@ -107,13 +107,13 @@ TEST_CALLS = {
 def base_overlay(fixed_ports: bool = False, full_length: bool = False, **sections: dict) -> dict:
     """A test's config overlay. Ports stay `auto` (a free pair per run under launcher local), as a user's do;
     launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly.
-    Calls per rank (and the cross-check off) are TEST_CALLS unless ``full_length`` or the test's own sections say otherwise."""
+    Calls per rank and the cross-check are SHORT_RUN's unless ``full_length`` or the test's own sections say otherwise."""
     import copy
 
     cluster: dict = {"ready_timeout": 30, "fail_grace": 3}
     if fixed_ports:
         cluster.update(master_port=free_port(), shmem_port=free_port())
-    overlay: dict = {"cluster": cluster, **({} if full_length else copy.deepcopy(TEST_CALLS))}
+    overlay: dict = {"cluster": cluster, **({} if full_length else copy.deepcopy(SHORT_RUN))}
     for key, value in sections.items():
         overlay.setdefault(key, {}).update(value) if isinstance(value, dict) else overlay.__setitem__(key, value)
     return overlay
