@@ -9,7 +9,6 @@ from dispatchprof.analysis.debugclock import (
     akl_segments,
     busiest,
     clipped_counts,
-    decide,
     legacy_segments,
     overhead,
     per_rank_table,
@@ -19,6 +18,7 @@ from dispatchprof.analysis.debugclock import (
     summarize,
     wait_work,
 )
+from dispatchprof.debugbuild import decide
 from dispatchprof.formats.debugclock import find_captures, parse_capture, parse_event_map, parse_legacy_csv
 
 ROOT = FIXTURES / "deepep" / "debugclock"

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from dispatchprof.analysis.correctness import rank_table, verdict
+from dispatchprof.analysis.correctness import rank_frame, rank_table, verdict
 from dispatchprof.formats.ranklog import PassLine
 from dispatchprof.launch import CollectiveResult, NodeResult
 
@@ -17,7 +17,7 @@ def passes(ranks):
 
 def test_all_ranks_passed_and_nodes_exited_zero_is_ok():
     table = rank_table(2, 2, passes(range(4)), run([0, 0]))
-    assert list(table["global_rank"]) == [0, 1, 2, 3] and list(table["local_rank"]) == [0, 1, 0, 1]
+    assert [r.global_rank for r in table] == [0, 1, 2, 3] and [r.local_rank for r in table] == [0, 1, 0, 1]
     assert verdict(table, run([0, 0])).state == "ok"
 
 
@@ -71,6 +71,26 @@ def test_a_rank_that_never_started_is_named_apart_from_the_ranks_that_failed():
 def test_without_a_start_pattern_nothing_is_claimed_about_starting():
     result = run([0, 1])
     table = rank_table(2, 2, passes([0, 1, 2]), result)
-    assert table["started"].isna().all()
+    assert all(r.started is None for r in table)
     v = verdict(table, result)
     assert v.cause == "precision" and "never" not in v.reason and "rank 3 did not pass" in v.reason
+
+
+def test_the_stored_table_keeps_unknowns_as_nulls_in_nullable_columns():
+    # ranks.parquet's schema: started is nullable (no start pattern), exit_code too (a node that had not exited)
+    result = run([0, None], timed_out=True, problem="budget")
+    frame = rank_frame(rank_table(2, 2, passes([0, 1]), result))
+    assert list(frame.columns) == ["node", "local_rank", "global_rank", "started", "passed", "exit_code", "node_killed", "log_path", "pass_line"]
+    assert {c: str(t) for c, t in frame.dtypes.items()} == {
+        "node": "int64",
+        "local_rank": "int64",
+        "global_rank": "int64",
+        "started": "boolean",
+        "passed": "bool",
+        "exit_code": "Int64",
+        "node_killed": "bool",
+        "log_path": "string",
+        "pass_line": "string",
+    }
+    assert frame["started"].isna().all() and frame["exit_code"].tolist()[:2] == [0, 0] and frame["exit_code"].isna().tolist()[2:] == [True, True]
+    assert frame["pass_line"].tolist()[:2] == ["passed", "passed"] and frame["pass_line"].isna().tolist()[2:] == [True, True]

@@ -4,6 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)
 
+from dispatchprof.analysis.correctness import rank_frame
 from dispatchprof.atomic import write_parquet_atomic
 from dispatchprof.collective import TestRun, run_test
 from dispatchprof.absent import COLLECT_ONLY
@@ -13,9 +14,11 @@ from dispatchprof.toolchain import resolve
 
 
 def run_validations(test: TestRun) -> list[Validation]:
-    table, result = test.table, test.result
+    rows, result = test.table, test.result
+    assert rows is not None, "validations need the rank table: a run whose logs could not be read has none"
+    passed = sum(row.passed for row in rows)
     return [
-        Validation("every rank printed its success line", bool(table["passed"].all()), "error", f"{int(table['passed'].sum())} of {len(table)} ranks passed"),
+        Validation("every rank printed its success line", passed == len(rows), "error", f"{passed} of {len(rows)} ranks passed"),
         Validation("every node exited 0", result.all_exited_zero, "error", ", ".join(f"node {n.node}: {n.exit_code}" for n in result.nodes)),
         Validation("node 0 started first", result.order[:1] == [0], "error", f"start order {result.order}"),
     ]
@@ -31,7 +34,7 @@ def body(run: StageRun) -> Status:
     common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(run.outputs["ranks"]), str(run.outputs["run"])], details=test.details)
     if test.table is None:
         return run.status(test.verdict.state, test.verdict.reason, **common)
-    write_parquet_atomic(run.outputs["ranks"], test.table, {"dispatchprof.toolchain": run.toolchain})
+    write_parquet_atomic(run.outputs["ranks"], rank_frame(test.table), {"dispatchprof.toolchain": run.toolchain})
     codes = [n.exit_code for n in test.result.nodes if n.exit_code is not None]
     return run.status(test.verdict.state, test.verdict.reason, validations=run_validations(test), exit_code=max(codes, key=abs, default=None), **common)
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.analysis.debugclock import decide
 from dispatchprof.collective import run_driver
-from dispatchprof.debugbuild import baseline_intact, build_debug, make_tree
+from dispatchprof.debugbuild import baseline_intact, build_debug, decide, make_tree
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation, read_status
 from dispatchprof.toolchain import resolve

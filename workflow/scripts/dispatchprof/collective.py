@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import pandas as pd
-
-from dispatchprof.analysis.correctness import Verdict, rank_table, verdict
+from dispatchprof.analysis.correctness import RankRow, Verdict, rank_table, verdict
 from dispatchprof.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
 from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
@@ -128,7 +126,7 @@ class TestRun:
     """A collective run of the test (or the perf driver) and what its logs say about every rank."""
 
     result: CollectiveResult
-    table: pd.DataFrame | None
+    table: list[RankRow] | None  # one row per global rank; None when the logs could not be read
     verdict: Verdict
     command: list[str]
     run_dir: Path

@@ -22,6 +22,17 @@ from dispatchprof.toolchain import Toolchain
 COPY_IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", ".pytest_cache")
 
 
+def decide(when: str, pmu_state: str | None, pmu_reason: str | None) -> tuple[bool, str]:
+    """Whether the collect stage makes the DEBUG build and runs, and why (debugclock.when)."""
+    if when == "never":
+        return False, "debugclock.when is never"
+    if when == "always":
+        return True, "debugclock.when is always"
+    if pmu_state == "ok":
+        return False, "fallback not needed: PMU is ok (debugclock.when: fallback runs only when PMU is not ok)"
+    return True, f"fallback: PMU is {pmu_state or 'missing'}" + (f" ({pmu_reason})" if pmu_reason else "")
+
+
 @dataclass
 class DebugTree:
     path: Path

@@ -6,12 +6,14 @@ failure: its verdict says "not run" and never that a rank failed the precision c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import pandas as pd
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from dispatchprof.formats.ranklog import PassLine, name_ranks
 from dispatchprof.launch import CollectiveResult
+
+if TYPE_CHECKING:  # every collective stage judges its run; only the correctness job writes the table (pandas ~0.4 s)
+    import pandas as pd
 
 
 @dataclass
@@ -23,9 +25,26 @@ class Verdict:
     cause: str = "none"
 
 
-def rank_table(nodes: int, ranks_per_node: int, passed: dict[int, PassLine], run: CollectiveResult, started: dict[int, PassLine] | None = None) -> pd.DataFrame:
-    """One row per global rank: node, local rank, started (NA when deepep.start_pattern is not set), passed, the
-    node's exit code, and where the evidence is."""
+@dataclass(frozen=True)
+class RankRow:
+    """One global rank of a collective run: where it ran, whether it started and passed, its node's exit."""
+
+    node: int
+    local_rank: int
+    global_rank: int
+    started: bool | None  # None when deepep.start_pattern is not set: nothing is known about starting
+    passed: bool
+    exit_code: int | None  # the node's; None while it had not exited
+    node_killed: bool
+    log_path: str | None  # where the evidence is
+    pass_line: str | None
+
+
+def rank_table(
+    nodes: int, ranks_per_node: int, passed: dict[int, PassLine], run: CollectiveResult, started: dict[int, PassLine] | None = None
+) -> list[RankRow]:
+    """One row per global rank, in rank order: node, local rank, started (None when deepep.start_pattern is not set),
+    passed, the node's exit code, and where the evidence is."""
     by_node = {n.node: n for n in run.nodes}
     rows = []
     for node in range(nodes):
@@ -34,19 +53,26 @@ def rank_table(nodes: int, ranks_per_node: int, passed: dict[int, PassLine], run
             rank = node * ranks_per_node + local
             line = passed.get(rank)
             rows.append(
-                {
-                    "node": node,
-                    "local_rank": local,
-                    "global_rank": rank,
-                    "started": None if started is None else (rank in started or line is not None),
-                    "passed": line is not None,
-                    "exit_code": None if result is None or result.exit_code is None else int(result.exit_code),
-                    "node_killed": bool(result and result.killed),
-                    "log_path": line.path if line else (str(result.log_path) if result else None),
-                    "pass_line": line.text if line else None,
-                }
+                RankRow(
+                    node=node,
+                    local_rank=local,
+                    global_rank=rank,
+                    started=None if started is None else (rank in started or line is not None),
+                    passed=line is not None,
+                    exit_code=None if result is None or result.exit_code is None else int(result.exit_code),
+                    node_killed=bool(result and result.killed),
+                    log_path=line.path if line else (str(result.log_path) if result else None),
+                    pass_line=line.text if line else None,
+                )
             )
-    frame = pd.DataFrame(rows)
+    return rows
+
+
+def rank_frame(rows: list[RankRow]) -> pd.DataFrame:
+    """The rank table as the correctness stage stores it (ranks.parquet): nullable started and exit code, strings."""
+    import pandas as pd
+
+    frame = pd.DataFrame([asdict(row) for row in rows], columns=list(RankRow.__dataclass_fields__))
     return frame.astype({"started": "boolean", "exit_code": "Int64", "log_path": "string", "pass_line": "string"})
 
 
@@ -54,13 +80,14 @@ def _rank_span(ranks: list[int]) -> str:
     return f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 and ranks[-1] - ranks[0] == len(ranks) - 1 else ", ".join(map(str, ranks))
 
 
-def never_started(table: pd.DataFrame) -> tuple[list[str], list[int]]:
+def never_started(rows: list[RankRow]) -> tuple[list[str], list[int]]:
     """Nodes none of whose ranks started (named as never ready), and the other ranks that never started."""
-    if table["started"].isna().any():
+    if any(row.started is None for row in rows):
         return [], []
     dead, stray = [], []
-    for node, ranks in table.groupby("node"):
-        missing = ranks.loc[~ranks["started"].astype(bool), "global_rank"].tolist()
+    for node in sorted({row.node for row in rows}):
+        ranks = [row for row in rows if row.node == node]
+        missing = [row.global_rank for row in ranks if not row.started]
         if missing and len(missing) == len(ranks):
             dead.append(f"node {node} never became ready (none of its ranks {_rank_span(missing)} started)")
         else:
@@ -68,27 +95,29 @@ def never_started(table: pd.DataFrame) -> tuple[list[str], list[int]]:
     return dead, stray
 
 
-def verdict(table: pd.DataFrame, run: CollectiveResult) -> Verdict:
-    world = len(table)
-    dead_nodes, stray = never_started(table)
+def verdict(rows: list[RankRow], run: CollectiveResult) -> Verdict:
+    world = len(rows)
+    dead_nodes, stray = never_started(rows)
     stray_text = [f"{name_ranks(stray, world)} never started"] if stray else []
     if run.not_run or dead_nodes:
         parts = dead_nodes + stray_text + ([run.problem] if run.problem else [])
         return Verdict("timeout" if run.timed_out else "failed", "not run: " + "; ".join(parts), "infrastructure")
-    started = table["started"].fillna(True).astype(bool)  # NA (no start_pattern): counted as started
-    not_passed = table.loc[started & ~table["passed"], "global_rank"].tolist()
+    # started None (no start_pattern): counted as started
+    not_passed = [row.global_rank for row in rows if row.started is not False and not row.passed]
     if run.timed_out:
         detail = "".join(f"; {t}" for t in stray_text) + (f"; {name_ranks(not_passed, world)} had not passed" if not_passed else "")
         return Verdict("timeout", f"{run.problem}{detail}", "timeout")
-    bad_exit = sorted(set(table.loc[table["exit_code"].fillna(-1) != 0, "node"].tolist()))
+    node_exit = {}  # every rank of a node carries the node's exit code: the first says it
+    for row in rows:
+        node_exit.setdefault(row.node, row.exit_code)
+    bad_exit = sorted(node for node, code in node_exit.items() if code != 0)
     if not not_passed and not bad_exit and not stray and run.problem is None:
         return Verdict("ok", f"all {world} ranks passed the precision check and every node exited 0")
     parts = stray_text[:]
     if not_passed:
         parts.append(f"{name_ranks(not_passed, world)} did not pass the precision check")
     if bad_exit:
-        codes = {int(n): table.loc[table["node"] == n, "exit_code"].iloc[0] for n in bad_exit}
-        parts.append("node exit codes " + ", ".join(f"node {n}: {'none' if pd.isna(c) else c}" for n, c in codes.items()))
+        parts.append("node exit codes " + ", ".join(f"node {n}: {'none' if node_exit[n] is None else node_exit[n]}" for n in bad_exit))
     if run.problem:
         parts.append(run.problem)
     return Verdict("failed", "; ".join(parts), "precision" if not_passed else "exit")

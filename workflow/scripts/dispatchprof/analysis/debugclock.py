@@ -283,17 +283,6 @@ def overhead(on: Mapping[str, np.ndarray], off: Mapping[str, np.ndarray]) -> dic
     }
 
 
-def decide(when: str, pmu_state: str | None, pmu_reason: str | None) -> tuple[bool, str]:
-    """Whether the collect stage runs, and why (debugclock.when)."""
-    if when == "never":
-        return False, "debugclock.when is never"
-    if when == "always":
-        return True, "debugclock.when is always"
-    if pmu_state == "ok":
-        return False, "fallback not needed: PMU is ok (debugclock.when: fallback runs only when PMU is not ok)"
-    return True, f"fallback: PMU is {pmu_state or 'missing'}" + (f" ({pmu_reason})" if pmu_reason else "")
-
-
 LATE_ARRIVAL = "DebugClock ticks start after the kernel's entry barrier: a rank's late arrival is invisible here (the timeline shows it)."
 
 

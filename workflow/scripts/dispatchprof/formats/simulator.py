@@ -18,11 +18,13 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from dispatchprof.formats.msopprof import OPPROF_RE
 from dispatchprof.formats.text import finite_nonnegative, read_text_file
+
+if TYPE_CHECKING:  # the probe's collect job only discovers runs (simulator_runs): pandas (~0.4 s) where tables are read
+    import pandas as pd
 
 CORE_DIR_RE = re.compile(r"^core\d+\.(veccore|cubecore)\d+$")
 CSV_RE = re.compile(r"^(?P<core>core\d+\.(?:veccore|cubecore)\d+)_(?P<kind>code|instr)_exe(?:_\d{17})?\.csv$")
@@ -118,8 +120,14 @@ def _miss_pc(path: Path, index: int, name: str) -> str:
     return name
 
 
+def _table(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=TRACE_COLUMNS).astype({"ts_us": float, "dur_us": float})
+    return _table(rows, TRACE_COLUMNS).astype({"ts_us": float, "dur_us": float})
 
 
 def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
@@ -236,7 +244,7 @@ def read_instr_exe(path: Path) -> pd.DataFrame:
                 "detail": detail,
             }
         )
-    return pd.DataFrame(rows, columns=["instr", "addr", "pc", "pipe", "call_count", "cycles", "running_time_us", "detail"])
+    return _table(rows, ["instr", "addr", "pc", "pipe", "call_count", "cycles", "running_time_us", "detail"])
 
 
 def read_code_exe(path: Path) -> pd.DataFrame:
@@ -255,4 +263,4 @@ def read_code_exe(path: Path) -> pd.DataFrame:
                 "running_time_us": _float(path, n, "running_time(us)", time_us),
             }
         )
-    return pd.DataFrame(rows, columns=["code", "call_count", "cycles", "running_time_us"])
+    return _table(rows, ["code", "call_count", "cycles", "running_time_us"])
