@@ -24,6 +24,9 @@ def test_ab_comparison_verdicts_and_warnings(workflow_copy):
             "two_changes": {"sim": {"role_speedup": {"URMASendToken": 0.9}}, "shape": {"seed": 3}},
         },
         compare=[["baseline", "faster_send"], ["baseline", "same_again"], ["baseline", "two_changes"]],
+        # The verdicts are statistical (bootstrap CI of the per-iteration max): 25 measured calls per side, not the
+        # shorter run the other tests make
+        baseline={"iterations": 30, "warmup": 5},
     )
     result = workflow_copy.snakemake("--until", "compare", overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]

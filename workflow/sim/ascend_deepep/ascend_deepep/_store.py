@@ -20,11 +20,22 @@ class _State:
     def __init__(self) -> None:
         self.data: dict[str, Any] = {}
         self.cond = threading.Condition()
+        self.clients = 0  # connections open now
 
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         state: _State = self.server.state  # type: ignore[attr-defined]
+        with state.cond:
+            state.clients += 1
+        try:
+            self._serve(state)
+        finally:
+            with state.cond:
+                state.clients -= 1
+                state.cond.notify_all()
+
+    def _serve(self, state: _State) -> None:
         for raw in self.rfile:
             req = json.loads(raw)
             op, key = req["op"], req["key"]
@@ -70,6 +81,19 @@ class _Handler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def wait_until_clients_left(self, timeout_s: float) -> bool:
+        """Block until every connection has closed (each rank hangs up when its process ends), at most timeout_s:
+        shutting down earlier would cut off a rank on another node still reading its last reply."""
+        state: _State = self.state  # type: ignore[attr-defined]
+        deadline = time.monotonic() + timeout_s
+        with state.cond:
+            while state.clients:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                state.cond.wait(left)
+        return True
 
 
 def serve(host: str, port: int) -> _Server:

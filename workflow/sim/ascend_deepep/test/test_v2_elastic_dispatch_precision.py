@@ -100,8 +100,9 @@ def main():
         return 1
     finally:
         if server is not None:
-            # Serve until every node is done: the others may still be reading from the store.
-            time.sleep(0.5)
+            # Serve until every node is done: the others may still be reading from the store (every rank hangs up
+            # when its process ends; at most 0.5 s, so a hung peer cannot hold this node).
+            server.wait_until_clients_left(0.5)
             server.shutdown()
     return 0
 
