@@ -332,7 +332,7 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     imported = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == ("late_arrival", 11)
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
-    assert "the group waits for rank 11" in html and "entry wait heat map" in html
+    assert "the group waits for rank 11" in html and "<title>Entry wait per rank and launch (" in html
 
 
 def test_two_runs_started_at_once_on_one_machine_each_get_their_own_ports(tmp_path):

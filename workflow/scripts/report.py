@@ -15,6 +15,7 @@ from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E4
 from dispatchprof.config import SHAPE_KEYS, world_ranks  # noqa: E402
 from dispatchprof.report.artifacts import artifact_guide  # noqa: E402
 from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries  # noqa: E402
+from dispatchprof.report.figures import render_figures  # noqa: E402
 from dispatchprof.report.html import embed_png, render  # noqa: E402
 from dispatchprof.report.markdown import spaced_tables  # noqa: E402
 from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
@@ -29,36 +30,6 @@ def shown_shape(cfg: dict) -> dict:
         return {**cfg["shape"], "known": True}
     given = cfg["analyze"]["shape"] or {}
     return {**{key: given.get(key, "not known") for key in SHAPE_KEYS}, "known": bool(given)}
-
-
-def render_figures(timeline: dict | None, pmu: dict | None, pcsampling: dict | None) -> None:
-    """Pictures of what the stages computed (entry waits per rank and launch; busy and no-pipe time per rank and AIV
-    core; stall reasons per role), drawn here and embedded: the report stays one file. matplotlib only when there is
-    something to draw."""
-    grids = []
-    if timeline and timeline["stats"].get("entry_wait_heatmap"):
-        grid = timeline["stats"]["entry_wait_heatmap"]
-        grids.append((timeline, "entry_wait_png", grid, f"Entry wait per rank and launch ({grid['what']})", "launch", None))
-    if pmu and pmu.get("heatmaps"):
-        maps = pmu["heatmaps"]
-        grids.append((pmu, "busy_png", maps["busy_us"], "Busy time per rank and AIV core (upper bound: some pipe active)", "AIV index", maps["role_bands"]))
-        grids.append((pmu, "no_pipe_png", maps["no_pipe_us"], "No pipe active per rank and AIV core (polling, fetch, stalls)", "AIV index", maps["role_bands"]))
-    per_role = (pcsampling or {}).get("per_role")
-    if not grids and not per_role:
-        return
-    import tempfile
-
-    from dispatchprof.report import plots
-
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, (target, key, grid, title, xlabel, bands) in enumerate(grids):
-            path = Path(tmp) / f"{i}.png"
-            plots.heatmap(grid, title, xlabel, path, bands)
-            target[key] = embed_png(path)
-        if per_role:
-            path = Path(tmp) / "roles.png"
-            plots.stacked_shares({role: r["stalls"] for role, r in per_role.items()}, "Reasons not to issue, per role (its SIMT functions)", path)
-            pcsampling["per_role_png"] = embed_png(path)
 
 
 def collect_parts(statuses: dict) -> dict:

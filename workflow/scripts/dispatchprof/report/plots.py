@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-if TYPE_CHECKING:  # the report draws heat maps without pandas: its import is ~0.5 s of the report job
+if TYPE_CHECKING:  # the report's stacked_shares runs without pandas: its import is ~0.5 s of the report job
     import pandas as pd
 
 
@@ -61,28 +61,6 @@ def slowest_rank_histogram(fractions: dict[str, float], title: str, path: Path) 
     ax.set_ylabel("fraction of iterations longest")
     ax.set_ylim(0, 1)
     ax.set_title(title)
-    _save(fig, path)
-
-
-def heatmap(grid: dict, title: str, xlabel: str, path: Path, bands: list[dict] | None = None) -> None:
-    """A rank x column heat map from a binned grid (analysis.waits.binned_grid); role bands drawn above the columns."""
-    import numpy as np
-
-    values = np.array([[np.nan if v is None else v for v in row] for row in grid["values"]], dtype=float)
-    rows, columns = grid["rows"], grid["columns"]
-    fig, ax = plt.subplots(figsize=(min(14, 3 + 0.08 * len(columns) + 2), min(12, 2 + 0.18 * len(rows) + 1)))
-    image = ax.imshow(values, aspect="auto", interpolation="nearest", cmap="viridis")
-    fig.colorbar(image, ax=ax, label="us")
-    step_r = max(1, len(rows) // 32)
-    ax.set_yticks(range(0, len(rows), step_r), rows[::step_r], fontsize=7)
-    step_c = max(1, len(columns) // 25)
-    ax.set_xticks(range(0, len(columns), step_c), columns[::step_c], fontsize=7, rotation=90)
-    ax.set_ylabel("rank" + (" (binned: max)" if grid.get("aggregation", "none") != "none" else ""))
-    ax.set_xlabel(xlabel)
-    for band in bands or []:
-        ax.axvline(band["last"] + 0.5, color="white", lw=1)
-        ax.text((band["first"] + band["last"]) / 2, -0.8, band["role"], ha="center", va="bottom", fontsize=7)
-    ax.set_title(title, pad=18 if bands else 6)
     _save(fig, path)
 
 
