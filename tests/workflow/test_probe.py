@@ -18,7 +18,7 @@ SIM = FIXTURES / "msopprof" / "simulator" / "single"
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     wf = copy_workflow(tmp_path_factory.mktemp("probe") / "wf")
-    overlay = base_overlay(probe={"enabled": True}, report={"insight_version": "8.1.RC1"}, baseline={"iterations": 30, "warmup": 5})
+    overlay = base_overlay(probe={"enabled": True}, report={"insight_version": "8.1.RC1"})
     result = wf.snakemake(overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     return wf

@@ -21,9 +21,10 @@ def test_ab_comparison_verdicts_and_warnings(workflow_copy):
             "baseline": {},
             "faster_send": {"sim": {"role_speedup": {"URMASendToken": 0.9}}},
             "same_again": {},
-            "two_changes": {"sim": {"role_speedup": {"URMASendToken": 0.9}}, "shape": {"seed": 3}},
         },
-        compare=[["baseline", "faster_send"], ["baseline", "same_again"], ["baseline", "two_changes"]],
+        # Two factors changed at once (the warning) is tests/analysis/test_compare.py's: the factors reach the comparison
+        # from each experiment's config here (faster_send's one factor, same_again's none)
+        compare=[["baseline", "faster_send"], ["baseline", "same_again"]],
         # The verdicts are statistical (bootstrap CI of the per-iteration max): 25 measured calls per side, not the
         # shorter run the other tests make
         baseline={"iterations": 30, "warmup": 5},
@@ -40,8 +41,7 @@ def test_ab_comparison_verdicts_and_warnings(workflow_copy):
     same = comparison("baseline_vs_same_again")
     assert same["verdict"] == "no significant change"
     assert same["kernel"]["per_iteration_max_median"]["a"] != same["kernel"]["per_iteration_max_median"]["b"]  # different noise
-    two = comparison("baseline_vs_two_changes")
-    assert "more than one factor differs: shape.seed, sim.role_speedup.URMASendToken" in two["warnings"]
+    assert same["factors"] == [] and same["warnings"] == []
     assert (workflow_copy.root / "results/compare/baseline_vs_faster_send/comparison.html").is_file()
 
 
