@@ -17,6 +17,7 @@ from workflow.test_end_to_end import processes_mentioning
 
 START = ROOT / "tests" / "slurm" / "start_slurm.sh"
 PROFILE = ROOT / "tests" / "slurm" / "profile"
+CAPPED_POLLING = ROOT / "tests" / "slurm" / "snakemake_capped_polling.py"
 
 
 def slurm_running() -> bool:
@@ -78,7 +79,8 @@ def slurm_cluster():
 
 def run_profile(workflow_copy, overlay, *args):
     shutil.copytree(PROFILE, workflow_copy.root / "slurm_profile", dirs_exist_ok=True)
-    cmd = [sys.executable, "-m", "snakemake", "--profile", "slurm_profile", "--configfile", "config/config.yaml", str(workflow_copy.overlay(overlay)), *args]
+    # snakemake with the plugin's status-check back-off capped at the profile's interval (tests/slurm/snakemake_capped_polling.py)
+    cmd = [sys.executable, str(CAPPED_POLLING), "--profile", "slurm_profile", "--configfile", "config/config.yaml", str(workflow_copy.overlay(overlay)), *args]
     return subprocess.run(cmd, cwd=workflow_copy.root, capture_output=True, text=True, timeout=1500)
 
 
