@@ -239,7 +239,8 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
 
 
 def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(workflow_copy):
-    result = workflow_copy.snakemake(overlay=base_overlay(sim={"missing_device": {"node": 1, "local_rank": 3}}))
+    # pipe_timeline off: not what this test reads (the demo and test_pipe_timeline.py cover it)
+    result = workflow_copy.snakemake(overlay=base_overlay(sim={"missing_device": {"node": 1, "local_rank": 3}}, pipe_timeline={"runs": []}))
     assert result.returncode == 0, result.stderr[-3000:]
     timeline = workflow_copy.status("timeline")
     assert timeline["state"] == "ok" and "15/16 ranks (missing rank 11)" in timeline["reason"], timeline
