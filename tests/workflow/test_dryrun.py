@@ -132,3 +132,8 @@ def test_with_an_analysis_partition_only_npu_jobs_go_to_the_npu_partition(workfl
     assert {rule for rule, parts in partitions.items() if parts == {"cann"}} == {"probe_collect"}
     assert {rule for rule, parts in partitions.items() if parts == {"cpu"}} == set(partitions) - NPU_JOBS - {"probe_collect"}
     assert {"report", "timeline_parse", "pmu", "pcsampling", "baseline"} <= set(partitions) - NPU_JOBS
+    # Without the probe in any experiment, its job (it writes "disabled") is no CANN job either
+    overlay["probe"]["enabled"] = False
+    result = workflow_copy.snakemake("-n", "-j", "8", "--executor", "slurm", "--default-resources", "slurm_partition=npu", "slurm_account=a", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert planned_partitions(result.stdout + result.stderr)["probe_collect"] == {"cpu"}

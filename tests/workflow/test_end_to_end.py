@@ -199,8 +199,9 @@ def longest_fractions(truth: dict, key: str, skip: int) -> dict[int, float]:
     return {rank: longest.count(rank) / len(launches) for rank in sorted(set(longest))}
 
 
-def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_tail(workflow_copy):
-    """One run per knob, same noise seed: only the knob differs.
+def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_tail(demo_run, workflow_copy):
+    """One run per knob, same noise seed: only the knob differs. The run without a knob is the shared demo run (the
+    same full-length config without sim knobs).
 
     Changed with the coupled event model: this test used to expect rank 7 to be the slowest rank in >= 90% of the
     iterations ("longest = slowest"). In a collective, rank 7's slow sends stretch every peer on the other node (they
@@ -208,8 +209,9 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
     baseline and the timeline report must be what the model's events say: the longest-duration fractions equal the
     truth's, and the truth's root cause is rank 7. Naming the awaited rank is the timeline's next step (issue
     "Wait-aware localisation")."""
-    per_iter = {}
-    for name, knobs in (("plain", {}), ("slow", {"slow_rank": 7, "slow_factor": 1.15}), ("spiky", {"spiky_rank": 3})):
+    demo, _ = demo_run
+    per_iter = {"plain": json.loads((demo.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]["per_iteration_max_us"]}
+    for name, knobs in (("slow", {"slow_rank": 7, "slow_factor": 1.15}), ("spiky", {"spiky_rank": 3})):
         # full length: the fractions of iterations in which each rank is longest need the default 110 calls
         result = workflow_copy.snakemake("--until", "timeline" if name == "slow" else "baseline", overlay=base_overlay(full_length=True, sim=knobs))
         assert result.returncode == 0, result.stderr[-3000:]
