@@ -20,6 +20,8 @@ from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 
 
 def profile_interval_s(argv: list[str]) -> float:
+    if "--profile" not in argv[:-1]:
+        raise SystemExit(f"usage: {__doc__.strip().splitlines()[-1].strip()}")
     profile = Path(argv[argv.index("--profile") + 1])
     return float(yaml.safe_load((profile / "config.yaml").read_text())["seconds-between-status-checks"])
 

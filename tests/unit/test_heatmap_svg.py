@@ -185,3 +185,10 @@ print("matplotlib" in sys.modules, pcsampling["per_role_png"][:22])
     assert result.returncode == 0, result.stderr[-3000:]
     # The heat maps alone leave matplotlib unimported; the stall-reason bars (PC sampling) still use it.
     assert result.stdout.split("\n")[:2] == ["False", "True data:image/png;base64,"]
+
+
+def test_control_characters_in_labels_are_dropped_so_the_svg_stays_xml():
+    grid = {"rows": ["rank\x01 0"], "columns": ["l\x1f0"], "values": [[1.0]], "aggregation": "none"}
+    svg = heatmap_svg(grid, "title\x07", "x\x00label")
+    root = ET.fromstring(svg)  # XML 1.0 refuses these characters: parsing is the check
+    assert "rank 0" in svg and "l0" in svg and "xlabel" in svg and root.tag.endswith("svg")

@@ -209,7 +209,8 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
     baseline and the timeline report must be what the model's events say: the longest-duration fractions equal the
     truth's, and the truth's root cause is rank 7. Naming the awaited rank is the timeline's next step (issue
     "Wait-aware localisation")."""
-    demo, _ = demo_run
+    demo, demo_result = demo_run
+    assert demo_result.returncode == 0, demo_result.stderr[-3000:]
     per_iter = {"plain": json.loads((demo.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]["per_iteration_max_us"]}
     for name, knobs in (("slow", {"slow_rank": 7, "slow_factor": 1.15}), ("spiky", {"spiky_rank": 3})):
         # full length: the fractions of iterations in which each rank is longest need the default 110 calls

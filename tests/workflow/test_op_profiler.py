@@ -62,7 +62,7 @@ def test_replay_hang_times_out_within_budget_leaves_nothing_and_skips_pc_samplin
 
 
 def test_hot_icache_role_ranks_first_by_miss_rate_and_time_order_is_separate(workflow_copy):
-    # pipe_timeline off here and below: not what these tests read (the demo and test_pipe_timeline.py cover it)
+    # pipe_timeline off: not what this test reads (the demo and test_pipe_timeline.py cover it)
     overlay = base_overlay(sim={"icache_hot_role": "SelfCopyToken", "op_entry": "msprof_op", "pcsampling": "no_samples"}, pipe_timeline={"runs": []})
     result = workflow_copy.snakemake(overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -107,7 +107,8 @@ def test_no_usable_op_profiler_skips_pmu_with_the_reason(workflow_copy):
 
 def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_role(workflow_copy):
     # Before: launches 1 and 2 were folded into launch 0, and Memory/L2Cache were collected and never read.
-    overlay = base_overlay(pmu={"launch_count": 3, "iterations": 3, "metrics": ["PipeUtilization", "Memory", "L2Cache"]}, pipe_timeline={"runs": []})
+    # pipe_timeline stays on: the only workflow run that replays it over several launches (pmu.launch_count)
+    overlay = base_overlay(pmu={"launch_count": 3, "iterations": 3, "metrics": ["PipeUtilization", "Memory", "L2Cache"]})
     result = workflow_copy.snakemake(overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     pmu = workflow_copy.status("pmu")

@@ -22,8 +22,9 @@ def test_ab_comparison_verdicts_and_warnings(workflow_copy):
             "faster_send": {"sim": {"role_speedup": {"URMASendToken": 0.9}}},
             "same_again": {},
         },
-        # Two factors changed at once (the warning) is tests/analysis/test_compare.py's: the factors reach the comparison
-        # from each experiment's config here (faster_send's one factor, same_again's none)
+        # Two factors changed at once (the warning) is tests/analysis/test_compare.py's: here the factors reach the
+        # comparison from each experiment's merged config (faster_send's one sim.* factor, same_again's none); a shape.*
+        # factor takes the same way and is checked there only
         compare=[["baseline", "faster_send"], ["baseline", "same_again"]],
         # The verdicts are statistical (bootstrap CI of the per-iteration max): 25 measured calls per side, not the
         # shorter run the other tests make

@@ -97,7 +97,8 @@ def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, w
     # Which jobs went through sbatch: the plugin keeps one log directory per submitted rule (rule_<name>). Only the
     # NPU jobs may be there; parse, analysis and report jobs ran in the Snakemake process (localrules).
     submitted = sorted(d.name.removeprefix("rule_") for d in (workflow_copy.root / "results/slurm_logs").glob("rule_*"))
-    # The probe (off by default) only writes "disabled": it runs here, not in a queue for CANN nodes
+    # The probe (off by default) only writes "disabled": it runs here, not in a queue for CANN nodes. Where an enabled
+    # probe goes (slurm.cann_partition) is checked on the dry run's plan (test_dryrun.py), not through sbatch
     assert set(submitted) == NPU_JOBS, submitted
     assert "Placement: submitted to the NPU nodes: " in result.stderr and "needing CANN but no NPU (none)" in result.stderr
     with capsys.disabled():

@@ -4,8 +4,20 @@ import math
 from dispatchprof.simulator import PARSE_MARGIN_S
 
 if COLLECT:
-    # No experiment enables the probe: its job only writes "disabled", and needs no CANN node to do so.
-    PROBE_WANTED = any(run["probe"]["enabled"] for run in RUNS.values())
+    # No npu_cluster: the simulator needs CANN, not an NPU. On SLURM it is submitted (CANN is not assumed where
+    # Snakemake runs), to slurm.cann_partition when set, else to the profile's partition (place_rules). When no
+    # experiment enables the probe, its job only writes "disabled": no resource, so it runs where the analysis runs
+    # instead of queueing for a CANN node.
+    PROBE_RESOURCES = (
+        {
+            "cann": 1,
+            "runtime": lambda w: math.ceil(RUNS[w.experiment]["timeouts"]["probe"] / 60)
+            + math.ceil(PARSE_MARGIN_S / 60)
+            + RUNS[w.experiment]["slurm"]["runtime_margin_min"],
+        }
+        if any(run["probe"]["enabled"] for run in RUNS.values())
+        else {}
+    )
 
     rule probe_collect:
         output:
@@ -14,19 +26,7 @@ if COLLECT:
         log:
             stage_log("probe", "collect"),
         resources:
-            # No npu_cluster: the simulator needs CANN, not an NPU. On SLURM it is submitted (CANN is not assumed where
-            # Snakemake runs), to slurm.cann_partition when set, else to the profile's partition (place_rules); when
-            # no experiment enables it, it runs where the analysis runs instead of queueing only to write "disabled".
-            **(
-                {
-                    "cann": 1,
-                    "runtime": lambda w: math.ceil(RUNS[w.experiment]["timeouts"]["probe"] / 60)
-                    + math.ceil(PARSE_MARGIN_S / 60)
-                    + RUNS[w.experiment]["slurm"]["runtime_margin_min"],
-                }
-                if PROBE_WANTED
-                else {}
-            ),
+            **PROBE_RESOURCES,
         params:
             config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "sim", "probe"),
         script:

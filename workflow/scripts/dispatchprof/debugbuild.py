@@ -4,7 +4,7 @@ The repository is checked out again under results/ (``git worktree add --detach`
 repository, else a copy without its build outputs), built there with DEBUG_CLOCK_ON=ON, and the baseline's
 libraries are checked against the build record's sha256 afterwards: a build that installs in place would otherwise
 let the instrumented library into every later stage. When they differ, the record's copies are restored and
-checked again.
+checked again. Whether the stage makes that build at all is ``decide`` (debugclock.when).
 """
 
 from __future__ import annotations

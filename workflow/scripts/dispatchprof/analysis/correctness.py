@@ -6,7 +6,7 @@ failure: its verdict says "not run" and never that a rank failed the precision c
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
 from dispatchprof.formats.ranklog import PassLine, name_ranks
@@ -72,7 +72,7 @@ def rank_frame(rows: list[RankRow]) -> pd.DataFrame:
     """The rank table as the correctness stage stores it (ranks.parquet): nullable started and exit code, strings."""
     import pandas as pd
 
-    frame = pd.DataFrame([asdict(row) for row in rows], columns=list(RankRow.__dataclass_fields__))
+    frame = pd.DataFrame([asdict(row) for row in rows], columns=[f.name for f in fields(RankRow)])
     return frame.astype({"started": "boolean", "exit_code": "Int64", "log_path": "string", "pass_line": "string"})
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
@@ -45,6 +46,7 @@ NO_VALUE_NOTE = "no value"
 
 FONT = 11  # px; text widths below are estimated as 0.6 em per character (no font metrics without a renderer)
 MAX_ROW_LABELS, MAX_COLUMN_LABELS = 32, 25
+_XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def colours(values: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -85,6 +87,11 @@ def _between(start: float, stop: float, shares: np.ndarray) -> np.ndarray:
     return start * (1 - shares) + stop * shares
 
 
+def _text(text: str) -> str:
+    """Text as SVG content: escaped, without the control characters XML does not allow (labels come from config)."""
+    return html.escape(_XML_INVALID.sub("", text))
+
+
 def _text_width(text: str, size: float = FONT) -> float:
     return 0.6 * size * len(text)
 
@@ -104,7 +111,7 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
     unit = str(grid.get("unit", "us"))
     ylabel = "rank" + (" (binned: max)" if grid.get("aggregation", "none") != "none" else "")
     bands = [b for b in bands or [] if b["last"] >= 0 and b["first"] < len(columns)]
-    esc = html.escape
+    esc = _text
 
     row_step, column_step = max(1, len(rows) // MAX_ROW_LABELS), max(1, len(columns) // MAX_COLUMN_LABELS)
     row_ticks, column_ticks = range(0, len(rows), row_step), range(0, len(columns), column_step)
@@ -132,7 +139,7 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
 
     parts.append(
         f'<image x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" preserveAspectRatio="none" '
-        f'style="image-rendering:pixelated" href="{_png_uri(colours(values, low, high))}"/>'
+        f'image-rendering="optimizeSpeed" style="image-rendering:pixelated" href="{_png_uri(colours(values, low, high))}"/>'
     )
     parts.append(f'<rect x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" fill="none" stroke="#333"/>')
     for i in row_ticks:

@@ -102,7 +102,8 @@ def main():
         if server is not None:
             # Serve until every node is done: the others may still be reading from the store (every rank hangs up
             # when its process ends; at most 0.5 s, so a hung peer cannot hold this node).
-            server.wait_until_clients_left(0.5)
+            if not server.wait_until_clients_left(0.5):
+                print(f"[node {node}] ranks were still connected to the store 0.5 s after this node's ranks ended; shutting it down", flush=True)
             server.shutdown()
     return 0
 
