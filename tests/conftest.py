@@ -131,8 +131,10 @@ def require(available: bool, what: str) -> None:
 
 # Tests that share state run on one pytest-xdist worker (README's test command runs with -n 2 --dist loadgroup):
 # the shared demo run is made once, and the tests that start services (SLURM daemons, sshd, both installed with
-# apt-get under one dpkg lock) never run at the same time.
-XDIST_GROUPS = {"demo_run": "demo"}
+# apt-get under one dpkg lock) never run at the same time. A module-scoped fixture is made once per worker that runs
+# one of its tests: the whole-run fixtures of test_debugclock.py (collected), test_pipe_timeline.py (both) and
+# test_probe.py (demo), ~30-50 s each, keep their tests on one worker so that they are made once.
+XDIST_GROUPS = {"demo_run": "demo", "collected": "debugclock_run", "both": "pipe_timeline_runs", "demo": "probe_run"}
 SERVICE_FILES = ("test_slurm.py", "test_ssh.py")
 
 
