@@ -54,24 +54,11 @@ class _Handler(socketserver.StreamRequestHandler):
                     reply = True
                 elif op == "mget":
                     keys = req["keys"]
-                    deadline = time.monotonic() + float(req.get("timeout", 3600))
-                    while not all(k in state.data for k in keys):
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            break
-                        state.cond.wait(left)
-                    missing = [k for k in keys if k not in state.data]
-                    reply = {"__timeout__": True} if missing else [state.data[k] for k in keys]
+                    present = state.cond.wait_for(lambda keys=keys: all(k in state.data for k in keys), float(req.get("timeout", 3600)))
+                    reply = [state.data[k] for k in keys] if present else {"__timeout__": True}
                 elif op == "get":
-                    deadline = time.monotonic() + float(req.get("timeout", 3600))
-                    while key not in state.data:
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            break
-                        state.cond.wait(left)
-                    reply = state.data.get(key)
-                    if key not in state.data:
-                        reply = {"__timeout__": True}
+                    present = state.cond.wait_for(lambda key=key: key in state.data, float(req.get("timeout", 3600)))
+                    reply = state.data[key] if present else {"__timeout__": True}
                 else:
                     reply = {"__error__": f"unknown op {op}"}
             self.wfile.write((json.dumps(reply) + "\n").encode())
@@ -86,14 +73,8 @@ class _Server(socketserver.ThreadingTCPServer):
         """Block until every connection has closed (each rank hangs up when its process ends), at most timeout_s:
         shutting down earlier would cut off a rank on another node still reading its last reply."""
         state: _State = self.state  # type: ignore[attr-defined]
-        deadline = time.monotonic() + timeout_s
         with state.cond:
-            while state.clients:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                state.cond.wait(left)
-        return True
+            return state.cond.wait_for(lambda: state.clients == 0, timeout_s)
 
 
 def serve(host: str, port: int) -> _Server:
