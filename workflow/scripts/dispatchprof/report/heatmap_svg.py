@@ -5,7 +5,6 @@ SVG elements, so the report stays one self-contained file."""
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 import struct
@@ -14,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from dispatchprof.report.html import png_data_uri
 
 # 17 anchors of matplotlib's viridis: _viridis_data in matplotlib/_cm_listed.py (matplotlib 3.11.2), entries
 # round(k * 255 / 16) for k = 0..16, times 255 and rounded. Linear interpolation between them stays within a few
@@ -78,10 +79,6 @@ def png(rgb: np.ndarray) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(scanlines.tobytes(), 6)) + chunk(b"IEND", b"")
 
 
-def _png_uri(rgb: np.ndarray) -> str:
-    return "data:image/png;base64," + base64.b64encode(png(rgb)).decode()
-
-
 def _between(start: float, stop: float, shares: np.ndarray) -> np.ndarray:
     """start + share * (stop - start), as linspace would, except that stop - start may overflow here and this cannot."""
     return start * (1 - shares) + stop * shares
@@ -111,7 +108,6 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
     unit = str(grid.get("unit", "us"))
     ylabel = "rank" + (" (binned: max)" if grid.get("aggregation", "none") != "none" else "")
     bands = [b for b in bands or [] if b["last"] >= 0 and b["first"] < len(columns)]
-    esc = _text
 
     row_step, column_step = max(1, len(rows) // MAX_ROW_LABELS), max(1, len(columns) // MAX_COLUMN_LABELS)
     row_ticks, column_ticks = range(0, len(rows), row_step), range(0, len(columns), column_step)
@@ -130,8 +126,8 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'role="img" font-family="sans-serif" font-size="{FONT}" style="max-width:100%;height:auto">',
-        f"<title>{esc(title)}</title>",
-        f'<text x="{title_x:.1f}" y="{FONT + 6}" text-anchor="middle" font-size="{FONT + 2}">{esc(title)}</text>',
+        f"<title>{_text(title)}</title>",
+        f'<text x="{title_x:.1f}" y="{FONT + 6}" text-anchor="middle" font-size="{FONT + 2}">{_text(title)}</text>',
     ]
     if not values.size:
         parts.append(f'<text x="{left:.1f}" y="{top + FONT:.1f}">no cells to draw ({len(rows)} rows, {len(columns)} columns)</text></svg>')
@@ -139,20 +135,20 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
 
     parts.append(
         f'<image x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" preserveAspectRatio="none" '
-        f'image-rendering="optimizeSpeed" style="image-rendering:pixelated" href="{_png_uri(colours(values, low, high))}"/>'
+        f'image-rendering="optimizeSpeed" style="image-rendering:pixelated" href="{png_data_uri(png(colours(values, low, high)))}"/>'
     )
     parts.append(f'<rect x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" fill="none" stroke="#333"/>')
     for i in row_ticks:
         y = top + (i + 0.5) * cell_h
-        parts.append(f'<text x="{left - 6:.1f}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">{esc(rows[i])}</text>')
+        parts.append(f'<text x="{left - 6:.1f}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">{_text(rows[i])}</text>')
     for j in column_ticks:
         x = left + (j + 0.5) * cell_w
         parts.append(
-            f'<text transform="translate({x:.1f},{top + plot_h + 6:.1f}) rotate(-90)" text-anchor="end" dominant-baseline="middle">{esc(columns[j])}</text>'
+            f'<text transform="translate({x:.1f},{top + plot_h + 6:.1f}) rotate(-90)" text-anchor="end" dominant-baseline="middle">{_text(columns[j])}</text>'
         )
     parts.append(
-        f'<text transform="translate({FONT + 2},{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">{esc(ylabel)}</text>'
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 8:.1f}" text-anchor="middle">{esc(xlabel)}</text>'
+        f'<text transform="translate({FONT + 2},{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(ylabel)}</text>'
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 8:.1f}" text-anchor="middle">{_text(xlabel)}</text>'
     )
     for band in bands:
         first, last = max(0, int(band["first"])), min(len(columns) - 1, int(band["last"]))
@@ -160,22 +156,22 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
             x = left + (last + 1) * cell_w
             parts.append(f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{top + plot_h:.1f}" stroke="white" stroke-width="1"/>')
         middle = left + (first + last + 1) / 2 * cell_w
-        parts.append(f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" font-size="{FONT - 1}">{esc(str(band["role"]))}</text>')
+        parts.append(f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" font-size="{FONT - 1}">{_text(str(band["role"]))}</text>')
 
     # Colour bar: the same colour map on a 1 x 64 strip, top = high; smooth scaling is right here (a continuous scale).
     bar_h = min(plot_h, 240.0)
     strip = colours(_between(high, low, np.linspace(0, 1, 64))[:, None], low, high) if finite.any() else np.full((1, 1, 3), NO_VALUE_GREY, np.uint8)
     parts.append(
-        f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" href="{_png_uri(strip)}"/>'
+        f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" href="{png_data_uri(png(strip))}"/>'
         f'<rect x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" fill="none" stroke="#333"/>'
     )
     shares = (np.linspace(0, 1, 5) if high > low else np.array([0.0])) if finite.any() else np.array([])
     ticks = _between(low, high, shares)
     for k, value in enumerate(ticks):
         y = top + bar_h * (1 - (k / (len(ticks) - 1) if len(ticks) > 1 else 0.5))
-        parts.append(f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{esc(_tick_label(float(value)))}</text>')
+        parts.append(f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>')
     parts.append(
-        f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) rotate(-90)" text-anchor="middle">{esc(unit)}</text>'
+        f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(unit)}</text>'
     )
     if not finite.all():
         y = top + bar_h + 14

@@ -14,9 +14,14 @@ import jinja2
 import jinja2.bccache
 
 
+def png_data_uri(data: bytes) -> str:
+    """PNG bytes as a data: URI, so the report stays one file with no external request."""
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
 def embed_png(path: Path) -> str | None:
-    """A data: URI, so the report stays one file with no external request."""
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode() if path.is_file() else None
+    """A PNG file as a data: URI; None where the stage drew no such plot."""
+    return png_data_uri(path.read_bytes()) if path.is_file() else None
 
 
 # Everything that is compiled into a template besides its source: a cached template is used only where all of it is
