@@ -11,9 +11,10 @@ from dispatchprof.atomic import write_json_atomic
 from dispatchprof.config import run_config
 from dispatchprof.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
 from dispatchprof.formats.msprof import discover, read_prof_info
-from dispatchprof.stage import setup_logging
+from dispatchprof.stage import setup_logging, skip_final_collection
 from dispatchprof.status import read_status
 
+skip_final_collection()
 setup_logging(snakemake.log[0])
 cfg = run_config(snakemake.config, snakemake.wildcards.experiment)
 out = {"tool": "msprof-analyze cluster -m compute_op_sum", "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"]}
