@@ -155,23 +155,63 @@ def test_gaps_and_statistics_use_only_the_launches_after_the_skipped_ones():
 
 
 def test_merged_trace_puts_the_chosen_launch_end_of_every_rank_at_zero_and_draws_only_the_first_launches():
-    used = pd.DataFrame(
-        {
-            "rank": [0, 0, 0, 9],
-            "launch": [5, 6, 7, 5],
-            "start_ns": [1_000_000, 2_000_000, 3_000_000, 9_000_000_000],
-            "dur_ns": [2000, 3000, 1000, 4000],
-            "gap_ns": pd.array([None, 998_000, 997_000, None], dtype="Int64").astype("float"),
-        }
-    )
+    used = {
+        "rank": np.array([0, 0, 0, 9]),
+        "launch": np.array([5, 6, 7, 5]),
+        "start_ns": np.array([1_000_000, 2_000_000, 3_000_000, 9_000_000_000]),
+        "dur_ns": np.array([2000, 3000, 1000, 4000]),
+        "gap_ns": np.array([np.nan, 998_000, 997_000, np.nan]),
+    }
     details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
     trace = merged_trace(used, details, align_launch=0, max_launches=2)
-    json.dumps(trace)
-    xs = {(e["pid"], e["args"]["launch"]): e for e in trace["traceEvents"] if e["ph"] == "X"}
-    assert set(xs) == {(0, 5), (0, 6), (9, 5)} and "first 2" in trace["metadata"]["launches_drawn"]
+    assert json.loads(trace.json_text()) == trace.as_dict()
+    xs = {(e["pid"], e["args"]["launch"]): e for e in trace.as_dict()["traceEvents"] if e["ph"] == "X"}
+    assert set(xs) == {(0, 5), (0, 6), (9, 5)} and "first 2" in trace.metadata["launches_drawn"]
     assert xs[(0, 5)]["ts"] + xs[(0, 5)]["dur"] == 0 and xs[(9, 5)]["ts"] + xs[(9, 5)]["dur"] == 0
     assert xs[(0, 6)]["ts"] == 998.0 and xs[(0, 6)]["args"]["gap_us"] == 998.0 and xs[(0, 5)]["args"]["gap_us"] is None
-    assert len([e for e in merged_trace(used, details, 0, 0)["traceEvents"] if e["ph"] == "X"]) == 4
+    assert len([e for e in merged_trace(used, details, 0, 0).as_dict()["traceEvents"] if e["ph"] == "X"]) == 4
+
+
+def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_come_in():
+    used = {
+        "rank": np.array([3, 1, 3, 1]),
+        "launch": np.array([1, 1, 0, 0]),
+        "start_ns": np.array([20_000, 21_000, 10_000, 11_000]),
+        "dur_ns": np.array([500, 600, 700, 800]),
+        "gap_ns": np.full(4, np.nan),
+    }
+    events = merged_trace(used, {}, 0, 0).as_dict()["traceEvents"]
+    assert [(e["pid"], e["ph"], e.get("args", {}).get("launch")) for e in events] == [
+        (1, "M", None),
+        (1, "M", None),
+        (1, "X", 0),
+        (1, "X", 1),
+        (3, "M", None),
+        (3, "M", None),
+        (3, "X", 0),
+        (3, "X", 1),
+    ]
+    assert events[0]["args"]["name"] == "rank 1 (node None, device None)" and events[2]["name"] == "target kernel"
+    assert merged_trace({c: v[:0] for c, v in used.items()}, {}, 0, 0).as_dict()["traceEvents"] == []
+
+
+def test_the_trace_text_is_what_json_dumps_writes_for_any_numbers():
+    """json_text writes the events from a template; it must be json.dumps' text exactly (repr of floats, null for
+    no gap, NaN and Infinity as json writes them, names escaped)."""
+    rng = np.random.default_rng(7)
+    n = 300
+    used = {
+        "rank": rng.integers(0, 5, n),
+        "launch": np.arange(n),
+        "start_ns": rng.integers(-(2**40), 2**40, n),
+        "dur_ns": rng.integers(0, 2**33, n),
+        "gap_ns": np.where(rng.random(n) < 0.2, np.nan, rng.normal(0, 1e9, n)),
+    }
+    used["gap_ns"][:3] = [np.inf, -np.inf, -0.0]
+    details = {r: {"node": r // 2, "device": r, "symbol": 'k"\\é\u2028'} for r in range(5)}
+    for offsets in (None, {0: 0.0, 1: -12.5, 2: 3.25}):
+        trace = merged_trace(used, details, 1, 0, node_offset_us=offsets)
+        assert trace.json_text() == json.dumps(trace.as_dict())
 
 
 def test_the_rank_plot_is_bounded_and_says_when_there_is_nothing():
@@ -203,17 +243,15 @@ def test_the_call_chain_merges_ranks_by_median_and_names_unknown_kernels_unident
 
 def test_a_clock_corrected_trace_shares_one_zero_so_a_waiting_rank_shows_its_wait():
     # node 1's clock reads 5 ms ahead; rank 9 really started its launch 40 us before rank 0 and waited for it
-    used = pd.DataFrame(
-        {
-            "rank": [0, 9],
-            "launch": [0, 0],
-            "start_ns": [1_000_000, 1_000_000 - 40_000 + 5_000_000],
-            "dur_ns": [100_000, 140_000],
-            "gap_ns": [float("nan"), float("nan")],
-        }
-    )
+    used = {
+        "rank": np.array([0, 9]),
+        "launch": np.array([0, 0]),
+        "start_ns": np.array([1_000_000, 1_000_000 - 40_000 + 5_000_000]),
+        "dur_ns": np.array([100_000, 140_000]),
+        "gap_ns": np.array([np.nan, np.nan]),
+    }
     details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
     trace = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0})
-    xs = {e["pid"]: e for e in trace["traceEvents"] if e["ph"] == "X"}
+    xs = {e["pid"]: e for e in trace.as_dict()["traceEvents"] if e["ph"] == "X"}
     assert xs[9]["ts"] == xs[0]["ts"] - 40.0 and xs[0]["ts"] + xs[0]["dur"] == 0 == xs[9]["ts"] + xs[9]["dur"]
-    assert "corrected" in trace["metadata"]["aligned_on"]
+    assert "corrected" in trace.metadata["aligned_on"]

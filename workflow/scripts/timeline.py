@@ -7,36 +7,38 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.rank_identity import coverage_of
-from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, since_first_start, timeline_minus_kernel
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
+from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel, used_launches
+from dispatchprof.atomic import pyarrow_without_pandas_probe, write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.config import world_ranks
 from dispatchprof.stage import StageRun, run_stage
 from dispatchprof.status import Status, Validation, fold, read_status
+
+pyarrow_without_pandas_probe()  # this job hands pyarrow no pandas object: its first probe need not import pandas
 
 
 def body(run: StageRun) -> Status:
     cfg = run.config
     parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
     parts.update({f"nodes{g}": read_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
-    node_tables = [pd.read_parquet(p, dtype_backend="numpy_nullable") for p in run.inputs["coverage"]]
-    coverage = pd.concat([t for t in node_tables if "global_rank" in t.columns] or [pd.DataFrame()], ignore_index=True)
-    write_parquet_atomic(run.outputs["coverage"], coverage, {"dispatchprof.toolchain": run.toolchain})
-    found_ranks = coverage.loc[coverage["state"] == "found", "global_rank"].tolist() if len(coverage) else []
+    node_tables = [pq.ParquetFile(p).read() for p in run.inputs["coverage"]]
+    parts_with_rows = [t for t in node_tables if "global_rank" in t.column_names]  # a skipped part's placeholder has none
+    coverage = pa.concat_tables(parts_with_rows, promote_options="default") if parts_with_rows else pa.table({})
+    write_table_parquet_atomic(run.outputs["coverage"], coverage, {"dispatchprof.toolchain": run.toolchain})
+    rows = coverage.to_pylist()
+    found_ranks = [r["global_rank"] for r in rows if r["state"] == "found"]
     covered = coverage_of(world_ranks(cfg), found_ranks, cfg["stats"]["min_rank_coverage"])
-    absent = coverage[coverage["state"] != "found"] if len(coverage) else coverage
+    absent_rows = [r for r in rows if r["state"] != "found"]
     coverage_summary = {
         **covered.as_dict(),
         "sentence": covered.sentence(),
-        "why_missing": {str(int(r)): str(d) for r, d in zip(absent.get("global_rank", []), absent.get("detail", []))},
+        "why_missing": {str(int(r["global_rank"])): str(r["detail"]) for r in absent_rows},
     }
-    absent_rows = absent.astype(object).where(absent.notna(), None).to_dict("records") if len(absent) else []
     coverage_only = {"toolchain": run.toolchain, "coverage": coverage_summary, "coverage_rows": absent_rows}  # stats when nothing is analysed
     if not all(p.ok for p in parts.values()):
         write_json_atomic(run.outputs["stats"], coverage_only)
@@ -57,17 +59,14 @@ def body(run: StageRun) -> Status:
         return status
     details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
     columns = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
-    # The used launches only, chosen in Arrow one node group at a time, then one pandas frame of them that takes over
-    # Arrow's memory as it converts (self_destruct). Arrow allocates from the system allocator here, so that what
-    # it frees goes back to numpy and pandas instead of staying in its own pool. Concatenating and then filtering
-    # frames held every launch three times over: the peak memory of this job at 256 ranks and more (~35 MiB less).
+    # The used launches as numpy columns, chosen one node group at a time (each group's table is freed before the
+    # next is read). Arrow allocates from the system allocator here, so that what it frees goes back to numpy.
     pa.set_memory_pool(pa.system_memory_pool())
-    used = pa.concat_tables([t.filter(t["used"]) for t in (pq.read_table(p, columns=columns) for p in run.inputs["launches"])])
-    used = since_first_start(used).to_pandas(split_blocks=True, self_destruct=True)
+    used = used_launches(pq.ParquetFile(p).read(columns=columns) for p in run.inputs["launches"])
     launch_grid = waits.grid(
-        used["rank"].to_numpy(),
-        used["launch"].to_numpy(),
-        {c: used[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
+        used["rank"],
+        used["launch"],
+        {c: used[c].astype(float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
         cfg["cluster"]["ranks_per_node"],
     )
     if len(launch_grid.ranks) > 1:
@@ -84,7 +83,8 @@ def body(run: StageRun) -> Status:
     waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"])
     strag = waited["straggler"]
     longest["label"] = "waits longest" if waited["coupling"]["state"] == "coupled" else "longest"
-    gaps = used["gap_ns"].dropna().to_numpy(dtype=float) / 1000
+    gaps = used["gap_ns"].astype(float)
+    gaps = gaps[~np.isnan(gaps)] / 1000
     symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
     baseline = json.loads(Path(run.inputs["baseline_stats"]).read_text())
     base_ranks = baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
@@ -159,9 +159,9 @@ def body(run: StageRun) -> Status:
     offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
     corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
     trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"], offsets if corrected else None)
-    stats["alignment"] += "; merged trace: " + trace["metadata"]["aligned_on"]
+    stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)
-    write_json_atomic(run.outputs["trace"], trace, indent=None)  # tens of thousands of events: no pretty-printing
+    write_text_atomic(run.outputs["trace"], trace.json_text() + "\n")  # tens of thousands of events: no pretty-printing
     if len(covered.found) == 1:
         only = stats["per_rank"][str(covered.found[0])]
         reason = f"{stats['kernel_name']} on a single rank ({covered.sentence()}): {only['launches']} launches, median {only['median_us']:.1f} us; no peers to compare"

@@ -91,6 +91,11 @@ def write_arrow_parquet_atomic(path: str | Path, columns: dict[str, Any], metada
     _write_table(path, table, metadata)
 
 
+def write_table_parquet_atomic(path: str | Path, table: Any, metadata: dict[str, str] | None = None) -> None:
+    """Write a pyarrow Table as Parquet; ``metadata`` goes into the schema."""
+    _write_table(path, table, metadata)
+
+
 def _write_table(path: str | Path, table: Any, metadata: dict[str, str] | None) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

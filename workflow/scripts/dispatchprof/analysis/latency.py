@@ -12,10 +12,12 @@ fixed seed, so a rerun on the same data gives the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a frame is built: percentile serves jobs without pandas (the timeline merge)
 
 
 @dataclass
@@ -64,6 +66,8 @@ def bootstrap_ci(values: np.ndarray, q: float, resamples: int, seed: int) -> lis
 
 def per_iteration_max(selection: Selection) -> pd.DataFrame:
     """Per measured iteration: the max over ranks, and which rank(s) it was."""
+    import pandas as pd
+
     wide = selection.measured.pivot(index="iteration", columns="rank", values="us")
     maxima = wide.max(axis=1)
     return pd.DataFrame(
@@ -171,6 +175,8 @@ def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_u
 
 def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_n: int, tail_ci_ratio: float) -> dict[str, Any]:
     """All statistics of one scope (kernel or full API) as a JSON-ready dict."""
+    import pandas as pd
+
     selection = select_measured(frame)
     per_iter = per_iteration_max(selection) if len(selection.measured) else pd.DataFrame(columns=["iteration", "max_us", "slowest"])
     result: dict[str, Any] = {

@@ -7,9 +7,12 @@ are computed per rank on its own clock.
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -17,8 +20,7 @@ from dispatchprof.analysis.rank_identity import RankAssignment, RankSource
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    import pandas as pd  # merged_trace takes the merge job's frame; nothing here imports pandas at run time
+    import pyarrow as pa  # the merge job's tables; nothing here imports pyarrow or pandas at run time
 
 
 def kernel_regex(pattern: str) -> re.Pattern[str]:
@@ -222,76 +224,172 @@ def timeline_minus_kernel(ranks: Mapping[int, Mapping[str, Any]], baseline_per_r
     }
 
 
-def merged_trace(
-    used: pd.DataFrame, ranks: Mapping[int, Mapping[str, Any]], align_launch: int, max_launches: int, node_offset_us: Mapping[int, float] | None = None
-) -> dict[str, Any]:
-    """Chrome trace (Perfetto, chrome://tracing) of the used launches (columns rank, launch, start_ns, dur_ns,
-    gap_ns). Without ``node_offset_us`` each rank is shifted so that its used launch ``align_launch`` ends at t=0:
-    ranks on different hosts become comparable by launch, not by clock. With the estimated node clock offsets
-    (analysis.waits), every rank's clock is corrected instead and one zero is shared (the earliest end of launch
-    ``align_launch``): ranks that wait for a late peer then show the wait as a later start or a longer launch.
-    Only the first ``max_launches`` used launches of each rank are drawn (0 = all); the statistics use all."""
-    events: list[dict[str, Any]] = []
-    ordered = used.sort_values(["rank", "launch"], kind="stable")
-    shift = {int(r): int(round(1000 * (node_offset_us or {}).get(int(ranks.get(int(r), {}).get("node") or 0), 0.0))) for r in ordered["rank"].unique()}
-    common_zero = None
-    if node_offset_us is not None:
-        ends = [
-            int(t["start_ns"].iloc[min(align_launch, len(t) - 1)]) + int(t["dur_ns"].iloc[min(align_launch, len(t) - 1)]) - shift[int(r)]
-            for r, t in ordered.groupby("rank", sort=True)
+LAUNCH_STARTS = ("start_ns", "barrier_start_ns")  # ns on the node's clock: shifted by since_first_start
+
+
+def int64_column(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow int64 column as numpy values and a validity mask, read from its buffers (0 under a null).
+    ``to_numpy`` would give a column with nulls as float64, and an epoch-sized ns time (~1.8e18) keeps only 256 ns
+    steps in a float64; Arrow's compute functions would cost this job their import (~50 ms)."""
+    values, valid = [], []
+    for chunk in column.chunks:
+        if chunk.type != "int64":
+            raise TypeError(f"expected an int64 column, found {chunk.type}")
+        validity, data = chunk.buffers()
+        n, offset = len(chunk), chunk.offset
+        part = np.frombuffer(data, dtype=np.int64, count=n, offset=offset * 8) if n else np.zeros(0, np.int64)
+        if chunk.null_count:
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[offset : offset + n].astype(bool)
+            values.append(np.where(bits, part, 0))
+            valid.append(bits)
+        else:
+            values.append(part)
+            valid.append(np.ones(n, dtype=bool))
+    if not values:
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    return np.concatenate(values), np.concatenate(valid)
+
+
+def used_launches(tables: Iterable[pa.Table]) -> dict[str, np.ndarray]:
+    """The used launches of the parse jobs' launch tables (int64 columns and the bool ``used``) as one set of numpy
+    columns, ``used`` itself dropped. Start times become ns after the earliest start (since_first_start) while they
+    are integers; a column that holds a null is then float64 with NaN there, the others stay int64."""
+    parts: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
+    for table in tables:
+        used = table.column("used").to_numpy()
+        parts.append({name: tuple(a[used] for a in int64_column(table.column(name))) for name in table.column_names if name != "used"})
+    if not parts:
+        return {}
+    columns = {name: (np.concatenate([p[name][0] for p in parts]), np.concatenate([p[name][1] for p in parts])) for name in parts[0]}
+    columns = since_first_start(columns)
+    return {name: values if valid.all() else np.where(valid, values, np.nan) for name, (values, valid) in columns.items()}
+
+
+def since_first_start(columns: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Start times (``LAUNCH_STARTS``: int64 values and validity) as ns after the earliest valid start of any rank,
+    target or barrier kernel, still integers. Everything downstream takes differences of a few µs, in floats; a
+    float64 holds an epoch-sized ns time only to 256 ns, so the times must be made small while they are integers.
+    Every rank is shifted by the same constant: waits, offsets and the trace are unchanged but for that rounding.
+    No valid start: nothing to shift. A shift that does not fit in int64 is refused, never wrapped."""
+    present = [values[valid] for name, (values, valid) in columns.items() if name in LAUNCH_STARTS and valid.any()]
+    if not present:
+        return dict(columns)
+    origin = min(int(v.min()) for v in present)
+    highest = max(int(v.max()) for v in present)
+    if highest - origin > np.iinfo(np.int64).max:
+        raise OverflowError(f"launch start times span {highest - origin} ns, more than an int64 holds")
+    shifted = dict(columns)
+    for name in LAUNCH_STARTS:
+        if name in columns:
+            values, valid = columns[name]
+            shifted[name] = (np.where(valid, values - np.int64(origin), 0), valid)
+    return shifted
+
+
+@dataclass
+class RankTrack:
+    """One rank's row of the merged trace: its target launches drawn as complete events (µs on the trace's clock)."""
+
+    rank: int
+    label: str
+    kernel: str
+    ts_us: list[float]
+    dur_us: list[float]
+    launch: list[int]
+    gap_us: list[float | None]
+
+    def metadata_events(self) -> list[dict[str, Any]]:
+        return [
+            {"name": "process_name", "ph": "M", "pid": self.rank, "tid": 0, "args": {"name": self.label}},
+            {"name": "process_sort_index", "ph": "M", "pid": self.rank, "tid": 0, "args": {"sort_index": self.rank}},
         ]
-        common_zero = min(ends) if ends else 0
-    for rank, table in ordered.groupby("rank", sort=True):
-        rank = int(rank)
+
+    def launch_events(self) -> Iterator[dict[str, Any]]:
+        for ts, dur, launch, gap in zip(self.ts_us, self.dur_us, self.launch, self.gap_us):
+            yield {"name": self.kernel, "ph": "X", "pid": self.rank, "tid": 0, "ts": ts, "dur": dur, "args": {"launch": launch, "gap_us": gap}}
+
+
+@dataclass
+class ChromeTrace:
+    """A Chrome trace (Perfetto, chrome://tracing): a track per rank, and how the tracks were aligned."""
+
+    tracks: list[RankTrack]
+    metadata: dict[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        events = [e for t in self.tracks for e in (*t.metadata_events(), *t.launch_events())]
+        return {"displayTimeUnit": "ns", "traceEvents": events, "metadata": self.metadata}
+
+    def json_text(self) -> str:
+        """``json.dumps(self.as_dict())``, the same text, written a launch at a time from one template: 256 ranks x
+        200 launches are ~51,000 events, whose dicts and their encoding cost the merge job ~0.4 s."""
+        parts = []
+        for track in self.tracks:
+            parts.extend(json.dumps(e) for e in track.metadata_events())
+            head = f'{{"name": {json.dumps(track.kernel)}, "ph": "X", "pid": {track.rank}, "tid": 0, "ts": '
+            parts.extend(
+                f'{head}{ts}, "dur": {dur}, "args": {{"launch": {launch}, "gap_us": {gap}}}}}'
+                for ts, dur, launch, gap in zip(_json_numbers(track.ts_us), _json_numbers(track.dur_us), track.launch, _json_numbers(track.gap_us))
+            )
+        return f'{{"displayTimeUnit": "ns", "traceEvents": [{", ".join(parts)}], "metadata": {json.dumps(self.metadata)}}}'
+
+
+def _json_numbers(values: list[float | None]) -> list[str]:
+    """Floats as json.dumps writes them: their repr, null for None, NaN and Infinity as json spells them. The common
+    case (every value a finite float) is one C-level pass; a value json spells otherwise sends the list through json."""
+    if None not in values and all(map(math.isfinite, values)):
+        return list(map(repr, values))
+    return [json.dumps(v) for v in values]
+
+
+def merged_trace(
+    used: Mapping[str, np.ndarray],
+    ranks: Mapping[int, Mapping[str, Any]],
+    align_launch: int,
+    max_launches: int,
+    node_offset_us: Mapping[int, float] | None = None,
+) -> ChromeTrace:
+    """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
+    there is no previous used launch). Without ``node_offset_us`` each rank is shifted so that its used launch
+    ``align_launch`` ends at t=0: ranks on different hosts become comparable by launch, not by clock. With the
+    estimated node clock offsets (analysis.waits), every rank's clock is corrected instead and one zero is shared
+    (the earliest end of launch ``align_launch``): ranks that wait for a late peer then show the wait as a later
+    start or a longer launch. Only the first ``max_launches`` used launches of each rank are drawn (0 = all); the
+    statistics use all."""
+    order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
+    new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
+    groups = [(int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)]  # (rank, its rows in launch order)
+    offsets = node_offset_us or {}
+    shift = {r: int(round(1000 * offsets.get(int(ranks.get(r, {}).get("node") or 0), 0.0))) for r, _ in groups}
+    start_ns, dur_ns = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"])
+
+    def end_of_anchor(rows: np.ndarray) -> int:
+        anchor = rows[min(align_launch, len(rows) - 1)]
+        return int(start_ns[anchor]) + int(dur_ns[anchor])
+
+    common_zero = min((end_of_anchor(rows) - shift[r] for r, rows in groups), default=0) if node_offset_us is not None else None
+    tracks = []
+    for rank, rows in groups:
         info = ranks.get(rank, {})
-        start, dur, launch, gap = (table[c].to_numpy() for c in ("start_ns", "dur_ns", "launch", "gap_ns"))
-        anchor = min(align_launch, len(start) - 1)
-        zero = common_zero + shift[rank] if common_zero is not None else int(start[anchor]) + int(dur[anchor])
-        shown = len(start) if max_launches <= 0 else min(max_launches, len(start))
-        events.append(
-            {"name": "process_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": f"rank {rank} (node {info.get('node')}, device {info.get('device')})"}}
-        )
-        events.append({"name": "process_sort_index", "ph": "M", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
-        name = info.get("symbol") or "target kernel"
-        events.extend(
-            {
-                "name": name,
-                "ph": "X",
-                "pid": rank,
-                "tid": 0,
-                "ts": (int(s) - zero) / 1000,
-                "dur": int(d) / 1000,
-                "args": {"launch": int(i), "gap_us": None if np.isnan(g) else float(g) / 1000},
-            }
-            for s, d, i, g in zip(start[:shown], dur[:shown], launch[:shown], gap[:shown])
+        zero = common_zero + shift[rank] if common_zero is not None else end_of_anchor(rows)
+        shown = rows if max_launches <= 0 else rows[:max_launches]
+        gaps = np.asarray(used["gap_ns"], dtype=float)[shown] / 1000
+        tracks.append(
+            RankTrack(
+                rank=rank,
+                label=f"rank {rank} (node {info.get('node')}, device {info.get('device')})",
+                kernel=info.get("symbol") or "target kernel",
+                # integer ns minus the zero, then one division: exact up to the float's rounding of the quotient
+                ts_us=[(int(s) - zero) / 1000 for s in start_ns[shown].tolist()],
+                dur_us=[int(d) / 1000 for d in dur_ns[shown].tolist()],
+                launch=np.asarray(used["launch"])[shown].tolist(),
+                gap_us=[None if g != g else g for g in gaps.tolist()],
+            )
         )
     scope = "every used launch" if max_launches <= 0 else f"the first {max_launches} used launches of each rank (timeline.trace_launches)"
-    return {
-        "displayTimeUnit": "ns",
-        "traceEvents": events,
-        "metadata": {
-            "aligned_on": (
-                f"node clocks corrected by the estimated offsets (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
-                if node_offset_us is not None
-                else f"end of used launch {align_launch} of every rank = 0 us"
-            ),
-            "launches_drawn": scope,
-        },
-    }
-
-
-def since_first_start(launches: pa.Table) -> pa.Table:
-    """Start times as ns after the earliest start of any rank (target or barrier kernel), still integers. Everything
-    downstream takes differences of a few µs, in floats; a float64 holds an epoch-sized ns time (~1.8e18) only to
-    256 ns, so the times must be made small while they are integers (the barrier columns, with nulls, become floats
-    when pandas reads them). Every rank is shifted by the same constant: waits, offsets and the trace are unchanged
-    but for that rounding. No launches: nothing to shift."""
-    import pyarrow.compute as pc  # here, not at the top: the parse jobs import this module without it
-
-    if not launches.num_rows:
-        return launches
-    firsts = [pc.min(launches[c]).as_py() for c in ("start_ns", "barrier_start_ns")]
-    origin = min(v for v in firsts if v is not None)
-    for c in ("start_ns", "barrier_start_ns"):
-        launches = launches.set_column(launches.schema.get_field_index(c), c, pc.subtract_checked(launches[c], origin))
-    return launches
+    aligned = (
+        f"node clocks corrected by the estimated offsets (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
+        if node_offset_us is not None
+        else f"end of used launch {align_launch} of every rank = 0 us"
+    )
+    return ChromeTrace(tracks, {"aligned_on": aligned, "launches_drawn": scope})
