@@ -41,3 +41,33 @@ def test_the_stored_rank_table_still_gets_pandas_where_it_is_written():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["pandas", "2"]
+
+
+def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_arrow_compute(tmp_path):
+    """The merge job's whole path: its modules, the parse jobs' Parquet read back, the used launches, the grid,
+    the waits, the trace text. pandas (~0.3 s) and pyarrow.compute (~50 ms) would come back with one careless call."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
+        "import numpy as np, pyarrow as pa, pyarrow.parquet as pq\n"
+        "from dispatchprof.atomic import pyarrow_without_pandas_probe, write_table_parquet_atomic\n"
+        "pyarrow_without_pandas_probe()\n"
+        "from dispatchprof.analysis import waits\n"
+        "from dispatchprof.analysis.latency import percentile\n"
+        "from dispatchprof.analysis.rank_identity import coverage_of\n"
+        "from dispatchprof.analysis.timeline import merged_trace, used_launches\n"
+        "from dispatchprof.stage import StageRun\n"
+        "n = 6\n"
+        "table = pa.table({'rank': pa.array([0, 0, 0, 1, 1, 1]), 'launch': pa.array([0, 1, 2] * 2), 'start_ns': pa.array([10, 20, 30, 11, 21, 31]),\n"
+        "    'dur_ns': pa.array([5] * n), 'gap_ns': pa.array([None, 5, 5, None, 5, 5], pa.int64()), 'used': pa.array([True] * n),\n"
+        "    'barrier_start_ns': pa.array([None] * n, pa.int64()), 'barrier_dur_ns': pa.array([None] * n, pa.int64())})\n"
+        f"path = {str(tmp_path / 'launches.parquet')!r}\n"
+        "write_table_parquet_atomic(path, table)\n"
+        "used = used_launches([pq.ParquetFile(path).read()])\n"
+        "grid = waits.grid(used['rank'], used['launch'], {c: used[c].astype(float) for c in ('start_ns', 'dur_ns', 'barrier_start_ns', 'barrier_dur_ns')}, 8)\n"
+        "merged_trace(used, {}, 0, 0).json_text()\n"
+        "percentile(np.array([1.0, 2.0]), 50)\n"
+        "print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
