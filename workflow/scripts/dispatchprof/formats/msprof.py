@@ -275,8 +275,18 @@ def context_intervals(launches: int, context_launches: int) -> int:
 
 
 def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
-    """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in start order: the last two columns must
-    be t.startNs and t.globalTaskId, the rows sort by both (ties by task id) and the id is dropped.
+    """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in start order: the last column must be
+    t.startNs, and ties sort by t.globalTaskId. The task id leaves SQLite only when the starts do not already
+    increase strictly (~1/6 of a query's cost otherwise): then the rows are read again with it, and sorted."""
+    rows = fetch_int_columns(conn, columns, where, args, path)
+    if len(rows) > 1 and not (np.diff(rows[:, -1]) > 0).all():  # rows mostly come in start order: no sort then
+        rows = fetch_int_columns(conn, [*columns, "t.globalTaskId"], where, args, path)
+        rows = rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
+    return rows
+
+
+def fetch_int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
+    """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in SQLite's scan order.
 
     Each column leaves SQLite as one comma-joined string (group_concat) that numpy parses: Python's row objects
     were most of the cost of reading hundreds of ranks. strict_int's guarantee holds without a function call per
@@ -290,14 +300,11 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
     row_max = f"max({', '.join(columns)})" if len(columns) > 1 else columns[0]  # scalar max: NULL if any is NULL
     count, kind, *rest = conn.execute(f"SELECT count(*), typeof(max({row_max})), {texts} {KERNEL_JOIN} WHERE {where}", args).fetchone()
     if count == 0:
-        return np.zeros((0, len(columns) - 1), dtype=np.int64)
+        return np.zeros((0, len(columns)), dtype=np.int64)
     parsed = [parse_ints(text, count) for text in rest] if kind in ("integer", "real") else [None]
     if any(values is None for values in parsed):
         parsed = typed_columns(conn, columns, where, args, path)  # raises, naming the first bad column
-    rows = np.column_stack(parsed)
-    if len(rows) > 1 and not (np.diff(rows[:, -2]) > 0).all():  # rows mostly come in start order: no sort then
-        rows = rows[np.lexsort((rows[:, -1], rows[:, -2]))]
-    return rows[:, :-1]
+    return np.column_stack(parsed)
 
 
 def parse_ints(text: str | None, count: int) -> np.ndarray | None:
@@ -352,31 +359,31 @@ def read_db_target(
     too (start and end only). With ``device``, only that device's tasks (a PROF_ of a process that drove several
     devices holds them all). Every list is in start order, ties by globalTaskId."""
     ids_columns = ["t.streamId", "t.taskId"] if with_ids else []
-    order = ["t.startNs", "t.globalTaskId"]  # last: int_columns sorts by them
-    columns = ["c.name", "t.endNs", *order]
+    columns = ["c.name", "t.endNs", "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
-    empty = np.zeros((0, 3), dtype=np.int64)
+    no_rows = np.zeros((0, len(columns)), dtype=np.int64)
 
     def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         ids = ",".join(str(int(i)) for i, v in strings.items() if is_target(str(v)))
         if not ids:
-            return np.zeros((0, 3 + len(ids_columns)), dtype=np.int64), empty, 0, empty
+            return np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64), no_rows, 0, no_rows[:, 1:]
         barrier_ids = ",".join(str(int(i)) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v)))
-        barrier = int_columns(conn, columns, f"c.name IN ({barrier_ids}){on_device}", (), path) if barrier_ids else empty
+        # the barrier's name is its id list: only its times leave SQLite
+        barrier = int_columns(conn, columns[1:], f"c.name IN ({barrier_ids}){on_device}", (), path) if barrier_ids else no_rows[:, 1:]
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        target = int_columns(conn, ["c.name", "t.endNs", *ids_columns, *order], f"{match}{on_device}", (), path)
+        target = int_columns(conn, ["c.name", "t.endNs", *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
         intervals = context_intervals(len(target), context_launches)
         if intervals == 0:
-            return target, empty, 0, barrier
+            return target, no_rows, 0, barrier
         window = (int(target[0, -1]), int(target[intervals, -1]))
         in_window = f"{match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ?"
         others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}", window, path)
         return target, others, intervals, barrier
 
     (target, others, intervals, barrier), strings = query_db(path, query)
-    # Columns now: name, endNs, [streamId, taskId,] startNs; end_to_duration makes endNs the duration.
-    for rows in (target, others, barrier):
-        end_to_duration(rows, rows.shape[1] - 1, 1, path)
+    # Columns now: [name,] endNs, [streamId, taskId,] startNs; end_to_duration makes endNs the duration.
+    for rows, end in ((target, 1), (others, 1), (barrier, 0)):
+        end_to_duration(rows, rows.shape[1] - 1, end, path)
     none = np.full(len(target), -1, dtype=np.int64)
     return TargetKernels(
         source="db",
@@ -390,7 +397,7 @@ def read_db_target(
         other_dur_ns=others[:, 1],
         context_intervals=intervals,
         barrier_start_ns=barrier[:, -1],
-        barrier_dur_ns=barrier[:, 1],
+        barrier_dur_ns=barrier[:, 0],
     )
 
 
