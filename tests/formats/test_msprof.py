@@ -344,6 +344,20 @@ def test_a_null_end_or_a_real_start_in_one_launch_is_refused(tmp_path):
             read_db_target(db, is_dispatch, 0)
 
 
+def test_a_duration_that_does_not_fit_in_int64_is_refused_never_wrapped(tmp_path):
+    """The duration is computed in SQLite (t.endNs - t.startNs): an overflow becomes a REAL there, which is refused,
+    where int64 arithmetic would wrap it into a plausible number."""
+    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, -(2**62) * 2, 2**62 * 2 - 1, 0), (1, 10**18, 10**18 + 5, 1)])
+    with pytest.raises(MsprofFormatError, match=f"{db}.*endNs - startNs does not fit"):
+        read_db_target(db, is_dispatch, 0)
+
+
+def test_a_text_end_time_is_refused_although_the_subtraction_would_read_it_as_a_number(tmp_path):
+    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, 0, 10, 0), (1, 100, "150", 1), (1, 300, 310, 2)])
+    with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer.*t.endNs holds a TEXT"):
+        read_db_target(db, is_dispatch, 0)
+
+
 def test_launches_starting_together_come_in_task_id_order(tmp_path):
     """Ties in startNs: a defined order (globalTaskId), not whatever order the scan or the sorter leaves."""
     rows = [(1, 50, 60, 9), (1, 50, 70, 3), (2, 50, 55, 7), (1, 0, 5, 5), (2, 50, 52, 4), (1, 80, 90, 1)]

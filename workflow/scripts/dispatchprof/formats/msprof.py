@@ -20,6 +20,7 @@ import numpy as np
 
 PROF_RE = re.compile(r"^PROF_\d{1,10}_\d{1,20}_[A-Za-z0-9]{5,20}$")
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
+DEVICE_DIR_RE = re.compile(r"^device_(\d{1,2})$")
 OP_SUMMARY_RE = re.compile(r"^op_summary_(?:slice_(\d+)_)?\d{14}\.csv$")
 JSON_RE = re.compile(r"^msprof(?:_\d+){0,4}(?:_slice_\d+)?\.json$")
 
@@ -77,7 +78,8 @@ def load_trace_events(path: Path) -> list[Any]:
 def read_prof_info(prof: Path) -> ProfInfo:
     """Identity of one PROF_: from device_<id>/info.json.<id> (pid, hostname, rank_id), else host/info.json.
     Without device info files the device ids come from the db, else from the text export."""
-    devices = sorted(int(m.group(1)) for p in prof.iterdir() if (m := re.match(r"^device_(\d{1,2})$", p.name)) and (p / f"info.json.{m.group(1)}").is_file())
+    entries = list(prof.iterdir())
+    devices = sorted(int(m.group(1)) for p in entries if (m := DEVICE_DIR_RE.match(p.name)) and (p / f"info.json.{m.group(1)}").is_file())
     info: dict[str, Any] = {}
     if devices:
         info = load_json(prof / f"device_{devices[0]}" / f"info.json.{devices[0]}")
@@ -95,7 +97,7 @@ def read_prof_info(prof: Path) -> ProfInfo:
     for device in devices[1:]:
         other = load_json(prof / f"device_{device}" / f"info.json.{device}")
         device_ranks[device] = recorded_rank(other.get("rank_id")) if isinstance(other, dict) else None
-    dbs = sorted(p for p in prof.iterdir() if DB_RE.match(p.name))
+    dbs = sorted(p for p in entries if DB_RE.match(p.name))
     text = prof / "mindstudio_profiler_output"
     errors = []
     for log in sorted((prof / "mindstudio_profiler_log").glob("*.log")):
@@ -144,11 +146,11 @@ def read_db_session(path: Path) -> tuple[str | None, bool | None]:
             ended = bool(rows) and all(isinstance(end, int) and end > 0 for (end,) in rows)
         return (str(version[0]) if version else None), ended
 
-    return query_db(path, query, mapped=False)[0]
+    return query_db(path, query, mapped=False, strings=False)[0]
 
 
 def db_devices(path: Path) -> list[int]:
-    rows, _ = query_db(path, lambda conn, _: conn.execute(f"SELECT DISTINCT {strict_int('deviceId')} FROM TASK").fetchall())
+    rows, _ = query_db(path, lambda conn, _: conn.execute(f"SELECT DISTINCT {strict_int('deviceId')} FROM TASK").fetchall(), strings=False)
     return sorted(int(d) for (d,) in rows if d is not None and d != HOST_DEVICE)
 
 
@@ -202,12 +204,10 @@ def int_rows(rows: list[tuple], width: int, path: Path) -> np.ndarray:
 
 
 def end_to_duration(rows: np.ndarray, start: int, end: int, path: Path) -> None:
-    """Column ``end`` (TASK.endNs) becomes the duration, in place. Subtracted here, not in SQL: SQLite would turn a
-    text time into 0 and a silent duration. A task ending before it starts is refused."""
+    """Column ``end`` (TASK.endNs) becomes the duration, in place (the rows came through strict_int, so both are
+    integers). A task ending before it starts is refused."""
     rows[:, end] -= rows[:, start]
-    negative = rows[:, end] < 0
-    if negative.any():
-        raise MsprofFormatError(f"{path}: TASK.endNs before startNs at startNs {int(rows[negative][0, start])}")
+    refuse_negative_durations(rows[:, end], rows[:, start], path)
 
 
 def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str) -> np.ndarray:
@@ -225,9 +225,10 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
 MMAP_BYTES = 1 << 30
 
 
-def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], mapped: bool = True) -> tuple[Any, dict[int, str]]:
-    """Open the db read-only, load STRING_IDS, run ``query``; any SQLite error names the file. ``mapped``: read
-    through a memory map (pays for a scan of the kernel tables, not for a few small ones)."""
+def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], mapped: bool = True, strings: bool = True) -> tuple[Any, dict[int, str]]:
+    """Open the db read-only, load STRING_IDS (unless not ``strings``: then the query gets {}), run ``query``; any
+    SQLite error names the file. ``mapped``: read through a memory map (pays for a scan of the kernel tables, not for
+    a few small ones). A real db's STRING_IDS holds every op name and shape string: load it only where names are read."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -235,8 +236,8 @@ def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], A
             # passes over 64 ranks. Read-only, so nothing is written through the map; a larger db reads the rest as usual.
             if mapped:
                 conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            strings = dict(conn.execute("SELECT id, value FROM STRING_IDS"))
-            return query(conn, strings), strings
+            names = dict(conn.execute("SELECT id, value FROM STRING_IDS")) if strings else {}
+            return query(conn, names), names
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -265,13 +266,23 @@ class TargetKernels:
 
     @property
     def symbols(self) -> list[str]:
-        return sorted({str(n) for n in self.name})
+        return sorted({str(n) for n in set(self.name.tolist())})  # tolist: Python objects in one C pass, not 2000 numpy scalars
 
 
 def context_intervals(launches: int, context_launches: int) -> int:
     """Intervals between target launches covered by the call-chain window (0 = every interval)."""
     intervals = max(launches - 1, 0)
     return min(intervals, context_launches) if context_launches > 0 else intervals
+
+
+DURATION = "t.endNs - t.startNs"  # leaves SQLite in place of t.endNs: ~7 digits of text to write and parse, not 19
+
+
+def raw_columns(columns: list[str]) -> list[str]:
+    """The table columns behind ``columns``, in their order (DURATION reads t.endNs, and t.startNs, which the
+    callers fetch last anyway): what the type checks look at."""
+    raw = ["t.endNs" if column == DURATION else column for column in columns]
+    return raw + ["t.startNs"] if DURATION in columns and "t.startNs" not in raw else raw
 
 
 def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
@@ -286,24 +297,29 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
 
 
 def fetch_int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
-    """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in SQLite's scan order.
+    """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` (table columns, or DURATION) in
+    SQLite's scan order.
 
     Each column leaves SQLite as one comma-joined string (group_concat) that numpy parses: Python's row objects
     were most of the cost of reading hundreds of ranks. strict_int's guarantee holds without a function call per
-    value: a NULL is left out of group_concat, so the column comes out short of count(*); a REAL prints with a
-    '.' or an exponent ('2.0', '1.0e+20'), which the integer parse refuses; a TEXT or BLOB sorts above every
-    number in SQLite, so the type of the largest value tells (even one that looks like an integer). One
-    typeof(max()) over each row's scalar max(...) of all columns checks them at once (a TEXT or BLOB is its row's
-    max, unless the row holds a NULL, which the count catches): 11% of the target query's instructions, not 14%.
-    Only when something is wrong does typed_columns ask per column, to name the column as before."""
+    value, on the table columns themselves (raw_columns), before any arithmetic: a TEXT or BLOB sorts above every
+    number in SQLite, so the type of the largest value tells (even one that looks like an integer, which
+    arithmetic would silently read as a number). One typeof(max()) over each row's scalar max(...) of all of them
+    checks them at once (a TEXT or BLOB is its row's max, unless the row holds a NULL): 11% of the target query's
+    instructions, not 14%. A NULL, in a column or through a difference, is left out of group_concat, so the column
+    comes out short of count(*); a REAL, or a difference that overflows (SQLite then computes it as a REAL), prints
+    with a '.' or an exponent ('2.0', '1.0e+20'), which the integer parse refuses. Only when something is wrong
+    does refuse_non_integers ask per column, to name the column."""
+    raw = raw_columns(columns)
     texts = ", ".join(f"group_concat({c})" for c in columns)
-    row_max = f"max({', '.join(columns)})" if len(columns) > 1 else columns[0]  # scalar max: NULL if any is NULL
+    row_max = f"max({', '.join(raw)})" if len(raw) > 1 else raw[0]  # scalar max: NULL if any is NULL
     count, kind, *rest = conn.execute(f"SELECT count(*), typeof(max({row_max})), {texts} {KERNEL_JOIN} WHERE {where}", args).fetchone()
     if count == 0:
         return np.zeros((0, len(columns)), dtype=np.int64)
     parsed = [parse_ints(text, count) for text in rest] if kind in ("integer", "real") else [None]
     if any(values is None for values in parsed):
-        parsed = typed_columns(conn, columns, where, args, path)  # raises, naming the first bad column
+        refuse_non_integers(conn, raw, where, args, path)  # raises, naming the first column that is no integer
+        raise MsprofFormatError(f"{path}: TASK.endNs - startNs does not fit in a 64-bit integer")  # the columns are integers
     return np.column_stack(parsed)
 
 
@@ -316,20 +332,23 @@ def parse_ints(text: str | None, count: int) -> np.ndarray | None:
     return values if len(values) == count else None
 
 
-def typed_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> list[np.ndarray]:
-    """int_columns' values column by column, each with its own typeof(max()): refuses the first column that holds
-    a TEXT, BLOB, REAL or NULL, naming it and what it holds."""
+def refuse_non_integers(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> None:
+    """Table columns one by one, each with its own typeof(max()) and parse: refuses the first that holds a TEXT,
+    BLOB, REAL or NULL among the rows ``where`` selects, naming it and what it holds."""
     kinds = ", ".join(f"typeof(max({c}))" for c in columns)
     texts = ", ".join(f"group_concat({c})" for c in columns)
     count, *rest = conn.execute(f"SELECT count(*), {kinds}, {texts} {KERNEL_JOIN} WHERE {where}", args).fetchone()
-    parsed = []
     for column, kind, text in zip(columns, rest[: len(columns)], rest[len(columns) :]):
-        values = parse_ints(text, count) if kind in ("integer", "real") else None
-        if values is None:
+        if kind not in ("integer", "real") or parse_ints(text, count) is None:
             held = f"a {kind.upper()}" if kind not in ("integer", "real") else "a REAL or NULL"
             raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({column} holds {held})")
-        parsed.append(values)
-    return parsed
+
+
+def refuse_negative_durations(durations: np.ndarray, starts: np.ndarray, path: Path) -> None:
+    """A task ending before it starts is refused."""
+    negative = durations < 0
+    if negative.any():
+        raise MsprofFormatError(f"{path}: TASK.endNs before startNs at startNs {int(starts[negative][0])}")
 
 
 def task_ids_within(conn: sqlite3.Connection, window: tuple[int, int]) -> str:
@@ -359,7 +378,7 @@ def read_db_target(
     too (start and end only). With ``device``, only that device's tasks (a PROF_ of a process that drove several
     devices holds them all). Every list is in start order, ties by globalTaskId."""
     ids_columns = ["t.streamId", "t.taskId"] if with_ids else []
-    columns = ["c.name", "t.endNs", "t.startNs"]  # int_columns: t.startNs last
+    columns = ["c.name", DURATION, "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
     no_rows = np.zeros((0, len(columns)), dtype=np.int64)
 
@@ -371,7 +390,7 @@ def read_db_target(
         # the barrier's name is its id list: only its times leave SQLite
         barrier = int_columns(conn, columns[1:], f"c.name IN ({barrier_ids}){on_device}", (), path) if barrier_ids else no_rows[:, 1:]
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        target = int_columns(conn, ["c.name", "t.endNs", *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
+        target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
         intervals = context_intervals(len(target), context_launches)
         if intervals == 0:
             return target, no_rows, 0, barrier
@@ -381,9 +400,9 @@ def read_db_target(
         return target, others, intervals, barrier
 
     (target, others, intervals, barrier), strings = query_db(path, query)
-    # Columns now: [name,] endNs, [streamId, taskId,] startNs; end_to_duration makes endNs the duration.
-    for rows, end in ((target, 1), (others, 1), (barrier, 0)):
-        end_to_duration(rows, rows.shape[1] - 1, end, path)
+    # Columns: [name,] duration, [streamId, taskId,] startNs.
+    for rows, duration in ((target, 1), (others, 1), (barrier, 0)):
+        refuse_negative_durations(rows[:, duration], rows[:, -1], path)
     none = np.full(len(target), -1, dtype=np.int64)
     return TargetKernels(
         source="db",
