@@ -71,3 +71,17 @@ def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_the_import_and_placeholder_jobs_modules_import_no_numpy():
+    """The analyze-mode import jobs (manifest of the user's tree) and the stage shell every job starts with match
+    directory names and write JSON: numpy (~0.1 s) is not theirs to pay for, nor importlib.abc (~10 ms)."""
+    modules = ("dispatchprof.imports", "dispatchprof.stage", "dispatchprof.status", "dispatchprof.atomic", "dispatchprof.config", "dispatchprof.absent")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
+        + "".join(f"import {module}\n" for module in modules)
+        + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]

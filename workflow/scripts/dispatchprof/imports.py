@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from dispatchprof.building import sha256_file
-from dispatchprof.formats.msopprof import OPPROF_RE
-from dispatchprof.formats.msprof import PROF_RE
+from dispatchprof.formats.names import OPPROF_RE, PROF_RE
 
 NODE_DIR = re.compile(r"^node(\d+)$")
 DEVICE_DIR = re.compile(r"^device(\d+)$")
-# Which directory names count is decided by the parsers' own rules (formats.msprof.PROF_RE,
-# formats.msopprof.OPPROF_RE), so that the import never accepts what the parse then ignores, or the reverse.
+# Which directory names count is decided by the parsers' own rules (formats.names: PROF_RE,
+# OPPROF_RE), so that the import never accepts what the parse then ignores, or the reverse.
 DATA_DIRS = {
     "timeline_dir": (PROF_RE, "PROF_*"),
     "pmu_dir": (OPPROF_RE, "OPPROF_*"),

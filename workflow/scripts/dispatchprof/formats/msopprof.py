@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     import pandas as pd
 
+from dispatchprof.formats.names import OPPROF_RE
 from dispatchprof.formats.text import read_text_file
 
-OPPROF_RE = re.compile(r"^OPPROF_\d{14}_[A-Z]{16}$")
 METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]{1,30}?)(?:_(?P<stamp>\d{17}))?\.csv$")
 SUB_BLOCK_RE = re.compile(r"^(cube|vector)(\d+)$")
 NA = {"NA", "N/A", ""}
@@ -168,7 +168,7 @@ def _number(path: Path, line: int, field: str, value: str) -> float:
 
 def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
     """A per-core metric CSV as a long table: block_id, sub_block_id, core_kind, core_index, metric, value (NaN = NA)."""
-    import pandas as pd  # here, not at the top: the import rules read OPPROF_RE without paying for pandas
+    import pandas as pd  # here, not at the top: jobs that only discover OPPROF_ directories need no pandas
 
     header, rows = _rows(path)
     for needed in ("block_id", "sub_block_id"):

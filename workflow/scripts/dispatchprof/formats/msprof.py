@@ -18,7 +18,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-PROF_RE = re.compile(r"^PROF_\d{1,10}_\d{1,20}_[A-Za-z0-9]{5,20}$")
+from dispatchprof.formats.names import PROF_RE
+
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
 DEVICE_DIR_RE = re.compile(r"^device_(\d{1,2})$")
 OP_SUMMARY_RE = re.compile(r"^op_summary_(?:slice_(\d+)_)?\d{14}\.csv$")

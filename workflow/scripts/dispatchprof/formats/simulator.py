@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dispatchprof.formats.msopprof import OPPROF_RE
+from dispatchprof.formats.names import OPPROF_RE
 from dispatchprof.formats.text import finite_nonnegative, read_text_file
 
 if TYPE_CHECKING:  # the probe's collect job only discovers runs (simulator_runs): pandas (~0.4 s) where tables are read

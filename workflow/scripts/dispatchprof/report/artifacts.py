@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from dispatchprof.formats.msopprof import OPPROF_RE
-from dispatchprof.formats.msprof import PROF_RE
+from dispatchprof.formats.names import OPPROF_RE, PROF_RE
 
 # kind -> (what it is, where it opens). Order = the guide's order.
 KINDS = {
