@@ -1,4 +1,5 @@
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,27 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
     assert ours == theirs
     assert ours["timeline"]["iterations"] == 7 and ours["cluster"]["ready_timeout"] == DEFAULT["cluster"]["ready_timeout"]
     assert ours["pmu"] == DEFAULT["pmu"]  # an empty section gets every default of its own
+
+
+def write_status(results, experiment, stage, source):
+    path = results / experiment / stage / "status.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema": "dispatchprof.status/1", "stage": stage, "state": "ok", "source": source}))
+
+
+def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refused_naming_them(tmp_path):
+    from dispatchprof.config import results_of_other_mode
+
+    results = tmp_path / "results"
+    for stage in ("pmu", "baseline", "timeline"):
+        write_status(results, "baseline", stage, "collected")
+    write_status(results, "shared", "timeline", "import")
+    (results / "baseline" / "report").mkdir()
+    (results / "baseline" / "report" / "status.json").write_text("{not json")  # unreadable: left to its stage
+    analyze = {"baseline": {"mode": "analyze"}, "shared": {"mode": "analyze"}, "fresh": {"mode": "analyze"}}
+    [problem] = results_of_other_mode(results, analyze)
+    assert problem.startswith("experiment 'baseline':") and "holds collect-mode results (baseline, pmu, timeline)" in problem
+    assert "experiment: baseline_analyzed" in problem and f"move {results / 'baseline'}/ away" in problem
+    [problem] = results_of_other_mode(results, {"shared": {"mode": "collect"}, "baseline": {"mode": "collect"}})
+    assert problem.startswith("experiment 'shared':") and "analyze-mode results (timeline)" in problem and "shared_collected" in problem
+    assert results_of_other_mode(tmp_path / "nowhere", analyze) == []

@@ -331,11 +331,16 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     assert abs(offset - (truth["clocks"]["1"]["offset_us"] - truth["clocks"]["0"]["offset_us"])) < 20
     raw = tmp_path / "collected"
     shutil.copytree(workflow_copy.root / "results/baseline/timeline/raw", raw)
-    result = workflow_copy.snakemake(overlay=base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"}))
+    analyze = base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"})
+    # under the collected experiment's name, analyze mode is refused before anything runs: the report would mix both
+    refused = workflow_copy.snakemake(overlay=analyze)
+    assert refused.returncode == 1 and "experiment 'baseline'" in refused.stderr and "holds collect-mode results" in refused.stderr
+    assert "experiment: baseline_analyzed" in refused.stderr and json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text()) == stats
+    result = workflow_copy.snakemake(overlay={**analyze, "experiment": "analyzed"})
     assert result.returncode == 0, result.stderr[-3000:]
-    imported = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    imported = json.loads((workflow_copy.root / "results/analyzed/timeline/stats.json").read_text())
     assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == ("late_arrival", 11)
-    html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    html = (workflow_copy.root / "results/analyzed/report/report.html").read_text()
     assert "the group waits for rank 11" in html and "<title>Entry wait per rank and launch (" in html
 
 

@@ -11,6 +11,7 @@ from dispatchprof.config import (  # noqa: E402
     experiment_problems,
     long_waits,
     experiment_runs,
+    results_of_other_mode,
     fill_defaults,
     load_schema,
     schema_problems,
@@ -102,6 +103,7 @@ RUNS = experiment_runs(config)  # run name -> merged config, in execution order 
 EXPERIMENTS = list(RUNS)
 _problems = sorted({p for run in RUNS.values() for p in check_config(run, Path.cwd(), EXPERIMENTS)})
 _problems += environment_problems(config, __import__("os").environ)
+_problems += results_of_other_mode(Path("results"), RUNS)
 if _problems:
     refuse(_problems)
 COMPARISONS = [tuple(pair) for pair in config["compare"]]

@@ -188,6 +188,37 @@ def experiment_runs(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return runs
 
 
+SOURCE_OF_MODE = {"collect": "collected", "analyze": "import"}  # status.json "source" of each mode's stages
+
+
+def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Experiments whose results directory holds the other mode's stage statuses. Snakemake reruns only the jobs
+    whose inputs changed, so a run in the other mode under the same experiment name would leave the earlier
+    mode's stages in place and one report would mix both (an analyze run in a collected experiment kept every
+    collected PMU and baseline result beside the imported timeline)."""
+    import json
+
+    problems = []
+    for name, run in runs.items():
+        expected = SOURCE_OF_MODE[run["mode"]]
+        other = []
+        for status in sorted((results / name).glob("*/status.json")):
+            try:
+                source = json.loads(status.read_text()).get("source")
+            except (OSError, ValueError, AttributeError):
+                continue  # unreadable: the stage that owns it rewrites it
+            if source in SOURCE_OF_MODE.values() and source != expected:
+                other.append(status.parent.name)
+        if other:
+            before = "collect" if expected == "import" else "analyze"
+            problems.append(
+                f"experiment {name!r}: {results / name}/ holds {before}-mode results ({', '.join(other)}); a {run['mode']} run under the "
+                f"same name would leave them beside its own and the report would mix both. Give this run its own experiment name "
+                f"(experiment: {name}_{expected if expected == 'collected' else 'analyzed'}), or move {results / name}/ away"
+            )
+    return problems
+
+
 def run_config(config: Mapping[str, Any], run: str) -> dict[str, Any]:
     runs = experiment_runs(config)
     if run not in runs:
