@@ -7,6 +7,15 @@ import sys
 
 from conftest import ROOT
 
+
+def printed_by_fresh_interpreter(code: str) -> list[str]:
+    """What ``code`` prints, run by a fresh interpreter with the library on its path: nothing imported before it."""
+    prelude = f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
+    result = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
 COLLECT_JOB_MODULES = (
     "dispatchprof.collective",
     "dispatchprof.analysis.correctness",
@@ -18,19 +27,12 @@ COLLECT_JOB_MODULES = (
 
 
 def test_the_collect_jobs_modules_import_no_pandas():
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
-        + "".join(f"import {module}\n" for module in COLLECT_JOB_MODULES)
-        + "print('pandas' in sys.modules)"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    code = "".join(f"import {module}\n" for module in COLLECT_JOB_MODULES) + "print('pandas' in sys.modules)"
+    assert printed_by_fresh_interpreter(code) == ["False"]
 
 
 def test_the_stored_rank_table_still_gets_pandas_where_it_is_written():
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
         "from dispatchprof.analysis.correctness import rank_frame, rank_table\n"
         "from dispatchprof.launch import CollectiveResult, NodeResult\n"
         "from pathlib import Path\n"
@@ -38,16 +40,13 @@ def test_the_stored_rank_table_still_gets_pandas_where_it_is_written():
         "frame = rank_frame(rank_table(1, 2, {}, run))\n"
         "print(type(frame).__module__.split('.')[0], len(frame))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["pandas", "2"]
+    assert printed_by_fresh_interpreter(code) == ["pandas", "2"]
 
 
 def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_arrow_compute(tmp_path):
     """The merge job's whole path: its modules, the parse jobs' Parquet read back, the used launches, the grid,
     the waits, the trace text. pandas (~0.3 s) and pyarrow.compute (~50 ms) would come back with one careless call."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
         "import numpy as np, pyarrow as pa, pyarrow.parquet as pq\n"
         "from dispatchprof.atomic import pyarrow_without_pandas_probe, write_table_parquet_atomic\n"
         "pyarrow_without_pandas_probe()\n"
@@ -68,20 +67,12 @@ def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_
         "percentile(np.array([1.0, 2.0]), 50)\n"
         "print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "False"]
+    assert printed_by_fresh_interpreter(code) == ["False", "False"]
 
 
 def test_the_import_and_placeholder_jobs_modules_import_no_numpy():
     """The analyze-mode import jobs (manifest of the user's tree) and the stage shell every job starts with match
     directory names and write JSON: numpy (~0.1 s) is not theirs to pay for, nor importlib.abc (~10 ms)."""
     modules = ("dispatchprof.imports", "dispatchprof.stage", "dispatchprof.status", "dispatchprof.atomic", "dispatchprof.config", "dispatchprof.absent")
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\n"
-        + "".join(f"import {module}\n" for module in modules)
-        + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "False"]
+    code = "".join(f"import {module}\n" for module in modules) + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
+    assert printed_by_fresh_interpreter(code) == ["False", "False"]
