@@ -170,6 +170,7 @@ def test_merged_trace_puts_the_chosen_launch_end_of_every_rank_at_zero_and_draws
     assert xs[(0, 5)]["ts"] + xs[(0, 5)]["dur"] == 0 and xs[(9, 5)]["ts"] + xs[(9, 5)]["dur"] == 0
     assert xs[(0, 6)]["ts"] == 998.0 and xs[(0, 6)]["args"]["gap_us"] == 998.0 and xs[(0, 5)]["args"]["gap_us"] is None
     assert len([e for e in merged_trace(used, details, 0, 0).as_dict()["traceEvents"] if e["ph"] == "X"]) == 4
+    assert trace.metadata["toolchain"] == "none" and merged_trace(used, details, 0, 0, toolchain="sim").metadata["toolchain"] == "sim"
 
 
 def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_come_in():

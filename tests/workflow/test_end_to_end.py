@@ -45,6 +45,7 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     trace = json.loads((workflow_copy.root / "results/baseline/timeline/merged_trace.json").read_text())
     assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == set(range(16))
+    assert trace["metadata"]["toolchain"] == "sim"  # opened in a viewer, away from the report that says so
     assert {k: summary["timeline"]["coverage"][k] for k in ("expected", "found", "missing")} == {"expected": 16, "found": 16, "missing": []}
     assert summary["timeline"]["kernel_name"] == "elastic_dispatch_kernel"
     assert all(v["launches"] == 25 for v in summary["timeline"]["per_rank"].values())

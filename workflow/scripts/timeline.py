@@ -158,7 +158,9 @@ def body(run: StageRun) -> Status:
     }
     offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
     corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
-    trace = merged_trace(used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"], offsets if corrected else None)
+    trace = merged_trace(
+        used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"], offsets if corrected else None, toolchain=run.toolchain
+    )
     stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)
     write_text_atomic(run.outputs["trace"], trace.json_text() + "\n")  # tens of thousands of events: no pretty-printing

@@ -212,7 +212,7 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
         if other:
             before = "collect" if expected == "import" else "analyze"
             problems.append(
-                f"experiment {name!r}: {results / name}/ holds {before}-mode results ({', '.join(other)}); a {run['mode']} run under the "
+                f"experiment {name!r}: {results / name}/ holds {before}-mode results ({', '.join(other)}); {'an' if run['mode'] == 'analyze' else 'a'} {run['mode']} run under the "
                 f"same name would leave them beside its own and the report would mix both. Give this run its own experiment name "
                 f"(experiment: {name}_{expected if expected == 'collected' else 'analyzed'}), or move {results / name}/ away"
             )

@@ -348,6 +348,7 @@ def merged_trace(
     align_launch: int,
     max_launches: int,
     node_offset_us: Mapping[int, float] | None = None,
+    toolchain: str = "none",
 ) -> ChromeTrace:
     """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
     there is no previous used launch). Without ``node_offset_us`` each rank is shifted so that its used launch
@@ -355,7 +356,8 @@ def merged_trace(
     estimated node clock offsets (analysis.waits), every rank's clock is corrected instead and one zero is shared
     (the earliest end of launch ``align_launch``): ranks that wait for a late peer then show the wait as a later
     start or a longer launch. Only the first ``max_launches`` used launches of each rank are drawn (0 = all); the
-    statistics use all."""
+    statistics use all. ``toolchain`` goes into the metadata: the trace is opened in a viewer, apart from the report
+    that says whether its numbers are simulated."""
     order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
     new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
     groups = [(int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)]  # (rank, its rows in launch order)
@@ -386,10 +388,11 @@ def merged_trace(
                 gap_us=[None if g != g else g for g in gaps.tolist()],
             )
         )
-    scope = "every used launch" if max_launches <= 0 else f"the first {max_launches} used launches of each rank (timeline.trace_launches)"
+    scope = "every used launch" if max_launches <= 0 else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
     aligned = (
         f"node clocks corrected by the estimated offsets (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
         if node_offset_us is not None
         else f"end of used launch {align_launch} of every rank = 0 us"
     )
-    return ChromeTrace(tracks, {"aligned_on": aligned, "launches_drawn": scope})
+    aligned += " (used launches follow the timeline.skip_launches left out; args.launch counts every launch)"
+    return ChromeTrace(tracks, {"toolchain": toolchain, "aligned_on": aligned, "launches_drawn": scope})
