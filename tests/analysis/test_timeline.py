@@ -163,13 +163,13 @@ def test_merged_trace_puts_the_chosen_launch_end_of_every_rank_at_zero_and_draws
         "gap_ns": np.array([np.nan, 998_000, 997_000, np.nan]),
     }
     details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
-    trace = merged_trace(used, details, align_launch=0, max_launches=2)
+    trace = merged_trace(used, details, align_launch=0, max_launches=2, toolchain="none")
     assert json.loads(trace.json_text()) == trace.as_dict()
     xs = {(e["pid"], e["args"]["launch"]): e for e in trace.as_dict()["traceEvents"] if e["ph"] == "X"}
     assert set(xs) == {(0, 5), (0, 6), (9, 5)} and "first 2" in trace.metadata["launches_drawn"]
     assert xs[(0, 5)]["ts"] + xs[(0, 5)]["dur"] == 0 and xs[(9, 5)]["ts"] + xs[(9, 5)]["dur"] == 0
     assert xs[(0, 6)]["ts"] == 998.0 and xs[(0, 6)]["args"]["gap_us"] == 998.0 and xs[(0, 5)]["args"]["gap_us"] is None
-    assert len([e for e in merged_trace(used, details, 0, 0).as_dict()["traceEvents"] if e["ph"] == "X"]) == 4
+    assert len([e for e in merged_trace(used, details, 0, 0, toolchain="none").as_dict()["traceEvents"] if e["ph"] == "X"]) == 4
     assert trace.metadata["toolchain"] == "none" and merged_trace(used, details, 0, 0, toolchain="sim").metadata["toolchain"] == "sim"
 
 
@@ -181,7 +181,7 @@ def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_co
         "dur_ns": np.array([500, 600, 700, 800]),
         "gap_ns": np.full(4, np.nan),
     }
-    events = merged_trace(used, {}, 0, 0).as_dict()["traceEvents"]
+    events = merged_trace(used, {}, 0, 0, toolchain="none").as_dict()["traceEvents"]
     assert [(e["pid"], e["ph"], e.get("args", {}).get("launch")) for e in events] == [
         (1, "M", None),
         (1, "M", None),
@@ -193,7 +193,7 @@ def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_co
         (3, "X", 1),
     ]
     assert events[0]["args"]["name"] == "rank 1 (node None, device None)" and events[2]["name"] == "target kernel"
-    assert merged_trace({c: v[:0] for c, v in used.items()}, {}, 0, 0).as_dict()["traceEvents"] == []
+    assert merged_trace({c: v[:0] for c, v in used.items()}, {}, 0, 0, toolchain="none").as_dict()["traceEvents"] == []
 
 
 def test_the_trace_text_is_what_json_dumps_writes_for_any_numbers():
@@ -211,7 +211,7 @@ def test_the_trace_text_is_what_json_dumps_writes_for_any_numbers():
     used["gap_ns"][:3] = [np.inf, -np.inf, -0.0]
     details = {r: {"node": r // 2, "device": r, "symbol": 'k"\\é\u2028'} for r in range(5)}
     for offsets in (None, {0: 0.0, 1: -12.5, 2: 3.25}):
-        trace = merged_trace(used, details, 1, 0, node_offset_us=offsets)
+        trace = merged_trace(used, details, 1, 0, node_offset_us=offsets, toolchain="sim")
         assert trace.json_text() == json.dumps(trace.as_dict())
 
 
@@ -252,7 +252,7 @@ def test_a_clock_corrected_trace_shares_one_zero_so_a_waiting_rank_shows_its_wai
         "gap_ns": np.array([np.nan, np.nan]),
     }
     details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
-    trace = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0})
+    trace = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0}, toolchain="none")
     xs = {e["pid"]: e for e in trace.as_dict()["traceEvents"] if e["ph"] == "X"}
     assert xs[9]["ts"] == xs[0]["ts"] - 40.0 and xs[0]["ts"] + xs[0]["dur"] == 0 == xs[9]["ts"] + xs[9]["dur"]
     assert "corrected" in trace.metadata["aligned_on"]

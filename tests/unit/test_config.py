@@ -273,7 +273,11 @@ def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refus
     analyze = {"baseline": {"mode": "analyze"}, "shared": {"mode": "analyze"}, "fresh": {"mode": "analyze"}}
     [problem] = results_of_other_mode(results, analyze)
     assert problem.startswith("experiment 'baseline':") and "holds collect-mode results (baseline, pmu, timeline)" in problem
-    assert "experiment: baseline_analyzed" in problem and f"move {results / 'baseline'}/ away" in problem
+    assert "e.g. baseline_analyzed, as `experiment:` or as a key of `experiments:`" in problem and f"move {results / 'baseline'}/ away" in problem
+    repeated = {"baseline_r2": {"mode": "analyze", "_experiment": "baseline"}}  # repeats: the name to change is the experiment's
+    (results / "baseline_r2" / "pmu").mkdir(parents=True)
+    (results / "baseline_r2" / "pmu" / "status.json").write_text(json.dumps({"source": "collected"}))
+    assert "e.g. baseline_analyzed," in results_of_other_mode(results, repeated)[0]
     [problem] = results_of_other_mode(results, {"shared": {"mode": "collect"}, "baseline": {"mode": "collect"}})
     assert problem.startswith("experiment 'shared':") and "analyze-mode results (timeline)" in problem and "shared_collected" in problem
     assert results_of_other_mode(tmp_path / "nowhere", analyze) == []

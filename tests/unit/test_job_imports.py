@@ -63,7 +63,7 @@ def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_
         "write_table_parquet_atomic(path, table)\n"
         "used = used_launches([pq.ParquetFile(path).read()])\n"
         "grid = waits.grid(used['rank'], used['launch'], {c: used[c].astype(float) for c in ('start_ns', 'dur_ns', 'barrier_start_ns', 'barrier_dur_ns')}, 8)\n"
-        "merged_trace(used, {}, 0, 0).json_text()\n"
+        "merged_trace(used, {}, 0, 0, toolchain='none').json_text()\n"
         "percentile(np.array([1.0, 2.0]), 50)\n"
         "print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
     )

@@ -336,7 +336,7 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     # under the collected experiment's name, analyze mode is refused before anything runs: the report would mix both
     refused = workflow_copy.snakemake(overlay=analyze)
     assert refused.returncode == 1 and "experiment 'baseline'" in refused.stderr and "holds collect-mode results" in refused.stderr
-    assert "experiment: baseline_analyzed" in refused.stderr and json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text()) == stats
+    assert "e.g. baseline_analyzed" in refused.stderr and json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text()) == stats
     result = workflow_copy.snakemake(overlay={**analyze, "experiment": "analyzed"})
     assert result.returncode == 0, result.stderr[-3000:]
     imported = json.loads((workflow_copy.root / "results/analyzed/timeline/stats.json").read_text())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dispatchprof.atomic import write_json_atomic
+from dispatchprof.config import SOURCE_OF_MODE
 from dispatchprof.imports import checked_import
 from dispatchprof.status import Status, fold, now_iso
 
@@ -41,7 +42,15 @@ def absent_stages(run_config: Mapping[str, Any]) -> tuple[str, ...]:
 def _status(stage: str, experiment: str, state: str, reason: str, **fields: Any) -> Status:
     """A status of analyze mode, where nothing was run here (toolchain none, source import)."""
     return Status(
-        stage=stage, experiment=experiment, state=state, reason=reason, toolchain="none", source="import", started=now_iso(), finished=now_iso(), **fields
+        stage=stage,
+        experiment=experiment,
+        state=state,
+        reason=reason,
+        toolchain="none",
+        source=SOURCE_OF_MODE["analyze"],
+        started=now_iso(),
+        finished=now_iso(),
+        **fields,
     )
 
 

@@ -48,7 +48,7 @@ def write_parquet_atomic(path: str | Path, frame: Any, metadata: dict[str, str] 
     """Write a pandas DataFrame as Parquet; ``metadata`` goes into the schema (e.g. the toolchain)."""
     import pyarrow as pa
 
-    _write_table(path, pa.Table.from_pandas(frame, preserve_index=False), metadata)
+    write_table_parquet_atomic(path, pa.Table.from_pandas(frame, preserve_index=False), metadata)
 
 
 def pyarrow_without_pandas_probe() -> None:
@@ -87,15 +87,11 @@ def write_arrow_parquet_atomic(path: str | Path, columns: dict[str, Any], metada
     table = pa.table(
         {name: values if isinstance(values, pa.Array) else pa.array(values, type=pa.string() if len(values) == 0 else None) for name, values in columns.items()}
     )
-    _write_table(path, table, metadata)
+    write_table_parquet_atomic(path, table, metadata)
 
 
 def write_table_parquet_atomic(path: str | Path, table: Any, metadata: dict[str, str] | None = None) -> None:
     """Write a pyarrow Table as Parquet; ``metadata`` goes into the schema."""
-    _write_table(path, table, metadata)
-
-
-def _write_table(path: str | Path, table: Any, metadata: dict[str, str] | None) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 

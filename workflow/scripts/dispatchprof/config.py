@@ -200,21 +200,21 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
 
     problems = []
     for name, run in runs.items():
-        expected = SOURCE_OF_MODE[run["mode"]]
+        other_mode = "analyze" if run["mode"] == "collect" else "collect"
         other = []
         for status in sorted((results / name).glob("*/status.json")):
             try:
                 source = json.loads(status.read_text()).get("source")
             except (OSError, ValueError, AttributeError):
                 continue  # unreadable: the stage that owns it rewrites it
-            if source in SOURCE_OF_MODE.values() and source != expected:
+            if source == SOURCE_OF_MODE[other_mode]:
                 other.append(status.parent.name)
         if other:
-            before = "collect" if expected == "import" else "analyze"
+            suggestion = f"{run.get('_experiment', name)}_{'analyzed' if run['mode'] == 'analyze' else 'collected'}"
             problems.append(
-                f"experiment {name!r}: {results / name}/ holds {before}-mode results ({', '.join(other)}); {'an' if run['mode'] == 'analyze' else 'a'} {run['mode']} run under the "
-                f"same name would leave them beside its own and the report would mix both. Give this run its own experiment name "
-                f"(experiment: {name}_{expected if expected == 'collected' else 'analyzed'}), or move {results / name}/ away"
+                f"experiment {name!r}: {results / name}/ holds {other_mode}-mode results ({', '.join(other)}); {'an' if run['mode'] == 'analyze' else 'a'} "
+                f"{run['mode']} run under the same name would leave them beside its own and the report would mix both. Give this run's "
+                f"experiment its own name (e.g. {suggestion}, as `experiment:` or as a key of `experiments:`), or move {results / name}/ away"
             )
     return problems
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from dispatchprof.config import run_config
+from dispatchprof.config import SOURCE_OF_MODE, run_config
 from dispatchprof.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
 
@@ -102,7 +102,7 @@ class StageRun:
             params=dict(smk.params.items()),
             node=int(node) if node is not None else None,
             part=part,
-            source="import" if config["mode"] == "analyze" else "collected",
+            source=SOURCE_OF_MODE[config["mode"]],
         )
 
     @property

@@ -239,7 +239,9 @@ def int64_column(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
         n, offset = len(chunk), chunk.offset
         part = np.frombuffer(data, dtype=np.int64, count=n, offset=offset * 8) if n else np.zeros(0, np.int64)
         if chunk.null_count:
-            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[offset : offset + n].astype(bool)
+            first_byte = offset // 8  # unpack only the bytes that hold this slice's bits
+            bytes_ = np.frombuffer(validity, dtype=np.uint8)[first_byte : (offset + n + 7) // 8]
+            bits = np.unpackbits(bytes_, bitorder="little")[offset % 8 : offset % 8 + n].astype(bool)
             values.append(np.where(bits, part, 0))
             valid.append(bits)
         else:
@@ -348,7 +350,8 @@ def merged_trace(
     align_launch: int,
     max_launches: int,
     node_offset_us: Mapping[int, float] | None = None,
-    toolchain: str = "none",
+    *,
+    toolchain: str,
 ) -> ChromeTrace:
     """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
     there is no previous used launch). Without ``node_offset_us`` each rank is shifted so that its used launch

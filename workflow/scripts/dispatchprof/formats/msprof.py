@@ -267,7 +267,7 @@ class TargetKernels:
 
     @property
     def symbols(self) -> list[str]:
-        return sorted({str(n) for n in set(self.name.tolist())})  # tolist: Python objects in one C pass, not 2000 numpy scalars
+        return sorted(set(map(str, self.name.tolist())))  # tolist: Python objects in one C pass, not 2000 numpy scalars
 
 
 def context_intervals(launches: int, context_launches: int) -> int:
@@ -280,21 +280,23 @@ DURATION = "t.endNs - t.startNs"  # leaves SQLite in place of t.endNs: ~7 digits
 
 
 def raw_columns(columns: list[str]) -> list[str]:
-    """The table columns behind ``columns``, in their order (DURATION reads t.endNs, and t.startNs, which the
-    callers fetch last anyway): what the type checks look at."""
-    raw = ["t.endNs" if column == DURATION else column for column in columns]
-    return raw + ["t.startNs"] if DURATION in columns and "t.startNs" not in raw else raw
+    """The table columns behind ``columns``, in their order: what the type checks look at. DURATION reads t.endNs
+    and t.startNs, which int_columns' callers always fetch (last)."""
+    return ["t.endNs" if column == DURATION else column for column in columns]
 
 
-def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
+def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path, one_stream: bool = True) -> np.ndarray:
     """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in start order: the last column must be
-    t.startNs, and ties sort by t.globalTaskId. The task id leaves SQLite only when the starts do not already
-    increase strictly (~1/6 of a query's cost otherwise): then the rows are read again with it, and sorted."""
-    rows = fetch_int_columns(conn, columns, where, args, path)
-    if len(rows) > 1 and not (np.diff(rows[:, -1]) > 0).all():  # rows mostly come in start order: no sort then
-        rows = fetch_int_columns(conn, [*columns, "t.globalTaskId"], where, args, path)
-        rows = rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
-    return rows
+    t.startNs, and ties sort by t.globalTaskId. The launches of one kernel on ``one_stream`` come in start order:
+    their task id leaves SQLite (~1/6 of a query's cost) only when the starts do not already increase strictly,
+    and then the rows are read again with it and sorted. Rows of several streams fetch it at once. The task id is
+    only the tie-break: its own type is not checked (task_ids_within allows ids that are no integers too)."""
+    if one_stream:
+        rows = fetch_int_columns(conn, columns, where, args, path)
+        if len(rows) < 2 or (np.diff(rows[:, -1]) > 0).all():
+            return rows
+    rows = fetch_int_columns(conn, [*columns, "t.globalTaskId"], where, args, path)
+    return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1] if len(rows) > 1 else rows[:, :-1]
 
 
 def fetch_int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
@@ -388,7 +390,7 @@ def read_db_target(
         if not ids:
             return np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64), no_rows, 0, no_rows[:, 1:]
         barrier_ids = ",".join(str(int(i)) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v)))
-        # the barrier's name is its id list: only its times leave SQLite
+        # the barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row): only its times leave SQLite
         barrier = int_columns(conn, columns[1:], f"c.name IN ({barrier_ids}){on_device}", (), path) if barrier_ids else no_rows[:, 1:]
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
         target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
@@ -397,7 +399,7 @@ def read_db_target(
             return target, no_rows, 0, barrier
         window = (int(target[0, -1]), int(target[intervals, -1]))
         in_window = f"{match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ?"
-        others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}", window, path)
+        others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}", window, path, one_stream=False)
         return target, others, intervals, barrier
 
     (target, others, intervals, barrier), strings = query_db(path, query)
