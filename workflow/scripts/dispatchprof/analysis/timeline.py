@@ -366,7 +366,8 @@ def merged_trace(
     groups = [(int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)]  # (rank, its rows in launch order)
     offsets = node_offset_us or {}
     shift = {r: int(round(1000 * offsets.get(int(ranks.get(r, {}).get("node") or 0), 0.0))) for r, _ in groups}
-    start_ns, dur_ns = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"])
+    start_ns, dur_ns, launch = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"]), np.asarray(used["launch"])
+    gap_us = np.asarray(used["gap_ns"], dtype=float) / 1000
 
     def end_of_anchor(rows: np.ndarray) -> int:
         anchor = rows[min(align_launch, len(rows) - 1)]
@@ -378,7 +379,6 @@ def merged_trace(
         info = ranks.get(rank, {})
         zero = common_zero + shift[rank] if common_zero is not None else end_of_anchor(rows)
         shown = rows if max_launches <= 0 else rows[:max_launches]
-        gaps = np.asarray(used["gap_ns"], dtype=float)[shown] / 1000
         tracks.append(
             RankTrack(
                 rank=rank,
@@ -387,8 +387,8 @@ def merged_trace(
                 # integer ns minus the zero, then one division: exact up to the float's rounding of the quotient
                 ts_us=[(int(s) - zero) / 1000 for s in start_ns[shown].tolist()],
                 dur_us=[int(d) / 1000 for d in dur_ns[shown].tolist()],
-                launch=np.asarray(used["launch"])[shown].tolist(),
-                gap_us=[None if g != g else g for g in gaps.tolist()],
+                launch=launch[shown].tolist(),
+                gap_us=[None if g != g else g for g in gap_us[shown].tolist()],
             )
         )
     scope = "every used launch" if max_launches <= 0 else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
