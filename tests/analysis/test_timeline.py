@@ -113,6 +113,21 @@ def test_calls_between_target_launches_are_counted_per_iteration():
     assert {c["name"]: c["per_iteration"] for c in calls_between(first_interval)} == {"barrier": 1.0, "layout": 1.0}
 
 
+def test_the_call_chain_lists_the_longest_median_first_and_equal_medians_by_name():
+    def chain_of(between):
+        rows = [("elastic_dispatch_kernel", 0, 10)]
+        for i, (name, dur) in enumerate(between):
+            rows += [(name, 20 + 100 * i, dur), ("elastic_dispatch_kernel", 60 + 100 * i, 10)]
+        kernels = pd.DataFrame(rows, columns=["name", "start_ns", "dur_ns"]).assign(op_type="x", stream=1, task_id=range(len(rows)), source="op_summary")
+        return [
+            (c["name"], c["median_us"], c["per_iteration"]) for c in calls_between(target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 0))
+        ]
+
+    # zeta first seen, alpha's median equal to it: alpha before zeta all the same
+    assert chain_of([("zeta", 4), ("alpha", 5), ("mid", 9), ("zeta", 6), ("alpha", 5)]) == [("mid", 0.009, 0.2), ("alpha", 0.005, 0.4), ("zeta", 0.005, 0.4)]
+    assert chain_of([("zeta", 4), ("alpha", 2), ("alpha", 3), ("alpha", 9)]) == [("zeta", 0.004, 0.25), ("alpha", 0.003, 0.75)]
+
+
 def test_a_kernel_overlapping_the_previous_launch_is_not_between_launches():
     target = TargetKernels(
         source="db",
