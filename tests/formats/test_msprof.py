@@ -382,6 +382,56 @@ def test_the_context_window_holds_every_other_kernel_starting_in_it(tmp_path_fac
     assert kernels.other_start_ns.tolist() == [e[0] for e in expected] and kernels.other_dur_ns.tolist() == [e[2] for e in expected]
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3]), st.integers(0, 40), st.integers(0, 5)), min_size=1, max_size=14),
+    st.integers(0, 3),
+    st.sampled_from([{2}, {1, 2}]),
+    st.randoms(),
+)
+def test_the_barrier_the_target_and_the_window_are_each_every_row_they_name(tmp_path_factory, tasks, context, barrier_names, random):
+    """Rows of three names (1 the target, 2 the barrier, 3 another) and opTypes: the target is every row named or
+    typed 1, the barrier every row of its names (2, or a pattern that matches the target's name too; a row typed 1
+    is a target as well), the other kernels every non-target row starting in the window, each in (start, task id)
+    order. Whether the barrier shares the window's scan or not, and whether the task id is read for ties or not,
+    the rows are the same."""
+    ids = random.sample(range(1, 100), len(tasks))
+    rows = [(name, op, start, start + dur, task) for (name, op, start, dur), task in zip(tasks, ids)]
+    db = tmp_path_factory.mktemp("db") / "msprof_20260101000000.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
+        conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier"), (3, "other")])
+        conn.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)")
+        conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
+        for name, op, start, end, task in random.sample(rows, len(rows)):  # any scan order
+            conn.execute("INSERT INTO TASK VALUES (?, ?, ?, 0, ?)", (start, end, task, task))
+            conn.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?, ?, ?)", (name, task, op))
+    names = {1: "elastic_dispatch_kernel", 2: "barrier", 3: "other"}
+    kernels = read_db_target(db, is_dispatch, context, is_barrier=lambda n: n in {names[b] for b in barrier_names})
+
+    def ordered(chosen):
+        return [(start, end - start) for _, _, start, end, _ in sorted(chosen, key=lambda r: (r[2], r[4]))]
+
+    target = ordered([r for r in rows if 1 in r[:2]])
+    intervals = min(len(target) - 1, context) if context and target else max(len(target) - 1, 0)
+    low, high = (target[0][0], target[intervals][0]) if intervals else (0, 0)
+    assert list(zip(kernels.start_ns.tolist(), kernels.dur_ns.tolist())) == target and kernels.context_intervals == intervals
+    assert list(zip(kernels.barrier_start_ns.tolist(), kernels.barrier_dur_ns.tolist())) == ordered([r for r in rows if r[0] in barrier_names])
+    others = [r for r in rows if 1 not in r[:2] and low <= r[2] < high]
+    assert list(zip(kernels.other_start_ns.tolist(), kernels.other_dur_ns.tolist())) == ordered(others)
+    assert kernels.other_name.tolist() == [names[r[0]] for r in sorted(others, key=lambda r: (r[2], r[4]))]
+
+
+def test_a_barrier_name_that_is_no_integer_is_refused_whether_or_not_a_window_is_read(tmp_path):
+    """A REAL 2.0 equals the barrier's id 2 in SQL, so the filter selects it: it is refused as every other row's
+    name would be, with two launches (the barrier read with the window's kernels) as with one (read alone)."""
+    for launches in (1, 2):
+        rows = [(1, 100 * i, 100 * i + 10, i) for i in range(launches)] + [(2.0, 50, 55, 9)]
+        db = untyped_kernel_db(tmp_path / f"msprof_2026010100000{launches}.db", rows)
+        with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer.*c.name holds a REAL or NULL"):
+            read_db_target(db, is_dispatch, 0, is_barrier=lambda name: name == "barrier")
+
+
 def test_a_text_task_id_that_the_join_reads_as_a_number_stays_in_the_window(tmp_path):
     db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, 0, 10, 1), (2, 20, 25, 2), (1, 40, 50, 3)])
     with sqlite3.connect(db) as conn:

@@ -285,18 +285,20 @@ def raw_columns(columns: list[str]) -> list[str]:
     return ["t.endNs" if column == DURATION else column for column in columns]
 
 
-def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path, one_stream: bool = True) -> np.ndarray:
+def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
     """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in start order: the last column must be
-    t.startNs, and ties sort by t.globalTaskId. The launches of one kernel on ``one_stream`` come in start order:
-    their task id leaves SQLite (~1/6 of a query's cost) only when the starts do not already increase strictly,
-    and then the rows are read again with it and sorted. Rows of several streams fetch it at once. The task id is
-    only the tie-break: its own type is not checked (task_ids_within allows ids that are no integers too)."""
-    if one_stream:
-        rows = fetch_int_columns(conn, columns, where, args, path)
-        if len(rows) < 2 or (np.diff(rows[:, -1]) > 0).all():
-            return rows
+    t.startNs, and ties sort by t.globalTaskId. The task id is only the tie-break, so it leaves SQLite (~1/6 of a
+    query's cost) only when two rows start together: rows whose starts all differ are put in order by their start
+    alone (one kernel on one stream usually comes in that order already). Its own type is not checked
+    (task_ids_within allows ids that are no integers too)."""
+    rows = fetch_int_columns(conn, columns, where, args, path)
+    if len(rows) < 2 or (np.diff(rows[:, -1]) > 0).all():
+        return rows
+    rows = rows[np.argsort(rows[:, -1], kind="stable")]
+    if (np.diff(rows[:, -1]) > 0).all():
+        return rows
     rows = fetch_int_columns(conn, [*columns, "t.globalTaskId"], where, args, path)
-    return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1] if len(rows) > 1 else rows[:, :-1]
+    return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
 
 
 def fetch_int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
@@ -384,22 +386,36 @@ def read_db_target(
     columns = ["c.name", DURATION, "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
     no_rows = np.zeros((0, len(columns)), dtype=np.int64)
+    no_target = np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64)
 
     def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        ids = ",".join(str(int(i)) for i, v in strings.items() if is_target(str(v)))
-        if not ids:
-            return np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64), no_rows, 0, no_rows[:, 1:]
-        barrier_ids = ",".join(str(int(i)) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v)))
-        # the barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row): only its times leave SQLite
-        barrier = int_columns(conn, columns[1:], f"c.name IN ({barrier_ids}){on_device}", (), path) if barrier_ids else no_rows[:, 1:]
+        target_ids = [int(i) for i, v in strings.items() if is_target(str(v))]
+        if not target_ids:
+            return no_target, no_rows, 0, no_rows[:, 1:]
+        barrier_ids = [int(i) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v))]
+        ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
         target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
         intervals = context_intervals(len(target), context_launches)
-        if intervals == 0:
+        window = (int(target[0, -1]), int(target[intervals, -1])) if intervals else None
+        # The barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row); it leaves
+        # SQLite with the times all the same, so that its type is checked as every other row's, whichever read below.
+        barrier_of = f"c.name IN ({','.join(map(str, barrier_ids))})"
+        in_window = f"({match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?)"
+        if barrier_ids and window is not None and not np.isin(target[:, 0], sorted(set(barrier_ids) - set(target_ids))).any():
+            # One scan for the barrier's launches and the window's other kernels (a scan of COMPUTE_TASK_INFO is
+            # ~1/4 of a query), split here by name. Only a barrier launch that is a target by its opType would need
+            # its opType to split: such a launch is among the target's rows under the barrier's name, and then the
+            # two are read apart below. The c-only term comes first, so that the join looks up only candidates.
+            bound = task_ids_within(conn, window)
+            rows = int_columns(conn, columns, f"({barrier_of} OR {bound}) AND ({barrier_of} OR {in_window}){on_device}", window, path)
+            name, start = rows[:, 0], rows[:, -1]
+            others = ~np.isin(name, target_ids) & (start >= window[0]) & (start < window[1])
+            return target, rows[others], intervals, rows[np.isin(name, barrier_ids)][:, 1:]
+        barrier = int_columns(conn, columns, f"{barrier_of}{on_device}", (), path)[:, 1:] if barrier_ids else no_rows[:, 1:]
+        if window is None:
             return target, no_rows, 0, barrier
-        window = (int(target[0, -1]), int(target[intervals, -1]))
-        in_window = f"{match} IS NOT TRUE{on_device} AND t.startNs >= ? AND t.startNs < ?"
-        others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}", window, path, one_stream=False)
+        others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}{on_device}", window, path)
         return target, others, intervals, barrier
 
     (target, others, intervals, barrier), strings = query_db(path, query)
