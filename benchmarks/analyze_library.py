@@ -50,7 +50,9 @@ def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, cal
         for assignment in assign_ranks(prof_sources(node, infos), ranks_per_node, {}):
             info = infos[assignment.source.path]
             device = assignment.source.device if len(info.devices) > 1 else None
-            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), call_chain_launches, is_barrier=is_barrier, device=device)
+            kernels = read_target_kernels(
+                info, lambda name: bool(regex.match(name)), call_chain_launches, is_barrier=is_barrier, device=device, skip_unended=True
+            )
             columns = launch_columns(kernels, 0)
             durations[assignment.rank] = columns["dur_ns"][columns["used"]] / 1000
             per_rank[assignment.rank] = launch_summary(columns)

@@ -14,6 +14,7 @@ from dispatchprof.analysis.timeline import (
     longest_duration,
     merged_trace,
     prof_sources,
+    read_state,
 )
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 from dispatchprof.formats.msprof_tables import target_kernels_of
@@ -28,7 +29,7 @@ def test_kernel_names_match_like_msopprof_kernel_name():
     assert not kernel_regex("a.b").match("axb")  # only * is special
 
 
-def info(pid, device, rank_id=None, path="P", ended=True, devices=None):
+def info(pid, device, rank_id=None, path="P", devices=None):
     devs = devices if devices is not None else ([device] if device is not None else [])
     return ProfInfo(
         Path(f"{path}{pid}"),
@@ -39,7 +40,6 @@ def info(pid, device, rank_id=None, path="P", ended=True, devices=None):
         rank_id,
         Path("db") if devs else None,
         None,
-        session_ended=ended,
         device_rank_ids={d: rank_id for d in devs},
     )
 
@@ -51,14 +51,24 @@ def test_a_prof_with_several_devices_is_one_source_per_device():
     assert [a.rank for a in assign_ranks(sources, 8, {})] == [16, 17]
 
 
-def test_coverage_names_missing_device_data_absent_ranks_and_unfinished_sessions():
-    infos = [info(100, 0), info(101, None), info(102, 2, ended=False)]
+def test_coverage_names_missing_device_data_and_absent_ranks():
+    infos = [info(100, 0), info(101, None), info(102, 2)]
     sources = [s for i in infos for s in prof_sources(1, {i.path: i})]
     assigned = assign_ranks(sources, 4, {(1, 100): {"global_rank": 4}, (1, 101): {"global_rank": 5}})
     table = coverage_rows(range(1, 2), 4, assigned, {i.path: i for i in infos})
-    assert [r["state"] for r in table] == ["found", "missing", "incomplete", "missing"] and [r["global_rank"] for r in table] == [4, 5, 6, 7]
-    assert "no device data" in table[1]["detail"] and "SESSION_TIME_INFO" in table[2]["detail"] and "no PROF_" in table[3]["detail"]
+    assert [r["state"] for r in table] == ["found", "missing", "found", "missing"] and [r["global_rank"] for r in table] == [4, 5, 6, 7]
+    assert "no device data" in table[1]["detail"] and "no PROF_" in table[3]["detail"]
     assert table[0]["mapping"] == "sidecar" and table[2]["mapping"] == "inferred (device_id)" and table[3]["device"] is None
+
+
+def test_a_read_tells_an_unended_session_before_a_missing_kernel():
+    def kernels(launches, ended):
+        return TargetKernels("db", np.array(["k"] * launches, dtype=object), *[np.zeros(launches, np.int64)] * 4, *[np.zeros(0)] * 3, 0, session_ended=ended)
+
+    assert read_state(kernels(0, False), "k")[0] == "incomplete" and "SESSION_TIME_INFO" in read_state(kernels(0, False), "k")[1]
+    assert read_state(kernels(0, True), "elastic*") == ("no_kernel", "no launch of a kernel matching kernel.name 'elastic*'")
+    assert read_state(kernels(0, None), "k")[0] == "no_kernel"  # a text export tells no session
+    assert read_state(kernels(3, True), "k") is None and read_state(kernels(3, None), "k") is None
 
 
 def test_longest_duration_is_aligned_by_launch_index_and_classified():

@@ -540,14 +540,18 @@ def test_several_devices_in_one_prof_are_split_by_device_id(tmp_path, sim_prof):
 def test_schema_version_is_recorded_and_an_unended_session_is_told(tmp_path, sim_prof):
     prof = tmp_path / sim_prof.name
     shutil.copytree(sim_prof, prof)
-    info = read_prof_info(prof)
-    assert (info.schema_version, info.session_ended) == ("1.2.0", True)
+    ended = read_target_kernels(read_prof_info(prof), is_dispatch, 0, skip_unended=True)
+    assert (ended.schema_version, ended.session_ended, len(ended.start_ns)) == ("1.2.0", True, 4)
     db = next(prof.glob("msprof_*.db"))
     conn = sqlite3.connect(db)
     conn.execute("UPDATE SESSION_TIME_INFO SET endTimeNs = NULL")
+    conn.execute("UPDATE TASK SET endNs = 'cut short'")  # a table that stops short anywhere: not read at all
     conn.commit()
     conn.close()
-    assert read_prof_info(prof).session_ended is False
+    skipped = read_target_kernels(read_prof_info(prof), is_dispatch, 0, skip_unended=True)
+    assert (skipped.schema_version, skipped.session_ended, len(skipped.start_ns), len(skipped.barrier_start_ns)) == ("1.2.0", False, 0, 0)
+    with pytest.raises(MsprofFormatError, match="t.endNs holds a TEXT"):  # read all the same when not skipped
+        read_target_kernels(read_prof_info(prof), is_dispatch, 0)
 
 
 @settings(max_examples=80, deadline=None)

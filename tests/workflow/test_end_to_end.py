@@ -345,6 +345,32 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     assert "the group waits for rank 11" in html and "<title>Entry wait per rank and launch (" in html
 
 
+def test_a_rank_whose_msprof_session_never_ended_is_incomplete_and_its_cut_tables_are_not_read(demo_run, workflow_copy, tmp_path):
+    """The demo's PROF_ directories analysed elsewhere, one of them from a process that died under msprof: its
+    SESSION_TIME_INFO.endTimeNs is NULL and its TASK table is cut (here: end times that are no numbers). That
+    rank is incomplete and says why; its tables are not read, so they cannot fail the parse of the other 15."""
+    import sqlite3
+
+    demo, _ = demo_run
+    raw = tmp_path / "collected"
+    shutil.copytree(demo.root / "results/baseline/timeline/raw", raw)
+    prof = sorted((raw / "node1").glob("PROF_*"))[2]
+    rank = json.loads(next(prof.glob("device_*/info.json.*")).read_text())["rank_id"]
+    with sqlite3.connect(next(prof.glob("msprof_*.db"))) as conn:
+        conn.execute("UPDATE SESSION_TIME_INFO SET endTimeNs = NULL")
+        conn.execute("UPDATE TASK SET endNs = 'cut short'")
+    result = workflow_copy.snakemake(
+        "--until", "timeline", overlay=base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"})
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    timeline = workflow_copy.status("timeline")
+    assert timeline["state"] == "ok" and f"15/16 ranks (missing rank {rank})" in timeline["reason"], timeline
+    assert "session never ended" in timeline["details"]["coverage"]["why_missing"][str(rank)]
+    stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    assert stats["per_rank"][str(rank)]["launches"] == 0 and stats["schema_versions"] == ["1.2.0"]
+    assert sum(1 for d in stats["per_rank"].values() if d["launches"]) == 15
+
+
 def test_two_runs_started_at_once_on_one_machine_each_get_their_own_ports(tmp_path):
     # Before: both used 29520/8399; the second failed with "ranks ... did not pass the precision check".
     copies = [copy_workflow(tmp_path / f"clone{i}") for i in (1, 2)]

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from dispatchprof.analysis.rank_identity import RankIdentityError, assign_ranks, describe, load_identities
-from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_regex, launch_columns, launch_summary, prof_sources
+from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_regex, launch_columns, launch_summary, prof_sources, read_state
 from dispatchprof.atomic import pyarrow_without_pandas_probe, write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, discover, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
@@ -60,7 +60,7 @@ def body(run: StageRun) -> Status:
     skip, context = run.params["skip"], cfg["timeline"]["call_chain_launches"]
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
-    tables, ranks, symbols = [], [], set()
+    tables, ranks, symbols, versions = [], [], set(), set()
     nodes = range(first, last + 1)
     try:
         per_node = {node: {p: read_prof_info(p) for p in discover(run.raw_dir("timeline_dir") / f"node{node}")} for node in nodes}
@@ -74,10 +74,11 @@ def body(run: StageRun) -> Status:
             if row["state"] == "found":
                 info = infos[Path(row["prof_dir"])]
                 device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
-                kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device)
-                names = kernels.symbols
-                if not names:
-                    row.update(state="no_kernel", detail=f"no launch of a kernel matching kernel.name {pattern!r}")
+                kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device, skip_unended=True)
+                if kernels.schema_version:
+                    versions.add(kernels.schema_version)
+                if (state := read_state(kernels, pattern)) is not None:
+                    row.update(state=state[0], detail=state[1])
             if row["state"] != "found":
                 ranks.append({**record, "present": False, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
                 write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, [], None, row["detail"]))
@@ -85,6 +86,7 @@ def body(run: StageRun) -> Status:
             columns = launch_columns(kernels, skip)
             summary = launch_summary(columns)
             tables.append({**columns, "rank": np.full(len(columns["launch"]), rank, dtype=np.int64)})
+            names = kernels.symbols
             symbols.update(names)
             ranks.append(
                 {
@@ -128,7 +130,6 @@ def body(run: StageRun) -> Status:
             validations.append(
                 Validation(label, False, "warning", "; ".join(describe(a) + (f" -> rank {a.rank}" if a.rank is not None else "") for a in found[:3]))
             )
-    versions = sorted({i.schema_version for i in infos.values() if i.schema_version})
     absent = [r for r in coverage if r["state"] != "found"]
     if absent:
         named = "; ".join(f"rank {r['global_rank']} (node {r['node']} local rank {r['local_rank']}): {r['detail']}" for r in absent[:8])
@@ -139,7 +140,7 @@ def body(run: StageRun) -> Status:
         "expected": rpn * len(nodes),
         "found": len(found),
         "mapping": sorted({a.how for a in assignments}),
-        "schema_versions": versions,
+        "schema_versions": sorted(versions),  # of the dbs read
         "devices_from": sorted({i.devices_from for i in infos.values()}),
     }
     common = dict(upstream=gate.upstream, validations=validations, details=details, artifacts=[str(p) for p in run.outputs.values()])

@@ -39,9 +39,9 @@ def prof_sources(node: int, infos: Mapping[Path, ProfInfo]) -> list[RankSource]:
 
 
 def coverage_rows(nodes: range, ranks_per_node: int, assignments: Sequence[RankAssignment], infos: Mapping[Path, ProfInfo]) -> list[dict[str, Any]]:
-    """One row per expected rank of these nodes: its PROF_, device, pid, how it was mapped, and found / missing /
-    incomplete with why. A rank has data when its PROF_ holds a db or an export; an msprof session that never ended
-    (the process exited abnormally) is incomplete and not analysed."""
+    """One row per expected rank of these nodes: its PROF_, device, pid, how it was mapped, and found / missing with
+    why. A rank has data when its PROF_ holds a db or an export; what its read then tells (an msprof session that
+    never ended, no launch of the kernel) is read_state's."""
     by_rank = {a.rank: a for a in assignments if a.rank is not None}
     rows = []
     for node in nodes:
@@ -56,8 +56,6 @@ def coverage_rows(nodes: range, ranks_per_node: int, assignments: Sequence[RankA
                 state, why = "missing", "PROF_ has no device data (no device_<id>/, db or export): the device side was not collected"
             elif not info.has_kernel_tables:
                 state, why = "missing", "PROF_ has device data but neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)"
-            elif info.session_ended is False:
-                state, why = "incomplete", "msprof session never ended (SESSION_TIME_INFO.endTimeNs is null): the process exited abnormally"
             else:
                 state, why = "found", f"mapped by {a.how}"
             rows.append(
@@ -74,6 +72,17 @@ def coverage_rows(nodes: range, ranks_per_node: int, assignments: Sequence[RankA
                 }
             )
     return rows
+
+
+def read_state(kernels: TargetKernels, pattern: str) -> tuple[str, str] | None:
+    """What reading a found rank tells against analysing it, as a coverage (state, detail): incomplete when its msprof
+    session never ended (the process exited abnormally: read with skip_unended, its launches were not read), no_kernel
+    when no launch matches kernel.name ``pattern``. None: analyse it."""
+    if kernels.session_ended is False:
+        return "incomplete", "msprof session never ended (SESSION_TIME_INFO.endTimeNs is null): the process exited abnormally"
+    if not len(kernels.name):
+        return "no_kernel", f"no launch of a kernel matching kernel.name {pattern!r}"
+    return None
 
 
 def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:

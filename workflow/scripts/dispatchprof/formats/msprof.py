@@ -46,8 +46,6 @@ class ProfInfo:
     # Device_id column (a shared PROF_ often holds only mindstudio_profiler_output/), else "none".
     devices_from: str = "info"
     device_rank_ids: dict[int, int | None] = field(default_factory=dict)  # rank_id of each info.json.<id>
-    schema_version: str | None = None  # db META_DATA SCHEMA_VERSION
-    session_ended: bool | None = None  # db SESSION_TIME_INFO.endTimeNs present (None: no db to tell)
 
     @property
     def has_kernel_tables(self) -> bool:
@@ -78,7 +76,8 @@ def load_trace_events(path: Path) -> list[Any]:
 
 def read_prof_info(prof: Path) -> ProfInfo:
     """Identity of one PROF_: from device_<id>/info.json.<id> (pid, hostname, rank_id), else host/info.json.
-    Without device info files the device ids come from the db, else from the text export."""
+    Without device info files the device ids come from the db, else from the text export. The db's session (schema
+    version, whether it ended) is read with its launches (read_db_target), in the same connection."""
     entries = list(prof.iterdir())
     devices = sorted(int(m.group(1)) for p in entries if (m := DEVICE_DIR_RE.match(p.name)) and (p / f"info.json.{m.group(1)}").is_file())
     info: dict[str, Any] = {}
@@ -105,7 +104,6 @@ def read_prof_info(prof: Path) -> ProfInfo:
         errors += [f"{log.name}: {line.strip()}" for line in log.read_text(errors="replace").splitlines() if "[ERROR]" in line]
     db = dbs[-1] if dbs else None
     text_dir = text if text.is_dir() else None
-    schema_version, session_ended = read_db_session(db) if db is not None else (None, None)
     devices_from = "info"
     if not devices and db is not None:
         devices, devices_from = db_devices(db), "db"
@@ -124,8 +122,6 @@ def read_prof_info(prof: Path) -> ProfInfo:
         versions={k: info.get(k) for k in ("cannVersion", "drvVersion", "platform_version") if info.get(k)},
         devices_from=devices_from if devices else "none",
         device_rank_ids=device_ranks,
-        schema_version=schema_version,
-        session_ended=session_ended,
     )
 
 
@@ -134,20 +130,16 @@ def recorded_rank(value: Any) -> int | None:
     return int(value) if isinstance(value, int | str) and str(value).lstrip("-").isdigit() and int(value) >= 0 else None
 
 
-def read_db_session(path: Path) -> tuple[str | None, bool | None]:
+def db_session(conn: sqlite3.Connection) -> tuple[str | None, bool | None]:
     """(SCHEMA_VERSION, whether the session ended): a NULL SESSION_TIME_INFO.endTimeNs means the profiled process
     exited abnormally (shared/formats/msprof.md §2.1), so its launches may stop short. None where a table is absent."""
-
-    def query(conn: sqlite3.Connection, _: dict[int, str]) -> tuple[str | None, bool | None]:
-        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        version = conn.execute("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'").fetchone() if "META_DATA" in tables else None
-        ended = None
-        if "SESSION_TIME_INFO" in tables:
-            rows = conn.execute("SELECT endTimeNs FROM SESSION_TIME_INFO").fetchall()
-            ended = bool(rows) and all(isinstance(end, int) and end > 0 for (end,) in rows)
-        return (str(version[0]) if version else None), ended
-
-    return query_db(path, query, mapped=False, strings=False)[0]
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    version = conn.execute("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'").fetchone() if "META_DATA" in tables else None
+    ended = None
+    if "SESSION_TIME_INFO" in tables:
+        rows = conn.execute("SELECT endTimeNs FROM SESSION_TIME_INFO").fetchall()
+        ended = bool(rows) and all(isinstance(end, int) and end > 0 for (end,) in rows)
+    return (str(version[0]) if version else None), ended
 
 
 def db_devices(path: Path) -> list[int]:
@@ -226,17 +218,16 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
 MMAP_BYTES = 1 << 30
 
 
-def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], mapped: bool = True, strings: bool = True) -> tuple[Any, dict[int, str]]:
+def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], strings: bool = True) -> tuple[Any, dict[int, str]]:
     """Open the db read-only, load STRING_IDS (unless not ``strings``: then the query gets {}), run ``query``; any
-    SQLite error names the file. ``mapped``: read through a memory map (pays for a scan of the kernel tables, not for
-    a few small ones). A real db's STRING_IDS holds every op name and shape string: load it only where names are read."""
+    SQLite error names the file. A real db's STRING_IDS holds every op name and shape string: load it only where
+    names are read."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             # Pages read from a memory map, not copied by a read() each (kernel time): ~4% of read_db_target's CPU in
             # passes over 64 ranks. Read-only, so nothing is written through the map; a larger db reads the rest as usual.
-            if mapped:
-                conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             names = dict(conn.execute("SELECT id, value FROM STRING_IDS")) if strings else {}
             return query(conn, names), names
         finally:
@@ -264,6 +255,8 @@ class TargetKernels:
     # Every launch of the barrier kernel (synchronize_start's cached_notify_combine) when asked for: start order.
     barrier_start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     barrier_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    schema_version: str | None = None  # db META_DATA SCHEMA_VERSION
+    session_ended: bool | None = None  # db SESSION_TIME_INFO.endTimeNs present (None: a text export, or no such table)
 
     @property
     def symbols(self) -> list[str]:
@@ -376,19 +369,22 @@ def read_db_target(
     with_ids: bool = False,
     is_barrier: Callable[[str], bool] | None = None,
     device: int | None = None,
+    skip_unended: bool = False,
 ) -> TargetKernels:
     """Target launches and call-chain context from a db: the name test runs once per STRING_IDS entry, the row
     filter and the join in SQLite, and only the integer columns needed leave the database, one string per column
     (int_columns; stream and task id only ``with_ids``). With ``is_barrier``, every launch of the barrier kernel
     too (start and end only). With ``device``, only that device's tasks (a PROF_ of a process that drove several
-    devices holds them all). Every list is in start order, ties by globalTaskId."""
+    devices holds them all). Every list is in start order, ties by globalTaskId. The session (schema version,
+    whether it ended) comes along; with ``skip_unended`` the launches of a session that never ended are not read
+    (its tables may stop short anywhere): the kernels come back empty, their session_ended False."""
     ids_columns = ["t.streamId", "t.taskId"] if with_ids else []
     columns = ["c.name", DURATION, "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
     no_rows = np.zeros((0, len(columns)), dtype=np.int64)
     no_target = np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64)
 
-    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    def launches(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         target_ids = [int(i) for i, v in strings.items() if is_target(str(v))]
         if not target_ids:
             return no_target, no_rows, 0, no_rows[:, 1:]
@@ -418,7 +414,12 @@ def read_db_target(
         others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}{on_device}", window, path)
         return target, others, intervals, barrier
 
-    (target, others, intervals, barrier), strings = query_db(path, query)
+    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[tuple[str | None, bool | None], tuple[np.ndarray, np.ndarray, int, np.ndarray]]:
+        session = db_session(conn)
+        skipped = skip_unended and session[1] is False
+        return session, ((no_target, no_rows, 0, no_rows[:, 1:]) if skipped else launches(conn, strings))
+
+    ((schema_version, session_ended), (target, others, intervals, barrier)), strings = query_db(path, query)
     # Columns: [name,] duration, [streamId, taskId,] startNs.
     for rows, duration in ((target, 1), (others, 1), (barrier, 0)):
         refuse_negative_durations(rows[:, duration], rows[:, -1], path)
@@ -436,6 +437,8 @@ def read_db_target(
         context_intervals=intervals,
         barrier_start_ns=barrier[:, -1],
         barrier_dur_ns=barrier[:, 0],
+        schema_version=schema_version,
+        session_ended=session_ended,
     )
 
 

@@ -16,13 +16,15 @@ def read_target_kernels(
     with_ids: bool = False,
     is_barrier: Callable[[str], bool] | None = None,
     device: int | None = None,
+    skip_unended: bool = False,
 ) -> TargetKernels:
     """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
     The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
     launch of the barrier kernel. ``device``: only that device's tasks (by TASK.deviceId, the CSV's Device_id or
-    the JSON's pid & 31)."""
+    the JSON's pid & 31). ``skip_unended``: a db whose msprof session never ended yields no launches (read_db_target);
+    a text export does not tell its session."""
     if info.db is not None:
-        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device)
+        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device, skip_unended)
     from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas: only for text exports
 
     kernels = read_prof_kernels(info)
