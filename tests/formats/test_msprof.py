@@ -547,11 +547,25 @@ def test_schema_version_is_recorded_and_an_unended_session_is_told(tmp_path, sim
     conn.execute("UPDATE SESSION_TIME_INFO SET endTimeNs = NULL")
     conn.execute("UPDATE TASK SET endNs = 'cut short'")  # a table that stops short anywhere: not read at all
     conn.commit()
-    conn.close()
     skipped = read_target_kernels(read_prof_info(prof), is_dispatch, 0, skip_unended=True)
     assert (skipped.schema_version, skipped.session_ended, len(skipped.start_ns), len(skipped.barrier_start_ns)) == ("1.2.0", False, 0, 0)
     with pytest.raises(MsprofFormatError, match="t.endNs holds a TEXT"):  # read all the same when not skipped
         read_target_kernels(read_prof_info(prof), is_dispatch, 0)
+    conn.execute("DROP TABLE STRING_IDS")  # nor its names
+    conn.commit()
+    conn.close()
+    assert read_target_kernels(read_prof_info(prof), is_dispatch, 0, skip_unended=True).session_ended is False
+    with pytest.raises(MsprofFormatError, match="no such table: STRING_IDS"):
+        read_target_kernels(read_prof_info(prof), is_dispatch, 0)
+
+
+def test_a_string_id_that_is_no_integer_is_refused_where_its_name_is_looked_for(tmp_path):
+    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, 0, 10, 0), (1, 100, 110, 1)])
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO STRING_IDS VALUES ('x', 'unrelated'), ('9a', 'cached_notify_combine')")  # TEXT, not converted
+    assert read_db_target(db, is_dispatch, 0).start_ns.tolist() == [0, 100]  # an odd id of another name is no matter
+    with pytest.raises(MsprofFormatError, match=f"{db}: STRING_IDS.id '9a' .of 'cached_notify_combine'. is not an integer"):
+        read_db_target(db, is_dispatch, 0, is_barrier=lambda name: name == "cached_notify_combine")
 
 
 @settings(max_examples=80, deadline=None)

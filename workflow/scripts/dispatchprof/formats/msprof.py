@@ -218,6 +218,20 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
 MMAP_BYTES = 1 << 30
 
 
+def string_ids(conn: sqlite3.Connection) -> dict[int, str]:
+    return dict(conn.execute("SELECT id, value FROM STRING_IDS"))
+
+
+def ids_named(strings: Mapping[int, str], named: Callable[[str], bool], path: Path) -> list[int]:
+    """The STRING_IDS ids whose text ``named`` accepts. Such an id that is no integer is refused: it could not be
+    looked for in SQL, and a TEXT '5' is not the id 5 (elsewhere a TEXT number is refused too)."""
+    found = [i for i, v in strings.items() if named(str(v))]
+    odd = [i for i in found if not isinstance(i, int)]
+    if odd:
+        raise MsprofFormatError(f"{path}: STRING_IDS.id {odd[0]!r} (of {strings[odd[0]]!r}) is not an integer")
+    return found
+
+
 def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], strings: bool = True) -> tuple[Any, dict[int, str]]:
     """Open the db read-only, load STRING_IDS (unless not ``strings``: then the query gets {}), run ``query``; any
     SQLite error names the file. A real db's STRING_IDS holds every op name and shape string: load it only where
@@ -228,7 +242,7 @@ def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], A
             # Pages read from a memory map, not copied by a read() each (kernel time): ~4% of read_db_target's CPU in
             # passes over 64 ranks. Read-only, so nothing is written through the map; a larger db reads the rest as usual.
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            names = dict(conn.execute("SELECT id, value FROM STRING_IDS")) if strings else {}
+            names = string_ids(conn) if strings else {}
             return query(conn, names), names
         finally:
             conn.close()
@@ -385,10 +399,10 @@ def read_db_target(
     no_target = np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64)
 
     def launches(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        target_ids = [int(i) for i, v in strings.items() if is_target(str(v))]
+        target_ids = ids_named(strings, is_target, path)
         if not target_ids:
             return no_target, no_rows, 0, no_rows[:, 1:]
-        barrier_ids = [int(i) for i, v in strings.items() if is_barrier is not None and is_barrier(str(v))]
+        barrier_ids = ids_named(strings, is_barrier, path) if is_barrier is not None else []
         ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
         target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
@@ -414,12 +428,14 @@ def read_db_target(
         others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}{on_device}", window, path)
         return target, others, intervals, barrier
 
-    def query(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[tuple[str | None, bool | None], tuple[np.ndarray, np.ndarray, int, np.ndarray]]:
+    def query(conn: sqlite3.Connection, _: dict[int, str]) -> tuple[tuple[str | None, bool | None], dict[int, str], tuple]:
         session = db_session(conn)
-        skipped = skip_unended and session[1] is False
-        return session, ((no_target, no_rows, 0, no_rows[:, 1:]) if skipped else launches(conn, strings))
+        if skip_unended and session[1] is False:  # before STRING_IDS too: any table of it may be cut
+            return session, {}, (no_target, no_rows, 0, no_rows[:, 1:])
+        strings = string_ids(conn)
+        return session, strings, launches(conn, strings)
 
-    ((schema_version, session_ended), (target, others, intervals, barrier)), strings = query_db(path, query)
+    ((schema_version, session_ended), strings, (target, others, intervals, barrier)), _ = query_db(path, query, strings=False)
     # Columns: [name,] duration, [streamId, taskId,] startNs.
     for rows, duration in ((target, 1), (others, 1), (barrier, 0)):
         refuse_negative_durations(rows[:, duration], rows[:, -1], path)
