@@ -396,12 +396,12 @@ def read_db_target(
     columns = ["c.name", DURATION, "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
     no_rows = np.zeros((0, len(columns)), dtype=np.int64)
-    no_target = np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64)
+    nothing = (np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64), no_rows, 0, no_rows[:, 1:])  # target, others, intervals, barrier
 
     def launches(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         target_ids = ids_named(strings, is_target, path)
         if not target_ids:
-            return no_target, no_rows, 0, no_rows[:, 1:]
+            return nothing
         barrier_ids = ids_named(strings, is_barrier, path) if is_barrier is not None else []
         ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
@@ -431,7 +431,7 @@ def read_db_target(
     def query(conn: sqlite3.Connection, _: dict[int, str]) -> tuple[tuple[str | None, bool | None], dict[int, str], tuple]:
         session = db_session(conn)
         if skip_unended and session[1] is False:  # before STRING_IDS too: any table of it may be cut
-            return session, {}, (no_target, no_rows, 0, no_rows[:, 1:])
+            return session, {}, nothing
         strings = string_ids(conn)
         return session, strings, launches(conn, strings)
 
