@@ -17,7 +17,7 @@ def body(run: StageRun) -> Status:
     node_dir = run.outputs["env"].parent
     probe_dir = node_dir / "probes"
     timeout = float(run.config["timeouts"]["env_capture"])
-    env = capture_node(run.node, chain, run.config["deepep"]["python"], probe_dir, timeout)
+    env = capture_node(run.node, chain, run.config["deepep"]["python"], probe_dir, timeout, run.config["cluster"]["forward_env"])
     # Preflight: what would fail a collective stage on this node after its allocation was paid for.
     token = write_token(node_dir / "shared_fs_token.json") if run.config["launcher"] == "ssh" else None
     spec = node_spec(run.config, chain, run.node, node_dir.parents[2], token, timeout / 4, run.params["check_ports"])

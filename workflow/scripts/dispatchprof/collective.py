@@ -99,8 +99,8 @@ def driver_environment(config: Mapping[str, Any], out_dir: Path, iterations: int
 def node_specs(config: Mapping[str, Any], chain: Toolchain, argv_for: Callable[[int], list[str]], log_dir: Path) -> list[NodeSpec]:
     specs = []
     for node in range(int(config["cluster"]["nodes"])):
-        env = chain.env(extra=node_environment(config, node))
-        specs.append(NodeSpec(node=node, argv=chain.wrap(argv_for(node)), env=env, cwd=chain.repo, log_path=log_dir / f"node{node}.log"))
+        env, prepend = chain.own_env(extra=node_environment(config, node))  # the node's own environment is merged under it
+        specs.append(NodeSpec(node=node, argv=chain.wrap(argv_for(node)), env=env, cwd=chain.repo, log_path=log_dir / f"node{node}.log", prepend=prepend))
     return specs
 
 
@@ -117,7 +117,7 @@ def launcher(config: Mapping[str, Any]) -> LocalLauncher | SlurmLauncher | SshLa
         if ssh["identity_file"]:
             options += ["-i", ssh["identity_file"]]
         hosts = [f"{ssh['user']}@{h}" if ssh["user"] else h for h in cluster["hosts"]]
-        return SshLauncher(hosts, *ready, float(cluster["fail_grace"]), options, ssh["python"])
+        return SshLauncher(hosts, *ready, float(cluster["fail_grace"]), options, ssh["python"], cluster["forward_env"])
     return LocalLauncher(*ready, float(cluster["fail_grace"]))
 
 

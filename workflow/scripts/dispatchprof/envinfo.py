@@ -6,13 +6,15 @@ capture records which operator-profiler entry is usable (msopprof, `msprof op`, 
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from dispatchprof.launch import run_command
+from dispatchprof.nodeenv import forwardable, redact
 from dispatchprof.toolchain import Toolchain
 
 VERSION_FILES = {
@@ -83,7 +85,7 @@ def debug_clock_switches(repo: Path, env: Mapping[str, str]) -> dict[str, Any]:
             lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if "DEBUG_CLOCK" in line]
             if lines:
                 found[rel] = lines
-    return {"mentions": found, "environment": {k: v for k, v in env.items() if "DEBUG_CLOCK" in k}}
+    return {"mentions": found, "environment": redact({k: v for k, v in env.items() if "DEBUG_CLOCK" in k})}
 
 
 def op_profiler_entry(probes: Mapping[str, ProbeRecord]) -> str:
@@ -95,8 +97,15 @@ def op_profiler_entry(probes: Mapping[str, ProbeRecord]) -> str:
     return "none"
 
 
-def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeout_s: float) -> dict[str, Any]:
-    """Run every probe on this node; each records its output file, availability and error."""
+def forward_record(environ: Mapping[str, str], patterns: Sequence[str]) -> dict[str, Any]:
+    """Which of the caller's variables ``cluster.forward_env`` matches: names only, never values."""
+    forwarded, refused = forwardable(environ, patterns)
+    return {"patterns": list(patterns), "set": sorted(forwarded), "refused": refused}
+
+
+def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeout_s: float, forward_env: Sequence[str] = ()) -> dict[str, Any]:
+    """Run every probe on this node; each records its output file, availability and error, and which forwarded
+    variables are set (names only)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     per_probe = max(5.0, timeout_s / 12)
     commands = {
@@ -127,6 +136,7 @@ def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeou
         "debug_clock": debug_clock_switches(chain.repo, chain.env()),
         "op_profiler_entry": op_profiler_entry(probes),
         "clock_sync": clock_sync(probes),
+        "forward_env": forward_record(os.environ, forward_env),
     }
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from dispatchprof.nodeenv import forwardable, merge
+
 log = logging.getLogger(__name__)
 
 KILL_GRACE_S = 5.0
@@ -30,11 +32,17 @@ POLL_S = 0.1
 
 @dataclass
 class NodeSpec:
+    """One node's command. ``env`` and ``prepend`` are what the workflow sets and the directories it puts in front
+    of PATH-like variables; the command runs in the node's own environment with them merged on (nodeenv.merge).
+    ``stdin``: bytes the command reads on its standard input (the ssh launcher's forwarded variables)."""
+
     node: int
     argv: list[str]
     env: dict[str, str]
     cwd: Path
     log_path: Path
+    prepend: dict[str, list[str]] = field(default_factory=dict)
+    stdin: bytes | None = None
 
 
 @dataclass
@@ -115,14 +123,20 @@ def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
             proc = subprocess.Popen(
                 spec.argv,
                 cwd=spec.cwd,
-                env=spec.env,
-                stdin=subprocess.DEVNULL,
+                env=merge(os.environ, spec.env, spec.prepend),  # a local node's own environment is this one
+                stdin=subprocess.DEVNULL if spec.stdin is None else subprocess.PIPE,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so it can be ended as one
             )
         except OSError as exc:
             raise StartError(f"node {spec.node} could not start {spec.argv[0]!r}: {exc}") from exc
+    if proc.stdin is not None:
+        try:
+            proc.stdin.write(spec.stdin or b"")
+            proc.stdin.close()
+        except BrokenPipeError:  # it exited at once; its exit code says why
+            pass
     log.info("node %d started: pid %d, log %s", spec.node, proc.pid, spec.log_path)
     result.pid, result.started = proc.pid, time.time()
     return proc
@@ -270,14 +284,17 @@ class CommandResult:
         return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
-def run_command(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> CommandResult:
-    """Run one command in its own process group; on timeout the whole group is ended."""
+def run_command(
+    argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None, cwd: str | Path | None = None, stdin: bytes | None = None
+) -> CommandResult:
+    """Run one command in its own process group (``stdin``: what it reads on its standard input); on timeout the
+    whole group is ended."""
     try:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -285,7 +302,7 @@ def run_command(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | 
     except OSError as exc:
         return CommandResult(list(argv), None, "", False, error=f"{type(exc).__name__}: {exc}")
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        out, _ = proc.communicate(input=stdin, timeout=timeout_s)
         return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), False)
     except subprocess.TimeoutExpired:
         kill_group(proc)
@@ -301,7 +318,8 @@ class SlurmLauncher:
 
     Node 0 starts at once; the others wait in node_wrapper.py until node 0's port answers. A single node
     needs --overlap: without mpi the executor plugin runs the job itself as a one-task step, inside which a
-    nested srun would wait forever for free resources.
+    nested srun would wait forever for free resources. srun passes this process's environment to every task
+    (--export=ALL, its default): the spec file carries only what the workflow sets.
     """
 
     def __init__(self, ready_host: str, ready_port: int, ready_timeout_s: float, overlap: bool, srun_args: Sequence[str] = (), python: str = sys.executable):
@@ -367,25 +385,41 @@ class SlurmLauncher:
         return outcome
 
 
-def write_node_specs(specs: Sequence[NodeSpec]) -> tuple[Path, dict[int, Path]]:
-    """The per-node commands for node_wrapper.py, on the (shared) run directory; stale exit files removed."""
+def write_node_specs(specs: Sequence[NodeSpec], forwarded_on_stdin: Sequence[str] | None = None) -> tuple[Path, dict[int, Path]]:
+    """The per-node commands for node_wrapper.py, on the (shared) run directory; stale exit files removed.
+
+    Only what the workflow sets is written (NodeSpec.env and .prepend), never the caller's environment;
+    ``forwarded_on_stdin``: the names (never values) of the variables node_wrapper.py reads on its stdin."""
     run_dir = specs[0].log_path.parent
     run_dir.mkdir(parents=True, exist_ok=True)
     spec_file = run_dir / "node_specs.json"
     exits = {s.node: run_dir / f"node{s.node}.exit.json" for s in specs}
     for path in exits.values():
         path.unlink(missing_ok=True)
-    spec_file.write_text(
-        json.dumps(
-            [{"node": s.node, "argv": s.argv, "env": s.env, "cwd": str(s.cwd), "log_path": str(s.log_path), "exit_file": str(exits[s.node])} for s in specs]
-        )
-    )
+    stdin = {"forwarded_on_stdin": sorted(forwarded_on_stdin)} if forwarded_on_stdin is not None else {}
+    records = [
+        {"node": s.node, "argv": s.argv, "env": s.env, "prepend": s.prepend, "cwd": str(s.cwd), "log_path": str(s.log_path), "exit_file": str(exits[s.node])}
+        | stdin
+        for s in specs
+    ]
+    write_private(spec_file, json.dumps(records))
     return spec_file, exits
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` readable by its owner only (mode 0600), replacing any earlier file at once."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
 class SshLauncher:
-    """Each node over ssh, node 0 first, the environment forwarded explicitly (in the spec file, which must be
-    on a filesystem every host shares, as the results directory is on a cluster).
+    """Each node over ssh, node 0 first. The spec file (on a filesystem every host shares, as the results directory
+    is on a cluster) carries what the workflow sets; the caller's variables named by ``forward_env`` (a login shell
+    on the node does not see them) travel on the ssh session's stdin, never on disk. Secret-looking names are refused.
 
     The local ssh clients run under LocalLauncher (ordering, readiness port, timeout, fail-fast); on a timeout or
     failure every remote node's process group, recorded by node_wrapper.py, is ended over ssh by its group id."""
@@ -399,23 +433,35 @@ class SshLauncher:
         fail_grace_s: float,
         ssh_options: Sequence[str] = (),
         python: str = "python3",
+        forward_env: Sequence[str] = (),
     ):
         self.hosts, self.ssh_options, self.python = list(hosts), list(ssh_options), python
+        self.forward_env = list(forward_env)
         self.local = LocalLauncher(ready_host, ready_port, ready_timeout_s, fail_grace_s)
         self.ready = (ready_host, ready_port, ready_timeout_s)
 
     def ssh(self, host: str, remote: Sequence[str]) -> list[str]:
         return ["ssh", "-o", "BatchMode=yes", *self.ssh_options, host, "--", shlex.join(remote)]
 
+    def forwarded(self) -> dict[str, str]:
+        """The caller's variables ``forward_env`` names; refused secret-looking names are logged (names only)."""
+        forwarded, refused = forwardable(os.environ, self.forward_env)
+        if refused:
+            log.warning("not forwarded to the nodes (the names look secret; config/README.md, cluster.forward_env): %s", ", ".join(refused))
+        log.info("forwarded to the nodes over ssh stdin: %s", ", ".join(sorted(forwarded)) or "nothing")
+        return forwarded
+
     def run(self, specs: Sequence[NodeSpec], timeout_s: float) -> CollectiveResult:
         specs = sorted(specs, key=lambda s: s.node)
-        spec_file, exits = write_node_specs(specs)
+        forwarded = self.forwarded()
+        spec_file, exits = write_node_specs(specs, forwarded_on_stdin=list(forwarded))
         host, port, ready_timeout = self.ready
         local_specs = []
+        payload = json.dumps(forwarded).encode()
         for spec in specs:
             remote = ["env", f"DISPATCHPROF_NODE={spec.node}", self.python, str(WRAPPER), str(spec_file), host, str(port), str(ready_timeout)]
             log_path = spec.log_path.with_name(f"node{spec.node}.ssh.log")
-            local_specs.append(NodeSpec(spec.node, self.ssh(self.hosts[spec.node], remote), dict(os.environ), spec.cwd, log_path))
+            local_specs.append(NodeSpec(spec.node, self.ssh(self.hosts[spec.node], remote), {}, spec.cwd, log_path, stdin=payload))
         outcome = self.local.run(local_specs, timeout_s)
         outcome.nodes = [
             NodeResult(node=n.node, log_path=s.log_path, pid=n.pid, exit_code=n.exit_code, started=n.started, finished=n.finished, killed=n.killed)

@@ -3,6 +3,8 @@
 The node index comes from SLURM_NODEID (slurm) or DISPATCHPROF_NODE (ssh). Nodes > 0 wait until node 0's
 readiness port answers. The command runs in its own process group, ended as a group on SIGTERM (the
 scheduler's warning, or the launcher's timeout). The exit status is written to the node's exit file.
+The command's environment is this node's own (srun passes the caller's; ssh gives the login environment) with
+the spec's variables merged on, and under ssh the forwarded variables read from stdin (nodeenv.py).
 Standard library only: it runs in the cluster's Python, before anything else is imported.
 
     python node_wrapper.py <specs.json> <ready_host> <ready_port> <ready_timeout_s>
@@ -17,6 +19,11 @@ import socket
 import subprocess
 import sys
 import time
+
+try:
+    from dispatchprof.nodeenv import merge
+except ImportError:  # run as a script on a node: its sibling module
+    from nodeenv import merge
 
 
 def port_open(host: str, port: int) -> bool:
@@ -39,6 +46,9 @@ def main(argv: list[str]) -> int:
     node = int(os.environ.get("SLURM_NODEID", os.environ.get("DISPATCHPROF_NODE", "0")))
     specs = {int(s["node"]): s for s in json.load(open(spec_file))}
     spec = specs[node]
+    # Read before anything else: the launcher closes the pipe after writing, so this never waits on it.
+    forwarded = json.load(sys.stdin) if "forwarded_on_stdin" in spec else {}
+    env = merge(os.environ, spec["env"], spec.get("prepend"), forwarded)
     record = {
         "node": node,
         "host": socket.gethostname(),
@@ -60,7 +70,7 @@ def main(argv: list[str]) -> int:
     with open(spec["log_path"], "wb") as log:
         try:
             proc = subprocess.Popen(
-                spec["argv"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                spec["argv"], cwd=spec["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         except OSError as exc:
             record["error"] = f"node {node} could not start {spec['argv'][0]!r}: {exc}"

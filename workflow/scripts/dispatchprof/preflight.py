@@ -19,6 +19,11 @@ import subprocess
 import sys
 from typing import Any, Iterable, Mapping
 
+try:
+    from dispatchprof.nodeenv import merge
+except ImportError:  # run as a script on a node: its sibling module
+    from nodeenv import merge
+
 FORBIDDEN_ENV = {
     # shared/formats/deepep.md §1: it overrides profile_dispatch_latency's output_dir, so the CSV lands elsewhere.
     "AKL_LATENCY_OUTPUT_DIR": "overrides profile_dispatch_latency's output_dir: dispatch_latency.csv would not land in results/",
@@ -69,9 +74,11 @@ def port_in_use(port: int) -> str | None:
     return None
 
 
-def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> list[dict[str, Any]]:
-    """Every check of the spec; each finding is {check, ok, detail}. A check that cannot run is a failed check."""
+def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ, forwarded: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every check of the spec; each finding is {check, ok, detail}. A check that cannot run is a failed check.
+    ``environ`` is this node's environment, ``forwarded`` what the ssh launcher forwards onto it (read from stdin)."""
     findings: list[dict[str, Any]] = []
+    environ = merge(environ, {}, None, forwarded)  # what the node's commands see, for the environment checks
 
     def add(check: str, ok: bool, detail: str) -> None:
         findings.append({"check": check, "ok": ok, "detail": detail})
@@ -79,7 +86,8 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ)
     test = spec.get("test_help")
     if test:
         shown = " ".join(test["argv"][-3:])
-        code, text = _run(test["argv"], test.get("cwd"), test.get("env"), float(spec.get("timeout_s", 60)))
+        env = merge(os.environ, test.get("env") or {}, test.get("prepend"), forwarded)
+        code, text = _run(test["argv"], test.get("cwd"), env, float(spec.get("timeout_s", 60)))
         if code != 0:
             add("test --help", False, f"`{shown}` did not list its options (exit {code}): {text.strip()[-300:]}")
         else:
@@ -121,7 +129,8 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ)
 def main(argv: list[str]) -> int:
     with open(argv[1]) as handle:
         spec = json.load(handle)
-    json.dump(run_checks(spec), sys.stdout)
+    forwarded = json.load(sys.stdin) if "forwarded_on_stdin" in spec else None
+    json.dump(run_checks(spec, forwarded=forwarded), sys.stdout)
     return 0
 
 

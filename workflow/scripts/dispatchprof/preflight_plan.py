@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dispatchprof.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
-from dispatchprof.launch import SshLauncher, run_command
+from dispatchprof.launch import SshLauncher, run_command, write_private
 from dispatchprof.opprofiler import op_profiler_command, timeline_run
 from dispatchprof.preflight import flags_of, missing_flags, run_checks
 from dispatchprof.profiling import msprof_command
@@ -31,10 +31,11 @@ def node_spec(
     deepep, cluster = config["deepep"], config["cluster"]
     world = int(cluster["nodes"]) * int(cluster["ranks_per_node"])
     per_rank = int(config["preflight"]["expected_mib_per_rank"]) * 2**20
+    own, prepend = chain.own_env()  # never the parent's environment: under ssh this spec is a file on shared disk
     spec: dict[str, Any] = {
         "node": node,
         "timeout_s": timeout_s,
-        "test_help": {"argv": chain.wrap([deepep["python"], deepep["test"], "--help"]), "cwd": str(chain.repo), "env": chain.env()},
+        "test_help": {"argv": chain.wrap([deepep["python"], deepep["test"], "--help"]), "cwd": str(chain.repo), "env": own, "prepend": prepend},
         "flags": flags_of(deepep["test_args"]),
         "set_env": chain.set_env if chain.name == "cann" else None,
         "disk": {"path": str(results_dir.resolve()), "need_bytes": world * per_rank, "what": f"the PROF_/OPPROF_ directories of {world} ranks"},
@@ -81,9 +82,11 @@ def run_node_checks(config: Mapping[str, Any], spec: Mapping[str, Any], spec_fil
         return run_checks(spec)
     runner = launcher(with_ports(config, run_ports(config)))
     assert isinstance(runner, SshLauncher)
-    spec_file.write_text(json.dumps(spec))
+    forwarded = runner.forwarded()  # on the ssh session's stdin, as the collective runs get them
+    write_private(spec_file, json.dumps({**spec, "forwarded_on_stdin": sorted(forwarded)}))
     host = runner.hosts[int(spec["node"])]
-    result = run_command(runner.ssh(host, [config["ssh"]["python"], str(PREFLIGHT_SCRIPT), str(spec_file.resolve())]), timeout_s)
+    argv = runner.ssh(host, [config["ssh"]["python"], str(PREFLIGHT_SCRIPT), str(spec_file.resolve())])
+    result = run_command(argv, timeout_s, stdin=json.dumps(forwarded).encode())
     lines = [line for line in result.output.strip().splitlines() if line.startswith("[")]
     if not result.ok or not lines:
         return [{"check": f"preflight over ssh on {host}", "ok": False, "detail": f"exit {result.exit_code}: {result.output.strip()[-300:]}"}]

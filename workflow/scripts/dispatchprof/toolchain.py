@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from dispatchprof.nodeenv import merge
+
 # Environment variables through which the simulated cluster receives its fault knobs.
 SIM_ENV = {
     "precision_fail_rank": "DEEPEP_SIM_PRECISION_FAIL_RANK",
@@ -73,17 +75,24 @@ class Toolchain:
     bin_dir: Path | None = None
     sim_env: dict[str, str] = field(default_factory=dict)
 
-    def env(self, base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment a command of this toolchain runs in: the parent's, plus what the toolchain adds."""
-        env = dict(os.environ if base is None else base)
+    def own_env(self, extra: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """What the toolchain adds to a command's environment: variables it sets (``extra`` last), and directories
+        it puts in front of PATH-like variables. Never anything of the parent's environment (nodeenv.py)."""
+        sets: dict[str, str] = {}
+        prepend: dict[str, list[str]] = {}
         if self.bin_dir is not None:
-            env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+            prepend["PATH"] = [str(self.bin_dir)]
         if self.name == "sim":
             # The stand-in package is importable as if installed; only for the stand-in's own processes.
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.repo), env.get("PYTHONPATH", "")) if p)
-            env.update(self.sim_env)
-        env.update(extra or {})
-        return env
+            prepend["PYTHONPATH"] = [str(self.repo)]
+            sets.update(self.sim_env)
+        sets.update(extra or {})
+        return sets, prepend
+
+    def env(self, base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment a command of this toolchain runs in here: the parent's, plus what the toolchain adds."""
+        sets, prepend = self.own_env(extra)
+        return merge(os.environ if base is None else base, sets, prepend)
 
     def driver_env(self) -> dict[str, str]:
         """What the generated perf driver needs beyond the test's environment: on the simulated cluster,

@@ -22,6 +22,9 @@ from ascend_deepep import _mp as mp
 from ascend_deepep._store import StoreClient, serve
 from ascend_deepep.elastic import expected_receive, make_inputs
 
+# Runtime tuning a rank prints when set, as a test prints its configuration (names a user sets on the launching host).
+TUNING_ENV = ("TASK_QUEUE_ENABLE", "PYTORCH_NPU_ALLOC_CONF", "ACL_DEVICE_SYNC_TIMEOUT", "HCCL_CONNECT_TIMEOUT", "HCCL_BUFFSIZE")
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="V2 elastic dispatch precision test (stand-in)")
@@ -55,6 +58,9 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
     world = num_nodes * num_local_ranks
     with open(os.path.join(run_dir, f"rank{rank}.log"), "w") as log:
         log_line(log, f"[rank {rank}] node {node} local rank {local_rank} of world {world} pid {os.getpid()} host {socket.gethostname()}")
+        tuning = " ".join(f"{name}={os.environ[name]}" for name in TUNING_ENV if name in os.environ)
+        if tuning:
+            log_line(log, f"[rank {rank}] runtime tuning: {tuning}")
         store = StoreClient(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29520")))
         os.environ["DEEPEP_SIM_LOCAL_RANK"] = str(local_rank)  # the device this process sets
         buffer = ElasticBuffer(store, rank, world, args.num_experts, args.num_max_tokens_per_rank, args.hidden, args.dtype, num_local_ranks, args.num_aiv)
