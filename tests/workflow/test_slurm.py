@@ -77,11 +77,11 @@ def slurm_cluster():
         assert not slurm_running(), "the SLURM daemons this test started are still answering"
 
 
-def run_profile(workflow_copy, overlay, *args):
+def run_profile(workflow_copy, overlay, *args, env=None):
     shutil.copytree(PROFILE, workflow_copy.root / "slurm_profile", dirs_exist_ok=True)
     # snakemake with the plugin's status-check back-off capped at the profile's interval (tests/slurm/snakemake_capped_polling.py)
     cmd = [sys.executable, str(CAPPED_POLLING), "--profile", "slurm_profile", "--configfile", "config/config.yaml", str(workflow_copy.overlay(overlay)), *args]
-    return subprocess.run(cmd, cwd=workflow_copy.root, capture_output=True, text=True, timeout=1500)
+    return subprocess.run(cmd, cwd=workflow_copy.root, capture_output=True, text=True, timeout=1500, env=env)
 
 
 def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, workflow_copy, capsys):
@@ -124,3 +124,19 @@ def test_a_stage_over_budget_under_slurm_ends_in_timeout_before_slurm_kills_it(s
     status = workflow_copy.status("correctness")
     assert status["state"] == "timeout" and "15 s budget" in status["reason"], status
     assert processes_mentioning(str(workflow_copy.root)) == []
+
+
+def test_no_secret_of_the_caller_is_written_and_the_ranks_see_the_tuning_under_slurm(slurm_cluster, workflow_copy):
+    """Issue 29 under launcher slurm: srun passes the caller's environment to the nodes, so the tuning reaches the
+    ranks; the spec file holds only what the workflow sets (tests/workflow/test_no_secrets.py for local and ssh)."""
+    from workflow.test_no_secrets import files_holding, planted, tuning_lines
+
+    secret_values = planted()
+    env = {**os.environ, **secret_values, "TASK_QUEUE_ENABLE": "2"}
+    result = run_profile(workflow_copy, base_overlay(fixed_ports=True), "--until", "correctness", env=env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert workflow_copy.status("correctness")["state"] == "ok", workflow_copy.status("correctness")
+    assert files_holding(workflow_copy.root, secret_values) == []
+    assert tuning_lines(workflow_copy.root) == {rank: "TASK_QUEUE_ENABLE=2" for rank in range(16)}
+    specs = json.loads((workflow_copy.root / "results/baseline/correctness/run/node_specs.json").read_text())
+    assert [s["env"]["RANK"] for s in specs] == ["0", "1"] and all("forwarded_on_stdin" not in s and "HOME" not in s["env"] for s in specs)
