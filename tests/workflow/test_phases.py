@@ -19,8 +19,8 @@ from typing import Any, Iterator
 
 import pytest
 import yaml
-from conftest import ROOT, WorkflowCopy, base_overlay, copy_workflow
 
+from conftest import ROOT, WorkflowCopy, base_overlay, copy_workflow
 from dispatchprof.config import fill_defaults, load_schema, phase_problems
 
 SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
