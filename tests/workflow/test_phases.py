@@ -367,3 +367,31 @@ def test_a_new_kernel_name_from_the_timeline_recollects_the_op_profiler_stages(c
         os.utime(stats_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert {"pmu_collect", "pcsampling_collect", "pipe_timeline_collect"} <= set(planned)
     assert not {"timeline_collect", "baseline_collect", "correctness", "build", "env_capture_node"} & set(planned)
+
+
+def test_a_collection_skipped_for_its_upstream_collects_once_that_is_ok(workflow_copy: WorkflowCopy) -> None:
+    """The stale placeholder: pmu_collect wrote `skipped` because the timeline was invalid (a rank's device data
+    missing, below stats.min_rank_coverage); an analysis change makes the timeline ok, and the same `snakemake`
+    collects PMU, without collecting anything before it."""
+    overlay = base_overlay(
+        sim={"missing_device": {"node": 1, "local_rank": 3}},
+        stats={"min_rank_coverage": 1.0},
+        pipe_timeline={"runs": []},
+        debugclock={"when": "never"},
+    )
+    first = workflow_copy.snakemake(overlay=overlay)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert workflow_copy.status("timeline")["state"] == "invalid"
+    assert workflow_copy.status("pmu/collect")["state"] == "skipped"
+
+    overlay["stats"]["min_rank_coverage"] = 0.5
+    planner = Planner(workflow_copy)
+    planned, _ = planner.plan(overlay)
+    assert {"timeline", "pmu_collect", "pmu", "pcsampling_collect"} <= set(planned)
+    assert not {"env_capture_node", "build", "correctness", "baseline_collect", "timeline_collect"} & set(planned)
+    second = workflow_copy.snakemake(overlay=overlay)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert workflow_copy.status("timeline")["state"] == "ok"
+    assert workflow_copy.status("pmu/collect")["state"] == "ok"
+    assert workflow_copy.status("pmu")["state"] == "ok"
+    assert planner.plan(overlay) == ([], set())
