@@ -395,3 +395,30 @@ def test_a_collection_skipped_for_its_upstream_collects_once_that_is_ok(workflow
     assert workflow_copy.status("pmu/collect")["state"] == "ok"
     assert workflow_copy.status("pmu")["state"] == "ok"
     assert planner.plan(overlay) == ([], set())
+
+
+def test_analyze_mode_reimports_only_changed_inputs(workflow_copy: WorkflowCopy, tmp_path: Path) -> None:
+    """Analyze mode: an analysis key's change re-analyses without re-reading the user's files; a change of one
+    imported tree re-reads that tree only."""
+    from workflow.test_end_to_end import synthetic_timeline
+
+    csv = tmp_path / "dispatch_latency.csv"
+    rows = "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
+    csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + rows)
+    synthetic_timeline(tmp_path / "timeline")
+    overlay = base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(tmp_path / "timeline")})
+    result = workflow_copy.snakemake(overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    planner = Planner(workflow_copy)
+    assert planner.plan(overlay) == ([], set())
+    for key, value, analysed in [
+        ("stats.bootstrap.resamples", 3000, "baseline"),
+        ("timeline.waits.own_work_min_us", 7, "timeline"),
+        ("report.insight_version", "8.0.RC1", "report"),
+    ]:
+        planned, _ = planner.plan(overlay_with(overlay, key, value))
+        assert analysed in planned, (key, planned)
+        assert not [name for name in planned if name.endswith("_import")], (key, planned)
+    csv.write_text(csv.read_text() + "1,3,11,0,1\n")  # the user's latency file changes
+    planned, _ = planner.plan(overlay)
+    assert "baseline_import" in planned and "timeline_import" not in planned, planned
