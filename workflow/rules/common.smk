@@ -15,6 +15,7 @@ from dispatchprof.config import (  # noqa: E402
     fill_defaults,
     load_schema,
     phase_view,
+    analysis_settings,
     schema_problems,
     yaml_booleans_as_words,
 )
@@ -353,6 +354,13 @@ def config_fingerprint(*keys, phase=None):
         return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
 
     return fingerprint
+
+
+def settings_shown(experiment):
+    """A param of the report: every analysis key's value (JSON), listed in the report; a change re-renders it."""
+    import json
+
+    return json.dumps(analysis_settings(RUNS[experiment], _SCHEMA), sort_keys=True)
 
 
 def collection_fingerprint(*sections):

@@ -167,6 +167,25 @@ def phase_view(config: Mapping[str, Any], schema: Mapping[str, Any], keys: Itera
 _DROPPED = object()
 
 
+def analysis_settings(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted key, value) of every analysis key that changes a result (not ``x-reruns: false``), in schema order:
+    what the report lists as the choices behind its numbers."""
+    settings: list[tuple[str, Any]] = []
+
+    def walk(node: Mapping[str, Any], value: Any, key: str, phase: str | None, reruns: bool) -> None:
+        for name, child in node.get("properties", {}).items():
+            dotted = f"{key}.{name}" if key else name
+            own, again = child.get("x-phase", phase), reruns and child.get("x-reruns", True)
+            held = value.get(name) if isinstance(value, Mapping) else None
+            if "properties" in child and child.get("default") == {}:
+                walk(child, held, dotted, own, again)
+            elif own == "analysis" and again:
+                settings.append((dotted, held))
+
+    walk(schema, config, "", None, True)
+    return settings
+
+
 def fill_defaults(config: dict[str, Any], schema: Mapping[str, Any]) -> None:
     """Set every schema default the config leaves out, in place, at every depth: what snakemake.utils.validate does
     with set_default=True (its recipe from the jsonschema FAQ), on the schema already loaded. Snakemake's validate
