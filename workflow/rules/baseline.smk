@@ -66,6 +66,7 @@ else:
 rule baseline:
     input:
         **needed_inputs("baseline"),
+        previous_run=previous_analysis("baseline"),
     output:
         latency=report(
             "results/{experiment}/baseline/latency.parquet",

@@ -392,6 +392,22 @@ def previous_run(wildcards):
     ]
 
 
+def previous_analysis(stage, name="status.json"):
+    """An input of an analysis rule (collect mode, several runs): the same analysis of the run before, so that its
+    re-analysis reruns this one. Runs are chained through ancient() inputs (previous_run), and Snakemake does not look
+    at the jobs below one that reruns: without this, a changed threshold would reach the first run only.
+    """
+
+    def pick(wildcards):
+        index = EXPERIMENTS.index(wildcards.experiment)
+        if index == 0 or not COLLECT:
+            return []
+        values = {**dict(wildcards.items()), "experiment": EXPERIMENTS[index - 1]}
+        return [f"results/{{experiment}}/{stage}/{name}".format(**values)]
+
+    return pick
+
+
 def collective_resources(stage):
     """What a collective rule asks the scheduler for. Under snakemake-executor-plugin-slurm: one allocation of
     every node, one task per node; mpi="srun" so the job is not wrapped in a one-task step (the plugin refuses mpi

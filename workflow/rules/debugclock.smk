@@ -60,6 +60,7 @@ rule debugclock:
     input:
         **needed_inputs("debugclock"),
         **gated_analyses("debugclock"),
+        previous_run=previous_analysis("debugclock"),
     output:
         stats="results/{experiment}/debugclock/stats.json",
         segments="results/{experiment}/debugclock/segments.parquet",

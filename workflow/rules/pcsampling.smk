@@ -59,6 +59,7 @@ rule pcsampling:
     input:
         **needed_inputs("pcsampling"),
         **gated_analyses("pcsampling"),
+        previous_run=previous_analysis("pcsampling"),
     output:
         stats="results/{experiment}/pcsampling/stalls.json",
         status="results/{experiment}/pcsampling/status.json",

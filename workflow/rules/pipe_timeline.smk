@@ -66,6 +66,7 @@ rule pipe_timeline:
     input:
         **pipe_timeline_parts(),
         **gated_analyses("pipe_timeline"),
+        previous_run=previous_analysis("pipe_timeline"),
     output:
         cores="results/{experiment}/pipe_timeline/cores.parquet",
         stats="results/{experiment}/pipe_timeline/pipe_timeline.json",

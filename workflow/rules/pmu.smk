@@ -58,6 +58,7 @@ rule pmu:
     input:
         **needed_inputs("pmu"),
         **gated_analyses("pmu"),
+        previous_run=previous_analysis("pmu"),
     output:
         cores="results/{experiment}/pmu/cores.parquet",
         metrics="results/{experiment}/pmu/metrics.parquet",

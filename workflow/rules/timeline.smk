@@ -55,6 +55,7 @@ else:
 rule timeline_parse:
     input:
         **needed_inputs("timeline_node"),
+        previous_run=previous_analysis("timeline", "nodes/nodes{nodes}/status.json"),
     output:
         coverage="results/{experiment}/timeline/nodes/nodes{nodes}/coverage.parquet",
         launches="results/{experiment}/timeline/nodes/nodes{nodes}/launches.parquet",
@@ -110,6 +111,7 @@ def timeline_parts(name):
 rule timeline:
     input:
         **needed_inputs("timeline"),
+        previous_run=previous_analysis("timeline"),
         parts=timeline_parts("status.json"),
         coverage=timeline_parts("coverage.parquet"),
         launches=timeline_parts("launches.parquet"),
