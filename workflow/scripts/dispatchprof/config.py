@@ -167,6 +167,14 @@ def phase_view(config: Mapping[str, Any], schema: Mapping[str, Any], keys: Itera
 _DROPPED = object()
 
 
+def collection_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """What a collection job (collect, driver, import, env capture, build, correctness) sees of its run's config: the
+    collection keys only, and the run's own ``_`` keys. An analysis key read there is a KeyError, not a dependency
+    its fingerprint misses (DESIGN.md: collection and analysis are separate phases)."""
+    sections = [key for key in config if key in schema.get("properties", {})]
+    return {**{k: v for k, v in config.items() if k.startswith("_")}, **phase_view(config, schema, sections, "collection")}
+
+
 def analysis_settings(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(dotted key, value) of every analysis key that changes a result (not ``x-reruns: false``), in schema order:
     what the report lists as the choices behind its numbers."""
