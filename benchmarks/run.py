@@ -5,7 +5,9 @@ then times and measures peak memory of the whole process tree, median of --repea
   (a) library: benchmarks/analyze_library.py (node groups in 2 processes, as the workflow's two parse jobs);
   (b) end to end: `snakemake --cores 2` in analyze mode on a copy of the workflow, report included;
   (c) msprof-analyze cluster -m compute_op_sum, when msprof-analyze is installed;
-and prints the ratios. It also times `snakemake -n` for a large cluster. Each run appends one JSON line to
+and prints the ratios. It also times `snakemake -n` for a large cluster, and re-analysis: after the analyze run at
+--reanalysis-scale and after a complete run of the demo, one report, pmu and timeline.waits key changed in turn (the
+jobs planned, the run's time against the first run's). Each run appends one JSON line to
 benchmarks/results.jsonl (diffable over time).
 
     python benchmarks/run.py --scales 2x8x1000,8x8x1000 --repeat 3
@@ -88,7 +90,7 @@ def workflow_copy(dest: Path) -> Path:
     return dest
 
 
-def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None, env: dict, keep_data: bool = True) -> dict:
+def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None, env: dict, keep_data: bool = True, reanalysis: bool = False) -> dict:
     nodes, rpn, launches = (int(x) for x in scale.split("x"))
     data = work / "data" / scale
     if not data.exists():
@@ -127,6 +129,8 @@ def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None,
         runs["end_to_end"].append(
             measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", "bench.yaml"], cwd=wf, env=env)
         )
+        if reanalysis and i == repeat - 1:
+            result["reanalysis"] = bench_reanalysis(wf, overlay, env, runs["end_to_end"][-1])
         if msprof_analyze:
             out = work / "msprof_analyze_out" / f"{scale}_{i}"
             shutil.rmtree(out, ignore_errors=True)
@@ -153,6 +157,58 @@ def bench_dry_run(scale: str, work: Path, env: dict) -> dict:
         json.dumps({"cluster": {"nodes": nodes, "ranks_per_node": rpn}, "shape": {"num_experts": nodes * rpn * 2, "num_max_tokens_per_rank": 256}})
     )
     return {"scale": scale, **measure([PY, "-m", "snakemake", "-n", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env)}
+
+
+# Re-analysis (issue "Analysis changes never re-collect"): one key of each kind changed after a complete run.
+REANALYSIS_KEYS = {
+    "report": ("report", {"insight_version": "8.1.RC1"}),
+    "pmu": ("pmu", {"busiest_min_excess": 0.05}),
+    "timeline.waits": ("timeline", {"waits": {"own_work_min_us": 7.5}}),
+}
+COLLECTION_RULES = ("_collect", "_driver", "_import", "env_capture", "build", "correctness")
+
+
+def planned_rules(wf: Path, overlay: Path, env: dict) -> list[str]:
+    """The rules `snakemake -n` plans (one name per job)."""
+    out = subprocess.run(
+        [PY, "-m", "snakemake", "-n", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env, capture_output=True, text=True, check=True
+    ).stdout
+    return sorted(line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith(("rule ", "localrule ")) and not line.startswith("rule all"))
+
+
+def with_section(overlay: dict, section: str, values: dict) -> dict:
+    changed = json.loads(json.dumps(overlay))
+    target = changed.setdefault(section, {})
+    for key, value in values.items():
+        target[key] = {**target.get(key, {}), **value} if isinstance(value, dict) else value
+    return changed
+
+
+def bench_reanalysis(wf: Path, overlay: dict, env: dict, first: dict) -> dict:
+    """After a complete run in ``wf`` (``first`` measured it): per kind of key, the jobs `snakemake -n` plans and the
+    wall time of the run that follows, against the first run's."""
+    out: dict = {"first_wall_s": first["wall_s"]}
+    for kind, (section, values) in REANALYSIS_KEYS.items():
+        path = wf / f"reanalysis_{kind}.json"
+        changed = with_section(overlay, section, values)
+        path.write_text(json.dumps(changed))
+        rules = planned_rules(wf, path, env)
+        run = measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(path)], cwd=wf, env=env)
+        out[kind] = {
+            "planned": rules,
+            "collections_planned": [r for r in rules if any(r.endswith(c) or r.startswith(c) for c in COLLECTION_RULES)],
+            "wall_s": run["wall_s"],
+            "fraction_of_first": run["wall_s"] / first["wall_s"],
+        }
+        overlay = changed
+    return out
+
+
+def bench_demo_reanalysis(work: Path, env: dict) -> dict:
+    """The default demo (collect mode, simulated cluster) after a complete run: an analysis-only change."""
+    wf = workflow_copy(work / "wf_demo")
+    first = measure([PY, "-m", "snakemake", "--cores", "2", "--quiet"], cwd=wf, env=env)
+    return bench_reanalysis(wf, {}, env, first)
 
 
 def ranks_of(scale: str) -> int:
@@ -186,6 +242,9 @@ def goals(record: dict) -> list[dict]:
     def e2e(scale: str, key: str) -> float | None:
         return by_scale.get(scale, {}).get("end_to_end", {}).get(key)
 
+    def reanalysis(data: dict | None, kind: str, key: str) -> float | None:
+        return data[kind][key] if data else None
+
     grown = growth(record["scales"], 256, 2048)
     fixed = record.get("fixed_cost", {}).get("wall_s")
     dry = record.get("dry_run", {}).get("wall_s")
@@ -200,6 +259,23 @@ def goals(record: dict) -> list[dict]:
         ("3", "time growth 256 -> 2,048 ranks (linear = 8)", grown and grown["time"], "<=", 8.0, "x"),
         ("3", "memory growth 256 -> 2,048 ranks (linear = 8)", grown and grown["memory"], "<=", 8.0, "x"),
         ("3", f"snakemake -n at {record.get('dry_run', {}).get('scale', '128x16')}", dry, "<", 10.0, " s"),
+        ("R", "demo re-analysis after a pmu key (2 cores)", reanalysis(record.get("demo_reanalysis"), "pmu", "wall_s"), "<=", 15.0, " s"),
+        (
+            "R",
+            "32x8x2000 re-analysis after a report key, of the first run",
+            reanalysis(by_scale.get("32x8x2000", {}).get("reanalysis"), "report", "fraction_of_first"),
+            "<=",
+            1 / 3,
+            "",
+        ),
+        (
+            "R",
+            "32x8x2000 re-analysis after a pmu key, of the first run",
+            reanalysis(by_scale.get("32x8x2000", {}).get("reanalysis"), "pmu", "fraction_of_first"),
+            "<=",
+            0.5,
+            "",
+        ),
     ]
     out = []
     for goal, what, value, op, target, unit in rows:
@@ -291,6 +367,8 @@ def main() -> int:
     p.add_argument("--reference-max-ranks", type=int, default=256, help="run msprof-analyze only up to this many ranks (it is the slow side)")
     p.add_argument("--keep-data-max-ranks", type=int, default=256, help="delete generated collections above this many ranks after measuring")
     p.add_argument("--no-fixed-cost", action="store_true", help="skip the fixed-cost profile (benchmarks/fixed_cost.py)")
+    p.add_argument("--reanalysis-scale", default="32x8x2000", help="the scale (of --scales) whose analyze run is followed by the re-analysis runs; '' = none")
+    p.add_argument("--no-demo-reanalysis", action="store_true", help="skip the demo's re-analysis (a complete simulated run first, ~50 s)")
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     msprof_analyze = shutil.which("msprof-analyze")
@@ -313,7 +391,15 @@ def main() -> int:
     for scale in args.scales.split(","):
         big = ranks_of(scale)
         reference = msprof_analyze if big <= args.reference_max_ranks else None
-        r = bench_scale(scale, args.work, args.repeat if big <= 256 else 1, reference, env, keep_data=big <= args.keep_data_max_ranks)
+        r = bench_scale(
+            scale,
+            args.work,
+            args.repeat if big <= 256 else 1,
+            reference,
+            env,
+            keep_data=big <= args.keep_data_max_ranks,
+            reanalysis=scale == args.reanalysis_scale,
+        )
         record["scales"].append(r)
         line = f"{scale:>12}  input {r['input_mb']:7.1f} MB  library {r['library']['wall_s']:6.2f} s {r['library']['peak_rss_mib']:7.0f} MiB  end-to-end {r['end_to_end']['wall_s']:6.2f} s {r['end_to_end']['peak_rss_mib']:7.0f} MiB"
         if "msprof_analyze" in r:
@@ -339,6 +425,17 @@ def main() -> int:
             f"fixed cost (analyze run, tiny collection): {record['fixed_cost']['wall_s']:.2f} s; see benchmarks/fixed_cost.py for the per-job profile",
             flush=True,
         )
+    if not args.no_demo_reanalysis:
+        record["demo_reanalysis"] = bench_demo_reanalysis(args.work, env)
+    for where, data in [("demo", record.get("demo_reanalysis"))] + [(r["scale"], r.get("reanalysis")) for r in record["scales"]]:
+        for kind in REANALYSIS_KEYS:
+            if data:
+                k = data[kind]
+                print(
+                    f"re-analysis {where} after a {kind} key: {k['wall_s']:.2f} s ({k['fraction_of_first']:.2f} of the first run's {data['first_wall_s']:.2f} s), "
+                    f"planned {len(k['planned'])} jobs ({', '.join(sorted(set(k['planned'])))}), collections/imports {k['collections_planned'] or 'none'}",
+                    flush=True,
+                )
     record["goals"] = goals(record)
     print("\ngoals (issue 'Performance at the scale users outgrow'):", flush=True)
     for g in record["goals"]:

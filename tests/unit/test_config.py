@@ -281,3 +281,46 @@ def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refus
     [problem] = results_of_other_mode(results, {"shared": {"mode": "collect"}, "baseline": {"mode": "collect"}})
     assert problem.startswith("experiment 'shared':") and "analyze-mode results (timeline)" in problem and "shared_collected" in problem
     assert results_of_other_mode(tmp_path / "nowhere", analyze) == []
+
+
+def _default_config() -> dict:
+    from dispatchprof.config import fill_defaults
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    fill_defaults(config, SCHEMA)
+    return config
+
+
+def test_phase_view_keeps_the_collection_keys_of_a_section_and_the_named_keys() -> None:
+    from dispatchprof.config import phase_view
+
+    config = _default_config()
+    view = phase_view(config, SCHEMA, ["pmu", "timeline.waits", "stats.min_rank_coverage"], "collection")
+    assert set(view) == {"pmu"}  # timeline.waits and stats are analysis
+    assert "busiest_min_excess" not in view["pmu"] and view["pmu"]["metrics"] == config["pmu"]["metrics"]
+    analysis = phase_view(config, SCHEMA, ["pmu", "timeline.waits", "stats.min_rank_coverage"], "analysis")
+    assert analysis == {
+        "pmu": {"busiest_min_excess": config["pmu"]["busiest_min_excess"]},
+        "timeline.waits": config["timeline"]["waits"],
+        "stats.min_rank_coverage": 0.5,
+    }
+
+
+def test_a_collection_job_cannot_read_an_analysis_key() -> None:
+    from dispatchprof.config import collection_config
+
+    config = {**_default_config(), "_repeat": 1}
+    seen = collection_config(config, SCHEMA)
+    assert seen["_repeat"] == 1 and seen["shape"] == config["shape"] and seen["timeline"]["iterations"] == config["timeline"]["iterations"]
+    for section, key in [("timeline", "waits"), ("pmu", "busiest_min_excess"), ("kernel", "roles"), ("debugclock", "phase_names")]:
+        with pytest.raises(KeyError):
+            seen[section][key]
+    assert "stats" not in seen and "report" not in seen
+
+
+def test_the_report_lists_every_analysis_key_that_changes_a_result() -> None:
+    from dispatchprof.config import analysis_settings
+
+    keys = dict(analysis_settings(_default_config(), SCHEMA))
+    assert keys["pmu.busiest_min_excess"] == 0.1 and keys["timeline.waits.own_work_min_us"] == 5 and keys["stats.bootstrap.resamples"] == 2000
+    assert "fail_on" not in keys and "pmu.metrics" not in keys  # x-reruns: false; a collection key

@@ -12,7 +12,7 @@ if COLLECT:
         log:
             stage_log("baseline", "driver"),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode", "toolchain", "deepep", "baseline", "cluster"
             ),
         script:
@@ -30,7 +30,7 @@ if COLLECT:
         resources:
             **collective_resources("baseline"),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",
@@ -54,7 +54,9 @@ else:
         log:
             stage_log("baseline", "import"),
         params:
-            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            config_fingerprint=collection_fingerprint(
+                "analyze.latency_csv", "analyze.checksums", "cluster"
+            ),
             input_fingerprint=input_fingerprint("latency_csv"),
             kind="latency_csv",
         script:
@@ -64,6 +66,7 @@ else:
 rule baseline:
     input:
         **needed_inputs("baseline"),
+        previous_run=previous_analysis("baseline"),
     output:
         latency=report(
             "results/{experiment}/baseline/latency.parquet",

@@ -14,6 +14,8 @@ from dispatchprof.config import (  # noqa: E402
     results_of_other_mode,
     fill_defaults,
     load_schema,
+    phase_view,
+    analysis_settings,
     schema_problems,
     yaml_booleans_as_words,
 )
@@ -216,9 +218,117 @@ def status_path(label):
     return f"results/{{experiment}}/{stage}/status.json"
 
 
-def needed_inputs(stage):
-    """Named inputs: label -> status file, for every input the stage needs."""
-    return {label: status_path(label) for label in NEEDS[stage]}
+# Stages whose status.json an analysis job writes (the stage rule itself, not its _collect or _import part).
+ANALYSED_STAGES = (
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "pipe_timeline",
+    "debugclock",
+    "probe",
+)
+
+
+def from_analysis(label):
+    """Whether a needed input's status file is written by an analysis job (a re-analysis rewrites it)."""
+    return split_part(label)[1] is None and label in ANALYSED_STAGES
+
+
+def needed_inputs(stage, own=None):
+    """Named inputs: label -> status file, for every input the stage needs. A status written by an analysis job is
+    a collect rule's gate (analysis_input, gate_states), and that stage's collect part is an input too (a
+    re-collection there is a new gate). ``own``: the rule's own status file (default: the stage's).
+    """
+    inputs = {}
+    for label in NEEDS[stage]:
+        if from_analysis(label):
+            inputs[label] = analysis_input(status_path(label), own or status_path(stage))
+            inputs.setdefault(f"{label}_collect", status_path(f"{label}_collect"))
+        else:
+            inputs[label] = status_path(label)
+    return inputs
+
+
+def analysis_input(path, own):
+    """An input function for a collect rule's input written by an analysis job: ancient() (a re-analysis rewrites
+    it and must not re-collect), unless the rule's last run (its status ``own``) skipped: a skip placeholder reruns
+    with its upstream's analysis, in the same `snakemake`, and collects once that is ok."""
+
+    def pick(wildcards):
+        values = dict(wildcards.items())
+        concrete = path.format(**values)
+        if stage_state(own.format(**values), missing="absent") == "skipped":
+            return concrete
+        return ancient(concrete)
+
+    return pick
+
+
+# The analysis stages whose state each stage's collection gates on (collect mode). The stage's own analysis takes
+# their status as an input: Snakemake does not look at a job after a job upstream of it reruns (it expects to
+# rerun it anyway), and an ancient() input then stops that rerun; this input carries it on (DESIGN.md).
+GATES = (
+    {
+        "timeline": ("baseline",),
+        "pmu": ("timeline",),
+        "pcsampling": ("pmu",),
+        "pipe_timeline": ("timeline",),
+        "debugclock": ("baseline", "pmu"),
+    }
+    if COLLECT
+    else {}
+)
+
+
+def gated_analyses(stage):
+    """Named inputs of a stage's analysis rule: the status of each analysis its collection gates on."""
+    return {f"{label}_analysis": status_path(label) for label in GATES.get(stage, ())}
+
+
+def stage_state(path, missing="ok"):
+    """The state in a status file, ``missing`` when it is not there (yet)."""
+    import json
+
+    try:
+        return json.loads(Path(path).read_text()).get("state", missing)
+    except (OSError, ValueError):
+        return missing
+
+
+def gate_states(*labels):
+    """A param of a collect rule: the states of the analysis stages it gates on (the needed ones and the optional
+    ones that decide what it does). A re-analysis does not re-collect (analysis_input); a change of state
+    (skipped -> ok) changes this param, and Snakemake reruns the collection. Snakemake evaluates params when it
+    decides whether a job runs, or, for a job it runs because a job upstream runs, just before running it; a state
+    that an upstream re-analysis changes is seen by the next `snakemake` (config/README.md)."""
+
+    def states(wildcards):
+        return ",".join(
+            f"{label}={stage_state(status_path(label).format(experiment=wildcards.experiment))}"
+            for label in labels
+        )
+
+    return states
+
+
+def needed_states(stage):
+    """gate_states of the analysis stages in NEEDS[stage]."""
+    return gate_states(*(label for label in NEEDS[stage] if from_analysis(label)))
+
+
+def timeline_kernel(wildcards):
+    """A param of the op-profiler collect rules: the kernel name the timeline found (its stats.json kernel_name,
+    the first of them), else kernel.name: what msopprof replays. A change of it reruns the collection, and a
+    re-analysis that finds the same name does not."""
+    import json
+
+    path = Path(f"results/{wildcards.experiment}/timeline/stats.json")
+    try:
+        found = json.loads(path.read_text()).get("kernel_name")
+    except (OSError, ValueError):
+        found = None
+    return (found or RUNS[wildcards.experiment]["kernel"]["name"]).split(",")[0]
 
 
 def input_fingerprint(kind):
@@ -230,19 +340,34 @@ def input_fingerprint(kind):
     return lambda wildcards: tree_fingerprint(RUNS[wildcards.experiment]["analyze"][kind])
 
 
-def config_fingerprint(*sections):
-    """A rule param: a short hash of the config sections the rule depends on, for the job's experiment.
+def config_fingerprint(*keys, phase=None):
+    """A rule param: a short hash of the config keys the rule depends on (sections or dotted keys, e.g.
+    "timeline.waits"), for the job's experiment; with phase, only that phase's keys of them (x-phase in the schema).
     Snakemake reruns the rule when they change."""
     import hashlib
     import json
 
     def fingerprint(wildcards):
         run = RUNS[wildcards.experiment]
-        picked = {k: run[k] for k in sections}
+        picked = phase_view(run, _SCHEMA, keys, phase)
         picked["_repeat"] = run["_repeat"]
         return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
 
     return fingerprint
+
+
+def settings_shown(experiment):
+    """A param of the report: every analysis key's value (JSON), listed in the report; a change re-renders it."""
+    import json
+
+    return json.dumps(analysis_settings(RUNS[experiment], _SCHEMA), sort_keys=True)
+
+
+def collection_fingerprint(*sections):
+    """The fingerprint of collect, build, env-capture and correctness rules: only the collection keys of these
+    sections, so that an analysis key's change never re-collects (DESIGN.md, collection and analysis phases).
+    """
+    return config_fingerprint(*sections, phase="collection")
 
 
 def skip_launches(experiment):
@@ -261,10 +386,26 @@ def previous_run(wildcards):
         return []
     # The last collective stages of a run: debugclock_collect (after pcsampling) and the pipe timeline runs.
     previous = EXPERIMENTS[index - 1]
-    return [
-        f"results/{previous}/debugclock/collect/status.json",
-        f"results/{previous}/pipe_timeline/status.json",
+    return [  # order only: ancient, so that a re-analysis of the previous run does not re-collect this one
+        ancient(f"results/{previous}/debugclock/collect/status.json"),
+        ancient(f"results/{previous}/pipe_timeline/status.json"),
     ]
+
+
+def previous_analysis(stage, name="status.json"):
+    """An input of an analysis rule (collect mode, several runs): the same analysis of the run before, so that its
+    re-analysis reruns this one. Runs are chained through ancient() inputs (previous_run), and Snakemake does not look
+    at the jobs below one that reruns: without this, a changed threshold would reach the first run only.
+    """
+
+    def pick(wildcards):
+        index = EXPERIMENTS.index(wildcards.experiment)
+        if index == 0 or not COLLECT:
+            return []
+        values = {**dict(wildcards.items()), "experiment": EXPERIMENTS[index - 1]}
+        return [f"results/{{experiment}}/{stage}/{name}".format(**values)]
+
+    return pick
 
 
 def collective_resources(stage):

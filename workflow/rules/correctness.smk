@@ -14,7 +14,7 @@ rule correctness:
     resources:
         **collective_resources("correctness"),
     params:
-        config_fingerprint=config_fingerprint(
+        config_fingerprint=collection_fingerprint(
             "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"
         ),
         needed=NEEDS["correctness"],

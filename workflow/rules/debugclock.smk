@@ -21,8 +21,12 @@ if COLLECT:
     rule debugclock_collect:
         input:
             **needed_inputs("debugclock_collect"),
-            pmu="results/{experiment}/pmu/status.json",  # optional: decides debugclock.when: fallback
-            after="results/{experiment}/pcsampling/status.json",  # order only: one collective run at a time
+            pmu=analysis_input(  # optional: decides debugclock.when: fallback
+                "results/{experiment}/pmu/status.json", status_path("debugclock_collect")
+            ),
+            pmu_collect="results/{experiment}/pmu/collect/status.json",
+            after=ancient("results/{experiment}/pcsampling/status.json"),  # order only: one collective run at a time
+            pcsampling_collect="results/{experiment}/pcsampling/collect/status.json",
             driver="results/{experiment}/baseline/perf_driver.py",
             build_record="results/{experiment}/build/build.json",
         output:
@@ -34,7 +38,7 @@ if COLLECT:
         resources:
             **debugclock_resources(),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",
@@ -47,6 +51,7 @@ if COLLECT:
                 "debugclock",
             ),
             needed=NEEDS["debugclock_collect"],
+            gate=gate_states("baseline", "pmu"),
         script:
             "../scripts/debugclock_collect.py"
 
@@ -54,6 +59,8 @@ if COLLECT:
 rule debugclock:
     input:
         **needed_inputs("debugclock"),
+        **gated_analyses("debugclock"),
+        previous_run=previous_analysis("debugclock"),
     output:
         stats="results/{experiment}/debugclock/stats.json",
         segments="results/{experiment}/debugclock/segments.parquet",

@@ -12,7 +12,7 @@ if COLLECT:
             npu_node=1,
             slurm_extra=node_resources,
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",

@@ -7,7 +7,7 @@ if COLLECT:
             **needed_inputs("pcsampling_collect"),
             driver="results/{experiment}/baseline/perf_driver.py",
             env="results/{experiment}/env_capture/env.json",
-            timeline_stats="results/{experiment}/timeline/stats.json",
+            timeline_stats=ancient("results/{experiment}/timeline/stats.json"),  # kernel_name: param kernel
         output:
             raw=directory("results/{experiment}/pcsampling/raw"),
             run=directory("results/{experiment}/pcsampling/run"),
@@ -17,7 +17,7 @@ if COLLECT:
         resources:
             **collective_resources("pcsampling"),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",
@@ -31,6 +31,8 @@ if COLLECT:
                 "pcsampling",
             ),
             needed=NEEDS["pcsampling_collect"],
+            gate=needed_states("pcsampling_collect"),
+            kernel=timeline_kernel,
             stage="pcsampling",
         script:
             "../scripts/op_profiler_collect.py"
@@ -44,7 +46,9 @@ else:
         log:
             stage_log("pcsampling", "import"),
         params:
-            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            config_fingerprint=collection_fingerprint(
+                "analyze.pcsampling_dir", "analyze.checksums", "cluster"
+            ),
             input_fingerprint=input_fingerprint("pcsampling_dir"),
             kind="pcsampling_dir",
         script:
@@ -54,13 +58,17 @@ else:
 rule pcsampling:
     input:
         **needed_inputs("pcsampling"),
+        **gated_analyses("pcsampling"),
+        previous_run=previous_analysis("pcsampling"),
     output:
         stats="results/{experiment}/pcsampling/stalls.json",
         status="results/{experiment}/pcsampling/status.json",
     log:
         stage_log("pcsampling"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "pmu"),
+        config_fingerprint=config_fingerprint(
+            "mode", "cluster", "kernel.name", "deepep.repo", "analyze", "stats.min_rank_coverage"
+        ),
         needed=NEEDS["pcsampling"],
         identity="results/{experiment}/pcsampling/run/identity" if COLLECT else None,
     script:

@@ -5,10 +5,13 @@ if COLLECT:
 
     rule pipe_timeline_collect:
         input:
-            **needed_inputs("pipe_timeline_collect"),
+            **needed_inputs(
+                "pipe_timeline_collect",
+                own="results/{experiment}/pipe_timeline/{kind}/collect/status.json",
+            ),
             driver="results/{experiment}/baseline/perf_driver.py",
             env="results/{experiment}/env_capture/env.json",
-            timeline_stats="results/{experiment}/timeline/stats.json",
+            timeline_stats=ancient("results/{experiment}/timeline/stats.json"),  # kernel_name: param kernel
         output:
             raw=directory("results/{experiment}/pipe_timeline/{kind}/raw"),
             run=directory("results/{experiment}/pipe_timeline/{kind}/run"),
@@ -20,7 +23,7 @@ if COLLECT:
         resources:
             **collective_resources("pipe_timeline"),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",
@@ -34,6 +37,8 @@ if COLLECT:
                 "pipe_timeline",
             ),
             needed=NEEDS["pipe_timeline_collect"],
+            gate=needed_states("pipe_timeline_collect"),
+            kernel=timeline_kernel,
             stage="pipe_timeline",
             kind=lambda wildcards: wildcards.kind,
         script:
@@ -48,7 +53,9 @@ else:
         log:
             stage_log("pipe_timeline", "import"),
         params:
-            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            config_fingerprint=collection_fingerprint(
+                "analyze.pipe_timeline_dir", "analyze.checksums", "cluster"
+            ),
             input_fingerprint=input_fingerprint("pipe_timeline_dir"),
             kind="pipe_timeline_dir",
         script:
@@ -58,6 +65,8 @@ else:
 rule pipe_timeline:
     input:
         **pipe_timeline_parts(),
+        **gated_analyses("pipe_timeline"),
+        previous_run=previous_analysis("pipe_timeline"),
     output:
         cores="results/{experiment}/pipe_timeline/cores.parquet",
         stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
@@ -66,7 +75,7 @@ rule pipe_timeline:
         stage_log("pipe_timeline"),
     params:
         config_fingerprint=config_fingerprint(
-            "mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats"
+            "mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats.min_rank_coverage"
         ),
         parts=list(pipe_timeline_parts()),
     script:

@@ -7,7 +7,7 @@ if COLLECT:
             **needed_inputs("pmu_collect"),
             driver="results/{experiment}/baseline/perf_driver.py",
             env="results/{experiment}/env_capture/env.json",
-            timeline_stats="results/{experiment}/timeline/stats.json",
+            timeline_stats=ancient("results/{experiment}/timeline/stats.json"),  # kernel_name: param kernel
         output:
             raw=directory("results/{experiment}/pmu/raw"),
             run=directory("results/{experiment}/pmu/run"),
@@ -17,7 +17,7 @@ if COLLECT:
         resources:
             **collective_resources("pmu"),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",
@@ -28,9 +28,10 @@ if COLLECT:
                 "sim",
                 "kernel",
                 "pmu",
-                "pcsampling",
             ),
             needed=NEEDS["pmu_collect"],
+            gate=needed_states("pmu_collect"),
+            kernel=timeline_kernel,
             stage="pmu",
         script:
             "../scripts/op_profiler_collect.py"
@@ -44,7 +45,9 @@ else:
         log:
             stage_log("pmu", "import"),
         params:
-            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            config_fingerprint=collection_fingerprint(
+                "analyze.pmu_dir", "analyze.checksums", "cluster"
+            ),
             input_fingerprint=input_fingerprint("pmu_dir"),
             kind="pmu_dir",
         script:
@@ -54,6 +57,8 @@ else:
 rule pmu:
     input:
         **needed_inputs("pmu"),
+        **gated_analyses("pmu"),
+        previous_run=previous_analysis("pmu"),
     output:
         cores="results/{experiment}/pmu/cores.parquet",
         metrics="results/{experiment}/pmu/metrics.parquet",
@@ -62,7 +67,9 @@ rule pmu:
     log:
         stage_log("pmu"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "pmu"),
+        config_fingerprint=config_fingerprint(
+            "mode", "cluster", "kernel", "analyze", "pmu", "stats.min_rank_coverage"
+        ),
         needed=NEEDS["pmu"],
         identity="results/{experiment}/pmu/run/identity" if COLLECT else None,
     script:

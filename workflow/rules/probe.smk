@@ -28,7 +28,7 @@ if COLLECT:
         resources:
             **PROBE_RESOURCES,
         params:
-            config_fingerprint=config_fingerprint("mode", "toolchain", "cann", "sim", "probe"),
+            config_fingerprint=collection_fingerprint("mode", "toolchain", "cann", "sim", "probe"),
         script:
             "../scripts/probe_collect.py"
 
@@ -41,7 +41,9 @@ else:
         log:
             stage_log("probe", "import"),
         params:
-            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            config_fingerprint=collection_fingerprint(
+                "analyze.probe_dir", "analyze.checksums", "cluster"
+            ),
             input_fingerprint=input_fingerprint("probe_dir"),
             kind="probe_dir",
         script:

@@ -42,5 +42,6 @@ rule report:
             "mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"
         ),
         stages=STAGES,
+        analysis_settings=lambda w: settings_shown(w.experiment),
     script:
         "../scripts/report.py"

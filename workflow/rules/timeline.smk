@@ -18,7 +18,7 @@ if COLLECT:
         resources:
             **collective_resources("timeline"),
         params:
-            config_fingerprint=config_fingerprint(
+            config_fingerprint=collection_fingerprint(
                 "mode",
                 "toolchain",
                 "launcher",
@@ -30,6 +30,7 @@ if COLLECT:
                 "timeline",
             ),
             needed=NEEDS["timeline_collect"],
+            gate=needed_states("timeline_collect"),
         script:
             "../scripts/timeline_collect.py"
 
@@ -42,7 +43,9 @@ else:
         log:
             stage_log("timeline", "import"),
         params:
-            config_fingerprint=config_fingerprint("analyze", "cluster"),
+            config_fingerprint=collection_fingerprint(
+                "analyze.timeline_dir", "analyze.checksums", "cluster"
+            ),
             input_fingerprint=input_fingerprint("timeline_dir"),
             kind="timeline_dir",
         script:
@@ -52,6 +55,7 @@ else:
 rule timeline_parse:
     input:
         **needed_inputs("timeline_node"),
+        previous_run=previous_analysis("timeline", "nodes/nodes{nodes}/status.json"),
     output:
         coverage="results/{experiment}/timeline/nodes/nodes{nodes}/coverage.parquet",
         launches="results/{experiment}/timeline/nodes/nodes{nodes}/launches.parquet",
@@ -61,7 +65,14 @@ rule timeline_parse:
     log:
         stage_log("timeline", "parse_nodes{nodes}"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
+        config_fingerprint=config_fingerprint(
+            "mode",
+            "cluster",
+            "kernel.name",
+            "timeline.barrier_kernel",
+            "timeline.call_chain_launches",
+            "analyze",
+        ),
         needed=NEEDS["timeline_node"],
         identity="results/{experiment}/timeline/run/identity" if COLLECT else None,
         nodes=lambda w: node_range(w.nodes),
@@ -82,7 +93,7 @@ rule timeline_rank:
     log:
         stage_log("timeline", "rank{rank}"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
+        config_fingerprint=config_fingerprint("mode", "cluster", "kernel.name", "analyze"),
         rank=lambda w: int(w.rank),
         skip=lambda w: skip_launches(w.experiment),
     script:
@@ -100,6 +111,7 @@ def timeline_parts(name):
 rule timeline:
     input:
         **needed_inputs("timeline"),
+        previous_run=previous_analysis("timeline"),
         parts=timeline_parts("status.json"),
         coverage=timeline_parts("coverage.parquet"),
         launches=timeline_parts("launches.parquet"),
@@ -117,7 +129,18 @@ rule timeline:
     log:
         stage_log("timeline"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "timeline", "analyze"),
+        config_fingerprint=config_fingerprint(
+            "mode",
+            "cluster",
+            "kernel.name",
+            "timeline.align_launch",
+            "timeline.call_chain_launches",
+            "timeline.known_kernels",
+            "timeline.trace_launches",
+            "timeline.waits",
+            "stats.min_rank_coverage",
+            "analyze",
+        ),
         needed=NEEDS["timeline"],
         groups=NODE_GROUPS,
     script:

@@ -23,6 +23,12 @@ from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
 
 
+def shown_value(value: object, width: int = 100) -> str:
+    """A setting's value as compact JSON, cut at ``width`` characters."""
+    text = json.dumps(value, separators=(", ", ": "))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def shown_shape(cfg: dict) -> dict:
     """The shape the data was measured with: the config's when collected here; for imported data only what
     analyze.shape gives, every other key "not known" (shape: describes what this workflow would run)."""
@@ -180,6 +186,7 @@ def body(run: StageRun) -> Status:
             run.toolchain,
         ),
         "cautions": {"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
+        "analysis_settings": [(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
         "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
     }
     templates = Path(snakemake.scriptdir).parent / "templates"

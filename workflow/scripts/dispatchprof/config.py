@@ -13,7 +13,7 @@ import ipaddress
 import re
 import string
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 # msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
 MSOPPROF_OUTPUT_MAX = 200
@@ -101,6 +101,97 @@ def load_schema(path: Path) -> dict[str, Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(path.read_text(), Loader=loader)
+
+
+PHASES = ("collection", "analysis")
+
+
+def _phase_nodes(node: Mapping[str, Any], key: str, inherited: str | None) -> Iterator[tuple[str, Mapping[str, Any], str | None]]:
+    """(dotted key, schema node, phase) of every key under ``node``: a key marked ``x-phase`` ends the walk (its keys
+    are of that phase); a key of an unmarked object is walked into."""
+    for name, child in node.get("properties", {}).items():
+        dotted = f"{key}.{name}" if key else name
+        phase = child.get("x-phase", inherited)
+        yield dotted, child, phase
+        if "x-phase" not in child and "properties" in child:
+            yield from _phase_nodes(child, dotted, phase)
+
+
+def phase_problems(schema: Mapping[str, Any]) -> list[str]:
+    """Keys of the schema with no phase (neither their own ``x-phase`` nor an enclosing key's), an unknown phase, or a
+    phase marked inside a key that already has one (a section is marked once, or each of its keys is)."""
+    problems = []
+    for key, node, phase in _phase_nodes(schema, "", None):
+        if phase is None and "properties" not in node:
+            problems.append(f"{key}: no x-phase (collection or analysis), on the key or on the section that holds it")
+        elif phase is not None and phase not in PHASES:
+            problems.append(f"{key}: x-phase {phase!r} is not one of {', '.join(PHASES)}")
+        if "x-phase" in node and any("x-phase" in n for _, n, _ in _phase_nodes(node, key, None)):
+            problems.append(f"{key}: marked x-phase and so are keys inside it; mark the section or its keys, not both")
+    return problems
+
+
+def phase_keys(schema: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Every marked key, dotted, -> (phase, reruns): reruns is False for ``x-reruns: false`` (how the workflow runs,
+    not what it produces: changing the key plans no job)."""
+    return {key: (node["x-phase"], bool(node.get("x-reruns", True))) for key, node, _ in _phase_nodes(schema, "", None) if "x-phase" in node}
+
+
+def phase_view(config: Mapping[str, Any], schema: Mapping[str, Any], keys: Iterable[str], phase: str | None = None) -> dict[str, Any]:
+    """The values of ``keys`` (dotted: ``timeline.waits``, or a section: ``pmu``), keeping only the keys of ``phase``
+    when one is given: ``phase_view(run, schema, ["pmu"], "collection")`` is the collection keys of section pmu.
+    What a rule fingerprints (Snakemake reruns it when the view changes)."""
+
+    def pick(value: Any, node: Mapping[str, Any], inherited: str | None) -> Any:
+        own = node.get("x-phase", inherited)
+        if own is not None or not isinstance(value, Mapping) or "properties" not in node:
+            return value if phase is None or own == phase else _DROPPED
+        props = node["properties"]
+        kept = {k: pick(v, props[k], own) for k, v in value.items() if k in props}
+        return {k: v for k, v in kept.items() if v is not _DROPPED}
+
+    view: dict[str, Any] = {}
+    for key in keys:
+        value: Any = config
+        node: Mapping[str, Any] = schema
+        inherited: str | None = None
+        for part in key.split("."):
+            inherited = node.get("x-phase", inherited)
+            node, value = node["properties"][part], value[part]
+        picked = pick(value, node, inherited)
+        if picked is not _DROPPED:
+            view[key] = picked
+    return view
+
+
+_DROPPED = object()
+
+
+def collection_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """What a collection job (collect, driver, import, env capture, build, correctness) sees of its run's config: the
+    collection keys only, and the run's own ``_`` keys. An analysis key read there is a KeyError, not a dependency
+    its fingerprint misses (DESIGN.md: collection and analysis are separate phases)."""
+    sections = [key for key in config if key in schema.get("properties", {})]
+    return {**{k: v for k, v in config.items() if k.startswith("_")}, **phase_view(config, schema, sections, "collection")}
+
+
+def analysis_settings(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted key, value) of every analysis key that changes a result (not ``x-reruns: false``), in schema order:
+    what the report lists as the choices behind its numbers."""
+    settings: list[tuple[str, Any]] = []
+
+    def walk(node: Mapping[str, Any], value: Any, key: str, phase: str | None, reruns: bool) -> None:
+        for name, child in node.get("properties", {}).items():
+            dotted = f"{key}.{name}" if key else name
+            own, again = child.get("x-phase", phase), reruns and child.get("x-reruns", True)
+            held = value.get(name) if isinstance(value, Mapping) else None
+            if "properties" in child and child.get("default") == {}:
+                walk(child, held, dotted, own, again)
+            elif own == "analysis" and again:
+                settings.append((dotted, held))
+
+    walk(schema, config, "", None, True)
+    return settings
 
 
 def fill_defaults(config: dict[str, Any], schema: Mapping[str, Any]) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from dispatchprof.config import SOURCE_OF_MODE, run_config
+from dispatchprof.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
 from dispatchprof.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
 
@@ -68,6 +68,12 @@ def finish_outputs(outputs: Mapping[str, Path], status_path: Path, status: Statu
     return status
 
 
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+# The jobs of the collection phase: they see only collection keys (collection_config).
+COLLECTION_STAGES = ("env_capture", "build", "correctness")
+COLLECTION_PARTS = ("collect", "driver", "import")
+
+
 @dataclass
 class StageRun:
     stage: str
@@ -90,6 +96,8 @@ class StageRun:
         outputs = {name: Path(path) for name, path in smk.output.items()}
         node = smk.wildcards.get("node") if hasattr(smk.wildcards, "get") else None
         config = run_config(smk.config, smk.wildcards.experiment)
+        if stage in COLLECTION_STAGES or (part or "").startswith(COLLECTION_PARTS):
+            config = collection_config(config, load_schema(SCHEMA_PATH))
         toolchain = "none" if config["mode"] == "analyze" else config["toolchain"]
         return cls(
             stage=stage,
