@@ -41,6 +41,7 @@ VALUES: dict[str, Any] = {
     "cluster.ranks_per_node": 4,
     "cluster.hosts": ["127.0.0.1", "127.0.0.1"],
     "cluster.master_addr": "localhost",
+    "cluster.forward_env": ["TASK_QUEUE_ENABLE"],
     "slurm.srun_args": ["--exclusive"],
     "slurm.gres": "npu:8",
     "slurm.analysis_partition": "cpu",
