@@ -117,7 +117,9 @@ def test_a_late_rank_without_synchronize_start_waits_least_in_the_entry_barrier_
         task = [r.task_us for r in b.ranks]
         assert min(range(16), key=lambda r: task[r]) == 5  # msprof: the late rank's task is the shortest
         grown = [rb.event_mode_us - ra.event_mode_us for ra, rb in zip(a.ranks, b.ranks) if rb.rank != 5]
-        assert min(grown) > 90.0  # less the entry wait each rank had anyway (the slowest peer of the plain run)
+        # the late rank's 150 us, less the entry wait each rank had anyway (the slowest peer of the plain run)
+        had_anyway = max(a.entry_release - r.kernel_start for r in a.ranks)
+        assert min(grown) > 150.0 - had_anyway - 5.0
 
 
 def test_late_prob_makes_a_rank_late_in_that_fraction_of_launches_and_late_node_makes_a_node_late():
@@ -127,16 +129,20 @@ def test_late_prob_makes_a_rank_late_in_that_fraction_of_launches_and_late_node_
     cause = root_causes(model, list(range(200)))[0]
     assert cause["evidence"] == "late_arrival" and cause["ranks"] == [3] and 0.2 < cause["fraction"] < 0.4
     _, node_late = run(Knobs(late_node=1, late_us=100.0))
-    for launch in node_late:
+    for before, launch in zip([None, *node_late], node_late):
+        if before is not None and max(r.work_factor for r in before.ranks) > min(r.work_factor for r in before.ranks):
+            continue  # a rare spike in the launch before: that rank returns late by its own work and may arrive among them
         assert set(launch.arrival_order()[-8:]) == set(range(8, 16))
 
 
 def test_a_slow_sender_role_stretches_the_receivers_it_bounds_and_they_await_it():
-    """Rank 3's cross-node sends become the slowest of the group; its same-node sends (faster links) do not."""
+    """Rank 3's cross-node sends become the slowest of the group; its same-node sends (faster links) do not. Its WQE
+    work grows by 0.6 x 344 us; a receiver's plain last token already comes from its slowest sender (up to ~130 us
+    later than the typical one), so the receivers it bounds grow by more than 40 us, the others by the noise (< 5 us)."""
     _, plain = run()
     _, slow = run(Knobs(slow_role=(3, "URMASendToken", 1.6)))
     pairs = list(zip(plain, slow))[10:]
-    as_expected = [[rb.rank for ra, rb in zip(a.ranks, b.ranks) if rb.kernel_mode_us > ra.kernel_mode_us + 100] == [3, *range(8, 16)] for a, b in pairs]
+    as_expected = [[rb.rank for ra, rb in zip(a.ranks, b.ranks) if rb.kernel_mode_us > ra.kernel_mode_us + 40] == [3, *range(8, 16)] for a, b in pairs]
     assert sum(as_expected) / len(pairs) > 0.9  # not where a rare spike elsewhere already bounds the plain run
     awaited = [r.awaited_sender for _, b in pairs for r in b.ranks[8:]]
     assert awaited.count(3) / len(awaited) > 0.95
@@ -172,11 +178,18 @@ def test_a_slow_link_stretches_the_ranks_that_use_it_and_names_the_senders():
 def test_a_slow_rank_slows_its_own_work_and_every_peer_that_waits_for_its_tokens():
     _, plain = run()
     model, slow = run(Knobs(slow_rank=7, slow_factor=1.15))
-    awaited = []
+    awaited, grown = [], []
     for a, b in list(zip(plain, slow))[10:]:
-        assert b.ranks[7].kernel_mode_us > 1.1 * a.ranks[7].kernel_mode_us
+        # its own work is 1.15x, the wire is not its work: it grows by a part of 0.15 x the work on its path, never more
+        # (a part: where another sender's tokens bound its end, its own work is hidden)
+        own_work = max(c.busy_us() for c in a.ranks[7].cores)
+        grown.append((b.ranks[7].kernel_mode_us - a.ranks[7].kernel_mode_us) / own_work)
+        assert grown[-1] < 0.15 + 5.0 / own_work
         awaited += [r.awaited_sender for r in b.ranks[8:]]
-    assert awaited.count(7) / len(awaited) > 0.95  # node 1 waits for rank 7's cross-node tokens (but for rare spikes)
+    assert statistics.median(grown) > 0.05
+    # node 1 waits for rank 7's cross-node tokens far more often than chance (1/8): its sends end 0.15 x 344 us later,
+    # against a spread of the others' of the same order, so not always
+    assert awaited.count(7) / len(awaited) > 0.5
     assert root_causes(model, list(range(60))) == [{"knob": "slow_rank", "evidence": "own_work", "ranks": [7], "factor": 1.15, "fraction": 1.0}]
 
 
@@ -205,7 +218,9 @@ def test_kernel_replay_has_no_host_lateness_and_is_warm():
     replay = model.replay(0, SENDS)
     live = launches[0]
     assert replay.replay and max(replay.arrivals) < 100.0  # the tools' set-up skew, not the 500 us host lateness
-    assert statistics.median(r.kernel_mode_us for r in replay.ranks) < 0.7 * statistics.median(r.kernel_mode_us for r in live.ranks)  # call 0 is cold live
+    # call 0 is cold live: its work (not the wire) is 1 + 1.5 = 2.5x; the warm replay saves at least half of that 1.5x
+    work = statistics.median(max(c.busy_us() for c in r.cores) for r in replay.ranks)
+    assert statistics.median(r.kernel_mode_us for r in replay.ranks) < statistics.median(r.kernel_mode_us for r in live.ranks) - 0.5 * 1.5 * work
     # aiv_time includes the entry barrier: the rank whose tool set up first waits longest in it
     first = min(range(16), key=lambda r: replay.arrivals[r])
     entry = [min(c.start_tick - c.start for c in r.cores) for r in replay.ranks]

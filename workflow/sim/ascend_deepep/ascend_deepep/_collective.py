@@ -47,7 +47,7 @@ POST_US = 9.0  # kernel end -> dispatch() returns after synchronize (epilogue, D
 EVENT_OVERHEAD_US = 0.8  # ACL event record around the launch (event-mode latency)
 LINK_LATENCY_US = {True: 1.5, False: 4.0}  # same node / across nodes
 LINK_BYTES_PER_US = {True: 2400.0, False: 1400.0}  # per URMA core, same node / across nodes
-WQE_BYTES_PER_US = 60_000.0  # WQE build (SIMT) rate of one URMA core; the rest of a send is waiting for the link
+WQE_BYTES_PER_US = 4_000.0  # WQE build (SIMT) rate of one URMA core; then the core polls for the link's completion
 STAGE_BYTES_PER_US = 8_000.0  # TokenCopyToBuffer, per core
 SELF_BYTES_PER_US = 4_000.0  # SelfCopyToken, per core
 LWC_BYTES_PER_US = 20_000.0  # LocalWindowCopy, per core
@@ -436,6 +436,10 @@ class CollectiveModel:
 
         # URMASendToken: prepare the mapping, then per destination (round-robin over the URMA cores, starting with
         # the next rank) build WQEs and wait for the link; tokens arrive a link latency after the send completes.
+        # Modelling assumption: a destination's WQEs are built, then posted, and the core polls until the link
+        # completes them (no overlap of building and transfer on one core). The WQE work scales with the sender's work
+        # factors (slow rank, spikes, warm-up, slow URMASendToken); the wire time only with the link's own factor
+        # (slow_link): a slow core is busier, a slow link makes it poll longer.
         arrival = [[0.0] * world for _ in range(world)]  # arrival[src][dst]
         for r in range(world):
             f = factor[r] * self._role_factor(r, "URMASendToken")
@@ -449,9 +453,9 @@ class CollectiveModel:
                     same = cl.node(dst) == cl.node(r)
                     nbytes = sends[r][dst]
                     wqe = (0.5 + nbytes / WQE_BYTES_PER_US) * f * jitter[r][i]
-                    wire = nbytes / LINK_BYTES_PER_US[same] * f * self._link_factor(r, dst) * jitter[r][i]
+                    wire = nbytes / LINK_BYTES_PER_US[same] * self._link_factor(r, dst) * jitter[r][i]  # the link's time: no work factor
                     phases[r][i].append(Phase(f"send_to_{dst}", "work", t, t + wqe, "wqe"))
-                    done = t + max(wqe, wire)
+                    done = t + wqe + wire
                     phases[r][i].append(Phase(f"complete_{dst}", "wait_link", t + wqe, done))
                     arrival[r][dst] = done + LINK_LATENCY_US[same]
                     t = done
