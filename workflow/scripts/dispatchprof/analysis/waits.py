@@ -259,7 +259,8 @@ def _counts(winners: np.ndarray, values: np.ndarray) -> dict[int, int]:
 class Account:
     """The launches a cost account reads (complete rows, in launch order): per row and rank the arrival at the barrier
     and the end of the target, each relative within its row (µs; larger = later), and whether the previous row is the
-    previous launch (a carried delay needs it)."""
+    previous launch (a carried delay needs it); the ranks' and the group's time in the kernel, to see a launch that
+    takes longer than the typical one."""
 
     arrival: np.ndarray  # [row, rank]
     end: np.ndarray  # [row, rank]
@@ -268,6 +269,8 @@ class Account:
     arrival_how: str
     end_how: str
     ends_across_nodes: bool  # False without a pure barrier: cross-node comparisons of ends are not established
+    body: np.ndarray  # [row, rank] end minus the row's last kernel start (corrected clocks): the rank's time in the kernel
+    kernel: np.ndarray  # [row] the group's kernel time: last end minus last start
 
     @property
     def rows(self) -> int:
@@ -292,14 +295,18 @@ def account(g: LaunchGrid, correction: np.ndarray, skew_us: float = 0.0) -> Acco
     rows = g.complete(arrival) & g.complete(end)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        excess = gaps - np.nanmedian(gaps, axis=1, keepdims=True)
+        # against the row's lower quartile: a late node can be half of the ranks, and would move the median
+        excess = gaps - np.nanpercentile(gaps, 25, axis=1, keepdims=True)
     launches = g.launches[rows]
     follows = np.concatenate([[False], np.diff(launches) == 1])
     arrival, end = arrival[rows], end[rows]
+    starts = (g.start - correction)[rows]
+    body = end - starts.max(axis=1, keepdims=True) if len(end) else end
+    kernel = body.max(axis=1) if len(end) else np.zeros(0)
     arrival = arrival - arrival.max(axis=1, keepdims=True) if len(arrival) else arrival
     end = end - end.max(axis=1, keepdims=True) if len(end) else end
     end_how = "clock-corrected ends (node clocks from the barrier kernel's ends)" if g.has_barrier else "clock-corrected ends within a node"
-    return Account(arrival, end, excess[rows], follows, how, end_how, g.has_barrier)
+    return Account(arrival, end, excess[rows], follows, how, end_how, g.has_barrier, body, kernel)
 
 
 def _top_two(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -365,6 +372,19 @@ class Candidate:
     end_shift: np.ndarray  # [row, len(cols)] end delay removed in the timed kernel scope
     struck: np.ndarray  # [row] bool
     facts: dict[str, Any]
+    period_extra: np.ndarray | None = None  # [row] a saving that moves the whole group (added to the shifts' saving)
+    timed_extra: np.ndarray | None = None
+
+
+def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: whether the group's kernel time is far above the typical launch's (more than own_min and 5 robust
+    sigmas of its spread over launches), and by how much (0 where not)."""
+    if not acc.rows:
+        return np.zeros(0, bool), np.zeros(0)
+    above = acc.kernel - np.median(acc.kernel)
+    sigma = 1.4826 * float(np.median(np.abs(above)))
+    spike = above > max(own_min, 5.0 * sigma)
+    return spike, np.where(spike, above, 0.0)
 
 
 def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mapping[str, Any]) -> list[Candidate]:
@@ -398,16 +418,26 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         out.append(Candidate("late_arrival", None, int(node), ranks[cols].tolist(), cols, shift, np.zeros_like(shift), together, {"late_us_median": size}))
     # Own work: the rank that ends last, by its lead over the next end. In the timed scope the lead is the saving;
     # in the launch period it is carried into the next barrier (its host returns that much later), counted there once.
+    # A launch whose kernel takes far longer than the typical one (a spike), ended last by a rank whose own time in the
+    # kernel is as far above its own typical time, is that rank's own work as a whole: the peers it kept waiting for
+    # its data end late too, so its lead over them says too little. The whole group then ends later, and arrives
+    # later at the next barrier: the same saving in both scopes.
     last, first, second = _top_two(acc.end)
     lead = first - second
     own_min = float(waits["own_work_min_us"])
+    spike, above = transient(acc, own_min)
+    own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
     for j in np.unique(last[lead > 0]).tolist():
         mine = (last == j) & (lead > 0)
-        end_shift = np.where(mine, lead, 0.0)[:, None]
-        clear = mine & (lead > own_min)
+        own_spike = mine & spike & (own_above[:, j] > 0)
+        spike_cost = np.where(own_spike, np.minimum(above, own_above[:, j]), 0.0)
+        end_shift = np.where(mine & ~own_spike, lead, 0.0)[:, None]
+        clear = mine & ((lead > own_min) | own_spike)
         rank = int(ranks[j])
-        facts = {"lead_us_median": float(np.median(lead[clear] if clear.any() else lead[mine]))}
-        out.append(Candidate("own_work", rank, None, [rank], np.array([j]), carried(end_shift, acc.follows), end_shift, clear, facts))
+        facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
+        out.append(
+            Candidate("own_work", rank, None, [rank], np.array([j]), carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost)
+        )
     # A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
     # it, or its own work: the timeline cannot tell. Needs ends comparable across nodes.
     if acc.ends_across_nodes:
@@ -440,14 +470,16 @@ def bootstrap_mean_ci(values: np.ndarray, resamples: int, seed: int) -> list[flo
     return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
 
 
-def excess(acc: Account) -> dict[str, float | None]:
+def excess(acc: Account, inside: Mapping[str, Any] | None = None) -> dict[str, float | None]:
     """The group's excess per launch, from the data itself (no run without a fault exists on hardware): in the launch
     period, the last arrival's lead over the first at the barrier (every delay of a launch period, carried ends
     included, passes through the barrier, where the group waits for its last); in the timed kernel scope, the last
-    end's lead over the first. No single cause can give back more: a cost_share is at most 1."""
+    end's lead over the first. Both plus the launches' kernel time above the typical launch's (in_kernel), which moves
+    every rank alike. No single cause can give back more than its part: shares need not sum to 1."""
     if not acc.rows:
         return {"period_us_per_launch": None, "timed_us_per_launch": None}
-    return {"period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()), "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean())}
+    extra = max(0.0, inside["cost_us_per_launch"]) if inside else 0.0
+    return {"period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra, "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra}
 
 
 def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
@@ -461,8 +493,8 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
     arrivals, ends = Maxima(acc.arrival, nodes), Maxima(acc.end, nodes)
     raw = []
     for c in cands:
-        raw.append((c, arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)))
-    group = excess(acc)
+        period, timed = arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)
+        raw.append((c, period + (c.period_extra if c.period_extra is not None else 0.0), timed + (c.timed_extra if c.timed_extra is not None else 0.0)))
     world, n_nodes = acc.arrival.shape[1], len(np.unique(nodes))
     causes = []
     min_cost = float(waits["min_cost_us"])
@@ -489,8 +521,6 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
                 "cost_timed_ci_us": ci_timed,
                 "background_us_per_launch": background[0],
                 "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
-                "cost_share": cost / group["period_us_per_launch"] if group["period_us_per_launch"] else None,
-                "cost_timed_share": cost_timed / group["timed_us_per_launch"] if group["timed_us_per_launch"] else None,
                 "launches": acc.rows,
                 "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0),
                 **c.facts,
@@ -500,44 +530,39 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
     return causes
 
 
-def in_kernel(acc: Account, g: LaunchGrid, waits: Mapping[str, Any], boot: Mapping[str, int], named: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The group ends far apart and nobody ends late by itself or as a node: ranks wait inside the kernel for a peer's
-    data; PMU or DebugClock must name whose. Its cost: the ends' lead over the median end (timed), carried into the
-    next barrier (period). The ranks that end late are late-ending ranks, with no claim about why."""
-    if not acc.rows or any(c["evidence"] in ("own_work", "late_ending_node") for c in named):
+def in_kernel(acc: Account, waits: Mapping[str, Any], boot: Mapping[str, int]) -> dict[str, Any] | None:
+    """Launches whose kernel takes far longer than the typical one while the rank that ends last is not itself above
+    its own typical time: a slow peer's data (a slow sender, a slow counting role) keeps every rank waiting inside
+    the kernel. The timeline sees when, not who: PMU or DebugClock must name the rank and role. Its saving is the
+    kernel time above the typical launch's, in both scopes alike (the whole group ends later, and so arrives later at
+    the next barrier). A slowdown present in every launch is the typical launch, and is not seen here: it needs a
+    reference run (an A/B comparison)."""
+    if acc.rows < 3:
         return None
-    spread = np.ptp(acc.end, axis=1)
-    duration = float(np.nanmedian(g.duration))
-    wide = spread > float(waits["in_kernel_min_fraction"]) * duration
-    if wide.mean() < 0.5:
-        return None
-    median = np.median(acc.end, axis=1, keepdims=True)
-    end_shift = np.where(wide[:, None], np.maximum(acc.end - median, 0.0), 0.0)
-    every = np.arange(acc.arrival.shape[1])
-    period = acc.arrival.max(axis=1) - (acc.arrival - carried(end_shift, acc.follows)).max(axis=1)
-    timed = acc.end.max(axis=1) - (acc.end - end_shift).max(axis=1)
-    lagging = acc.end - acc.end.min(axis=1, keepdims=True) > 0.5 * spread[:, None]
-    blamed = {r for c in named for r in c["ranks"]}
-    group = excess(acc)
-    cause = {
+    spike, above = transient(acc, float(waits["own_work_min_us"]))
+    last = np.argmax(acc.end, axis=1)
+    own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
+    mine = spike & ~(own_above[np.arange(acc.rows), last] > 0)
+    per_row = np.where(mine, above, 0.0)
+    cost = float(per_row.mean())
+    ci = bootstrap_mean_ci(per_row, boot["resamples"], boot["seed"])
+    return {
         "evidence": "in_kernel",
         "rank": None,
         "node": None,
         "ranks": [],
-        "late_ending_ranks": [r for r in g.ranks[lagging[wide].mean(axis=0) >= 0.5].tolist() if r not in blamed],
-        "fraction": float(wide.mean()),
-        "end_spread_us_median": float(np.median(spread)),
-        "cost_us_per_launch": float(period.mean()),
-        "cost_ci_us": bootstrap_mean_ci(period, boot["resamples"], boot["seed"]),
-        "cost_timed_us_per_launch": float(timed.mean()),
-        "cost_timed_ci_us": bootstrap_mean_ci(timed, boot["resamples"], boot["seed"]),
-        "wait_caused_us_per_launch": float(Maxima(acc.arrival, g.nodes).waits_caused(every, carried(end_shift, acc.follows)).mean()),
-        "cost_share": float(period.mean()) / group["period_us_per_launch"] if group["period_us_per_launch"] else None,
-        "cost_timed_share": float(timed.mean()) / group["timed_us_per_launch"] if group["timed_us_per_launch"] else None,
+        "fraction": float(mine.mean()),
+        "kernel_us_median": float(np.median(acc.kernel)),
+        "above_us_median": float(np.median(above[mine])) if mine.any() else 0.0,
+        "cost_us_per_launch": cost,
+        "cost_ci_us": ci,
+        "cost_timed_us_per_launch": cost,
+        "cost_timed_ci_us": ci,
+        "background_us_per_launch": 0.0,
+        "wait_caused_us_per_launch": cost * (acc.arrival.shape[1] - 1),
         "launches": acc.rows,
+        "named": bool(cost > float(waits["min_cost_us"]) and ci[0] > 0),
     }
-    cause["named"] = bool(max(cause["cost_us_per_launch"], cause["cost_timed_us_per_launch"]) > float(waits["min_cost_us"]))
-    return cause
 
 
 def arrived_last(acc: Account, ranks: np.ndarray) -> dict[str, float]:
@@ -568,6 +593,21 @@ def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> di
     }
 
 
+def covered(costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The named causes, less a rank's late arrival inside a named late node, and a rank's own work inside a named
+    late-ending node (it ends late together with others: a late-ending rank, with no claim about why)."""
+    nodes = {(c["evidence"], c["node"]) for c in costs if c["named"] and c["node"] is not None}
+    kept = []
+    for c in costs:
+        if not c["named"]:
+            continue
+        inside = {"late_arrival": "late_arrival", "own_work": "late_ending_node"}.get(c["evidence"])
+        if c["node"] is None and any((inside, n) in nodes for n in {c2["node"] for c2 in costs if c2["node"] is not None and c["rank"] in c2["ranks"]}):
+            continue
+        kept.append(c)
+    return kept
+
+
 def awaited(
     g: LaunchGrid,
     correction: np.ndarray,
@@ -583,31 +623,36 @@ def awaited(
     coupled = couple["state"] == "coupled"
     where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
     costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot) if coupled else []
-    named = [c for c in costs if c["named"]]
-    inside = in_kernel(acc, g, waits, boot, named) if coupled else None
+    named = covered(costs)
+    inside = in_kernel(acc, waits, boot) if coupled else None
+    group = excess(acc, inside)
+    for c in costs + ([inside] if inside else []):
+        for key, scope, value in (("cost_share", "period_us_per_launch", c["cost_us_per_launch"]), ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"])):
+            c[key] = value / group[scope] if group[scope] else None
     if inside and inside["named"]:
         named.append(inside)
         named.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"]))
     for c in named:
         if c["evidence"] == "late_arrival":
             c["where"] = where
+        c["explanation"] = describe(c)
     blamed = {r for c in named for r in c["ranks"]}
     notes = []
     if not g.has_barrier:
         notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
     if named:
         main = named[0]
-        answer = {k: main.get(k) for k in STRAGGLER_KEYS}
-        explanation = "; ".join(describe(c) for c in named)
+        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches")}
+        explanation = "; ".join(c["explanation"] for c in named)
     else:
-        answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None}
+        answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
         explanation = f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
     return {
         **answer,
         "causes": named,
         "unnamed": [c for c in costs if not c["named"]][:10],
         "explanation": explanation,
-        "excess": excess(acc),
+        "excess": {**group, "definition": EXCESS_DEFINITION},
         "arrived_last_fraction": arrived_last(acc, g.ranks),
         "waiting": waiting_ranks(g, correction, blamed),
         "arrivals": acc.arrival_how,
@@ -616,6 +661,11 @@ def awaited(
         "launches_compared": acc.rows,
     }
 
+
+EXCESS_DEFINITION = (
+    "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
+    "the first (timed kernel scope), plus the kernel time above the typical launch's; averaged over the analysed launches"
+)
 
 STRAGGLER_KEYS = (
     "rank",
@@ -628,6 +678,21 @@ STRAGGLER_KEYS = (
     "cost_timed_us_per_launch",
     "wait_caused_us_per_launch",
     "cost_share",
+)
+
+
+CAUSE_KEYS = (
+    "evidence",
+    "rank",
+    "node",
+    "ranks",
+    "fraction",
+    "cost_us_per_launch",
+    "cost_ci_us",
+    "wait_caused_us_per_launch",
+    "cost_timed_us_per_launch",
+    "cost_share",
+    "explanation",
 )
 
 
@@ -656,11 +721,10 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"other nodes' last) in {pct}: the link into it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
             f"senders on the other nodes can tell); it {cost}"
         )
-    late = cause.get("late_ending_ranks") or []
     return (
-        f"the ranks' ends spread by {cause['end_spread_us_median']:.0f} us (median) in {pct} with nobody late by itself"
-        + (f" (late-ending ranks {late})" if late else "")
-        + f": they wait inside the kernel for a peer's data; PMU or DebugClock must name the rank and role; it {cost}"
+        f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
+        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside the kernel for a peer's data; "
+        f"PMU or DebugClock must name the rank and role; it {cost}"
     )
 
 
