@@ -51,7 +51,7 @@ SKIP = 15  # warm-up launches left out (timeline.skip_launches): the model's fir
 class Shape:
     nodes: int
     ranks_per_node: int
-    num_aiv: int = 24
+    num_aiv: int = 12
     num_experts: int = 96
     num_tokens: int = 64
     hidden: int = 7168
@@ -143,8 +143,21 @@ def group_time(launches: list[Any]) -> tuple[float, float]:
     return period, timed
 
 
+_COUNTERFACTUALS: dict[Any, Any] = {}
+
+
 def counterfactual(shape: Shape, knobs: Knobs, n: int, sync: bool, base: tuple[float, float], **removed: Any) -> dict[str, float]:
     """The cost of a cause: the group time it adds over the same draws without it (per analysed launch)."""
+    case, key = (shape, knobs, n, sync), tuple(sorted(removed.items()))
+    if _COUNTERFACTUALS.get("case") != case:
+        _COUNTERFACTUALS.clear()  # one case at a time
+        _COUNTERFACTUALS["case"] = case
+    if key not in _COUNTERFACTUALS:
+        _COUNTERFACTUALS[key] = _counterfactual(shape, knobs, n, sync, base, **removed)
+    return _COUNTERFACTUALS[key]
+
+
+def _counterfactual(shape: Shape, knobs: Knobs, n: int, sync: bool, base: tuple[float, float], **removed: Any) -> dict[str, float]:
     quiet = removed.pop("quiet", frozenset())
     launches, _ = run(shape, replace(knobs, **removed), n, sync, quiet)
     period, timed = group_time(launches)
@@ -244,6 +257,13 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         c = counterfactual(shape, knobs, n, sync, base, slow_role=None)
         evidence = "own_work" if knobs.slow_role[1] in OWN_ROLES else "in_kernel"
         true_causes.append({"evidence": evidence, "rank": knobs.slow_role[0], "node": None, "knob": f"slow_role {knobs.slow_role[1]}", **c})
+    # a named rank's built-in spikes are a true cause where they cost more than min_cost_us
+    knob_ranks = {c["rank"] for c in true_causes if c["evidence"] == "own_work"}
+    for cause in named:
+        if cause["evidence"] == "own_work" and cause["rank"] not in knob_ranks:
+            c = counterfactual(shape, knobs, n, sync, base, quiet=frozenset({cause["rank"]}))
+            if max(c["period"], c["timed"]) >= SETTINGS["min_cost_us"]:
+                true_causes.append({"evidence": "own_work", "rank": cause["rank"], "node": None, "knob": "spikes", **c})
     true_causes.sort(key=lambda c: -max(c["period"], 0.0))
     min_cost = SETTINGS["min_cost_us"]
     real = [c for c in true_causes if max(c["period"], c["timed"]) >= min_cost]  # the knobs' causes that cost
@@ -312,7 +332,7 @@ def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    faults = [r for r in rows if r["truth"] and any(max(t["period"], t["timed"]) >= SETTINGS["min_cost_us"] for t in r["truth"])]
+    faults = [r for r in rows if any(max(t["period"], t["timed"]) >= SETTINGS["min_cost_us"] and t["knob"] != "spikes" for t in r["truth"])]
     errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
     return {
         "runs": len(rows),

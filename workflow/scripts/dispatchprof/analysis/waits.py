@@ -423,15 +423,21 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # its data end late too, so its lead over them says too little. The whole group then ends later, and arrives
     # later at the next barrier: the same saving in both scopes.
     last, first, second = _top_two(acc.end)
-    lead = first - second
+    # By itself: its lead over the next end is larger than the spread of all the other ends. A staircase of ends (a
+    # slow sender serves its receivers one after another, and the last served ends last) is no rank's own work: the
+    # last of it is a late-ending rank, with no claim about why.
+    others_first = np.partition(acc.end, 0, axis=1)[:, 0] if acc.rows else np.zeros(0)
+    lead = np.where(first - second > second - others_first, first - second, 0.0)
     own_min = float(waits["own_work_min_us"])
     spike, above = transient(acc, own_min)
     own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
-    for j in np.unique(last[lead > 0]).tolist():
-        mine = (last == j) & (lead > 0)
+    for j in np.unique(last[(lead > 0) | spike]).tolist():
+        mine = (last == j) & ((lead > 0) | spike)
         own_spike = mine & spike & (own_above[:, j] > 0)
         spike_cost = np.where(own_spike, np.minimum(above, own_above[:, j]), 0.0)
         end_shift = np.where(mine & ~own_spike, lead, 0.0)[:, None]
+        if not (end_shift.any() or own_spike.any()):
+            continue
         clear = mine & ((lead > own_min) | own_spike)
         rank = int(ranks[j])
         facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
@@ -451,8 +457,9 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
             together = acc.end[:, cols].min(axis=1) > others_last
             if not together.any():
                 continue
-            end_shift = np.where(together[:, None], acc.end[:, cols] - others_last[:, None], 0.0)
-            node_lead = acc.end[:, cols].max(axis=1) - others_last
+            # the node as a whole is late by its first rank's lead; what a rank adds beyond is its own
+            node_lead = acc.end[:, cols].min(axis=1) - others_last
+            end_shift = np.where(together, node_lead, 0.0)[:, None] * np.ones((1, len(cols)))
             facts = {"lead_us_median": float(np.median(node_lead[together]))}
             out.append(Candidate("late_ending_node", None, int(node), ranks[cols].tolist(), cols, carried(end_shift, acc.follows), end_shift, together, facts))
     return out
@@ -595,14 +602,16 @@ def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> di
 
 def covered(costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The named causes, less a rank's late arrival inside a named late node, and a rank's own work inside a named
-    late-ending node (it ends late together with others: a late-ending rank, with no claim about why)."""
-    nodes = {(c["evidence"], c["node"]) for c in costs if c["named"] and c["node"] is not None}
+    late-ending node (it ends late together with others: a late-ending rank, with no claim about why), where the node
+    costs at least as much as the rank: the node explains it."""
+    nodes = {c["node"]: c for c in costs if c["named"] and c["node"] is not None}
+    within = {"late_arrival": "late_arrival", "own_work": "late_ending_node"}
     kept = []
     for c in costs:
         if not c["named"]:
             continue
-        inside = {"late_arrival": "late_arrival", "own_work": "late_ending_node"}.get(c["evidence"])
-        if c["node"] is None and any((inside, n) in nodes for n in {c2["node"] for c2 in costs if c2["node"] is not None and c["rank"] in c2["ranks"]}):
+        node = next((n for n in nodes.values() if c["node"] is None and c["rank"] in n["ranks"] and n["evidence"] == within.get(c["evidence"])), None)
+        if node is not None and node["cost_us_per_launch"] >= c["cost_us_per_launch"]:
             continue
         kept.append(c)
     return kept
