@@ -13,7 +13,20 @@ BOOT = {"resamples": 300, "seed": 0}
 RPN = 4
 
 
-def table(world=8, launches=30, late=None, late_us=0.0, offset_us=(0.0, 0.0), drift_ppm=(0.0, 0.0), work=None, barrier=True, seed=1, skew_us=0.0, truth=None, release_noise_us=0.0):
+def table(
+    world=8,
+    launches=30,
+    late=None,
+    late_us=0.0,
+    offset_us=(0.0, 0.0),
+    drift_ppm=(0.0, 0.0),
+    work=None,
+    barrier=True,
+    seed=1,
+    skew_us=0.0,
+    truth=None,
+    release_noise_us=0.0,
+):
     """A coupled collective written by hand: every launch the ranks arrive after their previous end plus a host gap
     (+ late_us for ``late``, or ``late={rank: (us, probability)}``), the barrier releases at the last arrival + 3 us
     (``skew_us`` later on the other nodes), the kernel starts 1.5 us later and runs ``work[rank]`` us after an entry

@@ -136,6 +136,7 @@ def body(run: StageRun) -> Status:
         "node_clock": waited["node_clock"],
         "entry_wait_us": waited["entry_wait_us"],
         "entry_wait_heatmap": waited["entry_wait_heatmap"],
+        "rank_offsets": strag.pop("rank_offsets"),
         "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
         "call_chain": call_chain,
         "call_chain_scope": (

@@ -441,9 +441,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         clear = mine & ((lead > own_min) | own_spike)
         rank = int(ranks[j])
         facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
-        out.append(
-            Candidate("own_work", rank, None, [rank], np.array([j]), carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost)
-        )
+        out.append(Candidate("own_work", rank, None, [rank], np.array([j]), carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost))
     # A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
     # it, or its own work: the timeline cannot tell. Needs ends comparable across nodes.
     if acc.ends_across_nodes:
@@ -581,6 +579,22 @@ def arrived_last(acc: Account, ranks: np.ndarray) -> dict[str, float]:
     return {str(int(r)): float(f) for r, f in zip(ranks, counts) if f > 0}
 
 
+def rank_offsets(acc: Account, ranks: np.ndarray) -> dict[str, Any]:
+    """Per rank the median arrival at the barrier and the median end, each after the launch's first (µs; the
+    corrected clocks, or the barrier's durations for arrivals): who comes late, and who ends late."""
+    if not acc.rows:
+        return {"ranks": [], "arrival_us_median": [], "end_us_median": [], "definition": "no complete launch"}
+    arrival = np.median(acc.arrival - acc.arrival.min(axis=1, keepdims=True), axis=0)
+    end = np.median(acc.end - acc.end.min(axis=1, keepdims=True), axis=0)
+    return {
+        "ranks": [int(r) for r in ranks],
+        "arrival_us_median": [round(float(v), 3) for v in arrival],
+        "end_us_median": [round(float(v), 3) for v in end],
+        "definition": f"median over launches of each rank's arrival after the launch's first ({acc.arrival_how}) and of its end after the first end "
+        f"({acc.end_how})",
+    }
+
+
 def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> dict[str, Any]:
     """The ranks that wait: a median barrier (or entry) wait in the upper half of the ranks' and above the lowest by
     more than half the spread between them; never a cause."""
@@ -636,7 +650,10 @@ def awaited(
     inside = in_kernel(acc, waits, boot) if coupled else None
     group = excess(acc, inside)
     for c in costs + ([inside] if inside else []):
-        for key, scope, value in (("cost_share", "period_us_per_launch", c["cost_us_per_launch"]), ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"])):
+        for key, scope, value in (
+            ("cost_share", "period_us_per_launch", c["cost_us_per_launch"]),
+            ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"]),
+        ):
             c[key] = value / group[scope] if group[scope] else None
     if inside and inside["named"]:
         named.append(inside)
@@ -655,7 +672,9 @@ def awaited(
         explanation = "; ".join(c["explanation"] for c in named)
     else:
         answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
-        explanation = f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
+        explanation = (
+            f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
+        )
     return {
         **answer,
         "causes": named,
@@ -663,6 +682,7 @@ def awaited(
         "explanation": explanation,
         "excess": {**group, "definition": EXCESS_DEFINITION},
         "arrived_last_fraction": arrived_last(acc, g.ranks),
+        "rank_offsets": rank_offsets(acc, g.ranks),
         "waiting": waiting_ranks(g, correction, blamed),
         "arrivals": acc.arrival_how,
         "ends": acc.end_how,
