@@ -208,13 +208,16 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     named = strag["causes"]
     truth_cache: dict[tuple, dict[str, float]] = {}
 
-    def truth_of(evidence: str, rank: int | None, node: int | None) -> dict[str, float]:
-        """The true cost of what the analysis named: remove what could make that rank or node late there."""
-        key = (evidence, rank, node)
+    def truth_of(evidence: str, rank: int | None, node: int | None, group: frozenset[int] = frozenset()) -> dict[str, float]:
+        """The true cost of what the analysis named: remove what could make that rank, node or group late there."""
+        key = (evidence, rank, node, group)
         if key in truth_cache:
             return truth_cache[key]
         removed: dict[str, Any] = {}
-        ranks = {rank} if rank is not None else {r for r in range(shape.world) if r // shape.ranks_per_node == node}
+        if group:
+            ranks = set(group)
+        else:
+            ranks = {rank} if rank is not None else {r for r in range(shape.world) if r // shape.ranks_per_node == node}
         if evidence == "late_arrival":
             if knobs.late_rank in ranks:
                 removed["late_rank"] = None
@@ -228,7 +231,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
                 removed["slow_rank"] = None
             if knobs.slow_role and knobs.slow_role[0] in ranks:
                 removed["slow_role"] = None
-            if knobs.slow_link and node is not None and knobs.slow_link[1] == node:
+            if knobs.slow_link and node is not None and node in knobs.slow_link[:2]:  # the link out of it, or into it
                 removed["slow_link"] = None
         value = counterfactual(shape, knobs, n, sync, base, **removed) if removed else {"period": 0.0, "timed": 0.0}
         truth_cache[key] = value
@@ -283,7 +286,12 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     false_alarms, victims = [], []
     culprit_ranks = {r for c in real for r in culprit_of(c, shape)}
     for cause in named:
-        t = truth_of(cause["evidence"], cause["rank"], cause["node"]) if cause["evidence"] != "in_kernel" else in_kernel_truth()
+        if cause.get("late_ending_ranks"):
+            t = truth_of("in_kernel", None, None, frozenset(cause["late_ending_ranks"]))
+        elif cause["evidence"] == "in_kernel":
+            t = in_kernel_truth()
+        else:
+            t = truth_of(cause["evidence"], cause["rank"], cause["node"])
         if max(t["period"], t["timed"]) < min_cost and cause["evidence"] != "in_kernel":
             false_alarms.append(label(cause))
             if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprit_ranks and real:
@@ -327,6 +335,8 @@ def culprit_of(cause: dict[str, Any], shape: Shape) -> set[int]:
 
 
 def label(cause: dict[str, Any]) -> str:
+    if cause.get("late_ending_ranks"):
+        return f"{cause['evidence']} late-ending ranks {','.join(map(str, cause['late_ending_ranks']))}"
     who = f"rank {cause['rank']}" if cause.get("rank") is not None else f"node {cause['node']}" if cause.get("node") is not None else "group"
     return f"{cause['evidence']} {who}"
 
@@ -336,6 +346,8 @@ def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
     role shows as the receivers' late ends: a late-ending node or an in-kernel wait, without blame, is right there."""
     if truth["evidence"] == "in_kernel":  # a slow sender or counting role: the receivers wait, the timeline blames nobody
         return named["evidence"] in ("in_kernel", "late_ending_node")
+    if truth["evidence"] == "own_work" and named.get("late_ending_ranks"):  # localised to late-ending ranks, no blame
+        return truth["rank"] in named["late_ending_ranks"]
     if truth["evidence"] == "late_ending_node":
         return named["evidence"] == "late_ending_node" and named["node"] == truth["node"]
     return named["evidence"] == truth["evidence"] and named["rank"] == truth["rank"] and named["node"] == truth["node"]

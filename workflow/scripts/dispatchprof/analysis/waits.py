@@ -330,7 +330,11 @@ class Maxima:
         self.node_top, self.node_first, self.node_second = _top_two(per_node) if len(values) else (np.zeros(0, int), np.zeros(0), np.zeros(0))
 
     def others(self, cols: np.ndarray, node: int | None) -> np.ndarray:
-        """Per row the largest value outside ``cols`` (one rank, or every rank of ``node``)."""
+        """Per row the largest value outside ``cols`` (one rank, or every rank of ``node``, or a few ranks)."""
+        if node is None and len(cols) > 1:
+            mask = np.ones(self.values.shape[1], bool)
+            mask[cols] = False
+            return self.values[:, mask].max(axis=1)
         if node is None:
             (col,) = cols
             return np.where(self.top == col, self.second, self.first)
@@ -374,6 +378,7 @@ class Candidate:
     facts: dict[str, Any]
     period_extra: np.ndarray | None = None  # [row] a saving that moves the whole group (added to the shifts' saving)
     timed_extra: np.ndarray | None = None
+    group: bool = False  # late-ending ranks that are no node: their saving is over every other rank
 
 
 def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
@@ -385,6 +390,23 @@ def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
     sigma = 1.4826 * float(np.median(np.abs(above)))
     spike = above > max(own_min, 5.0 * sigma)
     return spike, np.where(spike, above, 0.0)
+
+
+def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row the ranks that end late apart from the others: the largest gap between consecutive ends in the later
+    half, when it exceeds own_min and 3 times the median gap (the ends' own spacing). Returns per row the size of that
+    late set (0: none), its gap (its first end's lead over the others' last) and the end order (ascending)."""
+    n, world = acc.end.shape
+    if not n or world < 2:
+        return np.zeros(n, int), np.zeros(n), np.zeros((n, world), int)
+    order = np.argsort(acc.end, axis=1, kind="stable")
+    gaps = np.diff(np.take_along_axis(acc.end, order, axis=1), axis=1)  # [row, world - 1]
+    first = (world - 1) // 2  # a late set is at most half of the ranks
+    split = first + np.argmax(gaps[:, first:], axis=1)
+    gap = gaps[np.arange(n), split]
+    typical = np.median(gaps, axis=1)
+    clear = (gap > own_min) & (gap > 3.0 * typical)
+    return np.where(clear, world - 1 - split, 0), np.where(clear, gap, 0.0), order
 
 
 def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mapping[str, Any]) -> list[Candidate]:
@@ -423,11 +445,10 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # its data end late too, so its lead over them says too little. The whole group then ends later, and arrives
     # later at the next barrier: the same saving in both scopes.
     last, first, second = _top_two(acc.end)
-    # By itself: its lead over the next end is larger than the spread of all the other ends. A staircase of ends (a
-    # slow sender serves its receivers one after another, and the last served ends last) is no rank's own work: the
-    # last of it is a late-ending rank, with no claim about why.
-    others_first = np.partition(acc.end, 0, axis=1)[:, 0] if acc.rows else np.zeros(0)
-    lead = np.where(first - second > second - others_first, first - second, 0.0)
+    # By itself: the last end stands apart (late_sets). A staircase of ends (a slow sender serves its receivers one
+    # after another, and the last served ends last) is no rank's own work: the last of it is a late-ending rank.
+    size, gap, order = late_sets(acc, float(waits["own_work_min_us"]))
+    lead = np.where(size == 1, gap, 0.0)
     own_min = float(waits["own_work_min_us"])
     spike, above = transient(acc, own_min)
     own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
@@ -442,6 +463,21 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         rank = int(ranks[j])
         facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
         out.append(Candidate("own_work", rank, None, [rank], np.array([j]), carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost))
+    # Ranks that end late together, apart from the others, and are not a whole node: late-ending ranks, with no
+    # claim about why (one of them may keep the others waiting for its data). Their lead over the others' last end.
+    sets: dict[tuple[int, ...], list[int]] = {}
+    for i in np.flatnonzero(size >= 2).tolist():
+        sets.setdefault(tuple(sorted(order[i, world - size[i] :].tolist())), []).append(i)
+    whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
+    for members, rows_ in sets.items():
+        if members in whole_nodes or len(rows_) < 2:
+            continue
+        cols = np.array(members)
+        struck = np.zeros(n, bool)
+        struck[rows_] = True
+        end_shift = np.where(struck, gap, 0.0)[:, None] * np.ones((1, len(cols)))
+        facts = {"lead_us_median": float(np.median(gap[struck])), "late_ending_ranks": ranks[cols].tolist()}
+        out.append(Candidate("in_kernel", None, None, [], cols, carried(end_shift, acc.follows), end_shift, struck, facts, group=True))
     # A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
     # it, or its own work: the timeline cannot tell. Needs ends comparable across nodes.
     if acc.ends_across_nodes:
@@ -749,6 +785,13 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"node {cause['node']}'s ranks ({cause['ranks'][0]}-{cause['ranks'][-1]}) end late together (median {cause['lead_us_median']:.1f} us after the "
             f"other nodes' last) in {pct}: the link into it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
             f"senders on the other nodes can tell); it {cost}"
+        )
+    if cause.get("late_ending_ranks"):
+        late = cause["late_ending_ranks"]
+        return (
+            f"ranks {', '.join(map(str, late))} end late together (median {cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
+            "late-ending ranks, with no claim about why (one of them may keep the others waiting for its data; PMU or DebugClock must name "
+            f"the rank and role); it {cost}"
         )
     return (
         f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
