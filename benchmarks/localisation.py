@@ -395,14 +395,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launches", type=int, default=200 + SKIP, help="launches per run, the warm-up SKIP included")
     parser.add_argument("--quick", action="store_true", help="one seed, 2x8 only, synchronize_start on")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--shapes", default="2x8,3x4", help="comma-separated NODESxRANKS_PER_NODE")
+    parser.add_argument("--merge", nargs="*", default=[], help="no runs: write the table of these .jsonl files (runs split over processes)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "localisation_results"))
     args = parser.parse_args(argv)
-    shapes = [Shape(2, 8)] if args.quick else [Shape(2, 8), Shape(3, 4)]
+    shapes = [Shape(2, 8)] if args.quick else [Shape(*map(int, shape.split("x"))) for shape in args.shapes.split(",")]
     syncs = [True] if args.quick else [True, False]
     seeds = range(1, 2) if args.quick else range(1, args.seeds + 1)
     wanted = set(filter(None, args.cases.split(",")))
-    rows = []
+    rows: list[dict[str, Any]] = []
     out = Path(args.out)
+    if args.merge:
+        rows = [json.loads(line) for path in args.merge for line in Path(path).read_text().splitlines() if line.strip()]
+        return write(out, rows)
     partial = out.with_suffix(".jsonl")  # each row as it is scored: a long run can be read before it ends
     partial.write_text("")
     for shape in shapes:
@@ -419,10 +424,14 @@ def main(argv: list[str] | None = None) -> int:
                         f"{row['case']:28s} {row['shape']} sync={sync!s:5s} seed={seed} top={'ok' if row['top_right'] else 'NO'} err={row['cost_error']} fa={row['false_alarms']} named={row['named'][:2]} truth={[(t['evidence'], t['rank'], t['node'], t['period'], t['timed']) for t in row['truth']][:3]}",
                         flush=True,
                     )
+    partial.unlink()
+    return write(out, rows)
+
+
+def write(out: Path, rows: list[dict[str, Any]]) -> int:
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
     out.with_suffix(".json").write_text(json.dumps({"settings": SETTINGS, "summary": summary, "rows": rows}, indent=1) + "\n")
-    partial.unlink()
     out.with_suffix(".md").write_text("# Localisation benchmark\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n" + table(rows) + "\n")
     return 0
 
