@@ -292,7 +292,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
             t = in_kernel_truth()
         else:
             t = truth_of(cause["evidence"], cause["rank"], cause["node"])
-        if max(t["period"], t["timed"]) < min_cost and cause["evidence"] != "in_kernel":
+        if max(t["period"], t["timed"]) < min_cost and (cause["evidence"] != "in_kernel" or cause.get("late_ending_ranks")):
             false_alarms.append(label(cause))
             if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprit_ranks and real:
                 victims.append(label(cause))

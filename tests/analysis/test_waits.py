@@ -26,6 +26,7 @@ def table(
     skew_us=0.0,
     truth=None,
     release_noise_us=0.0,
+    sync=True,
 ):
     """A coupled collective written by hand: every launch the ranks arrive after their previous end plus a host gap
     (+ late_us for ``late``, or ``late={rank: (us, probability)}``), the barrier releases at the last arrival + 3 us
@@ -48,6 +49,8 @@ def table(
         if release_noise_us:
             released = released + rng.uniform(0, release_noise_us, world)
         start = released + 1.5 + rng.uniform(0, 0.2, world)
+        if not sync:  # no barrier kernel: the target starts on arrival, its entry barrier absorbs the lateness
+            start = arrive.copy()
         entry = start.max() + 2.0
         end = entry + np.array([work.get(r, 1000.0) for r in range(world)]) + rng.uniform(0, 3, world)
         for r in range(world):
@@ -183,6 +186,11 @@ def test_without_a_pure_barrier_ends_are_not_compared_across_nodes():
     strag = result["straggler"]
     assert not any(c["evidence"] == "late_ending_node" for c in strag["causes"])
     assert any("not established" in n and "synchronize_start" in n for n in strag["notes"])
+    # a rank that ends last by 40 us (less than the 80 us rank 6 is late): listed with its lead over its own node's ranks, not named (it compares ends
+    # across nodes); a late arrival is still named without the barrier kernel
+    both = analyse(table(late=6, late_us=80.0, work={3: 1040.0}, barrier=False, sync=False), SETTINGS, [], BOOT)["straggler"]
+    assert [(c["evidence"], c["rank"]) for c in both["causes"]] == [("late_arrival", 6)] and "entry barrier" in both["explanation"]
+    assert any(c["evidence"] == "own_work" and c["rank"] == 3 and "not established" in c["not_named"] for c in both["unnamed"])
 
 
 def test_the_barriers_release_skew_across_nodes_is_fitted_and_kept_out_of_the_arrivals():

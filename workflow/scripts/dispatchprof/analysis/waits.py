@@ -378,7 +378,7 @@ class Candidate:
     facts: dict[str, Any]
     period_extra: np.ndarray | None = None  # [row] a saving that moves the whole group (added to the shifts' saving)
     timed_extra: np.ndarray | None = None
-    group: bool = False  # late-ending ranks that are no node: their saving is over every other rank
+    group: bool = False  # listed, never named (late-ending ranks; own work that the clocks cannot establish): facts["not_named"] says why
 
 
 def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
@@ -390,6 +390,19 @@ def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
     sigma = 1.4826 * float(np.median(np.abs(above)))
     spike = above > max(own_min, 5.0 * sigma)
     return spike, np.where(spike, above, 0.0)
+
+
+def lead_within_node(end: np.ndarray, last: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Per row: the last rank's lead over the next end on its own node (one clock); infinite when it is alone there."""
+    out = np.full(len(end), np.inf)
+    for node in np.unique(nodes):
+        cols = np.flatnonzero(nodes == node)
+        rows = np.isin(last, cols)
+        if len(cols) < 2 or not rows.any():
+            continue
+        part = np.sort(end[np.ix_(rows, cols)], axis=1)
+        out[rows] = part[:, -1] - part[:, -2]
+    return out
 
 
 def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -449,6 +462,12 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # after another, and the last served ends last) is no rank's own work: the last of it is a late-ending rank.
     size, gap, order = late_sets(acc, float(waits["own_work_min_us"]))
     lead = np.where(size == 1, gap, 0.0)
+    across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
+    if not across:
+        # without a pure barrier the clocks come from the ends themselves: a lead over another node's end is not
+        # established, a lead over the same node's ranks is (one clock). The smaller of the two is what is known, and
+        # the cause is listed, not named: "ends last by itself" compares ends across nodes.
+        lead = np.minimum(lead, lead_within_node(acc.end, last, nodes))
     own_min = float(waits["own_work_min_us"])
     spike, above = transient(acc, own_min)
     own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
@@ -462,11 +481,28 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         clear = mine & ((lead > own_min) | own_spike)
         rank = int(ranks[j])
         facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
-        out.append(Candidate("own_work", rank, None, [rank], np.array([j]), carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost))
+        if not across:
+            facts["not_named"] = "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
+        out.append(
+            Candidate(
+                "own_work",
+                rank,
+                None,
+                [rank],
+                np.array([j]),
+                carried(end_shift, acc.follows),
+                end_shift,
+                clear,
+                facts,
+                spike_cost,
+                spike_cost,
+                group=not across,
+            )
+        )
     # Ranks that end late together, apart from the others, and are not a whole node: late-ending ranks, with no
     # claim about why (one of them may keep the others waiting for its data). Their lead over the others' last end.
     sets: dict[tuple[int, ...], list[int]] = {}
-    for i in np.flatnonzero(size >= 2).tolist():
+    for i in np.flatnonzero((size >= 2) & acc.ends_across_nodes).tolist():
         sets.setdefault(tuple(sorted(order[i, world - size[i] :].tolist())), []).append(i)
     whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
     for members, rows_ in sets.items():
@@ -477,6 +513,10 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         struck[rows_] = True
         end_shift = np.where(struck, gap, 0.0)[:, None] * np.ones((1, len(cols)))
         facts = {"lead_us_median": float(np.median(gap[struck])), "late_ending_ranks": ranks[cols].tolist()}
+        facts["not_named"] = (
+            "late-ending ranks are listed, not named: the timeline cannot tell a slow rank among them from the kernel's own "
+            "structure (a sender serves its receivers in turn): PMU or DebugClock can"
+        )
         out.append(Candidate("in_kernel", None, None, [], cols, carried(end_shift, acc.follows), end_shift, struck, facts, group=True))
     # A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
     # it, or its own work: the timeline cannot tell. Needs ends comparable across nodes.
@@ -563,7 +603,7 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
                 "background_us_per_launch": background[0],
                 "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
                 "launches": acc.rows,
-                "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0),
+                "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0 and not c.group),
                 **c.facts,
             }
         )
