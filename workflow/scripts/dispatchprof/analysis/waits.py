@@ -392,6 +392,9 @@ def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
     return spike, np.where(spike, above, 0.0)
 
 
+MAX_LATE_SET = 16  # late-ending ranks beyond this many are not listed one set at a time (thousands of ranks)
+
+
 def lead_within_node(end: np.ndarray, last: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Per row: the last rank's lead over the next end on its own node (one clock); infinite when it is alone there."""
     out = np.full(len(end), np.inf)
@@ -502,7 +505,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # Ranks that end late together, apart from the others, and are not a whole node: late-ending ranks, with no
     # claim about why (one of them may keep the others waiting for its data). Their lead over the others' last end.
     sets: dict[tuple[int, ...], list[int]] = {}
-    for i in np.flatnonzero((size >= 2) & acc.ends_across_nodes).tolist():
+    for i in np.flatnonzero((size >= 2) & (size <= MAX_LATE_SET) & acc.ends_across_nodes).tolist():
         sets.setdefault(tuple(sorted(order[i, world - size[i] :].tolist())), []).append(i)
     whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
     for members, rows_ in sets.items():
@@ -520,19 +523,21 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         out.append(Candidate("in_kernel", None, None, [], cols, carried(end_shift, acc.follows), end_shift, struck, facts, group=True))
     # A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
     # it, or its own work: the timeline cannot tell. Needs ends comparable across nodes.
-    if acc.ends_across_nodes:
-        for node in np.unique(nodes):
+    if acc.ends_across_nodes and len(np.unique(nodes)) > 1:
+        ids = np.unique(nodes)
+        node_max = np.column_stack([acc.end[:, nodes == k].max(axis=1) for k in ids])
+        node_min = np.column_stack([acc.end[:, nodes == k].min(axis=1) for k in ids])
+        top, first_max, second_max = _top_two(node_max)
+        for k, node in enumerate(ids.tolist()):
             cols = np.flatnonzero(nodes == node)
-            if len(cols) < 2 or len(cols) == world:
+            if len(cols) < 2:
                 continue
-            mask = np.zeros(world, bool)
-            mask[cols] = True
-            others_last = acc.end[:, ~mask].max(axis=1)
-            together = acc.end[:, cols].min(axis=1) > others_last
+            others_last = np.where(top == k, second_max, first_max)
+            # the node as a whole is late by its first rank's lead; what a rank adds beyond is its own
+            node_lead = node_min[:, k] - others_last
+            together = node_lead > 0
             if not together.any():
                 continue
-            # the node as a whole is late by its first rank's lead; what a rank adds beyond is its own
-            node_lead = acc.end[:, cols].min(axis=1) - others_last
             end_shift = np.where(together, node_lead, 0.0)[:, None] * np.ones((1, len(cols)))
             facts = {"lead_us_median": float(np.median(node_lead[together]))}
             out.append(Candidate("late_ending_node", None, int(node), ranks[cols].tolist(), cols, carried(end_shift, acc.follows), end_shift, together, facts))
@@ -563,6 +568,23 @@ def excess(acc: Account, inside: Mapping[str, Any] | None = None) -> dict[str, f
     return {"period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra, "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra}
 
 
+def backgrounds(costs: np.ndarray, peers: int) -> np.ndarray:
+    """Per candidate: the median cost of the same evidence over the other ranks (or nodes), the candidate itself left
+    out; ``costs`` holds every candidate's, and the ``peers + 1 - len(costs)`` ranks without a candidate cost 0. One
+    sort for all (thousands of ranks are thousands of candidates)."""
+    values = np.sort(np.concatenate([costs, np.zeros(max(0, peers + 1 - len(costs)))]))
+    rest = len(values) - 1  # the others
+    if rest <= 0:
+        return np.zeros(len(costs))
+    mine = np.searchsorted(values, costs)  # where each candidate sits (a tie: any equal one serves)
+
+    def remaining(k: np.ndarray) -> np.ndarray:  # the k-th of the others, for each candidate
+        return values[np.where(k < mine, k, k + 1)]
+
+    lo, hi = (rest - 1) // 2, rest // 2
+    return (remaining(np.full(len(costs), lo)) + remaining(np.full(len(costs), hi))) / 2
+
+
 def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
     """Each candidate with its costs: the what-if savings per launch (averaged over every analysed launch, zero where
     it did not strike) in the launch period and in the timed scope, Scalasca's delay cost, and a bootstrap CI over
@@ -579,15 +601,20 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
     world, n_nodes = acc.arrival.shape[1], len(np.unique(nodes))
     causes = []
     min_cost = float(waits["min_cost_us"])
-    for c, period, timed in raw:
-        peers = [(p.mean(), t.mean()) for o, p, t in raw if o.evidence == c.evidence and (o.node is None) == (c.node is None) and o is not c]
-        count = (world if c.node is None else n_nodes) - 1  # peers without a candidate cost nothing
-        background = [float(np.median([x[k] for x in peers] + [0.0] * (count - len(peers)))) if count > 0 else 0.0 for k in (0, 1)]
-        cost, cost_timed = float(period.mean()) - background[0], float(timed.mean()) - background[1]
+    kinds: dict[tuple[str, bool], list[int]] = {}
+    for i, (c, _, _) in enumerate(raw):
+        kinds.setdefault((c.evidence, c.node is None), []).append(i)
+    background = np.zeros((len(raw), 2))
+    for (_, per_rank), members in kinds.items():
+        peers = (world if per_rank else n_nodes) - 1  # peers without a candidate cost nothing
+        for k in (0, 1):
+            background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
+    for i, (c, period, timed) in enumerate(raw):
+        cost, cost_timed = float(period.mean()) - background[i, 0], float(timed.mean()) - background[i, 1]
         if max(cost, cost_timed) < 0.05 * min_cost:
             continue  # a cost nobody would read: not worth its bootstrap
-        ci = [x - background[0] for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
-        ci_timed = [x - background[1] for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
+        ci = [x - background[i, 0] for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
+        ci_timed = [x - background[i, 1] for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
         deciding = ci if cost >= cost_timed else ci_timed
         causes.append(
             {
@@ -600,7 +627,7 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
                 "cost_ci_us": ci,
                 "cost_timed_us_per_launch": cost_timed,
                 "cost_timed_ci_us": ci_timed,
-                "background_us_per_launch": background[0],
+                "background_us_per_launch": float(background[i, 0]),
                 "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
                 "launches": acc.rows,
                 "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0 and not c.group),
