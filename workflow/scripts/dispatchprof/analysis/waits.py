@@ -484,24 +484,19 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         clear = mine & ((lead > own_min) | own_spike)
         rank = int(ranks[j])
         facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
-        if not across:
+        cols = np.array([j])
+        if across:
+            out.append(Candidate("own_work", rank, None, [rank], cols, carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost))
+            continue
+        # Without a pure barrier: a spike is the rank's own time in the kernel above its own typical time, while the
+        # group's kernel time is above the typical launch's (each on one clock): named as usual. The lead over the next
+        # end compares ends across nodes: listed, not named.
+        if own_spike.any():
+            zero = np.zeros_like(end_shift)
+            out.append(Candidate("own_work", rank, None, [rank], cols, zero, zero, own_spike, dict(facts), spike_cost, spike_cost))
+        if end_shift.any():
             facts["not_named"] = "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
-        out.append(
-            Candidate(
-                "own_work",
-                rank,
-                None,
-                [rank],
-                np.array([j]),
-                carried(end_shift, acc.follows),
-                end_shift,
-                clear,
-                facts,
-                spike_cost,
-                spike_cost,
-                group=not across,
-            )
-        )
+            out.append(Candidate("own_work", rank, None, [rank], cols, carried(end_shift, acc.follows), end_shift, clear & ~own_spike, facts, group=True))
     # Ranks that end late together, apart from the others, and are not a whole node: late-ending ranks, with no
     # claim about why (one of them may keep the others waiting for its data). Their lead over the others' last end.
     sets: dict[tuple[int, ...], list[int]] = {}
@@ -610,11 +605,11 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
         for k in (0, 1):
             background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
     for i, (c, period, timed) in enumerate(raw):
-        cost, cost_timed = float(period.mean()) - background[i, 0], float(timed.mean()) - background[i, 1]
+        cost, cost_timed = float(period.mean() - background[i, 0]), float(timed.mean() - background[i, 1])
         if max(cost, cost_timed) < 0.05 * min_cost:
             continue  # a cost nobody would read: not worth its bootstrap
-        ci = [x - background[i, 0] for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
-        ci_timed = [x - background[i, 1] for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
+        ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
+        ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
         deciding = ci if cost >= cost_timed else ci_timed
         causes.append(
             {
@@ -721,13 +716,13 @@ def covered(costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The named causes, less a rank's late arrival inside a named late node, and a rank's own work inside a named
     late-ending node (it ends late together with others: a late-ending rank, with no claim about why), where the node
     costs at least as much as the rank: the node explains it."""
-    nodes = {c["node"]: c for c in costs if c["named"] and c["node"] is not None}
+    nodes = [c for c in costs if c["named"] and c["node"] is not None]
     within = {"late_arrival": "late_arrival", "own_work": "late_ending_node"}
     kept = []
     for c in costs:
         if not c["named"]:
             continue
-        node = next((n for n in nodes.values() if c["node"] is None and c["rank"] in n["ranks"] and n["evidence"] == within.get(c["evidence"])), None)
+        node = next((n for n in nodes if c["node"] is None and c["rank"] in n["ranks"] and n["evidence"] == within.get(c["evidence"])), None)
         if node is not None and node["cost_us_per_launch"] >= c["cost_us_per_launch"]:
             continue
         kept.append(c)
