@@ -99,7 +99,7 @@ def run_cluster(
 
 def truth_of(out: Path) -> dict:
     truth = json.loads((out / "latency" / "sim_truth.json").read_text())
-    assert truth["schema"] == "dispatchprof.sim_truth/1" and truth["toolchain"] == "sim"
+    assert truth["schema"] == "dispatchprof.sim_truth/2" and truth["toolchain"] == "sim"
     return truth
 
 
@@ -146,7 +146,10 @@ KNOBS = {
     "late_rank": {"late_rank": 1, "late_us": 120},
     "late_node": {"late_node": 1, "late_us": 90, "late_prob": 0.5},
     "slow_rank": {"slow_rank": 2, "slow_factor": 1.3},
-    "slow_sender": {"slow_role": {"rank": 3, "role": "URMASendToken", "factor": 1.8}},
+    # A slow core slows its WQE building, not the wire. Rank 3's send to rank 0 is the first of its core's loop, rank 1's
+    # the second, after a cross-node one: rank 3's is last once (factor - 2) x WQE time > the same-node wire time, i.e.
+    # a factor above 4.5 at 6000 B/us of WQEs against 2400 B/us of wire; x6 it is.
+    "slow_sender": {"slow_role": {"rank": 3, "role": "URMASendToken", "factor": 6.0}},
     "slow_receiver": {"slow_role": {"rank": 0, "role": "LocalWindowCopy", "factor": 4.0}},
     "slow_link": {"slow_link": {"src_node": 1, "dst_node": 0, "factor": 2.5}},
     "spiky_rank": {"spiky_rank": 0},

@@ -47,7 +47,7 @@ POST_US = 9.0  # kernel end -> dispatch() returns after synchronize (epilogue, D
 EVENT_OVERHEAD_US = 0.8  # ACL event record around the launch (event-mode latency)
 LINK_LATENCY_US = {True: 1.5, False: 4.0}  # same node / across nodes
 LINK_BYTES_PER_US = {True: 2400.0, False: 1400.0}  # per URMA core, same node / across nodes
-WQE_BYTES_PER_US = 4_000.0  # WQE build (SIMT) rate of one URMA core; then the core polls for the link's completion
+WQE_BYTES_PER_US = 6_000.0  # WQE build (SIMT) rate of one URMA core; then the core polls for the link's completion
 STAGE_BYTES_PER_US = 8_000.0  # TokenCopyToBuffer, per core
 SELF_BYTES_PER_US = 4_000.0  # SelfCopyToken, per core
 LWC_BYTES_PER_US = 20_000.0  # LocalWindowCopy, per core
@@ -278,6 +278,7 @@ class Launch:
     sync_release: float | None
     entry_release: float
     arrivals: list[float]  # barrier arrival (sync kernel start, or the dispatch kernel's start) per rank
+    struck: frozenset[str] = frozenset()  # the causes (CAUSES ids) that acted in this launch
 
     def arrival_order(self) -> list[int]:
         return sorted(range(len(self.arrivals)), key=lambda r: (self.arrivals[r], r))
@@ -288,61 +289,82 @@ class CollectiveModel:
     the seed, the call index and the byte matrix. The stand-in computes them in rank 0's process only (which holds
     the host clocks between calls) and sends every rank its own view."""
 
-    def __init__(self, cluster: Cluster, knobs: Knobs):
-        self.cluster, self.knobs = cluster, knobs
+    def __init__(self, cluster: Cluster, knobs: Knobs, without: frozenset[str] = frozenset()):
+        """``without``: causes removed for a counterfactual run (ids as in ``cause_ids``; what removal means is in
+        ``remove``'s docstring). Removing a cause never changes a random draw: every launch draws the same numbers."""
+        self.cluster, self.knobs, self.without = cluster, knobs, frozenset(without)
         self.tiling = stand_in_tiling(cluster.num_aiv)
         if not {"TokenCopyToBuffer", "URMASendToken", "CalCumSum"} <= set(self.tiling):
             raise ValueError(f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a role without cores (tiling {self.tiling}); use at least 3")
         rng = random.Random(f"start/{knobs.seed}")
         self.host_now = [rng.uniform(0.0, START_SKEW_MAX_US) for _ in range(cluster.world)]
         self.late_launches: dict[int, list[int]] = {}  # rank -> calls in which the knobs made it late
+        self._struck: set[str] = set()
 
     # -- factors -------------------------------------------------------------------------------------------
     def _role_factor(self, rank: int, role: str) -> float:
         f = self.knobs.role_speedup.get(role, 1.0)
-        if self.knobs.slow_role and self.knobs.slow_role[0] == rank and self.knobs.slow_role[1] == role:
+        if self.knobs.slow_role and self.knobs.slow_role[0] == rank and self.knobs.slow_role[1] == role and "slow_role" not in self.without:
             f *= self.knobs.slow_role[2]
         return f
 
     def _link_factor(self, src: int, dst: int) -> float:
         link = self.knobs.slow_link
-        if link and self.cluster.node(src) == link[0] and self.cluster.node(dst) == link[1]:
+        if link and self.cluster.node(src) == link[0] and self.cluster.node(dst) == link[1] and "slow_link" not in self.without:
             return link[2]
         return 1.0
+
+    def _always_struck(self) -> set[str]:
+        """The knobs that act in every launch (when they change a factor at all)."""
+        kn, out = self.knobs, set()
+        if kn.slow_rank is not None and kn.slow_factor != 1.0 and 0 <= kn.slow_rank < self.cluster.world:
+            out.add("slow_rank")
+        if kn.slow_role is not None and kn.slow_role[2] != 1.0 and 0 <= kn.slow_role[0] < self.cluster.world:
+            out.add("slow_role")
+        if kn.slow_link is not None and kn.slow_link[2] != 1.0:
+            out.add("slow_link")
+        return out - self.without
 
     def _work_factors(self, call: int, rng: random.Random, replay: bool) -> list[float]:
         """Per rank: what multiplies all of its own work in this launch (drawn in rank order).
         The first calls of a process are cold; a replayed launch is warm (the tool has run the kernel already)."""
         warm = 1.0 if replay else 1.0 + WARM_EXTRA * math.exp(-call / WARM_DECAY_CALLS)
-        out = []
+        out, self._struck = [], self._always_struck()
         for rank in range(self.cluster.world):
             f = warm
             spike, spiky = rng.random(), rng.random()
             spike_size, spiky_size = rng.uniform(*SPIKE_RANGE), rng.uniform(*SPIKY_RANGE)
-            if spike < SPIKE_PROB:
+            if spike < SPIKE_PROB and f"spikes/{rank}" not in self.without:
                 f *= spike_size
-            if rank == self.knobs.spiky_rank and spiky < SPIKY_PROB:
+                self._struck.add(f"spikes/{rank}")
+            if rank == self.knobs.spiky_rank and spiky < SPIKY_PROB and "spiky_rank" not in self.without:
                 f *= spiky_size
-            if rank == self.knobs.slow_rank:
+                self._struck.add("spiky_rank")
+            if rank == self.knobs.slow_rank and "slow_rank" not in self.without:
                 f *= self.knobs.slow_factor
             out.append(f)
         return out
 
     # -- one launch ------------------------------------------------------------------------------------------
-    def launch(self, call: int, sends: list[list[int]], sync_start: bool) -> Launch:
-        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host clocks."""
+    def launch(self, call: int, sends: list[list[int]], sync_start: bool, host_extra_us: float = 0.0) -> Launch:
+        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host clocks
+        (``host_extra_us``: host time every rank spends after the call returns, e.g. a DebugClock build's export)."""
         cl, kn = self.cluster, self.knobs
         rng = random.Random(f"launch/{kn.seed}/{call}")
         host_call = list(self.host_now)
-        arrivals, lateness = [], []
+        arrivals, lateness, struck_late = [], [], set()
         node_draw = [rng.random() for _ in range(cl.world // cl.ranks_per_node)]  # a late node is late as a whole
         for rank in range(cl.world):
             path = HOST_PATH_US + rng.expovariate(1.0 / HOST_JITTER_MEAN_US)
             rank_draw = rng.random()
             late = 0.0
-            if (rank == kn.late_rank and rank_draw < kn.late_prob) or (cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob):
+            by_rank = rank == kn.late_rank and rank_draw < kn.late_prob and "late_rank" not in self.without
+            by_node = cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob and "late_node" not in self.without
+            if (by_rank or by_node) and kn.late_us:
                 late = kn.late_us
                 self.late_launches.setdefault(rank, []).append(call)
+                struck_late |= {"late_rank"} if by_rank else set()
+                struck_late |= {"late_node"} if by_node else set()
             lateness.append(late)
             arrivals.append(host_call[rank] + path + late)
         notify = [rng.uniform(0.0, 0.3) for _ in range(cl.world)]
@@ -357,10 +379,11 @@ class CollectiveModel:
             kernel_start = list(arrivals)
         launch = self._kernel(call, rng, sends, kernel_start, replay=False)
         launch.sync_start, launch.sync_release, launch.arrivals = sync_start, release, arrivals
+        launch.struck = launch.struck | struck_late
         for rank, rl in enumerate(launch.ranks):
             rl.host_call, rl.arrival, rl.barrier_end, rl.late_us = host_call[rank], arrivals[rank], barrier_end[rank], lateness[rank]
             rl.api_end = rl.kernel_end + POST_US + rng.expovariate(1.0)
-            self.host_now[rank] = rl.api_end
+            self.host_now[rank] = rl.api_end + host_extra_us
         return launch
 
     def replay(self, call: int, sends: list[list[int]]) -> Launch:
@@ -513,14 +536,18 @@ class CollectiveModel:
                     work_factor=factor[r],
                 )
             )
-        return Launch(call, False, replay, ranks, None, entry, list(kernel_start))
+        return Launch(call, False, replay, ranks, None, entry, list(kernel_start), frozenset(self._struck))
 
     # -- what a node's clock says ------------------------------------------------------------------------------
     def node_clock_ns(self, node: int, true_us: float, epoch_ns: int) -> int:
         """The time a node's host clock reports for a true time: offset plus drift (applied to what profilers write,
         never to the model)."""
-        kn = self.knobs
-        return epoch_ns + int(round((true_us + kn.offset_us(node) + kn.drift_ppm(node) * 1e-6 * true_us) * 1000))
+        return node_clock_ns(self.knobs, node, true_us, epoch_ns)
+
+
+def node_clock_ns(knobs: Knobs, node: int, true_us: float, epoch_ns: int) -> int:
+    """What node ``node``'s clock reports (ns) for a true time in µs: epoch + offset + drift."""
+    return epoch_ns + int(round((true_us + knobs.offset_us(node) + knobs.drift_ppm(node) * 1e-6 * true_us) * 1000))
 
 
 # -- per-core views ---------------------------------------------------------------------------------------------
@@ -665,36 +692,3 @@ def replay_truth(launch: Launch) -> dict[str, Any]:
             for c in rl.cores
         ]
     return out
-
-
-def root_causes(model: CollectiveModel, calls: list[int]) -> list[dict[str, Any]]:
-    """What the knobs made the group wait for, with the fraction of these calls in which each acted."""
-    kn, cl = model.knobs, model.cluster
-    n = max(1, len(calls))
-    causes: list[dict[str, Any]] = []
-    if kn.late_rank is not None or kn.late_node is not None:
-        ranks = sorted(model.late_launches)
-        late_calls = {c for r in ranks for c in model.late_launches[r] if c in calls}
-        causes.append(
-            {
-                "knob": "late_node" if kn.late_node is not None else "late_rank",
-                "evidence": "late_arrival",
-                "ranks": ranks,
-                "node": kn.late_node,
-                "late_us": kn.late_us,
-                "fraction": round(len(late_calls) / n, 4),
-            }
-        )
-    if kn.slow_rank is not None:
-        causes.append({"knob": "slow_rank", "evidence": "own_work", "ranks": [kn.slow_rank], "factor": kn.slow_factor, "fraction": 1.0})
-    if kn.slow_role is not None:
-        rank, role, factor = kn.slow_role
-        evidence = "own_work" if role == LWC else "in_kernel"
-        causes.append({"knob": "slow_role", "evidence": evidence, "ranks": [rank], "role": role, "factor": factor, "fraction": 1.0})
-    if kn.slow_link is not None:
-        src, dst, factor = kn.slow_link
-        senders = [r for r in range(cl.world) if cl.node(r) == src]
-        causes.append({"knob": "slow_link", "evidence": "in_kernel", "ranks": senders, "src_node": src, "dst_node": dst, "factor": factor, "fraction": 1.0})
-    if kn.spiky_rank is not None:
-        causes.append({"knob": "spiky_rank", "evidence": "own_work", "ranks": [kn.spiky_rank], "probability": SPIKY_PROB})
-    return causes
