@@ -271,6 +271,10 @@ def truth_launch(launch: Launch, prev_last_end: float | None) -> dict[str, Any]:
     return {**launch_truth(launch), **launch_events(launch, prev_last_end)}
 
 
+def _events_only(launch: Launch, prev_last_end: float | None) -> dict[str, Any]:
+    return {"call": launch.call, "replay": launch.replay, "sync_start": launch.sync_start, **launch_events(launch, prev_last_end)}
+
+
 def attach_costs(launches: list[dict[str, Any]], acc: dict[str, Any], index_of_call: dict[int, int]) -> None:
     """Per launch dict (by its call) the non-zero savings per cause (``costs``; {} where nothing saved)."""
     for entry in launches:
@@ -327,17 +331,19 @@ def simulate(
     *,
     warmup: int = 1,
     host_extra_us: float = 0.0,
+    detail: bool = True,
 ) -> tuple[list[Launch], dict[str, Any]]:
     """Launches 0..calls-1 of one process group and their event truth (the sim_truth.json /2 layout, without
     ``run.epoch_ns``, ``replays`` and the session's metadata), as the stand-in computes them, without processes or a
     store. ``sends``: one byte matrix ``[src][dst]`` for every call, or one per call (default: 96 rows of 7168 bf16
-    from every rank to every rank). Costs are averaged over calls ``warmup``..calls-1."""
+    from every rank to every rank). Costs are averaged over calls ``warmup``..calls-1. ``detail=False`` leaves out each
+    launch's ``barrier`` and ``ranks`` (the per-rank and per-role records; most of the time truth takes)."""
     matrices = _per_call_sends(cluster, calls, sends)
     flags = [bool(sync_start)] * calls if isinstance(sync_start, bool) else [bool(x) for x in sync_start]
     seq = [Call(i, flags[i], matrices[i], host_extra_us) for i in range(calls)]
     launches, base = run_sequence(cluster, knobs, seq)
     acc = account(cluster, knobs, seq, base, range(min(warmup, calls), calls))
-    entries = [truth_launch(launch, base[i - 1].last_end if i else None) for i, launch in enumerate(launches)]
+    entries = [(truth_launch if detail else _events_only)(launch, base[i - 1].last_end if i else None) for i, launch in enumerate(launches)]
     attach_costs(entries, acc, {c.call: i for i, c in enumerate(seq)})
     nodes = (cluster.world + cluster.ranks_per_node - 1) // cluster.ranks_per_node
     truth = {
