@@ -270,3 +270,23 @@ def test_knobs_come_from_the_environment_the_workflow_sets():
     )
     assert knobs.slow_role == (3, "LocalWindowCopy", 1.5) and knobs.slow_link == (0, 1, 2.0)
     assert knobs.clock_offset_us == {1: 2500.0} and knobs.late_rank == 4 and knobs.late_prob == 0.5 and knobs.late_us == 50.0
+
+
+def test_poll_pipe_share_is_what_a_polling_core_shows_per_pipe_and_defaults_to_two_percent_scalar():
+    import random
+
+    assert Knobs.from_env({}).poll_pipe_share == {"scalar": 0.02} == Knobs().poll_pipe_share
+    shared = Knobs.from_env({"DEEPEP_SIM_POLL_PIPE_SHARE": "scalar=0.1,vec=0.05"})
+    assert shared.poll_pipe_share == {"scalar": 0.1, "vec": 0.05}
+    with pytest.raises(ValueError, match="POLL_PIPE_SHARE"):
+        Knobs.from_env({"DEEPEP_SIM_POLL_PIPE_SHARE": "cube=0.1"})
+    model, _ = run(launches=2)
+    replay = model.replay(1, SENDS)
+    for rl in replay.ranks[:2]:
+        plain, polled = pmu_cores(rl, Knobs(), random.Random(0)), pmu_cores(rl, shared, random.Random(0))
+        for core, a, b in zip(rl.cores, plain, polled):
+            poll = core.polling_us() / a["aiv_time_us"]  # the share of aiv_time the core polls
+            assert b["vec_ratio"] - a["vec_ratio"] == pytest.approx(0.05 * poll)
+            assert b["scalar_ratio"] - a["scalar_ratio"] == pytest.approx((0.1 - 0.02) * poll)
+            assert (b["mte2_ratio"], b["mte3_ratio"]) == (a["mte2_ratio"], a["mte3_ratio"])
+            assert a["scalar_ratio"] * a["aiv_time_us"] == pytest.approx(core.pipe_us()["scalar"])  # the default: 2% scalar

@@ -59,7 +59,8 @@ SPIKE_PROB, SPIKE_RANGE = 0.002, (1.3, 1.8)  # any rank, any launch: its own wor
 SPIKY_PROB, SPIKY_RANGE = 0.08, (2.0, 3.0)  # sim.spiky_rank
 WARM_EXTRA, WARM_DECAY_CALLS = 1.5, 2.0  # the first calls of a process are slower (cold caches)
 REPLAY_SETUP_MAX_US = 40.0  # kernel replay: each rank's tool re-issues the kernel after its own set-up
-POLL_SCALAR = 0.02  # a polling core's scalar pipe share
+POLL_SCALAR = 0.02  # a polling core's scalar pipe share (the default of sim.poll_pipe_share)
+DEFAULT_POLL_SHARE: Mapping[str, float] = {"scalar": POLL_SCALAR}  # per pipe, while a core polls; unlisted pipes idle
 
 # Pipe busy fractions of each kind of work (vec, scalar, mte2, mte3); SIMT code runs on the vector unit.
 WORK_PIPES = {
@@ -88,6 +89,13 @@ def _pairs(text: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
 
 
+def _poll_share(text: str) -> dict[str, float]:
+    given = {k: float(v) for k, v in _pairs(text).items()}
+    if set(given) - set(PIPES) or any(not 0.0 <= v <= 1.0 for v in given.values()):
+        raise ValueError(f"DEEPEP_SIM_POLL_PIPE_SHARE={text!r}: expected pipe=share with pipes from {', '.join(PIPES)} and shares in [0, 1]")
+    return given or dict(DEFAULT_POLL_SHARE)
+
+
 def _opt_int(value: str | None) -> int | None:
     return int(value) if value not in (None, "", "None") else None
 
@@ -110,6 +118,9 @@ class Knobs:
     clock_offset_us: Mapping[int, float] = field(default_factory=dict)
     clock_drift_ppm: Mapping[int, float] = field(default_factory=dict)
     icache_hot_role: str | None = None
+    # What a waiting core's polling loop keeps busy, per pipe (a modelling assumption: on hardware the spin loop's pipe
+    # use is not known; by default 2% scalar and nothing else). Given, it replaces the default whole.
+    poll_pipe_share: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_POLL_SHARE))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Knobs:
@@ -131,6 +142,7 @@ class Knobs:
             clock_offset_us={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_OFFSET_US", "")).items()},
             clock_drift_ppm={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_DRIFT_PPM", "")).items()},
             icache_hot_role=env.get("DEEPEP_SIM_ICACHE_HOT_ROLE") or None,
+            poll_pipe_share=_poll_share(env.get("DEEPEP_SIM_POLL_PIPE_SHARE", "")),
         )
 
     def offset_us(self, node: int) -> float:
@@ -199,14 +211,16 @@ class Core:
         """Every non-work phase: the core spins on a flag or a completion; no pipe but a little scalar is busy."""
         return sum(p.us for p in self.phases if p.kind != "work")
 
-    def pipe_us(self) -> dict[str, float]:
+    def pipe_us(self, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> dict[str, float]:
+        """Busy time per pipe: work phases by their kind's fractions, polling phases by ``poll`` (sim.poll_pipe_share)."""
         busy = dict.fromkeys(PIPES, 0.0)
         for p in self.phases:
             if p.kind == "work":
                 for pipe, share in zip(PIPES, WORK_PIPES[p.work or "copy"]):
                     busy[pipe] += share * p.us
             else:
-                busy["scalar"] += POLL_SCALAR * p.us
+                for pipe, share in poll.items():
+                    busy[pipe] += share * p.us
         return busy
 
     def phase_us(self, name: str) -> float:
@@ -557,7 +571,7 @@ def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str
     rows = []
     for core in rl.cores:
         aiv = core.end - core.start
-        pipes = core.pipe_us()
+        pipes = core.pipe_us(knobs.poll_pipe_share)
         miss = 0.28 if core.role == knobs.icache_hot_role else ICACHE_MISS[core.role]
         moved = sum(p.nbytes for p in core.phases)
         rows.append(
@@ -574,14 +588,14 @@ def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str
     return rows
 
 
-def timeline_phases(rl: RankLaunch) -> list[dict[str, Any]]:
+def timeline_phases(rl: RankLaunch, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> list[dict[str, Any]]:
     """The phases of every core of one (replayed) launch, for the pipe/instruction timeline view: times in µs from the
     rank's kernel start, each phase with its per-pipe busy fractions (work: WORK_PIPES; waiting: polling scalar)."""
     out = []
     for core in rl.cores:
         phases = []
         for p in core.phases:
-            shares = WORK_PIPES[p.work or "copy"] if p.kind == "work" else (0.0, POLL_SCALAR, 0.0, 0.0)
+            shares = WORK_PIPES[p.work or "copy"] if p.kind == "work" else tuple(poll.get(pipe, 0.0) for pipe in PIPES)
             phases.append(
                 {"name": p.name, "work": p.work, "start": p.start - rl.kernel_start, "end": p.end - rl.kernel_start, "pipes": dict(zip(PIPES, shares))}
             )
@@ -675,7 +689,7 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
     }
 
 
-def replay_truth(launch: Launch) -> dict[str, Any]:
+def replay_truth(launch: Launch, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> dict[str, Any]:
     """The replayed launch per core: what msopprof's rows are computed from."""
     out = launch_truth(launch)
     for entry, rl in zip(out["ranks"], launch.ranks):
@@ -687,7 +701,7 @@ def replay_truth(launch: Launch) -> dict[str, Any]:
                 "busy_us": _r(c.busy_us()),
                 "polling_us": _r(c.polling_us()),
                 "waiting_us": _r(c.waiting_us()),
-                "pipes_us": {p: _r(v) for p, v in c.pipe_us().items()},
+                "pipes_us": {p: _r(v) for p, v in c.pipe_us(poll).items()},
             }
             for c in rl.cores
         ]

@@ -272,7 +272,7 @@ class ElasticBuffer:
         if kernel_profiled:
             corrupt_by_replay = self._op_profiler.record("elastic_dispatch_kernel", mine.replay)
             if replay is not None:
-                self._replays.append(replay_truth(replay))
+                self._replays.append(replay_truth(replay, self._knobs.poll_pipe_share))
         self.store.barrier(f"dispatch/{call}", self.world)
         if in_session:
             assert self._session is not None
@@ -455,7 +455,7 @@ class _OpProfiler:
             "simt": simt,
         }
         if any(m.lower() in ("pipetimeline", "instrtimeline") for m in self.metrics):
-            record["phases"] = timeline_phases(mine)
+            record["phases"] = timeline_phases(mine, self.knobs.poll_pipe_share)
         self.profiled += 1
         path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
         path.write_text(json.dumps(record))
