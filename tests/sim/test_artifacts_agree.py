@@ -278,3 +278,22 @@ def test_under_replay_a_slow_counting_rank_is_awaited_and_host_lateness_is_gone(
     assert live[3]["late_us"] == 400.0 and truth["launches"][0]["barrier"]["last_rank"] == 3
     assert max(r["arrival_us"] for r in replay) < 50.0 and all(r["late_us"] == 0.0 for r in replay)
     assert all(r["counts_awaited_rank"] == 1 for r in replay)
+
+
+def test_kernels_before_the_barrier_are_msprof_tasks_of_the_truth(tmp_path):
+    knobs = {"pre_kernels": "both", "late_rank": 1, "late_us": 120, "clock_drift_ppm": {"1": 40.0}, "noise_seed": 5}
+    out = run_cluster(tmp_path, knobs, profiler="msprof")
+    truth = truth_of(out)
+    tasks = msprof_tasks(tmp_path)
+    for i, launch in enumerate(truth["launches"]):
+        assert launch["barrier"]["which"] == "sim_notify_kernel" and launch["last_arrival"]["kernel"] == "sim_notify_kernel"
+        for r in launch["ranks"]:
+            rate = 1 + truth["clocks"][str(r["node"])]["drift_ppm"] * 1e-6
+            for pre in r["pre_tasks"]:
+                _, dur_ns = tasks[r["rank"]][pre["name"]][i]
+                assert dur_ns / 1000 == pytest.approx((pre["end_us"] - pre["start_us"]) * rate, abs=0.002)
+            # stream order: layout, notify, then the barrier kernel
+            layout, notify = (tasks[r["rank"]][name][i][0] for name in ("sim_layout_kernel", "sim_notify_kernel"))
+            assert layout < notify < tasks[r["rank"]]["cached_notify_combine"][i][0]
+    # the late rank waits least in the collective stand-in, and is the truth's last arrival there
+    assert all(launch["last_arrival"]["rank"] == 1 for launch in truth["launches"][WARMUP:])

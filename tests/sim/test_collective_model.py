@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow" / "sim" 
 
 from ascend_deepep._account import simulate  # noqa: E402
 from ascend_deepep._collective import (  # noqa: E402
+    CROSS_NODE_NOTIFY_US,
     ENTRY_BARRIER_LATENCY_US,
     SYNC_BARRIER_LATENCY_US,
     Cluster,
@@ -290,3 +291,35 @@ def test_poll_pipe_share_is_what_a_polling_core_shows_per_pipe_and_defaults_to_t
             assert b["scalar_ratio"] - a["scalar_ratio"] == pytest.approx((0.1 - 0.02) * poll)
             assert (b["mte2_ratio"], b["mte3_ratio"]) == (a["mte2_ratio"], a["mte3_ratio"])
             assert a["scalar_ratio"] * a["aiv_time_us"] == pytest.approx(core.pipe_us()["scalar"])  # the default: 2% scalar
+
+
+def test_a_collective_kernel_before_the_barrier_absorbs_host_lateness_and_a_plain_one_does_not():
+    from ascend_deepep._account import msprof_view
+
+    knobs = Knobs(late_rank=5, late_us=150.0)
+    _, base = run(knobs, launches=30)
+    _, plain = run(Knobs(late_rank=5, late_us=150.0, pre_kernels="plain"), launches=30)
+    model, coll = run(Knobs(late_rank=5, late_us=150.0, pre_kernels="collective"), launches=30)
+    for b, p, c in list(zip(base, plain, coll))[10:]:
+        # the knob draws from a stream of its own: the kernel's own numbers stay put
+        assert [r.work_factor for r in c.ranks] == [r.work_factor for r in b.ranks]
+        assert [r.kernel_mode_us for r in c.ranks] == pytest.approx([r.kernel_mode_us for r in b.ranks], abs=5.0)
+        if b.arrival_order()[-1] != 5:
+            continue  # after a rare spike (see above)
+        # plain: ~5 us on every rank, then cached_notify_combine still sees the late rank (its task is the shortest)
+        assert all(5.0 <= r.pre_tasks[0][2] - r.pre_tasks[0][1] <= 5.5 for r in p.ranks)
+        assert min(range(16), key=lambda r: p.ranks[r].barrier_us) == 5 and p.first_collective == "cached_notify_combine"
+        # collective: the late rank's sim_notify_kernel is the shortest, and every rank leaves it together, so the
+        # barrier kernel's tasks no longer show who was late (they differ by the releases' skews only)
+        notify = [r.pre_tasks[0][2] - r.pre_tasks[0][1] for r in c.ranks]
+        assert min(range(16), key=lambda r: notify[r]) == 5 and min(n for r, n in enumerate(notify) if r != 5) > 50.0
+        barrier = [r.barrier_us for r in c.ranks]
+        assert max(barrier) - min(barrier) < 2 * CROSS_NODE_NOTIFY_US + 0.3 + 0.4 + 0.3
+        assert c.first_collective == "sim_notify_kernel" and c.arrival_order()[-1] == 5
+    both = CollectiveModel(CLUSTER, Knobs(pre_kernels="both"))
+    rows = msprof_view([both.launch(0, SENDS, True)], both.knobs, CLUSTER)
+    assert [t[0] for t in rows[0]["tasks"]] == ["sim_layout_kernel", "sim_notify_kernel", "cached_notify_combine", "elastic_dispatch_kernel"]
+    starts = [t[1] for t in rows[0]["tasks"]]
+    assert starts == sorted(starts)
+    with pytest.raises(ValueError, match="PRE_KERNELS"):
+        Knobs.from_env({"DEEPEP_SIM_PRE_KERNELS": "layout"})

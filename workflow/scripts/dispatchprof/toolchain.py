@@ -42,6 +42,7 @@ SIM_ENV = {
     "clock_offset_us": "DEEPEP_SIM_CLOCK_OFFSET_US",
     "clock_drift_ppm": "DEEPEP_SIM_CLOCK_DRIFT_PPM",
     "poll_pipe_share": "DEEPEP_SIM_POLL_PIPE_SHARE",
+    "pre_kernels": "DEEPEP_SIM_PRE_KERNELS",
 }
 # The stand-in's modelled host clock: the full-API scope of the simulated cluster is its host path, not the
 # stand-in store's TCP round trips (the driver records which clock it used in api/clock.json).

@@ -257,7 +257,7 @@ def launch_events(launch: Launch, prev_last_end: float | None) -> dict[str, Any]
     return {
         "last_arrival": {
             "rank": order[-1],
-            "kernel": "cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel",
+            "kernel": launch.first_collective or ("cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel"),
             "lead_us": _lead(arrivals, order),
         },
         "last_end": {"rank": by_end[-1], "lead_us": _lead(ends, by_end)},
@@ -284,11 +284,14 @@ def attach_costs(launches: list[dict[str, Any]], acc: dict[str, Any], index_of_c
 
 # -- what msprof shows --------------------------------------------------------------------------------------------
 def msprof_tasks(rl: Any, knobs: Knobs, node: int, epoch_ns: int) -> list[tuple[str, int, int]]:
-    """The tasks msprof writes for one rank's launch (a RankLaunch, or anything with its ``arrival, barrier_end,
-    kernel_start, kernel_end``), on its node's clock: (name, start_ns, dur_ns) of
-    cached_notify_combine (with synchronize_start) and elastic_dispatch_kernel (durations are differences of clock
+    """The tasks msprof writes for one rank's launch (a RankLaunch, or anything with its ``pre_tasks, arrival,
+    barrier_end, kernel_start, kernel_end``), on its node's clock: (name, start_ns, dur_ns) of the sim.pre_kernels
+    stand-ins (sim_layout_kernel, then sim_notify_kernel, when set), cached_notify_combine (with synchronize_start) and elastic_dispatch_kernel (durations are differences of clock
     readings, so drift stretches them)."""
     out = []
+    for name, start_us, end_us in rl.pre_tasks or ():
+        start = node_clock_ns(knobs, node, start_us, epoch_ns)
+        out.append((name, start, node_clock_ns(knobs, node, end_us, epoch_ns) - start))
     if rl.barrier_end is not None:
         start = node_clock_ns(knobs, node, rl.arrival, epoch_ns)
         out.append(("cached_notify_combine", start, node_clock_ns(knobs, node, rl.barrier_end, epoch_ns) - start))
@@ -300,11 +303,13 @@ def msprof_tasks(rl: Any, knobs: Knobs, node: int, epoch_ns: int) -> list[tuple[
 def msprof_view(launches: Sequence[Launch], knobs: Knobs, cluster: Cluster, epoch_ns: int = 0) -> list[dict[str, Any]]:
     """Per launch and rank what msprof shows on that rank's node clock: ``call, rank, node, start_ns, dur_ns`` (the
     dispatch kernel) and ``barrier_start_ns, barrier_dur_ns`` (cached_notify_combine; None without
-    synchronize_start)."""
+    synchronize_start), and ``tasks``: every task of the launch in stream order as ``[name, start_ns, dur_ns]`` (with
+    sim.pre_kernels, its stand-in kernels come first)."""
     rows = []
     for launch in launches:
         for rl in launch.ranks:
-            tasks = {name: (start, dur) for name, start, dur in msprof_tasks(rl, knobs, cluster.node(rl.rank), epoch_ns)}
+            listed = msprof_tasks(rl, knobs, cluster.node(rl.rank), epoch_ns)
+            tasks = {name: (start, dur) for name, start, dur in listed}
             barrier = tasks.get("cached_notify_combine", (None, None))
             kernel = tasks["elastic_dispatch_kernel"]
             rows.append(
@@ -316,6 +321,7 @@ def msprof_view(launches: Sequence[Launch], knobs: Knobs, cluster: Cluster, epoc
                     "dur_ns": kernel[1],
                     "barrier_start_ns": barrier[0],
                     "barrier_dur_ns": barrier[1],
+                    "tasks": [list(t) for t in listed],
                 }
             )
     return rows

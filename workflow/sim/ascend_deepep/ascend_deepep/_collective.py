@@ -60,6 +60,14 @@ SPIKY_PROB, SPIKY_RANGE = 0.08, (2.0, 3.0)  # sim.spiky_rank
 WARM_EXTRA, WARM_DECAY_CALLS = 1.5, 2.0  # the first calls of a process are slower (cold caches)
 REPLAY_SETUP_MAX_US = 40.0  # kernel replay: each rank's tool re-issues the kernel after its own set-up
 POLL_SCALAR = 0.02  # a polling core's scalar pipe share (the default of sim.poll_pipe_share)
+# sim.pre_kernels: stand-ins for kernels in the host window before the barrier (deepep.md §4, §7: layout/notify kernels
+# exist, their names and behaviour on hardware are not known). The plain one runs on its own; the collective one ends on
+# every rank only after the last rank started it, so it absorbs host lateness before cached_notify_combine sees it.
+PRE_PLAIN = "sim_layout_kernel"
+PRE_COLLECTIVE = "sim_notify_kernel"
+PRE_KERNELS = {"none": (), "plain": (PRE_PLAIN,), "collective": (PRE_COLLECTIVE,), "both": (PRE_PLAIN, PRE_COLLECTIVE)}
+PRE_PLAIN_US = 5.0  # + uniform 0-0.5 us
+PRE_COLLECTIVE_WORK_US, PRE_COLLECTIVE_LATENCY_US = 2.0, 3.0  # own work; last start -> release
 DEFAULT_POLL_SHARE: Mapping[str, float] = {"scalar": POLL_SCALAR}  # per pipe, while a core polls; unlisted pipes idle
 
 # Pipe busy fractions of each kind of work (vec, scalar, mte2, mte3); SIMT code runs on the vector unit.
@@ -96,6 +104,12 @@ def _poll_share(text: str) -> dict[str, float]:
     return given or dict(DEFAULT_POLL_SHARE)
 
 
+def _pre_kernels(value: str) -> str:
+    if value not in PRE_KERNELS:
+        raise ValueError(f"DEEPEP_SIM_PRE_KERNELS={value!r}: expected one of {', '.join(PRE_KERNELS)}")
+    return value
+
+
 def _opt_int(value: str | None) -> int | None:
     return int(value) if value not in (None, "", "None") else None
 
@@ -121,6 +135,7 @@ class Knobs:
     # What a waiting core's polling loop keeps busy, per pipe (a modelling assumption: on hardware the spin loop's pipe
     # use is not known; by default 2% scalar and nothing else). Given, it replaces the default whole.
     poll_pipe_share: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_POLL_SHARE))
+    pre_kernels: str = "none"  # none | plain | collective | both (PRE_KERNELS)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Knobs:
@@ -143,6 +158,7 @@ class Knobs:
             clock_drift_ppm={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_DRIFT_PPM", "")).items()},
             icache_hot_role=env.get("DEEPEP_SIM_ICACHE_HOT_ROLE") or None,
             poll_pipe_share=_poll_share(env.get("DEEPEP_SIM_POLL_PIPE_SHARE", "")),
+            pre_kernels=_pre_kernels(env.get("DEEPEP_SIM_PRE_KERNELS") or "none"),
         )
 
     def offset_us(self, node: int) -> float:
@@ -245,6 +261,8 @@ class RankLaunch:
     awaited_counts: int  # whose counts arrived last (WaitDispatch)
     late_us: float = 0.0  # host lateness the knobs added
     work_factor: float = 1.0  # slow_rank, spikes, warm-up on this rank's own work
+    host_arrival: float | None = None  # the launch reaches the device: its first kernel starts (None: = arrival)
+    pre_tasks: list[list[Any]] = field(default_factory=list)  # sim.pre_kernels: [name, start, end] before the barrier
 
     @property
     def kernel_mode_us(self) -> float:
@@ -293,6 +311,7 @@ class Launch:
     entry_release: float
     arrivals: list[float]  # barrier arrival (sync kernel start, or the dispatch kernel's start) per rank
     struck: frozenset[str] = frozenset()  # the causes (CAUSES ids) that acted in this launch
+    first_collective: str = ""  # the kernel whose start is the arrival (cached_notify_combine, a pre-kernel, ...)
 
     def arrival_order(self) -> list[int]:
         return sorted(range(len(self.arrivals)), key=lambda r: (self.arrivals[r], r))
@@ -383,6 +402,9 @@ class CollectiveModel:
             arrivals.append(host_call[rank] + path + late)
         notify = [rng.uniform(0.0, 0.3) for _ in range(cl.world)]
         gaps = [LAUNCH_GAP_US + rng.uniform(0.0, 0.4) for _ in range(cl.world)]
+        host_arrival = list(arrivals)
+        arrivals, pre_tasks, first = self._pre_kernels(call, arrivals)
+        first = first or ("cached_notify_combine" if sync_start else "elastic_dispatch_kernel")
         if sync_start:
             release = max(arrivals) + SYNC_BARRIER_LATENCY_US
             last_node = cl.node(max(range(cl.world), key=lambda r: arrivals[r]))
@@ -393,12 +415,41 @@ class CollectiveModel:
             kernel_start = list(arrivals)
         launch = self._kernel(call, rng, sends, kernel_start, replay=False)
         launch.sync_start, launch.sync_release, launch.arrivals = sync_start, release, arrivals
-        launch.struck = launch.struck | struck_late
+        launch.struck, launch.first_collective = launch.struck | struck_late, first
+        if pre_tasks[0]:
+            launch.arrivals = [tasks[-1][1] if tasks[-1][0] == PRE_COLLECTIVE else arrivals[r] for r, tasks in enumerate(pre_tasks)]
         for rank, rl in enumerate(launch.ranks):
             rl.host_call, rl.arrival, rl.barrier_end, rl.late_us = host_call[rank], arrivals[rank], barrier_end[rank], lateness[rank]
+            rl.host_arrival, rl.pre_tasks = host_arrival[rank], pre_tasks[rank]
             rl.api_end = rl.kernel_end + POST_US + rng.expovariate(1.0)
             self.host_now[rank] = rl.api_end + host_extra_us
         return launch
+
+    def _pre_kernels(self, call: int, arrivals: list[float]) -> tuple[list[float], list[list[list[Any]]], str]:
+        """sim.pre_kernels: the kernels a launch runs before the barrier kernel, per rank [name, start, end], and when
+        the next kernel can start. Their noise is drawn from a stream of its own, so the knob shifts no other draw."""
+        cl, names = self.cluster, PRE_KERNELS[self.knobs.pre_kernels]
+        tasks: list[list[list[Any]]] = [[] for _ in range(cl.world)]
+        if not names:
+            return arrivals, tasks, ""
+        rng = random.Random(f"pre/{self.knobs.seed}/{call}")
+        t = list(arrivals)
+        if PRE_PLAIN in names:
+            for r in range(cl.world):
+                end = t[r] + PRE_PLAIN_US + rng.uniform(0.0, 0.5)
+                tasks[r].append([PRE_PLAIN, t[r], end])
+                t[r] = end + LAUNCH_GAP_US + rng.uniform(0.0, 0.4)
+        first = ""
+        if PRE_COLLECTIVE in names:
+            last = max(range(cl.world), key=lambda r: (t[r], r))
+            release = t[last] + PRE_COLLECTIVE_LATENCY_US
+            for r in range(cl.world):
+                cross = CROSS_NODE_NOTIFY_US if cl.node(r) != cl.node(last) else 0.0
+                end = max(t[r] + PRE_COLLECTIVE_WORK_US, release + rng.uniform(0.0, 0.3) + cross)
+                tasks[r].append([PRE_COLLECTIVE, t[r], end])
+                t[r] = end + LAUNCH_GAP_US + rng.uniform(0.0, 0.4)
+            first = PRE_COLLECTIVE
+        return t, tasks, first
 
     def replay(self, call: int, sends: list[list[int]]) -> Launch:
         """Kernel replay of launch ``call`` under msopprof on every rank. Modelling assumption: the tool re-issues the
@@ -651,10 +702,12 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
     last = order[-1]
     ranks = []
     for rl in launch.ranks:
+        pre = {"pre_tasks": [{"name": n, "start_us": _r(a), "end_us": _r(b)} for n, a, b in rl.pre_tasks]} if rl.pre_tasks else {}
         ranks.append(
             {
                 "rank": rl.rank,
                 "node": rl.node,
+                **pre,
                 "host_call_us": _r(rl.host_call),
                 "arrival_us": _r(rl.arrival),
                 "late_us": _r(rl.late_us),
@@ -680,10 +733,14 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
         "replay": launch.replay,
         "sync_start": launch.sync_start,
         "barrier": {
-            "which": "cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel entry",
+            "which": PRE_COLLECTIVE
+            if launch.first_collective == PRE_COLLECTIVE
+            else "cached_notify_combine"
+            if launch.sync_start
+            else "elastic_dispatch_kernel entry",
             "arrival_order": order,
             "last_rank": last,
-            "release_us": _r(launch.sync_release if launch.sync_start else launch.entry_release),
+            "release_us": None if launch.first_collective == PRE_COLLECTIVE else _r(launch.sync_release if launch.sync_start else launch.entry_release),
         },
         "ranks": ranks,
     }

@@ -154,11 +154,12 @@ class RankView:
     host_now_us: float
     launch: RankLaunch | None = None
     replay: RankLaunch | None = None
+    pre_tasks: list[list[Any]] | None = None  # sim.pre_kernels: [name, start, end] before the barrier kernel
 
     @classmethod
     def of(cls, rl: RankLaunch, host_now_us: float, cores: bool, replay: RankLaunch | None) -> RankView:
         times = (rl.arrival, rl.barrier_end, rl.kernel_start, rl.kernel_end, len(rl.cores), rl.kernel_mode_us, rl.event_mode_us)
-        return cls(*times, host_now_us, rl if cores else None, replay)
+        return cls(*times, host_now_us, rl if cores else None, replay, rl.pre_tasks)
 
     def to_wire(self) -> dict[str, Any]:
         data = dict(vars(self))
@@ -486,10 +487,13 @@ class _DeviceTrace:
         if not os.environ.get("DEEPEP_SIM_PROFILER_DIR"):
             return
 
-        task = len(self.events) + 1
+        pre = len(mine.pre_tasks or ())
+        task = len(self.events) + 1 + pre  # the barrier kernel's id; sim.pre_kernels' stand-ins take the ids before it
         end = 0
-        for name, start, dur in msprof_tasks(mine, self.model.knobs, self.node, epoch_ns):  # the same code as msprof_view
+        for i, (name, start, dur) in enumerate(msprof_tasks(mine, self.model.knobs, self.node, epoch_ns)):  # as msprof_view
             event = {"name": name, "task_type": "AI_VECTOR_CORE", "stream": self.STREAM, "task_id": task, "start_ns": start, "dur_ns": dur, "block_dim": 1}
+            if i < pre:
+                event["task_id"] = task - pre + i
             if name == "elastic_dispatch_kernel":
                 event.update(task_id=task + 1, block_dim=mine.block_dim, input_shapes=f"{tokens},{hidden};{tokens},{topk}")
                 end = start + dur
