@@ -310,7 +310,7 @@ class Launch:
     sync_release: float | None
     entry_release: float
     arrivals: list[float]  # barrier arrival (sync kernel start, or the dispatch kernel's start) per rank
-    struck: frozenset[str] = frozenset()  # the causes (CAUSES ids) that acted in this launch
+    struck: frozenset[str] = frozenset()  # the causes that acted in this launch (ids as in _account: late_rank, spikes/3, ...)
     first_collective: str = ""  # the kernel whose start is the arrival (cached_notify_combine, a pre-kernel, ...)
 
     def arrival_order(self) -> list[int]:
