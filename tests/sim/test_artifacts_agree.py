@@ -297,3 +297,24 @@ def test_kernels_before_the_barrier_are_msprof_tasks_of_the_truth(tmp_path):
             assert layout < notify < tasks[r["rank"]]["cached_notify_combine"][i][0]
     # the late rank waits least in the collective stand-in, and is the truth's last arrival there
     assert all(launch["last_arrival"]["rank"] == 1 for launch in truth["launches"][WARMUP:])
+
+
+def test_the_truths_per_launch_events_and_costs_add_up(tmp_path):
+    out = run_cluster(tmp_path, {"late_rank": 2, "late_us": 80, "slow_role": {"rank": 0, "role": "SelfCopyToken", "factor": 1.5}, "noise_seed": 4})
+    truth = truth_of(out)
+    launches = truth["launches"]
+    assert truth["measured_calls"] == [launch["call"] for launch in launches[WARMUP:]]
+    for before, launch in zip(launches, launches[1:]):
+        ends = {r["rank"]: r["kernel_end_us"] for r in launch["ranks"]}
+        assert launch["period_us"] == pytest.approx(max(ends.values()) - max(r["kernel_end_us"] for r in before["ranks"]), abs=0.002)
+        assert launch["timed_us"] == pytest.approx(max(r["kernel_mode_us"] for r in launch["ranks"]), abs=0.001)
+        assert launch["last_end"]["rank"] == max(ends, key=ends.get) and launch["last_arrival"]["rank"] == launch["barrier"]["last_rank"]
+    # a cause's cost per launch is the mean of its per-launch savings over the measured launches
+    for cause in truth["causes"]:
+        per = [launch["costs"].get(cause["cause"], {}) for launch in launches[WARMUP:]]
+        assert cause["cost_us_per_launch"] == pytest.approx(sum(p.get("period_us") or 0.0 for p in per) / len(per), abs=1e-5)
+        assert cause["cost_timed_us_per_launch"] == pytest.approx(sum(p.get("timed_us", 0.0) for p in per) / len(per), abs=1e-5)
+    assert truth["root_causes"][0]["cause"] == "late_rank" and truth["root_causes"][0]["cost_us_per_launch"] > 20.0
+    # SelfCopyToken x1.5 is off the critical path here: listed, with nothing saved, and no root cause
+    idle = next(c for c in truth["causes"] if c["cause"] == "slow_role")
+    assert idle["cost_us_per_launch"] == 0.0 and "slow_role" not in [c["cause"] for c in truth["root_causes"]]
