@@ -275,9 +275,31 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
         "cost_error_median": statistics.median(errors) if errors else None,
         "cost_error_max": max(errors) if errors else None,
+        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in faults if r["sync"])
+        / max(1, sum(1 for r in faults if r["sync"])),
         "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
         "false_alarms": sum(len(r["false_alarms"]) for r in rows),
     }
+
+
+def case_table(rows: list[dict[str, Any]]) -> str:
+    """Per case and synchronize_start: runs, fault runs, top knob cause right, top true cause right, cost errors."""
+    lines = [
+        "| case | synchronize_start | runs | fault runs | top = top knob cause | top = top true cause | cost error median | cost error max | false alarms | victims |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = list(dict.fromkeys((r["case"], r["sync"]) for r in rows))
+    for case, sync in keys:
+        mine = [r for r in rows if r["case"] == case and r["sync"] == sync]
+        faults = [r for r in mine if r["fault_run"]]
+        errors = [r["cost_error"] for r in mine if r["cost_error"] is not None]
+        knob = f"{sum(r['top_right_knob'] for r in faults)}/{len(faults)}" if faults else "-"
+        true = f"{sum(r['top_right'] for r in faults)}/{len(faults)}" if faults else "-"
+        med = f"{100 * statistics.median(errors):.0f}%" if errors else "-"
+        top = f"{100 * max(errors):.0f}%" if errors else "-"
+        fa, vb = sum(len(r["false_alarms"]) for r in mine), sum(len(r["victims_blamed"]) for r in mine)
+        lines.append(f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {true} | {med} | {top} | {fa} | {vb} |")
+    return "\n".join(lines)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -344,7 +366,8 @@ def write(out: Path, rows: list[dict[str, Any]]) -> int:
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
     out.with_suffix(".json").write_text(json.dumps({"settings": SETTINGS, "summary": summary, "rows": rows}, indent=1) + "\n")
-    out.with_suffix(".md").write_text("# Localisation benchmark\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n" + table(rows) + "\n")
+    head = "# Localisation benchmark (benchmarks/localisation.py)\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n"
+    out.with_suffix(".md").write_text(head + "## Per case\n\n" + case_table(rows) + "\n\n## Per run\n\n" + table(rows) + "\n")
     return 0
 
 
