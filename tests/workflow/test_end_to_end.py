@@ -333,7 +333,11 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     strag = stats["straggler"]
     assert (strag["evidence"], strag["rank"]) == ("late_arrival", 11) and stats["coupling"]["state"] == "coupled", strag
-    assert stats["longest_duration"]["rank"] != 11 and stats["longest_duration"]["label"] == "waits longest"
+    # the longest durations are the waiting ranks', never the late rank's; a short run may tie rank 11 among them
+    # (1/7 of the launches each): then the label says a named cause is among them, not that it waits
+    longest = stats["longest_duration"]
+    assert longest["rank"] != 11
+    assert longest["label"] == ("longest, a named cause" if 11 in longest["ranks"] else "waits longest"), longest
     # its cost: what the truth's barrier says rank 11 held the group per launch (its arrival minus the next one's, up to
     # the 80 us it was late), over the launches the timeline analysed
     analysed = stats["causes"][0]["launches"]
@@ -348,7 +352,9 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     assert abs(offset - (truth["clocks"]["1"]["offset_us"] - truth["clocks"]["0"]["offset_us"])) < 20
     raw = tmp_path / "collected"
     shutil.copytree(workflow_copy.root / "results/baseline/timeline/raw", raw)
-    analyze = base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"})
+    # the same launches as the collection analysed (imported data skips none by default)
+    skipped = stats["per_rank"]["0"]["skipped"]
+    analyze = base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off", "skip_launches": skipped})
     # under the collected experiment's name, analyze mode is refused before anything runs: the report would mix both
     refused = workflow_copy.snakemake(overlay=analyze)
     assert refused.returncode == 1 and "experiment 'baseline'" in refused.stderr and "holds collect-mode results" in refused.stderr
