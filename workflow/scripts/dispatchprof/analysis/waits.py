@@ -845,7 +845,7 @@ def describe(cause: Mapping[str, Any]) -> str:
     if cause["evidence"] == "late_ending_node":
         return (
             f"node {cause['node']}'s ranks ({cause['ranks'][0]}-{cause['ranks'][-1]}) end late together (median {cause['lead_us_median']:.1f} us after the "
-            f"other nodes' last) in {pct}: the link into it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
+            f"other nodes' last) in {pct}: the link into or out of it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
             f"senders on the other nodes can tell); it {cost}"
         )
     if cause.get("late_ending_ranks"):
