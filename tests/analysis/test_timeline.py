@@ -3,6 +3,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dispatchprof.analysis.rank_identity import assign_ranks
 from dispatchprof.analysis.timeline import (
@@ -281,3 +282,25 @@ def test_a_clock_corrected_trace_shares_one_zero_so_a_waiting_rank_shows_its_wai
     xs = {e["pid"]: e for e in trace.as_dict()["traceEvents"] if e["ph"] == "X"}
     assert xs[9]["ts"] == xs[0]["ts"] - 40.0 and xs[0]["ts"] + xs[0]["dur"] == 0 == xs[9]["ts"] + xs[9]["dur"]
     assert "corrected" in trace.metadata["aligned_on"]
+
+
+def test_a_clock_corrected_trace_takes_out_the_drift_as_well_as_the_offset():
+    # node 1's clock reads 5 ms ahead and runs 100 ppm fast; both ranks end every launch together (a barrier)
+    true_starts = np.array([0, 1_000_000, 10_000_000, 100_000_000])  # ns after the first start, node 0 = true time
+    node1 = true_starts + 5_000_000 + np.round(100e-6 * true_starts).astype(np.int64)
+    used = {
+        "rank": np.array([0] * 4 + [9] * 4),
+        "launch": np.array([0, 1, 2, 3] * 2),
+        "start_ns": np.concatenate([true_starts, node1]),
+        "dur_ns": np.array([100_000] * 8),
+        "gap_ns": np.full(8, np.nan),
+    }
+    details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
+    drifted = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0}, toolchain="none", node_drift_ppm={1: 100.0}, drift_reference_us=0.0)
+    xs = [e for e in drifted.as_dict()["traceEvents"] if e["ph"] == "X"]
+    ts = {(e["pid"], e["args"]["launch"]): e["ts"] for e in xs}
+    assert all(ts[(9, k)] == pytest.approx(ts[(0, k)], abs=0.002) for k in range(4))
+    assert "drifts" in drifted.metadata["aligned_on"]
+    offset_only = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0}, toolchain="none")
+    late = {(e["pid"], e["args"]["launch"]): e["ts"] for e in offset_only.as_dict()["traceEvents"] if e["ph"] == "X"}
+    assert late[(9, 3)] - late[(0, 3)] == pytest.approx(10.0, abs=0.01)  # 100 ppm of 100 ms, left in without the drift

@@ -8,24 +8,49 @@ import pytest
 
 from dispatchprof.analysis.waits import analyse, binomial_tail, coupling, grid, host_gaps, node_clocks
 
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1}
+SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+BOOT = {"resamples": 300, "seed": 0}
 RPN = 4
 
 
-def table(world=8, launches=30, late=None, late_us=0.0, offset_us=(0.0, 0.0), drift_ppm=(0.0, 0.0), work=None, barrier=True, seed=1):
+def table(
+    world=8,
+    launches=30,
+    late=None,
+    late_us=0.0,
+    offset_us=(0.0, 0.0),
+    drift_ppm=(0.0, 0.0),
+    work=None,
+    barrier=True,
+    seed=1,
+    skew_us=0.0,
+    truth=None,
+    release_noise_us=0.0,
+    sync=True,
+):
     """A coupled collective written by hand: every launch the ranks arrive after their previous end plus a host gap
-    (+ late_us for ``late``), the barrier releases at the last arrival + 3 us, the kernel starts 1.5 us later and runs
-    ``work[rank]`` us after an entry barrier; node clocks read offset + drift."""
+    (+ late_us for ``late``, or ``late={rank: (us, probability)}``), the barrier releases at the last arrival + 3 us
+    (``skew_us`` later on the other nodes), the kernel starts 1.5 us later and runs ``work[rank]`` us after an entry
+    barrier; node clocks read offset + drift. ``truth`` (a list) receives per launch the true arrivals and ends."""
     rng = np.random.default_rng(seed)
     work = work or {}
+    lates = late if isinstance(late, dict) else ({} if late is None else {late: (late_us, 1.0)})
     prev_end = np.zeros(world)
     rows = []
     for i in range(launches):
         arrive = prev_end + 25.0 + rng.uniform(0, 4, world)
-        if late is not None:
-            arrive[late] += late_us
+        draws = rng.random(world)
+        for r, (us, p) in lates.items():
+            if draws[r] < p:
+                arrive[r] += us
         release = arrive.max() + 3.0
-        start = release + 1.5 + rng.uniform(0, 0.2, world)
+        last_node = int(np.argmax(arrive)) // RPN
+        released = release + skew_us * (np.arange(world) // RPN != last_node)
+        if release_noise_us:
+            released = released + rng.uniform(0, release_noise_us, world)
+        start = released + 1.5 + rng.uniform(0, 0.2, world)
+        if not sync:  # no barrier kernel: the target starts on arrival, its entry barrier absorbs the lateness
+            start = arrive.copy()
         entry = start.max() + 2.0
         end = entry + np.array([work.get(r, 1000.0) for r in range(world)]) + rng.uniform(0, 3, world)
         for r in range(world):
@@ -36,8 +61,10 @@ def table(world=8, launches=30, late=None, late_us=0.0, offset_us=(0.0, 0.0), dr
 
             row = {"rank": r, "launch": i, "start_ns": clock(start[r]), "dur_ns": clock(end[r]) - clock(start[r])}
             row["barrier_start_ns"] = clock(arrive[r]) if barrier else np.nan
-            row["barrier_dur_ns"] = clock(release) - clock(arrive[r]) if barrier else np.nan
+            row["barrier_dur_ns"] = clock(released[r]) - clock(arrive[r]) if barrier else np.nan
             rows.append(row)
+        if truth is not None:
+            truth.append({"arrive": arrive.copy(), "end": end.copy()})
         prev_end = end + 8.0
     columns = {k: np.array([row[k] for row in rows], dtype=float) for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
     return grid(np.array([row["rank"] for row in rows]), np.array([row["launch"] for row in rows]), columns, RPN)
@@ -71,31 +98,115 @@ def test_coupling_is_seen_in_the_barrier_and_independent_ranks_are_not_coupled()
     assert coupling(independent)["state"] == "not_coupled"
 
 
-def test_the_late_rank_is_named_and_the_ranks_that_wait_for_it_are_not():
-    result = analyse(table(late=6, late_us=80.0), SETTINGS, [])
+def true_cost(launches=30, **removed_and_kept) -> float:
+    """The period cost of what ``removed`` holds, from the hand-built events: the same draws with and without it, the
+    last end of the last launch compared, per launch."""
+    removed = removed_and_kept.pop("removed")
+    with_it, without = [], []
+    table(launches=launches, truth=with_it, **removed_and_kept)
+    table(launches=launches, truth=without, **{**removed_and_kept, **removed})
+    return (with_it[-1]["end"].max() - without[-1]["end"].max()) / launches
+
+
+def test_the_late_rank_is_named_with_its_cost_and_the_ranks_that_wait_for_it_are_not():
+    result = analyse(table(late=6, late_us=80.0), SETTINGS, [], BOOT)
     strag = result["straggler"]
     assert (strag["evidence"], strag["rank"], strag["node"]) == ("late_arrival", 6, None) and strag["fraction"] > 0.9
+    truth = true_cost(late=6, late_us=80.0, removed={"late": None})
+    assert strag["cost_us_per_launch"] == pytest.approx(truth, rel=0.05)
+    lo, hi = strag["cost_ci_us"]
+    assert lo <= strag["cost_us_per_launch"] <= hi and lo > 0
+    assert strag["cost_timed_us_per_launch"] == pytest.approx(0.0, abs=0.5)  # before the entry barrier: the timed scope pays nothing
+    assert strag["wait_caused_us_per_launch"] > 5 * strag["cost_us_per_launch"]  # seven ranks waited for it
+    assert 0 < strag["cost_share"] <= 1
+    assert 6 not in result["straggler"]["waiting"]["ranks"] and set(result["straggler"]["waiting"]["ranks"]) == {0, 1, 2, 3, 4, 5, 7}
     assert result["entry_wait_us"]["per_rank"]["6"]["sync_barrier_median"] < 5.0 < result["entry_wait_us"]["per_rank"]["0"]["sync_barrier_median"]
+
+
+def test_causes_are_ranked_by_cost_not_by_frequency():
+    """The acceptance case: rank 2 is 8 us late in 90% of launches, rank 5 120 us late in 15%: rank 5 heads the
+    answer with its cost; rank 2, if named at all, comes below it with a smaller cost."""
+    late = {2: (8.0, 0.9), 5: (120.0, 0.15)}
+    strag = analyse(table(late=late, launches=200), {**SETTINGS, "late_min_us": 5.0}, [], BOOT)["straggler"]
+    assert (strag["evidence"], strag["rank"]) == ("late_arrival", 5)
+    truth5 = true_cost(launches=200, late=late, removed={"late": {2: (8.0, 0.9)}})
+    assert strag["cost_us_per_launch"] == pytest.approx(truth5, rel=0.1)
+    assert strag["fraction"] == pytest.approx(0.15, abs=0.06)
+    costs = [c["cost_us_per_launch"] for c in strag["causes"]]
+    assert costs == sorted(costs, reverse=True)
+    for c in strag["causes"][1:]:
+        assert c["rank"] != 5 and c["cost_us_per_launch"] < strag["cost_us_per_launch"]
+    assert f"in {100 * strag['fraction']:.0f}% of launches: it costs {strag['cost_us_per_launch']:.1f} us per launch" in strag["explanation"]
 
 
 def test_a_rank_that_returns_late_because_it_waited_is_not_late_itself():
     """Rank 3 ends every launch 200 us late by its own work: it then arrives last at the next barrier, but its host
-    gap is normal: it is named for its own work, never as a late arrival."""
-    strag = analyse(table(work={3: 1200.0}), SETTINGS, [])["straggler"]
+    gap is normal: it is named for its own work, never as a late arrival, and the carried lateness is counted once."""
+    strag = analyse(table(work={3: 1200.0}), SETTINGS, [], BOOT)["straggler"]
     assert strag["evidence"] == "own_work" and strag["rank"] == 3
     assert not any(c["evidence"] == "late_arrival" for c in strag["causes"])
     assert np.nanmax(host_gaps(table(work={3: 1200.0}))[:, 3]) < 40.0
+    truth = true_cost(work={3: 1200.0}, removed={"work": {}})
+    assert strag["cost_us_per_launch"] == pytest.approx(truth, rel=0.1)
+    assert strag["cost_timed_us_per_launch"] == pytest.approx(200.0, abs=5.0)  # its lead over the next end
 
 
 def test_nothing_stands_out_without_a_cause_and_missing_ranks_are_mentioned():
-    result = analyse(table(offset_us=(0.0, 3000.0)), SETTINGS, [9])
-    assert result["straggler"]["evidence"] == "none" and "Rank 9 without data" in result["straggler"]["coverage_note"]
+    result = analyse(table(offset_us=(0.0, 3000.0)), SETTINGS, [9], BOOT)
+    assert result["straggler"]["evidence"] == "none" and result["straggler"]["rank"] is None
+    assert "Rank 9 without data" in result["straggler"]["coverage_note"]
+    assert all(c["cost_us_per_launch"] < SETTINGS["min_cost_us"] or c["cost_ci_us"][0] <= 0 for c in result["straggler"]["unnamed"])
 
 
-def test_a_late_rank_and_an_in_kernel_wait_are_both_listed():
-    """Rank 1 arrives late, and node 1's ranks end 300 us after node 0's (they wait inside the kernel)."""
-    strag = analyse(table(late=1, late_us=80.0, work={r: 1300.0 for r in range(4, 8)}), SETTINGS, [])["straggler"]
-    kinds = {c["evidence"]: c for c in strag["causes"]}
-    assert set(kinds) == {"late_arrival", "in_kernel"} and kinds["late_arrival"]["rank"] == 1
-    assert kinds["in_kernel"]["waiting_ranks"] == [4, 5, 6, 7] and strag["evidence"] == "late_arrival"
-    assert "rank 1" in strag["explanation"] and "inside the kernel" in strag["explanation"]
+def test_a_late_node_is_one_cause_and_its_ranks_are_not_named_apart():
+    strag = analyse(table(late={r: (60.0, 1.0) for r in range(4, 8)}), SETTINGS, [], BOOT)["straggler"]
+    assert (strag["evidence"], strag["node"], strag["ranks"]) == ("late_arrival", 1, [4, 5, 6, 7])
+    assert not any(c["rank"] in (4, 5, 6, 7) for c in strag["causes"])
+    truth = true_cost(late={r: (60.0, 1.0) for r in range(4, 8)}, removed={"late": None})
+    assert strag["cost_us_per_launch"] == pytest.approx(truth, rel=0.1)
+
+
+def test_a_node_that_ends_late_together_is_no_blame_and_a_late_rank_behind_it_costs_nothing():
+    """Node 1's ranks end 300 us after node 0's; rank 1 arrives 80 us late, but node 1 arrives later still (it
+    returns 300 us late): removing rank 1's lateness would give nothing back."""
+    result = analyse(table(late=1, late_us=80.0, work={r: 1300.0 for r in range(4, 8)}), SETTINGS, [], BOOT)
+    strag = result["straggler"]
+    assert (strag["evidence"], strag["node"], strag["ranks"]) == ("late_ending_node", 1, [4, 5, 6, 7]) and strag["rank"] is None
+    assert "not established" in strag["explanation"] and "DebugClock" in strag["explanation"] and "PMU" in strag["explanation"]
+    assert strag["cost_timed_us_per_launch"] == pytest.approx(300.0, abs=5.0)
+    assert not any(c["evidence"] == "own_work" for c in strag["causes"])  # late-ending ranks, no claim about why
+    assert not any(c["rank"] == 1 for c in strag["causes"])
+    late1 = [c for c in strag["unnamed"] if c["rank"] == 1]
+    assert not late1 or late1[0]["cost_us_per_launch"] < SETTINGS["min_cost_us"]
+    assert not set(strag["waiting"]["ranks"]) & {4, 5, 6, 7}
+
+
+def test_without_a_pure_barrier_ends_are_not_compared_across_nodes():
+    result = analyse(table(work={r: 1300.0 for r in range(4, 8)}, barrier=False), SETTINGS, [], BOOT)
+    strag = result["straggler"]
+    assert not any(c["evidence"] == "late_ending_node" for c in strag["causes"])
+    assert any("not established" in n and "synchronize_start" in n for n in strag["notes"])
+    # a rank that ends last by 40 us (less than the 80 us rank 6 is late): listed with its lead over its own node's ranks, not named (it compares ends
+    # across nodes); a late arrival is still named without the barrier kernel
+    both = analyse(table(late=6, late_us=80.0, work={3: 1040.0}, barrier=False, sync=False), SETTINGS, [], BOOT)["straggler"]
+    assert [(c["evidence"], c["rank"]) for c in both["causes"]] == [("late_arrival", 6)] and "entry barrier" in both["explanation"]
+    assert any(c["evidence"] == "own_work" and c["rank"] == 3 and "not established" in c["not_named"] for c in both["unnamed"])
+
+
+def test_the_barriers_release_skew_across_nodes_is_fitted_and_kept_out_of_the_arrivals():
+    # the last arrival changes node from launch to launch: that is what tells the skew from the offset
+    g = table(skew_us=1.2, offset_us=(0.0, 2500.0), launches=60)
+    clocks, _ = node_clocks(g)
+    assert clocks["1"]["release_skew_us"] == pytest.approx(1.2, abs=0.2)
+    assert clocks["1"]["offset_us"] == pytest.approx(2500.0, abs=0.3)
+
+
+def test_a_drift_that_the_data_cannot_pin_down_is_unresolved_and_a_large_one_implausible():
+    # 2 ppm over ten launches of ~1 ms moves the clock by 0.02 us, under the release's 0.5 us noise
+    clocks, _ = node_clocks(table(launches=10, drift_ppm=(0.0, 2.0), release_noise_us=0.5))
+    assert clocks["1"]["drift_ppm_stderr"] >= abs(clocks["1"]["drift_ppm_fitted"])
+    assert clocks["1"]["drift_state"] == "unresolved" and clocks["1"]["drift_ppm"] is None
+    clocks, _ = node_clocks(table(launches=200, drift_ppm=(0.0, 50.0), release_noise_us=0.5))
+    assert clocks["1"]["drift_state"] == "resolved" and clocks["1"]["drift_ppm"] == pytest.approx(50.0, abs=5.0)
+    fast = table(launches=60, drift_ppm=(0.0, 400.0))
+    assert node_clocks(fast)[0]["1"]["drift_state"] == "implausible"

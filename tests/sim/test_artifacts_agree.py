@@ -99,7 +99,7 @@ def run_cluster(
 
 def truth_of(out: Path) -> dict:
     truth = json.loads((out / "latency" / "sim_truth.json").read_text())
-    assert truth["schema"] == "dispatchprof.sim_truth/1" and truth["toolchain"] == "sim"
+    assert truth["schema"] == "dispatchprof.sim_truth/2" and truth["toolchain"] == "sim"
     return truth
 
 
@@ -146,7 +146,10 @@ KNOBS = {
     "late_rank": {"late_rank": 1, "late_us": 120},
     "late_node": {"late_node": 1, "late_us": 90, "late_prob": 0.5},
     "slow_rank": {"slow_rank": 2, "slow_factor": 1.3},
-    "slow_sender": {"slow_role": {"rank": 3, "role": "URMASendToken", "factor": 1.8}},
+    # A slow core slows its WQE building, not the wire. Rank 3's send to rank 0 is the first of its core's loop, rank 1's
+    # the second, after a cross-node one: rank 3's is last once (factor - 2) x WQE time > the same-node wire time, i.e.
+    # a factor above 4.5 at 6000 B/us of WQEs against 2400 B/us of wire; x6 it is.
+    "slow_sender": {"slow_role": {"rank": 3, "role": "URMASendToken", "factor": 6.0}},
     "slow_receiver": {"slow_role": {"rank": 0, "role": "LocalWindowCopy", "factor": 4.0}},
     "slow_link": {"slow_link": {"src_node": 1, "dst_node": 0, "factor": 2.5}},
     "spiky_rank": {"spiky_rank": 0},
@@ -275,3 +278,43 @@ def test_under_replay_a_slow_counting_rank_is_awaited_and_host_lateness_is_gone(
     assert live[3]["late_us"] == 400.0 and truth["launches"][0]["barrier"]["last_rank"] == 3
     assert max(r["arrival_us"] for r in replay) < 50.0 and all(r["late_us"] == 0.0 for r in replay)
     assert all(r["counts_awaited_rank"] == 1 for r in replay)
+
+
+def test_kernels_before_the_barrier_are_msprof_tasks_of_the_truth(tmp_path):
+    knobs = {"pre_kernels": "both", "late_rank": 1, "late_us": 120, "clock_drift_ppm": {"1": 40.0}, "noise_seed": 5}
+    out = run_cluster(tmp_path, knobs, profiler="msprof")
+    truth = truth_of(out)
+    tasks = msprof_tasks(tmp_path)
+    for i, launch in enumerate(truth["launches"]):
+        assert launch["barrier"]["which"] == "sim_notify_kernel" and launch["last_arrival"]["kernel"] == "sim_notify_kernel"
+        for r in launch["ranks"]:
+            rate = 1 + truth["clocks"][str(r["node"])]["drift_ppm"] * 1e-6
+            for pre in r["pre_tasks"]:
+                _, dur_ns = tasks[r["rank"]][pre["name"]][i]
+                assert dur_ns / 1000 == pytest.approx((pre["end_us"] - pre["start_us"]) * rate, abs=0.002)
+            # stream order: layout, notify, then the barrier kernel
+            layout, notify = (tasks[r["rank"]][name][i][0] for name in ("sim_layout_kernel", "sim_notify_kernel"))
+            assert layout < notify < tasks[r["rank"]]["cached_notify_combine"][i][0]
+    # the late rank waits least in the collective stand-in, and is the truth's last arrival there
+    assert all(launch["last_arrival"]["rank"] == 1 for launch in truth["launches"][WARMUP:])
+
+
+def test_the_truths_per_launch_events_and_costs_add_up(tmp_path):
+    out = run_cluster(tmp_path, {"late_rank": 2, "late_us": 80, "slow_role": {"rank": 0, "role": "SelfCopyToken", "factor": 1.5}, "noise_seed": 4})
+    truth = truth_of(out)
+    launches = truth["launches"]
+    assert truth["measured_calls"] == [launch["call"] for launch in launches[WARMUP:]]
+    for before, launch in zip(launches, launches[1:]):
+        ends = {r["rank"]: r["kernel_end_us"] for r in launch["ranks"]}
+        assert launch["period_us"] == pytest.approx(max(ends.values()) - max(r["kernel_end_us"] for r in before["ranks"]), abs=0.002)
+        assert launch["timed_us"] == pytest.approx(max(r["kernel_mode_us"] for r in launch["ranks"]), abs=0.001)
+        assert launch["last_end"]["rank"] == max(ends, key=ends.get) and launch["last_arrival"]["rank"] == launch["barrier"]["last_rank"]
+    # a cause's cost per launch is the mean of its per-launch savings over the measured launches
+    for cause in truth["causes"]:
+        per = [launch["costs"].get(cause["cause"], {}) for launch in launches[WARMUP:]]
+        assert cause["cost_us_per_launch"] == pytest.approx(sum(p.get("period_us") or 0.0 for p in per) / len(per), abs=1e-5)
+        assert cause["cost_timed_us_per_launch"] == pytest.approx(sum(p.get("timed_us", 0.0) for p in per) / len(per), abs=1e-5)
+    assert truth["root_causes"][0]["cause"] == "late_rank" and truth["root_causes"][0]["cost_us_per_launch"] > 20.0
+    # SelfCopyToken x1.5 is off the critical path here: listed, with nothing saved, and no root cause
+    idle = next(c for c in truth["causes"] if c["cause"] == "slow_role")
+    assert idle["cost_us_per_launch"] == 0.0 and "slow_role" not in [c["cause"] for c in truth["root_causes"]]

@@ -17,4 +17,4 @@ def test_no_rule_script_library_or_template_mentions_the_truth_file():
 
 def test_the_simulator_documents_the_truth_schema():
     readme = (ROOT / "workflow" / "sim" / "README.md").read_text()
-    assert "dispatchprof.sim_truth/1" in readme and "never reads it" in readme
+    assert "dispatchprof.sim_truth/2" in readme and "never reads it" in readme

@@ -15,7 +15,7 @@ TIMELINE = {
     "kernel_name": "elastic_dispatch_kernel",
     "coupling": {"state": "coupled"},
     "straggler": {"evidence": "in_kernel", "explanation": "ranks [5, 8] wait inside the kernel for a peer's data"},
-    "longest_duration": {"rank": 8, "fraction": 0.4},
+    "longest_duration": {"rank": 8, "fraction": 0.4, "label": "waits longest"},
 }
 PMU = {
     "roles": {
@@ -100,6 +100,39 @@ def test_a_single_rank_is_not_called_the_slowest_and_inferred_ranks_are_said_so(
 
 def test_ranks_tied_for_the_longest_durations_are_all_named():
     # longest_duration names a shared top as ranks [3, 7] with rank None; the answer used to drop the sentence
-    tied = dict(TIMELINE, longest_duration={"rank": None, "ranks": [3, 7], "fraction": 0.5})
+    tied = dict(TIMELINE, longest_duration={"rank": None, "ranks": [3, 7], "fraction": 0.5, "label": "waits longest"})
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": tied})
     assert "Ranks 3 and 7 share the longest durations (each 50% of launches)" in text and "does not make them slow" in text
+
+
+def test_a_named_cause_is_never_called_a_waiting_rank_and_the_answer_is_ranked_by_cost():
+    """The issue's complaint: a slow LocalWindowCopy on rank 6 made rank 6 the longest, and the answer called it
+    the rank that 'waits longest'. A cause's rank is labelled a named cause by the timeline, and never listed as
+    waiting."""
+    own = {
+        **TIMELINE,
+        "straggler": {"evidence": "own_work", "rank": 6, "explanation": "rank 6 ends last by itself ... it costs 12.0 us per launch"},
+        "longest_duration": {"rank": 6, "fraction": 0.9, "label": "longest, a named cause"},
+        "waiting": {"ranks": [0, 1, 2]},
+    }
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": own})
+    assert "ranked by what each cause costs the group" in text and "it costs 12.0 us per launch" in text
+    assert "Rank 6 has the longest durations" not in text and "waits longest, which" not in text
+    assert "Ranks 0, 1 and 2 wait longest at the barrier: waiting is not blame." in text
+
+
+def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied():
+    from dispatchprof.report.summary import next_steps
+
+    causes = [
+        {"evidence": "late_arrival", "rank": 7, "node": None, "ranks": [7]},
+        {"evidence": "late_ending_node", "rank": None, "node": 1, "ranks": [8, 9]},
+        {"evidence": "own_work", "rank": 3, "node": None, "ranks": [3]},
+        {"evidence": "in_kernel", "rank": None, "node": None, "ranks": []},
+    ]
+    steps = next_steps(causes, "baseline")
+    assert len(steps) == 3  # the top causes only
+    assert steps[0]["commands"] == ["snakemake --cores 2 results/baseline/timeline/ranks/rank7/detail.json"] and "host gap" in steps[0]["confirm"]
+    assert "DebugClock" in steps[1]["confirm"] and "PMU of the senders" in steps[1]["confirm"]
+    assert "snakemake --cores 2 results/baseline/debugclock/status.json" in steps[1]["commands"]
+    assert "snakemake --cores 2 results/baseline/timeline/ranks/rank3/detail.json" in steps[2]["commands"]

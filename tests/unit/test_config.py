@@ -123,6 +123,8 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
             "slow_link": {"src_node": 0, "dst_node": 1, "factor": 2.0},
             "clock_offset_us": {1: 2500},
             "clock_drift_ppm": {"1": 20},
+            "poll_pipe_share": {"scalar": 0.1, "vec": 0.05},
+            "pre_kernels": "collective",
         }
     }
     assert problems(overlay) == []
@@ -133,6 +135,9 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
     assert env["DEEPEP_SIM_SLOW_LINK"] == "src_node=0,dst_node=1,factor=2.0"
     assert env["DEEPEP_SIM_CLOCK_OFFSET_US"] == "1=2500" and env["DEEPEP_SIM_CLOCK_DRIFT_PPM"] == "1=20"
     assert env["DEEPEP_SIM_LATE_RANK"] == "5" and env["DEEPEP_SIM_LATE_US"] == "80"
+    assert env["DEEPEP_SIM_POLL_PIPE_SHARE"] == "scalar=0.1,vec=0.05" and env["DEEPEP_SIM_PRE_KERNELS"] == "collective"
+    assert problems({"sim": {"pre_kernels": "layout"}})
+    assert problems({"sim": {"poll_pipe_share": {"cube": 0.1}}}) and problems({"sim": {"poll_pipe_share": {"vec": 1.5}}})
 
 
 def test_output_paths_beyond_msopprof_limit_are_refused(tmp_path):

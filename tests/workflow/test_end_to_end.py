@@ -66,7 +66,7 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     build = json.loads((workflow_copy.root / "results/baseline/build/build.json").read_text())
     assert "-g" in build["device_compile_flags"] and all(len(lib["sha256"]) == 64 for lib in build["libraries"])
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
-    assert summary["schema"] == "dispatchprof.summary/2" and summary["toolchain"] == "sim"
+    assert summary["schema"] == "dispatchprof.summary/3" and summary["toolchain"] == "sim"
     assert set(summary["stages"]) == {"env_capture", "build", "correctness", *LATER, "debugclock", "probe"}
     # no fault: PMU is ok, so the DebugClock fallback is not needed (debugclock.when: fallback)
     debugclock = workflow_copy.status("debugclock")
@@ -234,8 +234,12 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
             expected = longest_fractions(truth, "task_us", skip=timeline["per_rank"]["0"]["skipped"])
             one_launch = 1 / timeline["longest_duration"]["launches_compared"]
             assert {int(r): f for r, f in timeline["longest_duration"]["per_rank_fraction"].items()} == pytest.approx(expected, abs=one_launch + 1e-9)
-            # nobody arrives late; node 1 ends far after node 0 waiting for rank 7's tokens: the wait is inside the kernel
-            assert timeline["straggler"]["evidence"] == "in_kernel" and timeline["straggler"]["rank"] is None
+            # nobody arrives late; rank 7's own work is slower in every launch, and the peers that wait for its tokens
+            # end late with it. A slowdown in every launch is the typical launch: the timeline's cost account does not
+            # cost it (benchmarks/localisation_results.md, slow_rank), and it never blames another rank for it
+            strag = timeline["straggler"]
+            assert strag["rank"] in (None, 7) and strag["evidence"] != "late_arrival", strag
+            assert {c["rank"] for c in timeline["causes"] if c["evidence"] in ("own_work", "late_arrival")} <= {7}
             assert stats["slowest_named"]["rank"] is None  # rank 7 is longest in a third of the iterations only
     plain, spiky = per_iter["plain"], per_iter["spiky"]
     assert abs(spiky["median"] - plain["median"]) / plain["median"] < 0.02
@@ -327,12 +331,28 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     strag = stats["straggler"]
     assert (strag["evidence"], strag["rank"]) == ("late_arrival", 11) and stats["coupling"]["state"] == "coupled", strag
-    assert stats["longest_duration"]["rank"] != 11 and stats["longest_duration"]["label"] == "waits longest"
+    # the longest durations are the waiting ranks', never the late rank's; a short run may tie rank 11 among them
+    # (1/7 of the launches each): then the label says a named cause is among them, not that it waits
+    longest = stats["longest_duration"]
+    assert longest["rank"] != 11
+    assert longest["label"] == ("longest, a named cause" if 11 in longest["ranks"] else "waits longest"), longest
+    # its cost: what the truth's barrier says rank 11 held the group per launch (its arrival minus the next one's, up to
+    # the 80 us it was late), over the launches the timeline analysed
+    analysed = stats["causes"][0]["launches"]
+    held = []
+    for launch in truth["launches"][-analysed:]:
+        arrivals = sorted(r["arrival_us"] for r in launch["ranks"])
+        last = max(launch["ranks"], key=lambda r: r["arrival_us"])
+        held.append(min(80.0, arrivals[-1] - arrivals[-2]) if last["rank"] == 11 else 0.0)
+    assert strag["cost_us_per_launch"] == pytest.approx(sum(held) / len(held), rel=0.1)
+    assert 11 not in strag["waiting"]["ranks"] and stats["causes"][0]["rank"] == 11
     offset = stats["node_clock"]["1"]["offset_us"]
     assert abs(offset - (truth["clocks"]["1"]["offset_us"] - truth["clocks"]["0"]["offset_us"])) < 20
     raw = tmp_path / "collected"
     shutil.copytree(workflow_copy.root / "results/baseline/timeline/raw", raw)
-    analyze = base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"})
+    # the same launches as the collection analysed (imported data skips none by default)
+    skipped = stats["per_rank"]["0"]["skipped"]
+    analyze = base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off", "skip_launches": skipped})
     # under the collected experiment's name, analyze mode is refused before anything runs: the report would mix both
     refused = workflow_copy.snakemake(overlay=analyze)
     assert refused.returncode == 1 and "experiment 'baseline'" in refused.stderr and "holds collect-mode results" in refused.stderr
@@ -341,8 +361,12 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     assert result.returncode == 0, result.stderr[-3000:]
     imported = json.loads((workflow_copy.root / "results/analyzed/timeline/stats.json").read_text())
     assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == ("late_arrival", 11)
+    # the same causes and costs as the collection's own analysis
+    assert [(c["evidence"], c["rank"], c["node"]) for c in imported["causes"]] == [(c["evidence"], c["rank"], c["node"]) for c in stats["causes"]]
+    assert [c["cost_us_per_launch"] for c in imported["causes"]] == pytest.approx([c["cost_us_per_launch"] for c in stats["causes"]], rel=1e-6)
     html = (workflow_copy.root / "results/analyzed/report/report.html").read_text()
-    assert "the group waits for rank 11" in html and "<title>Entry wait per rank and launch (" in html
+    assert "rank 11 arrives" in html and "<title>Entry wait per rank and launch (" in html
+    assert '<table id="causes">' in html and "<title>Causes by cost" in html and "results/analyzed/timeline/ranks/rank11/detail.json" in html
 
 
 def test_a_rank_whose_msprof_session_never_ended_is_incomplete_and_its_cut_tables_are_not_read(demo_run, workflow_copy, tmp_path):

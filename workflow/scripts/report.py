@@ -18,7 +18,7 @@ from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, enviro
 from dispatchprof.report.figures import render_figures  # noqa: E402
 from dispatchprof.report.html import embed_png, render  # noqa: E402
 from dispatchprof.report.markdown import spaced_tables  # noqa: E402
-from dispatchprof.report.summary import answer_paragraph, build_summary  # noqa: E402
+from dispatchprof.report.summary import answer_paragraph, build_summary, next_steps  # noqa: E402
 from dispatchprof.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.status import Status, read_status  # noqa: E402
 
@@ -134,6 +134,7 @@ def body(run: StageRun) -> Status:
                 csv, svg = (link(str(Path(path).with_name(name))) for name in ("launches.csv", "launches.svg"))
                 timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
         timeline["drilled"] = [d["rank"] for d in timeline["drilldowns"]]
+        timeline["next_steps"] = next_steps(timeline_stats.get("causes") or [], run.experiment)
         if statuses["timeline"].ok:
             sections["timeline"] = timeline_stats["summary"]
             if baseline:

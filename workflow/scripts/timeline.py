@@ -80,9 +80,16 @@ def body(run: StageRun) -> Status:
             "launches_compared": 0,
             "per_rank_fraction": {},
         }
-    waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"])
+    waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], coverage_summary["missing"], cfg["stats"]["bootstrap"])
     strag = waited["straggler"]
-    longest["label"] = "waits longest" if waited["coupling"]["state"] == "coupled" else "longest"
+    causes = strag.pop("causes")
+    blamed = {r for c in causes for r in c["ranks"]}
+    if waited["coupling"]["state"] != "coupled":
+        longest["label"] = "longest"
+    elif longest["rank"] in blamed or set(longest["ranks"]) & blamed:
+        longest["label"] = "longest, a named cause"  # a cause is never called a waiting rank
+    else:
+        longest["label"] = "waits longest"
     gaps = used["gap_ns"].astype(float)
     gaps = gaps[~np.isnan(gaps)] / 1000
     symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
@@ -122,12 +129,14 @@ def body(run: StageRun) -> Status:
             }
             for r, d in sorted(details.items())
         },
+        "causes": causes,
         "straggler": strag,
         "longest_duration": longest,
         "coupling": waited["coupling"],
         "node_clock": waited["node_clock"],
         "entry_wait_us": waited["entry_wait_us"],
         "entry_wait_heatmap": waited["entry_wait_heatmap"],
+        "rank_offsets": strag.pop("rank_offsets"),
         "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
         "call_chain": call_chain,
         "call_chain_scope": (
@@ -148,7 +157,11 @@ def body(run: StageRun) -> Status:
     stats["summary"] = {
         "kernel_name": stats["kernel_name"],
         "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
-        "straggler": {k: strag[k] for k in ("rank", "ranks", "node", "evidence", "fraction", "explanation")},
+        "causes": [{k: c.get(k) for k in waits.CAUSE_KEYS} for c in causes[:5]],
+        "straggler": {k: strag.get(k) for k in (*waits.STRAGGLER_KEYS, "explanation")},
+        "excess": strag["excess"],
+        "waiting": strag["waiting"],
+        "notes": strag["notes"],
         "longest_duration": {"rank": longest["rank"], "ranks": longest["ranks"], "fraction": longest["fraction"], "label": longest["label"]},
         "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
         "node_clock": waited["node_clock"],
@@ -158,8 +171,17 @@ def body(run: StageRun) -> Status:
     }
     offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
     corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
+    drifts = {int(n): c["drift_ppm"] for n, c in waited["node_clock"].items() if c.get("drift_ppm")}  # an unresolved drift is None: left out
+    reference = next((c["reference_us"] for c in waited["node_clock"].values() if c.get("reference_us") is not None), 0.0)
     trace = merged_trace(
-        used, details, cfg["timeline"]["align_launch"], cfg["timeline"]["trace_launches"], offsets if corrected else None, toolchain=run.toolchain
+        used,
+        details,
+        cfg["timeline"]["align_launch"],
+        cfg["timeline"]["trace_launches"],
+        offsets if corrected else None,
+        toolchain=run.toolchain,
+        node_drift_ppm=drifts if corrected else None,
+        drift_reference_us=reference,
     )
     stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)

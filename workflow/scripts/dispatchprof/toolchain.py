@@ -43,6 +43,8 @@ SIM_ENV = {
     "slow_link": "DEEPEP_SIM_SLOW_LINK",
     "clock_offset_us": "DEEPEP_SIM_CLOCK_OFFSET_US",
     "clock_drift_ppm": "DEEPEP_SIM_CLOCK_DRIFT_PPM",
+    "poll_pipe_share": "DEEPEP_SIM_POLL_PIPE_SHARE",
+    "pre_kernels": "DEEPEP_SIM_PRE_KERNELS",
 }
 # The stand-in's modelled host clock: the full-API scope of the simulated cluster is its host path, not the
 # stand-in store's TCP round trips (the driver records which clock it used in api/clock.json).

@@ -366,6 +366,8 @@ def merged_trace(
     node_offset_us: Mapping[int, float] | None = None,
     *,
     toolchain: str,
+    node_drift_ppm: Mapping[int, float] | None = None,
+    drift_reference_us: float = 0.0,
 ) -> ChromeTrace:
     """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
     there is no previous used launch). Without ``node_offset_us`` each rank is shifted so that its used launch
@@ -374,7 +376,9 @@ def merged_trace(
     (the earliest end of launch ``align_launch``): ranks that wait for a late peer then show the wait as a later
     start or a longer launch. Only the first ``max_launches`` used launches of each rank are drawn (0 = all); the
     statistics use all. ``toolchain`` goes into the metadata: the trace is opened in a viewer, apart from the report
-    that says whether its numbers are simulated."""
+    that says whether its numbers are simulated. ``node_drift_ppm`` (with the offsets; a drift the fit left unresolved
+    is left out) corrects each node's clock rate as well: a node's clock is then off by offset + drift x (t -
+    ``drift_reference_us``), t in µs after the first start."""
     order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
     new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
     groups = [(int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)]  # (rank, its rows in launch order)
@@ -383,15 +387,25 @@ def merged_trace(
     start_ns, dur_ns, launch = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"]), np.asarray(used["launch"])
     gap_us = np.asarray(used["gap_ns"], dtype=float) / 1000
 
-    def end_of_anchor(rows: np.ndarray) -> int:
-        anchor = rows[min(align_launch, len(rows) - 1)]
-        return int(start_ns[anchor]) + int(dur_ns[anchor])
+    drifts = node_drift_ppm or {}
+    rate = {r: drifts.get(int(ranks.get(r, {}).get("node") or 0), 0.0) * 1e-6 for r, _ in groups}
+    reference_ns = drift_reference_us * 1000.0
 
-    common_zero = min((end_of_anchor(rows) - shift[r] for r, rows in groups), default=0) if node_offset_us is not None else None
+    def drift_ns(rank: int, t_ns: np.ndarray) -> np.ndarray:
+        """What the node's clock rate has added by these times of its clock (ns, rounded): 0 without a drift."""
+        if not rate[rank]:
+            return np.zeros(len(t_ns), dtype=np.int64)
+        return np.round(rate[rank] * (t_ns.astype(float) - shift[rank] - reference_ns)).astype(np.int64)
+
+    def end_of_anchor(rows: np.ndarray, rank: int) -> int:
+        anchor = rows[min(align_launch, len(rows) - 1)]
+        return int(start_ns[anchor]) + int(dur_ns[anchor]) - int(drift_ns(rank, start_ns[anchor : anchor + 1])[0])
+
+    common_zero = min((end_of_anchor(rows, r) - shift[r] for r, rows in groups), default=0) if node_offset_us is not None else None
     tracks = []
     for rank, rows in groups:
         info = ranks.get(rank, {})
-        zero = common_zero + shift[rank] if common_zero is not None else end_of_anchor(rows)
+        zero = common_zero + shift[rank] if common_zero is not None else end_of_anchor(rows, rank)
         shown = rows if max_launches <= 0 else rows[:max_launches]
         tracks.append(
             RankTrack(
@@ -399,7 +413,7 @@ def merged_trace(
                 label=f"rank {rank} (node {info.get('node')}, device {info.get('device')})",
                 kernel=info.get("symbol") or "target kernel",
                 # integer ns minus the zero, then one division: exact up to the float's rounding of the quotient
-                ts_us=[(int(s) - zero) / 1000 for s in start_ns[shown].tolist()],
+                ts_us=[(int(s) - zero - int(d)) / 1000 for s, d in zip(start_ns[shown].tolist(), drift_ns(rank, start_ns[shown]).tolist())],
                 dur_us=[int(d) / 1000 for d in dur_ns[shown].tolist()],
                 launch=launch[shown].tolist(),
                 gap_us=[None if g != g else g for g in gap_us[shown].tolist()],
@@ -407,7 +421,7 @@ def merged_trace(
         )
     scope = "every used launch" if max_launches <= 0 else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
     aligned = (
-        f"node clocks corrected by the estimated offsets (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
+        f"node clocks corrected by the estimated offsets{' and drifts' if any(drifts.values()) else ''} (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
         if node_offset_us is not None
         else f"end of used launch {align_launch} of every rank = 0 us"
     )

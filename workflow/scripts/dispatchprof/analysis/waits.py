@@ -103,15 +103,37 @@ def stands_out(k: int, n: int, p: float, alpha: float) -> bool:
     return n > 0 and k / n > p and binomial_tail(k, n, p) < alpha
 
 
+DRIFT_IMPLAUSIBLE_PPM = 100.0  # crystal oscillators of hosts stay within tens of ppm: beyond this, suspect the fit
+
+
+def last_arrival_node(g: LaunchGrid) -> np.ndarray:
+    """Per launch the node of the rank with the shortest barrier task (the last arrival; -1 where unknown)."""
+    out = np.full(len(g.launches), -1)
+    if not g.has_barrier:
+        return out
+    wait = np.where(np.isfinite(g.barrier_wait), g.barrier_wait, np.inf)
+    known = np.isfinite(g.barrier_wait).any(axis=1)
+    out[known] = g.nodes[np.argmin(wait[known], axis=1)]
+    return out
+
+
 def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
     """Each node's clock against node 0's: offset (at the first launch) and drift, fitted over the launches, from
     the medians of the reference ends per node. Returns the per-node report and the ``[launch, rank]`` correction
-    (µs to subtract)."""
+    (µs to subtract).
+
+    With the barrier kernel, the fit also takes out the barrier's release skew across nodes: the release reaches the
+    last arrival's node first, the other nodes ``release_skew_us`` later (per launch, which node that is follows from
+    the barrier's durations alone). Without it that skew would stay in the offsets, half a skew either way. A drift
+    whose standard error is at least its size is reported as unresolved; one above DRIFT_IMPLAUSIBLE_PPM is flagged.
+    msprof's device time is the device counter anchored once to the host clock (shared/formats/msprof.md §5), so
+    chrony or PTP on the hosts does not correct it during a collection."""
     use_barrier = g.has_barrier
     ref = g.barrier_end if use_barrier else g.end
     reference = "ends of the barrier kernel (all ranks released together)" if use_barrier else "ends of the target kernel (coupled ends; weaker)"
     nodes = np.unique(g.nodes)
     base = nodes[0]
+    last_node = last_arrival_node(g)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN launch has no median: NaN, left out below
         t0 = np.nanmedian(ref[:, g.nodes == base], axis=1)
@@ -129,27 +151,52 @@ def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
         d = tk - t0
         t = t0 - first
         ok = np.isfinite(d) & np.isfinite(t)
+        skew_x = (last_node == base).astype(float) - (last_node == node).astype(float)
+        skew = None
         if ok.sum() >= 3 and np.ptp(t[ok]) > 0:
-            slope, intercept = np.polyfit(t[ok], d[ok], 1)
+            design = [np.ones(ok.sum()), t[ok]]
+            if use_barrier and ok.sum() >= 4 and np.ptp(skew_x[ok]) > 0:
+                design.append(skew_x[ok])
+            coef = np.linalg.lstsq(np.column_stack(design), d[ok], rcond=None)[0]
+            intercept, slope = float(coef[0]), float(coef[1])
+            skew = float(coef[2]) if len(coef) > 2 else None
         elif ok.any():
             slope, intercept = 0.0, float(np.median(d[ok]))
         else:
             report[str(int(node))] = {"offset_us": None, "drift_ppm": None, "spread_us": None, "launches": 0, "reference": reference}
             continue
         fitted = intercept + slope * np.where(np.isfinite(t), t, 0.0)
-        resid = d[ok] - fitted[ok]
+        resid = d[ok] - fitted[ok] - (skew or 0.0) * skew_x[ok]
         correction[:, cols] = fitted[:, None]
         spread_t = float(((t[ok] - t[ok].mean()) ** 2).sum())
-        stderr = math.sqrt(float((resid**2).sum()) / (len(resid) - 2) / spread_t) * 1e6 if len(resid) > 2 and spread_t > 0 else None
+        dof = len(resid) - (3 if skew is not None else 2)
+        stderr = math.sqrt(float((resid**2).sum()) / dof / spread_t) * 1e6 if dof > 0 and spread_t > 0 else None
+        drift = float(slope * 1e6)
+        if stderr is None or stderr >= abs(drift):
+            drift_state = "unresolved"
+        elif abs(drift) > DRIFT_IMPLAUSIBLE_PPM:
+            drift_state = "implausible"
+        else:
+            drift_state = "resolved"
         report[str(int(node))] = {
             "offset_us": float(intercept),
-            "drift_ppm": float(slope * 1e6),
+            "drift_ppm": drift if drift_state != "unresolved" else None,
+            "drift_ppm_fitted": drift,
             "drift_ppm_stderr": stderr,  # a short collection pins the drift down poorly: read it with this
+            "drift_state": drift_state,
+            "release_skew_us": skew,
             "spread_us": float(1.4826 * np.median(np.abs(resid - np.median(resid)))) if len(resid) else None,
             "launches": int(ok.sum()),
             "reference": reference,
+            "reference_us": float(first),  # the drift is per µs of node 0's clock after this (the trace needs it)
         }
     return report, correction
+
+
+def release_skew(clocks: Mapping[str, Any]) -> float:
+    """The barrier's release skew across nodes (µs, >= 0), the median over the nodes' clock fits; 0 when not fitted."""
+    skews = [c["release_skew_us"] for c in clocks.values() if c.get("release_skew_us") is not None]
+    return max(0.0, float(np.median(skews))) if skews else 0.0
 
 
 def coupling(g: LaunchGrid) -> dict[str, Any]:
@@ -208,133 +255,610 @@ def _counts(winners: np.ndarray, values: np.ndarray) -> dict[int, int]:
     return {int(v): int(c) for v, c in zip(found, counts) if int(v) in set(values.tolist())}
 
 
-def _late_arrivals(g: LaunchGrid, gaps: np.ndarray, alpha: float, late_min_us: float) -> list[dict[str, Any]]:
-    """Causes of kind late_arrival, from the host gaps of complete launches (``[launch, rank]``).
+@dataclass
+class Account:
+    """The launches a cost account reads (complete rows, in launch order): per row and rank the arrival at the barrier
+    and the end of the target, each relative within its row (µs; larger = later), and whether the previous row is the
+    previous launch (a carried delay needs it); the ranks' and the group's time in the kernel, to see a launch that
+    takes longer than the typical one."""
 
-    A rank is late in a launch when its gap exceeds the launch's shortest gap by more than max(late_min_us, 5 robust
-    sigmas of the on-time half of all such deviations). A node is named when all its ranks are late together in at
-    least 2 launches; a rank when its late launches are more than chance would give among all late events, or when
-    it arrives last more often than chance (both binomial tails below ``alpha``)."""
-    n, world = len(gaps), len(g.ranks)
-    if not n:
-        return []
-    deviation = gaps - gaps.min(axis=1, keepdims=True)
-    on_time = deviation[deviation <= np.median(deviation)]
-    sigma = 1.4826 * float(np.median(np.abs(on_time - np.median(on_time))))
-    threshold = max(late_min_us, 5.0 * sigma)
-    late = deviation > threshold
-    causes, covered = [], set()
-    for node in np.unique(g.nodes):
-        cols = g.nodes == node
-        if cols.sum() < 2 or cols.sum() == world:
+    arrival: np.ndarray  # [row, rank]
+    end: np.ndarray  # [row, rank]
+    gap_excess: np.ndarray  # [row, rank] host gap minus the row's median host gap (NaN where no previous launch)
+    follows: np.ndarray  # [row] bool: row - 1 is launch - 1
+    arrival_how: str
+    end_how: str
+    ends_across_nodes: bool  # False without a pure barrier: cross-node comparisons of ends are not established
+    body: np.ndarray  # [row, rank] end minus the row's last kernel start (corrected clocks): the rank's time in the kernel
+    kernel: np.ndarray  # [row] the group's kernel time: last end minus last start
+
+    @property
+    def rows(self) -> int:
+        return len(self.arrival)
+
+
+def account(g: LaunchGrid, correction: np.ndarray, skew_us: float = 0.0) -> Account:
+    """Arrivals and ends of the complete launches. With the barrier kernel, arrivals come from its durations alone (the
+    barrier releases every rank together, up to its release skew across nodes, so the shortest barrier task is the last
+    arrival): no clock. Ends come from the clock-corrected node clocks, which the barrier's ends give. Without it,
+    arrivals are the target's clock-corrected starts and ends its corrected ends; the clocks then come from the
+    target's own ends, so ends cannot be compared across nodes (they were used to align the clocks)."""
+    if g.has_barrier:
+        # the barrier releases the last arrival's node first: the other nodes' waits are longer by the skew
+        late_node = last_arrival_node(g)
+        arrival = -g.barrier_wait + skew_us * (g.nodes[None, :] != late_node[:, None])
+        how = f"the barrier kernel's durations (shortest = last arrival; no clock), less its release skew across nodes ({skew_us:.2f} us)"
+    else:
+        arrival, how = g.start - correction, "the target's starts on clock-corrected node clocks (the clocks come from the target's ends: weaker)"
+    end = g.end - correction
+    gaps = host_gaps(g)
+    rows = g.complete(arrival) & g.complete(end)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        # against the row's lower quartile: a late node can be half of the ranks, and would move the median
+        excess = gaps - np.nanpercentile(gaps, 25, axis=1, keepdims=True)
+    launches = g.launches[rows]
+    follows = np.concatenate([[False], np.diff(launches) == 1])
+    arrival, end = arrival[rows], end[rows]
+    starts = (g.start - correction)[rows]
+    body = end - starts.max(axis=1, keepdims=True) if len(end) else end
+    kernel = body.max(axis=1) if len(end) else np.zeros(0)
+    arrival = arrival - arrival.max(axis=1, keepdims=True) if len(arrival) else arrival
+    end = end - end.max(axis=1, keepdims=True) if len(end) else end
+    end_how = "clock-corrected ends (node clocks from the barrier kernel's ends)" if g.has_barrier else "clock-corrected ends within a node"
+    return Account(arrival, end, excess[rows], follows, how, end_how, g.has_barrier, body, kernel)
+
+
+def _top_two(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the column of the largest value, the largest and the second largest."""
+    if values.shape[1] < 2:
+        return np.zeros(len(values), int), values[:, 0], values[:, 0]
+    top = np.argmax(values, axis=1)
+    part = np.partition(values, -2, axis=1)
+    return top, part[:, -1], part[:, -2]
+
+
+class Maxima:
+    """Per row the largest value and the next, overall and over nodes: what a what-if saving needs, so that a rank's or
+    a node's saving costs O(rows), not O(rows x ranks) (2,048 ranks have 2,048 candidates)."""
+
+    def __init__(self, values: np.ndarray, nodes: np.ndarray):
+        self.values = values
+        self.top, self.first, self.second = _top_two(values)
+        self.node_ids = np.unique(nodes)
+        per_node = np.column_stack([values[:, nodes == n].max(axis=1) for n in self.node_ids]) if len(values) else np.zeros((0, len(self.node_ids)))
+        self.node_top, self.node_first, self.node_second = _top_two(per_node) if len(values) else (np.zeros(0, int), np.zeros(0), np.zeros(0))
+
+    def others(self, cols: np.ndarray, node: int | None) -> np.ndarray:
+        """Per row the largest value outside ``cols`` (one rank, or every rank of ``node``, or a few ranks)."""
+        if node is None and len(cols) > 1:
+            mask = np.ones(self.values.shape[1], bool)
+            mask[cols] = False
+            return self.values[:, mask].max(axis=1)
+        if node is None:
+            (col,) = cols
+            return np.where(self.top == col, self.second, self.first)
+        k = int(np.searchsorted(self.node_ids, node))
+        return np.where(self.node_top == k, self.node_second, self.node_first)
+
+    def saving(self, cols: np.ndarray, node: int | None, shift: np.ndarray) -> np.ndarray:
+        """Per row: how much earlier the row's last value comes when ``shift`` (>= 0, [row, len(cols)]) is taken off
+        those columns: the what-if saving of removing a delay, in a collective where everyone waits for the last."""
+        shifted = (self.values[:, cols] - shift).max(axis=1)
+        return self.first - np.maximum(self.others(cols, node), shifted)
+
+    def waits_caused(self, cols: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        """Per row: the waiting the delay made the others do (Scalasca's delay cost, summed over the ranks it did not
+        delay): each waits until the last value, and without the delay until the new last, or its own value."""
+        full = np.zeros_like(self.values)
+        full[:, cols] = shift
+        new_last = (self.values - full).max(axis=1, keepdims=True)
+        waited = self.first[:, None] - np.maximum(self.values, new_last)
+        return np.where(full <= 0, waited, 0.0).sum(axis=1)
+
+
+def carried(shift_end: np.ndarray, follows: np.ndarray) -> np.ndarray:
+    """An end delay of row i carried into the arrival at row i + 1's barrier (the host returns that much later): the
+    same delay, counted once, where it costs the launch period."""
+    out = np.zeros_like(shift_end)
+    out[1:] = np.where(follows[1:, None], shift_end[:-1], 0.0)
+    return out
+
+
+@dataclass
+class Candidate:
+    evidence: str
+    rank: int | None
+    node: int | None
+    ranks: list[int]
+    cols: np.ndarray  # the grid's columns of those ranks
+    arrival_shift: np.ndarray  # [row, len(cols)] lateness removed at the barrier (launch-period scope)
+    end_shift: np.ndarray  # [row, len(cols)] end delay removed in the timed kernel scope
+    struck: np.ndarray  # [row] bool
+    facts: dict[str, Any]
+    period_extra: np.ndarray | None = None  # [row] a saving that moves the whole group (added to the shifts' saving)
+    timed_extra: np.ndarray | None = None
+    group: bool = False  # listed, never named (late-ending ranks; own work that the clocks cannot establish): facts["not_named"] says why
+
+
+def transient(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: whether the group's kernel time is far above the typical launch's (more than own_min and 5 robust
+    sigmas of its spread over launches), and by how much (0 where not)."""
+    if not acc.rows:
+        return np.zeros(0, bool), np.zeros(0)
+    above = acc.kernel - np.median(acc.kernel)
+    sigma = 1.4826 * float(np.median(np.abs(above)))
+    spike = above > max(own_min, 5.0 * sigma)
+    return spike, np.where(spike, above, 0.0)
+
+
+MAX_LATE_SET = 16  # late-ending ranks beyond this many are not listed one set at a time (thousands of ranks)
+
+
+def lead_within_node(end: np.ndarray, last: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Per row: the last rank's lead over the next end on its own node (one clock); infinite when it is alone there."""
+    out = np.full(len(end), np.inf)
+    for node in np.unique(nodes):
+        cols = np.flatnonzero(nodes == node)
+        rows = np.isin(last, cols)
+        if len(cols) < 2 or not rows.any():
+            continue
+        part = np.sort(end[np.ix_(rows, cols)], axis=1)
+        out[rows] = part[:, -1] - part[:, -2]
+    return out
+
+
+def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row the ranks that end late apart from the others: the largest gap between consecutive ends in the later
+    half, when it exceeds own_min and 3 times the median gap (the ends' own spacing). Returns per row the size of that
+    late set (0: none), its gap (its first end's lead over the others' last) and the end order (ascending)."""
+    n, world = acc.end.shape
+    if not n or world < 2:
+        return np.zeros(n, int), np.zeros(n), np.zeros((n, world), int)
+    order = np.argsort(acc.end, axis=1, kind="stable")
+    gaps = np.diff(np.take_along_axis(acc.end, order, axis=1), axis=1)  # [row, world - 1]
+    first = (world - 1) // 2  # a late set is at most half of the ranks
+    split = first + np.argmax(gaps[:, first:], axis=1)
+    gap = gaps[np.arange(n), split]
+    typical = np.median(gaps, axis=1)
+    clear = (gap > own_min) & (gap > 3.0 * typical)
+    return np.where(clear, world - 1 - split, 0), np.where(clear, gap, 0.0), order
+
+
+def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mapping[str, Any]) -> list[Candidate]:
+    """Every delay the data shows, as the shifts that would remove it: late arrivals by the host (a rank, or a node's
+    ranks together), ends late by a rank's own work, ends late by a node's ranks together."""
+    n, world = acc.arrival.shape
+    out: list[Candidate] = []
+    if not n or world < 2:
+        return out
+    # Late arrival by the host: the host gap (previous end to arrival, one clock) above the row's median by more
+    # than late_min_us and 5 robust sigmas. Its size is the rank's median excess over its late launches: the
+    # knob-like part, without this launch's own jitter. Only what is beyond the carried end is in a host gap.
+    excess_ = np.where(np.isfinite(acc.gap_excess), acc.gap_excess, 0.0)
+    on_time = excess_[excess_ <= np.median(excess_)]
+    sigma = 1.4826 * float(np.median(np.abs(on_time - np.median(on_time)))) if len(on_time) else 0.0
+    late = excess_ > max(float(waits["late_min_us"]), 5.0 * sigma)
+    for j in np.flatnonzero(late.any(axis=0)).tolist():
+        size = float(np.median(excess_[late[:, j], j]))
+        shift = np.where(late[:, j], size, 0.0)[:, None]
+        rank = int(ranks[j])
+        out.append(Candidate("late_arrival", rank, None, [rank], np.array([j]), shift, np.zeros_like(shift), late[:, j], {"late_us_median": size}))
+    for node in np.unique(nodes):
+        cols = np.flatnonzero(nodes == node)
+        if len(cols) < 2 or len(cols) == world:
             continue
         together = late[:, cols].all(axis=1)
-        if together.sum() >= 2:
-            members = g.ranks[cols]
-            lateness = float(np.median(deviation[together][:, cols]))
-            causes.append(
-                {
-                    "evidence": "late_arrival",
-                    "node": int(node),
-                    "ranks": members.tolist(),
-                    "rank": None,
-                    "fraction": float(together.mean()),
-                    "late_us_median": lateness,
-                }
-            )
-            covered |= set(members.tolist())
-    events = int(late.sum())
-    last = g.ranks[np.argmax(gaps, axis=1)]
-    for j, rank in enumerate(g.ranks.tolist()):
-        if rank in covered:
+        if not together.any():
             continue
-        k = int(late[:, j].sum())
-        if k >= 2 and binomial_tail(k, events, 1 / world) < alpha:
-            chosen = late[:, j]
-        elif stands_out(int((last == rank).sum()), n, 1 / world, alpha):
-            chosen = last == rank
-        else:
+        size = float(np.median(excess_[together][:, cols]))
+        shift = np.where(together[:, None], size, 0.0) * np.ones((1, len(cols)))
+        out.append(Candidate("late_arrival", None, int(node), ranks[cols].tolist(), cols, shift, np.zeros_like(shift), together, {"late_us_median": size}))
+    # Own work: the rank that ends last, by its lead over the next end. In the timed scope the lead is the saving;
+    # in the launch period it is carried into the next barrier (its host returns that much later), counted there once.
+    # A launch whose kernel takes far longer than the typical one (a spike), ended last by a rank whose own time in the
+    # kernel is as far above its own typical time, is that rank's own work as a whole: the peers it kept waiting for
+    # its data end late too, so its lead over them says too little. The whole group then ends later, and arrives
+    # later at the next barrier: the same saving in both scopes.
+    last, first, second = _top_two(acc.end)
+    # By itself: the last end stands apart (late_sets). A staircase of ends (a slow sender serves its receivers one
+    # after another, and the last served ends last) is no rank's own work: the last of it is a late-ending rank.
+    size, gap, order = late_sets(acc, float(waits["own_work_min_us"]))
+    lead = np.where(size == 1, gap, 0.0)
+    across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
+    if not across:
+        # without a pure barrier the clocks come from the ends themselves: a lead over another node's end is not
+        # established, a lead over the same node's ranks is (one clock). The smaller of the two is what is known, and
+        # the cause is listed, not named: "ends last by itself" compares ends across nodes.
+        lead = np.minimum(lead, lead_within_node(acc.end, last, nodes))
+    own_min = float(waits["own_work_min_us"])
+    spike, above = transient(acc, own_min)
+    own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
+    for j in np.unique(last[(lead > 0) | spike]).tolist():
+        mine = (last == j) & ((lead > 0) | spike)
+        own_spike = mine & spike & (own_above[:, j] > 0)
+        spike_cost = np.where(own_spike, np.minimum(above, own_above[:, j]), 0.0)
+        end_shift = np.where(mine & ~own_spike, lead, 0.0)[:, None]
+        if not (end_shift.any() or own_spike.any()):
             continue
+        clear = mine & ((lead > own_min) | own_spike)
+        rank = int(ranks[j])
+        facts = {"lead_us_median": float(np.median(np.maximum(lead, spike_cost)[clear] if clear.any() else lead[mine])), "spike_launches": int(own_spike.sum())}
+        cols = np.array([j])
+        if across:
+            out.append(Candidate("own_work", rank, None, [rank], cols, carried(end_shift, acc.follows), end_shift, clear, facts, spike_cost, spike_cost))
+            continue
+        # Without a pure barrier: a spike is the rank's own time in the kernel above its own typical time, while the
+        # group's kernel time is above the typical launch's (each on one clock): named as usual. The lead over the next
+        # end compares ends across nodes: listed, not named.
+        if own_spike.any():
+            zero = np.zeros_like(end_shift)
+            out.append(Candidate("own_work", rank, None, [rank], cols, zero, zero, own_spike, dict(facts), spike_cost, spike_cost))
+        if end_shift.any():
+            facts["not_named"] = "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
+            out.append(Candidate("own_work", rank, None, [rank], cols, carried(end_shift, acc.follows), end_shift, clear & ~own_spike, facts, group=True))
+    # Ranks that end late together, apart from the others, and are not a whole node: late-ending ranks, with no
+    # claim about why (one of them may keep the others waiting for its data). Their lead over the others' last end.
+    sets: dict[tuple[int, ...], list[int]] = {}
+    for i in np.flatnonzero((size >= 2) & (size <= MAX_LATE_SET) & acc.ends_across_nodes).tolist():
+        sets.setdefault(tuple(sorted(order[i, world - size[i] :].tolist())), []).append(i)
+    whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
+    for members, rows_ in sets.items():
+        if members in whole_nodes or len(rows_) < 2:
+            continue
+        cols = np.array(members)
+        struck = np.zeros(n, bool)
+        struck[rows_] = True
+        end_shift = np.where(struck, gap, 0.0)[:, None] * np.ones((1, len(cols)))
+        facts = {"lead_us_median": float(np.median(gap[struck])), "late_ending_ranks": ranks[cols].tolist()}
+        facts["not_named"] = (
+            "late-ending ranks are listed, not named: the timeline cannot tell a slow rank among them from the kernel's own "
+            "structure (a sender serves its receivers in turn): PMU or DebugClock can"
+        )
+        out.append(Candidate("in_kernel", None, None, [], cols, carried(end_shift, acc.follows), end_shift, struck, facts, group=True))
+    # A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
+    # it, or its own work: the timeline cannot tell. Needs ends comparable across nodes.
+    if acc.ends_across_nodes and len(np.unique(nodes)) > 1:
+        ids = np.unique(nodes)
+        node_max = np.column_stack([acc.end[:, nodes == k].max(axis=1) for k in ids])
+        node_min = np.column_stack([acc.end[:, nodes == k].min(axis=1) for k in ids])
+        top, first_max, second_max = _top_two(node_max)
+        for k, node in enumerate(ids.tolist()):
+            cols = np.flatnonzero(nodes == node)
+            if len(cols) < 2:
+                continue
+            others_last = np.where(top == k, second_max, first_max)
+            # the node as a whole is late by its first rank's lead; what a rank adds beyond is its own
+            node_lead = node_min[:, k] - others_last
+            together = node_lead > 0
+            if not together.any():
+                continue
+            end_shift = np.where(together, node_lead, 0.0)[:, None] * np.ones((1, len(cols)))
+            facts = {"lead_us_median": float(np.median(node_lead[together]))}
+            out.append(Candidate("late_ending_node", None, int(node), ranks[cols].tolist(), cols, carried(end_shift, acc.follows), end_shift, together, facts))
+    return out
+
+
+def bootstrap_mean_ci(values: np.ndarray, resamples: int, seed: int) -> list[float]:
+    """95% percentile-bootstrap CI of the mean over launches (resampling launches)."""
+    if len(values) < 2:
+        return [float("nan"), float("nan")]
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for start in range(0, resamples, 500):
+        stop = min(resamples, start + 500)
+        means[start:stop] = values[rng.integers(0, len(values), size=(stop - start, len(values)))].mean(axis=1)
+    return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
+
+
+def excess(acc: Account, inside: Mapping[str, Any] | None = None) -> dict[str, float | None]:
+    """The group's excess per launch, from the data itself (no run without a fault exists on hardware): in the launch
+    period, the last arrival's lead over the first at the barrier (every delay of a launch period, carried ends
+    included, passes through the barrier, where the group waits for its last); in the timed kernel scope, the last
+    end's lead over the first. Both plus the launches' kernel time above the typical launch's (in_kernel), which moves
+    every rank alike. No single cause can give back more than its part: shares need not sum to 1."""
+    if not acc.rows:
+        return {"period_us_per_launch": None, "timed_us_per_launch": None}
+    extra = max(0.0, inside["cost_us_per_launch"]) if inside else 0.0
+    return {"period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra, "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra}
+
+
+def backgrounds(costs: np.ndarray, peers: int) -> np.ndarray:
+    """Per candidate: the median cost of the same evidence over the other ranks (or nodes), the candidate itself left
+    out; ``costs`` holds every candidate's, and the ``peers + 1 - len(costs)`` ranks without a candidate cost 0. One
+    sort for all (thousands of ranks are thousands of candidates)."""
+    values = np.sort(np.concatenate([costs, np.zeros(max(0, peers + 1 - len(costs)))]))
+    rest = len(values) - 1  # the others
+    if rest <= 0:
+        return np.zeros(len(costs))
+    mine = np.searchsorted(values, costs)  # where each candidate sits (a tie: any equal one serves)
+
+    def remaining(k: np.ndarray) -> np.ndarray:  # the k-th of the others, for each candidate
+        return values[np.where(k < mine, k, k + 1)]
+
+    lo, hi = (rest - 1) // 2, rest // 2
+    return (remaining(np.full(len(costs), lo)) + remaining(np.full(len(costs), hi))) / 2
+
+
+def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Each candidate with its costs: the what-if savings per launch (averaged over every analysed launch, zero where
+    it did not strike) in the launch period and in the timed scope, Scalasca's delay cost, and a bootstrap CI over
+    launches. Ranked by cost (launch period first, then timed); costs are not additive.
+
+    Removing a cause leaves a rank as its peers are: the same evidence costs every rank something (its jitter is last
+    now and then), so a cost is counted above the median cost of the same evidence over the other ranks (or nodes),
+    its background, where no cause is."""
+    arrivals, ends = Maxima(acc.arrival, nodes), Maxima(acc.end, nodes)
+    raw = []
+    for c in cands:
+        period, timed = arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)
+        raw.append((c, period + (c.period_extra if c.period_extra is not None else 0.0), timed + (c.timed_extra if c.timed_extra is not None else 0.0)))
+    world, n_nodes = acc.arrival.shape[1], len(np.unique(nodes))
+    causes = []
+    min_cost = float(waits["min_cost_us"])
+    kinds: dict[tuple[str, bool], list[int]] = {}
+    for i, (c, _, _) in enumerate(raw):
+        kinds.setdefault((c.evidence, c.node is None), []).append(i)
+    background = np.zeros((len(raw), 2))
+    for (_, per_rank), members in kinds.items():
+        peers = (world if per_rank else n_nodes) - 1  # peers without a candidate cost nothing
+        for k in (0, 1):
+            background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
+    for i, (c, period, timed) in enumerate(raw):
+        cost, cost_timed = float(period.mean() - background[i, 0]), float(timed.mean() - background[i, 1])
+        if max(cost, cost_timed) < 0.05 * min_cost:
+            continue  # a cost nobody would read: not worth its bootstrap
+        ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
+        ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
+        deciding = ci if cost >= cost_timed else ci_timed
         causes.append(
             {
-                "evidence": "late_arrival",
-                "node": None,
-                "ranks": [rank],
-                "rank": rank,
-                "fraction": float(chosen.mean()),
-                "late_us_median": float(np.median(deviation[chosen, j])),
+                "evidence": c.evidence,
+                "rank": c.rank,
+                "node": c.node,
+                "ranks": c.ranks,
+                "fraction": float(c.struck.mean()) if acc.rows else 0.0,
+                "cost_us_per_launch": cost,
+                "cost_ci_us": ci,
+                "cost_timed_us_per_launch": cost_timed,
+                "cost_timed_ci_us": ci_timed,
+                "background_us_per_launch": float(background[i, 0]),
+                "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
+                "launches": acc.rows,
+                "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0 and not c.group),
+                **c.facts,
             }
         )
+    causes.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"], c["evidence"], c["rank"] if c["rank"] is not None else -1))
     return causes
 
 
-def awaited(g: LaunchGrid, correction: np.ndarray, couple: Mapping[str, Any], waits: Mapping[str, float]) -> dict[str, Any]:
-    """Name what the group waits for: ``{rank, ranks, node, evidence, fraction, causes, explanation}``."""
-    alpha, own_min, spread_min, late_min = waits["alpha"], waits["own_work_min_us"], waits["in_kernel_min_fraction"], waits["late_min_us"]
-    causes: list[dict[str, Any]] = []
-    end = g.end - correction
+def in_kernel(acc: Account, waits: Mapping[str, Any], boot: Mapping[str, int]) -> dict[str, Any] | None:
+    """Launches whose kernel takes far longer than the typical one while the rank that ends last is not itself above
+    its own typical time: a slow peer's data (a slow sender, a slow counting role) keeps every rank waiting inside
+    the kernel. The timeline sees when, not who: PMU or DebugClock must name the rank and role. Its saving is the
+    kernel time above the typical launch's, in both scopes alike (the whole group ends later, and so arrives later at
+    the next barrier). A slowdown present in every launch is the typical launch, and is not seen here: it needs a
+    reference run (an A/B comparison)."""
+    if acc.rows < 3:
+        return None
+    spike, above = transient(acc, float(waits["own_work_min_us"]))
+    last = np.argmax(acc.end, axis=1)
+    own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
+    mine = spike & ~(own_above[np.arange(acc.rows), last] > 0)
+    per_row = np.where(mine, above, 0.0)
+    cost = float(per_row.mean())
+    ci = bootstrap_mean_ci(per_row, boot["resamples"], boot["seed"])
+    return {
+        "evidence": "in_kernel",
+        "rank": None,
+        "node": None,
+        "ranks": [],
+        "fraction": float(mine.mean()),
+        "kernel_us_median": float(np.median(acc.kernel)),
+        "above_us_median": float(np.median(above[mine])) if mine.any() else 0.0,
+        "cost_us_per_launch": cost,
+        "cost_ci_us": ci,
+        "cost_timed_us_per_launch": cost,
+        "cost_timed_ci_us": ci,
+        "background_us_per_launch": 0.0,
+        "wait_caused_us_per_launch": cost * (acc.arrival.shape[1] - 1),
+        "launches": acc.rows,
+        "named": bool(cost > float(waits["min_cost_us"]) and ci[0] > 0),
+    }
+
+
+def arrived_last(acc: Account, ranks: np.ndarray) -> dict[str, float]:
+    """Per rank: the fraction of launches it arrived last at the barrier (frequency, not cost)."""
+    if not acc.rows:
+        return {}
+    last = np.argmax(acc.arrival, axis=1)
+    counts = np.bincount(last, minlength=len(ranks)) / acc.rows
+    return {str(int(r)): float(f) for r, f in zip(ranks, counts) if f > 0}
+
+
+def rank_offsets(acc: Account, ranks: np.ndarray) -> dict[str, Any]:
+    """Per rank the median arrival at the barrier and the median end, each after the launch's first (µs; the
+    corrected clocks, or the barrier's durations for arrivals): who comes late, and who ends late."""
+    if not acc.rows:
+        return {"ranks": [], "arrival_us_median": [], "end_us_median": [], "definition": "no complete launch"}
+    arrival = np.median(acc.arrival - acc.arrival.min(axis=1, keepdims=True), axis=0)
+    end = np.median(acc.end - acc.end.min(axis=1, keepdims=True), axis=0)
+    return {
+        "ranks": [int(r) for r in ranks],
+        "arrival_us_median": [round(float(v), 3) for v in arrival],
+        "end_us_median": [round(float(v), 3) for v in end],
+        "definition": f"median over launches of each rank's arrival after the launch's first ({acc.arrival_how}) and of its end after the first end "
+        f"({acc.end_how})",
+    }
+
+
+def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> dict[str, Any]:
+    """The ranks that wait: a median barrier (or entry) wait in the upper half of the ranks' and above the lowest by
+    more than half the spread between them; never a cause."""
+    wait = g.barrier_wait if g.has_barrier else kernel_entry_waits(g, correction)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per_rank = np.nanmedian(wait, axis=0)
+    ok = np.isfinite(per_rank)
+    if ok.sum() < 2:
+        return {"ranks": [], "definition": "no waits to compare"}
+    lo, hi = np.nanmin(per_rank), np.nanmax(per_rank)
+    chosen = [int(r) for r, w in zip(g.ranks, per_rank) if np.isfinite(w) and w > lo + 0.5 * (hi - lo) and int(r) not in blamed]
+    return {
+        "ranks": chosen,
+        "definition": "ranks whose median wait at the barrier (its duration; else the kernel's entry wait) is above the lowest rank's by more than "
+        "half the spread over ranks; a named cause is never among them",
+    }
+
+
+def covered(costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The named causes, less a rank's late arrival inside a named late node, and a rank's own work inside a named
+    late-ending node (it ends late together with others: a late-ending rank, with no claim about why), where the node
+    costs at least as much as the rank: the node explains it."""
+    nodes = [c for c in costs if c["named"] and c["node"] is not None]
+    within = {"late_arrival": "late_arrival", "own_work": "late_ending_node"}
+    kept = []
+    for c in costs:
+        if not c["named"]:
+            continue
+        node = next((n for n in nodes if c["node"] is None and c["rank"] in n["ranks"] and n["evidence"] == within.get(c["evidence"])), None)
+        if node is not None and node["cost_us_per_launch"] >= c["cost_us_per_launch"]:
+            continue
+        kept.append(c)
+    return kept
+
+
+def awaited(
+    g: LaunchGrid,
+    correction: np.ndarray,
+    couple: Mapping[str, Any],
+    waits: Mapping[str, Any],
+    boot: Mapping[str, int] | None = None,
+    clocks: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The cost account: every cause with its cost, ranked by cost, and the top one as the straggler:
+    ``{rank, ranks, node, evidence, fraction, cost..., causes, explanation}``."""
+    boot = {"resamples": 2000, "seed": 0, **(boot or {})}
+    acc = account(g, correction, release_skew(clocks) if clocks else 0.0)
     coupled = couple["state"] == "coupled"
-    # Who arrives late by the host's own doing: the longest gap since its previous launch ended (no clock needed).
-    # A rank that arrives last only because the previous launch kept it waiting is not late.
-    gaps = host_gaps(g)
-    gaps = gaps[g.complete(gaps)]
     where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
-    late = _late_arrivals(g, gaps, alpha, late_min) if coupled else []
-    for cause in late:
-        cause["where"] = where
-    causes += late
-    # Who ends last by itself: ends (corrected) when coupled, durations when not.
-    done = g.complete(end)
-    ends = end[done] if coupled else g.duration[done]
-    n = len(ends)
-    if n and len(g.ranks) > 1:
-        order = np.sort(ends, axis=1)
-        last = g.ranks[np.argmax(ends, axis=1)]
-        lead = order[:, -1] - order[:, -2]
-        for rank, k in sorted(_counts(last, g.ranks).items()):
-            rank_lead = float(np.median(lead[last == rank]))
-            if stands_out(k, n, 1 / len(g.ranks), alpha) and rank_lead > own_min:
-                causes.append({"evidence": "own_work", "rank": rank, "ranks": [rank], "node": None, "fraction": k / n, "lead_us_median": rank_lead})
-    # The group ends far apart (arrival lateness is absorbed before the kernel): ranks wait inside the kernel for a
-    # peer's data. It may come with a late arrival: causes co-occur and each is listed.
-    if coupled and n and not any(c["evidence"] == "own_work" for c in causes):
-        spread = np.ptp(ends, axis=1)
-        duration = float(np.nanmedian(g.duration))
-        wide = spread > spread_min * duration
-        if wide.mean() >= 0.5:
-            lagging = ends - ends.min(axis=1, keepdims=True) > 0.5 * spread[:, None]
-            waiting = g.ranks[lagging[wide].mean(axis=0) >= 0.5].tolist()
-            causes.append(
-                {
-                    "evidence": "in_kernel",
-                    "rank": None,
-                    "ranks": [],
-                    "waiting_ranks": waiting,
-                    "node": None,
-                    "fraction": float(wide.mean()),
-                    "end_spread_us_median": float(np.median(spread)),
-                }
-            )
-    if not causes:
-        answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None}
-        explanation = "no rank or node stands out: nobody arrives late or ends late by itself more often than chance"
+    costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot) if coupled else []
+    named = covered(costs)
+    inside = in_kernel(acc, waits, boot) if coupled else None
+    group = excess(acc, inside)
+    for c in costs + ([inside] if inside else []):
+        for key, scope, value in (
+            ("cost_share", "period_us_per_launch", c["cost_us_per_launch"]),
+            ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"]),
+        ):
+            c[key] = value / group[scope] if group[scope] else None
+    if inside and inside["named"]:
+        named.append(inside)
+        named.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"]))
+    for c in named:
+        if c["evidence"] == "late_arrival":
+            c["where"] = where
+        c["explanation"] = describe(c)
+    blamed = {r for c in named for r in c["ranks"]}
+    notes = []
+    if not g.has_barrier:
+        notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
+    if named:
+        main = named[0]
+        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches")}
+        explanation = "; ".join(c["explanation"] for c in named)
     else:
-        main = max(causes, key=lambda c: c["fraction"])
-        answer = {k: main.get(k) for k in ("rank", "ranks", "node", "evidence", "fraction")}
-        explanation = "; ".join(describe(c) for c in causes)
-    return {**answer, "causes": causes, "explanation": explanation, "launches_compared": int(max(len(gaps), n))}
+        answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
+        explanation = (
+            f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
+        )
+    return {
+        **answer,
+        "causes": named,
+        "unnamed": [c for c in costs if not c["named"]][:10],
+        "explanation": explanation,
+        "excess": {**group, "definition": EXCESS_DEFINITION},
+        "arrived_last_fraction": arrived_last(acc, g.ranks),
+        "rank_offsets": rank_offsets(acc, g.ranks),
+        "waiting": waiting_ranks(g, correction, blamed),
+        "arrivals": acc.arrival_how,
+        "ends": acc.end_how,
+        "notes": notes,
+        "launches_compared": acc.rows,
+    }
+
+
+EXCESS_DEFINITION = (
+    "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
+    "the first (timed kernel scope), plus the kernel time above the typical launch's; averaged over the analysed launches"
+)
+
+STRAGGLER_KEYS = (
+    "rank",
+    "ranks",
+    "node",
+    "evidence",
+    "fraction",
+    "cost_us_per_launch",
+    "cost_ci_us",
+    "cost_timed_us_per_launch",
+    "wait_caused_us_per_launch",
+    "cost_share",
+)
+
+
+CAUSE_KEYS = (
+    "evidence",
+    "rank",
+    "node",
+    "ranks",
+    "fraction",
+    "cost_us_per_launch",
+    "cost_ci_us",
+    "wait_caused_us_per_launch",
+    "cost_timed_us_per_launch",
+    "cost_share",
+    "explanation",
+)
+
+
+def _cost_text(cause: Mapping[str, Any]) -> str:
+    lo, hi = cause["cost_ci_us"]
+    text = f"costs {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
+    if cause.get("cost_share") is not None:
+        text += f"; {100 * cause['cost_share']:.0f}% of the group's excess"
+    return text + f"), {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
 
 
 def describe(cause: Mapping[str, Any]) -> str:
     pct = f"{100 * cause['fraction']:.0f}% of launches"
+    cost = _cost_text(cause)
     if cause["evidence"] == "late_arrival":
         who = f"node {cause['node']} (ranks {cause['ranks'][0]}-{cause['ranks'][-1]})" if cause["node"] is not None else f"rank {cause['rank']}"
-        return f"the group waits for {who}, which arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} (host side) in {pct}"
+        return f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} by its host (its host gap) in {pct}: it {cost}"
     if cause["evidence"] == "own_work":
-        return f"rank {cause['rank']} ends last by itself (median {cause['lead_us_median']:.1f} us after the next rank) in {pct}: its own work, not a wait"
+        return (
+            f"rank {cause['rank']} ends last by itself (median {cause['lead_us_median']:.1f} us after the next rank, its host on time) in {pct}: "
+            f"its own work, not a wait; it {cost}"
+        )
+    if cause["evidence"] == "late_ending_node":
+        return (
+            f"node {cause['node']}'s ranks ({cause['ranks'][0]}-{cause['ranks'][-1]}) end late together (median {cause['lead_us_median']:.1f} us after the "
+            f"other nodes' last) in {pct}: the link into or out of it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
+            f"senders on the other nodes can tell); it {cost}"
+        )
+    if cause.get("late_ending_ranks"):
+        late = cause["late_ending_ranks"]
+        return (
+            f"ranks {', '.join(map(str, late))} end late together (median {cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
+            "late-ending ranks, with no claim about why (one of them may keep the others waiting for its data; PMU or DebugClock must name "
+            f"the rank and role); it {cost}"
+        )
     return (
-        f"the ranks' ends spread by {cause['end_spread_us_median']:.0f} us (median) in {pct}: ranks "
-        f"{cause['waiting_ranks']} wait inside the kernel for a peer's data; PMU or DebugClock must name the rank"
+        f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
+        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside the kernel for a peer's data; "
+        f"PMU or DebugClock must name the rank and role; it {cost}"
     )
 
 
@@ -401,11 +925,12 @@ def entry_wait_grid(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
     return {**binned_grid(wait.T, g.ranks, g.launches), "what": which, "unit": "us"}
 
 
-def analyse(g: LaunchGrid, waits: Mapping[str, float], missing_ranks: list[int]) -> dict[str, Any]:
-    """node_clock, coupling, entry_wait_us and straggler of the timeline's stats, and the entry-wait heat map."""
+def analyse(g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], bootstrap: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, and the entry-wait
+    heat map."""
     clocks, correction = node_clocks(g)
     couple = coupling(g)
-    strag = awaited(g, correction, couple, waits)
+    strag = awaited(g, correction, couple, waits, bootstrap, clocks)
     if missing_ranks:
         strag["coverage_note"] = f"{name_ranks(missing_ranks).capitalize()} without data: the awaited rank may be among them"
     return {

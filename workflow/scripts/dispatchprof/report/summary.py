@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.status import Status
 
-SCHEMA = "dispatchprof.summary/2"  # /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
+SCHEMA = "dispatchprof.summary/3"  # /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
 
 
 def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status], sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -81,21 +81,88 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     strag = tl["straggler"]
     coupled = tl["coupling"]["state"] == "coupled"
     lead = f"In the msprof timeline {tl['kernel_name']} behaves as a {'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
-    text.append(
-        lead + (strag["explanation"] if strag["evidence"] != "none" else "no rank or node stands out (nobody arrives late or ends late by itself)") + "."
-    )
+    if strag["evidence"] != "none":
+        text.append(lead + "ranked by what each cause costs the group (a what-if saving per launch, not how often it strikes): " + strag["explanation"] + ".")
+    else:
+        text.append(lead + strag["explanation"] + ".")
+    waiting = (tl.get("waiting") or {}).get("ranks") or []
+    if coupled and waiting:
+        names = name_list(waiting)
+        text.append(f"{names} wait longest at the barrier: waiting is not blame.")
     longest = tl.get("longest_duration") or {}
     tied = longest.get("ranks") or []
-    if coupled and longest.get("rank") is not None:
+    if coupled and longest.get("label") == "waits longest" and longest.get("rank") is not None and longest["rank"] not in waiting:
         text.append(
             f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
         )
-    elif coupled and len(tied) > 1:  # a shared top is named in full, never given to the lowest rank
+    elif coupled and longest.get("label") == "waits longest" and len(tied) > 1:  # a shared top is named in full, never given to the lowest rank
         names = ", ".join(map(str, tied[:-1])) + f" and {tied[-1]}"
         text.append(
             f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of launches): they wait longest, which does not make them slow."
         )
+    for note in tl.get("notes") or []:
+        text.append(note[0].upper() + note[1:] + ".")
     return text
+
+
+def name_list(ranks: Sequence[int], limit: int = 8) -> str:
+    shown = [str(r) for r in ranks[:limit]]
+    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
+    if len(ranks) == 1:
+        return f"Rank {shown[0]}"
+    return "Ranks " + (", ".join(shown[:-1]) + f" and {shown[-1]}" if not more else ", ".join(shown) + more)
+
+
+def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, limit: int = 3) -> list[dict[str, Any]]:
+    """For each of the top causes: which evidence would confirm it, and the commands that collect or open it, as they
+    work when copied (from the workflow's directory)."""
+    steps = []
+    drill = "snakemake --cores 2 results/{exp}/timeline/ranks/rank{rank}/detail.json"
+    pmu = f"snakemake --cores 2 results/{experiment}/pmu/status.json"
+    dclk = f"snakemake --cores 2 results/{experiment}/debugclock/status.json"
+    for c in list(causes)[:limit]:
+        evidence, rank, ranks = c["evidence"], c.get("rank"), c.get("ranks") or []
+        if evidence == "late_arrival" and rank is not None:
+            confirm = (
+                f"rank {rank}'s host gap (previous kernel end to its next arrival, one clock) in its drill-down: a late host shows a long gap "
+                "in the same launches; then the host side (CPU binding, the launch path, other work on that host)"
+            )
+            commands = [drill.format(exp=experiment, rank=rank)]
+        elif evidence == "late_arrival":
+            confirm = (
+                f"node {c.get('node')}'s hosts: every rank's host gap is long in the same launches (a node-wide host cause: its clock service, its "
+                "CPU load); a node whose gaps are normal but arrives late was still busy with the previous launch (see a late-ending node)"
+            )
+            commands = [drill.format(exp=experiment, rank=ranks[0])] if ranks else []
+        elif evidence == "own_work":
+            confirm = (
+                f"which role on rank {rank} is slow: the PMU's busiest role against the same role on the other ranks, or DebugClock's slots of "
+                f"rank {rank} (its LocalWindowCopy slot, wait plus copy, against its peers)"
+            )
+            commands = [pmu, dclk, drill.format(exp=experiment, rank=rank)]
+        elif evidence == "late_ending_node":
+            confirm = (
+                f"link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, node {c.get('node')}'s "
+                "LocalWindowCopy waits) and the PMU of the senders on the other nodes: a slow link shows as senders polling for their "
+                "completions, the node's own work as its own roles busy"
+            )
+            commands = [dclk, pmu]
+        else:
+            confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
+            commands = [pmu, dclk]
+        note = "DebugClock runs only when the PMU is not ok unless debugclock.when is always; add your --configfile if the run used one"
+        steps.append(
+            {
+                "cause": c.get("explanation") or evidence,
+                "evidence": evidence,
+                "rank": rank,
+                "node": c.get("node"),
+                "confirm": confirm,
+                "commands": commands,
+                "note": note,
+            }
+        )
+    return steps
 
 
 def answer_paragraph(

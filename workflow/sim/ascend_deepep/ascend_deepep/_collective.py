@@ -47,7 +47,7 @@ POST_US = 9.0  # kernel end -> dispatch() returns after synchronize (epilogue, D
 EVENT_OVERHEAD_US = 0.8  # ACL event record around the launch (event-mode latency)
 LINK_LATENCY_US = {True: 1.5, False: 4.0}  # same node / across nodes
 LINK_BYTES_PER_US = {True: 2400.0, False: 1400.0}  # per URMA core, same node / across nodes
-WQE_BYTES_PER_US = 60_000.0  # WQE build (SIMT) rate of one URMA core; the rest of a send is waiting for the link
+WQE_BYTES_PER_US = 6_000.0  # WQE build (SIMT) rate of one URMA core; then the core polls for the link's completion
 STAGE_BYTES_PER_US = 8_000.0  # TokenCopyToBuffer, per core
 SELF_BYTES_PER_US = 4_000.0  # SelfCopyToken, per core
 LWC_BYTES_PER_US = 20_000.0  # LocalWindowCopy, per core
@@ -59,7 +59,16 @@ SPIKE_PROB, SPIKE_RANGE = 0.002, (1.3, 1.8)  # any rank, any launch: its own wor
 SPIKY_PROB, SPIKY_RANGE = 0.08, (2.0, 3.0)  # sim.spiky_rank
 WARM_EXTRA, WARM_DECAY_CALLS = 1.5, 2.0  # the first calls of a process are slower (cold caches)
 REPLAY_SETUP_MAX_US = 40.0  # kernel replay: each rank's tool re-issues the kernel after its own set-up
-POLL_SCALAR = 0.02  # a polling core's scalar pipe share
+POLL_SCALAR = 0.02  # a polling core's scalar pipe share (the default of sim.poll_pipe_share)
+# sim.pre_kernels: stand-ins for kernels in the host window before the barrier (deepep.md §4, §7: layout/notify kernels
+# exist, their names and behaviour on hardware are not known). The plain one runs on its own; the collective one ends on
+# every rank only after the last rank started it, so it absorbs host lateness before cached_notify_combine sees it.
+PRE_PLAIN = "sim_layout_kernel"
+PRE_COLLECTIVE = "sim_notify_kernel"
+PRE_KERNELS = {"none": (), "plain": (PRE_PLAIN,), "collective": (PRE_COLLECTIVE,), "both": (PRE_PLAIN, PRE_COLLECTIVE)}
+PRE_PLAIN_US = 5.0  # + uniform 0-0.5 us
+PRE_COLLECTIVE_WORK_US, PRE_COLLECTIVE_LATENCY_US = 2.0, 3.0  # own work; last start -> release
+DEFAULT_POLL_SHARE: Mapping[str, float] = {"scalar": POLL_SCALAR}  # per pipe, while a core polls; unlisted pipes idle
 
 # Pipe busy fractions of each kind of work (vec, scalar, mte2, mte3); SIMT code runs on the vector unit.
 WORK_PIPES = {
@@ -88,6 +97,19 @@ def _pairs(text: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
 
 
+def _poll_share(text: str) -> dict[str, float]:
+    given = {k: float(v) for k, v in _pairs(text).items()}
+    if set(given) - set(PIPES) or any(not 0.0 <= v <= 1.0 for v in given.values()):
+        raise ValueError(f"DEEPEP_SIM_POLL_PIPE_SHARE={text!r}: expected pipe=share with pipes from {', '.join(PIPES)} and shares in [0, 1]")
+    return given or dict(DEFAULT_POLL_SHARE)
+
+
+def _pre_kernels(value: str) -> str:
+    if value not in PRE_KERNELS:
+        raise ValueError(f"DEEPEP_SIM_PRE_KERNELS={value!r}: expected one of {', '.join(PRE_KERNELS)}")
+    return value
+
+
 def _opt_int(value: str | None) -> int | None:
     return int(value) if value not in (None, "", "None") else None
 
@@ -110,6 +132,10 @@ class Knobs:
     clock_offset_us: Mapping[int, float] = field(default_factory=dict)
     clock_drift_ppm: Mapping[int, float] = field(default_factory=dict)
     icache_hot_role: str | None = None
+    # What a waiting core's polling loop keeps busy, per pipe (a modelling assumption: on hardware the spin loop's pipe
+    # use is not known; by default 2% scalar and nothing else). Given, it replaces the default whole.
+    poll_pipe_share: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_POLL_SHARE))
+    pre_kernels: str = "none"  # none | plain | collective | both (PRE_KERNELS)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Knobs:
@@ -131,6 +157,8 @@ class Knobs:
             clock_offset_us={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_OFFSET_US", "")).items()},
             clock_drift_ppm={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_DRIFT_PPM", "")).items()},
             icache_hot_role=env.get("DEEPEP_SIM_ICACHE_HOT_ROLE") or None,
+            poll_pipe_share=_poll_share(env.get("DEEPEP_SIM_POLL_PIPE_SHARE", "")),
+            pre_kernels=_pre_kernels(env.get("DEEPEP_SIM_PRE_KERNELS") or "none"),
         )
 
     def offset_us(self, node: int) -> float:
@@ -199,14 +227,16 @@ class Core:
         """Every non-work phase: the core spins on a flag or a completion; no pipe but a little scalar is busy."""
         return sum(p.us for p in self.phases if p.kind != "work")
 
-    def pipe_us(self) -> dict[str, float]:
+    def pipe_us(self, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> dict[str, float]:
+        """Busy time per pipe: work phases by their kind's fractions, polling phases by ``poll`` (sim.poll_pipe_share)."""
         busy = dict.fromkeys(PIPES, 0.0)
         for p in self.phases:
             if p.kind == "work":
                 for pipe, share in zip(PIPES, WORK_PIPES[p.work or "copy"]):
                     busy[pipe] += share * p.us
             else:
-                busy["scalar"] += POLL_SCALAR * p.us
+                for pipe, share in poll.items():
+                    busy[pipe] += share * p.us
         return busy
 
     def phase_us(self, name: str) -> float:
@@ -231,6 +261,8 @@ class RankLaunch:
     awaited_counts: int  # whose counts arrived last (WaitDispatch)
     late_us: float = 0.0  # host lateness the knobs added
     work_factor: float = 1.0  # slow_rank, spikes, warm-up on this rank's own work
+    host_arrival: float | None = None  # the launch reaches the device: its first kernel starts (None: = arrival)
+    pre_tasks: list[list[Any]] = field(default_factory=list)  # sim.pre_kernels: [name, start, end] before the barrier
 
     @property
     def kernel_mode_us(self) -> float:
@@ -278,6 +310,8 @@ class Launch:
     sync_release: float | None
     entry_release: float
     arrivals: list[float]  # barrier arrival (sync kernel start, or the dispatch kernel's start) per rank
+    struck: frozenset[str] = frozenset()  # the causes that acted in this launch (ids as in _account: late_rank, spikes/3, ...)
+    first_collective: str = ""  # the kernel whose start is the arrival (cached_notify_combine, a pre-kernel, ...)
 
     def arrival_order(self) -> list[int]:
         return sorted(range(len(self.arrivals)), key=lambda r: (self.arrivals[r], r))
@@ -288,65 +322,89 @@ class CollectiveModel:
     the seed, the call index and the byte matrix. The stand-in computes them in rank 0's process only (which holds
     the host clocks between calls) and sends every rank its own view."""
 
-    def __init__(self, cluster: Cluster, knobs: Knobs):
-        self.cluster, self.knobs = cluster, knobs
+    def __init__(self, cluster: Cluster, knobs: Knobs, without: frozenset[str] = frozenset()):
+        """``without``: causes removed for a counterfactual run (ids as in ``cause_ids``; what removal means is in
+        ``remove``'s docstring). Removing a cause never changes a random draw: every launch draws the same numbers."""
+        self.cluster, self.knobs, self.without = cluster, knobs, frozenset(without)
         self.tiling = stand_in_tiling(cluster.num_aiv)
         if not {"TokenCopyToBuffer", "URMASendToken", "CalCumSum"} <= set(self.tiling):
             raise ValueError(f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a role without cores (tiling {self.tiling}); use at least 3")
         rng = random.Random(f"start/{knobs.seed}")
         self.host_now = [rng.uniform(0.0, START_SKEW_MAX_US) for _ in range(cluster.world)]
         self.late_launches: dict[int, list[int]] = {}  # rank -> calls in which the knobs made it late
+        self._struck: set[str] = set()
 
     # -- factors -------------------------------------------------------------------------------------------
     def _role_factor(self, rank: int, role: str) -> float:
         f = self.knobs.role_speedup.get(role, 1.0)
-        if self.knobs.slow_role and self.knobs.slow_role[0] == rank and self.knobs.slow_role[1] == role:
+        if self.knobs.slow_role and self.knobs.slow_role[0] == rank and self.knobs.slow_role[1] == role and "slow_role" not in self.without:
             f *= self.knobs.slow_role[2]
         return f
 
     def _link_factor(self, src: int, dst: int) -> float:
         link = self.knobs.slow_link
-        if link and self.cluster.node(src) == link[0] and self.cluster.node(dst) == link[1]:
+        if link and self.cluster.node(src) == link[0] and self.cluster.node(dst) == link[1] and "slow_link" not in self.without:
             return link[2]
         return 1.0
+
+    def _always_struck(self) -> set[str]:
+        """The knobs that act in every launch (when they change a factor at all)."""
+        kn, out = self.knobs, set()
+        if kn.slow_rank is not None and kn.slow_factor != 1.0 and 0 <= kn.slow_rank < self.cluster.world:
+            out.add("slow_rank")
+        if kn.slow_role is not None and kn.slow_role[2] != 1.0 and 0 <= kn.slow_role[0] < self.cluster.world:
+            out.add("slow_role")
+        if kn.slow_link is not None and kn.slow_link[2] != 1.0:
+            out.add("slow_link")
+        return out - self.without
 
     def _work_factors(self, call: int, rng: random.Random, replay: bool) -> list[float]:
         """Per rank: what multiplies all of its own work in this launch (drawn in rank order).
         The first calls of a process are cold; a replayed launch is warm (the tool has run the kernel already)."""
         warm = 1.0 if replay else 1.0 + WARM_EXTRA * math.exp(-call / WARM_DECAY_CALLS)
-        out = []
+        out, self._struck = [], self._always_struck()
         for rank in range(self.cluster.world):
             f = warm
             spike, spiky = rng.random(), rng.random()
             spike_size, spiky_size = rng.uniform(*SPIKE_RANGE), rng.uniform(*SPIKY_RANGE)
-            if spike < SPIKE_PROB:
+            if spike < SPIKE_PROB and f"spikes/{rank}" not in self.without:
                 f *= spike_size
-            if rank == self.knobs.spiky_rank and spiky < SPIKY_PROB:
+                self._struck.add(f"spikes/{rank}")
+            if rank == self.knobs.spiky_rank and spiky < SPIKY_PROB and "spiky_rank" not in self.without:
                 f *= spiky_size
-            if rank == self.knobs.slow_rank:
+                self._struck.add("spiky_rank")
+            if rank == self.knobs.slow_rank and "slow_rank" not in self.without:
                 f *= self.knobs.slow_factor
             out.append(f)
         return out
 
     # -- one launch ------------------------------------------------------------------------------------------
-    def launch(self, call: int, sends: list[list[int]], sync_start: bool) -> Launch:
-        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host clocks."""
+    def launch(self, call: int, sends: list[list[int]], sync_start: bool, host_extra_us: float = 0.0) -> Launch:
+        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host clocks
+        (``host_extra_us``: host time every rank spends after the call returns, e.g. a DebugClock build's export)."""
         cl, kn = self.cluster, self.knobs
         rng = random.Random(f"launch/{kn.seed}/{call}")
         host_call = list(self.host_now)
-        arrivals, lateness = [], []
+        arrivals, lateness, struck_late = [], [], set()
         node_draw = [rng.random() for _ in range(cl.world // cl.ranks_per_node)]  # a late node is late as a whole
         for rank in range(cl.world):
             path = HOST_PATH_US + rng.expovariate(1.0 / HOST_JITTER_MEAN_US)
             rank_draw = rng.random()
             late = 0.0
-            if (rank == kn.late_rank and rank_draw < kn.late_prob) or (cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob):
+            by_rank = rank == kn.late_rank and rank_draw < kn.late_prob and "late_rank" not in self.without
+            by_node = cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob and "late_node" not in self.without
+            if (by_rank or by_node) and kn.late_us:
                 late = kn.late_us
                 self.late_launches.setdefault(rank, []).append(call)
+                struck_late |= {"late_rank"} if by_rank else set()
+                struck_late |= {"late_node"} if by_node else set()
             lateness.append(late)
             arrivals.append(host_call[rank] + path + late)
         notify = [rng.uniform(0.0, 0.3) for _ in range(cl.world)]
         gaps = [LAUNCH_GAP_US + rng.uniform(0.0, 0.4) for _ in range(cl.world)]
+        host_arrival = list(arrivals)
+        arrivals, pre_tasks, first = self._pre_kernels(call, arrivals)
+        first = first or ("cached_notify_combine" if sync_start else "elastic_dispatch_kernel")
         if sync_start:
             release = max(arrivals) + SYNC_BARRIER_LATENCY_US
             last_node = cl.node(max(range(cl.world), key=lambda r: arrivals[r]))
@@ -357,11 +415,41 @@ class CollectiveModel:
             kernel_start = list(arrivals)
         launch = self._kernel(call, rng, sends, kernel_start, replay=False)
         launch.sync_start, launch.sync_release, launch.arrivals = sync_start, release, arrivals
+        launch.struck, launch.first_collective = launch.struck | struck_late, first
+        if pre_tasks[0]:
+            launch.arrivals = [tasks[-1][1] if tasks[-1][0] == PRE_COLLECTIVE else arrivals[r] for r, tasks in enumerate(pre_tasks)]
         for rank, rl in enumerate(launch.ranks):
             rl.host_call, rl.arrival, rl.barrier_end, rl.late_us = host_call[rank], arrivals[rank], barrier_end[rank], lateness[rank]
+            rl.host_arrival, rl.pre_tasks = host_arrival[rank], pre_tasks[rank]
             rl.api_end = rl.kernel_end + POST_US + rng.expovariate(1.0)
-            self.host_now[rank] = rl.api_end
+            self.host_now[rank] = rl.api_end + host_extra_us
         return launch
+
+    def _pre_kernels(self, call: int, arrivals: list[float]) -> tuple[list[float], list[list[list[Any]]], str]:
+        """sim.pre_kernels: the kernels a launch runs before the barrier kernel, per rank [name, start, end], and when
+        the next kernel can start. Their noise is drawn from a stream of its own, so the knob shifts no other draw."""
+        cl, names = self.cluster, PRE_KERNELS[self.knobs.pre_kernels]
+        tasks: list[list[list[Any]]] = [[] for _ in range(cl.world)]
+        if not names:
+            return arrivals, tasks, ""
+        rng = random.Random(f"pre/{self.knobs.seed}/{call}")
+        t = list(arrivals)
+        if PRE_PLAIN in names:
+            for r in range(cl.world):
+                end = t[r] + PRE_PLAIN_US + rng.uniform(0.0, 0.5)
+                tasks[r].append([PRE_PLAIN, t[r], end])
+                t[r] = end + LAUNCH_GAP_US + rng.uniform(0.0, 0.4)
+        first = ""
+        if PRE_COLLECTIVE in names:
+            last = max(range(cl.world), key=lambda r: (t[r], r))
+            release = t[last] + PRE_COLLECTIVE_LATENCY_US
+            for r in range(cl.world):
+                cross = CROSS_NODE_NOTIFY_US if cl.node(r) != cl.node(last) else 0.0
+                end = max(t[r] + PRE_COLLECTIVE_WORK_US, release + rng.uniform(0.0, 0.3) + cross)
+                tasks[r].append([PRE_COLLECTIVE, t[r], end])
+                t[r] = end + LAUNCH_GAP_US + rng.uniform(0.0, 0.4)
+            first = PRE_COLLECTIVE
+        return t, tasks, first
 
     def replay(self, call: int, sends: list[list[int]]) -> Launch:
         """Kernel replay of launch ``call`` under msopprof on every rank. Modelling assumption: the tool re-issues the
@@ -436,6 +524,10 @@ class CollectiveModel:
 
         # URMASendToken: prepare the mapping, then per destination (round-robin over the URMA cores, starting with
         # the next rank) build WQEs and wait for the link; tokens arrive a link latency after the send completes.
+        # Modelling assumption: a destination's WQEs are built, then posted, and the core polls until the link
+        # completes them (no overlap of building and transfer on one core). The WQE work scales with the sender's work
+        # factors (slow rank, spikes, warm-up, slow URMASendToken); the wire time only with the link's own factor
+        # (slow_link): a slow core is busier, a slow link makes it poll longer.
         arrival = [[0.0] * world for _ in range(world)]  # arrival[src][dst]
         for r in range(world):
             f = factor[r] * self._role_factor(r, "URMASendToken")
@@ -449,9 +541,9 @@ class CollectiveModel:
                     same = cl.node(dst) == cl.node(r)
                     nbytes = sends[r][dst]
                     wqe = (0.5 + nbytes / WQE_BYTES_PER_US) * f * jitter[r][i]
-                    wire = nbytes / LINK_BYTES_PER_US[same] * f * self._link_factor(r, dst) * jitter[r][i]
+                    wire = nbytes / LINK_BYTES_PER_US[same] * self._link_factor(r, dst) * jitter[r][i]  # the link's time: no work factor
                     phases[r][i].append(Phase(f"send_to_{dst}", "work", t, t + wqe, "wqe"))
-                    done = t + max(wqe, wire)
+                    done = t + wqe + wire
                     phases[r][i].append(Phase(f"complete_{dst}", "wait_link", t + wqe, done))
                     arrival[r][dst] = done + LINK_LATENCY_US[same]
                     t = done
@@ -509,14 +601,18 @@ class CollectiveModel:
                     work_factor=factor[r],
                 )
             )
-        return Launch(call, False, replay, ranks, None, entry, list(kernel_start))
+        return Launch(call, False, replay, ranks, None, entry, list(kernel_start), frozenset(self._struck))
 
     # -- what a node's clock says ------------------------------------------------------------------------------
     def node_clock_ns(self, node: int, true_us: float, epoch_ns: int) -> int:
         """The time a node's host clock reports for a true time: offset plus drift (applied to what profilers write,
         never to the model)."""
-        kn = self.knobs
-        return epoch_ns + int(round((true_us + kn.offset_us(node) + kn.drift_ppm(node) * 1e-6 * true_us) * 1000))
+        return node_clock_ns(self.knobs, node, true_us, epoch_ns)
+
+
+def node_clock_ns(knobs: Knobs, node: int, true_us: float, epoch_ns: int) -> int:
+    """What node ``node``'s clock reports (ns) for a true time in µs: epoch + offset + drift."""
+    return epoch_ns + int(round((true_us + knobs.offset_us(node) + knobs.drift_ppm(node) * 1e-6 * true_us) * 1000))
 
 
 # -- per-core views ---------------------------------------------------------------------------------------------
@@ -526,7 +622,7 @@ def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str
     rows = []
     for core in rl.cores:
         aiv = core.end - core.start
-        pipes = core.pipe_us()
+        pipes = core.pipe_us(knobs.poll_pipe_share)
         miss = 0.28 if core.role == knobs.icache_hot_role else ICACHE_MISS[core.role]
         moved = sum(p.nbytes for p in core.phases)
         rows.append(
@@ -543,14 +639,14 @@ def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str
     return rows
 
 
-def timeline_phases(rl: RankLaunch) -> list[dict[str, Any]]:
+def timeline_phases(rl: RankLaunch, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> list[dict[str, Any]]:
     """The phases of every core of one (replayed) launch, for the pipe/instruction timeline view: times in µs from the
     rank's kernel start, each phase with its per-pipe busy fractions (work: WORK_PIPES; waiting: polling scalar)."""
     out = []
     for core in rl.cores:
         phases = []
         for p in core.phases:
-            shares = WORK_PIPES[p.work or "copy"] if p.kind == "work" else (0.0, POLL_SCALAR, 0.0, 0.0)
+            shares = WORK_PIPES[p.work or "copy"] if p.kind == "work" else tuple(poll.get(pipe, 0.0) for pipe in PIPES)
             phases.append(
                 {"name": p.name, "work": p.work, "start": p.start - rl.kernel_start, "end": p.end - rl.kernel_start, "pipes": dict(zip(PIPES, shares))}
             )
@@ -606,10 +702,12 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
     last = order[-1]
     ranks = []
     for rl in launch.ranks:
+        pre = {"pre_tasks": [{"name": n, "start_us": _r(a), "end_us": _r(b)} for n, a, b in rl.pre_tasks]} if rl.pre_tasks else {}
         ranks.append(
             {
                 "rank": rl.rank,
                 "node": rl.node,
+                **pre,
                 "host_call_us": _r(rl.host_call),
                 "arrival_us": _r(rl.arrival),
                 "late_us": _r(rl.late_us),
@@ -635,16 +733,20 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
         "replay": launch.replay,
         "sync_start": launch.sync_start,
         "barrier": {
-            "which": "cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel entry",
+            "which": PRE_COLLECTIVE
+            if launch.first_collective == PRE_COLLECTIVE
+            else "cached_notify_combine"
+            if launch.sync_start
+            else "elastic_dispatch_kernel entry",
             "arrival_order": order,
             "last_rank": last,
-            "release_us": _r(launch.sync_release if launch.sync_start else launch.entry_release),
+            "release_us": None if launch.first_collective == PRE_COLLECTIVE else _r(launch.sync_release if launch.sync_start else launch.entry_release),
         },
         "ranks": ranks,
     }
 
 
-def replay_truth(launch: Launch) -> dict[str, Any]:
+def replay_truth(launch: Launch, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> dict[str, Any]:
     """The replayed launch per core: what msopprof's rows are computed from."""
     out = launch_truth(launch)
     for entry, rl in zip(out["ranks"], launch.ranks):
@@ -656,41 +758,8 @@ def replay_truth(launch: Launch) -> dict[str, Any]:
                 "busy_us": _r(c.busy_us()),
                 "polling_us": _r(c.polling_us()),
                 "waiting_us": _r(c.waiting_us()),
-                "pipes_us": {p: _r(v) for p, v in c.pipe_us().items()},
+                "pipes_us": {p: _r(v) for p, v in c.pipe_us(poll).items()},
             }
             for c in rl.cores
         ]
     return out
-
-
-def root_causes(model: CollectiveModel, calls: list[int]) -> list[dict[str, Any]]:
-    """What the knobs made the group wait for, with the fraction of these calls in which each acted."""
-    kn, cl = model.knobs, model.cluster
-    n = max(1, len(calls))
-    causes: list[dict[str, Any]] = []
-    if kn.late_rank is not None or kn.late_node is not None:
-        ranks = sorted(model.late_launches)
-        late_calls = {c for r in ranks for c in model.late_launches[r] if c in calls}
-        causes.append(
-            {
-                "knob": "late_node" if kn.late_node is not None else "late_rank",
-                "evidence": "late_arrival",
-                "ranks": ranks,
-                "node": kn.late_node,
-                "late_us": kn.late_us,
-                "fraction": round(len(late_calls) / n, 4),
-            }
-        )
-    if kn.slow_rank is not None:
-        causes.append({"knob": "slow_rank", "evidence": "own_work", "ranks": [kn.slow_rank], "factor": kn.slow_factor, "fraction": 1.0})
-    if kn.slow_role is not None:
-        rank, role, factor = kn.slow_role
-        evidence = "own_work" if role == LWC else "in_kernel"
-        causes.append({"knob": "slow_role", "evidence": evidence, "ranks": [rank], "role": role, "factor": factor, "fraction": 1.0})
-    if kn.slow_link is not None:
-        src, dst, factor = kn.slow_link
-        senders = [r for r in range(cl.world) if cl.node(r) == src]
-        causes.append({"knob": "slow_link", "evidence": "in_kernel", "ranks": senders, "src_node": src, "dst_node": dst, "factor": factor, "fraction": 1.0})
-    if kn.spiky_rank is not None:
-        causes.append({"knob": "spiky_rank", "evidence": "own_work", "ranks": [kn.spiky_rank], "probability": SPIKY_PROB})
-    return causes

@@ -22,18 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ascend_deepep._account import Call, Summary, account, attach_costs, knobs_json, msprof_tasks, summarise, truth_launch
 from ascend_deepep._collective import (
     Cluster,
     CollectiveModel,
     Knobs,
     Launch,
     RankLaunch,
-    launch_truth,
     pmu_cores,
     rank_launch_from_wire,
     rank_launch_to_wire,
     replay_truth,
-    root_causes,
     simt_function_us,
     timeline_phases,
 )
@@ -42,7 +41,7 @@ from ascend_deepep._store import StoreClient
 
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 LATENCY_MODES = ("kernel", "event")  # AKL_LATENCY_MODE (shared/formats/deepep.md §1); kernel when unset
-TRUTH_SCHEMA = "dispatchprof.sim_truth/1"
+TRUTH_SCHEMA = "dispatchprof.sim_truth/2"
 # The simulated device's cycle counter (Ascend 950). Kernel-mode latency is ticks / AKL_LATENCY_CLOCK_HZ, so a wrong
 # AKL_LATENCY_CLOCK_HZ scales every kernel-mode sample, as it would on the device.
 DEVICE_CLOCK_HZ = 1_000_000_000
@@ -155,11 +154,12 @@ class RankView:
     host_now_us: float
     launch: RankLaunch | None = None
     replay: RankLaunch | None = None
+    pre_tasks: list[list[Any]] | None = None  # sim.pre_kernels: [name, start, end] before the barrier kernel
 
     @classmethod
     def of(cls, rl: RankLaunch, host_now_us: float, cores: bool, replay: RankLaunch | None) -> RankView:
         times = (rl.arrival, rl.barrier_end, rl.kernel_start, rl.kernel_end, len(rl.cores), rl.kernel_mode_us, rl.event_mode_us)
-        return cls(*times, host_now_us, rl if cores else None, replay)
+        return cls(*times, host_now_us, rl if cores else None, replay, rl.pre_tasks)
 
     def to_wire(self) -> dict[str, Any]:
         data = dict(vars(self))
@@ -206,6 +206,8 @@ class ElasticBuffer:
         _HostClock.now_us = self._model.host_now[rank]
         self._epoch_ns: int | None = None
         self._truth: list[dict[str, Any]] = []  # rank 0: every launch of the session, for sim_truth.json
+        self._calls_seen: list[Call] = []  # rank 0: every call since the start, to replay them without a cause
+        self._summaries: list[Summary] = []  # rank 0: what the cost account needs of each of those launches
         self._replays: list[dict[str, Any]] = []
         self._trace = _DeviceTrace(rank, ranks_per_node, self._model)
         self._op_profiler = _OpProfiler(rank, ranks_per_node, self._knobs)
@@ -271,7 +273,7 @@ class ElasticBuffer:
         if kernel_profiled:
             corrupt_by_replay = self._op_profiler.record("elastic_dispatch_kernel", mine.replay)
             if replay is not None:
-                self._replays.append(replay_truth(replay))
+                self._replays.append(replay_truth(replay, self._knobs.poll_pipe_share))
         self.store.barrier(f"dispatch/{call}", self.world)
         if in_session:
             assert self._session is not None
@@ -281,7 +283,8 @@ class ElasticBuffer:
             assert self._epoch_ns is not None
             self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
             if launch is not None:
-                self._truth.append(launch_truth(launch))
+                prev_end = self._summaries[-2].last_end if len(self._summaries) > 1 else None
+                self._truth.append(truth_launch(launch, prev_end))
         # A replay that corrupted the buffer's state corrupts every later result too. sim.debugclock: overwrite = the
         # legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): every rank's result is wrong.
         self._corrupt = self._corrupt or corrupt_by_replay or self._debugclock.overwrites_results
@@ -294,11 +297,15 @@ class ElasticBuffer:
         """Rank 0: the event model of launch ``call`` for every rank (and its replay when a rank profiles it), computed
         once; publishes every other rank's view and returns the live launch, the replay and rank 0's own view."""
         sends = [peer["sends"] for peer in peers]
-        launch = self._model.launch(call, sends, sync_start)
-        if self._debugclock.on:
-            # Every launch's clock buffer is flushed and exported after the kernel's end tick: the API scope pays it on
-            # every rank (all ranks run the same build).
-            self._model.host_now = [t + EXPORT_US for t in self._model.host_now]
+        if self._calls_seen and self._calls_seen[-1].sends == sends:
+            sends = self._calls_seen[-1].sends  # the same matrix once, however many calls use it
+        # A DebugClock build flushes and exports every launch's clock buffer after the kernel's end tick: the API scope
+        # pays it on every rank (all ranks run the same build).
+        extra = EXPORT_US if self._debugclock.on else 0.0
+        before = tuple(self._model.host_now)
+        launch = self._model.launch(call, sends, sync_start, extra)
+        self._calls_seen.append(Call(call, sync_start, sends, extra))
+        self._summaries.append(summarise(launch, before, self._model.host_now))
         replay = self._model.replay(call, sends) if any(peer["replay"] for peer in peers) else None
         views = [
             RankView.of(rl, self._model.host_now[r], peers[r]["cores"], replay.ranks[r] if replay and peers[r]["replay"] else None)
@@ -356,6 +363,10 @@ class ElasticBuffer:
         workflow's analysis never does."""
         cl, kn = self._model.cluster, self._knobs
         nodes = (cl.world + cl.ranks_per_node - 1) // cl.ranks_per_node
+        index = {c.call: i for i, c in enumerate(self._calls_seen)}
+        measured = [index[c] for c in calls[self._warmup :] if c in index]
+        acc = account(cl, kn, self._calls_seen, self._summaries, measured)
+        attach_costs(self._truth, acc, index)
         truth = {
             "schema": TRUTH_SCHEMA,
             "toolchain": "sim",
@@ -372,9 +383,11 @@ class ElasticBuffer:
                 "epoch_ns": self._epoch_ns,
                 "time_unit": "us since the first call on the true clock (node clocks are in 'clocks')",
             },
-            "knobs": {k: (list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v) for k, v in vars(kn).items()},
+            "knobs": knobs_json(kn),
             "clocks": {str(n): {"offset_us": kn.offset_us(n), "drift_ppm": kn.drift_ppm(n)} for n in range(nodes)},
-            "root_causes": root_causes(self._model, calls),
+            "causes": acc["causes"],
+            "root_causes": acc["root_causes"],
+            "measured_calls": acc["measured_calls"],
             "launches": self._truth,
             "replays": self._replays,
         }
@@ -443,7 +456,7 @@ class _OpProfiler:
             "simt": simt,
         }
         if any(m.lower() in ("pipetimeline", "instrtimeline") for m in self.metrics):
-            record["phases"] = timeline_phases(mine)
+            record["phases"] = timeline_phases(mine, self.knobs.poll_pipe_share)
         self.profiled += 1
         path = Path(self.directory) / f"rec_{os.getpid()}_{record['n']}.json"
         path.write_text(json.dumps(record))
@@ -474,37 +487,17 @@ class _DeviceTrace:
         if not os.environ.get("DEEPEP_SIM_PROFILER_DIR"):
             return
 
-        def clock(us: float) -> int:
-            return self.model.node_clock_ns(self.node, us, epoch_ns)
-
-        task = len(self.events) + 1
-        if mine.barrier_end is not None:
-            start = clock(mine.arrival)
-            self.events.append(
-                {
-                    "name": "cached_notify_combine",
-                    "task_type": "AI_VECTOR_CORE",
-                    "stream": self.STREAM,
-                    "task_id": task,
-                    "start_ns": start,
-                    "dur_ns": clock(mine.barrier_end) - start,
-                    "block_dim": 1,
-                }
-            )
-        start = clock(mine.kernel_start)
-        end = clock(mine.kernel_end)
-        self.events.append(
-            {
-                "name": "elastic_dispatch_kernel",
-                "task_type": "AI_VECTOR_CORE",
-                "stream": self.STREAM,
-                "task_id": task + 1,
-                "start_ns": start,
-                "dur_ns": end - start,
-                "block_dim": mine.block_dim,
-                "input_shapes": f"{tokens},{hidden};{tokens},{topk}",
-            }
-        )
+        pre = len(mine.pre_tasks or ())
+        task = len(self.events) + 1 + pre  # the barrier kernel's id; sim.pre_kernels' stand-ins take the ids before it
+        end = 0
+        for i, (name, start, dur) in enumerate(msprof_tasks(mine, self.model.knobs, self.node, epoch_ns)):  # as msprof_view
+            event = {"name": name, "task_type": "AI_VECTOR_CORE", "stream": self.STREAM, "task_id": task, "start_ns": start, "dur_ns": dur, "block_dim": 1}
+            if i < pre:
+                event["task_id"] = task - pre + i
+            if name == "elastic_dispatch_kernel":
+                event.update(task_id=task + 1, block_dim=mine.block_dim, input_shapes=f"{tokens},{hidden};{tokens},{topk}")
+                end = start + dur
+            self.events.append(event)
         self.events.append({"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": self.STREAM, "task_id": task + 2, "start_ns": end + 3_000, "dur_ns": 2_100})
 
     def flush(self) -> None:

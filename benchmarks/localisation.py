@@ -1,0 +1,375 @@
+"""Localisation benchmark: the cost account (analysis.waits) scored against the event model's counterfactual truth.
+
+No workflow: the simulator's event model (workflow/sim/ascend_deepep, CollectiveModel) computes every launch of a
+process group; the msprof view of it (per rank and launch: the barrier kernel's and the target's start and duration
+on the rank's node clock) goes straight into the analysis library. The truth of a cause is what its removal gives
+back: the same seed (the same random draws), the knob taken away, the group's time compared:
+- launch period: the last kernel end of the last analysed launch, minus that of the launch before the first, per
+  analysed launch;
+- timed kernel scope: per launch the max over ranks of the kernel-mode latency (the baseline's per-iteration max).
+The built-in spikes of the model are causes too: their removal on one rank is measured the same way.
+
+Per case (fault x shape x synchronize_start x seed) it records: whether the top cause is right, the cost error
+|estimate - truth| / max(truth, min_cost_us), victims blamed (a named rank whose removal gives back less than
+min_cost_us while the group waited for someone else), false alarms (a named cause whose true cost is below
+min_cost_us). Writes benchmarks/localisation_results.json and .md.
+
+    python benchmarks/localisation.py                 # the full matrix (minutes)
+    python benchmarks/localisation.py --quick         # a few cases
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "workflow" / "sim" / "ascend_deepep"))
+
+from ascend_deepep._account import msprof_view as model_msprof_view  # noqa: E402
+from ascend_deepep._account import simulate  # noqa: E402
+from ascend_deepep._collective import Cluster, Knobs  # noqa: E402
+from ascend_deepep.elastic import make_inputs  # noqa: E402
+
+from dispatchprof.analysis import waits  # noqa: E402
+
+SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+BOOT = {"resamples": 400, "seed": 0}
+SKIP = 15  # warm-up launches left out (timeline.skip_launches): the model's first calls are slower (cold caches)
+
+
+@dataclass(frozen=True)
+class Shape:
+    nodes: int
+    ranks_per_node: int
+    num_aiv: int = 12
+    num_experts: int = 96
+    num_tokens: int = 64
+    hidden: int = 7168
+    topk: int = 6
+
+    @property
+    def world(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+    @property
+    def label(self) -> str:
+        return f"{self.nodes}x{self.ranks_per_node}"
+
+
+def sends_of(shape: Shape, seed: int) -> list[list[int]]:
+    """Bytes rank src sends rank dst, routed as the stand-in routes with the default config (balanced top-k, bf16 rows)."""
+    per_rank = shape.num_experts // shape.world
+    out = []
+    for src in range(shape.world):
+        inputs = make_inputs(seed, src, shape.num_tokens, shape.topk, shape.num_experts, shape.world, "balanced")
+        row = [0] * shape.world
+        for experts in inputs.topk_idx:
+            for dst in {e // per_rank for e in experts}:
+                row[dst] += shape.hidden * 2
+        out.append(row)
+    return out
+
+
+def run(shape: Shape, knobs: Knobs, launches: int, sync: bool) -> tuple[list[Any], dict[str, Any]]:
+    """The event model's launches and their event truth (sim_truth.json /2: every cause's counterfactual cost, the
+    same draws with the cause removed; the built-in spikes of each rank as causes of their own)."""
+    cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
+    return simulate(cluster, knobs, launches, sync, sends_of(shape, knobs.seed), warmup=SKIP, detail=False)
+
+
+def msprof_view(launches: list[Any], knobs: Knobs, shape: Shape) -> waits.LaunchGrid:
+    """What msprof shows of the analysed launches, per rank: the barrier's and the target's start and duration on its
+    node clock (the simulator's own msprof view), as the timeline's grid."""
+    cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
+    rows = [r for r in model_msprof_view(launches, knobs, cluster) if r["call"] >= SKIP]
+    cols = {k: np.array([np.nan if r[k] is None else r[k] for r in rows], dtype=float) for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
+    return waits.grid(np.array([r["rank"] for r in rows]), np.array([r["call"] for r in rows]), cols, shape.ranks_per_node)
+
+
+@dataclass
+class Case:
+    name: str
+    knobs: dict[str, Any]
+    # the true cause(s): (key, evidence, ranks-or-node, what removes it)
+    truth: list[tuple[str, dict[str, Any]]]
+
+
+def cases(shape: Shape) -> list[Case]:
+    w = shape.world
+    r1, r2, last_node = 5 % w, (w - 2), shape.nodes - 1
+    out = [
+        Case("no_fault", {}, []),
+        Case("late_rank_100", {"late_rank": r1, "late_us": 50.0, "late_prob": 1.0}, [("late_arrival", {"rank": r1, "late_rank": None})]),
+        Case("late_rank_30", {"late_rank": r1, "late_us": 50.0, "late_prob": 0.3}, [("late_arrival", {"rank": r1, "late_rank": None})]),
+        Case("late_rank_10", {"late_rank": r1, "late_us": 50.0, "late_prob": 0.1}, [("late_arrival", {"rank": r1, "late_rank": None})]),
+        Case("late_node", {"late_node": last_node, "late_us": 50.0}, [("late_arrival_node", {"node": last_node, "late_node": None})]),
+        Case("slow_rank", {"slow_rank": r2, "slow_factor": 1.15}, [("own_work", {"rank": r2, "slow_rank": None})]),
+        Case("spiky_rank", {"spiky_rank": r2}, [("own_work", {"rank": r2, "spiky_rank": None})]),
+        Case("slow_link", {"slow_link": (0, 1, 2.0)}, [("late_ending_node", {"node": 1, "slow_link": None})]),
+    ]
+    for role in ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum", "LocalWindowCopy"):
+        out.append(
+            Case(f"slow_role_{role}", {"slow_role": (6 % w, role, 1.5 if role != "LocalWindowCopy" else 10.0)}, [("role", {"rank": 6 % w, "slow_role": None})])
+        )
+    # two causes of different cost and frequency: a rank 8 us late in 90% of launches, and a rank whose own work is
+    # 2-3x slower in 8% (the model has one late_rank knob: the acceptance case of two late ranks is a unit test on a
+    # hand-built grid, tests/analysis/test_waits.py)
+    out.append(Case("two_causes", {"late_rank": 1, "late_us": 8.0, "late_prob": 0.9, "spiky_rank": r2}, []))
+    return out
+
+
+def true_causes_of(truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """The truth's causes (knobs and each rank's built-in spikes) with their launch-period and timed costs."""
+    return [
+        {
+            "cause": c["cause"],
+            "knob": c["knob"] or "spikes",
+            "evidence": c["evidence"],
+            "ranks": list(c["ranks"]),
+            "node": c.get("node"),
+            "rank": c["ranks"][0] if len(c["ranks"]) == 1 and c["cause"] not in ("late_node", "slow_link") else None,
+            "period": float(c["cost_us_per_launch"]),
+            "timed": float(c["cost_timed_us_per_launch"]),
+            **({"dst_node": c["dst_node"], "src_node": c["src_node"]} if c["cause"] == "slow_link" else {}),
+        }
+        for c in truth["causes"]
+    ]
+
+
+def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: Shape) -> dict[str, float]:
+    """The true cost of what the analysis named: the costliest true cause it stands for (a rank's late host; a rank's
+    own work or spikes; a node's late hosts; a late-ending node: a slow link out of or into it, or its ranks' own work;
+    late-ending ranks: their own work or slow roles; an in-kernel launch: any rank's own work or slow role)."""
+    node_of = lambda r: r // shape.ranks_per_node  # noqa: E731
+    if named["evidence"] == "late_arrival" and named.get("rank") is not None:
+        found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
+    elif named["evidence"] == "late_arrival":
+        found = [t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]]
+    elif named["evidence"] == "own_work":
+        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] == [named["rank"]]]
+    elif named["evidence"] == "late_ending_node":
+        found = [t for t in truths if t["knob"] == "slow_link" and named["node"] in (t["src_node"], t["dst_node"])]
+        found += [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and all(node_of(r) == named["node"] for r in t["ranks"])]
+    elif named.get("late_ending_ranks"):
+        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])]
+    else:
+        found = [t for t in truths if t["evidence"] != "late_arrival"]
+    best = max(found, key=lambda t: max(t["period"], t["timed"]), default=None)
+    return {"period": best["period"], "timed": best["timed"]} if best else {"period": 0.0, "timed": 0.0}
+
+
+def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[str, Any]:
+    knobs = Knobs(seed=seed, **case.knobs)
+    launches, truth = run(shape, knobs, n, sync)
+    grid = msprof_view(launches, knobs, shape)
+    t0 = time.perf_counter()
+    result = waits.analyse(grid, SETTINGS, [], BOOT)
+    elapsed = time.perf_counter() - t0
+    named = result["straggler"]["causes"]
+    min_cost = SETTINGS["min_cost_us"]
+    truths = true_causes_of(truth)
+    for t in truths:
+        if t["knob"] == "slow_link":  # where it shows: the node whose ranks end last, from the events
+            t["node"] = late_ending_node(launches[SKIP:], shape)
+    # the true causes that cost: the top one is what the answer must head with (a rank's spikes included)
+    real = sorted((t for t in truths if max(t["period"], t["timed"]) >= min_cost), key=lambda t: -t["period"])
+    top_truth = real[0] if real else None
+    top = named[0] if named else None
+    if top_truth is None:
+        right = top is None
+    elif top is None:
+        right = False
+    else:
+        right = matches(top, top_truth, shape)
+    knob_real = [t for t in real if t["knob"] != "spikes"]
+    right_knob = bool(top is not None and knob_real and matches(top, knob_real[0], shape))
+    matched = top_truth if right else knob_real[0] if right_knob else None
+    error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
+    false_alarms, victims = [], []
+    culprits = {r for t in real for r in culprit_of(t, shape)}
+    for cause in named:
+        t = truth_of(cause, truths, shape)
+        if max(t["period"], t["timed"]) < min_cost:
+            false_alarms.append(label(cause))
+            if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprits and real:
+                victims.append(label(cause))
+    return {
+        "case": case.name,
+        "shape": shape.label,
+        "sync": sync,
+        "seed": seed,
+        "launches": n - SKIP,
+        "truth": [{k: t[k] for k in ("cause", "knob", "evidence", "rank", "node", "period", "timed")} for t in truths if max(t["period"], t["timed"]) >= 0.1],
+        "named": [
+            {
+                "cause": label(c),
+                "cost": round(c["cost_us_per_launch"], 3),
+                "timed": round(c["cost_timed_us_per_launch"], 3),
+                "ci": [round(x, 3) for x in c["cost_ci_us"]],
+            }
+            for c in named
+        ],
+        "fault_run": any(t["knob"] != "spikes" for t in real),
+        "top_right": right,
+        "top_right_knob": right_knob,
+        "cost_error": error,
+        "false_alarms": false_alarms,
+        "victims_blamed": victims,
+        "analysis_s": round(elapsed, 3),
+    }
+
+
+def late_ending_node(launches: list[Any], shape: Shape) -> int:
+    """From the events: the node whose rank ends last most often."""
+    nodes = [max(lc.ranks, key=lambda r: r.kernel_end).node for lc in launches]
+    return max(set(nodes), key=nodes.count)
+
+
+def culprit_of(cause: dict[str, Any], shape: Shape) -> set[int]:
+    if cause["rank"] is not None:
+        return {cause["rank"]}
+    if cause.get("knob") == "slow_link":  # the senders, and the node that ends late
+        return {r for r in range(shape.world) if r // shape.ranks_per_node in (cause["src_node"], cause["dst_node"], cause["node"])}
+    return {r for r in range(shape.world) if r // shape.ranks_per_node == cause["node"]}
+
+
+def label(cause: dict[str, Any]) -> str:
+    if cause.get("late_ending_ranks"):
+        return f"{cause['evidence']} late-ending ranks {','.join(map(str, cause['late_ending_ranks']))}"
+    who = f"rank {cause['rank']}" if cause.get("rank") is not None else f"node {cause['node']}" if cause.get("node") is not None else "group"
+    return f"{cause['evidence']} {who}"
+
+
+def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
+    """The analysis's top cause is the true top cause: the same evidence and rank or node. A slow sender or counting
+    role shows as the receivers' late ends: a late-ending node or an in-kernel wait, without blame, is right there."""
+    if truth["evidence"] == "in_kernel":  # a slow sender or counting role: the receivers wait, the timeline blames nobody
+        return named["evidence"] in ("in_kernel", "late_ending_node")
+    if truth["evidence"] == "own_work" and named.get("late_ending_ranks"):  # localised to late-ending ranks, no blame
+        return truth["rank"] in named["late_ending_ranks"]
+    if truth["evidence"] == "late_ending_node":
+        return named["evidence"] == "late_ending_node" and named["node"] == truth["node"]
+    if truth["rank"] is not None:
+        return named["evidence"] == truth["evidence"] and named["rank"] == truth["rank"]
+    return named["evidence"] == truth["evidence"] and named["rank"] is None and named["node"] == truth["node"]
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    faults = [r for r in rows if r["fault_run"]]
+    errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
+    return {
+        "runs": len(rows),
+        "fault_runs": len(faults),
+        "top_right_fault_runs": sum(r["top_right"] for r in faults) / max(1, len(faults)),
+        "top_is_the_top_knob_cause_fault_runs": sum(r["top_right_knob"] for r in faults) / max(1, len(faults)),
+        "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
+        "cost_error_median": statistics.median(errors) if errors else None,
+        "cost_error_max": max(errors) if errors else None,
+        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in faults if r["sync"])
+        / max(1, sum(1 for r in faults if r["sync"])),
+        "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
+        "false_alarms": sum(len(r["false_alarms"]) for r in rows),
+    }
+
+
+def case_table(rows: list[dict[str, Any]]) -> str:
+    """Per case and synchronize_start: runs, fault runs, top knob cause right, top true cause right, cost errors."""
+    lines = [
+        "| case | synchronize_start | runs | fault runs | top = top knob cause | top = top true cause | cost error median | cost error max | false alarms | victims |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = list(dict.fromkeys((r["case"], r["sync"]) for r in rows))
+    for case, sync in keys:
+        mine = [r for r in rows if r["case"] == case and r["sync"] == sync]
+        faults = [r for r in mine if r["fault_run"]]
+        errors = [r["cost_error"] for r in mine if r["cost_error"] is not None]
+        knob = f"{sum(r['top_right_knob'] for r in faults)}/{len(faults)}" if faults else "-"
+        true = f"{sum(r['top_right'] for r in faults)}/{len(faults)}" if faults else "-"
+        med = f"{100 * statistics.median(errors):.0f}%" if errors else "-"
+        top = f"{100 * max(errors):.0f}%" if errors else "-"
+        fa, vb = sum(len(r["false_alarms"]) for r in mine), sum(len(r["victims_blamed"]) for r in mine)
+        lines.append(f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {true} | {med} | {top} | {fa} | {vb} |")
+    return "\n".join(lines)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| case | shape | sync | seed | top right | cost error | named (cost, timed; us/launch) | true causes (period, timed) | false alarms | victims |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        named = "; ".join(f"{c['cause']} ({c['cost']:.2f}, {c['timed']:.2f})" for c in r["named"]) or "none"
+        truth = (
+            "; ".join(
+                f"{t['evidence']} {'rank ' + str(t['rank']) if t['rank'] is not None else 'node ' + str(t['node'])} ({t['period']:.2f}, {t['timed']:.2f})"
+                for t in r["truth"]
+            )
+            or "none"
+        )
+        err = f"{100 * r['cost_error']:.0f}%" if r["cost_error"] is not None else "-"
+        lines.append(
+            f"| {r['case']} | {r['shape']} | {r['sync']} | {r['seed']} | {'yes' if r['top_right'] else 'NO'} | {err} | {named} | {truth} | {', '.join(r['false_alarms']) or '-'} | {', '.join(r['victims_blamed']) or '-'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--launches", type=int, default=200 + SKIP, help="launches per run, the warm-up SKIP included")
+    parser.add_argument("--quick", action="store_true", help="one seed, 2x8 only, synchronize_start on")
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--shapes", default="2x8,3x4", help="comma-separated NODESxRANKS_PER_NODE")
+    parser.add_argument("--merge", nargs="*", default=[], help="no runs: write the table of these .jsonl files (runs split over processes)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "localisation_results"))
+    args = parser.parse_args(argv)
+    shapes = [Shape(2, 8)] if args.quick else [Shape(*map(int, shape.split("x"))) for shape in args.shapes.split(",")]
+    syncs = [True] if args.quick else [True, False]
+    seeds = range(1, 2) if args.quick else range(1, args.seeds + 1)
+    wanted = set(filter(None, args.cases.split(",")))
+    rows: list[dict[str, Any]] = []
+    out = Path(args.out)
+    if args.merge:
+        rows = [json.loads(line) for path in args.merge for line in Path(path).read_text().splitlines() if line.strip()]
+        return write(out, rows)
+    partial = out.with_suffix(".jsonl")  # each row as it is scored: a long run can be read before it ends
+    partial.write_text("")
+    for shape in shapes:
+        for case in cases(shape):
+            if wanted and case.name not in wanted:
+                continue
+            for sync in syncs:
+                for seed in seeds:
+                    row = score_case(shape, case, seed, sync, args.launches)
+                    rows.append(row)
+                    with partial.open("a") as handle:
+                        handle.write(json.dumps(row) + "\n")
+                    print(
+                        f"{row['case']:28s} {row['shape']} sync={sync!s:5s} seed={seed} top={'ok' if row['top_right'] else 'NO'} err={row['cost_error']} fa={row['false_alarms']} named={row['named'][:2]} truth={[(t['evidence'], t['rank'], t['node'], t['period'], t['timed']) for t in row['truth']][:3]}",
+                        flush=True,
+                    )
+    partial.unlink()
+    return write(out, rows)
+
+
+def write(out: Path, rows: list[dict[str, Any]]) -> int:
+    summary = summarise(rows)
+    print(json.dumps(summary, indent=1))
+    out.with_suffix(".json").write_text(json.dumps({"settings": SETTINGS, "summary": summary, "rows": rows}, indent=1) + "\n")
+    head = "# Localisation benchmark (benchmarks/localisation.py)\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n"
+    out.with_suffix(".md").write_text(head + "## Per case\n\n" + case_table(rows) + "\n\n## Per run\n\n" + table(rows) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
