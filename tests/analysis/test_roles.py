@@ -196,3 +196,78 @@ def test_another_metric_csv_is_shown_per_role_with_na_columns_listed_not_provide
         "L0C_to_GM_datas(KB)",
         "L0C_to_GM_bw_usage_rate(%)",
     ]
+
+
+# -- busiest: relative excess, without the scalar pipe, against the role's measured spread ---------------------------
+# Per role: (cores per rank, busy vec, scalar, mte2, mte3 in us per core); aiv_time holds a long poll besides.
+SHAPES = {"Stage": (8, 200.0, 300.0, 1400.0, 1300.0), "Send": (8, 25.0, 35.0, 12.0, 10.0), "Sum": (4, 12.0, 30.0, 12.0, 10.0)}
+
+
+def noisy_cores(seed, ranks=16, slow=None, extra_us=None, sigma=0.02, poll=None):
+    """A per-core table as per_core builds it: every pipe time of a core x lognormal jitter (sigma), the rank's
+    aiv_time = 6000 us of which the rest polls. slow: {(rank, role): factor} on the role's work; extra_us:
+    {rank: us} added to every core's non-scalar pipes (a slower LocalWindowCopy); poll: {rank: us} of scalar spin."""
+    import numpy as np
+
+    from dispatchprof.analysis.roles import with_busy
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rank in range(ranks):
+        index = 0
+        for role, (n, *pipes) in SHAPES.items():
+            for _ in range(n):
+                f = (slow or {}).get((rank, role), 1.0)
+                times = [p * f * rng.lognormal(0.0, sigma) for p in pipes]
+                add = (extra_us or {}).get(rank, 0.0)
+                times = [times[0], times[1] + (poll or {}).get(rank, 0.0), times[2] + add / 2, times[3] + add / 2]
+                row = {"rank": rank, "role": role, "aiv_index": index, "launch": 0, "aiv_time_us": 6000.0}
+                row.update({f"aiv_{p}_time(us)": t for p, t in zip(("vec", "scalar", "mte2", "mte3"), times)})
+                rows.append(row)
+                index += 1
+    return with_busy(pd.DataFrame(rows))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_busiest_ranks_by_relative_excess_so_a_short_role_beats_a_long_ones_noise(seed):
+    from dispatchprof.analysis.roles import busiest
+
+    # Sum on rank 6 is 10% slower in its own work (+~6 us of 64 us busy); Stage's noise on 3,200 us reaches more
+    # µs than that on some rank: the largest µs excess (the old rule) is a Stage core's noise.
+    cores = noisy_cores(seed, slow={(6, "Sum"): 1.1})
+    per = cores.groupby(["role", "rank"])["busy_us_high"].median()
+    assert (per - per.groupby(level="role").transform("median")).idxmax()[0] == "Stage"
+    top = busiest(cores, 0.0)
+    assert (top["rank"], top["role"], top["every_role"]) == (6, "Sum", False)
+    assert top["ranked_by"] == "nonscalar_us_high" and top["nonscalar"]["excess_ratio"] == pytest.approx(0.1, abs=0.03)
+    assert top["excess_us"] > 0 and top["busy_us_high"] == pytest.approx(top["peers_median_us"] + top["excess_us"])
+    assert top["excess_us_per_launch"] == pytest.approx(top["nonscalar"]["excess_us"])
+    assert busiest(cores, 0.2) is None  # the floor: +10% is below a 20% margin
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_rank_that_polls_longer_is_not_busiest_its_scalar_time_is_its_wait(seed):
+    from dispatchprof.analysis.roles import busiest
+
+    cores = noisy_cores(seed, poll={3: 20.0})  # rank 3 waits longer: its spin loop adds scalar time on every core
+    assert busiest(cores, 0.0) is None
+    assert busiest(cores.assign(nonscalar_us_high=float("nan")), 0.0)["rank"] == 3  # busy time with scalar alone would
+
+
+def test_every_role_by_the_same_us_is_local_window_copy_by_the_same_fraction_the_whole_rank():
+    from dispatchprof.analysis.roles import busiest
+
+    lwc = busiest(noisy_cores(1, extra_us={6: 12.0}), 0.0)
+    assert (lwc["rank"], lwc["role"], lwc["every_role"], lwc["every_role_pattern"]) == (6, "LocalWindowCopy", True, "same_us")
+    assert lwc["excess_us_per_launch"] == pytest.approx(12.0, rel=0.3)
+    whole = busiest(noisy_cores(1, slow={(2, r): 1.3 for r in SHAPES}), 0.0)
+    assert (whole["rank"], whole["every_role_pattern"]) == (2, "same_fraction") and whole["role"] in SHAPES
+
+
+def test_no_fault_names_nobody_over_many_seeds_and_two_ranks_name_nobody():
+    from dispatchprof.analysis.roles import busiest
+
+    named = [seed for seed in range(40) if busiest(noisy_cores(seed), 0.0) is not None]
+    assert len(named) <= 2  # alpha = 0.01 per run: about 0.4 expected in 40 runs
+    assert busiest(noisy_cores(0, ranks=2, slow={(1, "Sum"): 2.0}), 0.0) is None  # which of two is slow: not established
+    assert busiest(noisy_cores(0, ranks=3, slow={(1, "Sum"): 1.5}), 0.0)["rank"] == 1  # three: the cores' spread decides

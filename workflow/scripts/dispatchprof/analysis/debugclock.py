@@ -237,6 +237,44 @@ def wait_work(per_rank: pd.DataFrame, wait: Mapping[str, Sequence[Any]]) -> list
     return out
 
 
+LWC_PHASES = ("local_window_copy", SPLIT_WAIT, "LW:copy")  # LocalWindowCopy: the legacy slot / AKL segment, or its split
+
+
+def local_window_copy(seg: pd.DataFrame) -> dict[str, Any]:
+    """Per rank, the LocalWindowCopy slot of every core (wait plus copy: LW:wait + LW:copy where AKL splits it), the
+    median over its cores and launches, against the median of the other ranks. The slot is a wait slot, so it never
+    names a busiest rank by itself (a waiter's is long); for a rank the timeline finds slow by itself (own_work), it
+    holds its own copying beside the wait every rank has, and that rank's excess here is read as its own."""
+    lw = seg[seg["phase"].isin(LWC_PHASES)]
+    per_core = lw.groupby(["rank", "launch", "block"])["us"].sum(min_count=1).dropna()
+    per_rank = per_core.groupby(level="rank").median()
+    out: dict[str, Any] = {}
+    values = per_rank.to_numpy(dtype=float)
+    for i, (rank, us) in enumerate(per_rank.items()):
+        peers = float(np.median(np.delete(values, i))) if len(values) > 1 else None
+        out[str(int(rank))] = {"median_us": float(us), "peers_median_us": peers, "excess_us": None if peers is None else float(us - peers)}
+    return {
+        "per_rank": out,
+        "phases": sorted(set(lw["phase"])),
+        "definition": "per rank the median over cores and launches of the LocalWindowCopy slot (wait plus copy), against the other ranks' median",
+    }
+
+
+def wait_work_grids(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """rank x role heat maps of wait_work's sums (wait slots, work slots), ranks binned for large clusters."""
+    from dispatchprof.analysis.waits import binned_grid
+
+    frame = pd.DataFrame(list(rows))
+    out: dict[str, Any] = {}
+    for key, column in (("wait_us", "wait_slots_us"), ("work_us", "work_slots_us")):
+        if frame.empty:
+            out[key] = binned_grid(np.empty((0, 0)), np.array([]), np.array([]))
+            continue
+        wide = frame.pivot_table(index="rank", columns="role", values=column, aggfunc="first")
+        out[key] = {**binned_grid(wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy(), max_columns=64), "unit": "us"}
+    return out
+
+
 def clipped_counts(seg: pd.DataFrame) -> dict[str, int]:
     """What the legacy analyzer would have zeroed: missing (-1 in the file) and values above 500000 cycles."""
     cycles = seg["cycles"]
@@ -308,6 +346,7 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
     table = per_rank_table(seg, source)
     best = busiest(table, source, dc["busiest_min_excess"], wait)
     by_role = pooled(seg, source, wait)
+    ww = wait_work(table, wait)
     stats = {
         "schema": "dispatchprof.debugclock/1",
         "source": source,
@@ -323,7 +362,9 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "roles": by_role,
         "wait_slots": {r: list(v) for r, v in wait.items()},
         "busiest": best,
-        "wait_work": wait_work(table, wait),
+        "wait_work": ww,
+        "wait_work_heatmaps": wait_work_grids(ww),
+        "local_window_copy": local_window_copy(seg),
         "role_mismatches": mismatches,
         "clipped": clipped_counts(seg),
         "phase_chart": phase_chart(table, source),
@@ -336,7 +377,8 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "source": source,
         "roles": {r: {key: {k: {"median_us": v["median_us"], "wait": v["wait"]} for k, v in entry[key].items()}} for r, entry in by_role.items()},
         "wait_slots": stats["wait_slots"],
-        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "excess_us")} if best else None,
+        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "median_us", "peers_median_us", "excess_us")} if best else None,
+        "local_window_copy": stats["local_window_copy"],
         "role_mismatches": len(mismatches),
     }
     return stats, seg, table

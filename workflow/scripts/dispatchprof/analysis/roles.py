@@ -81,6 +81,9 @@ def with_busy(cores: pd.DataFrame) -> pd.DataFrame:
     cores["busy_us_low"] = pipes.max(axis=1).where(known)
     cores["busy_us_high"] = pd.concat([pipes.sum(axis=1, min_count=1), aiv], axis=1).min(axis=1).where(known)
     cores["no_pipe_us"] = (aiv - cores["busy_us_high"]).where(known)
+    # Without the scalar pipe, where a core polling a flag spins: its upper bound, as busy_us_high.
+    others = pd.concat([t for pipe, t in zip(PIPES, times) if pipe != "scalar"], axis=1)
+    cores["nonscalar_us_high"] = pd.concat([others.sum(axis=1, min_count=1), aiv], axis=1).min(axis=1).where(others.notna().any(axis=1))
     return cores
 
 
@@ -151,28 +154,141 @@ def metric_set_by_role(long: pd.DataFrame, cores: pd.DataFrame) -> dict[str, Any
     }
 
 
-def busiest(cores: pd.DataFrame, min_excess: float) -> dict[str, Any] | None:
-    """The (rank, role) whose busy time (upper bound, median over the role's cores and launches on that rank) exceeds the same role
-    on the other ranks by the most µs, when that excess is at least ``min_excess`` of the role's median; None when
-    no role stands out, no pipe time is provided or there is one rank only. LocalWindowCopy runs on every core
-    after its role: a slow receive side shows on every role of its rank."""
+MIN_RANKS = 3  # with two ranks, one busier than the other may as well be the other one fast: nobody is named
+MIN_PEERS_FOR_SPREAD = 3  # the peers' MAD is read from at least this many other ranks, else from the cores alone
+MAD_SIGMA = 1.4826  # MAD x this = the standard deviation of a normal sample
+MEDIAN_SE = 1.2533  # the standard error of a median of n normal values is this x sigma / sqrt(n)
+
+
+def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per (role, rank): the median of ``column`` over the role's cores and launches, the peers' median and spread
+    (the other ranks, leave-one-out) and the noise of that comparison: the larger of the peers' own spread
+    (MAD x 1.4826, from at least MIN_PEERS_FOR_SPREAD other ranks) and the standard error of the rank's median from
+    the spread of its role's cores (pooled MAD of each core about its rank's median)."""
+    data = known.dropna(subset=[column])
+    per = data.groupby(["role", "rank"])[column].agg(["median", "size"]).rename(columns={"median": "value", "size": "n"}).reset_index()
+    residual = (data[column] - data.groupby(["role", "rank"])[column].transform("median")).abs()
+    core_sigma = (MAD_SIGMA * residual.groupby(data["role"]).median()).to_dict()
+    rows = []
+    for role, g in per.groupby("role", sort=True):
+        values = g["value"].to_numpy(dtype=float)
+        for i, row in enumerate(g.itertuples()):
+            peers = np.delete(values, i)
+            median = float(np.median(peers)) if len(peers) else float("nan")
+            spread = MAD_SIGMA * float(np.median(np.abs(peers - median))) if len(peers) >= MIN_PEERS_FOR_SPREAD else 0.0
+            from_cores = MEDIAN_SE * core_sigma.get(role, 0.0) / np.sqrt(max(int(row.n), 1))
+            rows.append((role, int(row.rank), float(row.value), median, max(spread, from_cores), len(peers)))
+    out = pd.DataFrame(rows, columns=["role", "rank", "value", "peers", "noise", "n_peers"])
+    out["excess"] = out["value"] - out["peers"]
+    out["ratio"] = out["excess"] / out["peers"].where(out["peers"] > 0)
+    out["z"] = out["excess"] / out["noise"].where(out["noise"] > 0)
+    out.loc[(out["noise"] <= 0) & (out["excess"] > 0), "z"] = np.inf  # identical peers and cores: any excess stands out
+    return out
+
+
+def _every_role(mine: pd.DataFrame, z: float) -> str | None:
+    """Whether every role of one rank exceeds its peers alike: by about the same µs ("same_us": the part every core
+    runs, LocalWindowCopy), or by about the same fraction ("same_fraction": the rank's own work as a whole); None
+    when not. Alike = each role's excess within z noise units of the roles' median excess, which itself stands out."""
+    if not (mine["excess"] > 0).all() or mine["out"].sum() * 2 < len(mine):
+        return None
+    us, noise = mine["excess"].to_numpy(float), mine["noise"].to_numpy(float)
+    centre = float(np.median(us))
+    if centre >= z * float(np.median(noise)) and (np.abs(us - centre) <= z * noise).all():
+        return "same_us"
+    ratio, ratio_noise = mine["ratio"].to_numpy(float), (mine["noise"] / mine["peers"]).to_numpy(float)
+    centre = float(np.median(ratio))
+    if centre >= z * float(np.median(ratio_noise)) and (np.abs(ratio - centre) <= z * ratio_noise).all():
+        return "same_fraction"
+    return None
+
+
+def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict[str, Any] | None:
+    """The (rank, role) whose busy time exceeds the same role on the other ranks by the largest RELATIVE excess,
+    among those that stand out of the noise; None when none does, no pipe time is provided or there are fewer than
+    MIN_RANKS ranks.
+
+    Busy time is compared twice: the upper bound with every pipe (``busy_us_high``), and without the scalar pipe
+    (``nonscalar_us_high``): a core spinning on a flag runs a scalar loop, so a waiting core's scalar time rises
+    with its wait, and only the non-scalar comparison is blind to that. The rank is chosen on the non-scalar
+    comparison when the role's vector/MTE pipes are provided, else on busy time; both are given.
+
+    A (rank, role) stands out when its excess is (a) at least ``min_excess`` of the peers' median (a floor; 0 lets
+    the noise alone decide) and (b) at least z_min noise units, where the noise is the measured spread of the same
+    role (_rank_table) and z_min the one-sided normal quantile of ``alpha`` shared over every (role, rank)
+    compared (Bonferroni): with no fault, a rank is named in about ``alpha`` of runs.
+
+    LocalWindowCopy runs on every core after its role: when every role of the named rank stands out by about the
+    same µs, the slow part is LocalWindowCopy (the receive side); by about the same fraction, the rank's own work
+    as a whole (``every_role``); the PMU cannot split a core's time between its role and LocalWindowCopy."""
+    from statistics import NormalDist
+
     known = cores.dropna(subset=["busy_us_high"])
     known = known[known["role"] != "unassigned"]
-    if known.empty or known["rank"].nunique() < 2:
+    if known.empty or known["rank"].nunique() < MIN_RANKS:
         return None
-    per = known.groupby(["role", "rank"])["busy_us_high"].median().rename("busy").reset_index()
-    per["peers"] = per.groupby("role")["busy"].transform("median")
-    per["excess"] = per["busy"] - per["peers"]
-    top = per.loc[per["excess"].idxmax()]
-    if top["excess"] < min_excess * top["peers"]:
+    busy = _rank_table(known, "busy_us_high")
+    nonscalar = _rank_table(known, "nonscalar_us_high") if "nonscalar_us_high" in known else busy.iloc[0:0]
+    ranked_by = "nonscalar_us_high" if not nonscalar.empty else "busy_us_high"
+    table = nonscalar if ranked_by == "nonscalar_us_high" else busy
+    z_min = float(NormalDist().inv_cdf(1.0 - alpha / max(len(table), 1)))
+    table = table.assign(out=(table["excess"] > 0) & (table["ratio"] >= min_excess) & (table["z"] >= z_min))
+    standing = table[table["out"]].sort_values(["ratio", "excess"], ascending=False)
+    if standing.empty:
         return None
+    top = standing.iloc[0]
+    rank = int(top["rank"])
+    # Once the rank is named, whether its other roles exceed too is a family of its own roles only.
+    mine = table[table["rank"] == rank]
+    z_role = float(NormalDist().inv_cdf(1.0 - alpha / max(len(mine), 1)))
+    mine = mine.assign(out=(mine["excess"] > 0) & (mine["ratio"] >= min_excess) & (mine["z"] >= z_role))
+    pattern = _every_role(mine, z_role) if len(mine) > 1 else None
+    role = "LocalWindowCopy" if pattern == "same_us" else str(top["role"])
+
+    def entry(t: pd.DataFrame, r: str) -> dict[str, Any] | None:
+        hit = t[(t["rank"] == rank) & (t["role"] == r)]
+        if hit.empty:
+            return None
+        h = hit.iloc[0]
+        return {
+            "us": float(h["value"]),
+            "peers_median_us": float(h["peers"]),
+            "excess_us": float(h["excess"]),
+            "excess_ratio": None if pd.isna(h["ratio"]) else float(h["ratio"]),
+            "noise_us": float(h["noise"]),
+            "z": None if pd.isna(h["z"]) else (float(h["z"]) if np.isfinite(h["z"]) else None),
+        }
+
+    top_role = str(top["role"])
+    b = entry(busy, top_role)
     return {
-        "rank": int(top["rank"]),
-        "role": str(top["role"]),
-        "busy_us_high": float(top["busy"]),
-        "peers_median_us": float(top["peers"]),
-        "excess_us": float(top["excess"]),
-        "definition": "per rank and role the median busy-time upper bound over the role's cores; the largest excess over the same role's median across ranks",
+        "rank": rank,
+        "role": role,
+        "role_on_top": top_role,
+        "busy_us_high": b["us"],
+        "peers_median_us": b["peers_median_us"],
+        "excess_us": b["excess_us"],
+        "excess_ratio": b["excess_ratio"],
+        "nonscalar": entry(nonscalar, top_role),
+        "ranked_by": ranked_by,
+        "ranked_excess_ratio": float(top["ratio"]),
+        # the role's cost side: per core and launch; for LocalWindowCopy the µs its rank's roles share
+        "excess_us_per_launch": float(mine["excess"].median()) if pattern == "same_us" else float(top["excess"]),
+        "z_min": z_min,
+        "z_min_other_roles": z_role,
+        "alpha": alpha,
+        "every_role": pattern is not None,
+        "every_role_pattern": pattern,
+        "roles_standing_out": [
+            {"role": str(r.role), "excess_us": float(r.excess), "excess_ratio": float(r.ratio)}
+            for r in mine[mine["out"]].sort_values("ratio", ascending=False).itertuples()
+        ],
+        "definition": (
+            "per rank and role the median busy-time upper bound over the role's cores and launches, against the same role's median on the other ranks; "
+            "the largest relative excess among those at least pmu.busiest_min_excess of the peers' median and z_min noise units "
+            "(the peers' MAD or the cores' spread; z_min: pmu.busiest_alpha shared over every role and rank); ranked without the scalar pipe "
+            "(a polling loop runs there) when vector/MTE times are provided; excess_us_per_launch is that excess, per core and launch"
+        ),
     }
 
 
