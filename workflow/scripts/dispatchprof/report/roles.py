@@ -61,4 +61,6 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
         numbers = f"+{100 * ns['excess_ratio']:.0f}% without the scalar pipe ({ns['us']:.1f} us against {ns['peers_median_us']:.1f} us{spread}); {numbers}"
     elif ratio is not None:
         numbers = f"+{100 * ratio:.0f}%, " + numbers
+    if busy.get("every_role_pattern"):
+        numbers = f"{busy['role_on_top']} most, {numbers}"
     return f"{lead}, {what}: {numbers}." + cost_beside(rank, per_launch, straggler)
