@@ -186,21 +186,21 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
     return out
 
 
-def _every_role(mine: pd.DataFrame, z: float) -> str | None:
-    """Whether every role of one rank exceeds its peers alike: by about the same µs ("same_us": the part every core
-    runs, LocalWindowCopy), or by about the same fraction ("same_fraction": the rank's own work as a whole); None
-    when not. Alike = each role's excess within z noise units of the roles' median excess, which itself stands out."""
-    if not (mine["excess"] > 0).all() or mine["out"].sum() * 2 < len(mine):
+def _every_role(mine: pd.DataFrame) -> str | None:
+    """Whether every role of one rank exceeds its peers, and how: by about the same µs ("same_us": the part every
+    core runs alike, LocalWindowCopy) or by about the same fraction ("same_fraction": the rank's own work as a
+    whole); None when not every role exceeds. Every role must exceed, and all but at most one stand out on their own
+    (one may hide in its role's noise; with two roles both). The pattern is the better of two one-parameter fits of
+    the roles' excesses, weighted by their noise: a constant (µs) or a multiple of the peers' median (fraction)."""
+    n = len(mine)
+    if n < 2 or not (mine["excess"] > 0).all() or int(mine["out"].sum()) < max(n - 1, 2):
         return None
-    us, noise = mine["excess"].to_numpy(float), mine["noise"].to_numpy(float)
-    centre = float(np.median(us))
-    if centre >= z * float(np.median(noise)) and (np.abs(us - centre) <= z * noise).all():
-        return "same_us"
-    ratio, ratio_noise = mine["ratio"].to_numpy(float), (mine["noise"] / mine["peers"]).to_numpy(float)
-    centre = float(np.median(ratio))
-    if centre >= z * float(np.median(ratio_noise)) and (np.abs(ratio - centre) <= z * ratio_noise).all():
-        return "same_fraction"
-    return None
+    us, noise, base = (mine[c].to_numpy(float) for c in ("excess", "noise", "peers"))
+    w = 1.0 / np.maximum(noise, 1e-9 * np.maximum(base, 1.0)) ** 2  # identical cores and peers: equal weights
+    constant = float((us * w).sum() / w.sum())
+    share = float((us * base * w).sum() / (base**2 * w).sum())
+    misfit_us, misfit_fraction = float((w * (us - constant) ** 2).sum()), float((w * (us - share * base) ** 2).sum())
+    return "same_us" if misfit_us <= misfit_fraction else "same_fraction"
 
 
 def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict[str, Any] | None:
@@ -242,7 +242,7 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     mine = table[table["rank"] == rank]
     z_role = float(NormalDist().inv_cdf(1.0 - alpha / max(len(mine), 1)))
     mine = mine.assign(out=(mine["excess"] > 0) & (mine["ratio"] >= min_excess) & (mine["z"] >= z_role))
-    pattern = _every_role(mine, z_role) if len(mine) > 1 else None
+    pattern = _every_role(mine)
     role = "LocalWindowCopy" if pattern == "same_us" else str(top["role"])
 
     def entry(t: pd.DataFrame, r: str) -> dict[str, Any] | None:
