@@ -125,7 +125,10 @@ DC = {
     "source": "akl_trace",
     "busiest": {"rank": 6, "role": "CalCumSum", "slot": 4, "phase": "experts_written", "median_us": 5.2, "peers_median_us": 4.0, "excess_us": 1.2},
     "local_window_copy": {
-        "per_rank": {"6": {"median_us": 30.0, "peers_median_us": 20.0, "excess_us": 10.0}, "0": {"median_us": 20.0, "peers_median_us": 20.0, "excess_us": 0.0}}
+        "per_rank": {
+            "6": {"median_us": 30.0, "peers_median_us": 20.0, "excess_us": 10.0, "peers_spread_us": 2.0, "stands_out": True},
+            "0": {"median_us": 20.0, "peers_median_us": 20.0, "excess_us": 0.0},
+        }
     },
 }
 

@@ -238,6 +238,7 @@ def wait_work(per_rank: pd.DataFrame, wait: Mapping[str, Sequence[Any]]) -> list
 
 
 LWC_PHASES = ("local_window_copy", SPLIT_WAIT, "LW:copy")  # LocalWindowCopy: the legacy slot / AKL segment, or its split
+LWC_Z = 2.326  # one rank, named beforehand by the timeline, tested against its peers' spread: one-sided 1%
 
 
 def local_window_copy(seg: pd.DataFrame) -> dict[str, Any]:
@@ -251,12 +252,24 @@ def local_window_copy(seg: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {}
     values = per_rank.to_numpy(dtype=float)
     for i, (rank, us) in enumerate(per_rank.items()):
-        peers = float(np.median(np.delete(values, i))) if len(values) > 1 else None
-        out[str(int(rank))] = {"median_us": float(us), "peers_median_us": peers, "excess_us": None if peers is None else float(us - peers)}
+        others = np.delete(values, i)
+        peers = float(np.median(others)) if len(others) else None
+        spread = 1.4826 * float(np.median(np.abs(others - peers))) if len(others) >= 3 else None
+        out[str(int(rank))] = {
+            "median_us": float(us),
+            "peers_median_us": peers,
+            "excess_us": None if peers is None else float(us - peers),
+            "peers_spread_us": spread,
+            "stands_out": None if spread is None or peers is None else bool(us - peers > LWC_Z * spread),
+        }
     return {
         "per_rank": out,
         "phases": sorted(set(lw["phase"])),
-        "definition": "per rank the median over cores and launches of the LocalWindowCopy slot (wait plus copy), against the other ranks' median",
+        "definition": (
+            "per rank the median over cores and launches of the LocalWindowCopy slot (wait plus copy), against the other ranks' median; "
+            f"peers_spread_us = 1.4826 x their MAD (3 or more other ranks); stands_out = excess above {LWC_Z:.2f} x that spread "
+            "(one named rank tested: the one-sided 1% normal quantile)"
+        ),
     }
 
 

@@ -60,10 +60,18 @@ def local_window_copy_sentence(section: Mapping[str, Any], rank: int | None) -> 
     entry = ((section.get("local_window_copy") or {}).get("per_rank") or {}).get(str(rank)) if rank is not None else None
     if not entry or entry.get("peers_median_us") is None:
         return ""
-    return (
+    text = (
         f" Rank {rank}, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes "
-        f"{entry['median_us']:.1f} us against a median of {entry['peers_median_us']:.1f} us on the other ranks ({entry['excess_us']:+.1f} us per launch)."
+        f"{entry['median_us']:.1f} us against a median of {entry['peers_median_us']:.1f} us on the other ranks ({entry['excess_us']:+.1f} us per launch"
     )
+    if entry.get("peers_spread_us") is None:
+        return text + ")."
+    verdict = (
+        "it stands out: its own copying, since a rank slow by itself waits no longer than its peers"
+        if entry.get("stands_out")
+        else "within that spread, so DebugClock does not single out its LocalWindowCopy"
+    )
+    return text + f"; the other ranks spread by {entry['peers_spread_us']:.1f} us): {verdict}."
 
 
 def also_sentence(section: Mapping[str, Any]) -> str:
