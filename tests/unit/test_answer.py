@@ -158,12 +158,16 @@ def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_loc
         in text
     )
     assert (
-        "Rank 6, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes 30.0 us against a median of 20.0 us on the other ranks (+10.0 us per launch)"
+        "Rank 6, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes 30.0 us against a median of 20.0 us on the other ranks (+10.0 us per launch; the other ranks spread by 2.0 us): it stands out: its own copying"
         in text
     )
     states["pmu"] = Status("pmu", "e", "timeout", "replay hung", "sim")
     text = answer_paragraph(states, "sim", 16, {"timeline": OWN_WORK, "debugclock": DC})
     assert "the role link uses the DebugClock fallback" in text and "stands beside rank 6's cost to the group in the timeline, 9.5 us per launch" in text
     assert "LocalWindowCopy slot (wait plus copy" in text
+    hidden = {**DC, "local_window_copy": {"per_rank": {"6": {**DC["local_window_copy"]["per_rank"]["6"], "stands_out": False}}}}
+    assert "within that spread, so DebugClock does not single out its LocalWindowCopy" in answer_paragraph(
+        states, "sim", 16, {"timeline": OWN_WORK, "debugclock": hidden}
+    )
     waiting = {**TIMELINE, "straggler": {"evidence": "late_arrival", "rank": 3, "explanation": "rank 3 arrives late"}}
     assert "LocalWindowCopy slot" not in answer_paragraph(states, "sim", 16, {"timeline": waiting, "debugclock": DC})  # only for own_work
