@@ -242,6 +242,7 @@ def test_busiest_ranks_by_relative_excess_so_a_short_role_beats_a_long_ones_nois
     assert top["ranked_by"] == "nonscalar_us_high" and top["nonscalar"]["excess_ratio"] == pytest.approx(0.1, abs=0.03)
     assert top["excess_us"] > 0 and top["busy_us_high"] == pytest.approx(top["peers_median_us"] + top["excess_us"])
     assert top["excess_us_per_launch"] == pytest.approx(top["nonscalar"]["excess_us"])
+    assert 0 < top["excess_us_per_launch_low"] < top["excess_us_per_launch"]  # largest pipe .. pipes summed
     assert busiest(cores, 0.2) is None  # the floor: +10% is below a 20% margin
 
 

@@ -145,9 +145,17 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     assert "The timeline names rank 6 too (own_work)" in answer_paragraph(
         statuses(), "sim", 16, {"timeline": before_costs, "pmu": {**PMU, "busiest": BUSY_NEW}}
     )
-    lwc = {**BUSY_NEW, "role": "LocalWindowCopy", "every_role": True, "every_role_pattern": "same_us", "excess_us_per_launch": 10.1}
+    lwc = {
+        **BUSY_NEW,
+        "role": "LocalWindowCopy",
+        "every_role": True,
+        "every_role_pattern": "same_us",
+        "excess_us_per_launch": 10.1,
+        "excess_us_per_launch_low": 5.0,
+    }
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": lwc}})
     assert "every role of rank 6 is busier than the same role on the other ranks by about the same time, 10.1 us per core and launch: LocalWindowCopy" in text
+    assert "The role's excess, 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text  # pipes overlap: a range
 
 
 def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_local_window_copy():

@@ -84,6 +84,7 @@ def with_busy(cores: pd.DataFrame) -> pd.DataFrame:
     # Without the scalar pipe, where a core polling a flag spins: its upper bound, as busy_us_high.
     others = pd.concat([t for pipe, t in zip(PIPES, times) if pipe != "scalar"], axis=1)
     cores["nonscalar_us_high"] = pd.concat([others.sum(axis=1, min_count=1), aiv], axis=1).min(axis=1).where(others.notna().any(axis=1))
+    cores["nonscalar_us_low"] = others.max(axis=1).where(others.notna().any(axis=1))
     return cores
 
 
@@ -203,6 +204,22 @@ def _every_role(mine: pd.DataFrame) -> str | None:
     return "same_us" if misfit_us <= misfit_fraction else "same_fraction"
 
 
+def _excess_on(known: pd.DataFrame, rank: int, roles: Sequence[str], column: str) -> float | None:
+    """The named rank's excess on one busy-time column: the median over ``roles`` of (the rank's median - the
+    other ranks' median of the same role)."""
+    if column not in known:
+        return None
+    per = known.dropna(subset=[column]).groupby(["role", "rank"])[column].median()
+    excess = []
+    for role in roles:
+        if role not in per.index.get_level_values("role"):
+            continue
+        values = per.loc[role]
+        if rank in values.index and len(values) > 1:
+            excess.append(float(values[rank] - values.drop(rank).median()))
+    return float(np.median(excess)) if excess else None
+
+
 def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict[str, Any] | None:
     """The (rank, role) whose busy time exceeds the same role on the other ranks by the largest RELATIVE excess,
     among those that stand out of the noise; None when none does, no pipe time is provided or there are fewer than
@@ -244,6 +261,7 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     mine = mine.assign(out=(mine["excess"] > 0) & (mine["ratio"] >= min_excess) & (mine["z"] >= z_role))
     pattern = _every_role(mine)
     role = "LocalWindowCopy" if pattern == "same_us" else str(top["role"])
+    shared = list(mine["role"]) if pattern == "same_us" else [str(top["role"])]
 
     def entry(t: pd.DataFrame, r: str) -> dict[str, Any] | None:
         hit = t[(t["rank"] == rank) & (t["role"] == r)]
@@ -272,8 +290,11 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         "nonscalar": entry(nonscalar, top_role),
         "ranked_by": ranked_by,
         "ranked_excess_ratio": float(top["ratio"]),
-        # the role's cost side: per core and launch; for LocalWindowCopy the µs its rank's roles share
-        "excess_us_per_launch": float(mine["excess"].median()) if pattern == "same_us" else float(top["excess"]),
+        # the role's cost side, per core and launch (for LocalWindowCopy the µs its rank's roles share), on the ranked
+        # busy time: its upper bound (pipes summed) and lower bound (the largest pipe); pipes overlap, the work's
+        # excess on those pipes lies between. Without the scalar pipe, a role's scalar work is left out too.
+        "excess_us_per_launch": _excess_on(known, rank, shared, ranked_by),
+        "excess_us_per_launch_low": _excess_on(known, rank, shared, "nonscalar_us_low" if ranked_by == "nonscalar_us_high" else "busy_us_low"),
         "z_min": z_min,
         "z_min_other_roles": z_role,
         "alpha": alpha,
@@ -287,7 +308,9 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
             "per rank and role the median busy-time upper bound over the role's cores and launches, against the same role's median on the other ranks; "
             "the largest relative excess among those at least pmu.busiest_min_excess of the peers' median and z_min noise units "
             "(the peers' MAD or the cores' spread; z_min: pmu.busiest_alpha shared over every role and rank); ranked without the scalar pipe "
-            "(a polling loop runs there) when vector/MTE times are provided; excess_us_per_launch is that excess, per core and launch"
+            "(a polling loop runs there) when vector/MTE times are provided; excess_us_per_launch is the named rank's excess per core and launch "
+            "on the ranked busy time's upper bound (pipes summed), excess_us_per_launch_low on its lower bound (the largest pipe): pipes overlap, the "
+            "excess of the work on those pipes lies between; without the scalar pipe a role's scalar work is left out (excess_us keeps it, polls included)"
         ),
     }
 

@@ -18,22 +18,24 @@ def own_work_rank(sections: Mapping[str, Any]) -> int | None:
     return next((int(c["rank"]) for c in causes if c.get("evidence") == "own_work" and c.get("rank") is not None), None)
 
 
-def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any]) -> str:
-    """The role's excess per launch beside the rank's cost in the timeline (cost_us_per_launch, when given)."""
+def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us: float | None = None) -> str:
+    """The role's excess per launch (a range from ``low_us`` when given: pipes overlap) beside the rank's cost in the
+    timeline (cost_us_per_launch, when given)."""
     named, cost = straggler.get("rank"), straggler.get("cost_us_per_launch")
+    role_us_text = f"{low_us:.1f} to {role_us:.1f}" if low_us is not None and low_us < role_us else f"{role_us:.1f}"
     if named == rank and cost is not None:
         return (
-            f" The role's excess, {role_us:.1f} us per launch, stands beside rank {rank}'s cost to the group in the timeline, "
+            f" The role's excess, {role_us_text} us per launch, stands beside rank {rank}'s cost to the group in the timeline, "
             f"{cost:.1f} us per launch ({straggler.get('evidence')}): a replayed or instrumented launch, so the two are compared, not subtracted."
         )
     if named == rank:
-        return f" The timeline names rank {rank} too ({straggler.get('evidence')}); the role's excess is {role_us:.1f} us per launch."
+        return f" The timeline names rank {rank} too ({straggler.get('evidence')}); the role's excess is {role_us_text} us per launch."
     if named is not None:
         extra = f", {cost:.1f} us per launch" if cost is not None else ""
         return (
-            f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); the role's excess here is {role_us:.1f} us per launch."
+            f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); the role's excess here is {role_us_text} us per launch."
         )
-    return f" The role's excess is {role_us:.1f} us per launch; the timeline names no rank."
+    return f" The role's excess is {role_us_text} us per launch; the timeline names no rank."
 
 
 def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) -> str:
@@ -63,4 +65,4 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
         numbers = f"+{100 * ratio:.0f}%, " + numbers
     if busy.get("every_role_pattern"):
         numbers = f"{busy['role_on_top']} most, {numbers}"
-    return f"{lead}, {what}: {numbers}." + cost_beside(rank, per_launch, straggler)
+    return f"{lead}, {what}: {numbers}." + cost_beside(rank, per_launch, straggler, busy.get("excess_us_per_launch_low"))
