@@ -7,7 +7,10 @@ offsets), us. Statistics:
 - pooled per role over ranks;
 - busiest: the (rank, role, slot) whose per-rank median most exceeds the median of the same role and slot on the
   other ranks. A rank that waits less than its peers is never "busiest": this names a slow sender, not the
-  ranks waiting for it. Slots that hold cross-rank waits are flagged, because they are mixed (work + wait).
+  ranks waiting for it. Slots that hold cross-rank waits are flagged, because they are mixed (work + wait);
+- local_window_copy: each rank's LocalWindowCopy slot (wait plus copy) against the other ranks, with their spread,
+  for a rank the timeline names slow by itself (a wait slot is never busiest);
+- wait_work and its rank x role heat maps.
 Cycles convert to µs by kernel.clock_hz. Cycles are not comparable across devices (no global clock), and slot
 numbers are not comparable across roles (the branches differ); the report says both beside the numbers.
 """

@@ -10,7 +10,8 @@ No threshold verdict: roles and cores are ordered by absolute time, with the mis
 Busy time is a range, never a sum: the pipes (vector, scalar, MTE2, MTE3) overlap, so a core was busy between its
 largest pipe time and min(sum of pipe times, aiv_time). The rest of aiv_time had no pipe active: polling a flag,
 instruction fetch or stalls; it is not called "wait" (the PMU cannot tell them apart). Roles are compared with the
-same role on other ranks, by busy time, because a core's aiv_time includes waiting for its peers.
+same role on other ranks, by busy time, because a core's aiv_time includes waiting for its peers; busiest ranks them
+by relative excess without the scalar pipe (a polling loop spins there), against the role's measured spread.
 """
 
 from __future__ import annotations
