@@ -137,10 +137,10 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}})
     assert "waiting excluded" not in text and "the scalar pipe included" in text
     assert "rank 6's CalCumSum cores are the busiest against the same role" in text
-    assert (
-        "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread across ranks); busy 77.2 us against a median of 72.6 us (+4.6 us)" in text
-    )
+    assert "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)" in text
     assert "The role's excess, 2.5 us per launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)" in text
+    few = answer_paragraph(statuses(), "sim", 3, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": {**BUSY_NEW, "spread_measured": False}}})
+    assert "the spread between ranks is not measured (only the cores' spread)" in few and "not measured" not in text
     before_costs = {**OWN_WORK, "straggler": {k: v for k, v in OWN_WORK["straggler"].items() if k != "cost_us_per_launch"}}
     assert "The timeline names rank 6 too (own_work)" in answer_paragraph(
         statuses(), "sim", 16, {"timeline": before_costs, "pmu": {**PMU, "busiest": BUSY_NEW}}

@@ -157,19 +157,47 @@ def metric_set_by_role(long: pd.DataFrame, cores: pd.DataFrame) -> dict[str, Any
 
 
 MIN_RANKS = 3  # with two ranks, one busier than the other may as well be the other one fast: nobody is named
-MIN_PEERS_FOR_SPREAD = 3  # the peers' MAD is read from at least this many other ranks, else from the cores alone
+MIN_PEERS_FOR_SPREAD = 4  # the spread between ranks is measured from at least this many other ranks, else not
 MAD_SIGMA = 1.4826  # MAD x this = the standard deviation of a normal sample
 MEDIAN_SE = 1.2533  # the standard error of a median of n normal values is this x sigma / sqrt(n)
+OUTLIER_MADS = 3.5  # peers farther than this many MAD-sigmas from their median are left out of their spread
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The p quantile of Student's t with ``dof`` degrees of freedom (Cornish-Fisher expansion about the normal
+    quantile, within ~1% for dof >= 3 at the tails used here): a spread measured from few ranks is itself uncertain,
+    and the z of an excess over it has heavier tails than the normal."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(p)
+    if dof > 1e5:
+        return z
+    v = float(dof)
+    return z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2) + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+
+
+def _spread(peers: np.ndarray) -> tuple[float, int]:
+    """The spread between ranks: the standard deviation of the peers within OUTLIER_MADS of their median (another
+    slow rank does not widen it; more efficient than the MAD itself), and its degrees of freedom."""
+    centre = float(np.median(peers))
+    mad = MAD_SIGMA * float(np.median(np.abs(peers - centre)))
+    kept = peers[np.abs(peers - centre) <= OUTLIER_MADS * mad] if mad > 0 else peers
+    return (float(np.std(kept, ddof=1)) if len(kept) > 1 else 0.0), len(kept) - 1
 
 
 def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per (role, rank): the median of ``column`` over the role's cores and launches, the peers' median and spread
-    (the other ranks, leave-one-out) and the noise of that comparison: the larger of the peers' own spread
-    (MAD x 1.4826, from at least MIN_PEERS_FOR_SPREAD other ranks) and the standard error of the rank's median from
-    the spread of its role's cores (pooled MAD of each core about its rank's median)."""
+    """Per (role, rank): the median of ``column`` over the role's cores and launches, the peers' median (the other
+    ranks, leave-one-out) and the noise of that comparison: the larger of the spread between ranks (_spread of the
+    peers, from at least MIN_PEERS_FOR_SPREAD of them) and the standard error of the rank's median from the spread of
+    its role's cores (pooled MAD of each core about its rank's median), both widened for the peers' median's own
+    error; its degrees of freedom are the spread's when measured (a spread between few ranks may read low by chance). ``spread_measured`` is False with fewer peers: then a
+    difference between whole ranks (a clock, a thermal state) is not told from an excess."""
     data = known.dropna(subset=[column])
     per = data.groupby(["role", "rank"])[column].agg(["median", "size"]).rename(columns={"median": "value", "size": "n"}).reset_index()
     residual = (data[column] - data.groupby(["role", "rank"])[column].transform("median")).abs()
+    # residuals about a median fitted to n cores run small by about sqrt((n - 1) / n): undone per (role, rank)
+    size = data.groupby(["role", "rank"])[column].transform("size").to_numpy(dtype=float)
+    residual = residual * np.sqrt(size / np.maximum(size - 1, 1))
     core_sigma = (MAD_SIGMA * residual.groupby(data["role"]).median()).to_dict()
     rows = []
     for role, g in per.groupby("role", sort=True):
@@ -177,10 +205,15 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
         for i, row in enumerate(g.itertuples()):
             peers = np.delete(values, i)
             median = float(np.median(peers)) if len(peers) else float("nan")
-            spread = MAD_SIGMA * float(np.median(np.abs(peers - median))) if len(peers) >= MIN_PEERS_FOR_SPREAD else 0.0
-            from_cores = MEDIAN_SE * core_sigma.get(role, 0.0) / np.sqrt(max(int(row.n), 1))
-            rows.append((role, int(row.rank), float(row.value), median, max(spread, from_cores), len(peers)))
-    out = pd.DataFrame(rows, columns=["role", "rank", "value", "peers", "noise", "n_peers"])
+            measured = len(peers) >= MIN_PEERS_FOR_SPREAD
+            spread, dof = _spread(peers) if measured else (0.0, 0)
+            widen = float(np.sqrt(1.0 + np.pi / (2 * max(len(peers), 1))))  # the peers' median has its own error
+            spread *= widen
+            from_cores = widen * MEDIAN_SE * core_sigma.get(role, 0.0) / np.sqrt(max(int(row.n), 1))
+            # a spread measured between few ranks is uncertain whichever is larger: its degrees of freedom stand
+            noise, dof = max(spread, from_cores), (dof if measured else 10**6)
+            rows.append((role, int(row.rank), float(row.value), median, noise, dof, measured, len(peers)))
+    out = pd.DataFrame(rows, columns=["role", "rank", "value", "peers", "noise", "dof", "spread_measured", "n_peers"])
     out["excess"] = out["value"] - out["peers"]
     out["ratio"] = out["excess"] / out["peers"].where(out["peers"] > 0)
     out["z"] = out["excess"] / out["noise"].where(out["noise"] > 0)
@@ -233,14 +266,15 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
 
     A (rank, role) stands out when its excess is (a) at least ``min_excess`` of the peers' median (a floor; 0 lets
     the noise alone decide) and (b) at least z_min noise units, where the noise is the measured spread of the same
-    role (_rank_table) and z_min the one-sided normal quantile of ``alpha`` shared over every (role, rank)
-    compared (Bonferroni): with no fault, a rank is named in about ``alpha`` of runs.
+    role (_rank_table) and z_min the one-sided quantile of ``alpha`` shared over every (role, rank) compared
+    (Bonferroni), of Student's t at the spread's degrees of freedom (normal when the cores' spread decides): with no
+    fault, a rank is named in at most about ``alpha`` of runs. With fewer than MIN_PEERS_FOR_SPREAD + 1 ranks the
+    spread between ranks is not measured (``spread_measured`` false): the cores' spread alone cannot tell a
+    difference between whole ranks from an excess, and the output says so.
 
     LocalWindowCopy runs on every core after its role: when every role of the named rank stands out by about the
     same µs, the slow part is LocalWindowCopy (the receive side); by about the same fraction, the rank's own work
     as a whole (``every_role``); the PMU cannot split a core's time between its role and LocalWindowCopy."""
-    from statistics import NormalDist
-
     known = cores.dropna(subset=["busy_us_high"])
     known = known[known["role"] != "unassigned"]
     if known.empty or known["rank"].nunique() < MIN_RANKS:
@@ -249,8 +283,8 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     nonscalar = _rank_table(known, "nonscalar_us_high") if "nonscalar_us_high" in known else busy.iloc[0:0]
     ranked_by = "nonscalar_us_high" if not nonscalar.empty else "busy_us_high"
     table = nonscalar if ranked_by == "nonscalar_us_high" else busy
-    z_min = float(NormalDist().inv_cdf(1.0 - alpha / max(len(table), 1)))
-    table = table.assign(out=(table["excess"] > 0) & (table["ratio"] >= min_excess) & (table["z"] >= z_min))
+    table = table.assign(z_min=[t_quantile(1.0 - alpha / max(len(table), 1), dof) for dof in table["dof"]])
+    table = table.assign(out=(table["excess"] > 0) & (table["ratio"] >= min_excess) & (table["z"] >= table["z_min"]))
     standing = table[table["out"]].sort_values(["ratio", "excess"], ascending=False)
     if standing.empty:
         return None
@@ -258,8 +292,8 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     rank = int(top["rank"])
     # Once the rank is named, whether its other roles exceed too is a family of its own roles only.
     mine = table[table["rank"] == rank]
-    z_role = float(NormalDist().inv_cdf(1.0 - alpha / max(len(mine), 1)))
-    mine = mine.assign(out=(mine["excess"] > 0) & (mine["ratio"] >= min_excess) & (mine["z"] >= z_role))
+    mine = mine.assign(z_min=[t_quantile(1.0 - alpha / max(len(mine), 1), dof) for dof in mine["dof"]])
+    mine = mine.assign(out=(mine["excess"] > 0) & (mine["ratio"] >= min_excess) & (mine["z"] >= mine["z_min"]))
     pattern = _every_role(mine)
     role = "LocalWindowCopy" if pattern == "same_us" else str(top["role"])
     shared = list(mine["role"]) if pattern == "same_us" else [str(top["role"])]
@@ -296,9 +330,9 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         # excess on those pipes lies between. Without the scalar pipe, a role's scalar work is left out too.
         "excess_us_per_launch": _excess_on(known, rank, shared, ranked_by),
         "excess_us_per_launch_low": _excess_on(known, rank, shared, "nonscalar_us_low" if ranked_by == "nonscalar_us_high" else "busy_us_low"),
-        "z_min": z_min,
-        "z_min_other_roles": z_role,
+        "z_min": float(top["z_min"]),
         "alpha": alpha,
+        "spread_measured": bool(top["spread_measured"]),
         "every_role": pattern is not None,
         "every_role_pattern": pattern,
         "roles_standing_out": [
@@ -308,7 +342,7 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         "definition": (
             "per rank and role the median busy-time upper bound over the role's cores and launches, against the same role's median on the other ranks; "
             "the largest relative excess among those at least pmu.busiest_min_excess of the peers' median and z_min noise units "
-            "(the peers' MAD or the cores' spread; z_min: pmu.busiest_alpha shared over every role and rank); ranked without the scalar pipe "
+            "(the spread between ranks, or the cores' spread; z_min: pmu.busiest_alpha shared over every role and rank, Student's t); ranked without the scalar pipe "
             "(a polling loop runs there) when vector/MTE times are provided; excess_us_per_launch is the named rank's excess per core and launch "
             "on the ranked busy time's upper bound (pipes summed), excess_us_per_launch_low on its lower bound (the largest pipe): pipes overlap, the "
             "excess of the work on those pipes lies between; without the scalar pipe a role's scalar work is left out (excess_us keeps it, polls included)"

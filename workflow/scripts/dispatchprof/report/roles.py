@@ -59,10 +59,16 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
         what = f"rank {rank}'s {role} cores are the busiest against the same role on the other ranks"
     numbers = f"busy {busy['busy_us_high']:.1f} us against a median of {busy['peers_median_us']:.1f} us (+{busy['excess_us']:.1f} us)"
     if ns and busy.get("ranked_by") == "nonscalar_us_high":
-        spread = f", {ns['excess_us'] / ns['noise_us']:.0f}x the role's spread across ranks" if ns["noise_us"] > 0 else ""
+        spread = f", {ns['excess_us'] / ns['noise_us']:.0f}x the role's spread" if ns["noise_us"] > 0 else ""
         numbers = f"+{100 * ns['excess_ratio']:.0f}% without the scalar pipe ({ns['us']:.1f} us against {ns['peers_median_us']:.1f} us{spread}); {numbers}"
     elif ratio is not None:
         numbers = f"+{100 * ratio:.0f}%, " + numbers
     if busy.get("every_role_pattern"):
         numbers = f"{busy['role_on_top']} most, {numbers}"
-    return f"{lead}, {what}: {numbers}." + cost_beside(rank, per_launch, straggler, busy.get("excess_us_per_launch_low"))
+    caveat = (
+        " With so few ranks the spread between ranks is not measured (only the cores' spread): a difference between whole ranks "
+        "(a clock, a thermal state) may pass for this excess."
+        if busy.get("spread_measured") is False
+        else ""
+    )
+    return f"{lead}, {what}: {numbers}.{caveat}" + cost_beside(rank, per_launch, straggler, busy.get("excess_us_per_launch_low"))
