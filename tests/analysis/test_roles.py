@@ -284,3 +284,14 @@ def test_few_ranks_two_name_nobody_three_name_by_the_cores_spread_and_say_the_ra
     three = busiest(noisy_cores(0, ranks=3, slow={(1, "Sum"): 1.5}), 0.0)
     assert (three["rank"], three["role"], three["spread_measured"]) == (1, "Sum", False)
     assert busiest(noisy_cores(0, ranks=8, slow={(1, "Sum"): 1.5}), 0.0)["spread_measured"] is True
+
+
+def test_many_ranks_take_the_fast_path_with_the_same_answer():
+    import numpy as np
+
+    from dispatchprof.analysis.roles import LARGE_GROUP, _median_without, busiest
+
+    values = np.random.default_rng(0).normal(size=11)
+    assert all(_median_without(np.sort(values), v) == pytest.approx(float(np.median(np.delete(values, i)))) for i, v in enumerate(values))
+    top = busiest(noisy_cores(3, ranks=2 * LARGE_GROUP, rank_sigma=0.01, slow={(77, "Sum"): 1.1}), 0.0)
+    assert (top["rank"], top["role"], top["spread_measured"]) == (77, "Sum", True)

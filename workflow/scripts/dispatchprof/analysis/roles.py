@@ -185,6 +185,22 @@ def _spread(peers: np.ndarray) -> tuple[float, int]:
     return (float(np.std(kept, ddof=1)) if len(kept) > 1 else 0.0), len(kept) - 1
 
 
+LARGE_GROUP = 64  # ranks of a role beyond which the spread of all stands for each leave-one-out spread
+
+
+def _median_without(order: np.ndarray, value: float) -> float:
+    """The median of the sorted ``order`` with one element equal to ``value`` left out."""
+    n = len(order) - 1
+    if n <= 0:
+        return float("nan")
+    i = int(np.searchsorted(order, value))
+
+    def rest(k: int) -> float:  # the k-th of the rest, without a copy
+        return float(order[k] if k < i else order[k + 1])
+
+    return rest(n // 2) if n % 2 else (rest(n // 2 - 1) + rest(n // 2)) / 2
+
+
 def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
     """Per (role, rank): the median of ``column`` over the role's cores and launches, the peers' median (the other
     ranks, leave-one-out) and the noise of that comparison: the larger of the spread between ranks (_spread of the
@@ -202,17 +218,21 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
     rows = []
     for role, g in per.groupby("role", sort=True):
         values = g["value"].to_numpy(dtype=float)
+        # Many ranks: one rank hardly moves its peers' spread (an outlier is cut from it anyway); the spread of all
+        # ranks stands for every leave-one-out one, and the leave-one-out median is read from the sorted values.
+        shared = _spread(values) if len(values) > LARGE_GROUP else None
+        order = np.sort(values)
         for i, row in enumerate(g.itertuples()):
-            peers = np.delete(values, i)
-            median = float(np.median(peers)) if len(peers) else float("nan")
-            measured = len(peers) >= MIN_PEERS_FOR_SPREAD
-            spread, dof = _spread(peers) if measured else (0.0, 0)
-            widen = float(np.sqrt(1.0 + np.pi / (2 * max(len(peers), 1))))  # the peers' median has its own error
+            peers = np.delete(values, i) if shared is None else values
+            median = float(np.median(peers)) if shared is None and len(peers) else _median_without(order, values[i])
+            measured = len(values) - 1 >= MIN_PEERS_FOR_SPREAD
+            spread, dof = (shared if shared is not None else _spread(peers)) if measured else (0.0, 0)
+            widen = float(np.sqrt(1.0 + np.pi / (2 * max(len(values) - 1, 1))))  # the peers' median has its own error
             spread *= widen
             from_cores = widen * MEDIAN_SE * core_sigma.get(role, 0.0) / np.sqrt(max(int(row.n), 1))
             # a spread measured between few ranks is uncertain whichever is larger: its degrees of freedom stand
             noise, dof = max(spread, from_cores), (dof if measured else 10**6)
-            rows.append((role, int(row.rank), float(row.value), median, noise, dof, measured, len(peers)))
+            rows.append((role, int(row.rank), float(row.value), median, noise, dof, measured, len(values) - 1))
     out = pd.DataFrame(rows, columns=["role", "rank", "value", "peers", "noise", "dof", "spread_measured", "n_peers"])
     out["excess"] = out["value"] - out["peers"]
     out["ratio"] = out["excess"] / out["peers"].where(out["peers"] > 0)
