@@ -295,3 +295,30 @@ def test_many_ranks_take_the_fast_path_with_the_same_answer():
     assert all(_median_without(np.sort(values), v) == pytest.approx(float(np.median(np.delete(values, i)))) for i, v in enumerate(values))
     top = busiest(noisy_cores(3, ranks=2 * LARGE_GROUP, rank_sigma=0.01, slow={(77, "Sum"): 1.1}), 0.0)
     assert (top["rank"], top["role"], top["spread_measured"]) == (77, "Sum", True)
+
+
+def waiting_cores(seed, share, victim=None, **faults):
+    """noisy_cores whose ranks also wait 0-20 us longer or shorter (a victim 60 us more): the wait adds to aiv_time,
+    and ``share`` of it shows on MTE2 (a polling loop that reads its flag through MTE2)."""
+    import numpy as np
+
+    from dispatchprof.analysis.roles import with_busy
+
+    cores = noisy_cores(seed, **faults)
+    rng = np.random.default_rng(500 + seed)
+    wait = cores["rank"].map({r: rng.uniform(0, 20) + (60.0 if r == victim else 0.0) for r in sorted(cores["rank"].unique())})
+    cores["aiv_time_us"] += wait
+    cores["aiv_mte2_time(us)"] += share * wait
+    return with_busy(cores)
+
+
+@pytest.mark.parametrize("share", [0.05, 0.2])
+def test_a_poll_that_shows_on_mte2_is_taken_out_by_its_slope_so_the_victim_is_never_busiest(share):
+    from dispatchprof.analysis.roles import busiest
+
+    for seed in range(5):
+        assert busiest(waiting_cores(seed, share, victim=15), 0.0) is None  # it only waited, polling on MTE2
+        top = busiest(waiting_cores(seed, share, slow={(14, "Sum"): 1.1}), 0.0)
+        assert (top["rank"], top["role"]) == (14, "Sum") and top["poll_slope"]["Sum"] == pytest.approx(share, abs=0.03)
+        lwc = busiest(waiting_cores(seed, share, victim=15, extra_us={14: 12.0}), 0.0)
+        assert (lwc["rank"], lwc["role"]) == (14, "LocalWindowCopy")

@@ -244,11 +244,11 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
 def _every_role(mine: pd.DataFrame) -> str | None:
     """Whether every role of one rank exceeds its peers, and how: by about the same µs ("same_us": the part every
     core runs alike, LocalWindowCopy) or by about the same fraction ("same_fraction": the rank's own work as a
-    whole); None when not every role exceeds. Every role must exceed, and all but at most one stand out on their own
-    (one may hide in its role's noise; with two roles both). The pattern is the better of two one-parameter fits of
+    whole); None when not every role exceeds. All roles but at most one must stand out on their own (with two roles
+    both), and none fall short of its peers beyond its noise (a long role's noise may hide the shift). The pattern is the better of two one-parameter fits of
     the roles' excesses, weighted by their noise: a constant (µs) or a multiple of the peers' median (fraction)."""
     n = len(mine)
-    if n < 2 or not (mine["excess"] > 0).all() or int(mine["out"].sum()) < max(n - 1, 2):
+    if n < 2 or not (mine["excess"] > -mine["z_min"] * mine["noise"]).all() or int(mine["out"].sum()) < max(n - 1, 2):
         return None
     us, noise, base = (mine[c].to_numpy(float) for c in ("excess", "noise", "peers"))
     w = 1.0 / np.maximum(noise, 1e-9 * np.maximum(base, 1.0)) ** 2  # identical cores and peers: equal weights
@@ -272,6 +272,38 @@ def _excess_on(known: pd.DataFrame, rank: int, roles: Sequence[str], column: str
         if rank in values.index and len(values) > 1:
             excess.append(float(values[rank] - values.drop(rank).median()))
     return float(np.median(excess)) if excess else None
+
+
+MAX_SLOPE_PAIRS = 20_000  # rank pairs a Theil-Sen slope is read from (all of them below ~200 ranks)
+
+
+def poll_slopes(known: pd.DataFrame, column: str) -> dict[str, float]:
+    """Per role, how much ``column`` rises per µs of aiv_time across ranks: the Theil-Sen slope (median over rank
+    pairs) of the per-rank medians, at least 0. A core that waits longer polls longer; if its polling loop shows on
+    these pipes (a flag read through MTE2, say), every waiting rank looks busier by slope x its extra wait. The
+    slope is read from the data: most ranks differ by their waits, and a slow rank is one outlier the median of
+    pair slopes does not follow."""
+    per = known.dropna(subset=[column, "aiv_time_us"]).groupby(["role", "rank"])[[column, "aiv_time_us"]].median()
+    out = {}
+    rng = np.random.default_rng(0)
+    for role, g in per.groupby(level="role"):
+        x, y = g["aiv_time_us"].to_numpy(float), g[column].to_numpy(float)
+        i, j = np.triu_indices(len(x), 1)
+        if len(i) > MAX_SLOPE_PAIRS:
+            pick = rng.choice(len(i), MAX_SLOPE_PAIRS, replace=False)
+            i, j = i[pick], j[pick]
+        dx = x[j] - x[i]
+        ok = dx != 0
+        out[str(role)] = max(0.0, float(np.median((y[j] - y[i])[ok] / dx[ok]))) if ok.any() else 0.0
+    return out
+
+
+def net_of_polling(known: pd.DataFrame, column: str, slopes: Mapping[str, float]) -> pd.Series:
+    """``column`` per core less slope x (its aiv_time - the role's median aiv_time): what its pipes did beyond what
+    waiting as long as a typical core of its role would show there."""
+    slope = known["role"].map(slopes).fillna(0.0)
+    typical = known.groupby("role")["aiv_time_us"].transform("median")
+    return known[column] - slope * (known["aiv_time_us"] - typical).fillna(0.0)
 
 
 def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict[str, Any] | None:
@@ -300,9 +332,15 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     if known.empty or known["rank"].nunique() < MIN_RANKS:
         return None
     busy = _rank_table(known, "busy_us_high")
-    nonscalar = _rank_table(known, "nonscalar_us_high") if "nonscalar_us_high" in known else busy.iloc[0:0]
+    slopes: dict[str, float] = {}
+    if "nonscalar_us_high" in known and known["nonscalar_us_high"].notna().any():
+        slopes = poll_slopes(known, "nonscalar_us_high")
+        known = known.assign(nonscalar_net_us_high=net_of_polling(known, "nonscalar_us_high", slopes))
+        known = known.assign(nonscalar_net_us_low=net_of_polling(known, "nonscalar_us_low", slopes))
+    nonscalar = _rank_table(known, "nonscalar_net_us_high") if slopes else busy.iloc[0:0]
     ranked_by = "nonscalar_us_high" if not nonscalar.empty else "busy_us_high"
     table = nonscalar if ranked_by == "nonscalar_us_high" else busy
+    net = "nonscalar_net_us" if ranked_by == "nonscalar_us_high" else "busy_us"  # the columns the excess is read from
     table = table.assign(z_min=[t_quantile(1.0 - alpha / max(len(table), 1), dof) for dof in table["dof"]])
     table = table.assign(out=(table["excess"] > 0) & (table["ratio"] >= min_excess) & (table["z"] >= table["z_min"]))
     standing = table[table["out"]].sort_values(["ratio", "excess"], ascending=False)
@@ -348,8 +386,9 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         # the role's cost side, per core and launch (for LocalWindowCopy the µs its rank's roles share), on the ranked
         # busy time: its upper bound (pipes summed) and lower bound (the largest pipe); pipes overlap, the work's
         # excess on those pipes lies between. Without the scalar pipe, a role's scalar work is left out too.
-        "excess_us_per_launch": _excess_on(known, rank, shared, ranked_by),
-        "excess_us_per_launch_low": _excess_on(known, rank, shared, "nonscalar_us_low" if ranked_by == "nonscalar_us_high" else "busy_us_low"),
+        "excess_us_per_launch": _excess_on(known, rank, shared, f"{net}_high"),
+        "excess_us_per_launch_low": _excess_on(known, rank, shared, f"{net}_low"),
+        "poll_slope": slopes,
         "z_min": float(top["z_min"]),
         "alpha": alpha,
         "spread_measured": bool(top["spread_measured"]),
@@ -363,7 +402,7 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
             "per rank and role the median busy-time upper bound over the role's cores and launches, against the same role's median on the other ranks; "
             "the largest relative excess among those at least pmu.busiest_min_excess of the peers' median and z_min noise units "
             "(the spread between ranks, or the cores' spread; z_min: pmu.busiest_alpha shared over every role and rank, Student's t); ranked without the scalar pipe "
-            "(a polling loop runs there) when vector/MTE times are provided; excess_us_per_launch is the named rank's excess per core and launch "
+            "(a polling loop runs there) when vector/MTE times are provided, net of polling (poll_slope x the core's aiv_time beyond its role's median); excess_us_per_launch is the named rank's excess per core and launch "
             "on the ranked busy time's upper bound (pipes summed), excess_us_per_launch_low on its lower bound (the largest pipe): pipes overlap, the "
             "excess of the work on those pipes lies between; without the scalar pipe a role's scalar work is left out (excess_us keeps it, polls included)"
         ),
