@@ -160,7 +160,6 @@ MIN_RANKS = 3  # with two ranks, one busier than the other may as well be the ot
 MIN_PEERS_FOR_SPREAD = 4  # the spread between ranks is measured from at least this many other ranks, else not
 MAD_SIGMA = 1.4826  # MAD x this = the standard deviation of a normal sample
 MEDIAN_SE = 1.2533  # the standard error of a median of n normal values is this x sigma / sqrt(n)
-OUTLIER_MADS = 3.5  # peers farther than this many MAD-sigmas from their median are left out of their spread
 
 
 def t_quantile(p: float, dof: float) -> float:
@@ -177,12 +176,10 @@ def t_quantile(p: float, dof: float) -> float:
 
 
 def _spread(peers: np.ndarray) -> tuple[float, int]:
-    """The spread between ranks: the standard deviation of the peers within OUTLIER_MADS of their median (another
-    slow rank does not widen it; more efficient than the MAD itself), and its degrees of freedom."""
-    centre = float(np.median(peers))
-    mad = MAD_SIGMA * float(np.median(np.abs(peers - centre)))
-    kept = peers[np.abs(peers - centre) <= OUTLIER_MADS * mad] if mad > 0 else peers
-    return (float(np.std(kept, ddof=1)) if len(kept) > 1 else 0.0), len(kept) - 1
+    """The spread between ranks: the standard deviation of the peers, and its degrees of freedom. Not trimmed: the
+    per-rank medians of a role with few cores have heavy tails, and a cut at a few MADs (tried: 3.5) named the
+    tail of a no-fault run; a second slow rank widens it, which can only hide an excess, never invent one."""
+    return (float(np.std(peers, ddof=1)) if len(peers) > 1 else 0.0), len(peers) - 1
 
 
 LARGE_GROUP = 64  # ranks of a role beyond which the spread of all stands for each leave-one-out spread
@@ -203,10 +200,10 @@ def _median_without(order: np.ndarray, value: float) -> float:
 
 def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
     """Per (role, rank): the median of ``column`` over the role's cores and launches, the peers' median (the other
-    ranks, leave-one-out) and the noise of that comparison: the larger of the spread between ranks (_spread of the
-    peers, from at least MIN_PEERS_FOR_SPREAD of them) and the standard error of the rank's median from the spread of
-    its role's cores (pooled MAD of each core about its rank's median), both widened for the peers' median's own
-    error; its degrees of freedom are the spread's when measured (a spread between few ranks may read low by chance). ``spread_measured`` is False with fewer peers: then a
+    ranks, leave-one-out) and the noise of that comparison: the spread between ranks (_spread of the peers, from at
+    least MIN_PEERS_FOR_SPREAD of them, with its degrees of freedom: a spread between few ranks may read low by
+    chance), else the standard error of the rank's median from the spread of its role's cores (pooled MAD of each
+    core about its rank's median), both widened for the peers' median's own error. ``spread_measured`` is False with fewer peers: then a
     difference between whole ranks (a clock, a thermal state) is not told from an excess."""
     data = known.dropna(subset=[column])
     per = data.groupby(["role", "rank"])[column].agg(["median", "size"]).rename(columns={"median": "value", "size": "n"}).reset_index()
@@ -230,8 +227,10 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
             widen = float(np.sqrt(1.0 + np.pi / (2 * max(len(values) - 1, 1))))  # the peers' median has its own error
             spread *= widen
             from_cores = widen * MEDIAN_SE * core_sigma.get(role, 0.0) / np.sqrt(max(int(row.n), 1))
-            # a spread measured between few ranks is uncertain whichever is larger: its degrees of freedom stand
-            noise, dof = max(spread, from_cores), (dof if measured else 10**6)
+            # measured, the spread between ranks holds the cores' noise of each rank's median and whatever differs
+            # between whole ranks; the cores' spread (which holds their fixed differences too: a send core's share
+            # of destinations) stands in only when too few ranks give a spread
+            noise, dof = (spread, dof) if measured else (from_cores, 10**6)
             rows.append((role, int(row.rank), float(row.value), median, noise, dof, measured, len(values) - 1))
     out = pd.DataFrame(rows, columns=["role", "rank", "value", "peers", "noise", "dof", "spread_measured", "n_peers"])
     out["excess"] = out["value"] - out["peers"]
@@ -277,12 +276,13 @@ def _excess_on(known: pd.DataFrame, rank: int, roles: Sequence[str], column: str
 MAX_SLOPE_PAIRS = 20_000  # rank pairs a Theil-Sen slope is read from (all of them below ~200 ranks)
 
 
-def poll_slopes(known: pd.DataFrame, column: str) -> dict[str, float]:
+def poll_slopes(known: pd.DataFrame, column: str) -> dict[str, tuple[float, float]]:
     """Per role, how much ``column`` rises per µs of aiv_time across ranks: the Theil-Sen slope (median over rank
     pairs) of the per-rank medians, at least 0. A core that waits longer polls longer; if its polling loop shows on
     these pipes (a flag read through MTE2, say), every waiting rank looks busier by slope x its extra wait. The
     slope is read from the data: most ranks differ by their waits, and a slow rank is one outlier the median of
-    pair slopes does not follow."""
+    pair slopes does not follow. Beside it its standard error (the residuals' MAD-sigma over the spread of aiv_time,
+    as for a least-squares slope): a rank far from the typical wait carries that error times its distance."""
     per = known.dropna(subset=[column, "aiv_time_us"]).groupby(["role", "rank"])[[column, "aiv_time_us"]].median()
     out = {}
     rng = np.random.default_rng(0)
@@ -294,14 +294,18 @@ def poll_slopes(known: pd.DataFrame, column: str) -> dict[str, float]:
             i, j = i[pick], j[pick]
         dx = x[j] - x[i]
         ok = dx != 0
-        out[str(role)] = max(0.0, float(np.median((y[j] - y[i])[ok] / dx[ok]))) if ok.any() else 0.0
+        slope = float(np.median((y[j] - y[i])[ok] / dx[ok])) if ok.any() else 0.0
+        residual = y - np.median(y) - slope * (x - np.median(x))
+        sxx = float(((x - x.mean()) ** 2).sum())
+        se = MAD_SIGMA * float(np.median(np.abs(residual - np.median(residual)))) / np.sqrt(sxx) if sxx > 0 else 0.0
+        out[str(role)] = (max(0.0, slope), se)
     return out
 
 
-def net_of_polling(known: pd.DataFrame, column: str, slopes: Mapping[str, float]) -> pd.Series:
+def net_of_polling(known: pd.DataFrame, column: str, slopes: Mapping[str, tuple[float, float]]) -> pd.Series:
     """``column`` per core less slope x (its aiv_time - the role's median aiv_time): what its pipes did beyond what
     waiting as long as a typical core of its role would show there."""
-    slope = known["role"].map(slopes).fillna(0.0)
+    slope = known["role"].map({role: s for role, (s, _) in slopes.items()}).fillna(0.0)
     typical = known.groupby("role")["aiv_time_us"].transform("median")
     return known[column] - slope * (known["aiv_time_us"] - typical).fillna(0.0)
 
@@ -338,6 +342,14 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         known = known.assign(nonscalar_net_us_high=net_of_polling(known, "nonscalar_us_high", slopes))
         known = known.assign(nonscalar_net_us_low=net_of_polling(known, "nonscalar_us_low", slopes))
     nonscalar = _rank_table(known, "nonscalar_net_us_high") if slopes else busy.iloc[0:0]
+    if slopes:  # the slope's own error, times how far the rank's wait is from its role's typical one
+        aiv = known.groupby(["role", "rank"])["aiv_time_us"].median()
+        far = (aiv - aiv.groupby(level="role").transform("median")).abs()
+        se = pd.Series([slopes[str(r)][1] for r, _ in far.index], index=far.index)
+        extra = (se * far).reindex(pd.MultiIndex.from_frame(nonscalar[["role", "rank"]])).fillna(0.0).to_numpy()
+        nonscalar = nonscalar.assign(noise=np.sqrt(nonscalar["noise"] ** 2 + extra**2))
+        nonscalar = nonscalar.assign(z=nonscalar["excess"] / nonscalar["noise"].where(nonscalar["noise"] > 0))
+        nonscalar.loc[(nonscalar["noise"] <= 0) & (nonscalar["excess"] > 0), "z"] = np.inf
     ranked_by = "nonscalar_us_high" if not nonscalar.empty else "busy_us_high"
     table = nonscalar if ranked_by == "nonscalar_us_high" else busy
     net = "nonscalar_net_us" if ranked_by == "nonscalar_us_high" else "busy_us"  # the columns the excess is read from
@@ -388,7 +400,8 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         # excess on those pipes lies between. Without the scalar pipe, a role's scalar work is left out too.
         "excess_us_per_launch": _excess_on(known, rank, shared, f"{net}_high"),
         "excess_us_per_launch_low": _excess_on(known, rank, shared, f"{net}_low"),
-        "poll_slope": slopes,
+        "poll_slope": {role: s for role, (s, _) in slopes.items()},
+        "poll_slope_stderr": {role: e for role, (_, e) in slopes.items()},
         "z_min": float(top["z_min"]),
         "alpha": alpha,
         "spread_measured": bool(top["spread_measured"]),
