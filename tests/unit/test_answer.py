@@ -35,6 +35,7 @@ def test_each_link_of_the_chain_names_its_evidence():
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS})
     assert "wait inside the kernel" in text and "Rank 8 has the longest durations" in text and "does not make it slow" in text
     assert "rank 5's URMASendToken cores are the busiest against the same role" in text
+    assert "The timeline finds the cause inside the kernel, without a rank: this names it; the role's excess is 50.0 us per launch" in text
     assert "The URMASendToken role's I-cache miss rate is 2.5% (median), rank 2 of 2 roles" in text
     assert "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), the main reasons not to issue are Scoreboard_Not_Ready (70%)" in text
     assert "no A/B comparison is configured" in text

@@ -35,6 +35,9 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
         return (
             f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); the role's excess here is {role_us_text} us per launch."
         )
+    if straggler.get("evidence") == "in_kernel":
+        extra = f", {cost:.1f} us per launch" if cost is not None else ""
+        return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; the role's excess is {role_us_text} us per launch."
     return f" The role's excess is {role_us_text} us per launch; the timeline names no rank."
 
 
