@@ -310,6 +310,25 @@ def net_of_polling(known: pd.DataFrame, column: str, slopes: Mapping[str, tuple[
     return known[column] - slope * (known["aiv_time_us"] - typical).fillna(0.0)
 
 
+def _net_of_polling_table(known: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, tuple[float, float]]]:
+    """The cores with the non-scalar bounds net of polling (``nonscalar_net_us_high``/``_low``), their _rank_table
+    with the slope's own error added to the noise (times how far the rank's wait is from its role's typical one),
+    and the slopes."""
+    slopes = poll_slopes(known, "nonscalar_us_high")
+    known = known.assign(
+        nonscalar_net_us_high=net_of_polling(known, "nonscalar_us_high", slopes), nonscalar_net_us_low=net_of_polling(known, "nonscalar_us_low", slopes)
+    )
+    table = _rank_table(known, "nonscalar_net_us_high")
+    aiv = known.groupby(["role", "rank"])["aiv_time_us"].median()
+    far = (aiv - aiv.groupby(level="role").transform("median")).abs()
+    se = pd.Series([slopes[str(r)][1] for r, _ in far.index], index=far.index)
+    extra = (se * far).reindex(pd.MultiIndex.from_frame(table[["role", "rank"]])).fillna(0.0).to_numpy()
+    table = table.assign(noise=np.sqrt(table["noise"] ** 2 + extra**2))
+    table = table.assign(z=table["excess"] / table["noise"].where(table["noise"] > 0))
+    table.loc[(table["noise"] <= 0) & (table["excess"] > 0), "z"] = np.inf  # identical peers and cores
+    return known, table, slopes
+
+
 def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict[str, Any] | None:
     """The (rank, role) whose busy time exceeds the same role on the other ranks by the largest RELATIVE excess,
     among those that stand out of the noise; None when none does, no pipe time is provided or there are fewer than
@@ -318,7 +337,8 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     Busy time is compared twice: the upper bound with every pipe (``busy_us_high``), and without the scalar pipe
     (``nonscalar_us_high``): a core spinning on a flag runs a scalar loop, so a waiting core's scalar time rises
     with its wait, and only the non-scalar comparison is blind to that. The rank is chosen on the non-scalar
-    comparison when the role's vector/MTE pipes are provided, else on busy time; both are given.
+    comparison when the role's vector/MTE pipes are provided, else on busy time; both are given. The non-scalar
+    comparison is net of polling (poll_slopes): a poll that shows on MTE2 does not make a waiting rank busier.
 
     A (rank, role) stands out when its excess is (a) at least ``min_excess`` of the peers' median (a floor; 0 lets
     the noise alone decide) and (b) at least z_min noise units, where the noise is the measured spread of the same
@@ -336,20 +356,10 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     if known.empty or known["rank"].nunique() < MIN_RANKS:
         return None
     busy = _rank_table(known, "busy_us_high")
-    slopes: dict[str, float] = {}
+    slopes: dict[str, tuple[float, float]] = {}
+    nonscalar = busy.iloc[0:0]
     if "nonscalar_us_high" in known and known["nonscalar_us_high"].notna().any():
-        slopes = poll_slopes(known, "nonscalar_us_high")
-        known = known.assign(nonscalar_net_us_high=net_of_polling(known, "nonscalar_us_high", slopes))
-        known = known.assign(nonscalar_net_us_low=net_of_polling(known, "nonscalar_us_low", slopes))
-    nonscalar = _rank_table(known, "nonscalar_net_us_high") if slopes else busy.iloc[0:0]
-    if slopes:  # the slope's own error, times how far the rank's wait is from its role's typical one
-        aiv = known.groupby(["role", "rank"])["aiv_time_us"].median()
-        far = (aiv - aiv.groupby(level="role").transform("median")).abs()
-        se = pd.Series([slopes[str(r)][1] for r, _ in far.index], index=far.index)
-        extra = (se * far).reindex(pd.MultiIndex.from_frame(nonscalar[["role", "rank"]])).fillna(0.0).to_numpy()
-        nonscalar = nonscalar.assign(noise=np.sqrt(nonscalar["noise"] ** 2 + extra**2))
-        nonscalar = nonscalar.assign(z=nonscalar["excess"] / nonscalar["noise"].where(nonscalar["noise"] > 0))
-        nonscalar.loc[(nonscalar["noise"] <= 0) & (nonscalar["excess"] > 0), "z"] = np.inf
+        known, nonscalar, slopes = _net_of_polling_table(known)
     ranked_by = "nonscalar_us_high" if not nonscalar.empty else "busy_us_high"
     table = nonscalar if ranked_by == "nonscalar_us_high" else busy
     net = "nonscalar_net_us" if ranked_by == "nonscalar_us_high" else "busy_us"  # the columns the excess is read from
