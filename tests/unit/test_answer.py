@@ -139,7 +139,10 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     assert "waiting excluded" not in text and "the scalar pipe included" in text
     assert "rank 6's CalCumSum cores are the busiest against the same role" in text
     assert "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)" in text
-    assert "The role's excess, 2.5 us per launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)" in text
+    assert (
+        "The role's excess on its vector and MTE pipes (its scalar work not counted), 2.5 us per launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)"
+        in text
+    )
     few = answer_paragraph(statuses(), "sim", 3, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": {**BUSY_NEW, "spread_measured": False}}})
     assert "the spread between ranks is not measured (only the cores' spread)" in few and "not measured" not in text
     before_costs = {**OWN_WORK, "straggler": {k: v for k, v in OWN_WORK["straggler"].items() if k != "cost_us_per_launch"}}
@@ -156,7 +159,7 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     }
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": lwc}})
     assert "every role of rank 6 is busier than the same role on the other ranks by about the same time, 10.1 us per core and launch: LocalWindowCopy" in text
-    assert "The role's excess, 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text  # pipes overlap: a range
+    assert "(its scalar work not counted), 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text  # pipes overlap: a range
 
 
 def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_local_window_copy():

@@ -18,27 +18,26 @@ def own_work_rank(sections: Mapping[str, Any]) -> int | None:
     return next((int(c["rank"]) for c in causes if c.get("evidence") == "own_work" and c.get("rank") is not None), None)
 
 
-def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us: float | None = None) -> str:
+def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us: float | None = None, label: str = "The role's excess") -> str:
     """The role's excess per launch (a range from ``low_us`` when given: pipes overlap) beside the rank's cost in the
     timeline (cost_us_per_launch, when given)."""
     named, cost = straggler.get("rank"), straggler.get("cost_us_per_launch")
     role_us_text = f"{low_us:.1f} to {role_us:.1f}" if low_us is not None and low_us < role_us else f"{role_us:.1f}"
+    inner = label[0].lower() + label[1:]  # the label inside a sentence
     if named == rank and cost is not None:
         return (
-            f" The role's excess, {role_us_text} us per launch, stands beside rank {rank}'s cost to the group in the timeline, "
+            f" {label}, {role_us_text} us per launch, stands beside rank {rank}'s cost to the group in the timeline, "
             f"{cost:.1f} us per launch ({straggler.get('evidence')}): a replayed or instrumented launch, so the two are compared, not subtracted."
         )
     if named == rank:
-        return f" The timeline names rank {rank} too ({straggler.get('evidence')}); the role's excess is {role_us_text} us per launch."
+        return f" The timeline names rank {rank} too ({straggler.get('evidence')}); {inner} is {role_us_text} us per launch."
     if named is not None:
         extra = f", {cost:.1f} us per launch" if cost is not None else ""
-        return (
-            f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); the role's excess here is {role_us_text} us per launch."
-        )
+        return f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); {inner} here is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel":
         extra = f", {cost:.1f} us per launch" if cost is not None else ""
-        return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; the role's excess is {role_us_text} us per launch."
-    return f" The role's excess is {role_us_text} us per launch; the timeline names no rank."
+        return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; {inner} is {role_us_text} us per launch."
+    return f" {label} is {role_us_text} us per launch; the timeline names no rank."
 
 
 def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) -> str:
@@ -74,4 +73,7 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
         if busy.get("spread_measured") is False
         else ""
     )
-    return f"{lead}, {what}: {numbers}.{caveat}" + cost_beside(rank, per_launch, straggler, busy.get("excess_us_per_launch_low"))
+    label = (
+        "The role's excess on its vector and MTE pipes (its scalar work not counted)" if busy.get("ranked_by") == "nonscalar_us_high" else "The role's excess"
+    )
+    return f"{lead}, {what}: {numbers}.{caveat}" + cost_beside(rank, per_launch, straggler, busy.get("excess_us_per_launch_low"), label)
