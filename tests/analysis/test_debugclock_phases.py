@@ -186,3 +186,26 @@ def test_markers_the_recorder_dropped_are_counted_in_the_stats():
     clean = summarize(loaded, defaults)[0]
     loaded.captures[0][1].dropped = 3
     assert (clean["dropped_markers"], summarize(loaded, defaults)[0]["dropped_markers"]) == (0, 3)
+
+
+def test_the_local_window_copy_slot_per_rank_adds_wait_and_copy_against_the_other_ranks():
+    from dispatchprof.analysis.debugclock import local_window_copy, wait_work_grids
+
+    rows = []
+    for rank in range(4):
+        for block in range(2):
+            for launch in range(3):
+                wait, copy = 10.0 + launch, 2.0 + [0.0, 0.5, 3.0, 1.0][rank]  # rank 2 copies longest
+                rows += [
+                    {"rank": rank, "launch": launch, "block": block, "phase": "LW:wait", "us": wait},
+                    {"rank": rank, "launch": launch, "block": block, "phase": "LW:copy", "us": copy},
+                    {"rank": rank, "launch": launch, "block": block, "phase": "send_complete", "us": 50.0},  # not the slot
+                ]
+    lw = local_window_copy(pd.DataFrame(rows))
+    two, three = lw["per_rank"]["2"], lw["per_rank"]["3"]
+    assert (two["median_us"], two["peers_median_us"], two["excess_us"]) == (pytest.approx(16.0), pytest.approx(13.5), pytest.approx(2.5))
+    assert two["peers_spread_us"] == pytest.approx(1.4826 * 0.5) and two["stands_out"]  # 2.5 us > 2.33 x 0.74 us
+    assert three["excess_us"] == pytest.approx(0.5) and not three["stands_out"] and lw["phases"] == ["LW:copy", "LW:wait"]
+    grids = wait_work_grids([{"rank": r, "role": role, "wait_slots_us": 1.0 + r, "work_slots_us": 2.0 * r} for r in range(3) for role in ("A", "B")])
+    assert grids["wait_us"]["rows"] == ["0", "1", "2"] and grids["wait_us"]["columns"] == ["A", "B"]
+    assert grids["work_us"]["values"][2] == [4.0, 4.0] and grids["wait_us"]["unit"] == "us"

@@ -196,3 +196,129 @@ def test_another_metric_csv_is_shown_per_role_with_na_columns_listed_not_provide
         "L0C_to_GM_datas(KB)",
         "L0C_to_GM_bw_usage_rate(%)",
     ]
+
+
+# -- busiest: relative excess, without the scalar pipe, against the role's measured spread ---------------------------
+# Per role: (cores per rank, busy vec, scalar, mte2, mte3 in us per core); aiv_time holds a long poll besides.
+SHAPES = {"Stage": (8, 200.0, 300.0, 1400.0, 1300.0), "Send": (8, 25.0, 35.0, 12.0, 10.0), "Sum": (4, 12.0, 30.0, 12.0, 10.0)}
+
+
+def noisy_cores(seed, ranks=16, slow=None, extra_us=None, sigma=0.02, poll=None, rank_sigma=0.0):
+    """A per-core table as per_core builds it: every pipe time of a core x lognormal jitter (sigma), the rank's
+    aiv_time = 6000 us of which the rest polls. slow: {(rank, role): factor} on the role's work; extra_us:
+    {rank: us} added to every core's non-scalar pipes (a slower LocalWindowCopy); poll: {rank: us} of scalar spin;
+    rank_sigma: a lognormal factor per rank on all its work (ranks differ as a whole: clocks, thermal state)."""
+    import numpy as np
+
+    from dispatchprof.analysis.roles import with_busy
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rank in range(ranks):
+        index, whole = 0, rng.lognormal(0.0, rank_sigma) if rank_sigma else 1.0
+        for role, (n, *pipes) in SHAPES.items():
+            for _ in range(n):
+                f = (slow or {}).get((rank, role), 1.0) * whole
+                times = [p * f * rng.lognormal(0.0, sigma) for p in pipes]
+                add = (extra_us or {}).get(rank, 0.0)
+                times = [times[0], times[1] + (poll or {}).get(rank, 0.0), times[2] + add / 2, times[3] + add / 2]
+                row = {"rank": rank, "role": role, "aiv_index": index, "launch": 0, "aiv_time_us": 6000.0}
+                row.update({f"aiv_{p}_time(us)": t for p, t in zip(("vec", "scalar", "mte2", "mte3"), times)})
+                rows.append(row)
+                index += 1
+    return with_busy(pd.DataFrame(rows))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_busiest_ranks_by_relative_excess_so_a_short_role_beats_a_long_ones_noise(seed):
+    from dispatchprof.analysis.roles import busiest
+
+    # Sum on rank 6 is 10% slower in its own work (+~6 us of 64 us busy); Stage's noise on 3,200 us reaches more
+    # µs than that on some rank: the largest µs excess (the old rule) is a Stage core's noise.
+    cores = noisy_cores(seed, slow={(6, "Sum"): 1.1})
+    per = cores.groupby(["role", "rank"])["busy_us_high"].median()
+    assert (per - per.groupby(level="role").transform("median")).idxmax()[0] == "Stage"
+    top = busiest(cores, 0.0)
+    assert (top["rank"], top["role"], top["every_role"]) == (6, "Sum", False)
+    assert top["ranked_by"] == "nonscalar_us_high" and top["nonscalar"]["excess_ratio"] == pytest.approx(0.1, abs=0.03)
+    assert top["excess_us"] > 0 and top["busy_us_high"] == pytest.approx(top["peers_median_us"] + top["excess_us"])
+    assert top["excess_us_per_launch"] == pytest.approx(top["nonscalar"]["excess_us"])
+    assert 0 < top["excess_us_per_launch_low"] < top["excess_us_per_launch"]  # largest pipe .. pipes summed
+    assert busiest(cores, 0.2) is None  # the floor: +10% is below a 20% margin
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_rank_that_polls_longer_is_not_busiest_its_scalar_time_is_its_wait(seed):
+    from dispatchprof.analysis.roles import busiest
+
+    cores = noisy_cores(seed, poll={3: 20.0})  # rank 3 waits longer: its spin loop adds scalar time on every core
+    assert busiest(cores, 0.0) is None
+    assert busiest(cores.assign(nonscalar_us_high=float("nan")), 0.0)["rank"] == 3  # busy time with scalar alone would
+
+
+def test_every_role_by_the_same_us_is_local_window_copy_by_the_same_fraction_the_whole_rank():
+    from dispatchprof.analysis.roles import busiest
+
+    lwc = busiest(noisy_cores(1, extra_us={6: 12.0}), 0.0)
+    assert (lwc["rank"], lwc["role"], lwc["every_role"], lwc["every_role_pattern"]) == (6, "LocalWindowCopy", True, "same_us")
+    assert lwc["excess_us_per_launch"] == pytest.approx(12.0, rel=0.3)
+    whole = busiest(noisy_cores(1, slow={(2, r): 1.3 for r in SHAPES}), 0.0)
+    assert (whole["rank"], whole["every_role_pattern"]) == (2, "same_fraction") and whole["role"] in SHAPES
+
+
+@pytest.mark.parametrize("ranks, rank_sigma", [(16, 0.01), (8, 0.01), (64, 0.01)])
+def test_no_fault_names_nobody_over_many_seeds_even_when_whole_ranks_differ(ranks, rank_sigma):
+    from dispatchprof.analysis.roles import busiest
+
+    named = [seed for seed in range(30) if busiest(noisy_cores(seed, ranks=ranks, rank_sigma=rank_sigma), 0.0) is not None]
+    assert len(named) <= 2  # alpha = 0.01 per run: about 0.3 expected in 30 runs (the MAD-and-normal gate: ~6 at 16 ranks)
+    # and a 10% slower role still stands out of ranks that differ by 1% as a whole
+    found = [busiest(noisy_cores(seed, ranks=ranks, rank_sigma=rank_sigma, slow={(ranks - 1, "Sum"): 1.1}), 0.0) for seed in range(10)]
+    assert sum(f is not None and (f["rank"], f["role"]) == (ranks - 1, "Sum") for f in found) >= 8
+
+
+def test_few_ranks_two_name_nobody_three_name_by_the_cores_spread_and_say_the_ranks_spread_is_not_measured():
+    from dispatchprof.analysis.roles import busiest
+
+    assert busiest(noisy_cores(0, ranks=2, slow={(1, "Sum"): 2.0}), 0.0) is None  # which of two is slow: not established
+    three = busiest(noisy_cores(0, ranks=3, slow={(1, "Sum"): 1.5}), 0.0)
+    assert (three["rank"], three["role"], three["spread_measured"]) == (1, "Sum", False)
+    assert busiest(noisy_cores(0, ranks=8, slow={(1, "Sum"): 1.5}), 0.0)["spread_measured"] is True
+
+
+def test_many_ranks_take_the_fast_path_with_the_same_answer():
+    import numpy as np
+
+    from dispatchprof.analysis.roles import LARGE_GROUP, _median_without, busiest
+
+    values = np.random.default_rng(0).normal(size=11)
+    assert all(_median_without(np.sort(values), v) == pytest.approx(float(np.median(np.delete(values, i)))) for i, v in enumerate(values))
+    top = busiest(noisy_cores(3, ranks=2 * LARGE_GROUP, rank_sigma=0.01, slow={(77, "Sum"): 1.1}), 0.0)
+    assert (top["rank"], top["role"], top["spread_measured"]) == (77, "Sum", True)
+
+
+def waiting_cores(seed, share, victim=None, **faults):
+    """noisy_cores whose ranks also wait 0-20 us longer or shorter (a victim 60 us more): the wait adds to aiv_time,
+    and ``share`` of it shows on MTE2 (a polling loop that reads its flag through MTE2)."""
+    import numpy as np
+
+    from dispatchprof.analysis.roles import with_busy
+
+    cores = noisy_cores(seed, **faults)
+    rng = np.random.default_rng(500 + seed)
+    wait = cores["rank"].map({r: rng.uniform(0, 20) + (60.0 if r == victim else 0.0) for r in sorted(cores["rank"].unique())})
+    cores["aiv_time_us"] += wait
+    cores["aiv_mte2_time(us)"] += share * wait
+    return with_busy(cores)
+
+
+@pytest.mark.parametrize("share", [0.05, 0.2])
+def test_a_poll_that_shows_on_mte2_is_taken_out_by_its_slope_so_the_victim_is_never_busiest(share):
+    from dispatchprof.analysis.roles import busiest
+
+    for seed in range(5):
+        assert busiest(waiting_cores(seed, share, victim=15), 0.0) is None  # it only waited, polling on MTE2
+        top = busiest(waiting_cores(seed, share, slow={(14, "Sum"): 1.1}), 0.0)
+        assert (top["rank"], top["role"]) == (14, "Sum") and top["poll_slope"]["Sum"] == pytest.approx(share, abs=0.03)
+        lwc = busiest(waiting_cores(seed, share, victim=15, extra_us={14: 12.0}), 0.0)
+        assert (lwc["rank"], lwc["role"]) == (14, "LocalWindowCopy")

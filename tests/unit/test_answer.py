@@ -35,6 +35,7 @@ def test_each_link_of_the_chain_names_its_evidence():
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS})
     assert "wait inside the kernel" in text and "Rank 8 has the longest durations" in text and "does not make it slow" in text
     assert "rank 5's URMASendToken cores are the busiest against the same role" in text
+    assert "The timeline finds the cause inside the kernel, without a rank: this names it; the role's excess is 50.0 us per launch" in text
     assert "The URMASendToken role's I-cache miss rate is 2.5% (median), rank 2 of 2 roles" in text
     assert "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), the main reasons not to issue are Scoreboard_Not_Ready (70%)" in text
     assert "no A/B comparison is configured" in text
@@ -136,3 +137,82 @@ def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied()
     assert "DebugClock" in steps[1]["confirm"] and "PMU of the senders" in steps[1]["confirm"]
     assert "snakemake --cores 2 results/baseline/debugclock/status.json" in steps[1]["commands"]
     assert "snakemake --cores 2 results/baseline/timeline/ranks/rank3/detail.json" in steps[2]["commands"]
+
+
+BUSY_NEW = {
+    "rank": 6,
+    "role": "CalCumSum",
+    "role_on_top": "CalCumSum",
+    "busy_us_high": 77.2,
+    "peers_median_us": 72.6,
+    "excess_us": 4.6,
+    "excess_ratio": 0.063,
+    "nonscalar": {"us": 44.9, "peers_median_us": 42.4, "excess_us": 2.5, "excess_ratio": 0.06, "noise_us": 0.31, "z": 8.1},
+    "ranked_by": "nonscalar_us_high",
+    "ranked_excess_ratio": 0.06,
+    "excess_us_per_launch": 2.5,
+    "every_role": False,
+    "every_role_pattern": None,
+}
+OWN_WORK = {**TIMELINE, "straggler": {"evidence": "own_work", "rank": 6, "explanation": "rank 6 ends last by itself", "cost_us_per_launch": 9.5}}
+DC = {
+    "source": "akl_trace",
+    "busiest": {"rank": 6, "role": "CalCumSum", "slot": 4, "phase": "experts_written", "median_us": 5.2, "peers_median_us": 4.0, "excess_us": 1.2},
+    "local_window_copy": {
+        "per_rank": {
+            "6": {"median_us": 30.0, "peers_median_us": 20.0, "excess_us": 10.0, "peers_spread_us": 2.0, "stands_out": True},
+            "0": {"median_us": 20.0, "peers_median_us": 20.0, "excess_us": 0.0},
+        }
+    },
+}
+
+
+def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_beside_the_ranks():
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}})
+    assert "waiting excluded" not in text and "the scalar pipe included" in text
+    assert "rank 6's CalCumSum cores are the busiest against the same role" in text
+    assert "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)" in text
+    assert (
+        "The role's excess on its vector and MTE pipes (its scalar work not counted), 2.5 us per launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)"
+        in text
+    )
+    few = answer_paragraph(statuses(), "sim", 3, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": {**BUSY_NEW, "spread_measured": False}}})
+    assert "the spread between ranks is not measured (only the cores' spread)" in few and "not measured" not in text
+    before_costs = {**OWN_WORK, "straggler": {k: v for k, v in OWN_WORK["straggler"].items() if k != "cost_us_per_launch"}}
+    assert "The timeline names rank 6 too (own_work)" in answer_paragraph(
+        statuses(), "sim", 16, {"timeline": before_costs, "pmu": {**PMU, "busiest": BUSY_NEW}}
+    )
+    lwc = {
+        **BUSY_NEW,
+        "role": "LocalWindowCopy",
+        "every_role": True,
+        "every_role_pattern": "same_us",
+        "excess_us_per_launch": 10.1,
+        "excess_us_per_launch_low": 5.0,
+    }
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": lwc}})
+    assert "every role of rank 6 is busier than the same role on the other ranks by about the same time, 10.1 us per core and launch: LocalWindowCopy" in text
+    assert "(its scalar work not counted), 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text  # pipes overlap: a range
+
+
+def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_local_window_copy():
+    states = {**statuses(), "debugclock": Status("debugclock", "e", "ok", "dc reason", "sim")}
+    text = answer_paragraph(states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC})
+    assert (
+        "DebugClock also ran (a DEBUG_CLOCK_ON build): rank 6's CalCumSum slot 4 (experts_written) exceeds the same role and slot on the other ranks by 1.2 us per launch"
+        in text
+    )
+    assert (
+        "Rank 6, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes 30.0 us against a median of 20.0 us on the other ranks (+10.0 us per launch; the other ranks spread by 2.0 us): it stands out: its own copying"
+        in text
+    )
+    states["pmu"] = Status("pmu", "e", "timeout", "replay hung", "sim")
+    text = answer_paragraph(states, "sim", 16, {"timeline": OWN_WORK, "debugclock": DC})
+    assert "the role link uses the DebugClock fallback" in text and "stands beside rank 6's cost to the group in the timeline, 9.5 us per launch" in text
+    assert "LocalWindowCopy slot (wait plus copy" in text
+    hidden = {**DC, "local_window_copy": {"per_rank": {"6": {**DC["local_window_copy"]["per_rank"]["6"], "stands_out": False}}}}
+    assert "within that spread, so DebugClock does not single out its LocalWindowCopy" in answer_paragraph(
+        states, "sim", 16, {"timeline": OWN_WORK, "debugclock": hidden}
+    )
+    waiting = {**TIMELINE, "straggler": {"evidence": "late_arrival", "rank": 3, "explanation": "rank 3 arrives late"}}
+    assert "LocalWindowCopy slot" not in answer_paragraph(states, "sim", 16, {"timeline": waiting, "debugclock": DC})  # only for own_work

@@ -75,6 +75,7 @@ def test_the_baseline_build_is_never_the_debug_build(collected):
 def test_report_has_the_section_the_fallback_link_and_the_boundary(collected):
     html = (collected.root / "results/baseline/report/report.html").read_text()
     assert "DebugClock phases per role" in html and html.count("<svg") >= 4
+    assert "Wait slots per rank and role" in html and "Work slots per rank and role" in html  # the wait/work heat maps
     assert "the role link uses the DebugClock fallback" in html and "rank 5&#39;s URMASendToken slot 4 (send_complete)" in html
     assert "PMU replay compatibility of the full kernel unresolved" in html
     assert "Slot numbers are not comparable across roles" in html and "Instrumentation overhead" in html

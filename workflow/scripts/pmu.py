@@ -135,7 +135,7 @@ def body(run: StageRun) -> Status:
         "roles": stats,
         "roles_by_launch": role_statistics_by_launch(cores),
         "metric_sets": metric_sets,
-        "busiest": busiest(cores, cfg["pmu"]["busiest_min_excess"]),
+        "busiest": busiest(cores, cfg["pmu"]["busiest_min_excess"], cfg["pmu"]["busiest_alpha"]),
         "roles_check": role_boundaries(cores, cfg["kernel"]["roles"]),
         "replay_note": REPLAY_NOTE,
         "heatmaps": core_grids(cores, cfg["kernel"]["roles"]),
@@ -199,7 +199,12 @@ def body(run: StageRun) -> Status:
         "also per launch in roles.json)"
         + (f"; also {', '.join(sorted(metric_sets))} per role" if metric_sets else "")
         + "; "
-        + (f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{busy['excess_us']:.1f} us busy over the role's median); " if busy else "")
+        + (
+            f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{100 * busy['ranked_excess_ratio']:.0f}% busy{'' if busy['ranked_by'] == 'busy_us_high' else ' without the scalar pipe'}, "
+            f"+{busy['excess_us_per_launch']:.1f} us per core and launch over the role's median); "
+            if busy
+            else ""
+        )
         + f"longest role {by_time[0]} (median aiv_time {top['aiv_time_us_median']:.1f} us, waits included); "
         f"highest I-cache miss rate {by_miss[0]} (median {100 * (stats[by_miss[0]]['aiv_icache_miss_rate_median'] or 0):.1f}%)"
     )

@@ -7,7 +7,10 @@ offsets), us. Statistics:
 - pooled per role over ranks;
 - busiest: the (rank, role, slot) whose per-rank median most exceeds the median of the same role and slot on the
   other ranks. A rank that waits less than its peers is never "busiest": this names a slow sender, not the
-  ranks waiting for it. Slots that hold cross-rank waits are flagged, because they are mixed (work + wait).
+  ranks waiting for it. Slots that hold cross-rank waits are flagged, because they are mixed (work + wait);
+- local_window_copy: each rank's LocalWindowCopy slot (wait plus copy) against the other ranks, with their spread,
+  for a rank the timeline names slow by itself (a wait slot is never busiest);
+- wait_work and its rank x role heat maps.
 Cycles convert to µs by kernel.clock_hz. Cycles are not comparable across devices (no global clock), and slot
 numbers are not comparable across roles (the branches differ); the report says both beside the numbers.
 """
@@ -237,6 +240,57 @@ def wait_work(per_rank: pd.DataFrame, wait: Mapping[str, Sequence[Any]]) -> list
     return out
 
 
+LWC_PHASES = ("local_window_copy", SPLIT_WAIT, "LW:copy")  # LocalWindowCopy: the legacy slot / AKL segment, or its split
+LWC_Z = 2.326  # one rank, named beforehand by the timeline, tested against its peers' spread: one-sided 1%
+
+
+def local_window_copy(seg: pd.DataFrame) -> dict[str, Any]:
+    """Per rank, the LocalWindowCopy slot of every core (wait plus copy: LW:wait + LW:copy where AKL splits it), the
+    median over its cores and launches, against the median of the other ranks. The slot is a wait slot, so it never
+    names a busiest rank by itself (a waiter's is long); for a rank the timeline finds slow by itself (own_work), it
+    holds its own copying beside the wait every rank has, and that rank's excess here is read as its own."""
+    lw = seg[seg["phase"].isin(LWC_PHASES)]
+    per_core = lw.groupby(["rank", "launch", "block"])["us"].sum(min_count=1).dropna()
+    per_rank = per_core.groupby(level="rank").median()
+    out: dict[str, Any] = {}
+    values = per_rank.to_numpy(dtype=float)
+    for i, (rank, us) in enumerate(per_rank.items()):
+        others = np.delete(values, i)
+        peers = float(np.median(others)) if len(others) else None
+        spread = 1.4826 * float(np.median(np.abs(others - peers))) if len(others) >= 3 else None
+        out[str(int(rank))] = {
+            "median_us": float(us),
+            "peers_median_us": peers,
+            "excess_us": None if peers is None else float(us - peers),
+            "peers_spread_us": spread,
+            "stands_out": None if spread is None or peers is None else bool(us - peers > LWC_Z * spread),
+        }
+    return {
+        "per_rank": out,
+        "phases": sorted(set(lw["phase"])),
+        "definition": (
+            "per rank the median over cores and launches of the LocalWindowCopy slot (wait plus copy), against the other ranks' median; "
+            f"peers_spread_us = 1.4826 x their MAD (3 or more other ranks); stands_out = excess above {LWC_Z:.2f} x that spread "
+            "(one named rank tested: the one-sided 1% normal quantile)"
+        ),
+    }
+
+
+def wait_work_grids(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """rank x role heat maps of wait_work's sums (wait slots, work slots), ranks binned for large clusters."""
+    from dispatchprof.analysis.waits import binned_grid
+
+    frame = pd.DataFrame(list(rows))
+    out: dict[str, Any] = {}
+    for key, column in (("wait_us", "wait_slots_us"), ("work_us", "work_slots_us")):
+        if frame.empty:
+            out[key] = binned_grid(np.empty((0, 0)), np.array([]), np.array([]))
+            continue
+        wide = frame.pivot_table(index="rank", columns="role", values=column, aggfunc="first")
+        out[key] = {**binned_grid(wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy(), max_columns=64), "unit": "us"}
+    return out
+
+
 def clipped_counts(seg: pd.DataFrame) -> dict[str, int]:
     """What the legacy analyzer would have zeroed: missing (-1 in the file) and values above 500000 cycles."""
     cycles = seg["cycles"]
@@ -308,6 +362,7 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
     table = per_rank_table(seg, source)
     best = busiest(table, source, dc["busiest_min_excess"], wait)
     by_role = pooled(seg, source, wait)
+    ww = wait_work(table, wait)
     stats = {
         "schema": "dispatchprof.debugclock/1",
         "source": source,
@@ -323,7 +378,9 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "roles": by_role,
         "wait_slots": {r: list(v) for r, v in wait.items()},
         "busiest": best,
-        "wait_work": wait_work(table, wait),
+        "wait_work": ww,
+        "wait_work_heatmaps": wait_work_grids(ww),
+        "local_window_copy": local_window_copy(seg),
         "role_mismatches": mismatches,
         "clipped": clipped_counts(seg),
         "phase_chart": phase_chart(table, source),
@@ -336,7 +393,8 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "source": source,
         "roles": {r: {key: {k: {"median_us": v["median_us"], "wait": v["wait"]} for k, v in entry[key].items()}} for r, entry in by_role.items()},
         "wait_slots": stats["wait_slots"],
-        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "excess_us")} if best else None,
+        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "median_us", "peers_median_us", "excess_us")} if best else None,
+        "local_window_copy": stats["local_window_copy"],
         "role_mismatches": len(mismatches),
     }
     return stats, seg, table

@@ -32,13 +32,56 @@ def phase_svg(role: str, bars: list[Mapping[str, Any]], wait_keys: set[str], wid
 
 
 def section(stats: Mapping[str, Any]) -> dict[str, Any]:
-    """What the templates render: the stats plus one SVG per role and the wait/work table by role then rank."""
+    """What the templates render: the stats plus one SVG per role, the wait/work heat maps (rank x role; html) and
+    the wait/work table by role then rank (markdown)."""
+    from dispatchprof.report.heatmap_svg import heatmap_svg
+
     key = "slots" if stats["source"] == "legacy_csv" else "phases"
     charts = {}
     for role, bars in stats["phase_chart"].items():
         waits = {k for k, v in stats["roles"].get(role, {}).get(key, {}).items() if v["wait"]}
         charts[role] = phase_svg(role, bars, waits)
-    return {**stats, "key": key, "charts": charts, "wait_work_rows": sorted(stats["wait_work"], key=lambda r: (r["role"], r["rank"]))}
+    maps = stats.get("wait_work_heatmaps") or {}
+    titles = {"wait_us": "Wait slots per rank and role (mixed: wait + work; sum of medians)", "work_us": "Work slots per rank and role (sum of medians)"}
+    heatmaps = {k: heatmap_svg(maps[k], title, "role") for k, title in titles.items() if k in maps}
+    return {
+        **stats,
+        "key": key,
+        "charts": charts,
+        "wait_work_svgs": heatmaps,
+        "wait_work_rows": sorted(stats["wait_work"], key=lambda r: (r["role"], r["rank"])),
+    }
+
+
+def local_window_copy_sentence(section: Mapping[str, Any], rank: int | None) -> str:
+    """For the rank the timeline names slow by itself (own_work): its LocalWindowCopy slot against its peers. The
+    slot is a wait slot (wait plus copy), left out of busiest; for a rank that ends late by itself it holds its own
+    copy beside the wait every rank has."""
+    entry = ((section.get("local_window_copy") or {}).get("per_rank") or {}).get(str(rank)) if rank is not None else None
+    if not entry or entry.get("peers_median_us") is None:
+        return ""
+    text = (
+        f" Rank {rank}, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes "
+        f"{entry['median_us']:.1f} us against a median of {entry['peers_median_us']:.1f} us on the other ranks ({entry['excess_us']:+.1f} us per launch"
+    )
+    if entry.get("peers_spread_us") is None:
+        return text + ")."
+    verdict = (
+        "it stands out: its own copying, since a rank slow by itself waits no longer than its peers"
+        if entry.get("stands_out")
+        else "within that spread, so DebugClock does not single out its LocalWindowCopy"
+    )
+    return text + f"; the other ranks spread by {entry['peers_spread_us']:.1f} us): {verdict}."
+
+
+def also_sentence(section: Mapping[str, Any]) -> str:
+    """DebugClock beside an ok PMU: what its busiest work slot says (a DEBUG_CLOCK_ON build, not the replayed launch)."""
+    best = section.get("busiest")
+    text = "DebugClock also ran (a DEBUG_CLOCK_ON build): "
+    if best:
+        slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
+        return text + f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks by {best['excess_us']:.1f} us per launch."
+    return text + "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess."
 
 
 def fallback_sentence(section: Mapping[str, Any], pmu_state: str) -> str:
@@ -54,7 +97,7 @@ def fallback_sentence(section: Mapping[str, Any], pmu_state: str) -> str:
         slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
         text += (
             f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks "
-            f"by {best['excess_us']:.1f} us (per-rank median over cores and launches), so it is the slow sender the others wait for"
+            f"by {best['excess_us']:.1f} us per launch (per-rank median over cores and launches), so it is the slow sender the others wait for"
         )
     else:
         text += "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess: the busiest role is not established"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_sentence, straggler_of
 from dispatchprof.status import Status
 
 SCHEMA = "dispatchprof.summary/3"  # /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
@@ -193,14 +194,11 @@ def answer_paragraph(
         busy = pmu.get("busiest")
         if busy:
             role = busy["role"]
-            text.append(
-                f"Per core (msopprof PMU, busy = some pipe active; waiting excluded), rank {busy['rank']}'s {role} cores are the busiest against the same role "
-                f"on the other ranks: {busy['busy_us_high']:.1f} us against a median of {busy['peers_median_us']:.1f} us (+{busy['excess_us']:.1f} us)."
-            )
+            text.append(pmu_busiest_sentence(busy, straggler_of(sections)))
         else:
             text.append(
-                "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks by the configured margin "
-                "(pmu.busiest_min_excess): the busiest role is not established by the PMU."
+                "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond the role's spread across ranks "
+                "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU."
             )
         missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
         if role and role in missed:
@@ -218,12 +216,19 @@ def answer_paragraph(
             )
         else:
             text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
-    elif sections.get("debugclock") and "debugclock" in statuses and statuses["debugclock"].ok:
-        from dispatchprof.report.debugclock import fallback_sentence
+    dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
+    if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
+        from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence
 
-        text.append(fallback_sentence(sections["debugclock"], statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
-        role = (sections["debugclock"].get("busiest") or {}).get("role")
-    else:
+        if pmu:
+            text.append(also_sentence(dc))
+        else:
+            text.append(fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
+            role = (dc.get("busiest") or {}).get("role")
+            if dc.get("busiest"):
+                text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
+        text[-1] += local_window_copy_sentence(dc, own_work_rank(sections))
+    elif not pmu:
         text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
     probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
     if probe and probe.get("cachemiss"):
