@@ -114,6 +114,8 @@ VALUES: dict[str, Any] = {
     "sim.slow_link": {"src_node": 0, "dst_node": 1, "factor": 1.3},
     "sim.clock_offset_us": {"1": 30.0},
     "sim.clock_drift_ppm": {"1": 5.0},
+    "sim.poll_pipe_share": {"mte2": 0.05},
+    "sim.pre_kernels": "plain",
 }
 
 # Keys that cannot be changed alone in this test, and why.
