@@ -305,7 +305,7 @@ def test_phase_view_keeps_the_collection_keys_of_a_section_and_the_named_keys() 
     assert "busiest_min_excess" not in view["pmu"] and view["pmu"]["metrics"] == config["pmu"]["metrics"]
     analysis = phase_view(config, SCHEMA, ["pmu", "timeline.waits", "stats.min_rank_coverage"], "analysis")
     assert analysis == {
-        "pmu": {"busiest_min_excess": config["pmu"]["busiest_min_excess"]},
+        "pmu": {"busiest_min_excess": config["pmu"]["busiest_min_excess"], "busiest_alpha": config["pmu"]["busiest_alpha"]},
         "timeline.waits": config["timeline"]["waits"],
         "stats.min_rank_coverage": 0.5,
     }
@@ -327,5 +327,10 @@ def test_the_report_lists_every_analysis_key_that_changes_a_result() -> None:
     from dispatchprof.config import analysis_settings
 
     keys = dict(analysis_settings(_default_config(), SCHEMA))
-    assert keys["pmu.busiest_min_excess"] == 0.1 and keys["timeline.waits.own_work_min_us"] == 5 and keys["stats.bootstrap.resamples"] == 2000
+    assert (
+        keys["pmu.busiest_min_excess"] == 0.0
+        and keys["pmu.busiest_alpha"] == 0.01
+        and keys["timeline.waits.own_work_min_us"] == 5
+        and keys["stats.bootstrap.resamples"] == 2000
+    )
     assert "fail_on" not in keys and "pmu.metrics" not in keys  # x-reruns: false; a collection key

@@ -182,8 +182,14 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     assert stats["scopes"]["api"] == {"available": False, "reason": "not collected in analyze mode"}
     assert stats["scopes"]["kernel"]["per_iteration_max_us"]["n"] == 2
     timeline = workflow_copy.status("timeline")
-    # independent ranks (no barrier kernel, equal starts): the last rank's own 40 us are named as its own work
-    assert timeline["state"] == "ok" and timeline["source"] == "import" and "own_work: rank 15 ends last by itself" in timeline["reason"], timeline
+    # no barrier kernel, two nodes: the last rank's own 40 us are seen against its own node's ranks (one clock), but
+    # whether it ends last in the group compares ends across nodes, which no pure barrier establishes: listed with its
+    # lead and why, not named, and never among the waiting ranks
+    assert timeline["state"] == "ok" and timeline["source"] == "import", timeline
+    assert "listed, not named: rank 15 own_work (40.0 us lead" in timeline["reason"] and "not established" in timeline["reason"], timeline
+    straggler = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())["straggler"]
+    assert straggler["evidence"] == "none" and [(c["evidence"], c["rank"]) for c in straggler["unnamed"]] == [("own_work", 15)]
+    assert 15 not in straggler["waiting"]["ranks"]
     node_status = json.loads((workflow_copy.root / "results/baseline/timeline/nodes/nodes0-1/status.json").read_text())
     assert any("inferred" in v["detail"] for v in node_status["validations"])
     pmu_import = json.loads((workflow_copy.root / "results/baseline/pmu/import/status.json").read_text())
@@ -219,6 +225,13 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
         assert result.returncode == 0, result.stderr[-3000:]
         stats = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]
         per_iter[name] = stats["per_iteration_max_us"]
+        if name == "spiky":
+            # what happened: the tail the baseline reports is the events' tail (p95 of the per-launch max), and
+            # rank 3's spikes struck (a cause of its own in the truth, with its counterfactual cost)
+            truth = json.loads((workflow_copy.root / "results/baseline/baseline/run/latency/sim_truth.json").read_text())
+            maxima = [max(r["kernel_mode_us"] for r in launch["ranks"]) for launch in truth["launches"][truth["run"]["warmup"] :]]
+            assert stats["per_iteration_max_us"]["p95"] == pytest.approx(float(pd.Series(maxima).quantile(0.95)), rel=1e-3)
+            assert any(c["knob"] == "spiky_rank" and c["ranks"] == [3] and c["cost_timed_us_per_launch"] > 0 for c in truth["causes"]), truth["causes"]
         if name == "slow":
             truth = json.loads((workflow_copy.root / "results/baseline/baseline/run/latency/sim_truth.json").read_text())
             assert truth["root_causes"][0]["ranks"] == [7]
@@ -243,7 +256,7 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
             assert stats["slowest_named"]["rank"] is None  # rank 7 is longest in a third of the iterations only
     plain, spiky = per_iter["plain"], per_iter["spiky"]
     assert abs(spiky["median"] - plain["median"]) / plain["median"] < 0.02
-    assert spiky["p95"] > 1.3 * plain["p95"]
+    assert spiky["p95"] > plain["p95"]
 
 
 def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(workflow_copy):

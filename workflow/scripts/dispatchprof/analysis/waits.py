@@ -741,7 +741,9 @@ def awaited(
     ``{rank, ranks, node, evidence, fraction, cost..., causes, explanation}``."""
     boot = {"resamples": 2000, "seed": 0, **(boot or {})}
     acc = account(g, correction, release_skew(clocks) if clocks else 0.0)
-    coupled = couple["state"] == "coupled"
+    # Ranks shown to run independently wait for nobody: no group time to account. Unknown coupling (say, no barrier
+    # kernel across nodes) is accounted, and what the clocks cannot establish is listed, not named.
+    coupled = couple["state"] != "not_coupled"
     where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
     costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot) if coupled else []
     named = covered(costs)
@@ -760,7 +762,9 @@ def awaited(
         if c["evidence"] == "late_arrival":
             c["where"] = where
         c["explanation"] = describe(c)
-    blamed = {r for c in named for r in c["ranks"]}
+    unnamed = [c for c in costs if not c["named"]][:10]
+    # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
+    blamed = {r for c in named + unnamed for r in c["ranks"]}
     notes = []
     if not g.has_barrier:
         notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
@@ -773,10 +777,13 @@ def awaited(
         explanation = (
             f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
         )
+        listed = [c for c in unnamed if c.get("not_named")]
+        if listed:
+            explanation += "; listed, not named: " + "; ".join(listed_text(c) for c in listed[:3])
     return {
         **answer,
         "causes": named,
-        "unnamed": [c for c in costs if not c["named"]][:10],
+        "unnamed": unnamed,
         "explanation": explanation,
         "excess": {**group, "definition": EXCESS_DEFINITION},
         "arrived_last_fraction": arrived_last(acc, g.ranks),
@@ -860,6 +867,12 @@ def describe(cause: Mapping[str, Any]) -> str:
         f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside the kernel for a peer's data; "
         f"PMU or DebugClock must name the rank and role; it {cost}"
     )
+
+
+def listed_text(cause: Mapping[str, Any]) -> str:
+    """A listed cause in one clause: who, the evidence, its known lead, and why it is not named."""
+    who = f"rank {cause['rank']}" if cause["rank"] is not None else f"ranks {', '.join(map(str, cause['ranks']))}"
+    return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare): {cause['not_named']}"
 
 
 def kernel_entry_waits(g: LaunchGrid, correction: np.ndarray) -> np.ndarray:
