@@ -4,7 +4,7 @@ timed kernel scope), and per rank its median arrival and end after the launch's 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 FONT = 11
@@ -53,12 +53,7 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
             if ci and None not in ci and ci[0] == ci[0]:
                 mid = yy + (bar - 1) / 2
                 parts.append(f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.2"/>')
-    axis_y = height - 22
-    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{axis_y}" y2="{axis_y}" stroke="#57606a"/>')
-    for k in range(5):
-        v = high * k / 4
-        parts.append(f'<text x="{x(v):.1f}" y="{axis_y + 14}" text-anchor="middle">{v:.3g}</text>')
-    parts.append("</svg>")
+    parts += _axis_and_end(height, left, width - right, high, x)
     return "".join(parts)
 
 
@@ -92,10 +87,16 @@ def offsets_svg(offsets: Mapping[str, Any], marked: Sequence[int] = (), width: i
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>')
         parts.append(f'<circle cx="{left + a * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{PERIOD}"><title>rank {rank}: arrival +{a:.2f} us</title></circle>')
         parts.append(f'<circle cx="{left + e * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{TIMED}"><title>rank {rank}: end +{e:.2f} us</title></circle>')
+    parts += _axis_and_end(height, left, width - right, high, lambda v: left + v * scale)
+    return "".join(parts)
+
+
+def _axis_and_end(height: int, left: float, right_x: float, high: float, x: Callable[[float], float]) -> list[str]:
+    """The µs axis under a chart (five ticks from 0 to ``high``, placed by ``x``) and the SVG's end."""
     axis_y = height - 22
-    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{axis_y}" y2="{axis_y}" stroke="#57606a"/>')
+    parts = [f'<line x1="{left}" x2="{right_x}" y1="{axis_y}" y2="{axis_y}" stroke="#57606a"/>']
     for k in range(5):
         v = high * k / 4
-        parts.append(f'<text x="{left + v * scale:.1f}" y="{axis_y + 14}" text-anchor="middle">{v:.3g}</text>')
+        parts.append(f'<text x="{x(v):.1f}" y="{axis_y + 14}" text-anchor="middle">{v:.3g}</text>')
     parts.append("</svg>")
-    return "".join(parts)
+    return parts
