@@ -33,7 +33,12 @@ PCS = {
 
 def test_each_link_of_the_chain_names_its_evidence():
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS})
-    assert "wait inside the kernel" in text and "Rank 8 has the longest durations" in text and "does not make it slow" in text
+    assert (
+        "wait inside the kernel" in text
+        and "Rank 8 has the longest durations" in text
+        and "holds its wait inside the kernel" in text
+        and "does not make it slow" in text
+    )
     assert "rank 5's URMASendToken cores are the busiest against the same role" in text
     assert "The timeline finds the cause inside the kernel, without a rank: this names it; the role's excess is 50.0 us per launch" in text
     assert "The URMASendToken role's I-cache miss rate is 2.5% (median), rank 2 of 2 roles" in text
@@ -118,7 +123,7 @@ def test_a_named_cause_is_never_called_a_waiting_rank_and_the_answer_is_ranked_b
     }
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": own})
     assert "ranked by what each cause costs the group" in text and "it costs 12.0 us per launch" in text
-    assert "Rank 6 has the longest durations" not in text and "waits longest, which" not in text
+    assert "Rank 6 has the longest durations" not in text and "does not make it slow" not in text
     assert "Ranks 0, 1 and 2 wait longest at the barrier: waiting is not blame." in text
 
 
@@ -216,3 +221,10 @@ def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_loc
     )
     waiting = {**TIMELINE, "straggler": {"evidence": "late_arrival", "rank": 3, "explanation": "rank 3 arrives late"}}
     assert "LocalWindowCopy slot" not in answer_paragraph(states, "sim", 16, {"timeline": waiting, "debugclock": DC})  # only for own_work
+
+
+def test_a_long_rank_list_says_how_many_other_ranks_it_leaves_out():
+    from dispatchprof.report.summary import name_list
+
+    assert name_list(list(range(15))) == "Ranks 0, 1, 2, 3, 4, 5, 6, 7 and 7 other ranks"  # not "7 and 7 more"
+    assert name_list([3, 9]) == "Ranks 3 and 9" and name_list([4]) == "Rank 4"

@@ -124,3 +124,37 @@ def test_atomic_outputs_respect_the_umask_not_mkstemps_0600(tmp_path):
         assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old)
+
+
+def test_copies_and_generated_scripts_respect_the_umask_not_the_sources_mode(tmp_path):
+    """A build output made under umask 022 (0644) copied into results/ under umask 027 is 0640, not world-readable;
+    a generated probe script is 0750, not a fixed 0755; a copied tree's folders too (found by a new-user trial)."""
+    import os
+
+    from dispatchprof.atomic import copy_under_umask, make_executable
+    from dispatchprof.debugbuild import make_tree
+
+    lib, script = tmp_path / "lib.so", tmp_path / "build.sh"
+    lib.write_text("x")
+    script.write_text("#!/bin/sh\n")
+    lib.chmod(0o644)
+    script.chmod(0o755)
+    old = os.umask(0o027)
+    try:
+        copy_under_umask(lib, tmp_path / "lib_copy.so")
+        copy_under_umask(script, tmp_path / "build_copy.sh")
+        assert (tmp_path / "lib_copy.so").stat().st_mode & 0o777 == 0o640
+        assert (tmp_path / "build_copy.sh").stat().st_mode & 0o777 == 0o750  # still executable, as far as the umask allows
+        probe = tmp_path / "node0.sh"
+        probe.write_text("#!/bin/sh\n")
+        make_executable(probe)
+        assert probe.stat().st_mode & 0o777 == 0o750
+        repo = tmp_path / "repo"  # not a git repository: the DEBUG build's tree is a copy
+        (repo / "scripts").mkdir(parents=True)
+        (repo / "scripts").chmod(0o755)
+        (repo / "scripts" / "build.sh").write_text("#!/bin/sh\n")
+        (repo / "scripts" / "build.sh").chmod(0o755)
+        tree = make_tree(repo, tmp_path / "results" / "debug_tree").path
+        assert (tree / "scripts").stat().st_mode & 0o777 == 0o750 and (tree / "scripts" / "build.sh").stat().st_mode & 0o777 == 0o750
+    finally:
+        os.umask(old)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
+from dispatchprof.atomic import copy_under_umask
 from dispatchprof.collective import run_driver
 from dispatchprof.debugbuild import baseline_intact, build_debug, decide, make_tree
 from dispatchprof.stage import StageRun, run_stage
@@ -63,7 +64,7 @@ def body(run: StageRun) -> Status:
         return run.status("failed", f"the DEBUG_CLOCK_ON build failed (exit code {built.exit_code}); see {logs / 'debug_build.log'}", **common)
     event_map = tree.path / dc["event_map"]
     if event_map.is_file():
-        shutil.copy2(event_map, raw / "event_map.json")
+        copy_under_umask(event_map, raw / "event_map.json")
 
     def on_wrap(index: int):
         def wrap(node: int, argv: list[str]) -> list[str]:

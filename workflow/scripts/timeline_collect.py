@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_text_atomic
+from dispatchprof.atomic import make_executable, write_text_atomic
 from dispatchprof.collective import run_driver
 from dispatchprof.formats.msprof import discover
 from dispatchprof.launch import run_command
@@ -32,7 +32,7 @@ def body(run: StageRun) -> Status:
     def under_msprof(node: int, argv: list[str]) -> list[str]:
         probe = probes / f"node{node}.sh"
         write_text_atomic(probe, render_probe(TEMPLATES, node, chain.repo, argv, chain.set_env if chain.name == "cann" else None))
-        probe.chmod(0o755)
+        make_executable(probe)
         return msprof_command(raw / f"node{node}", options, probe)
 
     timeline = cfg["timeline"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -15,6 +17,19 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def copy_under_umask(src: str | Path, dst: str | Path) -> str:
+    """Copy a file's content and its mode less the umask (shutil.copy2 keeps the source's mode: a build output made
+    world-readable under another umask stays so in results/). A ``copy_function`` for shutil.copytree too."""
+    shutil.copyfile(src, dst)
+    os.chmod(dst, stat.S_IMODE(os.stat(src).st_mode) & ~umask())
+    return str(dst)
+
+
+def make_executable(path: str | Path) -> None:
+    """rwx as far as the umask allows (a generated script: 0755 under umask 022, 0750 under 027)."""
+    os.chmod(path, 0o777 & ~umask())
 
 
 @contextmanager

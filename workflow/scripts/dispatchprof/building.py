@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from dispatchprof.atomic import copy_under_umask
 from dispatchprof.launch import CommandResult, run_command
 from dispatchprof.toolchain import Toolchain
 
@@ -35,7 +35,7 @@ def fingerprint(repo: Path, globs: Sequence[str], copy_to: Path | None = None) -
         if copy_to is not None:
             target = copy_to / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
+            copy_under_umask(path, target)
             record["copy"] = str(target)
         records.append(record)
     return records

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from dispatchprof.atomic import copy_under_umask, umask
 from dispatchprof.building import fingerprint, run_build
 from dispatchprof.toolchain import Toolchain
 
@@ -61,7 +62,9 @@ def make_tree(repo: Path, dest: Path) -> DebugTree:
         notes = [f"the worktree is HEAD; {repo} has uncommitted changes the DEBUG build does not contain"] if dirty else []
         return DebugTree(dest, "git worktree", notes)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(repo, dest, ignore=COPY_IGNORE, symlinks=True)
+    shutil.copytree(repo, dest, ignore=COPY_IGNORE, symlinks=True, copy_function=copy_under_umask)
+    for folder in [dest, *(p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        folder.chmod(folder.stat().st_mode & 0o7777 & ~umask())  # copytree gives folders the source's mode
     return DebugTree(dest, "copy", [f"{repo} is not a git repository: copied without its build outputs"])
 
 

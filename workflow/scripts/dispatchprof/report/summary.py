@@ -94,12 +94,14 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     tied = longest.get("ranks") or []
     if coupled and longest.get("label") == "waits longest" and longest.get("rank") is not None and longest["rank"] not in waiting:
         text.append(
-            f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): it waits longest, which does not make it slow."
+            f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): a rank's duration holds its wait "
+            "inside the kernel (the entry barrier, its peers' data), which does not make it slow."
         )
     elif coupled and longest.get("label") == "waits longest" and len(tied) > 1:  # a shared top is named in full, never given to the lowest rank
         names = ", ".join(map(str, tied[:-1])) + f" and {tied[-1]}"
         text.append(
-            f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of launches): they wait longest, which does not make them slow."
+            f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of launches): a rank's duration holds its wait "
+            "inside the kernel, which does not make them slow."
         )
     for note in tl.get("notes") or []:
         text.append(note[0].upper() + note[1:] + ".")
@@ -108,7 +110,7 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
 
 def name_list(ranks: Sequence[int], limit: int = 8) -> str:
     shown = [str(r) for r in ranks[:limit]]
-    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
+    more = f" and {len(ranks) - limit} other ranks" if len(ranks) > limit else ""  # "7 and 7 more" read as a rank list
     if len(ranks) == 1:
         return f"Rank {shown[0]}"
     return "Ranks " + (", ".join(shown[:-1]) + f" and {shown[-1]}" if not more else ", ".join(shown) + more)
