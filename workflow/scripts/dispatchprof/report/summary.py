@@ -153,7 +153,11 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, limit: int 
         else:
             confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
             commands = [pmu, dclk]
-        note = "DebugClock runs only when the PMU is not ok unless debugclock.when is always; add your --configfile if the run used one"
+        note = (
+            "DebugClock runs only when the PMU is not ok unless debugclock.when is always; if the run used config files, add them after "
+            "the target, as `--configfile config/config.yaml yours.yaml` (--configfile takes every word after it: a target placed "
+            "after it is read as a config file)"
+        )
         steps.append(
             {
                 "cause": c.get("explanation") or evidence,
