@@ -21,6 +21,27 @@ def test_a_failure_line_is_not_a_pass(tmp_path):
     assert find_pass_lines([log], PATTERN) == {}
 
 
+def test_interleaved_writes_on_one_line_never_give_a_failed_rank_anothers_success(tmp_path):
+    """Processes sharing a node's stdout interleave: this line is from a loaded CI run, where rank 5 failed and the
+    greedy pattern on the whole line read it as passed (the verdict then blamed only node 0's exit code)."""
+    log = tmp_path / "node0.log"
+    log.write_text(
+        "[rank 5] elastic dispatch precision check FAILED: 1 of 1536 received tokens differ[rank 7] elastic dispatch precision check passed: 1536 tokens received\n"
+        "[rank 3] elastic dispatch precision check passed: 9 tokens[rank 4] elastic dispatch precision check passed: 9 tokens\n"
+    )
+    found = find_pass_lines([log], PATTERN)
+    assert sorted(found) == [3, 4, 7]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 63), st.booleans()), min_size=1, max_size=6))
+def test_however_rank_lines_are_glued_together_only_the_ranks_that_passed_are_found(tmp_path_factory, lines):
+    text = "".join(f"[rank {r}] elastic dispatch precision check {'passed: 3 tokens' if ok else 'FAILED: 1 of 3 differ'}" for r, ok in lines)
+    log = tmp_path_factory.mktemp("glued") / "node0.log"
+    log.write_text(text + "\n")
+    assert set(find_pass_lines([log], PATTERN)) == {r for r, ok in lines if ok}
+
+
 def test_a_pattern_whose_rank_is_not_a_number_is_a_clear_error(tmp_path):
     log = tmp_path / "x.log"
     log.write_text("PASS rank=abc\n")

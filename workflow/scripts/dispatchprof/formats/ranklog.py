@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 
 class LogFormatError(ValueError):
@@ -25,6 +25,21 @@ class PassLine:
     text: str
 
 
+def confined_matches(regex: re.Pattern[str], line: str) -> Iterator[re.Match[str]]:
+    """The pattern's matches in one physical line, each confined to its own stretch: from where it starts to where the
+    next possible match starts. Processes that share a stdout interleave their writes, so one line can hold two ranks'
+    lines ("[rank 5] ... FAILED ...[rank 7] ... passed"): a greedy pattern matched on the whole line would give rank 5
+    rank 7's success (seen in a loaded CI run)."""
+    starts, pos = [], 0
+    while (found := regex.search(line, pos)) is not None:
+        starts.append(found.start())
+        pos = found.start() + 1
+    for start, end in zip(starts, [*starts[1:], len(line)]):
+        confined = regex.match(line, start, end)
+        if confined is not None:
+            yield confined
+
+
 def find_pass_lines(paths: Iterable[Path], pattern: str) -> dict[int, PassLine]:
     """The first success line of every rank found in ``paths`` (logs are read as text, bad bytes replaced)."""
     regex = re.compile(pattern)
@@ -32,14 +47,12 @@ def find_pass_lines(paths: Iterable[Path], pattern: str) -> dict[int, PassLine]:
     for path in sorted(set(paths)):
         with open(path, errors="replace") as handle:
             for line_no, line in enumerate(handle, 1):
-                match = regex.search(line)
-                if not match:
-                    continue
-                raw = match.group("rank")
-                if raw is None or not raw.isdigit():
-                    raise LogFormatError(f"{path}:{line_no}: field 'rank' of the success line is {raw!r}, expected a non-negative integer")
-                rank = int(raw)
-                found.setdefault(rank, PassLine(rank, str(path), line_no, line.rstrip("\n")))
+                for match in confined_matches(regex, line):
+                    raw = match.group("rank")
+                    if raw is None or not raw.isdigit():
+                        raise LogFormatError(f"{path}:{line_no}: field 'rank' of the success line is {raw!r}, expected a non-negative integer")
+                    rank = int(raw)
+                    found.setdefault(rank, PassLine(rank, str(path), line_no, line.rstrip("\n")))
     return found
 
 
