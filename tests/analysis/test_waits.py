@@ -1,12 +1,9 @@
 """analysis.waits on hand-built launch tables (independent of the simulator): clocks, coupling, the awaited."""
 
-import math
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
-from dispatchprof.analysis.waits import analyse, binomial_tail, coupling, grid, host_gaps, node_clocks
+from dispatchprof.analysis.waits import analyse, coupling, grid, host_gaps, node_clocks
 
 SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
 BOOT = {"resamples": 300, "seed": 0}
@@ -68,15 +65,6 @@ def table(
         prev_end = end + 8.0
     columns = {k: np.array([row[k] for row in rows], dtype=float) for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
     return grid(np.array([row["rank"] for row in rows]), np.array([row["launch"] for row in rows]), columns, RPN)
-
-
-def test_binomial_tail_matches_a_hand_computed_value():
-    assert binomial_tail(2, 3, 0.5) == pytest.approx(0.5)
-    assert binomial_tail(0, 10, 0.1) == 1.0 and binomial_tail(11, 10, 0.1) == 0.0 and binomial_tail(3, 10, 1.0) == 1.0
-    assert binomial_tail(5, 24, 1 / 16) == pytest.approx(sum(math.comb(24, i) * (1 / 16) ** i * (15 / 16) ** (24 - i) for i in range(5, 25)))
-    assert binomial_tail(1, 24, 1 / 16) == 1.0  # at or below the mean: nothing stands out
-    exact = float(Fraction(sum(math.comb(4000, i) * 15 ** (4000 - i) for i in range(300, 4001)), 16**4000))  # exact integers
-    assert binomial_tail(300, 4000, 1 / 16) == pytest.approx(exact, rel=1e-9)
 
 
 def test_a_node_clock_offset_and_drift_are_estimated_from_the_barrier_ends():

@@ -10,8 +10,10 @@ aligned by launch index (``[launch, rank]`` arrays of µs on each node's own clo
 - entry waits: the barrier kernel's duration is its wait; the target's entry wait is the last corrected start
   minus the rank's own;
 - the awaited: per launch who arrived last (the shortest barrier wait needs no clock at all), who ends last by
-  itself, and whether the group ends far apart with nobody late (the wait is inside the kernel); a rank or node is
-  named only when it is last significantly more often than chance (binomial tail below ``alpha``).
+  itself, and whether the group ends far apart with nobody late (the wait is inside the kernel); each cause with its
+  cost, the group time per launch its removal would save, ranked by that cost, never by how often it strikes; a
+  cause is named when it costs more than ``min_cost_us`` with a CI above zero (shared/DESIGN.md, "The answer is a
+  cost account").
 """
 
 from __future__ import annotations
@@ -76,31 +78,6 @@ def host_gaps(g: LaunchGrid) -> np.ndarray:
     consecutive = np.flatnonzero(np.diff(g.launches) == 1) + 1
     gaps[consecutive] = arrival[consecutive] - g.end[consecutive - 1]
     return gaps
-
-
-def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p). Callers ask about an excess (k above the mean n*p); at or below the mean the
-    answer is reported as 1 (nothing stands out). The terms fall from i = k on, so the sum stops once they no longer
-    count: thousands of launches and ranks stay cheap."""
-    if k <= 0:
-        return 1.0
-    if k > n or p <= 0.0:
-        return 0.0
-    if p >= 1.0 or k <= n * p:
-        return 1.0
-    first = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
-    odds, term, total = p / (1.0 - p), 1.0, 1.0
-    for i in range(k, n):
-        term *= (n - i) / (i + 1) * odds
-        total += term
-        if term < 1e-17 * total:
-            break
-    return min(1.0, math.exp(first) * total)
-
-
-def stands_out(k: int, n: int, p: float, alpha: float) -> bool:
-    """Last in ``k`` of ``n`` launches is more than chance ``p`` would give, at level ``alpha``."""
-    return n > 0 and k / n > p and binomial_tail(k, n, p) < alpha
 
 
 DRIFT_IMPLAUSIBLE_PPM = 100.0  # crystal oscillators of hosts stay within tens of ppm: beyond this, suspect the fit
@@ -248,11 +225,6 @@ def _row_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     norm = np.sqrt((da**2).sum(axis=1) * (db**2).sum(axis=1))
     with np.errstate(all="ignore"):
         return np.where(norm > 0, (da * db).sum(axis=1) / norm, np.nan)
-
-
-def _counts(winners: np.ndarray, values: np.ndarray) -> dict[int, int]:
-    found, counts = np.unique(winners, return_counts=True)
-    return {int(v): int(c) for v, c in zip(found, counts) if int(v) in set(values.tolist())}
 
 
 @dataclass
