@@ -397,6 +397,39 @@ def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.
     return np.where(clear, world - 1 - split, 0), np.where(clear, gap, 0.0), order
 
 
+PERSISTENT_FRACTION = 0.5  # "in most launches": a majority, so that at most one set of ranks can be persistent
+
+
+def persistent_late_ranks(size: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The grid columns that are in the late set (late_sets) of most launches: a slowdown present in every launch (a
+    slow rank, a slow sender) splits into many per-launch sets (its receivers end late with it, in a varying
+    staircase), each rare, while its own ranks stay in nearly all of them."""
+    n, world = order.shape
+    if not n:
+        return np.zeros(0, int)
+    member = np.zeros((n, world), bool)
+    late_cols = np.arange(world)[None, :] >= (world - size)[:, None]  # the last `size` positions of each row's order
+    np.put_along_axis(member, order, late_cols, axis=1)
+    return np.sort(np.flatnonzero(member.mean(axis=0) > PERSISTENT_FRACTION))
+
+
+def persistent_candidate(acc: Account, ranks: np.ndarray, cols: np.ndarray, own_min: float) -> Candidate:
+    """Ranks that end late together in most launches: per launch their lead over the others' last end is the delay
+    (each of them brought down to the others' last). Named, with no claim about why: one of them may be slow and the
+    others wait for its data; PMU or DebugClock names the rank and role. The lead over the others' last is what the
+    timeline sees; the group's time without the slowdown also depends on how the others' ends move with it, which
+    needs a reference run (an A/B comparison)."""
+    mask = np.zeros(acc.end.shape[1], bool)
+    mask[cols] = True
+    others_last = acc.end[:, ~mask].max(axis=1, keepdims=True)
+    end_shift = np.maximum(0.0, acc.end[:, cols] - others_last)
+    lead = end_shift.max(axis=1)
+    struck = lead > own_min
+    end_shift = np.where(struck[:, None], end_shift, 0.0)
+    facts = {"lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0, "late_ending_ranks": ranks[cols].tolist(), "persistent": True}
+    return Candidate("in_kernel", None, None, ranks[cols].tolist(), cols, carried(end_shift, acc.follows), end_shift, struck, facts)
+
+
 def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mapping[str, Any]) -> list[Candidate]:
     """Every delay the data shows, as the shifts that would remove it: late arrivals by the host (a rank, or a node's
     ranks together), ends late by a rank's own work, ends late by a node's ranks together."""
@@ -438,12 +471,18 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     size, gap, order = late_sets(acc, float(waits["own_work_min_us"]))
     lead = np.where(size == 1, gap, 0.0)
     across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
+    own_min = float(waits["own_work_min_us"])
+    persistent = persistent_late_ranks(size, order) if acc.ends_across_nodes else np.zeros(0, int)
+    if len(persistent) == 1:
+        # the one rank in the late set of most launches: where it ends last, its lead over the next end is its own
+        # delay even when the gap to the next is not the row's largest (its peers' staircase behind it varies)
+        (j,) = persistent
+        lead = np.where((last == j) & (first - second > own_min), first - second, lead)
     if not across:
         # without a pure barrier the clocks come from the ends themselves: a lead over another node's end is not
         # established, a lead over the same node's ranks is (one clock). The smaller of the two is what is known, and
         # the cause is listed, not named: "ends last by itself" compares ends across nodes.
         lead = np.minimum(lead, lead_within_node(acc.end, last, nodes))
-    own_min = float(waits["own_work_min_us"])
     spike, above = transient(acc, own_min)
     own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
     for j in np.unique(last[(lead > 0) | spike]).tolist():
@@ -475,8 +514,10 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     for i in np.flatnonzero((size >= 2) & (size <= MAX_LATE_SET) & acc.ends_across_nodes).tolist():
         sets.setdefault(tuple(sorted(order[i, world - size[i] :].tolist())), []).append(i)
     whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
+    if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes:
+        out.append(persistent_candidate(acc, ranks, persistent, own_min))
     for members, rows_ in sets.items():
-        if members in whole_nodes or len(rows_) < 2:
+        if members in whole_nodes or len(rows_) < 2 or members == tuple(persistent.tolist()):
             continue
         cols = np.array(members)
         struck = np.zeros(n, bool)
@@ -564,24 +605,29 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
     raw = []
     for c in cands:
         period, timed = arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)
-        raw.append((c, period + (c.period_extra if c.period_extra is not None else 0.0), timed + (c.timed_extra if c.timed_extra is not None else 0.0)))
+        zero = np.zeros(len(period))
+        raw.append((c, period, timed, c.period_extra if c.period_extra is not None else zero, c.timed_extra if c.timed_extra is not None else zero))
     world, n_nodes = acc.arrival.shape[1], len(np.unique(nodes))
     causes = []
     min_cost = float(waits["min_cost_us"])
     kinds: dict[tuple[str, bool], list[int]] = {}
-    for i, (c, _, _) in enumerate(raw):
+    for i, (c, *_) in enumerate(raw):
         kinds.setdefault((c.evidence, c.node is None), []).append(i)
     background = np.zeros((len(raw), 2))
     for (_, per_rank), members in kinds.items():
         peers = (world if per_rank else n_nodes) - 1  # peers without a candidate cost nothing
         for k in (0, 1):
             background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
-    for i, (c, period, timed) in enumerate(raw):
-        cost, cost_timed = float(period.mean() - background[i, 0]), float(timed.mean() - background[i, 1])
+    for i, (c, period, timed, extra, extra_timed) in enumerate(raw):
+        # the launches a spike struck are events of this collection, counted as they are (each stood 5 robust sigmas
+        # above the launch-to-launch spread: no jitter); the background and the CI are of the rest, the lead that
+        # jitter also gives every rank now and then
+        fixed, fixed_timed = float(extra.mean()), float(extra_timed.mean())
+        cost, cost_timed = float(period.mean() - background[i, 0]) + fixed, float(timed.mean() - background[i, 1]) + fixed_timed
         if max(cost, cost_timed) < 0.05 * min_cost:
             continue  # a cost nobody would read: not worth its bootstrap
-        ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
-        ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
+        ci = [float(x - background[i, 0]) + fixed for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
+        ci_timed = [float(x - background[i, 1]) + fixed_timed for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
         deciding = ci if cost >= cost_timed else ci_timed
         causes.append(
             {
@@ -743,7 +789,9 @@ def awaited(
     if named:
         main = named[0]
         answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches")}
-        explanation = "; ".join(c["explanation"] for c in named)
+        explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
+        if len(named) > EXPLAINED:
+            explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
     else:
         answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
         explanation = (
@@ -767,6 +815,8 @@ def awaited(
         "launches_compared": acc.rows,
     }
 
+
+EXPLAINED = 5  # named causes spelled out in the explanation; the rest are in the causes table
 
 EXCESS_DEFINITION = (
     "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
@@ -804,7 +854,11 @@ CAUSE_KEYS = (
 
 def _cost_text(cause: Mapping[str, Any]) -> str:
     lo, hi = cause["cost_ci_us"]
-    text = f"costs {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
+    if cause.get("spike_launches") and hi - lo < 0.05:
+        # only spikes: counted as they happened, no launch-to-launch spread to resample
+        text = f"costs {cause['cost_us_per_launch']:.1f} us per launch (the spikes as they happened; how often they come needs a longer collection"
+    else:
+        text = f"costs {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
     if cause.get("cost_share") is not None:
         text += f"; {100 * cause['cost_share']:.0f}% of the group's excess"
     return text + f"), {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
@@ -816,6 +870,12 @@ def describe(cause: Mapping[str, Any]) -> str:
     if cause["evidence"] == "late_arrival":
         who = f"node {cause['node']} (ranks {cause['ranks'][0]}-{cause['ranks'][-1]})" if cause["node"] is not None else f"rank {cause['rank']}"
         return f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} by its host (its host gap) in {pct}: it {cost}"
+    if cause["evidence"] == "own_work" and cause.get("spike_launches") and cause["spike_launches"] >= round(cause["fraction"] * cause["launches"]):
+        n = cause["spike_launches"]
+        return (
+            f"rank {cause['rank']}'s own work spiked in {n} launch{'es' if n > 1 else ''} of {cause['launches']} (median {cause['lead_us_median']:.0f} us above "
+            f"its typical time in the kernel, the group's kernel as much above its typical launch): not a wait; it {cost}"
+        )
     if cause["evidence"] == "own_work":
         return (
             f"rank {cause['rank']} ends last by itself (median {cause['lead_us_median']:.1f} us after the next rank, its host on time) in {pct}: "
@@ -830,7 +890,8 @@ def describe(cause: Mapping[str, Any]) -> str:
     if cause.get("late_ending_ranks"):
         late = cause["late_ending_ranks"]
         return (
-            f"ranks {', '.join(map(str, late))} end late together (median {cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
+            f"ranks {', '.join(map(str, late))}{' are among the late-ending ranks of most launches and' if cause.get('persistent') else ''} end late together (median "
+            f"{cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
             "late-ending ranks, with no claim about why (one of them may keep the others waiting for its data; PMU or DebugClock must name "
             f"the rank and role); it {cost}"
         )
