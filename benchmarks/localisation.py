@@ -125,9 +125,18 @@ def cases(shape: Shape) -> list[Case]:
             Case(f"slow_role_{role}", {"slow_role": (6 % w, role, 1.5 if role != "LocalWindowCopy" else 10.0)}, [("role", {"rank": 6 % w, "slow_role": None})])
         )
     # two causes of different cost and frequency: a rank 8 us late in 90% of launches, and a rank whose own work is
-    # 2-3x slower in 8% (the model has one late_rank knob: the acceptance case of two late ranks is a unit test on a
-    # hand-built grid, tests/analysis/test_waits.py)
+    # 2-3x slower in 8%
     out.append(Case("two_causes", {"late_rank": 1, "late_us": 8.0, "late_prob": 0.9, "spiky_rank": r2}, []))
+    # issue 31's acceptance: two late ranks, 8 us in 90% and 120 us in 15% (sim.late_rank2, drawn independently); the
+    # rare long one costs more and must head the answer (on the other node than the first when there is one)
+    r3 = min(w - 1, shape.ranks_per_node + 3)
+    out.append(
+        Case(
+            "two_late_ranks",
+            {"late_rank": 3 % w, "late_us": 8.0, "late_prob": 0.9, "late_rank2": r3, "late_us2": 120.0, "late_prob2": 0.15},
+            [("late_arrival", {"rank": r3, "late_rank2": None}), ("late_arrival", {"rank": 3 % w, "late_rank": None})],
+        )
+    )
     return out
 
 

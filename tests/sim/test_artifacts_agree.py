@@ -145,6 +145,8 @@ KNOBS = {
     "plain": {},
     "late_rank": {"late_rank": 1, "late_us": 120},
     "late_node": {"late_node": 1, "late_us": 90, "late_prob": 0.5},
+    # two late ranks through DEEPEP_SIM_LATE_RANK2/_US2 as the workflow maps them: the 120 us one arrives last every time
+    "late_rank2": {"late_rank": 1, "late_us": 8, "late_rank2": 2, "late_us2": 120},
     "slow_rank": {"slow_rank": 2, "slow_factor": 1.3},
     # A slow core slows its WQE building, not the wire. Rank 3's send to rank 0 is the first of its core's loop, rank 1's
     # the second, after a cross-node one: rank 3's is last once (factor - 2) x WQE time > the same-node wire time, i.e.
@@ -182,6 +184,9 @@ def test_msprof_tasks_latency_csv_and_api_times_are_the_truths_events(tmp_path, 
     if name == "late_rank":
         assert causes["late_rank"]["ranks"] == [1]
         assert all(launch["barrier"]["last_rank"] == 1 for launch in truth["launches"][WARMUP:])
+    if name == "late_rank2":
+        assert causes["late_rank2"]["ranks"] == [2] and truth["knobs"]["late_rank2"] == 2 and truth["knobs"]["late_us2"] == 120.0
+        assert all(launch["barrier"]["last_rank"] == 2 for launch in truth["launches"][WARMUP:])
     if name == "late_node":
         late = [launch for launch in truth["launches"] if launch["barrier"]["last_rank"] in (2, 3)]
         assert 0.2 < causes["late_node"]["fraction"] < 0.9 and late

@@ -267,10 +267,13 @@ def test_knobs_come_from_the_environment_the_workflow_sets():
             "DEEPEP_SIM_CLOCK_OFFSET_US": "1=2500.0",
             "DEEPEP_SIM_LATE_RANK": "4",
             "DEEPEP_SIM_LATE_PROB": "0.5",
+            "DEEPEP_SIM_LATE_RANK2": "11",
+            "DEEPEP_SIM_LATE_US2": "120",
         }
     )
     assert knobs.slow_role == (3, "LocalWindowCopy", 1.5) and knobs.slow_link == (0, 1, 2.0)
     assert knobs.clock_offset_us == {1: 2500.0} and knobs.late_rank == 4 and knobs.late_prob == 0.5 and knobs.late_us == 50.0
+    assert knobs.late_rank2 == 11 and knobs.late_us2 == 120.0 and knobs.late_prob2 == 1.0  # the second knob's own defaults
 
 
 def test_poll_pipe_share_is_what_a_polling_core_shows_per_pipe_and_defaults_to_two_percent_scalar():

@@ -79,6 +79,9 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"sim": {"late_rank": 16}}, "sim.late_rank (16) must be below the number of ranks (16)"),
         ({"sim": {"late_node": 2}}, "sim.late_node (2) must be below cluster.nodes (2)"),
         ({"sim": {"late_prob": 1.5}}, "sim.late_prob: 1.5 is greater than the maximum of 1"),
+        ({"sim": {"late_rank2": 16}}, "sim.late_rank2 (16) must be below the number of ranks (16)"),
+        ({"sim": {"late_prob2": 1.5}}, "sim.late_prob2: 1.5 is greater than the maximum of 1"),
+        ({"sim": {"late_us2": -1}}, "sim.late_us2: -1 is less than the minimum of 0"),
         ({"sim": {"slow_role": {"rank": 3, "role": "Send", "factor": 2}}}, "sim.slow_role.role: 'Send' is not one of"),
         ({"sim": {"slow_role": {"rank": 30, "role": "CalCumSum", "factor": 2}}}, "sim.slow_role.rank (30) must be below the number of ranks (16)"),
         ({"sim": {"slow_role": {"rank": 3, "role": "CalCumSum"}}}, "sim.slow_role: 'factor' is a required property"),
@@ -119,6 +122,9 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
         "sim": {
             "late_rank": 5,
             "late_us": 80,
+            "late_rank2": 11,
+            "late_us2": 120,
+            "late_prob2": 0.15,
             "slow_role": {"rank": 3, "role": "LocalWindowCopy", "factor": 1.5},
             "slow_link": {"src_node": 0, "dst_node": 1, "factor": 2.0},
             "clock_offset_us": {1: 2500},
@@ -135,6 +141,7 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
     assert env["DEEPEP_SIM_SLOW_LINK"] == "src_node=0,dst_node=1,factor=2.0"
     assert env["DEEPEP_SIM_CLOCK_OFFSET_US"] == "1=2500" and env["DEEPEP_SIM_CLOCK_DRIFT_PPM"] == "1=20"
     assert env["DEEPEP_SIM_LATE_RANK"] == "5" and env["DEEPEP_SIM_LATE_US"] == "80"
+    assert env["DEEPEP_SIM_LATE_RANK2"] == "11" and env["DEEPEP_SIM_LATE_US2"] == "120" and env["DEEPEP_SIM_LATE_PROB2"] == "0.15"
     assert env["DEEPEP_SIM_POLL_PIPE_SHARE"] == "scalar=0.1,vec=0.05" and env["DEEPEP_SIM_PRE_KERNELS"] == "collective"
     assert problems({"sim": {"pre_kernels": "layout"}})
     assert problems({"sim": {"poll_pipe_share": {"cube": 0.1}}}) and problems({"sim": {"poll_pipe_share": {"vec": 1.5}}})

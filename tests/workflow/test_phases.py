@@ -106,6 +106,7 @@ VALUES: dict[str, Any] = {
     "sim.slow_rank": 1,
     "sim.spiky_rank": 1,
     "sim.late_rank": 1,
+    "sim.late_rank2": 1,
     "sim.late_node": 1,
     "sim.role_speedup": {"CalCumSum": 1.2},
     "sim.missing_device": {"node": 1, "local_rank": 3},

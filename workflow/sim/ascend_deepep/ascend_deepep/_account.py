@@ -15,8 +15,9 @@ returned), so a counterfactual replays the whole sequence from the first launch 
 clocks of the two runs differ by one common shift after its last strike (the model is shift-invariant: every later
 launch is the same, shifted, and saves nothing).
 
-What "removed" means (``CollectiveModel(without=...)``): ``late_rank``/``late_node``: that knob's lateness is 0
-(the other's stays); ``slow_rank``, ``slow_role``, ``slow_link``: the factor is 1; ``spiky_rank``: no spiky spike;
+What "removed" means (``CollectiveModel(without=...)``): ``late_rank``/``late_rank2``/``late_node``: that knob's
+lateness is 0 (the others' stays: a rank late by two knobs is late by the sum, and by the other's alone without one);
+``slow_rank``, ``slow_role``, ``slow_link``: the factor is 1; ``spiky_rank``: no spiky spike;
 ``spikes/<rank>``: no built-in random spike on that rank. The draws are made as before, so nothing else moves.
 """
 
@@ -116,6 +117,8 @@ def cause_ranks(cause: str, knobs: Knobs, cluster: Cluster) -> list[int]:
         return [int(cause.split("/", 1)[1])]
     if cause == "late_rank":
         return [int(knobs.late_rank)] if knobs.late_rank is not None else []
+    if cause == "late_rank2":
+        return [int(knobs.late_rank2)] if knobs.late_rank2 is not None else []
     if cause == "late_node":
         return [r for r in range(cluster.world) if cluster.node(r) == knobs.late_node]
     if cause == "slow_rank":
@@ -143,6 +146,8 @@ def describe(cause: str, knobs: Knobs, cluster: Cluster) -> dict[str, Any]:
         return {**base, "evidence": "own_work", "probability": SPIKE_PROB}
     if cause in ("late_rank", "late_node"):
         return {**base, "evidence": "late_arrival", "node": knobs.late_node if cause == "late_node" else base["node"], "late_us": knobs.late_us}
+    if cause == "late_rank2":
+        return {**base, "evidence": "late_arrival", "late_us": knobs.late_us2}
     if cause == "slow_rank":
         return {**base, "evidence": "own_work", "factor": knobs.slow_factor}
     if cause == "spiky_rank":
@@ -162,6 +167,7 @@ def candidate_causes(knobs: Knobs, cluster: Cluster, summaries: Sequence[Summary
         name
         for name, on in (
             ("late_rank", knobs.late_rank is not None),
+            ("late_rank2", knobs.late_rank2 is not None),
             ("late_node", knobs.late_node is not None),
             ("slow_rank", knobs.slow_rank is not None),
             ("slow_role", knobs.slow_role is not None),

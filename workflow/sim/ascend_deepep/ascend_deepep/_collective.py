@@ -7,7 +7,7 @@ itself inferred from the call order; each rule below is a modelling assumption, 
 
 Per launch (times in µs on the true clock, 0 = the first call of the process group):
 1. host: every rank enters dispatch() when its previous call returned; the launch reaches the device after
-   a host path (jitter, plus lateness from sim.late_rank / sim.late_node);
+   a host path (jitter, plus lateness from sim.late_rank / sim.late_rank2 / sim.late_node);
 2. synchronize_start barrier kernel (`cached_notify_combine`), when the session sets it: releases every rank
    at the last arrival plus a latency; the late rank has the shortest barrier task;
 3. the dispatch kernel's entry barrier (`aclshmemx_barrier_all_vec`), inside the kernel: every core waits for the
@@ -127,6 +127,11 @@ class Knobs:
     late_node: int | None = None
     late_us: float = 50.0
     late_prob: float = 1.0
+    # A second late rank with its own lateness and probability, drawn independently of the first (two late ranks of
+    # different cost and frequency: 8 us in 90% of launches against 120 us in 15%). A rank late by both is late by the sum.
+    late_rank2: int | None = None
+    late_us2: float = 50.0
+    late_prob2: float = 1.0
     slow_role: tuple[int, str, float] | None = None  # rank, role (or LocalWindowCopy), factor
     slow_link: tuple[int, int, float] | None = None  # src node, dst node, factor
     clock_offset_us: Mapping[int, float] = field(default_factory=dict)
@@ -152,6 +157,9 @@ class Knobs:
             late_node=_opt_int(env.get("DEEPEP_SIM_LATE_NODE")),
             late_us=float(env.get("DEEPEP_SIM_LATE_US") or 50.0),
             late_prob=float(env.get("DEEPEP_SIM_LATE_PROB") or 1.0),
+            late_rank2=_opt_int(env.get("DEEPEP_SIM_LATE_RANK2")),
+            late_us2=float(env.get("DEEPEP_SIM_LATE_US2") or 50.0),
+            late_prob2=float(env.get("DEEPEP_SIM_LATE_PROB2") or 1.0),
             slow_role=(int(slow_role["rank"]), slow_role["role"], float(slow_role["factor"])) if slow_role else None,
             slow_link=(int(slow_link["src_node"]), int(slow_link["dst_node"]), float(slow_link["factor"])) if slow_link else None,
             clock_offset_us={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_OFFSET_US", "")).items()},
@@ -387,17 +395,25 @@ class CollectiveModel:
         host_call = list(self.host_now)
         arrivals, lateness, struck_late = [], [], set()
         node_draw = [rng.random() for _ in range(cl.world // cl.ranks_per_node)]  # a late node is late as a whole
+        # sim.late_rank2 draws from a stream of its own: one more draw in the launch stream would shift every later draw
+        # of every seed. So setting the knob, or removing it for its counterfactual, moves no other draw.
+        draw2 = random.Random(f"late_rank2/{kn.seed}/{call}").random() if kn.late_rank2 is not None else 1.0
         for rank in range(cl.world):
             path = HOST_PATH_US + rng.expovariate(1.0 / HOST_JITTER_MEAN_US)
             rank_draw = rng.random()
             late = 0.0
             by_rank = rank == kn.late_rank and rank_draw < kn.late_prob and "late_rank" not in self.without
             by_node = cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob and "late_node" not in self.without
+            by_rank2 = rank == kn.late_rank2 and draw2 < kn.late_prob2 and "late_rank2" not in self.without
             if (by_rank or by_node) and kn.late_us:
                 late = kn.late_us
-                self.late_launches.setdefault(rank, []).append(call)
                 struck_late |= {"late_rank"} if by_rank else set()
                 struck_late |= {"late_node"} if by_node else set()
+            if by_rank2 and kn.late_us2:  # on top of late_rank's (or late_node's) lateness: the knobs' lateness adds
+                late += kn.late_us2
+                struck_late.add("late_rank2")
+            if late:
+                self.late_launches.setdefault(rank, []).append(call)
             lateness.append(late)
             arrivals.append(host_call[rank] + path + late)
         notify = [rng.uniform(0.0, 0.3) for _ in range(cl.world)]
