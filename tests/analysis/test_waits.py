@@ -198,3 +198,33 @@ def test_a_drift_that_the_data_cannot_pin_down_is_unresolved_and_a_large_one_imp
     assert clocks["1"]["drift_state"] == "resolved" and clocks["1"]["drift_ppm"] == pytest.approx(50.0, abs=5.0)
     fast = table(launches=60, drift_ppm=(0.0, 400.0))
     assert node_clocks(fast)[0]["1"]["drift_state"] == "implausible"
+
+
+def test_ranks_that_end_late_together_in_every_launch_are_named_together_with_their_cost_and_no_blame():
+    """Ranks 2 and 5 (two nodes) run 150 us longer in every launch: no launch shows either alone, and no per-launch set
+    is rare. They are named as one late-ending set (the timeline cannot tell which of them keeps the other waiting),
+    with their lead over the others' last as the cost, and are never among the waiting ranks."""
+    work = {2: 1150.0, 5: 1150.0}
+    result = analyse(table(work=work, launches=60), SETTINGS, [], BOOT)
+    strag = result["straggler"]
+    assert (strag["evidence"], strag["rank"], strag["node"]) == ("in_kernel", None, None) and strag["ranks"] == [2, 5]
+    top = strag["causes"][0]
+    assert top["late_ending_ranks"] == [2, 5] and top["persistent"] and "no claim about why" in top["explanation"]
+    truth = true_cost(launches=60, work=work, removed={"work": {}})
+    assert strag["cost_us_per_launch"] == pytest.approx(truth, rel=0.1)
+    assert not any(c["evidence"] == "own_work" for c in strag["causes"])
+    assert not {2, 5} & set(strag["waiting"]["ranks"])
+
+
+def test_a_rank_in_the_late_set_of_most_launches_is_its_own_work_where_it_ends_last():
+    """Rank 6 runs 60 us longer in every launch, and in 30% of them rank 1 ends 6-10 us before it: there the largest
+    gap is before rank 1 (a late set of two), yet rank 6 is in the late set of most launches, so its lead over the
+    next end (more than own_work_min_us) counts there too."""
+    rng = np.random.default_rng(3)
+    g = table(work={6: 1060.0}, launches=80)
+    close = rng.random(len(g.launches)) < 0.3
+    g.end[close, 1] = g.end[close, 6] - 6.0 - rng.uniform(0, 4, close.sum())
+    g.duration[:] = g.end - g.start
+    strag = analyse(g, SETTINGS, [], BOOT)["straggler"]
+    assert (strag["evidence"], strag["rank"]) == ("own_work", 6)
+    assert strag["fraction"] > 0.9  # every launch where it ends last by more than own_work_min_us

@@ -20,7 +20,16 @@ CASES = {c.name: c for c in bench.cases(SHAPE)}
 
 @pytest.mark.parametrize(
     ("case", "sync"),
-    [("late_rank_30", True), ("late_node", False), ("slow_role_LocalWindowCopy", True), ("spiky_rank", True), ("two_causes", True)],
+    [
+        ("late_rank_30", True),
+        ("late_node", False),
+        ("slow_role_LocalWindowCopy", True),
+        ("spiky_rank", True),
+        ("two_causes", True),
+        # slowdowns in every launch: a slow rank and a slow sender, named as the ranks that end late in most launches
+        ("slow_rank", True),
+        ("slow_role_URMASendToken", True),
+    ],
 )
 def test_the_top_cause_and_its_cost_are_the_truths(case, sync):
     row = bench.score_case(SHAPE, CASES[case], seed=2, sync=sync, n=LAUNCHES)

@@ -147,6 +147,19 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
     assert problems({"sim": {"poll_pipe_share": {"cube": 0.1}}}) and problems({"sim": {"poll_pipe_share": {"vec": 1.5}}})
 
 
+def test_a_knob_set_to_zero_reaches_the_stand_in_and_an_unset_one_does_not():
+    # rank 0, node 0 and a probability or lateness of 0 are values: dropped, the stand-in's defaults (late_us 50,
+    # late_prob 1.0) would act in every launch instead
+    from dispatchprof.toolchain import resolve
+
+    config = merged({"sim": {"late_rank": 0, "late_us": 0, "late_prob": 0, "slow_rank": 0, "late_node": 0}})
+    validate(config, str(SCHEMA_PATH), set_default=True)
+    env = resolve(config, ROOT).sim_env
+    assert env["DEEPEP_SIM_LATE_RANK"] == "0" and env["DEEPEP_SIM_SLOW_RANK"] == "0" and env["DEEPEP_SIM_LATE_NODE"] == "0"
+    assert float(env["DEEPEP_SIM_LATE_US"]) == 0.0 and float(env["DEEPEP_SIM_LATE_PROB"]) == 0.0
+    assert "DEEPEP_SIM_LATE_RANK2" not in env and "DEEPEP_SIM_SLOW_ROLE" not in env and "DEEPEP_SIM_EXPORT_MISSING" not in env
+
+
 def test_output_paths_beyond_msopprof_limit_are_refused(tmp_path):
     deep = tmp_path / ("d" * 120) / ("e" * 60)
     found = problems({}, workdir=deep)

@@ -124,7 +124,9 @@ def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolcha
     sim_root = basedir / "workflow" / "sim"
     if name == "sim":
         repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")
-        sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v not in (None, 0, 0.0, {}, False)}
+        # unset (None), empty or off knobs stay out of the environment; 0 is a value (rank 0, node 0, late_us 0, a
+        # probability 0) and must reach the stand-in, whose own defaults would otherwise apply
+        sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v is not None and v is not False and v != {}}
         sim_env[SIM_ENV["noise_seed"]] = str(noise_seed(config))
         return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
     repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")

@@ -16,6 +16,9 @@ def _label(cause: Mapping[str, Any]) -> str:
         who = f"rank {cause['rank']}"
     elif cause.get("node") is not None:
         who = f"node {cause['node']}"
+    elif cause.get("ranks"):  # late-ending ranks, named together
+        ranks = list(cause["ranks"])
+        who = f"ranks {', '.join(map(str, ranks[:4]))}{', ...' if len(ranks) > 4 else ''}"
     else:
         who = "group"
     return f"{who}: {str(cause['evidence']).replace('_', ' ')}"
