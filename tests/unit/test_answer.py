@@ -228,3 +228,16 @@ def test_a_long_rank_list_says_how_many_other_ranks_it_leaves_out():
 
     assert name_list(list(range(15))) == "Ranks 0, 1, 2, 3, 4, 5, 6, 7 and 7 other ranks"  # not "7 and 7 more"
     assert name_list([3, 9]) == "Ranks 3 and 9" and name_list([4]) == "Rank 4"
+
+
+def test_the_role_link_places_the_busiest_rank_against_late_ending_ranks_and_a_late_ending_node():
+    late_set = {
+        **TIMELINE,
+        "straggler": {"evidence": "in_kernel", "rank": None, "node": None, "ranks": [5, 6], "cost_us_per_launch": 210.0, "explanation": "x"},
+    }
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": late_set, "pmu": PMU})
+    assert "The timeline names ranks 5, 6 ending late together, 210.0 us per launch, with no claim about why; rank 5 is one of them: this names which" in text
+    node = {"evidence": "late_ending_node", "rank": None, "node": 1, "ranks": [8, 9, 10, 11], "cost_us_per_launch": 17.0, "explanation": "x"}
+    text = answer_paragraph(statuses(), "sim", 16, {"timeline": {**TIMELINE, "straggler": node}, "pmu": PMU})
+    assert "The timeline's top cause is node 1's late end, 17.0 us per launch (the link into it, or its own work: not established)" in text
+    assert "rank 5 is on another node: a sender into it, so the link or that sender, not the late node's own work" in text

@@ -34,6 +34,19 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
     if named is not None:
         extra = f", {cost:.1f} us per launch" if cost is not None else ""
         return f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); {inner} here is {role_us_text} us per launch."
+    if straggler.get("evidence") == "late_ending_node" and straggler.get("node") is not None:
+        extra = f", {cost:.1f} us per launch" if cost is not None else ""
+        where = (
+            "one of its ranks: its own work is a candidate"
+            if rank in (straggler.get("ranks") or [])
+            else "on another node: a sender into it, so the link or that sender, not the late node's own work"
+        )
+        return f" The timeline's top cause is node {straggler['node']}'s late end{extra} (the link into it, or its own work: not established); rank {rank} is {where}; {inner} is {role_us_text} us per launch."
+    if straggler.get("evidence") == "in_kernel" and straggler.get("ranks"):
+        extra = f", {cost:.1f} us per launch" if cost is not None else ""
+        late = ", ".join(map(str, straggler["ranks"]))
+        among = "one of them: this names which" if rank in straggler["ranks"] else "not among them: a peer they wait for"
+        return f" The timeline names ranks {late} ending late together{extra}, with no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel":
         extra = f", {cost:.1f} us per launch" if cost is not None else ""
         return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; {inner} is {role_us_text} us per launch."
