@@ -142,6 +142,9 @@ def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied()
     assert "DebugClock" in steps[1]["confirm"] and "PMU of the senders" in steps[1]["confirm"]
     assert "snakemake --cores 2 results/baseline/debugclock/status.json" in steps[1]["commands"]
     assert "snakemake --cores 2 results/baseline/timeline/ranks/rank3/detail.json" in steps[2]["commands"]
+    (late_set,) = next_steps([{"evidence": "in_kernel", "rank": None, "node": None, "ranks": [13, 14]}], "baseline")
+    assert "which of ranks 13, 14 is slow and which waits for it" in late_set["confirm"]
+    assert late_set["commands"][-2:] == [f"snakemake --cores 2 results/baseline/timeline/ranks/rank{r}/detail.json" for r in (13, 14)]
 
 
 BUSY_NEW = {

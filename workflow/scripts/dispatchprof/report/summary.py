@@ -150,6 +150,13 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, limit: int 
                 "completions, the node's own work as its own roles busy"
             )
             commands = [dclk, pmu]
+        elif evidence == "in_kernel" and ranks:
+            shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+            confirm = (
+                f"which of ranks {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
+                "one's own roles are busy, a waiting one's cores poll), DebugClock's slots of these ranks (a waiting one's time is in its wait slots)"
+            )
+            commands = [pmu, dclk, *(drill.format(exp=experiment, rank=r) for r in ranks[:2])]
         else:
             confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
             commands = [pmu, dclk]
