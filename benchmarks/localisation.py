@@ -295,8 +295,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
         "cost_error_median": statistics.median(errors) if errors else None,
         "cost_error_max": max(errors) if errors else None,
+        "top_right_fault_runs_with_synchronize_start": sum(r["top_right"] for r in faults if r["sync"]) / max(1, sum(1 for r in faults if r["sync"])),
         "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in faults if r["sync"])
         / max(1, sum(1 for r in faults if r["sync"])),
+        "cost_error_max_with_synchronize_start": max((r["cost_error"] for r in rows if r["sync"] and r["cost_error"] is not None), default=None),
         "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
         "false_alarms": sum(len(r["false_alarms"]) for r in rows),
     }
