@@ -306,6 +306,8 @@ class Maxima:
         if node is None and len(cols) > 1:
             mask = np.ones(self.values.shape[1], bool)
             mask[cols] = False
+            if not mask.any():  # every rank is among them: nobody else ends
+                return np.full(len(self.values), -np.inf)
             return self.values[:, mask].max(axis=1)
         if node is None:
             (col,) = cols
@@ -404,13 +406,42 @@ def persistent_late_ranks(size: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The grid columns that are in the late set (late_sets) of most launches: a slowdown present in every launch (a
     slow rank, a slow sender) splits into many per-launch sets (its receivers end late with it, in a varying
     staircase), each rare, while its own ranks stay in nearly all of them."""
-    n, world = order.shape
-    if not n:
+    if not len(order):
         return np.zeros(0, int)
+    return np.sort(np.flatnonzero(late_members(size, order).mean(axis=0) > PERSISTENT_FRACTION))
+
+
+def late_members(size: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``[row, column]``: whether the column is in the row's late set (late_sets)."""
+    n, world = order.shape
     member = np.zeros((n, world), bool)
-    late_cols = np.arange(world)[None, :] >= (world - size)[:, None]  # the last `size` positions of each row's order
-    np.put_along_axis(member, order, late_cols, axis=1)
-    return np.sort(np.flatnonzero(member.mean(axis=0) > PERSISTENT_FRACTION))
+    if n:
+        np.put_along_axis(member, order, np.arange(world)[None, :] >= (world - size)[:, None], axis=1)
+    return member
+
+
+def core_candidate(acc: Account, ranks: np.ndarray, core: np.ndarray, member: np.ndarray, own_min: float) -> Candidate:
+    """One rank in the late set of most launches whose late sets mostly hold others too, ending after it (its
+    receivers wait for its data, cross-node as well): where it is late, the whole late set's lead over the others'
+    last is the delay (the set brought down to the others' last). Named as late-ending ranks with that rank as their
+    core, the others listed beside it; no claim about why: PMU or DebugClock name the rank and role."""
+    (j,) = core
+    rows = member[:, j]
+    cols = np.flatnonzero(member[rows].any(axis=0)) if rows.any() else core
+    others_last = np.where(member, -np.inf, acc.end).max(axis=1, keepdims=True)
+    shift = np.where(rows[:, None] & member[:, cols], np.maximum(0.0, acc.end[:, cols] - others_last), 0.0)
+    lead = shift.max(axis=1)
+    struck = lead > own_min
+    shift = np.where(struck[:, None], shift, 0.0)
+    together = member[struck][:, cols].mean(axis=0) if struck.any() else np.zeros(len(cols))
+    companions = [int(ranks[c]) for c, f in sorted(zip(cols, together), key=lambda x: -x[1]) if c != j and f >= 0.1]
+    facts = {
+        "lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0,
+        "late_ending_ranks": [int(ranks[j])],
+        "persistent": True,
+        "with_ranks": companions,  # late with it in at least 10% of the launches it struck, most often first
+    }
+    return Candidate("in_kernel", None, None, [int(ranks[j])], cols, carried(shift, acc.follows), shift, struck, facts)
 
 
 def persistent_candidate(acc: Account, ranks: np.ndarray, cols: np.ndarray, own_min: float) -> Candidate:
@@ -473,7 +504,11 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
     own_min = float(waits["own_work_min_us"])
     persistent = persistent_late_ranks(size, order) if acc.ends_across_nodes else np.zeros(0, int)
-    if len(persistent) == 1:
+    member = late_members(size, order)
+    # one persistent rank that, where it is late, is mostly late alone is its own work; one that is mostly late with
+    # others that end after it (its receivers, waiting for its data) is the core of a late-ending set (below)
+    alone = len(persistent) == 1 and float((size[member[:, persistent[0]]] == 1).mean()) > PERSISTENT_FRACTION
+    if alone:
         # the one rank in the late set of most launches: where it ends last, its lead over the next end is its own
         # delay even when the gap to the next is not the row's largest (its peers' staircase behind it varies)
         (j,) = persistent
@@ -516,6 +551,8 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
     if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes:
         out.append(persistent_candidate(acc, ranks, persistent, own_min))
+    elif len(persistent) == 1 and not alone:
+        out.append(core_candidate(acc, ranks, persistent, member, own_min))
     for members, rows_ in sets.items():
         if members in whole_nodes or len(rows_) < 2 or members == tuple(persistent.tolist()):
             continue
@@ -883,6 +920,15 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"other nodes' last) in {pct}: the link into or out of it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
             f"senders on the other nodes can tell); it {cost}"
         )
+    if cause.get("late_ending_ranks") and cause.get("with_ranks") is not None:
+        (core,) = cause["late_ending_ranks"]
+        shown = cause["with_ranks"][:6]
+        others = f", with ranks {', '.join(map(str, shown))}{' and others' if len(cause['with_ranks']) > 6 else ''}" if shown else ""
+        return (
+            f"rank {core} is among the late-ending ranks of most launches{others} (the set's median lead over the others' last: "
+            f"{cause['lead_us_median']:.1f} us, in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
+            f"for its data, or wait with them; PMU or DebugClock must name the rank and role); it {cost}"
+        )
     if cause.get("late_ending_ranks"):
         late = cause["late_ending_ranks"]
         return (
@@ -900,7 +946,10 @@ def describe(cause: Mapping[str, Any]) -> str:
 
 def listed_text(cause: Mapping[str, Any]) -> str:
     """A listed cause in one clause: who, the evidence, its known lead, and why it is not named."""
-    who = f"rank {cause['rank']}" if cause["rank"] is not None else f"ranks {', '.join(map(str, cause['ranks']))}"
+    members = cause["ranks"] or cause.get("late_ending_ranks") or []
+    who = f"rank {cause['rank']}" if cause["rank"] is not None else f"ranks {', '.join(map(str, members))}"
+    if cause.get("late_ending_ranks"):  # ends on corrected clocks: the lead is established, the culprit among them is not
+        return f"{who} end late together ({cause['lead_us_median']:.1f} us after the others' last, in {100 * cause['fraction']:.0f}% of launches): {cause['not_named']}"
     return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare): {cause['not_named']}"
 
 
