@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from dispatchprof.envinfo import debug_clock_switches, forward_record
 from dispatchprof.launch import WRAPPER, LocalLauncher, NodeSpec, write_node_specs
-from dispatchprof.nodeenv import REDACTED, forwardable, looks_secret, merge, redact
+from dispatchprof.node.nodeenv import REDACTED, forwardable, looks_secret, merge, redact
 from dispatchprof.toolchain import Toolchain
 
 SIM = ROOT / "workflow" / "sim"

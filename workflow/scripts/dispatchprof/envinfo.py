@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.launch import run_command
-from dispatchprof.nodeenv import forwardable, redact
+from dispatchprof.node.nodeenv import forwardable, redact
 from dispatchprof.toolchain import Toolchain
 
 VERSION_FILES = {

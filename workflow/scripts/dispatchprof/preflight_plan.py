@@ -16,11 +16,11 @@ from typing import Any, Mapping
 from dispatchprof.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
 from dispatchprof.launch import SshLauncher, run_command, write_private
 from dispatchprof.opprofiler import op_profiler_command, timeline_run
-from dispatchprof.preflight import flags_of, missing_flags, run_checks
+from dispatchprof.node.preflight import flags_of, missing_flags, run_checks
 from dispatchprof.profiling import msprof_command
 from dispatchprof.toolchain import Toolchain
 
-PREFLIGHT_SCRIPT = Path(__file__).resolve().with_name("preflight.py")
+PREFLIGHT_SCRIPT = Path(__file__).resolve().parent / "node" / "preflight.py"
 
 
 def node_spec(

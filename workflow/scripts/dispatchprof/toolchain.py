@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.nodeenv import merge
+from dispatchprof.node.nodeenv import merge
 
 # Environment variables through which the simulated cluster receives its fault knobs.
 SIM_ENV = {
