@@ -5,18 +5,18 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import needed_parts_or_end  # noqa: E402
+from dispatchprof.shell.stage import needed_parts_or_end  # noqa: E402
 
 NEEDED = needed_parts_or_end(snakemake, "baseline")  # ends the job here when a needed part is not ok
 
 from dispatchprof.analysis.baseline import analyse, api_boundary, load_api, load_json_dir, summary_section, tidy_table
 from dispatchprof.analysis.latency import per_iteration_max, select_measured
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
-from dispatchprof.config import world_ranks
+from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic
+from dispatchprof.shell.config import world_ranks
 from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv
 from dispatchprof.report import plots
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
 
 
 def body(run: StageRun) -> Status:

@@ -5,11 +5,11 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.analysis.correctness import rank_frame
-from dispatchprof.atomic import write_parquet_atomic
+from dispatchprof.shell.atomic import write_parquet_atomic
 from dispatchprof.collective import TestRun, run_test
 from dispatchprof.absent import COLLECT_ONLY
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
 from dispatchprof.toolchain import resolve
 
 

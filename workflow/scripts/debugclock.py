@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.absent import DEBUGCLOCK_NOT_PROVIDED  # noqa: E402
-from dispatchprof.stage import StageRun, needed_parts_or_end, run_stage  # noqa: E402
+from dispatchprof.shell.stage import StageRun, needed_parts_or_end, run_stage  # noqa: E402
 
 if snakemake.params["needed"]:
     NEEDED = needed_parts_or_end(snakemake, "debugclock")  # ends the job here when the collect part is not ok
@@ -15,9 +15,9 @@ else:
     NEEDED = {}
 
 from dispatchprof.analysis.debugclock import load_overhead, summarize  # noqa: E402
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic  # noqa: E402
 from dispatchprof.formats.debugclock import DebugClockFormatError, load_tree  # noqa: E402
-from dispatchprof.status import Status, Validation  # noqa: E402
+from dispatchprof.shell.status import Status, Validation  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

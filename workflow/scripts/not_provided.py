@@ -9,9 +9,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the th
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402
-from dispatchprof.atomic import pyarrow_without_pandas_probe  # noqa: E402
-from dispatchprof.config import run_config  # noqa: E402
-from dispatchprof.stage import finish_outputs, setup_logging, skip_final_collection  # noqa: E402
+from dispatchprof.shell.atomic import pyarrow_without_pandas_probe  # noqa: E402
+from dispatchprof.shell.config import run_config  # noqa: E402
+from dispatchprof.shell.stage import finish_outputs, setup_logging, skip_final_collection  # noqa: E402
 
 pyarrow_without_pandas_probe()  # the placeholder tables are empty Parquet files
 skip_final_collection()

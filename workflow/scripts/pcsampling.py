@@ -5,19 +5,19 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import needed_parts_or_end  # noqa: E402
+from dispatchprof.shell.stage import needed_parts_or_end  # noqa: E402
 
 NEEDED = needed_parts_or_end(snakemake, "pcsampling")  # ends the job here when a needed part is not ok
 
 from dispatchprof.analysis.opprof_runs import rank_runs
 from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
-from dispatchprof.config import world_ranks
+from dispatchprof.shell.config import world_ranks
 from dispatchprof.analysis.pcsampling import HOT_LINE_SHARE, SIMT_FUNCTIONS, aggregate, coverage
-from dispatchprof.atomic import write_json_atomic
+from dispatchprof.shell.atomic import write_json_atomic
 from dispatchprof.formats.msopprof import OpprofFormatError
 from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
 from dispatchprof.toolchain import resolve
 
 NO_SAMPLES_WHY = (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.status import Status, Validation, read_status, worst_state  # noqa: E402
+from dispatchprof.shell.status import Status, Validation, read_status, worst_state  # noqa: E402
 
 PARTS = {label: read_status(snakemake.input[label]) for label in snakemake.params["parts"]}
 
@@ -27,12 +27,12 @@ from dispatchprof.analysis.pipe_timeline import (  # noqa: E402
     unassigned,
 )
 from dispatchprof.analysis.rank_identity import RankIdentityError, coverage_of, load_identities  # noqa: E402
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic  # noqa: E402
-from dispatchprof.config import world_ranks  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic  # noqa: E402
+from dispatchprof.shell.config import world_ranks  # noqa: E402
 from dispatchprof.formats.msopprof import OpprofFormatError  # noqa: E402
 from dispatchprof.formats.trace_json import TraceFormatError, read_run_trace  # noqa: E402
 from dispatchprof.opprofiler import TIMELINE_KINDS  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 
 REFUSAL_NOTE = (
     "an expected outcome: the msopprof docs say PipeTimeline/InstrTimeline do not support comm-compute fused kernels, and whether "

@@ -5,7 +5,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import needed_parts_or_end  # noqa: E402
+from dispatchprof.shell.stage import needed_parts_or_end  # noqa: E402
 
 NEEDED = needed_parts_or_end(snakemake, "pmu")  # ends the job here when a needed part is not ok
 
@@ -27,8 +27,8 @@ from dispatchprof.analysis.roles import (
     role_statistics,
     role_statistics_by_launch,
 )
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
-from dispatchprof.config import world_ranks
+from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic
+from dispatchprof.shell.config import world_ranks
 from dispatchprof.formats.msopprof import (
     PMU_METRIC_CSVS,
     OpprofFormatError,
@@ -40,8 +40,8 @@ from dispatchprof.formats.msopprof import (
     requested_metric_csvs,
 )
 from dispatchprof.formats.ranklog import name_ranks
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
 
 
 def body(run: StageRun) -> Status:

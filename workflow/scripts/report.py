@@ -11,16 +11,16 @@ sys.path.insert(0, snakemake.scriptdir)
 
 import pyarrow.parquet as pq  # noqa: E402  (not pandas: the report job should cost its rendering only)
 
-from dispatchprof.atomic import write_json_atomic, write_text_atomic  # noqa: E402
-from dispatchprof.config import SHAPE_KEYS, world_ranks  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic  # noqa: E402
+from dispatchprof.shell.config import SHAPE_KEYS, world_ranks  # noqa: E402
 from dispatchprof.report.artifacts import artifact_guide  # noqa: E402
 from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries  # noqa: E402
 from dispatchprof.report.figures import render_figures  # noqa: E402
 from dispatchprof.report.html import embed_png, render  # noqa: E402
 from dispatchprof.report.markdown import spaced_tables  # noqa: E402
 from dispatchprof.report.summary import answer_paragraph, build_summary, next_steps  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status, read_status  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status, read_status  # noqa: E402
 
 
 def shown_value(value: object, width: int = 100) -> str:

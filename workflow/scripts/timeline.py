@@ -14,10 +14,10 @@ from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.rank_identity import coverage_of
 from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel, used_launches
-from dispatchprof.atomic import pyarrow_without_pandas_probe, write_json_atomic, write_table_parquet_atomic, write_text_atomic
-from dispatchprof.config import world_ranks
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation, fold, read_status
+from dispatchprof.shell.atomic import pyarrow_without_pandas_probe, write_json_atomic, write_table_parquet_atomic, write_text_atomic
+from dispatchprof.shell.config import world_ranks
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation, fold, read_status
 
 pyarrow_without_pandas_probe()  # this job hands pyarrow no pandas object: its first probe need not import pandas
 

@@ -18,12 +18,12 @@ import pyarrow as pa
 
 from dispatchprof.analysis.rank_identity import RankIdentityError, assign_ranks, describe, load_identities
 from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_regex, launch_columns, launch_summary, prof_sources, read_state
-from dispatchprof.atomic import pyarrow_without_pandas_probe, write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
+from dispatchprof.shell.atomic import pyarrow_without_pandas_probe, write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, discover, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.report.rank_svg import launch_svg
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
 
 pyarrow_without_pandas_probe()  # text exports (op_summary CSV, msprof JSON) still read with pandas, imported then
 NO_LAUNCHES = launch_summary({"used": np.zeros(0, bool), "dur_ns": np.zeros(0, np.int64), "gap_ns": np.zeros(0)})

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.atomic import copy_under_umask
+from dispatchprof.shell.atomic import copy_under_umask
 from dispatchprof.launch import CommandResult, run_command
 from dispatchprof.toolchain import Toolchain
 

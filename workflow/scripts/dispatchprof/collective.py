@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dispatchprof.analysis.correctness import RankRow, Verdict, rank_table, verdict
-from dispatchprof.config import render_args, world_ranks
+from dispatchprof.shell.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
 from dispatchprof.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
 from dispatchprof.toolchain import Toolchain

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.atomic import copy_under_umask, umask
+from dispatchprof.shell.atomic import copy_under_umask, umask
 from dispatchprof.building import fingerprint, run_build
 from dispatchprof.toolchain import Toolchain
 
