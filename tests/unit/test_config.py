@@ -113,7 +113,7 @@ def test_collect_only_checks_do_not_refuse_an_analyze_run_of_someone_elses_data(
 
 
 def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
-    from dispatchprof.toolchain import resolve
+    from dispatchprof.tools.toolchain import resolve
 
     overlay = {
         "sim": {

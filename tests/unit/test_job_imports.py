@@ -17,12 +17,12 @@ def printed_by_fresh_interpreter(code: str) -> list[str]:
 
 
 COLLECT_JOB_MODULES = (
-    "dispatchprof.collective",
+    "dispatchprof.tools.collective",
     "dispatchprof.analysis.correctness",
-    "dispatchprof.debugbuild",
+    "dispatchprof.tools.debugbuild",
     "dispatchprof.formats.simulator",
-    "dispatchprof.opprofiler",
-    "dispatchprof.profiling",
+    "dispatchprof.tools.opprofiler",
+    "dispatchprof.tools.profiling",
 )
 
 
@@ -34,7 +34,7 @@ def test_the_collect_jobs_modules_import_no_pandas():
 def test_the_stored_rank_table_still_gets_pandas_where_it_is_written():
     code = (
         "from dispatchprof.analysis.correctness import rank_frame, rank_table\n"
-        "from dispatchprof.launch import CollectiveResult, NodeResult\n"
+        "from dispatchprof.tools.launch import CollectiveResult, NodeResult\n"
         "from pathlib import Path\n"
         "run = CollectiveResult([NodeResult(0, Path('node0.log'), exit_code=0, started=1.0)], False, None, [0])\n"
         "frame = rank_frame(rank_table(1, 2, {}, run))\n"

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from dispatchprof.node.preflight import flags_of, missing_flags, run_checks
-from dispatchprof.preflight_plan import node_spec, profiler_findings
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.tools.preflight_plan import node_spec, profiler_findings
+from dispatchprof.tools.toolchain import Toolchain
 
 FAKE_TEST = """
 import argparse

@@ -131,8 +131,8 @@ def test_copies_and_generated_scripts_respect_the_umask_not_the_sources_mode(tmp
     a generated probe script is 0750, not a fixed 0755; a copied tree's folders too (found by a new-user trial)."""
     import os
 
-    from dispatchprof.debugbuild import make_tree
     from dispatchprof.shell.atomic import copy_under_umask, make_executable
+    from dispatchprof.tools.debugbuild import make_tree
 
     lib, script = tmp_path / "lib.so", tmp_path / "build.sh"
     lib.write_text("x")

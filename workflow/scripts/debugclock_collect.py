@@ -14,11 +14,11 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.atomic import copy_under_umask
-from dispatchprof.collective import run_driver
-from dispatchprof.debugbuild import baseline_intact, build_debug, decide, make_tree
+from dispatchprof.tools.collective import run_driver
+from dispatchprof.tools.debugbuild import baseline_intact, build_debug, decide, make_tree
 from dispatchprof.shell.stage import StageRun, run_stage
 from dispatchprof.shell.status import Status, Validation, read_status
-from dispatchprof.toolchain import resolve
+from dispatchprof.tools.toolchain import resolve
 
 # The legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): a precision failure of the ON run
 # alone is the instrumentation's, not the kernel's.

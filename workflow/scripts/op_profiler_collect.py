@@ -12,12 +12,12 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.collective import run_driver
+from dispatchprof.tools.collective import run_driver
 from dispatchprof.formats.msopprof import discover
-from dispatchprof.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, timeline_run
+from dispatchprof.tools.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, timeline_run
 from dispatchprof.shell.stage import StageRun, run_stage
 from dispatchprof.shell.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.tools.toolchain import resolve
 
 STAGE = snakemake.params["stage"]
 

@@ -18,7 +18,7 @@ from dispatchprof.formats.msopprof import OpprofFormatError
 from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
 from dispatchprof.shell.stage import StageRun, run_stage
 from dispatchprof.shell.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.tools.toolchain import resolve
 
 NO_SAMPLES_WHY = (
     "no SIMT samples: visualize_data.bin has no TopStallReason block. msopprof switches PC sampling off silently when the "

@@ -31,7 +31,7 @@ from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic  #
 from dispatchprof.shell.config import world_ranks  # noqa: E402
 from dispatchprof.formats.msopprof import OpprofFormatError  # noqa: E402
 from dispatchprof.formats.trace_json import TraceFormatError, read_run_trace  # noqa: E402
-from dispatchprof.opprofiler import TIMELINE_KINDS  # noqa: E402
+from dispatchprof.tools.opprofiler import TIMELINE_KINDS  # noqa: E402
 from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 
 REFUSAL_NOTE = (

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from dispatchprof.shell.config import MSOPPROF_OUTPUT_MAX
-from dispatchprof.opprofiler import ENTRIES, FAILURE_LINES
+from dispatchprof.tools.opprofiler import ENTRIES, FAILURE_LINES
 
 PARSE_MARGIN_S = 120
 TIMEOUT_LINE = "The timeout has reached"

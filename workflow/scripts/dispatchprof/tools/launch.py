@@ -310,7 +310,7 @@ def run_command(
         return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), True)
 
 
-WRAPPER = Path(__file__).resolve().parent / "node" / "node_wrapper.py"
+WRAPPER = Path(__file__).resolve().parents[1] / "node" / "node_wrapper.py"
 
 
 class SlurmLauncher:

@@ -112,7 +112,7 @@ class Toolchain:
         return ["bash", "-c", 'source "$0" >/dev/null 2>&1 || { echo "cannot source $0" >&2; exit 127; }; exec "$@"', self.set_env, *argv]
 
 
-WORKFLOW_ROOT = Path(__file__).resolve().parents[3]
+WORKFLOW_ROOT = Path(__file__).resolve().parents[4]
 
 
 def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolchain:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.shell.atomic import copy_under_umask
-from dispatchprof.launch import CommandResult, run_command
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.tools.launch import CommandResult, run_command
+from dispatchprof.tools.toolchain import Toolchain
 
 
 def sha256_file(path: Path) -> str:
