@@ -74,12 +74,12 @@ def test_the_import_and_placeholder_jobs_modules_import_no_numpy():
     """The analyze-mode import jobs (manifest of the user's tree) and the stage shell every job starts with match
     directory names and write JSON: numpy (~0.1 s) is not theirs to pay for, nor importlib.abc (~10 ms)."""
     modules = (
-        "dispatchprof.imports",
+        "dispatchprof.stages.imports",
         "dispatchprof.shell.stage",
         "dispatchprof.shell.status",
         "dispatchprof.shell.atomic",
         "dispatchprof.shell.config",
-        "dispatchprof.absent",
+        "dispatchprof.stages.absent",
     )
     code = "".join(f"import {module}\n" for module in modules) + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
     assert printed_by_fresh_interpreter(code) == ["False", "False"]

@@ -335,7 +335,7 @@ def input_fingerprint(kind):
     """A rule param of the *_import rules: a hash of the imported tree's names, sizes and mtimes. Snakemake reruns
     the import, and everything after it, when a file of that tree changes (it has no declared input to compare).
     """
-    from dispatchprof.imports import tree_fingerprint
+    from dispatchprof.stages.imports import tree_fingerprint
 
     return lambda wildcards: tree_fingerprint(RUNS[wildcards.experiment]["analyze"][kind])
 

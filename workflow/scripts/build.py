@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
 from dispatchprof.tools.building import fingerprint, run_build  # noqa: E402
-from dispatchprof.absent import COLLECT_ONLY  # noqa: E402
+from dispatchprof.stages.absent import COLLECT_ONLY  # noqa: E402
 from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.shell.status import Status  # noqa: E402
 from dispatchprof.tools.toolchain import resolve  # noqa: E402

@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.absent import DEBUGCLOCK_NOT_PROVIDED  # noqa: E402
+from dispatchprof.stages.absent import DEBUGCLOCK_NOT_PROVIDED  # noqa: E402
 from dispatchprof.shell.stage import StageRun, needed_parts_or_end, run_stage  # noqa: E402
 
 if snakemake.params["needed"]:

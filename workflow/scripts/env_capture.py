@@ -8,7 +8,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
 from dispatchprof.tools.envinfo import common_op_entry, compare_nodes  # noqa: E402
-from dispatchprof.absent import COLLECT_ONLY, write_env_record  # noqa: E402
+from dispatchprof.stages.absent import COLLECT_ONLY, write_env_record  # noqa: E402
 from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.shell.status import Status, Validation, fold, read_status  # noqa: E402
 

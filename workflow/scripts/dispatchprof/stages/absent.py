@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from dispatchprof.shell.atomic import write_json_atomic
 from dispatchprof.shell.config import SOURCE_OF_MODE
-from dispatchprof.imports import checked_import
+from dispatchprof.stages.imports import checked_import
 from dispatchprof.shell.status import Status, fold, now_iso
 
 # Stages that exist only when the workflow collects, with what their status says in analyze mode.
