@@ -103,3 +103,10 @@ def test_the_node_side_files_import_only_the_standard_library_and_each_other():
 def test_the_library_root_holds_only_its_packages():
     assert sorted(p.name for p in LIBRARY.glob("*.py")) == ["__init__.py"]
     assert sorted(p.name for p in LIBRARY.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS)
+
+
+def test_entry_scripts_stay_thin():
+    """An entry script reads the snakemake object, calls one library function per stage, writes the outputs: the
+    orchestration lives in dispatchprof/stages/, where it is tested without Snakemake."""
+    long = {p.name: n for p in SCRIPTS.glob("*.py") if (n := len(p.read_text().splitlines())) > ENTRY_SCRIPT_MAX_LINES}
+    assert long == {}
