@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import PY, ROOT, measure, scontrol_stub_env, workflow_copy  # noqa: E402
+from _common import PY, ROOT, measure, scontrol_stub_env, workflow_copy  # noqa: E402
 
 
 def job_spans(wf: Path) -> list[dict]:

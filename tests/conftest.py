@@ -169,3 +169,40 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             f"--dist loadgroup did not group {len(lost)} tests (e.g. {lost[0]}): this pytest-xdist cannot mark groups with this "
             "pytest (requirements-dev.txt pins a pair that can); the SLURM and sshd tests would run at the same time"
         )
+
+
+def stage_run(
+    tmp_path: Path, stage: str, inputs: dict | None = None, outputs: dict | None = None, params: dict | None = None, overlay: dict | None = None, **fields
+):
+    """A StageRun as a stage's entry script would build it, without Snakemake: the default config (schema defaults
+    filled) with ``overlay`` merged on, outputs under ``tmp_path`` (``status`` included), for the stages' unit tests."""
+    from dispatchprof.shell.config import deep_merge, fill_defaults, load_schema, run_config
+    from dispatchprof.shell.stage import SCHEMA_PATH, StageRun
+
+    config = deep_merge(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()), overlay or {})
+    fill_defaults(config, load_schema(SCHEMA_PATH))
+    config = run_config(config, config["experiment"])
+    outs = {name: tmp_path / "out" / path for name, path in (outputs or {}).items()}
+    for path in outs.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return StageRun(
+        stage=stage,
+        experiment=config["experiment"],
+        toolchain="none" if config["mode"] == "analyze" else config["toolchain"],
+        status_path=tmp_path / "out" / "status.json",
+        outputs=outs,
+        inputs=dict(inputs or {}),
+        config=config,
+        params=dict(params or {}),
+        source="import" if config["mode"] == "analyze" else "collected",
+        **fields,
+    )
+
+
+def write_part_status(path: Path, stage: str, state: str, reason: str = "a test's part", **fields) -> Path:
+    """A part's status.json, as its own job would write it."""
+    from dispatchprof.shell.status import Status, write_status
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_status(path, Status(stage=stage, experiment="baseline", state=state, reason=reason, toolchain="sim", **fields))
+    return path

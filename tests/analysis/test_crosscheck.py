@@ -3,7 +3,7 @@ import shutil
 from workflow.test_end_to_end import synthetic_timeline
 
 from conftest import require
-from dispatchprof.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
+from dispatchprof.tools.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
 
 
 def test_ranks_map_one_to_one_only_when_rank_id_is_set():

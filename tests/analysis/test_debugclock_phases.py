@@ -18,8 +18,8 @@ from dispatchprof.analysis.debugclock import (
     summarize,
     wait_work,
 )
-from dispatchprof.debugbuild import decide
 from dispatchprof.formats.debugclock import find_captures, parse_capture, parse_event_map, parse_legacy_csv
+from dispatchprof.tools.debugbuild import decide
 
 ROOT = FIXTURES / "deepep" / "debugclock"
 ROLES = ["URMASendToken", "URMASendToken", "CalCumSum"]

@@ -17,14 +17,14 @@ import jinja2
 import pytest
 
 from conftest import ROOT, free_port
-from dispatchprof.driver import patch_test
 from dispatchprof.formats.latency_csv import parse_api_csv, parse_latency_csv
 from dispatchprof.formats.msopprof import discover as discover_opprof
 from dispatchprof.formats.msopprof import kernel_runs, metric_files, read_metric_csv
 from dispatchprof.formats.msprof import discover as discover_prof
 from dispatchprof.formats.msprof import read_prof_info
 from dispatchprof.formats.msprof_tables import read_db
-from dispatchprof.toolchain import SIM_ENV, Toolchain
+from dispatchprof.tools.driver import patch_test
+from dispatchprof.tools.toolchain import SIM_ENV, Toolchain
 
 SIM = ROOT / "workflow" / "sim"
 REPO = SIM / "ascend_deepep"

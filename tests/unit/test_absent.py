@@ -1,4 +1,4 @@
-"""Analyze mode's stand-in for the stages with nothing to analyse (dispatchprof.absent, rule not_provided): which
+"""Analyze mode's stand-in for the stages with nothing to analyse (dispatchprof.stages.absent, rule not_provided): which
 stages it covers, and that it writes what the stages' own jobs wrote before it existed (texts recorded from those
 jobs' status files; the report and summary.json render them)."""
 
@@ -7,7 +7,7 @@ import copy
 import yaml
 
 from conftest import ROOT
-from dispatchprof.absent import absent_stages, absent_statuses
+from dispatchprof.stages.absent import absent_stages, absent_statuses
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 

@@ -2,7 +2,7 @@
 or "not established" and why."""
 
 from dispatchprof.report.summary import answer_paragraph
-from dispatchprof.status import Status
+from dispatchprof.shell.status import Status
 
 STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
 

@@ -7,7 +7,7 @@ import yaml
 from snakemake.utils import validate
 
 from conftest import ROOT
-from dispatchprof.config import (
+from dispatchprof.shell.config import (
     ConfigError,
     check_config,
     experiment_problems,
@@ -116,7 +116,7 @@ def test_collect_only_checks_do_not_refuse_an_analyze_run_of_someone_elses_data(
 
 
 def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
-    from dispatchprof.toolchain import resolve
+    from dispatchprof.tools.toolchain import resolve
 
     overlay = {
         "sim": {
@@ -267,7 +267,7 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
     # every depth (a nested section given in part keeps its other defaults), on the schema already loaded
     from snakemake.utils import validate
 
-    from dispatchprof.config import fill_defaults, load_schema
+    from dispatchprof.shell.config import fill_defaults, load_schema
 
     schema_path = ROOT / "workflow" / "schemas" / "config.schema.yaml"
     given = {**copy.deepcopy(DEFAULT), "timeline": {"iterations": 7}, "pmu": {}}
@@ -287,7 +287,7 @@ def write_status(results, experiment, stage, source):
 
 
 def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refused_naming_them(tmp_path):
-    from dispatchprof.config import results_of_other_mode
+    from dispatchprof.shell.config import results_of_other_mode
 
     results = tmp_path / "results"
     for stage in ("pmu", "baseline", "timeline"):
@@ -309,7 +309,7 @@ def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refus
 
 
 def _default_config() -> dict:
-    from dispatchprof.config import fill_defaults
+    from dispatchprof.shell.config import fill_defaults
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     fill_defaults(config, SCHEMA)
@@ -317,7 +317,7 @@ def _default_config() -> dict:
 
 
 def test_phase_view_keeps_the_collection_keys_of_a_section_and_the_named_keys() -> None:
-    from dispatchprof.config import phase_view
+    from dispatchprof.shell.config import phase_view
 
     config = _default_config()
     view = phase_view(config, SCHEMA, ["pmu", "timeline.waits", "stats.min_rank_coverage"], "collection")
@@ -332,7 +332,7 @@ def test_phase_view_keeps_the_collection_keys_of_a_section_and_the_named_keys() 
 
 
 def test_a_collection_job_cannot_read_an_analysis_key() -> None:
-    from dispatchprof.config import collection_config
+    from dispatchprof.shell.config import collection_config
 
     config = {**_default_config(), "_repeat": 1}
     seen = collection_config(config, SCHEMA)
@@ -344,7 +344,7 @@ def test_a_collection_job_cannot_read_an_analysis_key() -> None:
 
 
 def test_the_report_lists_every_analysis_key_that_changes_a_result() -> None:
-    from dispatchprof.config import analysis_settings
+    from dispatchprof.shell.config import analysis_settings
 
     keys = dict(analysis_settings(_default_config(), SCHEMA))
     assert (

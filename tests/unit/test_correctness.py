@@ -2,7 +2,7 @@ from pathlib import Path
 
 from dispatchprof.analysis.correctness import rank_frame, rank_table, verdict
 from dispatchprof.formats.ranklog import PassLine
-from dispatchprof.launch import CollectiveResult, NodeResult
+from dispatchprof.tools.launch import CollectiveResult, NodeResult
 
 
 def run(codes, timed_out=False, problem=None):

@@ -7,7 +7,7 @@ import jinja2
 import pytest
 
 from conftest import ROOT
-from dispatchprof.driver import PatchError, patch_test
+from dispatchprof.tools.driver import PatchError, patch_test
 
 TEST = ROOT / "workflow" / "sim" / "ascend_deepep" / "test" / "test_v2_elastic_dispatch_precision.py"
 LOOP = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True).from_string(

@@ -3,8 +3,8 @@ import os
 from pathlib import Path
 
 from conftest import ROOT
-from dispatchprof.envinfo import capture_node, compare_nodes, compile_flags, op_profiler_entry
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.tools.envinfo import capture_node, compare_nodes, compile_flags, op_profiler_entry
+from dispatchprof.tools.toolchain import Toolchain
 
 SIM = ROOT / "workflow" / "sim"
 
@@ -74,7 +74,7 @@ def test_cross_node_mismatches_are_named():
 
 
 def test_clock_sync_names_chrony_with_its_offset_or_says_nothing_was_found(tmp_path):
-    from dispatchprof.envinfo import ProbeRecord, clock_sync
+    from dispatchprof.tools.envinfo import ProbeRecord, clock_sync
 
     tracking = tmp_path / "clock_chrony.txt"
     tracking.write_text("Reference ID    : C0A80001 (ntp1)\nStratum         : 3\nSystem time     : 0.000012345 seconds fast of NTP time\n")

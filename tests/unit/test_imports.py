@@ -4,7 +4,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dispatchprof.imports import ImportError_, checked_import, latency_csv_ranks, manifest, tree_fingerprint
+from dispatchprof.stages.imports import ImportError_, checked_import, latency_csv_ranks, manifest, tree_fingerprint
 
 
 def test_latency_csv_rank_count_mismatch_is_invalid_with_both_numbers(tmp_path):

@@ -17,12 +17,12 @@ def printed_by_fresh_interpreter(code: str) -> list[str]:
 
 
 COLLECT_JOB_MODULES = (
-    "dispatchprof.collective",
+    "dispatchprof.tools.collective",
     "dispatchprof.analysis.correctness",
-    "dispatchprof.debugbuild",
+    "dispatchprof.tools.debugbuild",
     "dispatchprof.formats.simulator",
-    "dispatchprof.opprofiler",
-    "dispatchprof.profiling",
+    "dispatchprof.tools.opprofiler",
+    "dispatchprof.tools.profiling",
 )
 
 
@@ -34,7 +34,7 @@ def test_the_collect_jobs_modules_import_no_pandas():
 def test_the_stored_rank_table_still_gets_pandas_where_it_is_written():
     code = (
         "from dispatchprof.analysis.correctness import rank_frame, rank_table\n"
-        "from dispatchprof.launch import CollectiveResult, NodeResult\n"
+        "from dispatchprof.tools.launch import CollectiveResult, NodeResult\n"
         "from pathlib import Path\n"
         "run = CollectiveResult([NodeResult(0, Path('node0.log'), exit_code=0, started=1.0)], False, None, [0])\n"
         "frame = rank_frame(rank_table(1, 2, {}, run))\n"
@@ -48,13 +48,13 @@ def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_
     the waits, the trace text. pandas (~0.3 s) and pyarrow.compute (~50 ms) would come back with one careless call."""
     code = (
         "import numpy as np, pyarrow as pa, pyarrow.parquet as pq\n"
-        "from dispatchprof.atomic import pyarrow_without_pandas_probe, write_table_parquet_atomic\n"
+        "from dispatchprof.shell.atomic import pyarrow_without_pandas_probe, write_table_parquet_atomic\n"
         "pyarrow_without_pandas_probe()\n"
         "from dispatchprof.analysis import waits\n"
         "from dispatchprof.analysis.latency import percentile\n"
         "from dispatchprof.analysis.rank_identity import coverage_of\n"
         "from dispatchprof.analysis.timeline import merged_trace, used_launches\n"
-        "from dispatchprof.stage import StageRun\n"
+        "from dispatchprof.shell.stage import StageRun\n"
         "n = 6\n"
         "table = pa.table({'rank': pa.array([0, 0, 0, 1, 1, 1]), 'launch': pa.array([0, 1, 2] * 2), 'start_ns': pa.array([10, 20, 30, 11, 21, 31]),\n"
         "    'dur_ns': pa.array([5] * n), 'gap_ns': pa.array([None, 5, 5, None, 5, 5], pa.int64()), 'used': pa.array([True] * n),\n"
@@ -73,6 +73,13 @@ def test_the_timeline_merge_reads_tables_and_writes_its_trace_without_pandas_or_
 def test_the_import_and_placeholder_jobs_modules_import_no_numpy():
     """The analyze-mode import jobs (manifest of the user's tree) and the stage shell every job starts with match
     directory names and write JSON: numpy (~0.1 s) is not theirs to pay for, nor importlib.abc (~10 ms)."""
-    modules = ("dispatchprof.imports", "dispatchprof.stage", "dispatchprof.status", "dispatchprof.atomic", "dispatchprof.config", "dispatchprof.absent")
+    modules = (
+        "dispatchprof.stages.imports",
+        "dispatchprof.shell.stage",
+        "dispatchprof.shell.status",
+        "dispatchprof.shell.atomic",
+        "dispatchprof.shell.config",
+        "dispatchprof.stages.absent",
+    )
     code = "".join(f"import {module}\n" for module in modules) + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
     assert printed_by_fresh_interpreter(code) == ["False", "False"]

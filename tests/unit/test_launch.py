@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from conftest import ROOT, free_port
-from dispatchprof.launch import LocalLauncher, NodeSpec, run_command
+from dispatchprof.tools.launch import LocalLauncher, NodeSpec, run_command
 
 PY = sys.executable
 
@@ -129,7 +129,7 @@ def test_sigterm_to_the_launcher_cleans_up_every_node(tmp_path):
             import sys, os, json
             sys.path.insert(0, {str(ROOT / "workflow" / "scripts")!r})
             from pathlib import Path
-            from dispatchprof.launch import LocalLauncher, NodeSpec
+            from dispatchprof.tools.launch import LocalLauncher, NodeSpec
             code = "import os,subprocess,time; c=subprocess.Popen(['sleep','300']); open(os.environ['OUT']+'/pids'+os.environ['NODE'],'w').write(f'{{os.getpid()}} {{c.pid}}'); time.sleep(300)"
             specs = [NodeSpec(0, [sys.executable, '-c', code], dict(os.environ, OUT={str(tmp_path)!r}, NODE='0'), Path('.'), Path({str(tmp_path)!r}) / 'n0.log')]
             result = LocalLauncher('127.0.0.1', {port}, 5).run(specs, 300)
@@ -161,7 +161,7 @@ def test_a_node_that_cannot_start_is_a_problem_not_a_crash(tmp_path):
 
 
 def test_auto_ports_differ_per_run_and_per_key_under_the_local_launcher():
-    from dispatchprof.collective import LAUNCHER_PORTS, run_ports
+    from dispatchprof.tools.collective import LAUNCHER_PORTS, run_ports
 
     config = {"launcher": "local", "cluster": {"master_port": "auto", "shmem_port": "auto"}}
     picks = [run_ports(config) for _ in range(5)]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from dispatchprof.envinfo import debug_clock_switches, forward_record
-from dispatchprof.launch import WRAPPER, LocalLauncher, NodeSpec, write_node_specs
-from dispatchprof.nodeenv import REDACTED, forwardable, looks_secret, merge, redact
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.node.nodeenv import REDACTED, forwardable, looks_secret, merge, redact
+from dispatchprof.tools.envinfo import debug_clock_switches, forward_record
+from dispatchprof.tools.launch import WRAPPER, LocalLauncher, NodeSpec, write_node_specs
+from dispatchprof.tools.toolchain import Toolchain
 
 SIM = ROOT / "workflow" / "sim"
 DEFAULT_FORWARD = ["ACL_*", "RANK_ID", "AKL_*", "DEEPEP_*", "HCCL_*", "ASCEND_*", "TASK_QUEUE_ENABLE", "VIRTUAL_ENV", "CONDA_*"]

@@ -15,7 +15,7 @@ JOB = """
 import json, sys
 sys.path.insert(0, {scripts!r})
 from pathlib import Path
-from dispatchprof.atomic import {probe}write_arrow_parquet_atomic
+from dispatchprof.shell.atomic import {probe}write_arrow_parquet_atomic
 {call}
 import numpy as np
 out = Path({out!r})
@@ -64,7 +64,7 @@ def test_parquet_outputs_encode_only_strings_as_dictionaries_and_read_back_the_s
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from dispatchprof.atomic import write_arrow_parquet_atomic, write_parquet_atomic
+    from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_parquet_atomic
 
     columns = {"start_ns": np.arange(1000, dtype=np.int64) * 7919, "role": ["URMASendToken", "CalCumSum"] * 500, "used": [True, False] * 500}
     write_arrow_parquet_atomic(tmp_path / "a.parquet", columns, {"dispatchprof.toolchain": "sim"})

@@ -5,9 +5,9 @@ import socket
 import sys
 from pathlib import Path
 
-from dispatchprof.preflight import flags_of, missing_flags, run_checks
-from dispatchprof.preflight_plan import node_spec, profiler_findings
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.node.preflight import flags_of, missing_flags, run_checks
+from dispatchprof.tools.preflight_plan import node_spec, profiler_findings
+from dispatchprof.tools.toolchain import Toolchain
 
 FAKE_TEST = """
 import argparse
@@ -85,7 +85,7 @@ def test_a_test_that_cannot_print_its_help_is_a_problem_not_a_crash(tmp_path):
 def test_the_script_runs_alone_as_it_does_over_ssh(tmp_path):
     import subprocess
 
-    from dispatchprof import preflight
+    from dispatchprof.node import preflight
 
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(spec(tmp_path, flags=["--nope"])))

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from dispatchprof.config import probe_problems
 from dispatchprof.report.artifacts import KINDS, artifact_guide
 from dispatchprof.report.context import REPLAY_CHECK, open_boundaries
-from dispatchprof.simulator import judge, simulator_command, tool_timeout_min
-from dispatchprof.status import Status, Validation
+from dispatchprof.shell.config import probe_problems
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.simulator import judge, simulator_command, tool_timeout_min
 
 PROBE = {"enabled": True, "command": ["python3", "p.py"], "soc_version": "Ascend950PR_9599", "entry": "msopprof", "top": 10}
 

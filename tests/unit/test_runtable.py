@@ -1,7 +1,7 @@
 """The end-of-run table: one line per experiment and stage, skipped stages by their root cause, fail_on."""
 
-from dispatchprof.runtable import failing, format_lines, stage_lines
-from dispatchprof.status import Status, write_status
+from dispatchprof.shell.runtable import failing, format_lines, stage_lines
+from dispatchprof.shell.status import Status, write_status
 
 
 def write(root, stage, state, reason, **kw):

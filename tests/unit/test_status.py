@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from dispatchprof.status import SCHEMA, Status, StatusError, Validation, fold, gate, read_status, worst_state, write_status
+from dispatchprof.shell.status import SCHEMA, Status, StatusError, Validation, fold, gate, read_status, worst_state, write_status
 
 
 def make(stage="pmu", state="ok", reason="fine", **kw):
@@ -113,7 +113,7 @@ def test_reading_a_broken_status_file_names_the_file(tmp_path):
 def test_atomic_outputs_respect_the_umask_not_mkstemps_0600(tmp_path):
     import os
 
-    from dispatchprof.atomic import write_text_atomic
+    from dispatchprof.shell.atomic import write_text_atomic
 
     old = os.umask(0o022)
     try:
@@ -131,8 +131,8 @@ def test_copies_and_generated_scripts_respect_the_umask_not_the_sources_mode(tmp
     a generated probe script is 0750, not a fixed 0755; a copied tree's folders too (found by a new-user trial)."""
     import os
 
-    from dispatchprof.atomic import copy_under_umask, make_executable
-    from dispatchprof.debugbuild import make_tree
+    from dispatchprof.shell.atomic import copy_under_umask, make_executable
+    from dispatchprof.tools.debugbuild import make_tree
 
     lib, script = tmp_path / "lib.so", tmp_path / "build.sh"
     lib.write_text("x")

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, WorkflowCopy, base_overlay, copy_workflow
-from dispatchprof.config import fill_defaults, load_schema, phase_problems
+from dispatchprof.shell.config import fill_defaults, load_schema, phase_problems
 
 SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-from dispatchprof.config import (  # noqa: E402
+from dispatchprof.shell.config import (  # noqa: E402
     check_config,
     environment_problems,
     experiment_problems,
@@ -19,9 +19,9 @@ from dispatchprof.config import (  # noqa: E402
     schema_problems,
     yaml_booleans_as_words,
 )
-from dispatchprof.stage import skip_final_collection  # noqa: E402
+from dispatchprof.shell.stage import skip_final_collection  # noqa: E402
 
-skip_final_collection()  # ~0.2 s of every Snakemake run, dry runs included (dispatchprof.stage)
+skip_final_collection()  # ~0.2 s of every Snakemake run, dry runs included (dispatchprof.shell.stage)
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 STARTED = __import__(
@@ -61,7 +61,7 @@ def end_of_run():
     process exits non-zero when a stage ended in one of those states (Snakemake's exit code otherwise).
     """
     release_requeue_timers()
-    from dispatchprof.runtable import failing, format_lines, stage_lines
+    from dispatchprof.shell.runtable import failing, format_lines, stage_lines
 
     lines = stage_lines(Path("results"), EXPERIMENTS, (*STAGES, "report"))
     print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
@@ -335,7 +335,7 @@ def input_fingerprint(kind):
     """A rule param of the *_import rules: a hash of the imported tree's names, sizes and mtimes. Snakemake reruns
     the import, and everything after it, when a file of that tree changes (it has no declared input to compare).
     """
-    from dispatchprof.imports import tree_fingerprint
+    from dispatchprof.stages.imports import tree_fingerprint
 
     return lambda wildcards: tree_fingerprint(RUNS[wildcards.experiment]["analyze"][kind])
 

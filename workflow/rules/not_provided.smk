@@ -25,7 +25,7 @@ def stand_in_outputs(rules):
 
 def absent_groups():
     """Experiments grouped by the stages they lack (usually one group: every experiment lacks the same)."""
-    from dispatchprof.absent import absent_stages
+    from dispatchprof.stages.absent import absent_stages
 
     groups = {}
     for experiment, run in RUNS.items():

@@ -1,7 +1,7 @@
 # probe: a local piece of the kernel under `msopprof simulator` (single card, CANN but no NPU; optional).
 import math
 
-from dispatchprof.simulator import PARSE_MARGIN_S
+from dispatchprof.tools.simulator import PARSE_MARGIN_S
 
 if COLLECT:
     # No npu_cluster: the simulator needs CANN, not an NPU. On SLURM it is submitted (CANN is not assumed where

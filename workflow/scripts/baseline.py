@@ -1,110 +1,14 @@
-"""Entry point of rule baseline: parse dispatch_latency.csv (and the API latency), statistics, plots."""
+"""Entry point of rule baseline: parse dispatch_latency.csv (and the API latency), statistics, plots
+(dispatchprof.stages.baseline)."""
 
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import needed_parts_or_end  # noqa: E402
+from dispatchprof.shell.stage import needed_parts_or_end, run_stage
 
 NEEDED = needed_parts_or_end(snakemake, "baseline")  # ends the job here when a needed part is not ok
 
-from dispatchprof.analysis.baseline import analyse, api_boundary, load_api, load_json_dir, summary_section, tidy_table
-from dispatchprof.analysis.latency import per_iteration_max, select_measured
-from dispatchprof.atomic import write_json_atomic, write_parquet_atomic
-from dispatchprof.config import world_ranks
-from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv
-from dispatchprof.report import plots
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
+from dispatchprof.stages.baseline import baseline
 
-
-def body(run: StageRun) -> Status:
-    cfg = run.config
-    parts = NEEDED
-    csv = Path(run.config["analyze"]["latency_csv"]) if run.config["mode"] == "analyze" else Path(run.params["run_dir"]) / "latency" / "dispatch_latency.csv"
-    run_dir = Path(run.params["run_dir"]) if run.params["run_dir"] else None
-    try:
-        kernel = parse_latency_csv(csv)
-        api = load_api(run_dir) if run_dir else None
-    except LatencyCsvError as exc:
-        return run.status("invalid", str(exc), upstream={k: p.state for k, p in parts.items()})
-    world = world_ranks(cfg)
-    ranks = kernel.frame["rank"].nunique()
-    if ranks != world:
-        return run.status("invalid", f"{csv} holds {ranks} ranks but the config has {world} (nodes x ranks_per_node)")
-    routing = load_json_dir(run_dir / "routing") if run_dir else []
-    api_reason = "not collected in analyze mode" if run_dir is None else "the driver wrote no api latency files"
-    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir))
-    stats.update(
-        toolchain=run.toolchain,
-        source=run.source,
-        identity=load_json_dir(run_dir / "identity") if run_dir else [],
-        policy={
-            "warmup": int(kernel.frame.groupby("iteration")["warmup"].all().sum()),
-            "iterations": int(kernel.frame["iteration"].nunique()),
-            "synchronize_start": (
-                "requested (profile_dispatch_latency(synchronize_start=True): an untimed cross-rank barrier before each timed launch)"
-                if cfg["baseline"]["synchronize_start"]
-                else "off (baseline.synchronize_start: false): host lateness lands in the kernel's entry barrier"
-            )
-            if run_dir
-            else "unknown (imported)",
-            "after_each_call": "torch.npu.synchronize()" if run_dir else "unknown (imported)",
-        },
-    )
-    stats["summary"] = summary_section(stats)
-    table = tidy_table(run.experiment, kernel.frame, api, cfg["cluster"]["ranks_per_node"])
-    write_parquet_atomic(run.outputs["latency"], table, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source})
-    write_json_atomic(run.outputs["stats"], stats)
-
-    plot_dir = run.outputs["plots"]
-    kernel_scope = stats["scopes"]["kernel"]
-    label = "SIMULATED " if run.toolchain == "sim" else ""
-    plots.rank_distributions(kernel.frame, f"{label}kernel-scope latency per rank", plot_dir / "kernel_per_rank.png")
-    if kernel_scope["per_iteration_max_us"]:
-        per_iter = per_iteration_max(select_measured(kernel.frame))
-        plots.iteration_max_series(
-            per_iter, 0, f"{label}per-iteration max over ranks (kernel scope, measured iterations)", plot_dir / "kernel_iteration_max.png"
-        )
-        plots.slowest_rank_histogram(
-            {r: v["fraction_slowest"] for r, v in kernel_scope["per_rank"].items()}, f"{label}how often each rank is the longest", plot_dir / "slowest_rank.png"
-        )
-    if api is not None:
-        plots.rank_distributions(api, f"{label}full-API latency per rank", plot_dir / "api_per_rank.png")
-
-    validations = [Validation("latency statistics", True, "warning", w) for w in kernel_scope["warnings"]]
-    if kernel_scope.get("tail_hint"):
-        validations.append(Validation("tail stability", False, "warning", kernel_scope["tail_hint"]))
-    configured_hz = str(run.config["kernel"]["clock_hz"])
-    if kernel_scope.get("clock_hz") not in (None, configured_hz):
-        validations.append(
-            Validation(
-                "device clock",
-                False,
-                "warning",
-                f"{csv}: clock_hz {kernel_scope['clock_hz']} differs from kernel.clock_hz {configured_hz}: the build converted ticks with its own value",
-            )
-        )
-    if not stats["bytes"].get("available"):
-        validations.append(Validation("byte accounting", False, "warning", f"{stats['bytes']['reason']}; {stats['bytes']['used_why']}"))
-    agreement = stats["bytes"].get("agreement")
-    if agreement and not agreement["agree"]:
-        differ = {c: p["mismatch"] for c, p in agreement["pairs"].items() if not p["agree"]}
-        validations.append(
-            Validation("CSV bytes", False, "warning", f"{csv}: the CSV's byte columns differ from the computed accounting [csv, computed] per rank: {differ}")
-        )
-    per_iter_stats = kernel_scope["per_iteration_max_us"]
-    if not per_iter_stats:
-        return run.status("invalid", f"{csv}: " + "; ".join(kernel_scope["warnings"]), validations=validations)
-    named = kernel_scope["slowest_named"]
-    spread = kernel_scope["per_iteration_spread_us"]
-    reason = (
-        f"{per_iter_stats['n']} measured iterations on {ranks} ranks; per-iteration max median {per_iter_stats['median']:.1f} us, "
-        f"P95 {per_iter_stats['p95']:.1f} us, spread over ranks median {spread['median']:.1f} us; "
-        + (f"slow by itself: rank {named['rank']}" if named["rank"] is not None else f"no rank named slow ({named['why']})")
-    )
-    return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
-
-
-run_stage(snakemake, "baseline", body)
+run_stage(snakemake, "baseline", lambda run: baseline(run, NEEDED))

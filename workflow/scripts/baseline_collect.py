@@ -5,10 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.collective import run_driver
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.tools.collective import run_driver
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.toolchain import resolve
 
 
 def body(run: StageRun) -> Status:

@@ -8,11 +8,11 @@ sys.path.insert(0, snakemake.scriptdir)
 
 import jinja2
 
-from dispatchprof.atomic import write_text_atomic
-from dispatchprof.driver import PatchError, patch_test
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.shell.atomic import write_text_atomic
+from dispatchprof.tools.driver import PatchError, patch_test
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.toolchain import resolve
 
 TEMPLATES = Path(snakemake.scriptdir).resolve().parent / "templates"
 

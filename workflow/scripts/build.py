@@ -5,12 +5,12 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_json_atomic  # noqa: E402
-from dispatchprof.building import fingerprint, run_build  # noqa: E402
-from dispatchprof.absent import COLLECT_ONLY  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status  # noqa: E402
-from dispatchprof.toolchain import resolve  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.tools.building import fingerprint, run_build  # noqa: E402
+from dispatchprof.stages.absent import COLLECT_ONLY  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status  # noqa: E402
+from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

@@ -10,10 +10,10 @@ import jinja2
 import pandas as pd
 
 from dispatchprof.analysis.compare import compare
-from dispatchprof.atomic import write_json_atomic, write_text_atomic
-from dispatchprof.config import run_config
-from dispatchprof.stage import setup_logging, skip_final_collection
-from dispatchprof.status import read_status
+from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
+from dispatchprof.shell.config import run_config
+from dispatchprof.shell.stage import setup_logging, skip_final_collection
+from dispatchprof.shell.status import read_status
 
 skip_final_collection()
 setup_logging(snakemake.log[0])

@@ -5,12 +5,12 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.analysis.correctness import rank_frame
-from dispatchprof.atomic import write_parquet_atomic
-from dispatchprof.collective import TestRun, run_test
-from dispatchprof.absent import COLLECT_ONLY
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.shell.atomic import write_parquet_atomic
+from dispatchprof.tools.collective import TestRun, run_test
+from dispatchprof.stages.absent import COLLECT_ONLY
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.toolchain import resolve
 
 
 def run_validations(test: TestRun) -> list[Validation]:

@@ -1,122 +1,13 @@
 """Entry point of rule debugclock_collect: the DEBUG_CLOCK_ON build in its own worktree, then the perf driver with
-DebugClock OFF (the baseline build) and ON (the DEBUG build) alternating, every run on every node.
+DebugClock OFF (the baseline build) and ON (the DEBUG build) alternating, every run on every node
+(dispatchprof.stages.debugclock_collect)."""
 
-The fallback when kernel replay of the cross-rank kernel hangs or changes results (debugclock.when: fallback): runs
-when PMU is not ok. The ON build's latencies never enter the baseline; its DebugClock files land per node under
-raw/run<i>/node<k>/, the layout analyze.debugclock_dir has.
-"""
-
-import json
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import copy_under_umask
-from dispatchprof.collective import run_driver
-from dispatchprof.debugbuild import baseline_intact, build_debug, decide, make_tree
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation, read_status
-from dispatchprof.toolchain import resolve
+from dispatchprof.shell.stage import run_stage
+from dispatchprof.stages.debugclock_collect import debugclock_collect
 
-# The legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): a precision failure of the ON run
-# alone is the instrumentation's, not the kernel's.
-KNOWN_CAUSE = "the legacy DEBUG build overwrites tpSendCountsOut with its clocks (shared/formats/deepep.md §7): the instrumentation's failure, not the kernel's"
-
-
-def body(run: StageRun) -> Status:
-    gate = run.gate({k: run.inputs[k] for k in run.params["needed"]}, {"pmu": run.inputs["pmu"]})
-    if not gate.open:
-        return run.skipped(gate)
-    cfg, dc = run.config, run.config["debugclock"]
-    pmu = read_status(run.inputs["pmu"])
-    go, why = decide(dc["when"], pmu.state, pmu.reason)
-    if not go:
-        return run.status("disabled", why, upstream=gate.upstream, details={"pmu": pmu.state})
-    deepep = cfg["deepep"]
-    if not deepep["build_command"]:
-        return run.status("failed", "deepep.build_command is null: no DEBUG_CLOCK_ON build can be made (it needs its own build)", upstream=gate.upstream)
-    chain = resolve(cfg)
-    raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
-    for d in (raw, out):
-        shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
-    logs = Path(snakemake.log[0]).parent
-    try:
-        tree = make_tree(chain.repo, run.outputs["raw"].parent / "tree")
-    except (OSError, RuntimeError, shutil.Error) as exc:
-        return run.status("failed", f"could not check out a second copy of {chain.repo} for the DEBUG build: {exc}", upstream=gate.upstream)
-    debug_chain, built = build_debug(chain, tree, deepep["build_command"], deepep["build_env"], run.timeout, logs / "debug_build.log")
-    record = json.loads(Path(run.inputs["build_record"]).read_text())
-    intact, intact_detail = baseline_intact(chain.repo, deepep["library_globs"], record)
-    validations = [
-        Validation("baseline build untouched (sha256 of the build record)", intact, "error", intact_detail),
-        *[Validation("DEBUG tree", True, "warning", note) for note in tree.notes],
-    ]
-    details = {"pmu": pmu.state, "why": why, "tree": str(tree.path), "tree_how": tree.how, "format": dc["format"], "runs": dc["runs"]}
-    common = dict(upstream=gate.upstream, validations=validations, details=details, command=list(deepep["build_command"]))
-    if not intact:
-        return run.status("failed", intact_detail, **common)
-    if built.timed_out:
-        return run.status("timeout", f"the DEBUG_CLOCK_ON build exceeded its {run.timeout:g} s budget; see {logs / 'debug_build.log'}", **common)
-    if not built.ok:
-        return run.status("failed", f"the DEBUG_CLOCK_ON build failed (exit code {built.exit_code}); see {logs / 'debug_build.log'}", **common)
-    event_map = tree.path / dc["event_map"]
-    if event_map.is_file():
-        copy_under_umask(event_map, raw / "event_map.json")
-
-    def on_wrap(index: int):
-        def wrap(node: int, argv: list[str]) -> list[str]:
-            where = raw / f"run{index}" / f"node{node}"
-            where.mkdir(parents=True, exist_ok=True)
-            env = [f"DISPATCH_CLOCK_DIR={where}", f"AKL_TRACE_DIR={where}", f"AKL_TRACE_KEEP_LAST={dc['akl_keep_last']}"]
-            if chain.name == "sim":
-                env.append(f"DEEPEP_SIM_DEBUGCLOCK_FORMAT={dc['format']}")
-            return ["env", *env, *argv]
-
-        return wrap
-
-    precision, commands = [], []
-    driver = Path(run.inputs["driver"])
-    for i in range(dc["runs"]):
-        # OFF then ON, alternating: drift between them lands on both builds alike. The baseline's numbers are not reused.
-        for variant, use_chain, wrap in (("off", chain, None), ("on", debug_chain, on_wrap(i))):
-            test = run_driver(
-                cfg,
-                use_chain,
-                driver,
-                out / f"{variant}{i}",
-                f"{run.experiment}_debugclock_{variant}{i}",
-                run.timeout,
-                dc["iterations"],
-                dc["warmup"],
-                wrap=wrap,
-            )
-            commands.append(test.command)
-            if test.result.timed_out:
-                return run.status("timeout", f"the DebugClock {variant.upper()} run {i} exceeded its {run.timeout:g} s budget: {test.result.problem}", **common)
-            if test.verdict.state != "ok":
-                if variant == "on" and test.verdict.cause == "precision":
-                    precision.append(f"run {i}: {test.verdict.reason}")
-                    continue
-                return run.status("failed", f"the DebugClock {variant.upper()} run {i} did not complete: {test.verdict.reason}", **common)
-    details["precision_on"] = "passed on every rank" if not precision else f"failed ({'; '.join(precision)}): {KNOWN_CAUSE}"
-    details["commands"] = [c[-6:] for c in commands]
-    if precision:
-        validations.append(Validation("precision of the DEBUG_CLOCK_ON run", False, "warning", details["precision_on"]))
-    found = sorted(str(p.relative_to(raw)) for p in raw.rglob("*") if p.is_file())
-    if not any("dispatch_clock" in f or f.endswith("trace.bin") for f in found):
-        return run.status(
-            "invalid", f"the DEBUG_CLOCK_ON build ran but wrote no DebugClock file under {raw} (dispatch_clock*_rank_*.csv or trace.bin)", **common
-        )
-    return run.status(
-        "ok",
-        f"{why}; DEBUG_CLOCK_ON build in a {tree.how} ({tree.path.name}), {dc['runs']} OFF/ON run pair(s) of {dc['iterations']} calls; "
-        f"precision of the ON run {details['precision_on'].split(' (')[0].split(':')[0]}",
-        artifacts=[str(raw), str(out)],
-        **common,
-    )
-
-
-run_stage(snakemake, "debugclock", body, part="collect")
+run_stage(snakemake, "debugclock", lambda run: debugclock_collect(run, Path(snakemake.log[0]).parent), part="collect")

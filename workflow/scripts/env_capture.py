@@ -6,11 +6,11 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_json_atomic  # noqa: E402
-from dispatchprof.envinfo import common_op_entry, compare_nodes  # noqa: E402
-from dispatchprof.absent import COLLECT_ONLY, write_env_record  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status, Validation, fold, read_status  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.tools.envinfo import common_op_entry, compare_nodes  # noqa: E402
+from dispatchprof.stages.absent import COLLECT_ONLY, write_env_record  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status, Validation, fold, read_status  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

@@ -4,12 +4,12 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_json_atomic  # noqa: E402
-from dispatchprof.envinfo import capture_node  # noqa: E402
-from dispatchprof.preflight_plan import node_spec, profiler_findings, run_node_checks, write_token  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status, Validation  # noqa: E402
-from dispatchprof.toolchain import resolve  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.tools.envinfo import capture_node  # noqa: E402
+from dispatchprof.tools.preflight_plan import node_spec, profiler_findings, run_node_checks, write_token  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status, Validation  # noqa: E402
+from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

@@ -5,11 +5,11 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_json_atomic  # noqa: E402
-from dispatchprof.config import world_ranks  # noqa: E402
-from dispatchprof.imports import checked_import, file_count, manifest  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.shell.config import world_ranks  # noqa: E402
+from dispatchprof.stages.imports import checked_import, file_count, manifest  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

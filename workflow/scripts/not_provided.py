@@ -1,5 +1,5 @@
 """Entry point of rule not_provided (analyze mode): every stage with nothing to analyse in one job, with the status
-files and placeholders its own jobs would write (dispatchprof.absent). No pandas: this job is pure bookkeeping."""
+files and placeholders its own jobs would write (dispatchprof.stages.absent). No pandas: this job is pure bookkeeping."""
 
 import os
 import sys
@@ -8,10 +8,10 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402
-from dispatchprof.atomic import pyarrow_without_pandas_probe  # noqa: E402
-from dispatchprof.config import run_config  # noqa: E402
-from dispatchprof.stage import finish_outputs, setup_logging, skip_final_collection  # noqa: E402
+from dispatchprof.stages.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402
+from dispatchprof.shell.atomic import pyarrow_without_pandas_probe  # noqa: E402
+from dispatchprof.shell.config import run_config  # noqa: E402
+from dispatchprof.shell.stage import finish_outputs, setup_logging, skip_final_collection  # noqa: E402
 
 pyarrow_without_pandas_probe()  # the placeholder tables are empty Parquet files
 skip_final_collection()

@@ -1,92 +1,12 @@
 """Entry point of rules pmu_collect, pcsampling_collect and pipe_timeline_collect (one run per timeline kind): the
-perf driver under msopprof on every node.
+perf driver under msopprof on every node (dispatchprof.stages.op_profiler_collect)."""
 
-Kernel replay of a cross-rank kernel may hang or corrupt results: every run has a timeout (msopprof has none on
-the device side), the process groups are ended on expiry, and after a finished run every rank must still pass
-the precision check.
-"""
-
-import json
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.collective import run_driver
-from dispatchprof.formats.msopprof import discover
-from dispatchprof.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, timeline_run
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.shell.stage import run_stage
+from dispatchprof.stages.op_profiler_collect import op_profiler_collect
 
-STAGE = snakemake.params["stage"]
-
-
-KIND = snakemake.params.get("kind")  # pipe_timeline: pipe | instr
-
-
-def body(run: StageRun) -> Status:
-    if KIND is not None and TIMELINE_KINDS[KIND] not in run.config["pipe_timeline"]["runs"]:
-        return run.status("disabled", f"{TIMELINE_KINDS[KIND]} is not in pipe_timeline.runs")
-    gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
-    if not gate.open:
-        return run.skipped(gate)
-    cfg, chain = run.config, resolve(run.config)
-    entry = json.loads(Path(run.inputs["env"]).read_text()).get("op_profiler_entry", "none")
-    if entry == "none":
-        return run.status("skipped", "env capture found no usable op profiler on every node (neither msopprof nor `msprof op`)", upstream=gate.upstream)
-    timeline = json.loads(Path(run.inputs["timeline_stats"]).read_text())
-    kernel = (timeline.get("kernel_name") or cfg["kernel"]["name"]).split(",")[0]
-    extra: list[str] = []
-    if KIND is not None:
-        metrics, extra = timeline_run(KIND, cfg["pipe_timeline"])
-    else:
-        metrics = cfg["pmu"]["metrics"] if STAGE == "pmu" else cfg["pcsampling"]["metrics"]
-    raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
-
-    def under_profiler(node: int, argv: list[str]) -> list[str]:
-        return op_profiler_command(entry, kernel, metrics, raw / f"node{node}", cfg["pmu"], extra) + argv
-
-    test = run_driver(
-        cfg,
-        chain,
-        Path(run.inputs["driver"]),
-        out,
-        f"{run.experiment}_{STAGE}" + (f"_{KIND}" if KIND else ""),
-        run.timeout,
-        cfg["pmu"]["iterations"],
-        0,
-        wrap=under_profiler,
-    )
-    failures, successes = [], []
-    for node in test.result.nodes:
-        text = node.log_path.read_text(errors="replace") if node.log_path.is_file() else ""
-        f, s = log_findings(text)
-        failures += [f"node {node.node}: {line}" for line in f]
-        successes += s
-    found = {f"node{n}": len(discover(raw / f"node{n}")) for n in range(cfg["cluster"]["nodes"])}
-    validations = [
-        Validation("op-profiler log has no failure line", not failures, "error", "; ".join(failures[:4]) or "clean"),
-        Validation("OPPROF_ directory on every node", all(found.values()), "error", str(found)),
-        Validation("entry", True, "warning", f"{entry} (chosen by env capture)"),
-    ]
-    common = dict(
-        command=test.command,
-        upstream=gate.upstream,
-        artifacts=[str(raw), str(out)],
-        validations=validations,
-        details={"entry": entry, "kernel": kernel, "metrics": metrics, "options": extra, **test.details},
-    )
-    if test.result.timed_out:
-        return run.status("timeout", f"{REPLAY_TIMEOUT_REASON}: {test.result.problem}", **common)
-    if test.verdict.state != "ok":
-        tool_errors = [f for f in failures if "[ERROR]" in f]
-        if tool_errors and not any(n.exit_code == 0 for n in test.result.nodes):
-            return run.status("failed", f"{entry} refused to run: {tool_errors[0]}", **common)
-        return run.status("invalid", f"replay changed the results: {test.verdict.reason}", **common)
-    if failures or not all(found.values()):
-        return run.status("invalid", f"{entry} exited 0 but its output is incomplete: " + ("; ".join(failures[:2]) or f"OPPROF_ per node {found}"), **common)
-    return run.status("ok", f"{entry} profiled {kernel} on every rank ({','.join(metrics)}); precision still passed everywhere", **common)
-
-
-run_stage(snakemake, STAGE, body, part="collect")
+kind = snakemake.params.get("kind")  # pipe_timeline: pipe | instr
+run_stage(snakemake, snakemake.params["stage"], lambda run: op_profiler_collect(run, kind), part="collect")

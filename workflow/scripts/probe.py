@@ -4,15 +4,15 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.stage import needed_parts_or_end  # noqa: E402
+from dispatchprof.shell.stage import needed_parts_or_end  # noqa: E402
 
 NEEDED = needed_parts_or_end(snakemake, "probe")  # ends the job here when a needed part is not ok (or disabled)
 
 from dispatchprof.analysis.probe import LABEL, probe_result, summary_section  # noqa: E402
-from dispatchprof.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
 from dispatchprof.formats.simulator import SimulatorFormatError, simulator_runs  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status, Validation  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status, Validation  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

@@ -5,13 +5,13 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_text_atomic  # noqa: E402
+from dispatchprof.shell.atomic import write_text_atomic  # noqa: E402
 from dispatchprof.formats.simulator import simulator_runs  # noqa: E402
-from dispatchprof.launch import run_command  # noqa: E402
-from dispatchprof.simulator import PARSE_MARGIN_S, judge, simulator_command  # noqa: E402
-from dispatchprof.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.status import Status, Validation  # noqa: E402
-from dispatchprof.toolchain import resolve  # noqa: E402
+from dispatchprof.tools.launch import run_command  # noqa: E402
+from dispatchprof.tools.simulator import PARSE_MARGIN_S, judge, simulator_command  # noqa: E402
+from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
+from dispatchprof.shell.status import Status, Validation  # noqa: E402
+from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
 DISABLED = (
     "probe.enabled is false: the local probe under msopprof simulator is optional and off by default (set probe.enabled, probe.command, probe.soc_version)"

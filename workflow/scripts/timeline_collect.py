@@ -6,14 +6,14 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import make_executable, write_text_atomic
-from dispatchprof.collective import run_driver
+from dispatchprof.shell.atomic import make_executable, write_text_atomic
+from dispatchprof.tools.collective import run_driver
 from dispatchprof.formats.msprof import discover
-from dispatchprof.launch import run_command
-from dispatchprof.profiling import msprof_command, render_probe, supported_options
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status, Validation
-from dispatchprof.toolchain import resolve
+from dispatchprof.tools.launch import run_command
+from dispatchprof.tools.profiling import msprof_command, render_probe, supported_options
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.toolchain import resolve
 
 TEMPLATES = Path(snakemake.scriptdir).resolve().parent / "templates"
 

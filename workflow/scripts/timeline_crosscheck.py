@@ -7,12 +7,12 @@ from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)
 
-from dispatchprof.atomic import write_json_atomic
-from dispatchprof.config import run_config
-from dispatchprof.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
+from dispatchprof.shell.atomic import write_json_atomic
+from dispatchprof.shell.config import run_config
+from dispatchprof.tools.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
 from dispatchprof.formats.msprof import discover, read_prof_info
-from dispatchprof.stage import setup_logging, skip_final_collection
-from dispatchprof.status import read_status
+from dispatchprof.shell.stage import setup_logging, skip_final_collection
+from dispatchprof.shell.status import read_status
 
 skip_final_collection()
 setup_logging(snakemake.log[0])

@@ -13,13 +13,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the th
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary
-from dispatchprof.atomic import write_json_atomic, write_text_atomic
+from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, read_prof_info
 from dispatchprof.formats.text import csv_text
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.report.rank_svg import launch_svg
-from dispatchprof.stage import StageRun, run_stage
-from dispatchprof.status import Status
+from dispatchprof.shell.stage import StageRun, run_stage
+from dispatchprof.shell.status import Status
 
 
 def body(run: StageRun) -> Status:

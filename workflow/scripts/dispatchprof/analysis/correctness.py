@@ -10,10 +10,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
 from dispatchprof.formats.ranklog import PassLine, name_ranks
-from dispatchprof.launch import CollectiveResult
 
 if TYPE_CHECKING:  # every collective stage judges its run; only the correctness job writes the table (pandas ~0.4 s)
     import pandas as pd
+
+    # A type only: analyses sit below the tools, which call this module (tools.collective judges every run).
+    from dispatchprof.tools.launch import CollectiveResult
 
 
 @dataclass

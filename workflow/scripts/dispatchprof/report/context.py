@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from dispatchprof.status import Status
+from dispatchprof.shell.status import Status
 
 
 def environment_rows(env: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:

@@ -20,7 +20,7 @@ import sys
 from typing import Any, Iterable, Mapping
 
 try:
-    from dispatchprof.nodeenv import merge
+    from dispatchprof.node.nodeenv import merge
 except ImportError:  # run as a script on a node: its sibling module
     from nodeenv import merge
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from dispatchprof.config import MSOPPROF_OUTPUT_MAX
-from dispatchprof.opprofiler import ENTRIES, FAILURE_LINES
+from dispatchprof.shell.config import MSOPPROF_OUTPUT_MAX
+from dispatchprof.tools.opprofiler import ENTRIES, FAILURE_LINES
 
 PARSE_MARGIN_S = 120
 TIMEOUT_LINE = "The timeout has reached"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from dispatchprof.status import StatusError, read_status
+from dispatchprof.shell.status import StatusError, read_status
 
 
 @dataclass(frozen=True)

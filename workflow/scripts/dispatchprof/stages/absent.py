@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from dispatchprof.atomic import write_json_atomic
-from dispatchprof.config import SOURCE_OF_MODE
-from dispatchprof.imports import checked_import
-from dispatchprof.status import Status, fold, now_iso
+from dispatchprof.shell.atomic import write_json_atomic
+from dispatchprof.shell.config import SOURCE_OF_MODE
+from dispatchprof.stages.imports import checked_import
+from dispatchprof.shell.status import Status, fold, now_iso
 
 # Stages that exist only when the workflow collects, with what their status says in analyze mode.
 COLLECT_ONLY = {

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from dispatchprof.nodeenv import forwardable, merge
+from dispatchprof.node.nodeenv import forwardable, merge
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +310,7 @@ def run_command(
         return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), True)
 
 
-WRAPPER = Path(__file__).resolve().with_name("node_wrapper.py")
+WRAPPER = Path(__file__).resolve().parents[1] / "node" / "node_wrapper.py"
 
 
 class SlurmLauncher:

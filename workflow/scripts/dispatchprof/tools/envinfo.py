@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.launch import run_command
-from dispatchprof.nodeenv import forwardable, redact
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.tools.launch import run_command
+from dispatchprof.node.nodeenv import forwardable, redact
+from dispatchprof.tools.toolchain import Toolchain
 
 VERSION_FILES = {
     "cann": ("ascend-toolkit/latest/version.cfg", "cann/version.cfg", "latest/version.cfg"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dispatchprof.building import sha256_file
+from dispatchprof.tools.building import sha256_file
 from dispatchprof.formats.names import OPPROF_RE, PROF_RE
 
 NODE_DIR = re.compile(r"^node(\d+)$")

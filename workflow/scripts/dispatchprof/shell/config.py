@@ -363,7 +363,7 @@ def long_waits(config: Mapping[str, Any]) -> list[str]:
 def environment_problems(config: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
     """Variables of the environment Snakemake runs in that would send results where the workflow does not look
     (the same list env capture's preflight checks on every node)."""
-    from dispatchprof.preflight import FORBIDDEN_ENV
+    from dispatchprof.node.preflight import FORBIDDEN_ENV
 
     if config["mode"] != "collect":
         return []

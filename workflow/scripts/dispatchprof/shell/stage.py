@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from dispatchprof.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
-from dispatchprof.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
+from dispatchprof.shell.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
+from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
+from dispatchprof.shell.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
 
 log = logging.getLogger("dispatchprof")
 
@@ -68,7 +68,7 @@ def finish_outputs(outputs: Mapping[str, Path], status_path: Path, status: Statu
     return status
 
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
 # The jobs of the collection phase: they see only collection keys (collection_config).
 COLLECTION_STAGES = ("env_capture", "build", "correctness")
 COLLECTION_PARTS = ("collect", "driver", "import")

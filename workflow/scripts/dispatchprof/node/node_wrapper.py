@@ -21,7 +21,7 @@ import sys
 import time
 
 try:
-    from dispatchprof.nodeenv import merge
+    from dispatchprof.node.nodeenv import merge
 except ImportError:  # run as a script on a node: its sibling module
     from nodeenv import merge
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.config import MSOPPROF_OUTPUT_MAX
+from dispatchprof.shell.config import MSOPPROF_OUTPUT_MAX
 
 ENTRIES = {"msopprof": ["msopprof"], "msprof op": ["msprof", "op"]}
 FAILURE_LINES = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.nodeenv import merge
+from dispatchprof.node.nodeenv import merge
 
 # Environment variables through which the simulated cluster receives its fault knobs.
 SIM_ENV = {
@@ -115,7 +115,7 @@ class Toolchain:
         return ["bash", "-c", 'source "$0" >/dev/null 2>&1 || { echo "cannot source $0" >&2; exit 127; }; exec "$@"', self.set_env, *argv]
 
 
-WORKFLOW_ROOT = Path(__file__).resolve().parents[3]
+WORKFLOW_ROOT = Path(__file__).resolve().parents[4]
 
 
 def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolchain:

@@ -13,14 +13,14 @@ import socket
 from pathlib import Path
 from typing import Any, Mapping
 
-from dispatchprof.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
-from dispatchprof.launch import SshLauncher, run_command, write_private
-from dispatchprof.opprofiler import op_profiler_command, timeline_run
-from dispatchprof.preflight import flags_of, missing_flags, run_checks
-from dispatchprof.profiling import msprof_command
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.tools.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
+from dispatchprof.tools.launch import SshLauncher, run_command, write_private
+from dispatchprof.tools.opprofiler import op_profiler_command, timeline_run
+from dispatchprof.node.preflight import flags_of, missing_flags, run_checks
+from dispatchprof.tools.profiling import msprof_command
+from dispatchprof.tools.toolchain import Toolchain
 
-PREFLIGHT_SCRIPT = Path(__file__).resolve().with_name("preflight.py")
+PREFLIGHT_SCRIPT = Path(__file__).resolve().parents[1] / "node" / "preflight.py"
 
 
 def node_spec(

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from dispatchprof.atomic import write_json_atomic
+from dispatchprof.shell.atomic import write_json_atomic
 
 SCHEMA = "dispatchprof.status/1"
 STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe", "report")

@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.atomic import copy_under_umask
-from dispatchprof.launch import CommandResult, run_command
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.shell.atomic import copy_under_umask
+from dispatchprof.tools.launch import CommandResult, run_command
+from dispatchprof.tools.toolchain import Toolchain
 
 
 def sha256_file(path: Path) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dispatchprof.analysis.timeline import kernel_regex
-from dispatchprof.launch import run_command
+from dispatchprof.tools.launch import run_command
 
 QUERY = "SELECT OpName, OpType, Count, MedianNs, Rank FROM ComputeOpPerRankStatsByOpName"
 

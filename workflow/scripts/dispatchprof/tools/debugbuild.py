@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.atomic import copy_under_umask, umask
-from dispatchprof.building import fingerprint, run_build
-from dispatchprof.toolchain import Toolchain
+from dispatchprof.shell.atomic import copy_under_umask, umask
+from dispatchprof.tools.building import fingerprint, run_build
+from dispatchprof.tools.toolchain import Toolchain
 
 COPY_IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", ".pytest_cache")
 

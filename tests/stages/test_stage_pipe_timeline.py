@@ -1,0 +1,46 @@
+"""The pipe_timeline stage as a library function, without Snakemake (the whole DAG: tests/workflow/test_pipe_timeline.py)."""
+
+import json
+import shutil
+
+from conftest import FIXTURES, stage_run
+from dispatchprof.shell.status import Status
+from dispatchprof.stages.pipe_timeline import pipe_timeline
+
+OUTPUTS = {"cores": "cores.parquet", "stats": "stats.json"}
+ONE_RANK = {"mode": "analyze", "cluster": {"nodes": 1, "ranks_per_node": 1}}
+
+
+def part(state, reason="a test's part", **fields):
+    return Status(stage="pipe_timeline", experiment="baseline", state=state, reason=reason, toolchain="sim", **fields)
+
+
+def imported_tree(tmp_path):
+    """The 3-launch OPPROF_ fixture under node0/, each launch with the PipeTimeline trace.json fixture."""
+    root = tmp_path / "pt"
+    shutil.copytree(FIXTURES / "msopprof" / "launches3", root / "node0")
+    for launch in (root / "node0").glob("OPPROF_*/*/[0-9]"):
+        shutil.copy(FIXTURES / "msopprof" / "pipe_timeline" / "trace_pipe.json", launch / "trace.json")
+    return root
+
+
+def test_an_imported_pipe_timeline_is_tabulated_per_role(tmp_path):
+    run = stage_run(tmp_path, "pipe_timeline", outputs=OUTPUTS, overlay={**ONE_RANK, "analyze": {"pipe_timeline_dir": str(imported_tree(tmp_path))}})
+    status = pipe_timeline(run, {"pipe_timeline_import": part("ok")})
+    assert status.state == "ok", status.reason
+    stats = json.loads(run.outputs["stats"].read_text())
+    assert stats["roles_from"] == "PipeTimeline" and stats["runs"]["PipeTimeline"]["state"] == "ok"
+    assert status.reason.startswith("import: ok; PipeTimeline: ok (")
+
+
+def test_runs_skipped_for_one_upstream_cause_say_it_once(tmp_path):
+    run = stage_run(tmp_path, "pipe_timeline", outputs=OUTPUTS)
+    parts = {f"{kind}_collect": part("skipped", "timeline: failed") for kind in ("pipe", "instr")}
+    status = pipe_timeline(run, parts)
+    assert (status.state, status.reason) == ("skipped", "pipe_collect: timeline: failed (and 1 more run skipped)")
+
+
+def test_no_configured_run_is_disabled(tmp_path):
+    run = stage_run(tmp_path, "pipe_timeline", outputs=OUTPUTS)
+    status = pipe_timeline(run, {"pipe_collect": part("disabled")})
+    assert (status.state, status.reason) == ("disabled", "pipe_timeline.runs is empty")

@@ -1,0 +1,48 @@
+"""The report's section builders: one pattern for every stage (stats file, status -> what is rendered, what is summarised)."""
+
+import json
+
+from dispatchprof.shell.status import Status
+from dispatchprof.stages.report import SECTIONS, debugclock_section, evidence_section, pipe_timeline_section
+
+
+def status(state):
+    return Status(stage="pmu", experiment="baseline", state=state, reason="a test's stage", toolchain="sim")
+
+
+def stats_file(tmp_path, data, name="stats.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def link(path):
+    return f"link:{path}"
+
+
+def test_an_ok_stage_is_shown_linked_and_summarised(tmp_path):
+    path = stats_file(tmp_path, {"summary": {"busiest": None}, "roles": {}})
+    section = evidence_section(path, status("ok"), link)
+    assert section.context["link"] == f"link:{path}" and section.summary == {"busiest": None}
+
+
+def test_a_placeholder_or_a_stage_not_ok_has_no_section(tmp_path):
+    placeholder = stats_file(tmp_path, {"placeholder": True, "summary": {}})
+    real = stats_file(tmp_path, {"summary": {}}, "real.json")
+    assert evidence_section(placeholder, status("ok"), link) is None
+    assert evidence_section(real, status("invalid"), link) is None
+    assert debugclock_section(real, status("skipped"), link) is None
+
+
+def test_the_pipe_timeline_is_shown_whatever_its_state_with_its_trace_links(tmp_path):
+    runs = {"PipeTimeline": {"state": "ok", "traces": ["results/x/trace.json", "/abs/trace.json"]}, "InstrTimeline": {"state": "failed"}}
+    path = stats_file(tmp_path, {"runs": runs, "summary": {"roles_from": "PipeTimeline"}})
+    section = pipe_timeline_section(path, status("failed"), link)
+    assert section.summary == {"roles_from": "PipeTimeline"}
+    assert section.context["runs"]["PipeTimeline"]["trace_links"] == ["link:results/x/trace.json", "/abs/trace.json"]
+    assert section.context["runs"]["InstrTimeline"]["trace_links"] == []
+
+
+def test_every_section_builder_takes_the_same_arguments():
+    assert set(SECTIONS) == {"pmu", "pcsampling", "probe", "debugclock", "pipe_timeline"}
+    assert {key for key, _ in SECTIONS.values()} == {f"{stage}_stats" for stage in SECTIONS}

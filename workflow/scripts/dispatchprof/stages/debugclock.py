@@ -1,0 +1,82 @@
+"""Stage debugclock: parse the DebugClock files (collected, or analyze.debugclock_dir), per-role phase
+statistics, the busiest slot against its peers, wait versus work, and the ON/OFF overhead (collected only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from dispatchprof.analysis.debugclock import load_overhead, summarize
+from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic
+from dispatchprof.formats.debugclock import DebugClockFormatError, load_tree
+from dispatchprof.shell.stage import StageRun
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.stages.absent import DEBUGCLOCK_NOT_PROVIDED
+
+
+def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
+    """The stage; ``parts`` holds the collect part's status when collected here (none in analyze mode)."""
+    cfg = run.config
+    upstream = {k: p.state for k, p in parts.items()}
+    if cfg["mode"] == "analyze":
+        root = cfg["analyze"]["debugclock_dir"]
+        if not root:
+            return run.status("skipped", DEBUGCLOCK_NOT_PROVIDED, source="import")  # normally written by rule not_provided
+        root = Path(root)
+    else:
+        root = Path("results") / run.experiment / "debugclock" / "raw"
+    meta = {"toolchain": run.toolchain, "data_source": run.source}  # "source" is the DebugClock format
+    try:
+        skip = cfg["debugclock"]["warmup"] if cfg["mode"] == "collect" else 0
+        result = summarize(load_tree(root), cfg, skip)
+    except DebugClockFormatError as exc:
+        return run.status("invalid", str(exc), upstream=upstream)
+    if result is None:
+        return run.status("invalid", f"no DebugClock file under {root} (dispatch_clock*_rank_*.csv, or rank<R>-pid<P>-launch<L>/trace.bin)", upstream=upstream)
+    stats, segments, per_rank = result
+    if cfg["mode"] == "collect":
+        stats["overhead"] = load_overhead(Path(run.params["run_dir"]), cfg["debugclock"]["runs"])
+        stats["collect"] = parts["debugclock_collect"].details
+    else:
+        stats["overhead"] = None
+        stats["collect"] = {}
+    stats.update(meta)
+    write_parquet_atomic(run.outputs["segments"], segments, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source})
+    write_parquet_atomic(run.outputs["per_rank"], per_rank, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source})
+    write_json_atomic(run.outputs["stats"], stats)
+    validations = debugclock_validations(stats)
+    busy = stats["busiest"]
+    named = (
+        f"busiest: rank {busy['rank']} {busy['role']} slot {busy['slot']} ({busy['phase']}), +{busy['excess_us']:.1f} us over its peers"
+        if busy
+        else "no slot exceeds its peers"
+    )
+    reason = f"{stats['source']}: {stats['ranks']} ranks, {stats['cores']} cores; {named}"
+    return run.status("ok", reason, upstream=upstream, validations=validations, artifacts=[str(p) for p in run.outputs.values()])
+
+
+def debugclock_validations(stats: Mapping[str, Any]) -> list[Validation]:
+    """Warnings: roles that disagree with the event paths, the legacy analyzer's clipping, markers the recorder dropped."""
+    validations = (
+        [Validation("roles", False, "warning", f"kernel.roles disagrees with the event paths on {len(stats['role_mismatches'])} cores")]
+        if stats["role_mismatches"]
+        else []
+    )
+    validations += (
+        [Validation("legacy analyzer clipping", False, "warning", f"{stats['clipped']}: reported as measured, not zeroed")]
+        if any(stats["clipped"].values())
+        else []
+    )
+    validations += (
+        [
+            Validation(
+                "AKL recorder capacity",
+                False,
+                "warning",
+                f"{stats['dropped_markers']} markers dropped by the recorder (capacity reached): the segments around them span the lost markers",
+            )
+        ]
+        if stats.get("dropped_markers")
+        else []
+    )
+    return validations

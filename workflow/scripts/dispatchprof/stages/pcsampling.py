@@ -1,0 +1,122 @@
+"""Stage pcsampling: decode visualize_data.bin of every rank; stall tables, hot lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from dispatchprof.analysis.opprof_runs import rank_runs
+from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
+from dispatchprof.shell.config import world_ranks
+from dispatchprof.analysis.pcsampling import HOT_LINE_SHARE, SIMT_FUNCTIONS, aggregate, coverage
+from dispatchprof.shell.atomic import write_json_atomic
+from dispatchprof.formats.msopprof import OpprofFormatError
+from dispatchprof.formats.visualize_bin import STATES, VisualizeBinError, decode_pc_sampling
+from dispatchprof.shell.stage import StageRun
+from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.toolchain import resolve
+
+NO_SAMPLES_WHY = (
+    "no SIMT samples: visualize_data.bin has no TopStallReason block. msopprof switches PC sampling off silently when the "
+    "kernel has no SIMT code (Has Simt=0 in dump/op_basic_info.txt) or when dump/pcSampling.bin* is missing"
+)
+
+
+def decode_ranks(run: StageRun) -> list[tuple[int, Any]]:
+    """Every rank's decoded visualize_data.bin. Raises OpprofFormatError, VisualizeBinError or RankIdentityError."""
+    cfg = run.config
+    runs = rank_runs(
+        run.raw_dir("pcsampling_dir"),
+        cfg["cluster"]["nodes"],
+        cfg["cluster"]["ranks_per_node"],
+        cfg["kernel"]["name"],
+        load_identities(run.params["identity"]),
+        cfg["cluster"]["infer_rank"],
+    )
+    return [(r.rank, decode_pc_sampling(r.run.directory / "visualize_data.bin")) for r in runs if (r.run.directory / "visualize_data.bin").is_file()]
+
+
+def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
+    cfg = run.config
+    repo = resolve(cfg).repo if cfg["mode"] == "collect" else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
+    try:
+        decoded = decode_ranks(run)
+    except (OpprofFormatError, VisualizeBinError, RankIdentityError) as exc:
+        return run.status("invalid", str(exc))
+    if not decoded:
+        return run.status("invalid", "no visualize_data.bin for any rank: PC sampling produced no output")
+    merged = aggregate(decoded, repo)
+    per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
+    lines_seen, instr_seen = merged["lines_seen"], merged["instructions_seen"]
+    # Coverage as the timeline judges it: which of the world's ranks have samples (ranks without a run count as missing)
+    cov = coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"])
+    validations = []
+    if cov["state"] == "none":
+        result = {
+            "toolchain": run.toolchain,
+            "source": run.source,
+            "no_samples": NO_SAMPLES_WHY,
+            "coverage": cov,
+            "per_rank": per_rank,
+            "summary": {"stalls": None, "hot_lines": [], "coverage": cov},
+        }
+        write_json_atomic(run.outputs["stats"], result)
+        validations.append(Validation("SIMT samples", False, "warning", NO_SAMPLES_WHY))
+        return run.status("ok", NO_SAMPLES_WHY, validations=validations, details={"coverage": cov})
+    if cov["state"] != "full":
+        validations.append(Validation("rank coverage", False, "error" if cov["state"] == "most_missing" else "warning", cov["text"]))
+    source_mapped = lines_seen > 0
+    if not source_mapped:
+        validations.append(
+            Validation(
+                "source mapping",
+                False,
+                "warning",
+                "no per-line data: the kernel was built without -g, so msopprof could not map PCs to source lines; rebuild with device "
+                "debug info (-g on the device target in cmake/AscendDeepEPKernel.cmake; the stand-in: deepep.build_env DEVICE_DEBUG_INFO=ON)",
+            )
+        )
+    candidates = {f: [f"{e['file']}:{e['line']}" for e in top_lines if e.get("function") == f] for f in SIMT_FUNCTIONS}
+    result = {
+        "toolchain": run.toolchain,
+        "source": run.source,
+        "denominators": {
+            "all_samples": "fraction of all samples, Active (issuing) included",
+            "not_issue": "fraction of samples that did not issue (Active excluded): the stall breakdown",
+        },
+        "stalls": stalls,
+        "hot_lines": top_lines,
+        "hot_line_share": HOT_LINE_SHARE,
+        "coverage": cov,
+        "simt_functions_in_hot_lines": candidates,
+        "per_function": merged["per_function"],
+        "per_role": merged["per_role"],
+        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (shared/formats/deepep.md §4), weighted by their sample shares",
+        "source_mapped": source_mapped,
+        "instructions": instr_seen,
+        "per_rank": per_rank,
+        "states": STATES,
+    }
+    result["summary"] = {"stalls": stalls, "hot_lines": top_lines, "per_role": merged["per_role"], "coverage": cov}
+    write_json_atomic(run.outputs["stats"], result)
+    common = {"validations": validations, "upstream": {k: p.state for k, p in parts.items()}, "details": {"coverage": cov}}
+    if cov["state"] == "most_missing":  # means over a minority of ranks would pass for the cluster's picture
+        return run.status("invalid", f"PC sampling coverage too low: {cov['text']}", artifacts=[str(p) for p in run.outputs.values()], **common)
+    reason = stall_reason(cov, stalls, top_lines)
+    return run.status("ok", reason, artifacts=[str(p) for p in run.outputs.values()], **common)
+
+
+def stall_reason(cov: Mapping[str, Any], stalls: Mapping[str, Any], top_lines: list[dict[str, Any]]) -> str:
+    """The status sentence: coverage, the top not-issued stall, the hottest source line."""
+    worst = max(stalls["not_issue"], key=stalls["not_issue"].get)
+    lead = f"PARTIAL COVERAGE: {cov['text']}; " if cov["state"] == "partial" else ""
+    reason = (
+        lead + f"stall samples on {cov['found']} of {cov['expected']} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
+    )
+    reason += (
+        f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} ({top_lines[0].get('function') or 'function unknown'}, "
+        f"{100 * top_lines[0]['share_of_samples']:.1f}% of all samples)"
+        if top_lines
+        else "; no source lines (see source mapping)"
+    )
+    return reason

@@ -1,0 +1,261 @@
+"""Stage pmu: per-core PMU metrics of every rank and launch, grouped by role; columns not provided; the other
+requested metric CSVs (Memory, L2Cache...) as per-role tables.
+
+Imported after the entry script checked the needed parts (shell.stage.needed_parts_or_end): pandas is paid for
+only by a pmu job that has data to read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from dispatchprof.analysis.opprof_runs import RankRun, rank_runs
+from dispatchprof.analysis.rank_identity import Coverage, RankIdentityError, coverage_of, load_identities
+from dispatchprof.analysis.roles import (
+    REPLAY_NOTE,
+    busiest,
+    core_grids,
+    launches_per_rank,
+    longest_cores,
+    metric_set_by_role,
+    ordering,
+    per_core,
+    per_rank_roles,
+    role_boundaries,
+    role_statistics,
+    role_statistics_by_launch,
+)
+from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic
+from dispatchprof.shell.config import world_ranks
+from dispatchprof.formats.msopprof import (
+    PMU_METRIC_CSVS,
+    OpprofFormatError,
+    expected_columns,
+    header_set,
+    metric_files,
+    missing_columns,
+    read_metric_csv,
+    requested_metric_csvs,
+)
+from dispatchprof.formats.ranklog import name_ranks
+from dispatchprof.shell.stage import StageRun
+from dispatchprof.shell.status import Status, Validation
+
+
+@dataclass
+class PmuRead:
+    """What the OPPROF_ runs of every rank hold: the metric tables in long form, and what is missing from them."""
+
+    runs: list[RankRun]
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    missing: set[str] = field(default_factory=set)  # PipeUtilization columns this tool version does not write
+    chips: set[str] = field(default_factory=set)
+    traces: list[str] = field(default_factory=list)
+    ranks_with_data: set[int] = field(default_factory=set)
+    absent_csvs: dict[str, list[str]] = field(default_factory=dict)  # requested metric set -> "rank r launch n" without it
+    other_missing: dict[str, set[str]] = field(default_factory=dict)  # the other metric sets' missing columns
+
+
+def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
+    """Every rank's runs under ``raw``, each launch's metric CSVs read. Raises OpprofFormatError or RankIdentityError."""
+    rpn = cfg["cluster"]["ranks_per_node"]
+    # Every metric CSV msopprof was asked for must be there for every launch: a requested metric never disappears silently.
+    requested = requested_metric_csvs(cfg["pmu"]["metrics"])
+    identities = load_identities(identity)
+    read = PmuRead(rank_runs(raw, cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], identities, cfg["cluster"]["infer_rank"]))
+    for r in read.runs:
+        files = metric_files(r.run.directory)
+        # The root layout (one launch in total) has no <n> folder: launch 0.
+        keys = {"rank": r.rank, "node": r.node, "device": r.device, "launch": r.run.n if r.run.n is not None else 0, "kernel": r.kernel}
+        for metric in requested:
+            if metric not in files:
+                read.absent_csvs.setdefault(metric, []).append(f"rank {r.rank} launch {keys['launch']}")
+        if "PipeUtilization" not in files:
+            continue
+        read.ranks_with_data.add(r.rank)
+        header, long = read_metric_csv(files["PipeUtilization"])
+        chip = header_set(header)[0]
+        read.chips.add(chip)
+        read.missing.update(missing_columns(header, long, r.basic.get("Op Type")))
+        read.frames.append(long.assign(metric_set="PipeUtilization", **keys))
+        for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
+            if metric in files:
+                other_header, other = read_metric_csv(files[metric])
+                read.other_missing.setdefault(metric, set()).update(
+                    missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, chip))
+                )
+                read.frames.append(other.assign(metric_set=metric, **keys))
+        if (r.run.directory / "trace.json").is_file():
+            read.traces.append(str(r.run.directory / "trace.json"))
+    return read
+
+
+def unequal_launches(cores: pd.DataFrame, cfg: Mapping[str, Any]) -> str | None:
+    """Every rank must bring the same number of launches (pmu.launch_count when collected here): a rank with fewer
+    would make per-launch and pooled statistics compare different launches. The problem, or None."""
+    launches = {rank: len(cores[cores["rank"] == rank][["kernel", "launch"]].drop_duplicates()) for rank in launches_per_rank(cores)}
+    wanted = cfg["pmu"]["launch_count"] if cfg["mode"] == "collect" else max(launches.values())
+    short = sorted(rank for rank, n in launches.items() if n != wanted)
+    if not short:
+        return None
+    return (
+        f"launches per rank differ: {wanted} expected"
+        + (" (pmu.launch_count)" if cfg["mode"] == "collect" else " (the most any rank has)")
+        + ", but "
+        + ", ".join(f"rank {r} has {launches[r]}" for r in short[:8])
+        + (f" and {len(short) - 8} more ranks" if len(short) > 8 else "")
+        + " (msopprof profiles at most the matching launches the driver makes: pmu.iterations, after pmu.launch_skip_before_match)"
+    )
+
+
+def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
+    """The stage, once its needed parts are ok: read, check coverage and launches, write metrics, cores, roles.json."""
+    cfg = run.config
+    world = world_ranks(cfg)
+    requested = requested_metric_csvs(cfg["pmu"]["metrics"])
+    try:
+        read = read_pmu_runs(run.raw_dir("pmu_dir"), cfg, run.params["identity"])
+    except (OpprofFormatError, RankIdentityError) as exc:
+        return run.status("invalid", str(exc))
+    frames, ranks_with_data, absent_csvs, other_missing = read.frames, read.ranks_with_data, read.absent_csvs, read.other_missing
+    covered = coverage_of(world, ranks_with_data, cfg["stats"]["min_rank_coverage"])
+    outside = sorted(set(ranks_with_data) - set(covered.found))
+    if outside:
+        return run.status("invalid", f"PipeUtilization data for {name_ranks(outside)}, outside the config's {world} ranks (0..{world - 1})")
+    if not covered.enough:
+        return run.status(
+            "invalid",
+            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)",
+            details={"coverage": covered.as_dict()},
+        )
+    if absent_csvs:
+        listing = "; ".join(f"{m}: {', '.join(where[:5])}{' and more' if len(where) > 5 else ''}" for m, where in absent_csvs.items())
+        return run.status("invalid", f"pmu.metrics asks for {', '.join(requested)} but msopprof wrote no CSV for {listing}")
+    metrics = pd.concat(frames, ignore_index=True)
+    cores = per_core(metrics[metrics["metric_set"] == "PipeUtilization"], cfg["kernel"]["roles"])
+    problem = unequal_launches(cores, cfg)
+    if problem:
+        return run.status("invalid", problem)
+    stats = role_statistics(cores)
+    metric_sets = {m: {**metric_set_by_role(metrics[metrics["metric_set"] == m], cores), "missing_columns": sorted(other_missing[m])} for m in other_missing}
+    meta = {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
+    write_parquet_atomic(
+        run.outputs["metrics"],
+        metrics[["rank", "node", "device", "launch", "kernel", "metric_set", "block_id", "sub_block_id", "core_kind", "metric", "value"]],
+        meta,
+    )
+    write_parquet_atomic(run.outputs["cores"], cores, meta)
+    result = roles_result(run, read, cores, stats, metric_sets, covered, parts)
+    write_json_atomic(run.outputs["stats"], result)
+    validations, bad = pmu_validations(result, read.missing, covered, metrics)
+    if not bad.empty:
+        sets = ", ".join(sorted(bad["metric_set"].unique()))
+        return run.status("invalid", f"{sets} has ratios outside [0, 1]: not a fraction as msopprof writes it", validations=validations)
+    reason = pmu_reason(result, cores, covered)
+    return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
+
+
+def roles_result(
+    run: StageRun, read: PmuRead, cores: pd.DataFrame, stats: dict[str, Any], metric_sets: dict[str, Any], covered: Coverage, parts: Mapping[str, Status]
+) -> dict[str, Any]:
+    """roles.json: the role statistics (pooled and per launch), the busiest role against its peers, heatmaps, orders."""
+    cfg, runs, missing, chips, traces = run.config, read.runs, read.missing, read.chips, read.traces
+    by_time, by_miss = ordering(stats, "aiv_time_us_median"), ordering(stats, "aiv_icache_miss_rate_median")
+    entry = parts.get("pmu_collect").details.get("entry") if "pmu_collect" in parts else "import"
+    result = {
+        "toolchain": run.toolchain,
+        "source": run.source,
+        "entry": entry,
+        "chips": sorted(chips),
+        "kernel": sorted({r.kernel for r in runs}),
+        "roles_assumption": "kernel.roles maps AIV index (vector rows by block_id, then sub-block) to roles: a configured assumption to verify against your commit's tiling",
+        "launches": sorted(int(n) for n in cores["launch"].unique()),
+        "roles_pooling": "role statistics pool every rank, core and launch; roles_by_launch holds each launch alone",
+        "roles": stats,
+        "roles_by_launch": role_statistics_by_launch(cores),
+        "metric_sets": metric_sets,
+        "busiest": busiest(cores, cfg["pmu"]["busiest_min_excess"], cfg["pmu"]["busiest_alpha"]),
+        "roles_check": role_boundaries(cores, cfg["kernel"]["roles"]),
+        "replay_note": REPLAY_NOTE,
+        "heatmaps": core_grids(cores, cfg["kernel"]["roles"]),
+        "order_by_aiv_time": by_time,
+        "order_by_icache_miss_rate": by_miss,
+        "longest_cores": longest_cores(cores),
+        "per_rank": per_rank_roles(cores),
+        "missing_columns": sorted(missing),
+        "traces": traces,
+        "rank_mapping": sorted({r.how for r in runs}),
+        "inferred_ranks": sorted({r.rank for r in runs if r.how.startswith("inferred")}),
+        "coverage": {**covered.as_dict(), "sentence": covered.sentence()},
+    }
+    result["summary"] = {
+        "entry": entry,
+        "launches": len(result["launches"]),
+        "metric_sets": sorted(metric_sets),
+        "roles": {
+            role: {
+                k: v[k]
+                for k in (
+                    "cores",
+                    "aiv_time_us_median",
+                    "aiv_time_us_max",
+                    "aiv_icache_miss_rate_median",
+                    "aiv_icache_miss_rate_max",
+                    "busy_us_median_low",
+                    "busy_us_median_high",
+                    "no_pipe_us_median",
+                )
+            }
+            for role, v in stats.items()
+        },
+        "busiest": result["busiest"],
+        "missing_columns": sorted(missing),
+        "coverage": result["coverage"],
+    }
+    return result
+
+
+def pmu_validations(result: Mapping[str, Any], missing: set[str], covered: Coverage, metrics: pd.DataFrame) -> tuple[list[Validation], pd.DataFrame]:
+    """The stage's checks, and the ratio rows outside [0, 1] (any makes the stage invalid)."""
+    metric_sets = result["metric_sets"]
+    validations = [
+        Validation("columns provided", not missing, "warning", f"not provided by this tool version: {', '.join(sorted(missing))}" if missing else "all"),
+        Validation("every rank has PMU data", covered.complete, "warning", f"analysed {covered.sentence()}"),
+    ]
+    if result["inferred_ranks"]:
+        validations.append(
+            Validation("rank mapping", False, "warning", f"{len(result['inferred_ranks'])} ranks numbered from device ids (cluster.infer_rank): inferred")
+        )
+    for m, v in metric_sets.items():
+        gone = v["missing_columns"]
+        validations.append(Validation(f"{m} columns provided", not gone, "warning", f"not provided by this tool version: {', '.join(gone)}" if gone else "all"))
+    ratios = metrics[metrics["metric"].str.endswith(("_ratio", "_miss_rate"))]
+    bad = ratios[(ratios["value"] < 0) | (ratios["value"] > 1)]
+    validations.append(Validation("ratios and miss rates within [0, 1]", bad.empty, "error", f"{int(ratios['value'].notna().sum())} values"))
+    return validations, bad
+
+
+def pmu_reason(result: Mapping[str, Any], cores: pd.DataFrame, covered: Coverage) -> str:
+    stats, by_time, by_miss, metric_sets = result["roles"], result["order_by_aiv_time"], result["order_by_icache_miss_rate"], result["metric_sets"]
+    top, busy = stats[by_time[0]], result["busiest"]
+    n_cores = len(cores[["rank", "aiv_index"]].drop_duplicates())
+    reason = (
+        ("PARTIAL COVERAGE " if not covered.complete else "")
+        + f"{n_cores} vector cores on {covered.sentence()}, {len(result['launches'])} {'launch' if len(result['launches']) == 1 else 'launches'} each (role statistics pooled over launches, "
+        "also per launch in roles.json)"
+        + (f"; also {', '.join(sorted(metric_sets))} per role" if metric_sets else "")
+        + "; "
+        + (
+            f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{100 * busy['ranked_excess_ratio']:.0f}% busy{'' if busy['ranked_by'] == 'busy_us_high' else ' without the scalar pipe'}, "
+            f"+{busy['excess_us_per_launch']:.1f} us per core and launch over the role's median); "
+            if busy
+            else ""
+        )
+        + f"longest role {by_time[0]} (median aiv_time {top['aiv_time_us_median']:.1f} us, waits included); "
+        f"highest I-cache miss rate {by_miss[0]} (median {100 * (stats[by_miss[0]]['aiv_icache_miss_rate_median'] or 0):.1f}%)"
+    )
+    return reason

@@ -1,0 +1,254 @@
+"""Stage report: render report.html, report.md and summary.json from whatever the stages left.
+
+Every stage's part of the report is built the same way (``Section``): its stats file, read unless a placeholder, and
+its status give what the templates render and the summary that the answer paragraph and summary.json read. No
+pandas: the report job should cost its rendering only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow.parquet as pq
+
+from dispatchprof.report.artifacts import artifact_guide
+from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries
+from dispatchprof.report.figures import render_figures
+from dispatchprof.report.html import embed_png, render
+from dispatchprof.report.markdown import spaced_tables
+from dispatchprof.report.summary import answer_paragraph, build_summary, next_steps
+from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
+from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
+from dispatchprof.shell.stage import StageRun
+from dispatchprof.shell.status import Status, read_status
+
+TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+Link = Callable[[str], str]
+
+
+def shown_value(value: object, width: int = 100) -> str:
+    """A setting's value as compact JSON, cut at ``width`` characters."""
+    text = json.dumps(value, separators=(", ", ": "))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def shown_shape(cfg: dict) -> dict:
+    """The shape the data was measured with: the config's when collected here; for imported data only what
+    analyze.shape gives, every other key "not known" (shape: describes what this workflow would run)."""
+    if cfg["mode"] == "collect":
+        return {**cfg["shape"], "known": True}
+    given = cfg["analyze"]["shape"] or {}
+    return {**{key: given.get(key, "not known") for key in SHAPE_KEYS}, "known": bool(given)}
+
+
+def collect_parts(experiment: str, statuses: dict) -> dict:
+    """Each stage's collect part, where a replay run records its checks (the stage's final status folds it away)."""
+    parts = {}
+    for stage in statuses:
+        root = Path("results") / experiment / stage
+        if (root / "collect" / "status.json").is_file():
+            parts[stage] = read_status(root / "collect" / "status.json")
+        for path in sorted(root.glob("*/collect/status.json")):  # a stage of several runs (pipe_timeline/pipe, /instr)
+            parts[f"{stage}/{path.parent.parent.name}"] = read_status(path)
+    return parts
+
+
+def not_provided(evidence: dict) -> dict:
+    """Metrics a stage that ran could not provide (the stage's own lists; never read as 0)."""
+    pmu, pcs = evidence.get("pmu") or {}, evidence.get("pcsampling") or {}
+    out = {"pmu": list(pmu.get("missing_columns") or [])}
+    for name, t in (pmu.get("metric_sets") or {}).items():
+        out["pmu"] += [f"{name}: {c}" for c in dict.fromkeys((t.get("not_provided") or []) + (t.get("missing_columns") or []))]
+    if pcs and not pcs.get("stalls"):
+        out["pcsampling"] = ["SIMT stall samples (no TopStallReason block)"]
+    return out
+
+
+@dataclass
+class Section:
+    """One stage's part of the report: what the templates render, and what the answer and summary.json read."""
+
+    context: dict[str, Any]
+    summary: dict[str, Any] | None
+
+
+def stats_of(path: str) -> dict[str, Any] | None:
+    """A stage's stats file; None when it is the placeholder of a stage that produced nothing."""
+    data = json.loads(Path(path).read_text())
+    return None if data.get("placeholder") else data
+
+
+def evidence_section(path: str, status: Status, link: Link) -> Section | None:
+    """PMU, PC sampling, probe: shown when the stage is ok, its stats linked."""
+    data = stats_of(path)
+    if data is None or not status.ok:
+        return None
+    return Section({**data, "link": link(path)}, data["summary"])
+
+
+def debugclock_section(path: str, status: Status, link: Link) -> Section | None:
+    """DebugClock when it is ok: its phase charts and heat maps, and the summary with the DEBUG_CLOCK_ON overhead."""
+    data = stats_of(path)
+    if data is None or not status.ok:
+        return None
+    from dispatchprof.report.debugclock import section  # its SVGs: only for a report that has DebugClock data
+
+    overhead = {k: data["overhead"][k] for k in ("on_median_us", "off_median_us", "ratio")} if data.get("overhead") else None
+    return Section(section(data), {**data["summary"], "overhead": overhead})
+
+
+def pipe_timeline_section(path: str, status: Status, link: Link) -> Section | None:
+    """The pipe timeline whenever a run was parsed, with links to its trace files: its runs' states are inside, so it
+    is shown even when another run was refused and the stage is not ok."""
+    data = stats_of(path)
+    if data is None:
+        return None
+    for entry in data["runs"].values():
+        entry["trace_links"] = [link(t) if not Path(t).is_absolute() else t for t in entry.get("traces", [])]
+    return Section({**data, "link": link(path)}, data["summary"])
+
+
+# stage -> (its stats input, its section builder)
+SECTIONS: dict[str, tuple[str, Callable[[str, Status, Link], Section | None]]] = {
+    "pmu": ("pmu_stats", evidence_section),
+    "pcsampling": ("pcsampling_stats", evidence_section),
+    "probe": ("probe_stats", evidence_section),
+    "debugclock": ("debugclock_stats", debugclock_section),
+    "pipe_timeline": ("pipe_timeline_stats", pipe_timeline_section),
+}
+
+
+def baseline_context(run: StageRun, status: Status, link: Link) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The baseline's context (stats, plots) and summary, when it is ok."""
+    if not status.ok:
+        return None, None
+    stats = json.loads(Path(run.inputs["baseline_stats"]).read_text())
+    plot_dir = Path(run.inputs["baseline_plots"])
+    return {
+        "stats": stats,
+        "link": link(run.inputs["baseline_stats"]),
+        "parquet": link(str(Path(run.inputs["baseline_stats"]).with_name("latency.parquet"))),
+        "plots": {name: embed_png(plot_dir / f"{name}.png") for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")},
+        "timeline_minus_kernel": None,
+    }, stats["summary"]
+
+
+def timeline_context(run: StageRun, link: Link) -> dict[str, Any] | None:
+    """The merged timeline with every per-rank drill-down and the next steps its causes suggest; None without data."""
+    timeline_stats = stats_of(run.inputs["timeline_stats"])
+    if timeline_stats is None:
+        return None
+    timeline = {
+        "stats": timeline_stats,
+        "link": link(run.inputs["timeline_stats"]),
+        "trace": link(str(Path(run.inputs["timeline_stats"]).with_name("merged_trace.json"))),
+        "drilldowns": [],
+    }
+    for path in run.inputs.get("timeline_ranks", []):
+        detail = json.loads(Path(path).read_text())
+        if not detail.get("placeholder"):
+            csv, svg = (link(str(Path(path).with_name(name))) for name in ("launches.csv", "launches.svg"))
+            timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
+    timeline["drilled"] = [d["rank"] for d in timeline["drilldowns"]]
+    timeline["next_steps"] = next_steps(timeline_stats.get("causes") or [], run.experiment)
+    return timeline
+
+
+def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
+    cfg = run.config
+    out_dir = run.outputs["html"].parent
+
+    def link(path: str) -> str:
+        return os.path.relpath(path, out_dir)
+
+    statuses = {stage: read_status(run.inputs[stage]) for stage in run.params["stages"]}
+    env = json.loads(Path(run.inputs["env"]).read_text())
+    build = json.loads(Path(run.inputs["build_record"]).read_text())
+    ranks = pq.ParquetFile(run.inputs["correctness_ranks"]).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)
+    correctness = None
+    if "global_rank" in ranks.column_names:
+        failed = [row for row in ranks.to_pylist() if not row["passed"]]
+        correctness = {"link": link(run.inputs["correctness_ranks"]), "failed_rows": failed}
+    env_nodes, env_warnings = environment_rows(env)
+    sections: dict[str, Any] = {}
+    baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
+    crosscheck = (
+        json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
+        if run.inputs.get("timeline_crosscheck")
+        else {"tool": "msprof-analyze cluster -m compute_op_sum", "state": "skipped", "reason": "timeline.crosscheck is off"}
+    )
+    timeline = timeline_context(run, link)
+    if timeline and statuses["timeline"].ok:
+        sections["timeline"] = timeline["stats"]["summary"]
+        if baseline:
+            baseline["timeline_minus_kernel"] = timeline["stats"]["timeline_minus_kernel_scope_us"]
+    shown: dict[str, dict[str, Any] | None] = {}
+    for stage, (key, build_section) in SECTIONS.items():
+        section = build_section(run.inputs[key], statuses[stage], link)
+        shown[stage] = section.context if section else None
+        sections[stage] = section.summary if section else None
+    pipe_timeline = shown["pipe_timeline"]
+    render_figures(timeline, shown["pmu"], shown["pcsampling"])
+    comparisons = []
+    for path in run.inputs.get("comparisons", []):
+        data = json.loads(Path(path).read_text())
+        comparisons.append({**data, "link": link(path), "html": link(str(Path(path).with_name("comparison.html")))})
+    evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
+    context = {
+        "experiment": run.experiment,
+        "mode": cfg["mode"],
+        "toolchain": run.toolchain,
+        "generated": datetime.datetime.now().isoformat(timespec="seconds"),
+        "kernel_name": cfg["kernel"]["name"],
+        "nodes": cfg["cluster"]["nodes"],
+        "ranks_per_node": cfg["cluster"]["ranks_per_node"],
+        "world": world_ranks(cfg),
+        "transport": cfg["deepep"]["transport"] if cfg["mode"] == "collect" else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
+        "shape": shown_shape(cfg),
+        "roles": cfg["kernel"]["roles"],
+        "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
+        "env_nodes": env_nodes,
+        "env_warnings": env_warnings,
+        "timeline": timeline,
+        "crosscheck": crosscheck,
+        "comparisons": comparisons,
+        "pmu": shown["pmu"],
+        "pcsampling": shown["pcsampling"],
+        "debugclock": shown["debugclock"],
+        "pipe_timeline": pipe_timeline,
+        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections, comparisons),
+        "baseline": baseline,
+        "correctness": correctness,
+        "probe": shown["probe"],
+        "open_boundaries": open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
+        "artifact_guide": artifact_guide(
+            Path("results") / run.experiment,
+            {k: v for k, v in cfg["analyze"].items() if k == "latency_csv" or k.endswith("_dir")} if cfg["mode"] == "analyze" else {},
+            out_dir,
+            cfg["report"]["insight_version"],
+            run.toolchain,
+        ),
+        "cautions": {"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
+        "analysis_settings": [(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
+        "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
+    }
+    write_text_atomic(run.outputs["html"], render(templates, context))
+    write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
+    summary = build_summary(
+        run.experiment,
+        run.toolchain,
+        cfg["mode"],
+        statuses,
+        {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")},
+    )
+    # pipe_timeline: present whenever a run was parsed (its runs' states inside), even if another run was refused
+    summary["pipe_timeline"] = sections["pipe_timeline"]
+    write_json_atomic(run.outputs["summary"], summary)
+    not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
+    reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
+    return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])

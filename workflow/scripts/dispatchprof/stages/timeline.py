@@ -1,0 +1,256 @@
+"""Stage timeline, the merge: fold the node groups' parts and coverage, then per-rank statistics, the waits
+(coupling, node clocks, causes), the longest-duration view, gaps, call chain, and the merged trace.
+
+No pandas, no pyarrow.compute: the merge reads the parse jobs' Parquet as numpy columns (tests/unit/test_job_imports).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dispatchprof.analysis import waits
+from dispatchprof.analysis.latency import percentile
+from dispatchprof.analysis.rank_identity import Coverage, coverage_of
+from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel, used_launches
+from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
+from dispatchprof.shell.config import world_ranks
+from dispatchprof.shell.stage import StageRun
+from dispatchprof.shell.status import Status, Validation, fold, read_status
+
+LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
+
+
+@dataclass
+class CoverageFold:
+    """The node groups' coverage rows as one table, and what they say: which ranks were found, why others were not."""
+
+    table: pa.Table
+    covered: Coverage
+    summary: dict[str, Any]
+    absent_rows: list[dict[str, Any]]
+
+
+def fold_coverage(node_tables: Iterable[pa.Table], world: int, min_fraction: float) -> CoverageFold:
+    parts_with_rows = [t for t in node_tables if "global_rank" in t.column_names]  # a skipped part's placeholder has none
+    table = pa.concat_tables(parts_with_rows, promote_options="default") if parts_with_rows else pa.table({})
+    rows = table.to_pylist()
+    covered = coverage_of(world, [r["global_rank"] for r in rows if r["state"] == "found"], min_fraction)
+    absent_rows = [r for r in rows if r["state"] != "found"]
+    summary = {
+        **covered.as_dict(),
+        "sentence": covered.sentence(),
+        "why_missing": {str(int(r["global_rank"])): str(r["detail"]) for r in absent_rows},
+    }
+    return CoverageFold(table, covered, summary, absent_rows)
+
+
+def longest_of(grid: waits.LaunchGrid, waited: Mapping[str, Any], causes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rank with the longest durations, labelled so that it is never read as "slowest" when the ranks are coupled."""
+    if len(grid.ranks) > 1:
+        longest = longest_duration(grid.ranks.tolist(), grid.duration)
+    else:  # one rank has no peer to be longer than: "slowest on rank 0 (100%)" would be an empty claim
+        longest = {
+            "rank": None,
+            "ranks": [],
+            "fraction": None,
+            "kind": "not compared: a single rank has no peers",
+            "launches_compared": 0,
+            "per_rank_fraction": {},
+        }
+    blamed = {r for c in causes for r in c["ranks"]}
+    if waited["coupling"]["state"] != "coupled":
+        longest["label"] = "longest"
+    elif longest["rank"] in blamed or set(longest["ranks"]) & blamed:
+        longest["label"] = "longest, a named cause"  # a cause is never called a waiting rank
+    else:
+        longest["label"] = "waits longest"
+    return longest
+
+
+def rank_mapping(details: Mapping[int, Mapping[str, Any]], covered: Coverage, infer_rank: str) -> dict[str, Any]:
+    inferred = sorted(r for r, d in details.items() if d.get("present") and str(d.get("mapping") or "").startswith("inferred"))
+    return {
+        "how": sorted({str(d["mapping"]) for d in details.values() if d.get("mapping")}),
+        "inferred_ranks": inferred,
+        "rule": infer_rank,
+        "note": (
+            f"{len(inferred)} of {len(covered.found)} ranks were numbered from device ids (cluster.infer_rank: {infer_rank}); "
+            "neither the tool (rank_id -1) nor our identity sidecar recorded them"
+            if inferred
+            else None
+        ),
+    }
+
+
+def timeline_stats(
+    run: StageRun,
+    parts: Mapping[str, Status],
+    fold_: CoverageFold,
+    used: Mapping[str, np.ndarray],
+    details: Mapping[int, Mapping[str, Any]],
+    baseline: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """stats.json of the merge (with its ``summary``), and the waits analysis it was built from."""
+    cfg = run.config
+    launch_grid = waits.grid(
+        used["rank"],
+        used["launch"],
+        {c: used[c].astype(float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
+        cfg["cluster"]["ranks_per_node"],
+    )
+    waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], fold_.summary["missing"], cfg["stats"]["bootstrap"])
+    strag = waited["straggler"]
+    causes = strag.pop("causes")
+    longest = longest_of(launch_grid, waited, causes)
+    gaps = used["gap_ns"].astype(float)
+    gaps = gaps[~np.isnan(gaps)] / 1000
+    symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
+    base_ranks = baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
+    difference = timeline_minus_kernel(details, base_ranks)
+    mapping = rank_mapping(details, fold_.covered, cfg["cluster"]["infer_rank"])
+    stats: dict[str, Any] = {
+        "toolchain": run.toolchain,
+        "source": run.source,
+        "kernel_name": ",".join(symbols),
+        "pattern": cfg["kernel"]["name"],
+        "coverage": fold_.summary,
+        "coverage_rows": fold_.absent_rows,
+        "rank_mapping": mapping,
+        "per_rank": {
+            str(r): {
+                "launches": d["launches"],
+                "median_us": d["median_us"],
+                "p95_us": d["p95_us"],
+                "skipped": d["skipped"],
+                "node": d.get("node"),
+                "device": d.get("device"),
+                "pid": d.get("pid"),
+            }
+            for r, d in sorted(details.items())
+        },
+        "causes": causes,
+        "straggler": strag,
+        "longest_duration": longest,
+        "coupling": waited["coupling"],
+        "node_clock": waited["node_clock"],
+        "entry_wait_us": waited["entry_wait_us"],
+        "entry_wait_heatmap": waited["entry_wait_heatmap"],
+        "rank_offsets": strag.pop("rank_offsets"),
+        "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
+        "call_chain": merged_call_chain(details.values(), cfg["timeline"]["known_kernels"]),
+        "call_chain_scope": (
+            f"other kernels starting between consecutive target launches, over the first {cfg['timeline']['call_chain_launches']} launch intervals of each rank (timeline.call_chain_launches)"
+            if cfg["timeline"]["call_chain_launches"]
+            else "other kernels starting between consecutive target launches, over every launch interval of each rank"
+        ),
+        "timeline_minus_kernel_scope_us": {
+            "per_rank": difference,
+            "median": float(np.median(list(difference.values()))) if difference else None,
+            "definition": "timeline kernel duration (msprof, median per rank) minus the baseline's kernel-scope latency (median per rank): "
+            "the in-kernel entry barrier wait plus profiler overhead, which this data cannot separate. Listed apart from both.",
+        },
+        "alignment": "ranks aligned by launch index of the target kernel",
+        # provenance of the msprof databases (META_DATA SCHEMA_VERSION): readers are checked against 1.2.0
+        "schema_versions": sorted({v for p in parts.values() for v in (p.details or {}).get("schema_versions", [])}),
+    }
+    stats["summary"] = {
+        "kernel_name": stats["kernel_name"],
+        "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
+        "causes": [{k: c.get(k) for k in waits.CAUSE_KEYS} for c in causes[:5]],
+        "straggler": {k: strag.get(k) for k in (*waits.STRAGGLER_KEYS, "explanation")},
+        "excess": strag["excess"],
+        "waiting": strag["waiting"],
+        "notes": strag["notes"],
+        "longest_duration": {"rank": longest["rank"], "ranks": longest["ranks"], "fraction": longest["fraction"], "label": longest["label"]},
+        "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
+        "node_clock": waited["node_clock"],
+        "coverage": fold_.summary,
+        "rank_mapping": mapping,
+        "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
+    }
+    return stats, waited
+
+
+def clock_corrected_trace(run: StageRun, used: Mapping[str, np.ndarray], details: Mapping[int, Mapping[str, Any]], waited: Mapping[str, Any]) -> Any:
+    """The merged trace, on node clocks corrected by the waits' offsets and drifts when every node has one and the
+    ranks are coupled (a pure barrier's ends), otherwise on the raw clocks."""
+    cfg = run.config
+    offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
+    corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
+    drifts = {int(n): c["drift_ppm"] for n, c in waited["node_clock"].items() if c.get("drift_ppm")}  # an unresolved drift is None: left out
+    reference = next((c["reference_us"] for c in waited["node_clock"].values() if c.get("reference_us") is not None), 0.0)
+    return merged_trace(
+        used,
+        details,
+        cfg["timeline"]["align_launch"],
+        cfg["timeline"]["trace_launches"],
+        offsets if corrected else None,
+        toolchain=run.toolchain,
+        node_drift_ppm=drifts if corrected else None,
+        drift_reference_us=reference,
+    )
+
+
+def timeline(run: StageRun) -> Status:
+    cfg = run.config
+    parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
+    parts.update({f"nodes{g}": read_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
+    fold_ = fold_coverage((pq.ParquetFile(p).read() for p in run.inputs["coverage"]), world_ranks(cfg), cfg["stats"]["min_rank_coverage"])
+    write_table_parquet_atomic(run.outputs["coverage"], fold_.table, {"dispatchprof.toolchain": run.toolchain})
+    covered, coverage_summary = fold_.covered, fold_.summary
+    coverage_only = {"toolchain": run.toolchain, "coverage": coverage_summary, "coverage_rows": fold_.absent_rows}  # stats when nothing is analysed
+    if not all(p.ok for p in parts.values()):
+        write_json_atomic(run.outputs["stats"], coverage_only)
+        status = fold("timeline", run.experiment, run.toolchain, parts)
+        status.details = {"coverage": coverage_summary}
+        return status
+    if not covered.enough:
+        write_json_atomic(run.outputs["stats"], coverage_only)
+        return run.status(
+            "invalid",
+            f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
+            if covered.found
+            else f"no rank has launches of kernel.name {cfg['kernel']['name']!r}: " + "; ".join(list(coverage_summary["why_missing"].values())[:1]),
+            upstream={k: p.state for k, p in parts.items()},
+            details={"coverage": coverage_summary},
+        )
+    details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
+    # The used launches as numpy columns, chosen one node group at a time (each group's table is freed before the
+    # next is read). Arrow allocates from the system allocator here, so that what it frees goes back to numpy.
+    pa.set_memory_pool(pa.system_memory_pool())
+    used = used_launches(pq.ParquetFile(p).read(columns=LAUNCH_COLUMNS) for p in run.inputs["launches"])
+    baseline = json.loads(Path(run.inputs["baseline_stats"]).read_text())
+    stats, waited = timeline_stats(run, parts, fold_, used, details, baseline)
+    trace = clock_corrected_trace(run, used, details, waited)
+    stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
+    write_json_atomic(run.outputs["stats"], stats)
+    write_text_atomic(run.outputs["trace"], trace.json_text() + "\n")  # tens of thousands of events: no pretty-printing
+    strag = stats["straggler"]
+    if len(covered.found) == 1:
+        only = stats["per_rank"][str(covered.found[0])]
+        reason = f"{stats['kernel_name']} on a single rank ({covered.sentence()}): {only['launches']} launches, median {only['median_us']:.1f} us; no peers to compare"
+    else:
+        reason = f"{stats['kernel_name']} on {covered.sentence()}, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
+    validations = [
+        Validation(
+            "every rank has timeline data",
+            covered.complete,
+            "warning",
+            f"analysed {covered.sentence()}; " + "; ".join(f"rank {r}: {d}" for r, d in list(coverage_summary["why_missing"].items())[:4]),
+        )
+    ]
+    return run.status(
+        "ok",
+        reason,
+        upstream={k: p.state for k, p in parts.items()},
+        artifacts=[str(p) for p in run.outputs.values()],
+        details={"coverage": coverage_summary},
+        validations=validations,
+    )
