@@ -150,7 +150,7 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
 def test_a_knob_set_to_zero_reaches_the_stand_in_and_an_unset_one_does_not():
     # rank 0, node 0 and a probability or lateness of 0 are values: dropped, the stand-in's defaults (late_us 50,
     # late_prob 1.0) would act in every launch instead
-    from dispatchprof.toolchain import resolve
+    from dispatchprof.tools.toolchain import resolve
 
     config = merged({"sim": {"late_rank": 0, "late_us": 0, "late_prob": 0, "slow_rank": 0, "late_node": 0}})
     validate(config, str(SCHEMA_PATH), set_default=True)
