@@ -402,13 +402,13 @@ def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.
 PERSISTENT_FRACTION = 0.5  # "in most launches": a majority, so that at most one set of ranks can be persistent
 
 
-def persistent_late_ranks(size: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """The grid columns that are in the late set (late_sets) of most launches: a slowdown present in every launch (a
-    slow rank, a slow sender) splits into many per-launch sets (its receivers end late with it, in a varying
-    staircase), each rare, while its own ranks stay in nearly all of them."""
-    if not len(order):
+def persistent_late_ranks(member: np.ndarray) -> np.ndarray:
+    """The grid columns that are in the late set (``member``, late_members) of most launches: a slowdown present in
+    every launch (a slow rank, a slow sender) splits into many per-launch sets (its receivers end late with it, in a
+    varying staircase), each rare, while its own ranks stay in nearly all of them."""
+    if not len(member):
         return np.zeros(0, int)
-    return np.sort(np.flatnonzero(late_members(size, order).mean(axis=0) > PERSISTENT_FRACTION))
+    return np.flatnonzero(member.mean(axis=0) > PERSISTENT_FRACTION)
 
 
 def late_members(size: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -430,18 +430,21 @@ def core_candidate(acc: Account, ranks: np.ndarray, core: np.ndarray, member: np
     cols = np.flatnonzero(member[rows].any(axis=0)) if rows.any() else core
     others_last = np.where(member, -np.inf, acc.end).max(axis=1, keepdims=True)
     shift = np.where(rows[:, None] & member[:, cols], np.maximum(0.0, acc.end[:, cols] - others_last), 0.0)
-    lead = shift.max(axis=1)
+    cand = _late_ending(acc, [int(ranks[j])], cols, shift, own_min)
+    together = member[cand.struck][:, cols].mean(axis=0) if cand.struck.any() else np.zeros(len(cols))
+    # late with it in at least 10% of the launches it struck, most often first
+    cand.facts["with_ranks"] = [int(ranks[c]) for c, f in sorted(zip(cols, together), key=lambda x: -x[1]) if c != j and f >= 0.1]
+    return cand
+
+
+def _late_ending(acc: Account, named: list[int], cols: np.ndarray, end_shift: np.ndarray, own_min: float) -> Candidate:
+    """A named late-ending set (``named``: its ranks) from the end delays that bring its ``cols`` down to the others'
+    last: struck where that lead exceeds own_min, carried into the next arrival in the launch period."""
+    lead = end_shift.max(axis=1)
     struck = lead > own_min
-    shift = np.where(struck[:, None], shift, 0.0)
-    together = member[struck][:, cols].mean(axis=0) if struck.any() else np.zeros(len(cols))
-    companions = [int(ranks[c]) for c, f in sorted(zip(cols, together), key=lambda x: -x[1]) if c != j and f >= 0.1]
-    facts = {
-        "lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0,
-        "late_ending_ranks": [int(ranks[j])],
-        "persistent": True,
-        "with_ranks": companions,  # late with it in at least 10% of the launches it struck, most often first
-    }
-    return Candidate("in_kernel", None, None, [int(ranks[j])], cols, carried(shift, acc.follows), shift, struck, facts)
+    end_shift = np.where(struck[:, None], end_shift, 0.0)
+    facts = {"lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0, "late_ending_ranks": named, "persistent": True}
+    return Candidate("in_kernel", None, None, named, cols, carried(end_shift, acc.follows), end_shift, struck, facts)
 
 
 def persistent_candidate(acc: Account, ranks: np.ndarray, cols: np.ndarray, own_min: float) -> Candidate:
@@ -453,12 +456,7 @@ def persistent_candidate(acc: Account, ranks: np.ndarray, cols: np.ndarray, own_
     mask = np.zeros(acc.end.shape[1], bool)
     mask[cols] = True
     others_last = acc.end[:, ~mask].max(axis=1, keepdims=True)
-    end_shift = np.maximum(0.0, acc.end[:, cols] - others_last)
-    lead = end_shift.max(axis=1)
-    struck = lead > own_min
-    end_shift = np.where(struck[:, None], end_shift, 0.0)
-    facts = {"lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0, "late_ending_ranks": ranks[cols].tolist(), "persistent": True}
-    return Candidate("in_kernel", None, None, ranks[cols].tolist(), cols, carried(end_shift, acc.follows), end_shift, struck, facts)
+    return _late_ending(acc, ranks[cols].tolist(), cols, np.maximum(0.0, acc.end[:, cols] - others_last), own_min)
 
 
 def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mapping[str, Any]) -> list[Candidate]:
@@ -503,8 +501,8 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     lead = np.where(size == 1, gap, 0.0)
     across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
     own_min = float(waits["own_work_min_us"])
-    persistent = persistent_late_ranks(size, order) if acc.ends_across_nodes else np.zeros(0, int)
     member = late_members(size, order)
+    persistent = persistent_late_ranks(member) if acc.ends_across_nodes else np.zeros(0, int)
     # one persistent rank that, where it is late, is mostly late alone is its own work; one that is mostly late with
     # others that end after it (its receivers, waiting for its data) is the core of a late-ending set (below)
     alone = len(persistent) == 1 and float((size[member[:, persistent[0]]] == 1).mean()) > PERSISTENT_FRACTION
