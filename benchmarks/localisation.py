@@ -285,6 +285,7 @@ def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     faults = [r for r in rows if r["fault_run"]]
+    synced = [r for r in faults if r["sync"]]
     errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
     return {
         "runs": len(rows),
@@ -295,9 +296,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
         "cost_error_median": statistics.median(errors) if errors else None,
         "cost_error_max": max(errors) if errors else None,
-        "top_right_fault_runs_with_synchronize_start": sum(r["top_right"] for r in faults if r["sync"]) / max(1, sum(1 for r in faults if r["sync"])),
-        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in faults if r["sync"])
-        / max(1, sum(1 for r in faults if r["sync"])),
+        "top_right_fault_runs_with_synchronize_start": sum(r["top_right"] for r in synced) / max(1, len(synced)),
+        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in synced) / max(1, len(synced)),
         "cost_error_max_with_synchronize_start": max((r["cost_error"] for r in rows if r["sync"] and r["cost_error"] is not None), default=None),
         "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
         "false_alarms": sum(len(r["false_alarms"]) for r in rows),

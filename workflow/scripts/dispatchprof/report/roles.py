@@ -24,6 +24,7 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
     named, cost = straggler.get("rank"), straggler.get("cost_us_per_launch")
     role_us_text = f"{low_us:.1f} to {role_us:.1f}" if low_us is not None and low_us < role_us else f"{role_us:.1f}"
     inner = label[0].lower() + label[1:]  # the label inside a sentence
+    extra = f", {cost:.1f} us per launch" if cost is not None else ""  # the timeline's cost, inside a clause
     if named == rank and cost is not None:
         return (
             f" {label}, {role_us_text} us per launch, stands beside rank {rank}'s cost to the group in the timeline, "
@@ -32,10 +33,8 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
     if named == rank:
         return f" The timeline names rank {rank} too ({straggler.get('evidence')}); {inner} is {role_us_text} us per launch."
     if named is not None:
-        extra = f", {cost:.1f} us per launch" if cost is not None else ""
         return f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); {inner} here is {role_us_text} us per launch."
     if straggler.get("evidence") == "late_ending_node" and straggler.get("node") is not None:
-        extra = f", {cost:.1f} us per launch" if cost is not None else ""
         where = (
             "one of its ranks: its own work is a candidate"
             if rank in (straggler.get("ranks") or [])
@@ -43,12 +42,10 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
         )
         return f" The timeline's top cause is node {straggler['node']}'s late end{extra} (the link into it, or its own work: not established); rank {rank} is {where}; {inner} is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel" and straggler.get("ranks"):
-        extra = f", {cost:.1f} us per launch" if cost is not None else ""
         late = ", ".join(map(str, straggler["ranks"]))
         among = "one of them: this names which" if rank in straggler["ranks"] else "not among them: a peer they wait for"
         return f" The timeline names ranks {late} ending late together{extra}, with no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel":
-        extra = f", {cost:.1f} us per launch" if cost is not None else ""
         return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; {inner} is {role_us_text} us per launch."
     return f" {label} is {role_us_text} us per launch; the timeline names no rank."
 
