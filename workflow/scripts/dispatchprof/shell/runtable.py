@@ -7,6 +7,7 @@ table is what a person reads last. It reads only status files, never measurement
 from __future__ import annotations
 
 import shutil
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -44,19 +45,30 @@ def stage_lines(results: Path, experiments: Iterable[str], stages: Sequence[str]
     return lines
 
 
+MIN_REASON_COLUMN = 30  # narrower than this, a wrapped reason is a column of single words: it goes under its row
+
+
 def format_lines(lines: Sequence[StageLine], width: int | None = None) -> str:
-    """A plain table that fits the terminal: long reasons are cut (the full one is in status.json)."""
+    """A plain table that fits the terminal. A reason is never cut (the finding is the point of the table): it wraps
+    within its column, continued under it; when the terminal leaves the column too narrow, the reason goes on
+    indented lines below its row. Words are not broken, so a path or a command in a reason stays copyable."""
     width = width or shutil.get_terminal_size((120, 24)).columns
     exp_w = max([len("experiment")] + [len(line.experiment) for line in lines])
     stage_w = max([len("stage")] + [len(line.stage) for line in lines])
     state_w = max([len("state")] + [len(line.state) for line in lines])
-    room = max(30, width - exp_w - stage_w - state_w - 6)
+    lead = exp_w + stage_w + state_w + 6
+    room = width - lead
     rows = [f"{'experiment':<{exp_w}}  {'stage':<{stage_w}}  {'state':<{state_w}}  reason"]
     for line in lines:
+        head = f"{line.experiment:<{exp_w}}  {line.stage:<{stage_w}}  {line.state:<{state_w}}  "
         reason = " ".join(line.reason.split())
-        if len(reason) > room:
-            reason = reason[: room - 1] + "…"
-        rows.append(f"{line.experiment:<{exp_w}}  {line.stage:<{stage_w}}  {line.state:<{state_w}}  {reason}")
+        if room >= MIN_REASON_COLUMN:
+            wrapped = textwrap.wrap(reason, room, break_long_words=False, break_on_hyphens=False) or [""]
+            rows.append(head + wrapped[0])
+            rows += [" " * lead + part for part in wrapped[1:]]
+        else:
+            rows.append(head.rstrip())
+            rows += ["    " + part for part in textwrap.wrap(reason, max(20, width - 4), break_long_words=False, break_on_hyphens=False)]
     return "\n".join(rows)
 
 
