@@ -3,10 +3,12 @@
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
+from html import unescape
 from pathlib import Path
 
 import pandas as pd
@@ -380,6 +382,22 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     html = (workflow_copy.root / "results/analyzed/report/report.html").read_text()
     assert "rank 11 arrives" in html and "<title>Entry wait per rank and launch (" in html
     assert '<table id="causes">' in html and "<title>Causes by cost" in html and "results/analyzed/timeline/ranks/rank11/detail.json" in html
+    # issue 33: every snakemake command the report prints runs when copied (this run was started with
+    # --configfile config/config.yaml overlay.yaml, which names the experiment): a dry run of each plans its target
+    markdown = (workflow_copy.root / "results/analyzed/report/report.md").read_text()
+    printed = {unescape(cmd) for cmd in re.findall(r"<code>(snakemake [^<]*)</code>", html)} | set(re.findall(r"`(snakemake [^`]*)`", markdown))
+    assert any("rank11/detail.json" in cmd for cmd in printed) and all("--configfile config/config.yaml overlay.yaml" in cmd for cmd in printed), printed
+    for cmd in sorted(printed):
+        words = shlex.split(cmd)
+        dry = subprocess.run(
+            [sys.executable, "-m", "snakemake", *words[1:], "-n"],
+            cwd=workflow_copy.root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=without_slurm_probe(),
+        )
+        assert dry.returncode == 0 and "MissingRuleException" not in dry.stderr, (cmd, dry.stderr[-2000:])
 
 
 def test_a_rank_whose_msprof_session_never_ended_is_incomplete_and_its_cut_tables_are_not_read(demo_run, workflow_copy, tmp_path):

@@ -19,6 +19,7 @@ from dispatchprof.shell.config import (  # noqa: E402
     schema_problems,
     yaml_booleans_as_words,
 )
+from dispatchprof.shell.invocation import invocation_args  # noqa: E402
 from dispatchprof.shell.stage import skip_final_collection  # noqa: E402
 
 skip_final_collection()  # ~0.2 s of every Snakemake run, dry runs included (dispatchprof.shell.stage)
@@ -113,6 +114,11 @@ for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
     sys.stderr.write(f"Note: {_note}. Lower the timeout to shorten the wait.\n")
 
 COLLECT = config["mode"] == "collect"
+# This run's --configfile and --config words: every snakemake command the report prints carries them, after its
+# targets, so that it runs when copied (dispatchprof.shell.invocation).
+INVOCATION = invocation_args(
+    workflow.config_settings.configfiles, workflow.config_settings.config_args, Path.cwd()
+)
 NODES = list(range(config["cluster"]["nodes"]))
 STAGES = (
     "env_capture",

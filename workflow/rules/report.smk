@@ -42,6 +42,7 @@ rule report:
             "mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"
         ),
         stages=STAGES,
+        invocation=INVOCATION,
         analysis_settings=lambda w: settings_shown(w.experiment),
     script:
         "../scripts/report.py"

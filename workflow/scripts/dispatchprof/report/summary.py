@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_sentence, straggler_of
+from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
 
 SCHEMA = "dispatchprof.summary/3"  # /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
@@ -116,13 +117,17 @@ def name_list(ranks: Sequence[int], limit: int = 8) -> str:
     return "Ranks " + (", ".join(shown[:-1]) + f" and {shown[-1]}" if not more else ", ".join(shown) + more)
 
 
-def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, limit: int = 3) -> list[dict[str, Any]]:
+def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
+    """The command that builds one rank's drill-down, under the run's own --configfile/--config words."""
+    return snakemake_command([f"results/{experiment}/timeline/ranks/rank{rank}/detail.json"], invocation)
+
+
+def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3) -> list[dict[str, Any]]:
     """For each of the top causes: which evidence would confirm it, and the commands that collect or open it, as they
-    work when copied (from the workflow's directory)."""
+    work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words)."""
     steps = []
-    drill = "snakemake --cores 2 results/{exp}/timeline/ranks/rank{rank}/detail.json"
-    pmu = f"snakemake --cores 2 results/{experiment}/pmu/status.json"
-    dclk = f"snakemake --cores 2 results/{experiment}/debugclock/status.json"
+    pmu = snakemake_command([f"results/{experiment}/pmu/status.json"], invocation)
+    dclk = snakemake_command([f"results/{experiment}/debugclock/status.json"], invocation)
     for c in list(causes)[:limit]:
         evidence, rank, ranks = c["evidence"], c.get("rank"), c.get("ranks") or []
         if evidence == "late_arrival" and rank is not None:
@@ -130,19 +135,19 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, limit: int 
                 f"rank {rank}'s host gap (previous kernel end to its next arrival, one clock) in its drill-down: a late host shows a long gap "
                 "in the same launches; then the host side (CPU binding, the launch path, other work on that host)"
             )
-            commands = [drill.format(exp=experiment, rank=rank)]
+            commands = [drill_command(experiment, rank, invocation)]
         elif evidence == "late_arrival":
             confirm = (
                 f"node {c.get('node')}'s hosts: every rank's host gap is long in the same launches (a node-wide host cause: its clock service, its "
                 "CPU load); a node whose gaps are normal but arrives late was still busy with the previous launch (see a late-ending node)"
             )
-            commands = [drill.format(exp=experiment, rank=ranks[0])] if ranks else []
+            commands = [drill_command(experiment, ranks[0], invocation)] if ranks else []
         elif evidence == "own_work":
             confirm = (
                 f"which role on rank {rank} is slow: the PMU's busiest role against the same role on the other ranks, or DebugClock's slots of "
                 f"rank {rank} (its LocalWindowCopy slot, wait plus copy, against its peers)"
             )
-            commands = [pmu, dclk, drill.format(exp=experiment, rank=rank)]
+            commands = [pmu, dclk, drill_command(experiment, rank, invocation)]
         elif evidence == "late_ending_node":
             confirm = (
                 f"link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, node {c.get('node')}'s "
@@ -156,15 +161,11 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, limit: int 
                 f"which of ranks {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
                 "one's own roles are busy, a waiting one's cores poll), DebugClock's slots of these ranks (a waiting one's time is in its wait slots)"
             )
-            commands = [pmu, dclk, *(drill.format(exp=experiment, rank=r) for r in ranks[:2])]
+            commands = [pmu, dclk, *(drill_command(experiment, r, invocation) for r in ranks[:2])]
         else:
             confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
             commands = [pmu, dclk]
-        note = (
-            "DebugClock runs only when the PMU is not ok unless debugclock.when is always; if the run used config files, add them after "
-            "the target, as `--configfile config/config.yaml yours.yaml` (--configfile takes every word after it: a target placed "
-            "after it is read as a config file)"
-        )
+        note = "DebugClock runs only when the PMU is not ok unless debugclock.when is always"
         steps.append(
             {
                 "cause": c.get("explanation") or evidence,
