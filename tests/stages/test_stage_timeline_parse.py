@@ -1,9 +1,11 @@
 """The timeline's parse part as a library function, without Snakemake (the whole DAG: tests/workflow)."""
 
 import json
+import shutil
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import ROOT, stage_run, write_part_status
 from dispatchprof.stages.timeline_parse import timeline_parse
@@ -24,9 +26,9 @@ def simulated_prof(root, launches=5):
     return write_prof(root, {"pid": 4242, "hostname": "n0", "device_id": 0, "rank_id": "0", "start_ns": events[0]["start_ns"]}, events)
 
 
-def parse_run(tmp_path, overlay):
+def parse_run(tmp_path, overlay, skip=1):
     return stage_run(
-        tmp_path, "timeline", outputs=OUTPUTS, params={"needed": [], "nodes": [0, 0], "identity": None, "skip": 1}, overlay=overlay, part="nodes0-0"
+        tmp_path, "timeline", outputs=OUTPUTS, params={"needed": [], "nodes": [0, 0], "identity": None, "skip": skip}, overlay=overlay, part="nodes0-0"
     )
 
 
@@ -53,3 +55,51 @@ def test_a_needed_input_not_ok_skips_the_part(tmp_path):
     collect = write_part_status(tmp_path / "collect" / "status.json", "timeline", "failed", part="collect")
     run = stage_run(tmp_path, "timeline", inputs={"timeline_collect": collect}, outputs=OUTPUTS, params={"needed": ["timeline_collect"]}, part="nodes0-0")
     assert timeline_parse(run).state == "skipped"
+
+
+def parse_and_merge(tmp_path, raw, kernel):
+    """Analyze mode at library level: the node's parse part, then the merge, as the two rules run them."""
+    from dispatchprof.stages.timeline import timeline
+
+    overlay = {**ONE_RANK, "kernel": {"name": kernel}, "analyze": {"timeline_dir": str(raw)}, "timeline": {"crosscheck": "off"}}
+    part = parse_run(tmp_path / "part", overlay, skip=0)  # analyze mode leaves no launch out (skip_launches in common.smk)
+    parsed = part.finish(timeline_parse(part))
+    assert parsed.state == "ok", parsed.reason
+    (tmp_path / "baseline.json").write_text(json.dumps({"placeholder": True}))
+    merge_outputs = {"coverage": "coverage.parquet", "stats": "stats.json", "trace": "trace.json"}
+    inputs = {
+        "parts": [part.status_path],
+        "coverage": [part.outputs["coverage"]],
+        "launches": [part.outputs["launches"]],
+        "ranks": [part.outputs["ranks"]],
+        "baseline_stats": tmp_path / "baseline.json",
+    }
+    merge = stage_run(tmp_path / "merge", "timeline", inputs=inputs, outputs=merge_outputs, params={"needed": [], "groups": ["0-0"]}, overlay=overlay)
+    status = merge.finish(timeline(merge))
+    return status, json.loads(merge.outputs["stats"].read_text())
+
+
+def test_a_json_only_prof_gives_the_timeline_with_exact_medians(tmp_path):
+    """A PROF_ whose export is msprof_*.json alone (no db, no op_summary): the JSON has no op type (None), which pandas 3
+    keeps as NaN through astype(str); it once reached the kernel matcher as a float and crashed the parse job."""
+    from conftest import FIXTURES
+
+    raw = tmp_path / "raw"
+    shutil.copytree(FIXTURES / "msprof-json-only", raw / "node0")
+    status, stats = parse_and_merge(tmp_path, raw, "matmul_kernel")
+    assert status.state == "ok", status.reason
+    # Hand-checked (SOURCE.md): durations 355.962, 348.697, 346.544, 350.332, 347.903 us -> median 348.697 us.
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+
+
+def test_the_real_helix_json_alone_gives_the_timeline(tmp_path):
+    from conftest import FIXTURES
+
+    prof = tmp_path / "raw" / "node0" / "PROF_000001_20260511093035000_HELIXJSONA" / "mindstudio_profiler_output"
+    prof.mkdir(parents=True)
+    shutil.copy(next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")), prof)
+    status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
+    assert status.state == "ok", status.reason
+    # Hand-checked: the five matmul_kernel events have "dur" 6.56, 6.2, 5.78, 6.122, 5.482 (us) -> median 6.122 us,
+    # as op_summary's Task Duration(us) of the same run.
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(6.122, abs=1e-9)
