@@ -103,3 +103,16 @@ def test_the_real_helix_json_alone_gives_the_timeline(tmp_path):
     # Hand-checked: the five matmul_kernel events have "dur" 6.56, 6.2, 5.78, 6.122, 5.482 (us) -> median 6.122 us,
     # as op_summary's Task Duration(us) of the same run.
     assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(6.122, abs=1e-9)
+
+
+def test_an_op_summary_resaved_with_a_bom_gives_the_timeline(tmp_path):
+    """The device check (export_devices) once opened the CSV without utf-8-sig: "header lacks Device_id"."""
+    from conftest import FIXTURES
+
+    prof = tmp_path / "raw" / "node0" / "PROF_000001_20260402160352000_ABCDEFGHIJ"
+    shutil.copytree(FIXTURES / "msprof-real" / "custom_kernel_5_launches", prof)
+    csv = next((prof / "mindstudio_profiler_output").glob("op_summary_*.csv"))
+    csv.write_bytes(b"\xef\xbb\xbf" + csv.read_bytes())
+    status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
+    assert status.state == "ok", status.reason
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)

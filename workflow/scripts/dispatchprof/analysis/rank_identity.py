@@ -61,7 +61,7 @@ def load_identities(directory: str | Path | None) -> dict[tuple[int, int], dict[
     """The identity sidecars of one run, keyed by (node, pid): PIDs repeat across hosts."""
     if not directory or not Path(directory).is_dir():
         return {}
-    records = [json.loads(p.read_text()) for p in sorted(Path(directory).glob("*.json"))]
+    records = [json.loads(p.read_text(encoding="utf-8-sig")) for p in sorted(Path(directory).glob("*.json"))]
     return {(int(r.get("node") or 0), int(r["pid"])): r for r in records if r.get("pid") is not None}
 
 

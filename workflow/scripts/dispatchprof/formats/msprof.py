@@ -59,7 +59,7 @@ def discover(root: Path) -> list[Path]:
 
 def load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(errors="strict"))
+        return json.loads(path.read_text(encoding="utf-8-sig", errors="strict"))  # a re-saved file may start with a BOM
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MsprofFormatError(f"{path}: not valid JSON ({exc})") from exc
 
@@ -101,7 +101,7 @@ def read_prof_info(prof: Path) -> ProfInfo:
     text = prof / "mindstudio_profiler_output"
     errors = []
     for log in sorted((prof / "mindstudio_profiler_log").glob("*.log")):
-        errors += [f"{log.name}: {line.strip()}" for line in log.read_text(errors="replace").splitlines() if "[ERROR]" in line]
+        errors += [f"{log.name}: {line.strip()}" for line in log.read_text(encoding="utf-8-sig", errors="replace").splitlines() if "[ERROR]" in line]
     db = dbs[-1] if dbs else None
     text_dir = text if text.is_dir() else None
     devices_from = "info"
@@ -157,7 +157,7 @@ def export_devices(text_dir: Path) -> list[int]:
         found: set[int] = set()
         for path in summaries:
             try:
-                with open(path, newline="", errors="replace") as handle:
+                with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:  # as formats/text.py reads it
                     reader = csv.reader(handle)
                     header = [c.strip() for c in next(reader, [])]
                     if "Device_id" not in header:
