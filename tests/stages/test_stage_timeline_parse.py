@@ -14,7 +14,7 @@ OUTPUTS = {"coverage": "coverage.parquet", "launches": "launches.parquet", "rank
 ONE_RANK = {"mode": "analyze", "cluster": {"nodes": 1, "ranks_per_node": 1}}
 
 
-def simulated_prof(root, launches=5):
+def simulated_prof(root, launches=5, device=0, rank_id="0"):
     """A PROF_ of one rank, written by the simulator's writer (the code the msprof stand-in uses)."""
     sys.path.insert(0, str(ROOT / "workflow" / "sim"))
     from simprof.prof_writer import write_prof
@@ -23,7 +23,7 @@ def simulated_prof(root, launches=5):
     for i in range(launches):
         events.append({"name": "elastic_dispatch_kernel", "task_type": "AI_VECTOR_CORE", "stream": 1, "task_id": i + 1, "start_ns": t, "dur_ns": 100_000 + i})
         t += 1_000_000
-    return write_prof(root, {"pid": 4242, "hostname": "n0", "device_id": 0, "rank_id": "0", "start_ns": events[0]["start_ns"]}, events)
+    return write_prof(root, {"pid": 4242, "hostname": "n0", "device_id": device, "rank_id": rank_id, "start_ns": events[0]["start_ns"]}, events)
 
 
 def parse_run(tmp_path, overlay, skip=1):
@@ -116,3 +116,14 @@ def test_an_op_summary_resaved_with_a_bom_gives_the_timeline(tmp_path):
     status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
     assert status.state == "ok", status.reason
     assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+
+
+def test_a_prof_of_a_device_that_maps_to_no_rank_says_so_not_that_there_is_no_prof(tmp_path):
+    """A real msprof db of device 2 in a 1x1 cluster: the PROF_ exists, its device cannot map to a rank."""
+    (tmp_path / "raw" / "node0").mkdir(parents=True)
+    simulated_prof(tmp_path / "raw" / "node0", device=2, rank_id="-1")
+    status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "elastic_dispatch_kernel")
+    assert status.state == "invalid"
+    assert "no PROF_ directory for this rank" not in status.reason
+    for said in ("holds device 2", "ranks_per_node is 1", "cluster.infer_rank: device_id", "cluster.infer_rank: device_order"):
+        assert said in status.reason, status.reason

@@ -71,7 +71,7 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     infos = {p: i for found in per_node.values() for p, i in found.items()}
     sources = [s for node, found in per_node.items() for s in prof_sources(node, found)]
     assignments = assign_ranks(sources, rpn, load_identities(run.params["identity"]), cfg["cluster"]["infer_rank"])
-    coverage = coverage_rows(nodes, rpn, assignments, infos)
+    coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"])
     parsed = NodeRangeParse(infos, assignments, coverage)
     tables, ranks, symbols, versions = parsed.tables, parsed.ranks, parsed.symbols, parsed.versions
     for row in coverage:
