@@ -127,3 +127,34 @@ def test_a_prof_of_a_device_that_maps_to_no_rank_says_so_not_that_there_is_no_pr
     assert "no PROF_ directory for this rank" not in status.reason
     for said in ("holds device 2", "ranks_per_node is 1", "cluster.infer_rank: device_id", "cluster.infer_rank: device_order"):
         assert said in status.reason, status.reason
+
+
+def json_that_breaks_the_reader(tmp_path):
+    """A JSON export whose one hardware event has a list for its Task Type: read_msprof_json tests membership in a set
+    and raises TypeError (unhashable), an exception no reader expects."""
+    prof = tmp_path / "raw" / "node0" / "PROF_000001_20260402160352000_BROKENJSON" / "mindstudio_profiler_output"
+    prof.mkdir(parents=True)
+    hw = 4242 << 10
+    events = [
+        {"name": "process_name", "pid": hw, "tid": 0, "ph": "M", "args": {"name": "Ascend Hardware"}},
+        {"name": "matmul_kernel", "pid": hw, "tid": 1, "ts": "1.000", "dur": 1.0, "ph": "X", "args": {"Task Type": ["AI_CORE"]}},
+    ]
+    (prof / "msprof_20260402160352.json").write_text(json.dumps(events))
+    return prof / "msprof_20260402160352.json"
+
+
+def test_a_reader_that_raises_makes_the_part_invalid_with_the_reader_and_file_and_the_traceback_in_the_log(tmp_path, monkeypatch, caplog):
+    from dispatchprof.shell.stage import guarded
+
+    path = json_that_breaks_the_reader(tmp_path)
+    overlay = {**ONE_RANK, "kernel": {"name": "matmul_kernel"}, "analyze": {"timeline_dir": str(tmp_path / "raw")}}
+    run = parse_run(tmp_path, overlay, skip=0)
+    with pytest.raises(TypeError):  # the suite's switch (tests/conftest.py): a bug fails the test
+        guarded(run, timeline_parse)
+    monkeypatch.delenv("DISPATCHPROF_RAISE")
+    status = run.finish(guarded(run, timeline_parse))
+    assert status.state == "invalid"
+    assert status.reason.startswith(f"internal error in msprof_tables.read_msprof_json on {path}: TypeError: ")
+    assert "Traceback" in caplog.text and "read_msprof_json" in caplog.text
+    assert json.loads(run.status_path.read_text())["state"] == "invalid"
+    assert all(p.exists() for p in run.outputs.values())  # placeholders: the DAG and the report go on
