@@ -42,6 +42,8 @@ def test_a_rank_of_the_node_range_is_parsed_into_its_launches(tmp_path):
     assert ranks[0]["present"] and ranks[0]["launches"] == 4  # timeline skip: the first launch left out
     assert pq.read_table(tmp_path / "out" / "launches.parquet").num_rows == 5
     assert (tmp_path / "out" / "plots" / "rank0.svg").is_file()
+    # the chip as the data says it (the stand-in writes both): the db's NPU_INFO and info.json's platform_version
+    assert status.details["chips"] == ["Ascend950PR (NPU_INFO of the db)", "platform_version Ascend950PR (info.json)"]
 
 
 def test_a_node_without_prof_directories_is_ok_and_says_who_is_missing(tmp_path):
@@ -90,6 +92,7 @@ def test_a_json_only_prof_gives_the_timeline_with_exact_medians(tmp_path):
     assert status.state == "ok", status.reason
     # Hand-checked (SOURCE.md): durations 355.962, 348.697, 346.544, 350.332, 347.903 us -> median 348.697 us.
     assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+    assert stats["chips"] == [] and stats["summary"]["chips"] == []  # a bare JSON export names no chip: none is guessed
 
 
 def test_the_real_helix_json_alone_gives_the_timeline(tmp_path):

@@ -147,6 +147,26 @@ def db_devices(path: Path) -> list[int]:
     return sorted(int(d) for (d,) in rows if d is not None and d != HOST_DEVICE)
 
 
+def db_chip_names(path: Path) -> list[str]:
+    """The chip names a db's NPU_INFO(id, name) records (shared/formats/msprof.md §2.1); [] when it has none."""
+
+    def names(conn: sqlite3.Connection, _: Any) -> list[str]:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='NPU_INFO'").fetchone():
+            return []
+        return sorted({str(n) for (n,) in conn.execute("SELECT name FROM NPU_INFO").fetchall() if n not in (None, "")})
+
+    return query_db(path, names, strings=False)[0]
+
+
+def prof_chips(info: ProfInfo, with_db: bool) -> set[str]:
+    """What a PROF_ says of its chip, each with where it says it: info.json's platform_version (msprof's chip model
+    number, e.g. "5" for its CHIP_V4_1_0) and, ``with_db``, the db's NPU_INFO names."""
+    found = {f"platform_version {info.versions['platform_version']} (info.json)"} if info.versions.get("platform_version") else set()
+    if with_db and info.db is not None:
+        found |= {f"{name} (NPU_INFO of the db)" for name in db_chip_names(info.db)}
+    return found
+
+
 HOST_DEVICE = 31  # the host in the JSON pid encoding (pid & 31 == 31, shared/formats/msprof.md §3.4)
 
 

@@ -100,7 +100,9 @@ def read_db(path: Path) -> pd.DataFrame:
 
 def _names(values: pd.Series) -> pd.Series:
     """A name column as plain strings, a missing cell as "" (under pandas 2 and 3 alike)."""
-    return values.astype(object).where(values.notna(), "").astype(str)
+    if values.hasnans:  # only the JSON's op type: the common case (every name present) costs a scan, not a copy
+        values = values.astype(object).where(values.notna(), "")
+    return values.astype(str)
 
 
 def target_kernels_of(
