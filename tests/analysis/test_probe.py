@@ -52,3 +52,51 @@ def test_a_tree_without_traces_has_no_cachemiss_evidence_not_zero():
     result = probe_result(simulator_runs(S / "multi"), top=5)
     assert result["cachemiss"] is None and result["pipe_busy_us"] == {}
     assert result["instr_top"][0]["core"] == "build_descriptors/1/core0.cubecore0"
+
+
+def edited_copy(tmp_path, edit):
+    """The single-kernel fixture copied, each trace.json's events passed through ``edit(core, events)``."""
+    import json
+    import shutil
+
+    root = tmp_path / "sim"
+    shutil.copytree(S / "single", root)
+    for trace in root.glob("OPPROF_*/simulator/**/trace.json"):
+        data = json.loads(trace.read_text())
+        data["traceEvents"] = edit(trace.parent.name, data["traceEvents"])
+        trace.write_text(json.dumps(data))
+    return root
+
+
+def is_cachemiss(e):
+    return e.get("tid") == "CACHEMISS" or e.get("pid") == 110 or (e.get("args") or {}).get("name") == "CACHEMISS"
+
+
+def test_no_cachemiss_lane_anywhere_is_not_provided_not_zero(tmp_path):
+    root = edited_copy(tmp_path, lambda core, events: [e for e in events if not is_cachemiss(e)])
+    result = probe_result(simulator_runs(root), top=3)
+    assert result["cachemiss"] is None and summary_section(result)["cachemiss"] is None
+    assert result["pipe_busy_us"]["core0.veccore0"]["MTE2"] == pytest.approx(1.48)  # the rest is still read
+
+
+def test_a_declared_but_empty_cachemiss_lane_is_zero_for_that_core(tmp_path):
+    # core0.veccore1 keeps its CACHEMISS process_name (pid 110) but loses its one miss event
+    def edit(core, events):
+        return [e for e in events if not (core == "core0.veccore1" and e.get("ph") == "X" and e.get("pid") == 110)]
+
+    result = probe_result(simulator_runs(edited_copy(tmp_path, edit)), top=3)
+    assert result["cachemiss"]["per_core"] == {"core0.veccore0": 3, "core0.veccore1": 0} and result["cachemiss"]["total"] == 3
+
+
+def test_the_core_count_covers_the_instruction_csvs_and_quoted_details_are_unquoted(tmp_path):
+    root = edited_copy(tmp_path, lambda core, events: events)
+    sim = next(root.glob("OPPROF_*/simulator"))
+    (sim / "core0.veccore1" / "trace.json").unlink()
+    csv = sim / "core0.veccore0" / "core0.veccore0_instr_exe.csv"
+    lines = csv.read_text().splitlines()
+    head, _, detail = lines[1].partition(",dst:")
+    csv.write_text("\n".join([lines[0], f'{head},"dst:{detail}"', *lines[2:]]) + "\n")  # as sim_pc_to_code.cpp quotes it
+    result = probe_result(simulator_runs(root), top=5)
+    assert result["cores"] == ["core0.veccore0", "core0.veccore1"]  # veccore1 has no trace, its instruction CSVs count
+    first = next(r for r in result["instr_top"] if r["instr"] == "MOV_SRC_TO_DST_ALIGN")
+    assert first["detail"] == "dst:UB[0x200], src:GM[0x10f80000], len:0x80"

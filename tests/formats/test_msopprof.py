@@ -194,3 +194,37 @@ def test_garbage_or_truncated_other_metric_csv_ends_in_a_clear_error_or_a_table(
     if read is not None:
         header, frame = read
         assert set(frame["metric"]) <= set(header) - {"block_id", "sub_block_id"}
+
+
+def test_the_soc_name_gives_the_chip_family_and_unknown_names_none():
+    from dispatchprof.formats.msopprof import soc_family
+
+    assert [soc_family(s) for s in ("Ascend910B2", "Ascend910B4-1", "Ascend910_9392", "Ascend950PR_9599", "Ascend310P3", "")] == [
+        "A2/A3",
+        "A2/A3",
+        "A2/A3",
+        "Ascend 950",
+        None,
+        None,
+    ]
+
+
+def test_an_a2_header_without_the_scalar_detail_columns_is_still_inferred_a2_by_its_order():
+    from dispatchprof.formats.msopprof import PIPE_A2
+
+    header = ["block_id", "sub_block_id"] + [c for c in PIPE_A2 if "_scalar_" not in c or c.endswith(("scalar_time(us)", "scalar_ratio"))]
+    assert header_set(header)[0] == "A2/A3"
+    header_950, _ = read_metric_csv(F / "PipeUtilization_950_old_order.csv")
+    assert header_set(header_950)[0] == "Ascend 950"
+
+
+def test_the_chip_is_read_from_dump_op_basic_info_of_the_launch_or_the_root(tmp_path):
+    from dispatchprof.formats.msopprof import run_chip
+
+    launch = tmp_path / "OPPROF_x" / "k" / "0"
+    launch.mkdir(parents=True)
+    assert run_chip(launch, tmp_path / "OPPROF_x") is None
+    (tmp_path / "OPPROF_x" / "dump").mkdir()
+    (tmp_path / "OPPROF_x" / "dump" / "op_basic_info.txt").write_bytes(b"\xef\xbb\xbfOp Name=k\nRun Soc Version=Ascend910B2\n")
+    chip = run_chip(launch, tmp_path / "OPPROF_x")
+    assert (chip.name, chip.family) == ("Ascend910B2", "A2/A3")

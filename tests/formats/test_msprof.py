@@ -44,6 +44,16 @@ def test_the_custom_kernels_five_launches_are_found_with_their_durations():
     assert hit.start_ns.tolist() == sorted(hit.start_ns.tolist()) and hit.context_intervals == 4
 
 
+def test_a_json_frame_goes_through_the_kernel_matcher_without_an_op_type():
+    """The JSON carries no op type: the column is missing (None; NaN under pandas 3 through astype(str)), which the
+    matcher must treat as no name, not hand a float to the pattern (a JSON-only PROF_ once crashed timeline_parse)."""
+    frame = read_msprof_json(next(SINGLE.glob("msprof_*.json")))
+    assert frame["op_type"].isna().all()
+    hit = target_kernels_of(frame, kernel_regex("matmul").match, 4)
+    assert hit.symbols == ["matmul_kernel"] and hit.dur_ns.tolist() == [6560, 6200, 5780, 6122, 5482]
+    assert hit.other_name.tolist() == []  # nothing else between the launches: the DSA and Cast tasks come before
+
+
 def test_json_pid_decoding_follows_the_documented_encoding():
     frame = read_msprof_json(next(SINGLE.glob("msprof_*.json")))
     assert set(frame["pid"]) == {198127} and set(frame["device"]) == {0}  # 202882464 = 198127<<10 | 13<<5 | 0

@@ -28,7 +28,35 @@ def test_no_visualize_data_is_invalid(tmp_path):
     run = stage_run(
         tmp_path, "pcsampling", outputs=OUTPUTS, params={"identity": None}, overlay={**ONE_RANK, "analyze": {"pcsampling_dir": str(tmp_path / "pc")}}
     )
-    assert pcsampling(run, {}).reason == "no visualize_data.bin for any rank: PC sampling produced no output"
+    assert pcsampling(run, {}).reason == f"no rank has PC sampling output: no visualize_data.bin under {tmp_path / 'pc'} (node<k>/OPPROF_*/...)"
+
+
+def one_kernel_opprof(tmp_path, dump=None):
+    """A PcSampling run in the one-kernel layout: visualize_data.bin at the OPPROF_ root and no OpBasicInfo.csv."""
+    opprof = tmp_path / "pc" / "node0" / "OPPROF_20260512101500_QZJXKWMVBNHTRPLA"
+    opprof.mkdir(parents=True)
+    shutil.copy(FIXTURES / "msopprof" / "pcsampling" / "visualize_data.bin", opprof / "visualize_data.bin")
+    if dump is not None:
+        (opprof / "dump").mkdir()
+        (opprof / "dump" / "op_basic_info.txt").write_text(dump)
+    run = stage_run(
+        tmp_path, "pcsampling", outputs=OUTPUTS, params={"identity": None}, overlay={**ONE_RANK, "analyze": {"pcsampling_dir": str(tmp_path / "pc")}}
+    )
+    return pcsampling(run, {}), opprof
+
+
+def test_a_visualize_data_bin_without_op_basic_info_says_the_file_is_there_and_what_is_missing(tmp_path):
+    status, opprof = one_kernel_opprof(tmp_path)
+    assert status.state == "invalid" and "no visualize_data.bin for any rank" not in status.reason
+    assert f"1 visualize_data.bin found (first: {opprof / 'visualize_data.bin'})" in status.reason
+    assert "no OpBasicInfo.csv (nor dump/op_basic_info.txt) beside it, so its kernel, device and pid are not known" in status.reason
+
+
+def test_without_op_basic_info_csv_the_dump_names_the_kernel_and_device(tmp_path):
+    status, _ = one_kernel_opprof(tmp_path, "Op Name=elastic_dispatch_kernel\nBlock Dim=2\nRun Soc Version=Ascend950PR_9599\nDevice Id=0\nPid=4242\n")
+    assert status.state == "ok", status.reason
+    other, _ = one_kernel_opprof(tmp_path / "b", "Op Name=elastic_dispatch_kernel\nDevice Id=2\nPid=4242\n")  # device 2, one rank per node
+    assert other.state == "invalid" and "holds device 2, which maps to no rank" in other.reason and "cluster.infer_rank: device_order" in other.reason
 
 
 def test_the_reason_names_the_top_stall_and_the_hottest_line():

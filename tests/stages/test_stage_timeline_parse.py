@@ -1,9 +1,11 @@
 """The timeline's parse part as a library function, without Snakemake (the whole DAG: tests/workflow)."""
 
 import json
+import shutil
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import ROOT, stage_run, write_part_status
 from dispatchprof.stages.timeline_parse import timeline_parse
@@ -12,7 +14,7 @@ OUTPUTS = {"coverage": "coverage.parquet", "launches": "launches.parquet", "rank
 ONE_RANK = {"mode": "analyze", "cluster": {"nodes": 1, "ranks_per_node": 1}}
 
 
-def simulated_prof(root, launches=5):
+def simulated_prof(root, launches=5, device=0, rank_id="0"):
     """A PROF_ of one rank, written by the simulator's writer (the code the msprof stand-in uses)."""
     sys.path.insert(0, str(ROOT / "workflow" / "sim"))
     from simprof.prof_writer import write_prof
@@ -21,12 +23,12 @@ def simulated_prof(root, launches=5):
     for i in range(launches):
         events.append({"name": "elastic_dispatch_kernel", "task_type": "AI_VECTOR_CORE", "stream": 1, "task_id": i + 1, "start_ns": t, "dur_ns": 100_000 + i})
         t += 1_000_000
-    return write_prof(root, {"pid": 4242, "hostname": "n0", "device_id": 0, "rank_id": "0", "start_ns": events[0]["start_ns"]}, events)
+    return write_prof(root, {"pid": 4242, "hostname": "n0", "device_id": device, "rank_id": rank_id, "start_ns": events[0]["start_ns"]}, events)
 
 
-def parse_run(tmp_path, overlay):
+def parse_run(tmp_path, overlay, skip=1):
     return stage_run(
-        tmp_path, "timeline", outputs=OUTPUTS, params={"needed": [], "nodes": [0, 0], "identity": None, "skip": 1}, overlay=overlay, part="nodes0-0"
+        tmp_path, "timeline", outputs=OUTPUTS, params={"needed": [], "nodes": [0, 0], "identity": None, "skip": skip}, overlay=overlay, part="nodes0-0"
     )
 
 
@@ -40,6 +42,8 @@ def test_a_rank_of_the_node_range_is_parsed_into_its_launches(tmp_path):
     assert ranks[0]["present"] and ranks[0]["launches"] == 4  # timeline skip: the first launch left out
     assert pq.read_table(tmp_path / "out" / "launches.parquet").num_rows == 5
     assert (tmp_path / "out" / "plots" / "rank0.svg").is_file()
+    # the chip as the data says it (the stand-in writes both): the db's NPU_INFO and info.json's platform_version
+    assert status.details["chips"] == ["Ascend950PR (NPU_INFO of the db)", "platform_version Ascend950PR (info.json)"]
 
 
 def test_a_node_without_prof_directories_is_ok_and_says_who_is_missing(tmp_path):
@@ -53,3 +57,107 @@ def test_a_needed_input_not_ok_skips_the_part(tmp_path):
     collect = write_part_status(tmp_path / "collect" / "status.json", "timeline", "failed", part="collect")
     run = stage_run(tmp_path, "timeline", inputs={"timeline_collect": collect}, outputs=OUTPUTS, params={"needed": ["timeline_collect"]}, part="nodes0-0")
     assert timeline_parse(run).state == "skipped"
+
+
+def parse_and_merge(tmp_path, raw, kernel):
+    """Analyze mode at library level: the node's parse part, then the merge, as the two rules run them."""
+    from dispatchprof.stages.timeline import timeline
+
+    overlay = {**ONE_RANK, "kernel": {"name": kernel}, "analyze": {"timeline_dir": str(raw)}, "timeline": {"crosscheck": "off"}}
+    part = parse_run(tmp_path / "part", overlay, skip=0)  # analyze mode leaves no launch out (skip_launches in common.smk)
+    parsed = part.finish(timeline_parse(part))
+    assert parsed.state == "ok", parsed.reason
+    (tmp_path / "baseline.json").write_text(json.dumps({"placeholder": True}))
+    merge_outputs = {"coverage": "coverage.parquet", "stats": "stats.json", "trace": "trace.json"}
+    inputs = {
+        "parts": [part.status_path],
+        "coverage": [part.outputs["coverage"]],
+        "launches": [part.outputs["launches"]],
+        "ranks": [part.outputs["ranks"]],
+        "baseline_stats": tmp_path / "baseline.json",
+    }
+    merge = stage_run(tmp_path / "merge", "timeline", inputs=inputs, outputs=merge_outputs, params={"needed": [], "groups": ["0-0"]}, overlay=overlay)
+    status = merge.finish(timeline(merge))
+    return status, json.loads(merge.outputs["stats"].read_text())
+
+
+def test_a_json_only_prof_gives_the_timeline_with_exact_medians(tmp_path):
+    """A PROF_ whose export is msprof_*.json alone (no db, no op_summary): the JSON has no op type (None), which pandas 3
+    keeps as NaN through astype(str); it once reached the kernel matcher as a float and crashed the parse job."""
+    from conftest import FIXTURES
+
+    raw = tmp_path / "raw"
+    shutil.copytree(FIXTURES / "msprof-json-only", raw / "node0")
+    status, stats = parse_and_merge(tmp_path, raw, "matmul_kernel")
+    assert status.state == "ok", status.reason
+    # Hand-checked (SOURCE.md): durations 355.962, 348.697, 346.544, 350.332, 347.903 us -> median 348.697 us.
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+    assert stats["chips"] == [] and stats["summary"]["chips"] == []  # a bare JSON export names no chip: none is guessed
+
+
+def test_the_real_helix_json_alone_gives_the_timeline(tmp_path):
+    from conftest import FIXTURES
+
+    prof = tmp_path / "raw" / "node0" / "PROF_000001_20260511093035000_HELIXJSONA" / "mindstudio_profiler_output"
+    prof.mkdir(parents=True)
+    shutil.copy(next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")), prof)
+    status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
+    assert status.state == "ok", status.reason
+    # Hand-checked: the five matmul_kernel events have "dur" 6.56, 6.2, 5.78, 6.122, 5.482 (us) -> median 6.122 us,
+    # as op_summary's Task Duration(us) of the same run.
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(6.122, abs=1e-9)
+
+
+def test_an_op_summary_resaved_with_a_bom_gives_the_timeline(tmp_path):
+    """The device check (export_devices) once opened the CSV without utf-8-sig: "header lacks Device_id"."""
+    from conftest import FIXTURES
+
+    prof = tmp_path / "raw" / "node0" / "PROF_000001_20260402160352000_ABCDEFGHIJ"
+    shutil.copytree(FIXTURES / "msprof-real" / "custom_kernel_5_launches", prof)
+    csv = next((prof / "mindstudio_profiler_output").glob("op_summary_*.csv"))
+    csv.write_bytes(b"\xef\xbb\xbf" + csv.read_bytes())
+    status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
+    assert status.state == "ok", status.reason
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+
+
+def test_a_prof_of_a_device_that_maps_to_no_rank_says_so_not_that_there_is_no_prof(tmp_path):
+    """A real msprof db of device 2 in a 1x1 cluster: the PROF_ exists, its device cannot map to a rank."""
+    (tmp_path / "raw" / "node0").mkdir(parents=True)
+    simulated_prof(tmp_path / "raw" / "node0", device=2, rank_id="-1")
+    status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "elastic_dispatch_kernel")
+    assert status.state == "invalid"
+    assert "no PROF_ directory for this rank" not in status.reason
+    for said in ("holds device 2", "ranks_per_node is 1", "cluster.infer_rank: device_id", "cluster.infer_rank: device_order"):
+        assert said in status.reason, status.reason
+
+
+def json_that_breaks_the_reader(tmp_path):
+    """A JSON export whose one hardware event has a list for its Task Type: read_msprof_json tests membership in a set
+    and raises TypeError (unhashable), an exception no reader expects."""
+    prof = tmp_path / "raw" / "node0" / "PROF_000001_20260402160352000_BROKENJSON" / "mindstudio_profiler_output"
+    prof.mkdir(parents=True)
+    hw = 4242 << 10
+    events = [
+        {"name": "process_name", "pid": hw, "tid": 0, "ph": "M", "args": {"name": "Ascend Hardware"}},
+        {"name": "matmul_kernel", "pid": hw, "tid": 1, "ts": "1.000", "dur": 1.0, "ph": "X", "args": {"Task Type": ["AI_CORE"]}},
+    ]
+    (prof / "msprof_20260402160352.json").write_text(json.dumps(events))
+    return prof / "msprof_20260402160352.json"
+
+
+def test_a_reader_that_raises_makes_the_part_invalid_with_the_reader_and_file_and_the_traceback_in_the_log(tmp_path, monkeypatch, caplog):
+    from dispatchprof.shell.stage import guarded
+
+    path = json_that_breaks_the_reader(tmp_path)
+    overlay = {**ONE_RANK, "kernel": {"name": "matmul_kernel"}, "analyze": {"timeline_dir": str(tmp_path / "raw")}}
+    run = parse_run(tmp_path, overlay, skip=0)
+    with pytest.raises(TypeError):  # the suite's switch (tests/conftest.py): a bug fails the test
+        guarded(run, timeline_parse)
+    monkeypatch.delenv("DISPATCHPROF_RAISE")
+    status = run.finish(guarded(run, timeline_parse))
+    assert status.state == "invalid"
+    assert status.reason.startswith(f"internal error in msprof_tables.read_msprof_json on {path}: TypeError: ")
+    assert "Traceback" in caplog.text and "read_msprof_json" in caplog.text
+    assert json.loads(run.status_path.read_text())["state"] == "invalid"
+    assert all(p.exists() for p in run.outputs.values())  # placeholders: the DAG and the report go on

@@ -40,7 +40,7 @@ def api_boundary(run_dir: Path | None) -> str:
     if path is None or not path.is_file():
         return API_SCOPE
     try:
-        clock = json.loads(path.read_text()).get("clock", "time.perf_counter")
+        clock = json.loads(path.read_text(encoding="utf-8-sig")).get("clock", "time.perf_counter")
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
         return f"{API_SCOPE}; clock unknown ({path} is not the driver's JSON: {exc})"
     if clock == "time.perf_counter":
@@ -49,7 +49,7 @@ def api_boundary(run_dir: Path | None) -> str:
 
 
 def load_json_dir(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
+    return [json.loads(p.read_text(encoding="utf-8-sig")) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
 
 
 def tidy_table(experiment: str, kernel: pd.DataFrame, api: pd.DataFrame | None, ranks_per_node: int) -> pd.DataFrame:

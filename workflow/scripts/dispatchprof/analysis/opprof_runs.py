@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from dispatchprof.analysis.rank_identity import Identities, RankSource, assign_ranks
+from dispatchprof.analysis.rank_identity import Identities, RankSource, assign_ranks, why_unmapped
 from dispatchprof.analysis.timeline import kernel_regex
-from dispatchprof.formats.msopprof import KernelRun, discover, kernel_runs, metric_files, read_op_basic_info
+from dispatchprof.formats.msopprof import KernelRun, discover, kernel_runs, metric_files, read_key_values, read_op_basic_info
 
 
 @dataclass
@@ -22,23 +22,37 @@ class RankRun:
     how: str
 
 
+def basic_info(run: KernelRun) -> dict[str, str]:
+    """A launch's OpBasicInfo.csv row; without the CSV, dump/op_basic_info.txt, which names the same Op Name, Device Id
+    and Pid (DataCollectInDevice::SaveBasicInfo); {} when neither is there."""
+    files = metric_files(run.directory)
+    if "OpBasicInfo" in files:
+        return read_op_basic_info(files["OpBasicInfo"])
+    for base in (run.directory, run.opprof):
+        if (base / "dump" / "op_basic_info.txt").is_file():
+            return read_key_values(base / "dump" / "op_basic_info.txt")
+    return {}
+
+
+def _candidates(root: Path, nodes: int) -> list[tuple[RankSource, str, KernelRun, dict[str, str]]]:
+    found = []
+    for node in range(nodes):
+        for opprof in discover(root / f"node{node}"):
+            for run in kernel_runs(opprof):
+                basic = basic_info(run)
+                kernel = run.kernel or basic.get("Op Name") or ""
+                device = run.device if run.device is not None else (int(basic["Device Id"]) if basic.get("Device Id", "").isdigit() else None)
+                pid = int(basic["Pid"]) if basic.get("Pid", "").isdigit() else None
+                found.append((RankSource(opprof, node, device, pid), kernel, run, basic))
+    return found
+
+
 def rank_runs(root: Path, nodes: int, ranks_per_node: int, pattern: str, identities: Identities, infer: str = "device_id") -> list[RankRun]:
     """Every kernel run of the target under ``root`` with its global rank, by the one rule of analysis.rank_identity.
     The identity source is (node, device, pid): the runs of one source are its launches (launch_count > 1), not
     rivals for its rank; two sources claiming one rank are refused."""
     regex = kernel_regex(pattern)
-    found = []
-    for node in range(nodes):
-        for opprof in discover(root / f"node{node}"):
-            for run in kernel_runs(opprof):
-                files = metric_files(run.directory)
-                basic = read_op_basic_info(files["OpBasicInfo"]) if "OpBasicInfo" in files else {}
-                kernel = run.kernel or basic.get("Op Name") or ""
-                if not regex.match(kernel):
-                    continue
-                device = run.device if run.device is not None else (int(basic["Device Id"]) if basic.get("Device Id", "").isdigit() else None)
-                pid = int(basic["Pid"]) if basic.get("Pid", "").isdigit() else None
-                found.append((RankSource(opprof, node, device, pid), kernel, run, basic))
+    found = [c for c in _candidates(root, nodes) if regex.match(c[1])]
     sources = list(dict.fromkeys(source for source, *_ in found))
     rank_of = {a.source: a for a in assign_ranks(sources, ranks_per_node, identities, infer)}
     return [
@@ -46,3 +60,20 @@ def rank_runs(root: Path, nodes: int, ranks_per_node: int, pattern: str, identit
         for source, kernel, run, basic in found
         if (a := rank_of[source]).rank is not None
     ]
+
+
+def why_no_run_has(name: str, root: Path, nodes: int, ranks_per_node: int, pattern: str, identities: Identities, infer: str = "device_id") -> str:
+    """When no rank's run holds file ``name``: what was found and what is missing, e.g. a visualize_data.bin whose
+    launch names no kernel or device (no OpBasicInfo.csv, no dump/), or a device that maps to no rank."""
+    regex = kernel_regex(pattern)
+    holding = [c for c in _candidates(root, nodes) if (c[2].directory / name).is_file()]
+    if not holding:
+        return f"no {name} under {root} (node<k>/OPPROF_*/...)"
+    source, kernel, run, basic = holding[0]
+    where = f"{len(holding)} {name} found (first: {run.directory / name}), but none belongs to a rank of kernel.name {pattern!r}: "
+    if not basic:
+        return where + "no OpBasicInfo.csv (nor dump/op_basic_info.txt) beside it, so its kernel, device and pid are not known"
+    if not regex.match(kernel):
+        return where + f"its kernel is {kernel!r}" if kernel else where + "its OpBasicInfo names no Op Name"
+    (a,) = [x for x in assign_ranks([source], ranks_per_node, identities, infer) if x.rank is None] or [None]
+    return where + (why_unmapped(a, ranks_per_node, infer) if a is not None else "its rank is claimed by another source")

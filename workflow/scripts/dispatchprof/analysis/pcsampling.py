@@ -62,7 +62,7 @@ def function_at(source: Path, line: int, names: Sequence[str] = SIMT_FUNCTIONS) 
     if not source.is_file():
         return None
     current = None
-    for number, text in enumerate(source.read_text(errors="replace").splitlines(), 1):
+    for number, text in enumerate(source.read_text(encoding="utf-8-sig", errors="replace").splitlines(), 1):
         if number > line:
             break
         if text[:1].isspace() or text.lstrip().startswith("//") or "(" not in text:

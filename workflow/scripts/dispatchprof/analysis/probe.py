@@ -35,11 +35,16 @@ def union_us(frame: pd.DataFrame) -> float:
     return total
 
 
-def cachemiss(misses: pd.DataFrame, top: int) -> dict[str, Any]:
+def cachemiss(misses: pd.DataFrame, top: int, lanes: list[str]) -> dict[str, Any] | None:
+    """I-cache misses per core of the cores whose trace has a CACHEMISS lane (``lanes``); a core whose lane is declared
+    but holds no event missed 0 times. No core with the lane: None, "not provided" (never 0)."""
+    if not lanes:
+        return None
     counts = Counter(misses["pc"])
+    per_core = Counter(misses["core"])
     return {
         "total": int(len(misses)),
-        "per_core": {core: int(n) for core, n in sorted(Counter(misses["core"]).items())},
+        "per_core": {core: int(per_core.get(core, 0)) for core in sorted(set(lanes) | set(per_core))},
         "top_pcs": [{"pc": pc, "count": int(n)} for pc, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]],
     }
 
@@ -54,13 +59,16 @@ def analyze_run(run: SimulatorRun, top: int) -> dict[str, Any]:
     """One simulated kernel: the per-core traces give the events (the summary trace is the cross-check), the
     per-core CSVs give the hot instructions and source lines."""
     prefix = f"{run.kernel}/{run.n}/" if run.kernel is not None else ""
-    per_core = [read_core_trace(d / "trace.json", prefix + name) for name, d in run.cores.items() if (d / "trace.json").is_file()]
+    traced = {prefix + name: read_core_trace(d / "trace.json", prefix + name) for name, d in run.cores.items() if (d / "trace.json").is_file()}
+    per_core = list(traced.values())
+    lanes = {core: set(frame.attrs["pipes"]) for core, frame in traced.items()}  # declared lanes, with events or not
     summary_path = run.directory / "trace.json"
     summary = read_summary_trace(summary_path) if summary_path.is_file() else None
     if per_core:
         events, source = pd.concat(per_core, ignore_index=True), "per-core trace.json"
     elif summary is not None:
         events, source = summary.assign(core=prefix + summary["core"]), "summary trace.json"
+        lanes = {core: set(g["pipe"]) for core, g in events.groupby("core")}  # the summary declares no lanes: those with events
     else:
         events, source = None, None
     instr, code = [], []
@@ -73,7 +81,7 @@ def analyze_run(run: SimulatorRun, top: int) -> dict[str, Any]:
     agreement = None
     if per_core and summary is not None:
         agreement = {"per_core_traces": int((events["pipe"] == "CACHEMISS").sum()), "summary_trace": int((summary["pipe"] == "CACHEMISS").sum())}
-    return {"events": events, "events_from": source, "instr": instr, "code": code, "cachemiss_agreement": agreement}
+    return {"events": events, "events_from": source, "lanes": lanes, "instr": instr, "code": code, "cachemiss_agreement": agreement}
 
 
 def probe_result(runs: list[SimulatorRun], top: int) -> dict[str, Any]:
@@ -115,12 +123,15 @@ def probe_result(runs: list[SimulatorRun], top: int) -> dict[str, Any]:
     )
     code_top = sorted(code_top, key=lambda r: (-r["cycles"], r["code"]))[:top]
     agreements = [p["cachemiss_agreement"] for p in parts if p["cachemiss_agreement"]]
+    lanes = {core: pipes for p in parts for core, pipes in p["lanes"].items()}
+    cores = sorted(set(lanes) | {c for f in instr + code for c in f["core"].unique()})
     return {
         "label": LABEL,
         "scope": SCOPE,
         "kernels": [{"opprof": str(r.opprof), "simulator_dir": str(r.directory), "kernel": r.kernel, "n": r.n, "cores": sorted(r.cores)} for r in runs],
         "events_from": sorted({p["events_from"] for p in parts if p["events_from"]}),
-        "cachemiss": cachemiss(misses, top) if misses is not None else None,
+        "cores": cores,  # every simulated core a trace or an instruction CSV covers
+        "cachemiss": cachemiss(misses, top, sorted(c for c, pipes in lanes.items() if "CACHEMISS" in pipes)) if misses is not None else None,
         "cachemiss_agreement": {
             "per_core_traces": sum(a["per_core_traces"] for a in agreements),
             "summary_trace": sum(a["summary_trace"] for a in agreements),

@@ -61,7 +61,7 @@ def load_identities(directory: str | Path | None) -> dict[tuple[int, int], dict[
     """The identity sidecars of one run, keyed by (node, pid): PIDs repeat across hosts."""
     if not directory or not Path(directory).is_dir():
         return {}
-    records = [json.loads(p.read_text()) for p in sorted(Path(directory).glob("*.json"))]
+    records = [json.loads(p.read_text(encoding="utf-8-sig")) for p in sorted(Path(directory).glob("*.json"))]
     return {(int(r.get("node") or 0), int(r["pid"])): r for r in records if r.get("pid") is not None}
 
 
@@ -113,6 +113,23 @@ def refuse_duplicates(assignments: Iterable[RankAssignment]) -> None:
                 "(or set RANK_ID / give the identity sidecar so each source names its rank)"
             )
         claimed[a.rank] = a
+
+
+def why_unmapped(a: RankAssignment, ranks_per_node: int, infer: str) -> str:
+    """Why a source maps to no rank, naming what it holds and what is missing (a sentence part)."""
+    where = f"{a.source.path} (node {a.source.node})"
+    if a.source.device is None:
+        return f"{where} names neither a device nor a rank (no identity sidecar, rank_id -1 or absent)"
+    if infer == "device_id":
+        return (
+            f"{where} holds device {a.source.device}, which maps to no rank: with no identity sidecar and rank_id -1 its local rank "
+            f"is its device id (cluster.infer_rank: device_id), and ranks_per_node is {ranks_per_node}; set cluster.infer_rank: "
+            "device_order (the node's devices in order), or record the rank (identity sidecar, RANK_ID)"
+        )
+    return (
+        f"{where} holds device {a.source.device}, which maps to no rank: the node has more devices than ranks_per_node "
+        f"{ranks_per_node} (cluster.infer_rank: device_order); raise cluster.ranks_per_node or record the rank (identity sidecar, RANK_ID)"
+    )
 
 
 def describe(a: RankAssignment) -> str:

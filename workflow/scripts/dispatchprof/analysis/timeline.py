@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dispatchprof.analysis.order_stats import sorted_median, sorted_percentile
-from dispatchprof.analysis.rank_identity import RankAssignment, RankSource
+from dispatchprof.analysis.rank_identity import RankAssignment, RankSource, why_unmapped
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 
 if TYPE_CHECKING:
@@ -38,19 +38,23 @@ def prof_sources(node: int, infos: Mapping[Path, ProfInfo]) -> list[RankSource]:
     ]
 
 
-def coverage_rows(nodes: range, ranks_per_node: int, assignments: Sequence[RankAssignment], infos: Mapping[Path, ProfInfo]) -> list[dict[str, Any]]:
+def coverage_rows(
+    nodes: range, ranks_per_node: int, assignments: Sequence[RankAssignment], infos: Mapping[Path, ProfInfo], infer: str = "device_id"
+) -> list[dict[str, Any]]:
     """One row per expected rank of these nodes: its PROF_, device, pid, how it was mapped, and found / missing with
     why. A rank has data when its PROF_ holds a db or an export; what its read then tells (an msprof session that
-    never ended, no launch of the kernel) is read_state's."""
+    never ended, no launch of the kernel) is read_state's. A missing rank of a node whose PROF_ maps to no rank says
+    which device that PROF_ holds and why it maps to none."""
     by_rank = {a.rank: a for a in assignments if a.rank is not None}
     rows = []
     for node in nodes:
+        unmapped = [why_unmapped(a, ranks_per_node, infer) for a in assignments if a.rank is None and a.source.node == node]
         for local in range(ranks_per_node):
             rank = node * ranks_per_node + local
             a = by_rank.get(rank)
             info = infos[a.source.path] if a else None
             if a is None:
-                state, why = "missing", "no PROF_ directory for this rank"
+                state, why = "missing", ("no PROF_ directory maps to this rank: " + "; ".join(unmapped)) if unmapped else "no PROF_ directory for this rank"
             elif not info.has_kernel_tables and not info.devices:
                 # shared/formats/msprof.md §6: an empty device side means disk space or permissions; check the plog
                 state, why = "missing", "PROF_ has no device data (no device_<id>/, db or export): the device side was not collected"

@@ -117,7 +117,7 @@ def parse_event_map(path: str | Path) -> dict[int, tuple[str, ...]]:
     """event_map.json -> {event id: path parts}; every id must be the hash of its parts."""
     path = Path(path)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DebugClockFormatError(f"{path}: not JSON ({exc}); expected akl.event-map.v1") from None
     if not isinstance(data, dict) or data.get("schema") != "akl.event-map.v1" or not isinstance(data.get("events"), dict):
@@ -154,7 +154,7 @@ class Capture:
 
 def _capture_meta(path: Path) -> dict[str, Any]:
     try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
+        meta = json.loads(path.read_bytes().decode("utf-8-sig"))
     except FileNotFoundError:
         raise DebugClockFormatError(f"{path}: missing; every capture has capture.json beside trace.bin") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -26,7 +26,11 @@ METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]{1,30}?)(?:_(?P<stamp>\d{17
 SUB_BLOCK_RE = re.compile(r"^(cube|vector)(\d+)$")
 NA = {"NA", "N/A", ""}
 
-# The tool's header sets (shared/formats/msopprof.md §3): what "not provided by this tool version" is measured against.
+# The writer's per-core CSV headers per chip family (Ascend/msopprof
+# csrc/op_profiling/profiling/device/data_parse/metric_csv_header.h: `*For910B_` is the header set of the Atlas A2 and A3
+# chips (Ascend910B*, Ascend910_93*), `*ForA5_` that of the Ascend 950; shared/formats/msopprof.md §3). What "not
+# provided by this tool version" is measured against. Without block_id/sub_block_id.
+A2_A3, ASCEND_950 = "A2/A3", "Ascend 950"
 PIPE_950 = (
     "aic_time(us),aic_total_cycles,aic_cube_time(us),aic_cube_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,"
     "aic_mte1_active_bw(GB/s),aic_mte2_time(us),aic_mte2_ratio,aic_mte2_active_bw(GB/s),aic_mte3_time(us),aic_mte3_ratio,aic_mte3_active_bw(GB/s),"
@@ -47,46 +51,110 @@ PIPE_A2 = (
 A2_MARKERS = {"aiv_scalar_single_time(us)", "aic_scalar_single_time(us)", "aiv_scalar_wait_time(us)"}
 
 # The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, shared/formats/msopprof.md §2);
-# `Default` turns on all seven. Their 950 headers (`*ForA5_`, §3) are documented, so each is parsed and shown; any other
-# --aic-metrics value writes no per-core CSV whose format is documented, and the config schema refuses it for pmu.metrics.
+# `Default` turns on all seven. Their headers per chip family are the writer's (above), so each is parsed and shown; any
+# other --aic-metrics value writes no per-core CSV whose format is documented, and the config schema refuses it for pmu.metrics.
 PMU_METRIC_CSVS = ("PipeUtilization", "ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio")
 _L2 = (
     "read_close_hit,read_close_miss,read_close_victim,read_far_hit,read_far_miss,read_far_victim,read_hit_rate(%),"
     "write_close_hit,write_close_miss,write_close_victim,write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
 ).split(",")
-# 950 columns per metric set, without block_id/sub_block_id: aic_time(us),aic_total_cycles,<aic>,aiv_time(us),aiv_total_cycles,<aiv>[,<both>].
-_SIDES_950 = {
-    "ArithmeticUtilization": (
-        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number",
-        "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio",
-        "",
-    ),
-    "L2Cache": (",".join(f"aic_{c}" for c in _L2), ",".join(f"aiv_{c}" for c in _L2), ""),
-    "Memory": (
-        "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
-        "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio",
-        "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
-        "aiv_mte3_instructions,aiv_mte3_ratio",
-        "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L0C_to_L1_datas(KB),"
-        "L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),"
-        "UB_to_GM_bw_usage_rate(%)",
-    ),
-    "MemoryL0": (
-        "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)",
-        "",
-        "",
-    ),
-    "MemoryUB": ("", "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)", ""),
-    "ResourceConflictRatio": (
-        "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
-        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
-        "",
-    ),
+_L2_A2 = (
+    "write_cache_hit,write_cache_miss_allocate,r0_read_cache_hit,r0_read_cache_miss_allocate,r1_read_cache_hit,r1_read_cache_miss_allocate,"
+    "write_hit_rate(%),read_hit_rate(%),total_hit_rate(%)"
+).split(",")
+# Columns per metric set, without block_id/sub_block_id: aic_time(us),aic_total_cycles,<aic>,aiv_time(us),aiv_total_cycles,<aiv>[,<both>].
+_SIDES = {
+    ASCEND_950: {
+        "ArithmeticUtilization": (
+            "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number",
+            "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio",
+            "",
+        ),
+        "L2Cache": (",".join(f"aic_{c}" for c in _L2), ",".join(f"aiv_{c}" for c in _L2), ""),
+        "Memory": (
+            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
+            "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio",
+            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
+            "aiv_mte3_instructions,aiv_mte3_ratio",
+            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L0C_to_L1_datas(KB),"
+            "L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),"
+            "UB_to_GM_bw_usage_rate(%)",
+        ),
+        "MemoryL0": (
+            "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)",
+            "",
+            "",
+        ),
+        "MemoryUB": ("", "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)", ""),
+        "ResourceConflictRatio": (
+            "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
+            "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
+            "",
+        ),
+    },
+    A2_A3: {
+        "ArithmeticUtilization": (
+            "aic_cube_ratio,aic_cube_fp16_ratio,aic_cube_int8_ratio,aic_cube_fops,aic_cube_total_instr_number,aic_cube_fp_instr_number,"
+            "aic_cube_int_instr_number",
+            "aiv_vec_ratio,aiv_vec_fp32_ratio,aiv_vec_fp16_ratio,aiv_vec_int32_ratio,aiv_vec_int16_ratio,aiv_vec_misc_ratio,aiv_vec_fops",
+            "",
+        ),
+        "L2Cache": (",".join(f"aic_{c}" for c in _L2_A2), ",".join(f"aiv_{c}" for c in _L2_A2), ""),
+        "Memory": (
+            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
+            "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio",
+            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
+            "aiv_mte3_instructions,aiv_mte3_ratio",
+            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L1_to_GM_datas(KB)(estimate),"
+            "L1_to_GM_bw_usage_rate(%)(estimate),L0C_to_L1_datas(KB),L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),"
+            "GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),UB_to_GM_bw_usage_rate(%)",
+        ),
+        "MemoryL0": (
+            "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)",
+            "",
+            "",
+        ),
+        "MemoryUB": ("", "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_scalar(GB/s),aiv_ub_write_bw_scalar(GB/s)", ""),
+        "ResourceConflictRatio": (
+            "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
+            "aiv_vec_total_cflt_ratio,aiv_vec_bankgroup_cflt_ratio,aiv_vec_bank_cflt_ratio,aiv_vec_resc_cflt_ratio,aiv_vec_mte_cflt_ratio,"
+            "aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
+            "",
+        ),
+    },
 }
-OTHER_950 = {
-    name: [c for c in ("aic_time(us),aic_total_cycles," + aic + ",aiv_time(us),aiv_total_cycles," + aiv + "," + both).split(",") if c]
-    for name, (aic, aiv, both) in _SIDES_950.items()
+CATALOGUE: dict[str, dict[str, list[str]]] = {
+    family: {
+        "PipeUtilization": pipe,
+        **{
+            name: [c for c in ("aic_time(us),aic_total_cycles," + aic + ",aiv_time(us),aiv_total_cycles," + aiv + "," + both).split(",") if c]
+            for name, (aic, aiv, both) in _SIDES[family].items()
+        },
+    }
+    for family, pipe in ((ASCEND_950, PIPE_950), (A2_A3, PIPE_A2))
 }
+OTHER_950 = {name: cols for name, cols in CATALOGUE[ASCEND_950].items() if name != "PipeUtilization"}
+# Soc names (msopprof's `Run Soc Version`, acl.get_soc_name(), npu-smi's Name) -> chip family.
+_SOC_FAMILIES = ((re.compile(r"^Ascend ?910(B|_93|C)", re.I), A2_A3), (re.compile(r"^Ascend ?950", re.I), ASCEND_950))
+INFERRED = "inferred from the CSV columns"
+
+
+def soc_family(soc: str) -> str | None:
+    """The chip family of a SoC name (Ascend910B2, Ascend910_9392, Ascend950PR_9599...), None if not one of ours."""
+    return next((family for regex, family in _SOC_FAMILIES if regex.match(soc.strip())), None)
+
+
+@dataclass(frozen=True)
+class Chip:
+    """The chip a run was profiled on: its name as the data says it (or the family when only inferred), its family
+    (whose header catalogue applies) and where it was read."""
+
+    name: str
+    family: str | None
+    source: str
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"name": self.name, "family": self.family, "source": self.source}
 
 
 class OpprofFormatError(ValueError):
@@ -211,8 +279,44 @@ def read_op_basic_info(path: Path) -> dict[str, str]:
 
 
 def header_set(header: list[str]) -> tuple[str, list[str]]:
-    """Which chip's PipeUtilization header set a file belongs to."""
-    return ("A2/A3", PIPE_A2) if A2_MARKERS & set(header) else ("Ascend 950", PIPE_950)
+    """Which chip family's PipeUtilization header set a file's columns look like: the last resort when the data does
+    not name its chip (run_chip). A2/A3 files hold scalar single/dual/stall columns (pipeFor910B_), which some tool
+    versions leave out; there the order tells: A2/A3 write aic_scalar_* after aic_icache_miss_rate, the 950 before
+    aic_mte1 (pipeForA5_ and the older 950 order alike)."""
+    if A2_MARKERS & set(header):
+        return A2_A3, PIPE_A2
+    if "aic_scalar_time(us)" in header and "aic_icache_miss_rate" in header:
+        if header.index("aic_scalar_time(us)") > header.index("aic_icache_miss_rate"):
+            return A2_A3, PIPE_A2
+    return ASCEND_950, PIPE_950
+
+
+def read_key_values(path: Path) -> dict[str, str]:
+    """dump/op_basic_info.txt: one `key=value` a line (`Run Soc Version=Ascend910B2`, `Rated Freq=1800`)."""
+    pairs = {}
+    for line in read_text_file(path, OpprofFormatError).splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def run_chip(directory: Path, opprof: Path | None = None) -> Chip | None:
+    """The chip one profiled launch names itself: `Run Soc Version` of its dump/op_basic_info.txt (the writer's
+    DataCollectInDevice::SaveBasicInfo; in the launch directory, or at the OPPROF_ root for the one-kernel layout).
+    OpBasicInfo.csv carries no chip (its 9 columns, OpBasicHeaderFor910B/ForA5). None when no file says it."""
+    for base in (directory, opprof):
+        path = base / "dump" / "op_basic_info.txt" if base is not None else None
+        if path is not None and path.is_file():
+            soc = read_key_values(path).get("Run Soc Version", "")
+            if soc and soc.upper() not in NA:
+                return Chip(soc, soc_family(soc), "Run Soc Version in dump/op_basic_info.txt")
+    return None
+
+
+def inferred_chip(header: list[str]) -> Chip:
+    family = header_set(header)[0]
+    return Chip(family, family, INFERRED)
 
 
 def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
@@ -224,13 +328,11 @@ def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
     return [m for m in PMU_METRIC_CSVS if m.lower() in lowered]
 
 
-def expected_columns(metric: str, header: list[str], chip: str | None) -> list[str]:
-    """The tool's columns for a metric set, to tell "not provided" from present. PipeUtilization by its own header
-    set; the other sets are documented for the 950 only, so elsewhere the file's own header is the expectation."""
-    if metric == "PipeUtilization":
-        return header_set(header)[1]
-    if chip == "Ascend 950" and metric in OTHER_950:
-        return OTHER_950[metric]
+def expected_columns(metric: str, header: list[str], family: str | None) -> list[str]:
+    """The tool's columns for a metric set on this chip family, to tell "not provided" (a column this chip's tool
+    writes and this file lacks) from present. A chip not in the catalogue: the file's own header is the expectation."""
+    if family in CATALOGUE and metric in CATALOGUE[family]:
+        return CATALOGUE[family][metric]
     return [h for h in header if h not in ("block_id", "sub_block_id")]
 
 

@@ -59,7 +59,7 @@ def discover(root: Path) -> list[Path]:
 
 def load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(errors="strict"))
+        return json.loads(path.read_text(encoding="utf-8-sig", errors="strict"))  # a re-saved file may start with a BOM
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MsprofFormatError(f"{path}: not valid JSON ({exc})") from exc
 
@@ -101,7 +101,7 @@ def read_prof_info(prof: Path) -> ProfInfo:
     text = prof / "mindstudio_profiler_output"
     errors = []
     for log in sorted((prof / "mindstudio_profiler_log").glob("*.log")):
-        errors += [f"{log.name}: {line.strip()}" for line in log.read_text(errors="replace").splitlines() if "[ERROR]" in line]
+        errors += [f"{log.name}: {line.strip()}" for line in log.read_text(encoding="utf-8-sig", errors="replace").splitlines() if "[ERROR]" in line]
     db = dbs[-1] if dbs else None
     text_dir = text if text.is_dir() else None
     devices_from = "info"
@@ -147,6 +147,26 @@ def db_devices(path: Path) -> list[int]:
     return sorted(int(d) for (d,) in rows if d is not None and d != HOST_DEVICE)
 
 
+def db_chip_names(path: Path) -> list[str]:
+    """The chip names a db's NPU_INFO(id, name) records (shared/formats/msprof.md §2.1); [] when it has none."""
+
+    def names(conn: sqlite3.Connection, _: Any) -> list[str]:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='NPU_INFO'").fetchone():
+            return []
+        return sorted({str(n) for (n,) in conn.execute("SELECT name FROM NPU_INFO").fetchall() if n not in (None, "")})
+
+    return query_db(path, names, strings=False)[0]
+
+
+def prof_chips(info: ProfInfo, with_db: bool) -> set[str]:
+    """What a PROF_ says of its chip, each with where it says it: info.json's platform_version (msprof's chip model
+    number, e.g. "5" for its CHIP_V4_1_0) and, ``with_db``, the db's NPU_INFO names."""
+    found = {f"platform_version {info.versions['platform_version']} (info.json)"} if info.versions.get("platform_version") else set()
+    if with_db and info.db is not None:
+        found |= {f"{name} (NPU_INFO of the db)" for name in db_chip_names(info.db)}
+    return found
+
+
 HOST_DEVICE = 31  # the host in the JSON pid encoding (pid & 31 == 31, shared/formats/msprof.md §3.4)
 
 
@@ -157,7 +177,7 @@ def export_devices(text_dir: Path) -> list[int]:
         found: set[int] = set()
         for path in summaries:
             try:
-                with open(path, newline="", errors="replace") as handle:
+                with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:  # as formats/text.py reads it
                     reader = csv.reader(handle)
                     header = [c.strip() for c in next(reader, [])]
                     if "Device_id" not in header:

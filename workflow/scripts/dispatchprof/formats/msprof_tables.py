@@ -98,19 +98,27 @@ def read_db(path: Path) -> pd.DataFrame:
     return frame[KERNEL_COLUMNS]
 
 
+def _names(values: pd.Series) -> pd.Series:
+    """A name column as plain strings, a missing cell as "" (under pandas 2 and 3 alike)."""
+    if values.hasnans:  # only the JSON's op type: the common case (every name present) costs a scan, not a copy
+        values = values.astype(object).where(values.notna(), "")
+    return values.astype(str)
+
+
 def target_kernels_of(
     frame: pd.DataFrame, is_target: Callable[[str], bool], context_launches: int, is_barrier: Callable[[str], bool] | None = None
 ) -> TargetKernels:
     """The same split for a kernel table read from the text export (op_summary or msprof JSON)."""
 
     def hits(column: str) -> np.ndarray:
-        values = frame[column].astype(str)
+        # A missing cell (the JSON has no op type: None, which pandas 3 keeps as NaN through astype(str)) is no name.
+        values = _names(frame[column])
         return values.isin({v for v in values.unique() if is_target(v)}).to_numpy()
 
     chosen = hits("name") | (hits("op_type") if "op_type" in frame else False)
     ordered = frame.assign(_target=chosen).sort_values("start_ns", kind="stable")
     target, others = ordered[ordered["_target"]], ordered[~ordered["_target"]]
-    names = others["name"].astype(str)
+    names = _names(others["name"])
     barrier = others[names.isin({v for v in names.unique() if is_barrier(v)}).to_numpy()] if is_barrier is not None else others.iloc[:0]
     starts = target["start_ns"].to_numpy(np.int64)
     intervals = context_intervals(len(target), context_launches)
@@ -121,12 +129,12 @@ def target_kernels_of(
         others = others.iloc[:0]
     return TargetKernels(
         source=str(frame["source"].iloc[0]) if len(frame) else "none",
-        name=target["name"].astype(str).to_numpy(object),
+        name=_names(target["name"]).to_numpy(object),
         start_ns=starts,
         dur_ns=target["dur_ns"].to_numpy(np.int64),
         stream=target["stream"].astype("Int64").fillna(-1).to_numpy(np.int64),
         task_id=target["task_id"].astype("Int64").fillna(-1).to_numpy(np.int64),
-        other_name=others["name"].astype(str).to_numpy(object),
+        other_name=_names(others["name"]).to_numpy(object),
         other_start_ns=others["start_ns"].to_numpy(np.int64),
         other_dur_ns=others["dur_ns"].to_numpy(np.int64),
         context_intervals=intervals,

@@ -45,7 +45,7 @@ def find_pass_lines(paths: Iterable[Path], pattern: str) -> dict[int, PassLine]:
     regex = re.compile(pattern)
     found: dict[int, PassLine] = {}
     for path in sorted(set(paths)):
-        with open(path, errors="replace") as handle:
+        with open(path, encoding="utf-8-sig", errors="replace") as handle:
             for line_no, line in enumerate(handle, 1):
                 for match in confined_matches(regex, line):
                     raw = match.group("rank")

@@ -168,7 +168,9 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
                 "detail": _text(path, i, "args.detail", args.get("detail")),
             }
         )
-    return _frame(rows)
+    frame = _frame(rows)
+    frame.attrs["pipes"] = sorted(set(pipes.values()))  # every declared lane, with events or not: a lane without events is 0
+    return frame
 
 
 def read_summary_trace(path: Path) -> pd.DataFrame:
@@ -231,6 +233,9 @@ def read_instr_exe(path: Path) -> pd.DataFrame:
         if len(cells) != 7:
             raise SimulatorFormatError(f"{path}: line {n}: {len(cells)} fields, expected 7 (instr,addr,pipe,call_count,cycles,running_time(us),detail)")
         instr, addr, pipe, count, cycles, time_us, detail = cells
+        # sim_pc_to_code.cpp writes detail quoted ("dst:UB[0x200], src:GM[...]"); older files do not
+        if len(detail) >= 2 and detail.startswith('"') and detail.endswith('"'):
+            detail = detail[1:-1].replace('""', '"')
         address = _int(path, n, "addr", addr)
         rows.append(
             {

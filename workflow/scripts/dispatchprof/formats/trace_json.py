@@ -135,7 +135,7 @@ def parse_trace(data: Any, source: str) -> Trace:
 
 def read_trace_json(path: Path) -> Trace:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")
         data = json.loads(text)
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected trace.json") from None

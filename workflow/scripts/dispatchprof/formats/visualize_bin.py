@@ -91,7 +91,7 @@ def read_blocks(path: Path) -> list[Block]:
 
 def block_json(path: Path, block: Block) -> Any:
     try:
-        return json.loads(block.content.rstrip(b"\0").decode("utf-8"))
+        return json.loads(block.content.rstrip(b"\0").decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VisualizeBinError(f"{path}: byte {block.offset}: {KNOWN.get(block.kind, hex(block.kind))} block is not JSON ({exc})") from exc
 

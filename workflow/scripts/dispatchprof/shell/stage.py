@@ -11,7 +11,9 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import os
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -149,10 +151,47 @@ class StageRun:
         return finish_outputs(self.outputs, self.status_path, status)
 
 
+RAISE_ENV = "DISPATCHPROF_RAISE"  # "1": an unexpected exception in a stage's body is raised (tests, debugging)
+
+
+def raise_internal_errors() -> bool:
+    return os.environ.get(RAISE_ENV, "") not in ("", "0")
+
+
+def internal_error(exc: BaseException) -> str:
+    """One sentence for an exception nothing expected: "internal error in <reader> on <file>: <last line>". The reader
+    is the innermost library function of the traceback (formats first), the file the nearest path it was reading."""
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    library = [f for f, _ in frames if f"{os.sep}dispatchprof{os.sep}" in f.f_code.co_filename]
+    readers = [f for f in library if f"{os.sep}formats{os.sep}" in f.f_code.co_filename] or library or [f for f, _ in frames]
+    where = readers[-1]
+    module = Path(where.f_code.co_filename).stem
+    reader = f"{module}.{where.f_code.co_name}"
+    path = next(
+        (v for f in reversed(readers) for k, v in f.f_locals.items() if k in ("path", "prof", "directory", "root") and isinstance(v, (str, Path))),
+        None,
+    )
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return f"internal error in {reader} on {path if path is not None else 'an unknown file'}: {last}"
+
+
 def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
-    """Entry point of a stage script: build the run, call the body, write outputs and status."""
+    """Entry point of a stage script: build the run, call the body, write outputs and status. An exception the body
+    did not expect (a reader's bug on a user's file) makes the part `invalid` with "internal error in <reader> on
+    <file>: <last line>" and the traceback in the job's log, so the run goes on and the report renders; with
+    DISPATCHPROF_RAISE=1 (the test suite sets it) it is raised instead."""
     run = StageRun.from_snakemake(smk, stage, part)
-    return run.finish(body(run))
+    return run.finish(guarded(run, body))
+
+
+def guarded(run: StageRun, body: Callable[[StageRun], Status]) -> Status:
+    try:
+        return body(run)
+    except Exception as exc:
+        if raise_internal_errors():
+            raise
+        log.exception("%s%s: unexpected exception (a workflow bug: please report it with this log)", run.stage, f"/{run.part}" if run.part else "")
+        return run.status("invalid", internal_error(exc) + " (a workflow bug: the traceback is in this job's log; please report it)")
 
 
 def needed_parts_or_end(smk: Any, stage: str) -> dict[str, Status]:

@@ -77,7 +77,7 @@ def node_dirs(root: Path) -> dict[int, Path]:
 
 def latency_csv_ranks(path: Path) -> int:
     """Distinct values of the 'rank' column (found by header name)."""
-    with open(path, newline="", errors="replace") as handle:
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
         if not header or "rank" not in header:

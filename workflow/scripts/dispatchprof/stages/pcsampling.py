@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from dispatchprof.analysis.opprof_runs import rank_runs
+from dispatchprof.analysis.opprof_runs import rank_runs, why_no_run_has
 from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.analysis.pcsampling import HOT_LINE_SHARE, SIMT_FUNCTIONS, aggregate, coverage
@@ -44,7 +44,17 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     except (OpprofFormatError, VisualizeBinError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
     if not decoded:
-        return run.status("invalid", "no visualize_data.bin for any rank: PC sampling produced no output")
+        c = cfg["cluster"]
+        why = why_no_run_has(
+            "visualize_data.bin",
+            run.raw_dir("pcsampling_dir"),
+            c["nodes"],
+            c["ranks_per_node"],
+            cfg["kernel"]["name"],
+            load_identities(run.params["identity"]),
+            c["infer_rank"],
+        )
+        return run.status("invalid", f"no rank has PC sampling output: {why}")
     merged = aggregate(decoded, repo)
     per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
     lines_seen, instr_seen = merged["lines_seen"], merged["instructions_seen"]

@@ -34,12 +34,14 @@ from dispatchprof.shell.config import world_ranks
 from dispatchprof.formats.msopprof import (
     PMU_METRIC_CSVS,
     OpprofFormatError,
+    Chip,
     expected_columns,
-    header_set,
+    inferred_chip,
     metric_files,
     missing_columns,
     read_metric_csv,
     requested_metric_csvs,
+    run_chip,
 )
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.shell.stage import StageRun
@@ -53,7 +55,7 @@ class PmuRead:
     runs: list[RankRun]
     frames: list[pd.DataFrame] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)  # PipeUtilization columns this tool version does not write
-    chips: set[str] = field(default_factory=set)
+    chips: set[Chip] = field(default_factory=set)  # as each launch's data names it, else inferred from its columns
     traces: list[str] = field(default_factory=list)
     ranks_with_data: set[int] = field(default_factory=set)
     absent_csvs: dict[str, list[str]] = field(default_factory=dict)  # requested metric set -> "rank r launch n" without it
@@ -78,15 +80,15 @@ def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
             continue
         read.ranks_with_data.add(r.rank)
         header, long = read_metric_csv(files["PipeUtilization"])
-        chip = header_set(header)[0]
+        chip = run_chip(r.run.directory, r.run.opprof) or inferred_chip(header)
         read.chips.add(chip)
-        read.missing.update(missing_columns(header, long, r.basic.get("Op Type")))
+        read.missing.update(missing_columns(header, long, r.basic.get("Op Type"), expected_columns("PipeUtilization", header, chip.family)))
         read.frames.append(long.assign(metric_set="PipeUtilization", **keys))
         for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
             if metric in files:
                 other_header, other = read_metric_csv(files[metric])
                 read.other_missing.setdefault(metric, set()).update(
-                    missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, chip))
+                    missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, chip.family))
                 )
                 read.frames.append(other.assign(metric_set=metric, **keys))
         if (r.run.directory / "trace.json").is_file():
@@ -170,7 +172,7 @@ def roles_result(
         "toolchain": run.toolchain,
         "source": run.source,
         "entry": entry,
-        "chips": sorted(chips),
+        "chips": chip_list(chips),
         "kernel": sorted({r.kernel for r in runs}),
         "roles_assumption": "kernel.roles maps AIV index (vector rows by block_id, then sub-block) to roles: a configured assumption to verify against your commit's tiling",
         "launches": sorted(int(n) for n in cores["launch"].unique()),
@@ -213,10 +215,16 @@ def roles_result(
             for role, v in stats.items()
         },
         "busiest": result["busiest"],
+        "chips": result["chips"],
         "missing_columns": sorted(missing),
         "coverage": result["coverage"],
     }
     return result
+
+
+def chip_list(chips: set[Chip]) -> list[dict[str, str | None]]:
+    """Every chip the launches were profiled on, as the data names it (or inferred from the columns, labelled so)."""
+    return [c.as_dict() for c in sorted(chips, key=lambda c: (c.name, c.source))]
 
 
 def pmu_validations(result: Mapping[str, Any], missing: set[str], covered: Coverage, metrics: pd.DataFrame) -> tuple[list[Validation], pd.DataFrame]:

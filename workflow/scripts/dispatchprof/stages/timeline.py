@@ -159,9 +159,11 @@ def timeline_stats(
         "alignment": "ranks aligned by launch index of the target kernel",
         # provenance of the msprof databases (META_DATA SCHEMA_VERSION): readers are checked against 1.2.0
         "schema_versions": sorted({v for p in parts.values() for v in (p.details or {}).get("schema_versions", [])}),
+        "chips": sorted({c for p in parts.values() for c in (p.details or {}).get("chips", [])}),  # as the PROF_ data names it
     }
     stats["summary"] = {
         "kernel_name": stats["kernel_name"],
+        "chips": stats["chips"],
         "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
         "causes": [{k: c.get(k) for k in waits.CAUSE_KEYS} for c in causes[:5]],
         "straggler": {k: strag.get(k) for k in (*waits.STRAGGLER_KEYS, "explanation")},

@@ -16,7 +16,7 @@ import pyarrow as pa
 from dispatchprof.analysis.rank_identity import RankAssignment, RankIdentityError, assign_ranks, describe, load_identities
 from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_regex, launch_columns, launch_summary, prof_sources, read_state
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, discover, read_prof_info
+from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, discover, prof_chips, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.shell.stage import StageRun
@@ -71,7 +71,7 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     infos = {p: i for found in per_node.values() for p, i in found.items()}
     sources = [s for node, found in per_node.items() for s in prof_sources(node, found)]
     assignments = assign_ranks(sources, rpn, load_identities(run.params["identity"]), cfg["cluster"]["infer_rank"])
-    coverage = coverage_rows(nodes, rpn, assignments, infos)
+    coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"])
     parsed = NodeRangeParse(infos, assignments, coverage)
     tables, ranks, symbols, versions = parsed.tables, parsed.ranks, parsed.symbols, parsed.versions
     for row in coverage:
@@ -171,6 +171,8 @@ def timeline_parse(run: StageRun) -> Status:
         "mapping": sorted({a.how for a in assignments}),
         "schema_versions": sorted(parsed.versions),  # of the dbs read
         "devices_from": sorted({i.devices_from for i in infos.values()}),
+        # the chip as the data says it: every PROF_'s info.json, the NPU_INFO of the range's first db (one query a job)
+        "chips": sorted(set().union(*(prof_chips(i, n == 0) for n, i in enumerate(sorted(infos.values(), key=lambda i: i.db is None))))),
     }
     common = dict(upstream=gate.upstream, validations=validations, details=details, artifacts=[str(p) for p in run.outputs.values()])
     if errors:
