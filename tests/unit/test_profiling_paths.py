@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from unit.test_config import problems
 
 from conftest import ROOT
 from dispatchprof.shell.config import MSPROF_OUTPUT_REFUSED, msprof_output_problem
 from dispatchprof.tools.profiling import msprof_command
-from unit.test_config import problems
 
 SIM_MSPROF = ROOT / "workflow" / "sim" / "bin" / "msprof"
 
