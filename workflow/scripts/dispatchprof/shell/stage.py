@@ -152,7 +152,14 @@ class StageRun:
 def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
     """Entry point of a stage script: build the run, call the body, write outputs and status."""
     run = StageRun.from_snakemake(smk, stage, part)
-    return run.finish(body(run))
+    try:
+        return run.finish(body(run))
+    except KeyboardInterrupt:
+        # Ctrl-C reaches every process of the group: the launchers have ended their process groups on the way out
+        # (their finally blocks); one line instead of a traceback, and the interrupt's exit code. Snakemake marks the
+        # job incomplete; the next `snakemake` reruns it (profiles/default sets rerun-incomplete).
+        print(f"{stage}{'/' + part if part else ''}: interrupted (Ctrl-C); the next snakemake reruns this job", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def needed_parts_or_end(smk: Any, stage: str) -> dict[str, Status]:

@@ -1,0 +1,30 @@
+"""Ctrl-C during a stage: one line and exit code 130, no KeyboardInterrupt traceback; the default profile reruns
+incomplete jobs, so the next plain `snakemake` completes the run."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import ROOT, stage_run
+from dispatchprof.shell import stage as stage_module
+
+
+def test_ctrl_c_in_a_stage_ends_with_one_line_and_code_130(tmp_path, monkeypatch, capsys):
+    run = stage_run(tmp_path, "baseline")
+    monkeypatch.setattr(stage_module.StageRun, "from_snakemake", classmethod(lambda cls, smk, stage, part=None: run))
+
+    def body(_run):
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as ended:
+        stage_module.run_stage(object(), "baseline", body, part="collect")
+    assert ended.value.code == 130 and ended.value.__cause__ is None and ended.value.__suppress_context__
+    err = capsys.readouterr().err
+    assert err == "baseline/collect: interrupted (Ctrl-C); the next snakemake reruns this job\n"
+    assert not run.status_path.exists()  # no status: Snakemake sees the job incomplete and reruns it
+
+
+def test_the_default_profile_reruns_incomplete_jobs():
+    profile = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())
+    assert profile["rerun-incomplete"] is True
