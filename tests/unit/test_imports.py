@@ -1,5 +1,6 @@
 import os
 import re
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,3 +78,29 @@ def test_garbage_latency_csv_is_counted_or_refused_clearly(tmp_path_factory, blo
     text = blob.decode(errors="replace")
     assert "rank" in text
     assert count <= len(re.split(r"\r\n|\r|\n", text)) - 1
+
+
+def test_a_symlink_loop_in_an_imported_tree_ends_the_walk_without_a_traceback(tmp_path):
+    prof = tmp_path / "node0" / "PROF_x"
+    prof.mkdir(parents=True)
+    (prof / "a.csv").write_text("x")
+    (prof / "loop").symlink_to(tmp_path, target_is_directory=True)  # node0/PROF_x/loop -> the root
+    (tmp_path / "self").symlink_to(".", target_is_directory=True)
+    first = tree_fingerprint(str(tmp_path))
+    assert tree_fingerprint(str(tmp_path)) == first
+    (prof / "a.csv").write_text("xy")  # still a fingerprint of the files: a change is seen
+    assert tree_fingerprint(str(tmp_path)) != first
+    assert [Path(e["path"]).name for e in manifest(tmp_path)] == ["a.csv"]  # rglob does not follow directory links
+
+
+def test_an_unreadable_directory_is_part_of_the_fingerprint_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "node0").mkdir()
+    real_scandir = os.scandir
+
+    def refuse(path):
+        if str(path).endswith("node0"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    assert len(tree_fingerprint(str(tmp_path))) == 16

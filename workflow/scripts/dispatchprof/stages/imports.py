@@ -47,7 +47,9 @@ def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
 
 def tree_fingerprint(path: str | None) -> str:
     """Names, sizes and mtimes (ns) of every file under ``path`` (or of the file itself), hashed: the import's
-    rerun trigger. Cheap (a stat per file, no reads); "none" when not provided, "absent" when it does not exist."""
+    rerun trigger. Cheap (a stat per file, no reads); "none" when not provided, "absent" when it does not exist.
+    Directory links are followed, each directory once (by device and inode): a link loop ends the walk there, it
+    does not run forever. A directory that cannot be listed counts as such (the import then says what it cannot read)."""
     if path is None:
         return "none"
     root = Path(path)
@@ -55,13 +57,24 @@ def tree_fingerprint(path: str | None) -> str:
         return "absent"
     digest = hashlib.sha256()
     stack = [root]
+    visited: set[tuple[int, int]] = set()
     while stack:
         current = stack.pop()
         if current.is_file():
             st = current.stat()
             digest.update(f"{current}\t{st.st_size}\t{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
             continue
-        with os.scandir(current) as entries:
+        try:
+            st = current.stat()
+            if (st.st_dev, st.st_ino) in visited:
+                digest.update(f"{current}\tvisited\n".encode(errors="surrogateescape"))
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            listing = os.scandir(current)
+        except OSError as exc:
+            digest.update(f"{current}\tunreadable {exc.errno}\n".encode(errors="surrogateescape"))
+            continue
+        with listing as entries:
             for entry in sorted(entries, key=lambda e: e.name, reverse=True):
                 if entry.is_dir(follow_symlinks=True):
                     stack.append(Path(entry.path))
