@@ -1,7 +1,9 @@
+import codecs
 import os
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,3 +106,34 @@ def test_an_unreadable_directory_is_part_of_the_fingerprint_not_a_crash(tmp_path
 
     monkeypatch.setattr(os, "scandir", refuse)
     assert len(tree_fingerprint(str(tmp_path))) == 16
+
+
+def test_an_empty_latency_csv_says_empty_file(tmp_path):
+    for content in ("", "\n", " ,\n"):
+        path = tmp_path / "dispatch_latency.csv"
+        path.write_text(content)
+        with pytest.raises(ImportError_) as err:
+            latency_csv_ranks(path)
+        assert str(err.value) == f"{path}: line 1: empty file; expected a header starting with rank,iteration"
+
+
+@pytest.mark.parametrize(
+    "encoding, named",
+    [("utf-16", "UTF-16 LE text (byte order mark ff fe)"), ("utf-16-be", "looks like"), ("utf-32", "UTF-32 LE text"), ("utf-16-le", "looks like UTF-16 LE")],
+)
+def test_a_csv_in_another_encoding_names_it(tmp_path, encoding, named):
+    path = tmp_path / "dispatch_latency.csv"
+    data = "rank,iteration,elapsed_us,is_warmup,in_average\n0,0,20.0,0,1\n".encode(encoding)
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+        named = "UTF-16 BE text (byte order mark fe ff)"
+    path.write_bytes(data)
+    with pytest.raises(ImportError_) as err:
+        latency_csv_ranks(path)
+    assert str(err.value).startswith(f"{path}: line 1: ") and named in str(err.value) and "expected UTF-8" in str(err.value)
+
+
+def test_a_utf8_bom_is_read_as_utf8(tmp_path):
+    path = tmp_path / "dispatch_latency.csv"
+    path.write_bytes(codecs.BOM_UTF8 + b"rank,iteration\n0,0\n1,0\n")
+    assert latency_csv_ranks(path) == 2
