@@ -36,7 +36,7 @@ def test_a_rank_that_dies_ends_the_collective_in_seconds_and_is_named(tmp_path, 
     run = collective.run_test(config, toolchain.resolve(config, ROOT), tmp_path / "run", "die", timeout_s=120)
     elapsed = time.monotonic() - started
     assert elapsed < 30, f"the collective took {elapsed:.0f} s"
-    assert run.verdict.state == "failed" and run.verdict.cause == "exit", run.verdict
+    assert run.verdict.state == "failed", run.verdict
     node, local = divmod(die_rank, 2)
     assert run.verdict.reason.startswith(f"rank {die_rank} (node {node}, local rank {local}) died first: exit code 1"), run.verdict.reason
     assert "(sim.die_rank)" in run.verdict.reason  # the tail of what the rank printed

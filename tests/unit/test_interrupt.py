@@ -28,3 +28,29 @@ def test_ctrl_c_in_a_stage_ends_with_one_line_and_code_130(tmp_path, monkeypatch
 def test_the_default_profile_reruns_incomplete_jobs():
     profile = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())
     assert profile["rerun-incomplete"] is True
+
+
+def test_a_status_that_cannot_be_written_ends_with_one_line_and_no_traceback(tmp_path, monkeypatch, capsys):
+    run = stage_run(tmp_path, "baseline")
+    monkeypatch.setattr(stage_module.StageRun, "from_snakemake", classmethod(lambda cls, smk, stage, part=None: run))
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(run.status_path.parent / ".status.json.x.tmp"))
+
+    monkeypatch.setattr(stage_module.StageRun, "finish", refuse)
+    with pytest.raises(SystemExit) as ended:
+        stage_module.run_stage(object(), "baseline", lambda r: r.status("ok", "fine"))
+    assert ended.value.code == 1 and ended.value.__suppress_context__
+    err = capsys.readouterr().err
+    assert err == f"baseline: cannot write {run.status_path.parent / '.status.json.x.tmp'}: Permission denied; the run cannot record this stage\n"
+
+
+def test_another_os_error_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypatch):
+    run = stage_run(tmp_path, "baseline")
+    monkeypatch.setattr(stage_module.StageRun, "from_snakemake", classmethod(lambda cls, smk, stage, part=None: run))
+
+    def body(_run):
+        raise FileNotFoundError(2, "No such file or directory", "missing.json")
+
+    with pytest.raises(FileNotFoundError):
+        stage_module.run_stage(object(), "baseline", body)

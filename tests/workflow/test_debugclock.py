@@ -127,7 +127,7 @@ def test_a_precision_failure_of_the_legacy_debug_build_makes_the_stage_invalid_e
     assert result.returncode == 0, result.stderr[-3000:]
     collect = json.loads((wf.root / "results/baseline/debugclock/collect/status.json").read_text())
     assert collect["state"] == "invalid", collect
-    assert collect["reason"].startswith("the DEBUG_CLOCK_ON run failed the precision check (run 1: ") and "tpSendCountsOut" in collect["reason"], collect
+    assert collect["reason"].startswith("the DEBUG_CLOCK_ON run failed the precision check (run 0: ") and "tpSendCountsOut" in collect["reason"], collect
     assert "not the kernel's" in collect["details"]["precision_on"]
     assert any(not v["passed"] and v["severity"] == "error" and "precision of the DEBUG_CLOCK_ON run" in v["check"] for v in collect["validations"])
     stage = wf.status("debugclock")

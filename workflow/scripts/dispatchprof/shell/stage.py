@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import errno
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,11 +150,24 @@ class StageRun:
         return finish_outputs(self.outputs, self.status_path, status)
 
 
+# The errors of a results directory that cannot take a write (permissions, a read-only or full filesystem).
+UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
 def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
     """Entry point of a stage script: build the run, call the body, write outputs and status."""
     run = StageRun.from_snakemake(smk, stage, part)
     try:
         return run.finish(body(run))
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        # results/ became unwritable (read-only, full): no status can say so; one line and a non-zero exit instead.
+        print(
+            f"{stage}{'/' + part if part else ''}: cannot write {exc.filename or 'an output'}: {exc.strerror}; the run cannot record this stage",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
     except KeyboardInterrupt:
         # Ctrl-C reaches every process of the group: the launchers have ended their process groups on the way out
         # (their finally blocks); one line instead of a traceback, and the interrupt's exit code. Snakemake marks the

@@ -177,7 +177,9 @@ def run_test(
     judged = verdict(table, result)
     died = None if judged.state == "ok" or result.not_run else first_dead_rank(result, int(config["cluster"]["ranks_per_node"]), logs)
     if died:
-        judged = Verdict(judged.state, f"{died}; {judged.reason}", "exit")
+        # The cause stays the verdict's: without a failure pattern a rank that exits before its pass line and one that
+        # fails its precision check look alike (both exit 1); its last lines, in the reason, tell them apart.
+        judged = Verdict(judged.state, f"{died}; {judged.reason}", judged.cause)
     return TestRun(result, table, judged, specs[0].argv, run_dir, ports)
 
 
