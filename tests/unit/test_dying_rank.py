@@ -65,6 +65,14 @@ def _spawn_script(tmp_path: Path, body: str) -> Path:
     return script
 
 
+def run_spawn(script: Path) -> subprocess.CompletedProcess:
+    """Run a spawn case; it must end within seconds (its siblings would otherwise sleep 600 s)."""
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(STAND_IN)}, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - started < 15
+    return out
+
+
 def test_spawn_ends_blocked_siblings_on_the_first_failure_and_names_it(tmp_path):
     script = _spawn_script(
         tmp_path,
@@ -74,9 +82,7 @@ def test_spawn_ends_blocked_siblings_on_the_first_failure_and_names_it(tmp_path)
         "        time.sleep(0.3); sys.exit(3)\n"
         "    time.sleep(600)  # blocked in the collective\n",
     )
-    started = time.monotonic()
-    out = subprocess.run([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(STAND_IN)}, capture_output=True, text=True, timeout=60)
-    assert time.monotonic() - started < 15
+    out = run_spawn(script)
     assert out.returncode == 1 and out.stdout.strip() == "process 2 terminated with exit code 3 2 3", out
     for i in range(4):  # no sibling outlives the spawn
         pid = int((tmp_path / f"pid{i}").read_text())
@@ -93,7 +99,5 @@ def test_spawn_kills_a_sibling_that_ignores_sigterm_and_names_a_signal(tmp_path)
         "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "    time.sleep(600)\n",
     )
-    started = time.monotonic()
-    out = subprocess.run([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(STAND_IN)}, capture_output=True, text=True, timeout=60)
-    assert time.monotonic() - started < 15
+    out = run_spawn(script)
     assert out.stdout.strip() == "process 0 terminated with signal SIGSEGV 0 -11", out
