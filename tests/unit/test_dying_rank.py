@@ -101,3 +101,11 @@ def test_spawn_kills_a_sibling_that_ignores_sigterm_and_names_a_signal(tmp_path)
     )
     out = run_spawn(script)
     assert out.stdout.strip() == "process 0 terminated with signal SIGSEGV 0 -11", out
+
+
+def test_a_precision_failure_keeps_its_reason_first_and_every_other_rank_passes(tmp_path):
+    config = config_with(precision_fail_rank=3)
+    run = collective.run_test(config, toolchain.resolve(config, ROOT), tmp_path / "run", "prec", timeout_s=120)
+    assert run.verdict.state == "failed" and run.verdict.cause == "precision", run.verdict
+    assert run.verdict.reason.startswith("rank 3 did not pass the precision check"), run.verdict.reason
+    assert "rank 3 (node 1, local rank 1) died first: exit code 1" in run.verdict.reason and "precision check FAILED" in run.verdict.reason

@@ -464,8 +464,9 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
         if unknown:
             problems.append(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}")
 
-    if sim["precision_fail_rank"] is not None and sim["precision_fail_rank"] >= world:
-        problems.append(f"sim.precision_fail_rank ({sim['precision_fail_rank']}) must be below the number of ranks ({world})")
+    for knob in ("precision_fail_rank", "die_rank"):
+        if sim[knob] is not None and sim[knob] >= world:
+            problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")
     for knob in ("slow_rank", "spiky_rank", "late_rank", "late_rank2"):
         if sim[knob] is not None and sim[knob] >= world:
             problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")

@@ -178,12 +178,15 @@ def run_test(
     died = None if judged.state == "ok" or result.not_run else first_dead_rank(result, int(config["cluster"]["ranks_per_node"]), logs)
     if died:
         # The cause stays the verdict's: without a failure pattern a rank that exits before its pass line and one that
-        # fails its precision check look alike (both exit 1); its last lines, in the reason, tell them apart.
-        judged = Verdict(judged.state, f"{died}; {judged.reason}", judged.cause)
+        # fails its precision check look alike (both exit 1); its last lines, in the reason, tell them apart. First when
+        # its death took others with it (their siblings ended, peers stopped); after, when it alone did not pass.
+        rank, text = died
+        alone = [row.global_rank for row in table if not row.passed] == [rank]
+        judged = Verdict(judged.state, f"{judged.reason}; {text}" if alone else f"{text}; {judged.reason}", judged.cause)
     return TestRun(result, table, judged, specs[0].argv, run_dir, ports)
 
 
-def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Path]) -> str | None:
+def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Path]) -> tuple[int, str] | None:
     """The rank whose process failed first, as its node's spawn names it (torch's message), with the last lines that
     rank printed (lines holding "[rank <r>]", the convention of the test's lines); None when no node log names one."""
     exited = sorted((n for n in result.nodes if n.exit_code not in (None, 0) and not n.killed and n.log_path.is_file()), key=lambda n: n.finished or 0)
@@ -194,7 +197,7 @@ def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Pa
         rank = node.node * ranks_per_node + failure.local_rank
         tail = log_tail(logs, f"[rank {rank}]")
         said = f"; its last lines: {' | '.join(tail)}" if tail else f"; no line of its logs holds '[rank {rank}]'"
-        return f"rank {rank} (node {node.node}, local rank {failure.local_rank}) died first: {failure.how} ({failure.path}:{failure.line_no}){said}"
+        return rank, f"rank {rank} (node {node.node}, local rank {failure.local_rank}) died first: {failure.how} ({failure.path}:{failure.line_no}){said}"
     return None
 
 
