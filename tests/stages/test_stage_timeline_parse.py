@@ -1,9 +1,11 @@
 """The timeline's parse part as a library function, without Snakemake (the whole DAG: tests/workflow)."""
 
 import json
+import sqlite3
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import ROOT, stage_run, write_part_status
 from dispatchprof.stages.timeline_parse import timeline_parse
@@ -53,3 +55,69 @@ def test_a_needed_input_not_ok_skips_the_part(tmp_path):
     collect = write_part_status(tmp_path / "collect" / "status.json", "timeline", "failed", part="collect")
     run = stage_run(tmp_path, "timeline", inputs={"timeline_collect": collect}, outputs=OUTPUTS, params={"needed": ["timeline_collect"]}, part="nodes0-0")
     assert timeline_parse(run).state == "skipped"
+
+
+def implausible_prof(tmp_path, dur_ns=5_000_000_000):
+    """One rank whose launch 2 lasts ``dur_ns`` (5 s: far above any dispatch, within int64)."""
+    (tmp_path / "raw" / "node0").mkdir(parents=True)
+    prof = simulated_prof(tmp_path / "raw" / "node0")
+    db = next(prof.glob("msprof_*.db"))
+    with sqlite3.connect(db) as conn:
+        start = conn.execute("SELECT startNs FROM TASK ORDER BY startNs LIMIT 1 OFFSET 2").fetchone()[0]
+        conn.execute("UPDATE TASK SET endNs = startNs + ? WHERE startNs = ?", (dur_ns, start))
+    return prof, db, start
+
+
+def assert_never_reaches_the_statistics(tmp_path, status):
+    assert status.state == "invalid", status.reason
+    assert not any((tmp_path / "out" / name).exists() for name in ("launches.parquet", "coverage.parquet", "ranks.json"))
+
+
+def test_an_implausible_launch_duration_is_refused_with_its_file_and_row(tmp_path):
+    _, db, start = implausible_prof(tmp_path)
+    status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
+    assert_never_reaches_the_statistics(tmp_path, status)
+    assert status.reason == (
+        f"{db}: launch 2 of elastic_dispatch_kernel (start {start} ns, {start // 1000}.{start % 1000:03d} us): duration 5000000000 ns, "
+        "5e+06 us, above stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
+    )
+
+
+def test_the_timeline_limit_is_the_configured_one(tmp_path):
+    implausible_prof(tmp_path, dur_ns=200_000)  # 200 us: plausible under the default
+    raw = {"analyze": {"timeline_dir": str(tmp_path / "raw")}}
+    assert timeline_parse(parse_run(tmp_path, {**ONE_RANK, **raw})).state == "ok"
+    status = timeline_parse(parse_run(tmp_path / "strict", {**ONE_RANK, **raw, "stats": {"max_plausible_us": 150}}))
+    assert status.state == "invalid" and "launch 2 of elastic_dispatch_kernel" in status.reason and "(150 us)" in status.reason, status.reason
+
+
+@pytest.mark.parametrize(
+    "duration,message",
+    [
+        ("1e300", "field 'Task Duration(us)' is '1e300', expected microseconds"),
+        ("1" + "0" * 300, "beyond 64-bit nanoseconds"),  # 1e300 written out: once an OverflowError traceback
+        ("99999999999999999.0", "beyond 64-bit nanoseconds"),  # once wrapped to 7.8e18 ns without a word
+        ("5000000.000", "duration 5000000000 ns, 5e+06 us, above stats.max_plausible_us"),
+        ("-1.000", "field 'Task Duration(us)' is '-1.000', expected microseconds"),
+        ("nan", "field 'Task Duration(us)' is 'nan', expected microseconds"),
+    ],
+    ids=["1e300", "1e300-digits", "1e17-us", "5-s", "negative", "nan"],
+)
+def test_an_implausible_duration_in_the_text_export_never_reaches_the_statistics(tmp_path, duration, message):
+    """A PROF_ with only its text export (the db removed): op_summary's third launch edited."""
+    prof, db, _ = implausible_prof(tmp_path, dur_ns=100_002)
+    db.unlink()
+    (csv,) = prof.glob("mindstudio_profiler_output/op_summary_*.csv")
+    lines = csv.read_text().splitlines(keepends=True)
+    header = lines[0].split(",")
+    launch = [i for i, line in enumerate(lines) if "elastic_dispatch_kernel" in line][2]
+    fields = lines[launch].split(",")
+    fields[header.index("Task Duration(us)")] = duration
+    lines[launch] = ",".join(fields)
+    csv.write_text("".join(lines))
+    status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
+    assert_never_reaches_the_statistics(tmp_path, status)
+    assert message in status.reason, status.reason
+    assert status.reason.startswith(str(csv if "above" not in message else csv.parent)), status.reason
+    if "above" not in message:
+        assert f"line {launch + 1}:" in status.reason
