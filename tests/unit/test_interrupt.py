@@ -54,3 +54,19 @@ def test_another_os_error_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypatch
 
     with pytest.raises(FileNotFoundError):
         stage_module.run_stage(object(), "baseline", body)
+
+
+def test_ctrl_c_before_run_stage_also_ends_with_one_line(tmp_path):
+    """A stage script interrupted while it still imports or loads Snakemake's params (before run_stage's try): the
+    package's excepthook says one line; Python still ends the process by SIGINT, so Snakemake sees the interrupt."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "tmp1kmdut_e.timeline_collect.py"  # how Snakemake names the copy of an entry script it runs
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof.shell.atomic\nraise KeyboardInterrupt\n")
+    ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert ended.returncode == -2 and ended.stderr == "timeline_collect: interrupted (Ctrl-C); the next snakemake reruns this job\n", ended.stderr
+    other = tmp_path / "other.py"
+    other.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof\nraise ValueError('a bug')\n")
+    bug = subprocess.run([sys.executable, str(other)], capture_output=True, text=True, timeout=60)
+    assert bug.returncode == 1 and "Traceback" in bug.stderr and "ValueError: a bug" in bug.stderr

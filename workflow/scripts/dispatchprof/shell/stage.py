@@ -156,8 +156,8 @@ UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT
 
 def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
     """Entry point of a stage script: build the run, call the body, write outputs and status."""
-    run = StageRun.from_snakemake(smk, stage, part)
     try:
+        run = StageRun.from_snakemake(smk, stage, part)  # in the try: Ctrl-C may come while Snakemake's params load
         return run.finish(body(run))
     except OSError as exc:
         if exc.errno not in UNWRITABLE:
