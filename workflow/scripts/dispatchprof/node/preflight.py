@@ -75,7 +75,7 @@ def port_in_use(port: int) -> str | None:
     return None
 
 
-def _write_probe(directory: str) -> str | None:
+def write_probe(directory: str) -> str | None:
     """Write and remove a file in ``directory`` (created when missing): None, or why the stages could not write there."""
     try:
         os.makedirs(directory, exist_ok=True)
@@ -133,7 +133,7 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
             seen,
             f"{token} {'is visible here' if seen else 'written by the launching host is not visible here: put results/ on a filesystem every node shares'}",
         )
-    unwritable = [problem for d in spec.get("write_dirs", []) if (problem := _write_probe(d))]
+    unwritable = [problem for d in spec.get("write_dirs", []) if (problem := write_probe(d))]
     if spec.get("write_dirs"):
         shown = "; ".join(unwritable[:3]) + (f"; and {len(unwritable) - 3} more" if len(unwritable) > 3 else "")
         add("results/ writable", not unwritable, shown or f"a file was written and removed in each of {len(spec['write_dirs'])} directories")
