@@ -68,11 +68,7 @@ def test_ctrl_c_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninte
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
     assert "timeline/collect: interrupted (Ctrl-C); the next snakemake reruns this job" in out, out[-3000:]
     assert not (spaced.root / "results" / "baseline" / "timeline" / "collect" / "status.json").exists()
-    deadline = time.monotonic() + 15
-    while processes_mentioning(str(spaced.root)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not processes_mentioning(str(spaced.root)), "the interrupted run left processes behind"
-    assert not list(tmp.glob("simprof_*")), "the stand-in msprof left its temporary directory"
+    assert_nothing_left(spaced, tmp)
 
     rerun = spaced.snakemake(overlay=TINY, env=env)  # plain: profiles/default reruns the incomplete job
     assert rerun.returncode == 0, rerun.stderr[-3000:]
