@@ -121,3 +121,20 @@ def test_an_implausible_duration_in_the_text_export_never_reaches_the_statistics
     assert status.reason.startswith(str(csv if "above" not in message else csv.parent)), status.reason
     if "above" not in message:
         assert f"line {launch + 1}:" in status.reason
+
+
+@pytest.mark.parametrize("duration,message", [(1e300, "not 64-bit integers"), (5e6, "duration 5000000000 ns, 5e+06 us, above stats.max_plausible_us")])
+def test_an_implausible_duration_in_the_msprof_json_never_reaches_the_statistics(tmp_path, duration, message):
+    """A PROF_ whose only kernel table is the msprof JSON (db and op_summary removed): the third launch's 'dur'."""
+    prof, db, _ = implausible_prof(tmp_path, dur_ns=100_002)
+    db.unlink()
+    for csv in prof.glob("mindstudio_profiler_output/op_summary_*.csv"):
+        csv.unlink()
+    (path,) = prof.glob("mindstudio_profiler_output/msprof_*.json")
+    data = json.loads(path.read_text())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    [e for e in events if e.get("name") == "elastic_dispatch_kernel" and e.get("ph") == "X"][2]["dur"] = duration
+    path.write_text(json.dumps(data))
+    status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
+    assert_never_reaches_the_statistics(tmp_path, status)
+    assert message in status.reason and status.reason.startswith(str(path if duration > 1e200 else path.parent)), status.reason

@@ -114,13 +114,14 @@ def target_kernels_of(
 
     def hits(column: str) -> np.ndarray:
         values = frame[column].astype(str)
-        return values.isin({v for v in values.unique() if is_target(v)}).to_numpy()
+        # A missing value (the JSON has no op type) stays NaN under pandas 3's astype(str): it names nothing.
+        return values.isin({v for v in values.unique() if isinstance(v, str) and is_target(v)}).to_numpy()
 
     chosen = hits("name") | (hits("op_type") if "op_type" in frame else False)
     ordered = frame.assign(_target=chosen).sort_values("start_ns", kind="stable")
     target, others = ordered[ordered["_target"]], ordered[~ordered["_target"]]
     names = others["name"].astype(str)
-    barrier = others[names.isin({v for v in names.unique() if is_barrier(v)}).to_numpy()] if is_barrier is not None else others.iloc[:0]
+    barrier = others[names.isin({v for v in names.unique() if isinstance(v, str) and is_barrier(v)}).to_numpy()] if is_barrier is not None else others.iloc[:0]
     starts = target["start_ns"].to_numpy(np.int64)
     intervals = context_intervals(len(target), context_launches)
     if intervals:
