@@ -8,7 +8,7 @@ import sys
 __version__ = "0.1.0"
 
 
-def _interrupted(kind, value, tb, _default=sys.excepthook):  # noqa: ANN001 (sys.excepthook's signature)
+def _interrupted(kind, value, tb, _default=sys.excepthook):
     """Ctrl-C reaches every process of Snakemake's group, wherever each is: a stage script still importing, or
     between its imports and run_stage (which says the same for its body), ends with one line, not a traceback.
     Python then ends the process by SIGINT as it would have; Snakemake marks the job incomplete and the next
