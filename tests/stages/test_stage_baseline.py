@@ -37,3 +37,22 @@ def test_a_csv_of_another_world_size_is_invalid(tmp_path):
     run = stage_run(tmp_path, "baseline", outputs=OUTPUTS, params={"run_dir": None}, overlay={**TWO_RANKS, "analyze": {"latency_csv": str(csv)}})
     status = baseline(run, {})
     assert status.state == "invalid" and "holds 3 ranks but the config has 2" in status.reason
+
+
+def test_an_implausible_latency_never_reaches_the_statistics(tmp_path):
+    csv = latency_csv(tmp_path / "dispatch_latency.csv", 2)
+    lines = csv.read_text().splitlines(keepends=True)
+    lines[7] = lines[7].replace(lines[7].split(",")[3], "1e300")  # rank 0 iteration 6: line 8 of the file
+    csv.write_text("".join(lines))
+    run = stage_run(tmp_path, "baseline", outputs=OUTPUTS, params={"run_dir": None}, overlay={**TWO_RANKS, "analyze": {"latency_csv": str(csv)}})
+    status = baseline(run, {})
+    assert status.state == "invalid", status.reason
+    assert status.reason == f"{csv}: line 8: field 'elapsed_us' is 1e300, 1e+300 us, above stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
+    assert not run.outputs["stats"].exists() and not run.outputs["latency"].exists()
+
+
+def test_the_plausibility_limit_is_the_configured_one(tmp_path):
+    csv = latency_csv(tmp_path / "dispatch_latency.csv", 2)  # warm-up rows of 500 us on lines 2 and 3
+    overlay = {**TWO_RANKS, "analyze": {"latency_csv": str(csv)}, "stats": {"max_plausible_us": 400}}
+    status = baseline(stage_run(tmp_path, "baseline", outputs=OUTPUTS, params={"run_dir": None}, overlay=overlay), {})
+    assert status.state == "invalid" and status.reason.startswith(f"{csv}: line 2: field 'elapsed_us' is 500.000000000, 500 us, above"), status.reason

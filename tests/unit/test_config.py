@@ -73,6 +73,7 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"deepep": {"pass_pattern": "PASSED rank \\d+"}}, "deepep.pass_pattern must have a named group (?P<rank>"),
         ({"deepep": {"test_args": ["--x", "{nonsense}"]}}, "deepep.test_args: unknown placeholder {nonsense}"),
         ({"sim": {"precision_fail_rank": 16}}, "sim.precision_fail_rank (16) must be below the number of ranks (16)"),
+        ({"sim": {"die_rank": 16}}, "sim.die_rank (16) must be below the number of ranks (16)"),
         ({"timeline": {"detail_ranks": [3, 16]}}, "timeline.detail_ranks: [16] outside the cluster's 16 ranks (0..15)"),
         ({"timeline": {"nodes_per_job": 0}}, "timeline.nodes_per_job: 0 is less than the minimum of 1"),
         ({"timeline": {"crosscheck": "yes"}}, "timeline.crosscheck: 'yes' is not one of ['auto', 'off']"),

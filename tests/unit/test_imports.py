@@ -1,6 +1,9 @@
+import codecs
 import os
 import re
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +80,60 @@ def test_garbage_latency_csv_is_counted_or_refused_clearly(tmp_path_factory, blo
     text = blob.decode(errors="replace")
     assert "rank" in text
     assert count <= len(re.split(r"\r\n|\r|\n", text)) - 1
+
+
+def test_a_symlink_loop_in_an_imported_tree_ends_the_walk_without_a_traceback(tmp_path):
+    prof = tmp_path / "node0" / "PROF_x"
+    prof.mkdir(parents=True)
+    (prof / "a.csv").write_text("x")
+    (prof / "loop").symlink_to(tmp_path, target_is_directory=True)  # node0/PROF_x/loop -> the root
+    (tmp_path / "self").symlink_to(".", target_is_directory=True)
+    first = tree_fingerprint(str(tmp_path))
+    assert tree_fingerprint(str(tmp_path)) == first
+    (prof / "a.csv").write_text("xy")  # still a fingerprint of the files: a change is seen
+    assert tree_fingerprint(str(tmp_path)) != first
+    assert [Path(e["path"]).name for e in manifest(tmp_path)] == ["a.csv"]  # rglob does not follow directory links
+
+
+def test_an_unreadable_directory_is_part_of_the_fingerprint_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "node0").mkdir()
+    real_scandir = os.scandir
+
+    def refuse(path):
+        if str(path).endswith("node0"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    assert len(tree_fingerprint(str(tmp_path))) == 16
+
+
+def test_an_empty_latency_csv_says_empty_file(tmp_path):
+    for content in ("", "\n", " ,\n"):
+        path = tmp_path / "dispatch_latency.csv"
+        path.write_text(content)
+        with pytest.raises(ImportError_) as err:
+            latency_csv_ranks(path)
+        assert str(err.value) == f"{path}: line 1: empty file; expected a header starting with rank,iteration"
+
+
+@pytest.mark.parametrize(
+    "encoding, named",
+    [("utf-16", "UTF-16 LE text (byte order mark ff fe)"), ("utf-16-be", "looks like"), ("utf-32", "UTF-32 LE text"), ("utf-16-le", "looks like UTF-16 LE")],
+)
+def test_a_csv_in_another_encoding_names_it(tmp_path, encoding, named):
+    path = tmp_path / "dispatch_latency.csv"
+    data = "rank,iteration,elapsed_us,is_warmup,in_average\n0,0,20.0,0,1\n".encode(encoding)
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+        named = "UTF-16 BE text (byte order mark fe ff)"
+    path.write_bytes(data)
+    with pytest.raises(ImportError_) as err:
+        latency_csv_ranks(path)
+    assert str(err.value).startswith(f"{path}: line 1: ") and named in str(err.value) and "expected UTF-8" in str(err.value)
+
+
+def test_a_utf8_bom_is_read_as_utf8(tmp_path):
+    path = tmp_path / "dispatch_latency.csv"
+    path.write_bytes(codecs.BOM_UTF8 + b"rank,iteration\n0,0\n1,0\n")
+    assert latency_csv_ranks(path) == 2

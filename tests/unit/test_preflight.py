@@ -142,3 +142,20 @@ def test_the_instr_timeline_pipe_option_is_checked_only_when_instr_timeline_runs
     assert failed(profiler_findings(instr, capture)) == {"msopprof options in its --help": "not in `msopprof --help`: --instr-timeline-pipe"}
     pipe_only = {**config(), "pipe_timeline": {"runs": ["PipeTimeline"], "instr_timeline_pipe": None}}
     assert failed(profiler_findings(pipe_only, capture)) == {}
+
+
+def test_preflight_writes_where_every_stage_will_write_and_names_what_it_cannot(tmp_path):
+    from dispatchprof.node.preflight import run_checks
+    from dispatchprof.tools.preflight_plan import write_dirs
+
+    results = tmp_path / "results"
+    (results / "baseline" / "timeline" / "raw" / "node0" / "deep").mkdir(parents=True)
+    dirs = write_dirs(results)
+    assert dirs == [str(results), *(str(results / p) for p in ("baseline", "baseline/timeline", "baseline/timeline/raw"))]
+    ok = [f for f in run_checks({"write_dirs": dirs}) if f["check"] == "results/ writable"]
+    assert ok == [{"check": "results/ writable", "ok": True, "detail": "a file was written and removed in each of 4 directories"}]
+    assert sorted(p.name for p in (results / "baseline").iterdir()) == ["timeline"]  # the probe files are gone
+    # A directory that cannot take a file (the tests run as root, for whom permissions do not count: a file in the way)
+    (results / "baseline" / "pmu").write_text("")
+    bad = [f for f in run_checks({"write_dirs": [*dirs, str(results / "baseline" / "pmu")]}) if f["check"] == "results/ writable"]
+    assert bad[0]["ok"] is False and bad[0]["detail"].startswith(f"cannot write in {results / 'baseline' / 'pmu'}: "), bad

@@ -78,3 +78,10 @@ def test_no_safe_cache_directory_means_compiling_as_before(tmp_path, monkeypatch
     assert html._environment(tmp_path).bytecode_cache is None
     assert html.render(tmp_path, {"value": 1}, "page.md.j2") == "1"
     html._environment.cache_clear()
+
+
+def test_a_huge_number_is_printed_for_people_never_as_hundreds_of_digits(tmp_path):
+    from dispatchprof.report.html import render
+
+    (tmp_path / "t.md.j2").write_text('{{ "%.1f"|format(big) }} us; {{ "%.1f"|format(small) }} us; {{ "%d of %d"|format(3, 4) }}')
+    assert render(tmp_path, {"big": 1e300, "small": 12.34}, "t.md.j2") == "1e+300 us; 12.3 us; 3 of 4"

@@ -117,7 +117,7 @@ def test_analyze_mode_without_the_dir_is_skipped_and_a_bad_file_is_invalid(tmp_p
     assert status["state"] == "invalid" and "dispatch_clock_rank_0.csv: line 2: 2 fields; expected 3" in status["reason"]
 
 
-def test_a_precision_failure_of_the_legacy_debug_build_is_the_instrumentations(tmp_path):
+def test_a_precision_failure_of_the_legacy_debug_build_makes_the_stage_invalid_everywhere(tmp_path):
     wf = copy_workflow(tmp_path / "wf")
     overlay = base_overlay(
         sim={"replay": "hang", "debugclock": "overwrite"},
@@ -126,7 +126,11 @@ def test_a_precision_failure_of_the_legacy_debug_build_is_the_instrumentations(t
     result = wf.snakemake("--until", "debugclock", overlay=overlay, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     collect = json.loads((wf.root / "results/baseline/debugclock/collect/status.json").read_text())
-    assert collect["state"] == "ok", collect
-    assert "tpSendCountsOut" in collect["details"]["precision_on"] and "not the kernel's" in collect["details"]["precision_on"]
-    assert any(not v["passed"] and v["severity"] == "warning" and "precision of the DEBUG_CLOCK_ON run" in v["check"] for v in collect["validations"])
-    assert wf.status("debugclock")["state"] == "ok" and wf.status("correctness")["state"] == "ok"
+    assert collect["state"] == "invalid", collect
+    assert collect["reason"].startswith("the DEBUG_CLOCK_ON run failed the precision check (run 0: ") and "tpSendCountsOut" in collect["reason"], collect
+    assert "not the kernel's" in collect["details"]["precision_on"]
+    assert any(not v["passed"] and v["severity"] == "error" and "precision of the DEBUG_CLOCK_ON run" in v["check"] for v in collect["validations"])
+    stage = wf.status("debugclock")
+    assert stage["state"] == "invalid" and "the DEBUG_CLOCK_ON run failed the precision check" in stage["reason"], stage
+    assert wf.status("correctness")["state"] == "ok"
+    assert "debugclock" in result.stdout + result.stderr and "invalid" in result.stdout + result.stderr  # the end-of-run table

@@ -103,6 +103,8 @@ VALUES: dict[str, Any] = {
     "debugclock.wait_slots": {"CalCumSum": [2]},
     "sim.precision_fail_rank": 1,
     "sim.dead_node": 1,
+    "sim.die_rank": 3,
+    "sim.die_after_launches": 2,
     "sim.slow_rank": 1,
     "sim.spiky_rank": 1,
     "sim.late_rank": 1,

@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -116,6 +118,21 @@ def test_one_node_runs_with_overlap(slurm_cluster, workflow_copy):
     launched = (workflow_copy.root / "results/baseline/correctness/logs/correctness.log").read_text()
     assert "srun --nodes=1 --ntasks=1 --ntasks-per-node=1 --kill-on-bad-exit=1 --overlap" in launched
     assert json.loads((workflow_copy.root / "results/baseline/correctness/run/node0.exit.json").read_text())["exit_code"] == 0
+
+
+def test_a_rank_that_dies_under_slurm_ends_the_collective_in_seconds_and_is_named(slurm_cluster, workflow_copy):
+    """Issue 34 under launcher slurm: rank 9 (node 1) exits early; its node's spawn ends its siblings, srun's
+    --kill-on-bad-exit=1 ends node 0, and the stage names the rank that died first. Budget 300 s: without either,
+    the collective would wait for it."""
+    started = time.monotonic()
+    result = run_profile(workflow_copy, base_overlay(fixed_ports=True, sim={"die_rank": 9}, timeouts={"correctness": 300}), "--until", "correctness")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    status = workflow_copy.status("correctness")
+    assert status["state"] == "failed" and status["reason"].startswith("rank 9 (node 1, local rank 1) died first: exit code 1"), status
+    assert "(sim.die_rank)" in status["reason"]
+    run_s = (datetime.fromisoformat(status["finished"]) - datetime.fromisoformat(status["started"])).total_seconds()
+    assert run_s < 30 and time.monotonic() - started < 240, run_s
+    assert processes_mentioning(str(workflow_copy.root)) == []
 
 
 def test_a_stage_over_budget_under_slurm_ends_in_timeout_before_slurm_kills_it(slurm_cluster, workflow_copy):

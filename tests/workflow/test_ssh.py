@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
+from datetime import datetime
 
 import pytest
 
@@ -89,5 +90,20 @@ def test_a_hung_node_over_ssh_is_ended_by_its_remote_process_group(sshd, workflo
     assert result.returncode == 0, result.stderr[-3000:]
     status = workflow_copy.status("correctness")
     assert status["state"] == "timeout", status
+    time.sleep(2)
+    assert processes_mentioning(str(workflow_copy.root)) == []
+
+
+def test_a_rank_that_dies_over_ssh_ends_the_collective_in_seconds_and_is_named(sshd, workflow_copy):
+    # Budget 300 s: without the spawn ending its siblings the collective would wait for it.
+    overlay = ssh_overlay(sshd, sim={"die_rank": 9}, timeouts={"correctness": 300})
+    started = time.monotonic()
+    result = workflow_copy.snakemake("--until", "correctness", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = workflow_copy.status("correctness")
+    assert status["state"] == "failed" and status["reason"].startswith("rank 9 (node 1, local rank 1) died first: exit code 1"), status
+    assert "(sim.die_rank)" in status["reason"]
+    run_s = (datetime.fromisoformat(status["finished"]) - datetime.fromisoformat(status["started"])).total_seconds()
+    assert run_s < 30 and time.monotonic() - started < 120, run_s
     time.sleep(2)
     assert processes_mentioning(str(workflow_copy.root)) == []

@@ -24,6 +24,50 @@ from dispatchprof.shell.stage import skip_final_collection  # noqa: E402
 
 skip_final_collection()  # ~0.2 s of every Snakemake run, dry runs included (dispatchprof.shell.stage)
 
+
+def tolerate_unwritable_results():
+    """results/ made read-only (or full) mid-run: the stage that could not write says so in one line and exits 1
+    (dispatchprof.shell.stage.UNWRITABLE); Snakemake's own cleanup then fails on the same directory, removing the
+    failed job's outputs (Job.cleanup, an rmtree) and the empty output directories (DAG.cleanup_workdir), with
+    a traceback and no end-of-run table. Here both say one line and the run ends through onerror (the table).
+    """
+    import functools
+    from snakemake.dag import DAG
+    from snakemake.jobs import Job
+    from dispatchprof.shell.stage import UNWRITABLE
+
+    def said(exc, what):
+        if exc.errno not in UNWRITABLE:
+            raise exc
+        print(
+            f"snakemake: cannot {what} {exc.filename or ''} ({exc.strerror}): left as it is",
+            file=sys.stderr,
+        )
+
+    if getattr(DAG.cleanup_workdir, "dispatchprof", False):
+        return
+    original_dirs, original_job = DAG.cleanup_workdir, Job.cleanup
+
+    @functools.wraps(original_dirs)
+    def cleanup_workdir(self):
+        try:
+            original_dirs(self)
+        except OSError as exc:
+            said(exc, "remove the empty output directory")
+
+    @functools.wraps(original_job)
+    async def cleanup(self, skip_outputs):
+        try:
+            await original_job(self, skip_outputs)
+        except OSError as exc:
+            said(exc, f"remove the outputs of failed job {self}:")
+
+    cleanup_workdir.dispatchprof = True
+    DAG.cleanup_workdir, Job.cleanup = cleanup_workdir, cleanup
+
+
+tolerate_unwritable_results()
+
 CONFIG_SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 STARTED = __import__(
     "time"
@@ -79,9 +123,9 @@ def end_of_run():
         sys.exit(1)
 
 
-def refuse(problems):
+def refuse(problems, what="Configuration"):
     """Stop before the DAG is built, with messages a person can act on (no traceback)."""
-    sys.stderr.write("Configuration refused; nothing was run:\n")
+    sys.stderr.write(f"{what} refused; nothing was run:\n")
     for problem in problems:
         sys.stderr.write(f"  - {problem}\n")
     if any(re.search(r": '[^']*' is not of type '(integer|number|boolean)'", p) for p in problems):
@@ -90,6 +134,24 @@ def refuse(problems):
             "--configfile config/config.yaml my-overrides.yaml)\n"
         )
     sys.exit(1)
+
+
+def refuse_unwritable_results():
+    """onstart (a run, not -n): results/ and its stage directories each take a file, as preflight checks on every
+    node. A read-only results/ is refused here, before any job: Snakemake would otherwise fail creating the first
+    job's output directory, and env_capture's preflight could not even start."""
+    from dispatchprof.node.preflight import write_probe
+    from dispatchprof.tools.preflight_plan import write_dirs
+
+    problems = [p for d in write_dirs(Path("results")) if (p := write_probe(d))]
+    if problems:
+        refuse(
+            [
+                *problems,
+                "every stage writes under results/: make it writable, or run in a copy of the workflow",
+            ],
+            "Results directory",
+        )
 
 
 _SCHEMA = load_schema(CONFIG_SCHEMA)

@@ -26,11 +26,11 @@ INTERPRETATION = {
 API_SCOPE = "full-API scope: host wall time around dispatch(...) plus torch.npu.synchronize(), per call"
 
 
-def load_api(run_dir: Path) -> pd.DataFrame | None:
+def load_api(run_dir: Path, max_us: float | None = None) -> pd.DataFrame | None:
     files = sorted((run_dir / "api").glob("*.csv"))
     if not files:
         return None
-    return pd.concat([parse_api_csv(f) for f in files], ignore_index=True)
+    return pd.concat([parse_api_csv(f, max_us) for f in files], ignore_index=True)
 
 
 def api_boundary(run_dir: Path | None) -> str:

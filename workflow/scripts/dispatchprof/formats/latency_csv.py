@@ -63,8 +63,15 @@ def _flag(path: Path, line: int, field: str, value: str) -> bool:
     return value == "1"
 
 
-def _duration(path: Path, line: int, field: str, value: str) -> float:
-    return finite_nonnegative(path, line, field, value, LatencyCsvError, "duration")
+def _duration(path: Path, line: int, field: str, value: str, max_us: float | None = None, scale: float = 1.0) -> float:
+    """A finite non-negative duration; with ``max_us`` (stats.max_plausible_us) one above it is refused: no dispatch
+    lasts that long, and one such row would move every statistic it enters (a mean of 1e298)."""
+    us = finite_nonnegative(path, line, field, value, LatencyCsvError, "duration") * scale
+    if max_us is not None and us > max_us:
+        raise LatencyCsvError(
+            f"{path}: line {line}: field '{field}' is {value}, {us:.4g} us, above stats.max_plausible_us ({max_us:g} us): not a plausible dispatch duration"
+        )
+    return us
 
 
 def _uint64(path: Path, line: int, field: str, value: str) -> int:
@@ -110,7 +117,7 @@ def _single_value(path: Path, rows: list[tuple[int, list[str]]], header: list[st
     return first[1] if first else None
 
 
-def parse_latency_csv(path: str | Path) -> LatencyTable:
+def parse_latency_csv(path: str | Path, max_us: float | None = None) -> LatencyTable:
     path = Path(path)
     header, rows = _read_rows(path)
     missing = [f for f in REQUIRED if f not in header]
@@ -134,7 +141,7 @@ def parse_latency_csv(path: str | Path) -> LatencyTable:
             raise LatencyCsvError(f"{path}: line {line}: {len(row)} fields, expected {len(header)} as in the header (truncated row?)")
         rank = _int(path, line, "rank", row[col["rank"]].strip())
         iteration = _int(path, line, "iteration", row[col["iteration"]].strip())
-        us = _duration(path, line, time_field, row[col[time_field]].strip()) * scale
+        us = _duration(path, line, time_field, row[col[time_field]].strip(), max_us, scale)
         warmup = _flag(path, line, "is_warmup", row[col["is_warmup"]].strip())
         in_average = _flag(path, line, "in_average", row[col["in_average"]].strip())
         if warmup and in_average:
@@ -167,7 +174,7 @@ def parse_latency_csv(path: str | Path) -> LatencyTable:
     return LatencyTable(frame.sort_values(["iteration", "rank"], ignore_index=True), measurement, clock_hz, str(path), work_frame)
 
 
-def parse_api_csv(path: str | Path) -> pd.DataFrame:
+def parse_api_csv(path: str | Path, max_us: float | None = None) -> pd.DataFrame:
     """The driver's per-rank full-API latency file: rank,iteration,api_us,is_warmup."""
     path = Path(path)
     header, rows = _read_rows(path)
@@ -184,7 +191,7 @@ def parse_api_csv(path: str | Path) -> pd.DataFrame:
             (
                 _int(path, line, "rank", row[col["rank"]].strip()),
                 _int(path, line, "iteration", row[col["iteration"]].strip()),
-                _duration(path, line, "api_us", row[col["api_us"]].strip()),
+                _duration(path, line, "api_us", row[col["api_us"]].strip(), max_us),
                 _flag(path, line, "is_warmup", row[col["is_warmup"]].strip()),
             )
         )

@@ -39,6 +39,7 @@ KERNEL_COLUMNS = ["device", "pid", "stream", "task_id", "name", "op_type", "task
 # Task types of compute tasks: what op_summary and COMPUTE_TASK_INFO hold (the JSON also has MEMCPY_ASYNC etc.).
 COMPUTE_TASK_TYPES = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE", "COMMUNICATION"}
 _US = re.compile(r"^\d+(\.\d+)?$")
+INT64_MAX_US = (2**63 - 1 - 999) // 1000  # the most microseconds that still fit in int64 nanoseconds with any fraction
 
 
 def us_to_ns(values: pd.Series, path: Path, field_name: str, first_line: int = 2) -> pd.Series:
@@ -51,6 +52,14 @@ def us_to_ns(values: pd.Series, path: Path, field_name: str, first_line: int = 2
             f"{path}: line {bad + first_line}: field '{field_name}' is {values.iloc[bad]!r}, expected microseconds like 1778463028745189.370"
         )
     parts = text.str.split(".", n=1, expand=True)
+    # Beyond int64 nanoseconds (292 years; a 301-digit duration) is refused by its line, never wrapped or a traceback.
+    digits, most = parts[0].str.lstrip("0"), str(INT64_MAX_US)
+    too_long = (digits.str.len() > len(most)) | ((digits.str.len() == len(most)) & (digits > most))
+    if too_long.any():
+        bad = int(np.flatnonzero(too_long.to_numpy())[0])
+        raise MsprofFormatError(
+            f"{path}: line {bad + first_line}: field '{field_name}' is {values.iloc[bad]!r}, beyond 64-bit nanoseconds ({INT64_MAX_US} us at most)"
+        )
     whole = parts[0].astype("int64")
     frac = parts[1].fillna("").str.ljust(3, "0").str[:3].astype("int64") if parts.shape[1] > 1 else 0
     return whole * 1000 + frac

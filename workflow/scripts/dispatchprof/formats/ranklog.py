@@ -63,3 +63,39 @@ def name_ranks(ranks: Iterable[int], world: int | None = None) -> str:
         return f"rank {ranks[0]}"
     of = f" ({len(ranks)} of {world})" if world else ""
     return "ranks " + ", ".join(str(r) for r in ranks) + of
+
+
+# torch.multiprocessing.spawn's messages when a spawned process fails (torch/multiprocessing/spawn.py,
+# ProcessContext.join): ProcessExitedException "process 3 terminated with exit code 1" or "... with signal SIGKILL",
+# ProcessRaisedException "-- Process 3 terminated with the following error:" before the child's traceback.
+SPAWN_FAILURE = re.compile(r"\b[Pp]rocess (?P<index>\d+) terminated with (?P<how>exit code -?\d+|signal \w+|the following error)")
+
+
+@dataclass(frozen=True)
+class SpawnFailure:
+    """The process (local rank) a node's spawn named as the first to fail, and where it says so."""
+
+    local_rank: int
+    how: str
+    path: str
+    line_no: int
+
+
+def spawn_failure(path: Path) -> SpawnFailure | None:
+    """The first spawn failure a node log reports, or None (the log is read as text, bad bytes replaced)."""
+    with open(path, errors="replace") as handle:
+        for line_no, line in enumerate(handle, 1):
+            match = SPAWN_FAILURE.search(line)
+            if match:
+                return SpawnFailure(int(match.group("index")), match.group("how"), str(path), line_no)
+    return None
+
+
+def log_tail(paths: Iterable[Path], marker: str, lines: int = 3) -> list[str]:
+    """The last ``lines`` distinct non-empty lines holding ``marker`` (e.g. "[rank 5]") across ``paths``, in file order
+    (a line the node log and the rank's own log both hold counts once)."""
+    found: dict[str, None] = {}
+    for path in paths:
+        with open(path, errors="replace") as handle:
+            found.update((line.strip(), None) for line in handle if marker in line and line.strip())
+    return list(found)[-lines:]

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dispatchprof.formats.msprof import ProfInfo, TargetKernels, read_db_target
+import numpy as np
+
+from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, read_db_target
 
 
 def read_target_kernels(
@@ -17,17 +19,39 @@ def read_target_kernels(
     is_barrier: Callable[[str], bool] | None = None,
     device: int | None = None,
     skip_unended: bool = False,
+    max_us: float | None = None,
 ) -> TargetKernels:
     """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
     The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
     launch of the barrier kernel. ``device``: only that device's tasks (by TASK.deviceId, the CSV's Device_id or
     the JSON's pid & 31). ``skip_unended``: a db whose msprof session never ended yields no launches (read_db_target);
-    a text export does not tell its session."""
+    a text export does not tell its session. ``max_us`` (stats.max_plausible_us): a target launch lasting longer is
+    refused (refuse_implausible)."""
     if info.db is not None:
-        return read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device, skip_unended)
-    from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas: only for text exports
+        kernels = read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device, skip_unended)
+    else:
+        from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas: only for text exports
 
-    kernels = read_prof_kernels(info)
-    if device is not None:
-        kernels = kernels[kernels["device"] == device]
-    return target_kernels_of(kernels, is_target, context_launches, is_barrier)
+        table = read_prof_kernels(info)
+        if device is not None:
+            table = table[table["device"] == device]
+        kernels = target_kernels_of(table, is_target, context_launches, is_barrier)
+    if max_us is not None:
+        refuse_implausible(kernels, info, max_us)
+    return kernels
+
+
+def refuse_implausible(kernels: TargetKernels, info: ProfInfo, max_us: float) -> None:
+    """A target launch lasting more than ``max_us`` is refused, naming the file and the launch by its start (the row:
+    TASK.startNs in the db, Task Start Time(us) / ts in the text export): no dispatch lasts that long, and one such
+    launch would move every statistic it enters. Other kernels are not judged: they are not dispatches."""
+    over = kernels.dur_ns > max_us * 1000
+    if not over.any():
+        return
+    i = int(np.flatnonzero(over)[0])
+    start, dur = int(kernels.start_ns[i]), int(kernels.dur_ns[i])
+    where = info.db if info.db is not None else info.text_dir
+    raise MsprofFormatError(
+        f"{where}: launch {i} of {kernels.name[i]} (start {start} ns, {start // 1000}.{start % 1000:03d} us): duration {dur} ns, "
+        f"{dur / 1000:.4g} us, above stats.max_plausible_us ({max_us:g} us): not a plausible dispatch duration"
+    )

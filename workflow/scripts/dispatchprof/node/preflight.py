@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from typing import Any, Iterable, Mapping
 
 try:
@@ -74,6 +75,18 @@ def port_in_use(port: int) -> str | None:
     return None
 
 
+def write_probe(directory: str) -> str | None:
+    """Write and remove a file in ``directory`` (created when missing): None, or why the stages could not write there."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, path = tempfile.mkstemp(dir=directory, prefix=".preflight_")
+        os.close(fd)
+        os.unlink(path)
+    except OSError as exc:
+        return f"cannot write in {directory}: {exc.strerror}"
+    return None
+
+
 def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ, forwarded: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Every check of the spec; each finding is {check, ok, detail}. A check that cannot run is a failed check.
     ``environ`` is this node's environment, ``forwarded`` what the ssh launcher forwards onto it (read from stdin)."""
@@ -120,6 +133,10 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
             seen,
             f"{token} {'is visible here' if seen else 'written by the launching host is not visible here: put results/ on a filesystem every node shares'}",
         )
+    unwritable = [problem for d in spec.get("write_dirs", []) if (problem := write_probe(d))]
+    if spec.get("write_dirs"):
+        shown = "; ".join(unwritable[:3]) + (f"; and {len(unwritable) - 3} more" if len(unwritable) > 3 else "")
+        add("results/ writable", not unwritable, shown or f"a file was written and removed in each of {len(spec['write_dirs'])} directories")
     for name, why in FORBIDDEN_ENV.items():
         if environ.get(name):
             add(f"environment {name}", False, f"{name}={environ[name]!r} {why}: unset it")

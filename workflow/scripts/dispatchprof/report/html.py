@@ -9,6 +9,7 @@ import base64
 import functools
 import hashlib
 import pickle
+import re
 
 import jinja2
 import jinja2.bccache
@@ -66,11 +67,25 @@ def _compiled_templates_cache() -> jinja2.BytecodeCache | None:
         return None
 
 
+# Beyond this magnitude a number is printed in 4 significant digits, whatever the template's fixed-point spec
+# ("%.1f" of 1e300 is 301 digits). No real value of the report comes near it: latencies above
+# stats.max_plausible_us are refused before any statistic.
+HUMAN_LIMIT = 1e9
+_FIXED = re.compile(r"%(\.\d+)?f")
+
+
+def human_format(spec: str, *args: Any, **kwargs: Any) -> str:
+    """Jinja's ``format`` filter, with fixed-point conversions turned into ``%.4g`` when an argument is huge."""
+    if not kwargs and any(isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) >= HUMAN_LIMIT for a in args):
+        spec = _FIXED.sub("%.4g", spec)
+    return jinja2.filters.do_format(spec, *args, **kwargs)
+
+
 @functools.cache
 def _environment(template_dir: Path) -> jinja2.Environment:
     """One environment per template directory: the HTML and Markdown reports share their compiled includes."""
     extensions, for_string, default = _SETTINGS["autoescape"]
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir)),
         bytecode_cache=_compiled_templates_cache(),
         autoescape=jinja2.select_autoescape(list(extensions), default_for_string=for_string, default=default),
@@ -78,6 +93,8 @@ def _environment(template_dir: Path) -> jinja2.Environment:
         trim_blocks=_SETTINGS["trim_blocks"],
         lstrip_blocks=_SETTINGS["lstrip_blocks"],
     )
+    env.filters["format"] = human_format
+    return env
 
 
 def render(template_dir: Path, context: dict[str, Any], template: str = "report.html.j2") -> str:

@@ -71,6 +71,18 @@ def world_ranks(config: Mapping[str, Any]) -> int:
     return int(config["cluster"]["nodes"]) * int(config["cluster"]["ranks_per_node"])
 
 
+# Characters msprof refuses in --output (shared/formats/msprof.md §1.1, [H8]): newline ' " % > < | & $ ; ` and \.
+MSPROF_OUTPUT_REFUSED = "\n'\"%><|&$;`\\"
+
+
+def msprof_output_problem(path: Path | str) -> str | None:
+    """Why msprof would refuse ``path`` as --output, or None."""
+    bad = sorted({c for c in str(path) if c in MSPROF_OUTPUT_REFUSED})
+    if not bad:
+        return None
+    return f"output path {path} holds {' '.join(repr(c) for c in bad)}, which msprof refuses in --output (newline ' \" % > < | & $ ; ` \\)"
+
+
 def msopprof_output_dirs(config: Mapping[str, Any], workdir: Path, experiment: str) -> list[Path]:
     """The --output directories the PMU and PC-sampling stages will hand to msopprof."""
     base = workdir.resolve() / "results" / experiment
@@ -452,8 +464,9 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
         if unknown:
             problems.append(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}")
 
-    if sim["precision_fail_rank"] is not None and sim["precision_fail_rank"] >= world:
-        problems.append(f"sim.precision_fail_rank ({sim['precision_fail_rank']}) must be below the number of ranks ({world})")
+    for knob in ("precision_fail_rank", "die_rank"):
+        if sim[knob] is not None and sim[knob] >= world:
+            problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")
     for knob in ("slow_rank", "spiky_rank", "late_rank", "late_rank2"):
         if sim[knob] is not None and sim[knob] >= world:
             problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")
@@ -508,6 +521,9 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
         problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
     problems += probe_problems(config["probe"])
 
+    refused = msprof_output_problem(workdir.resolve() / "results")
+    if refused:  # every profiler stage writes its --output under results/
+        problems.append(f"{refused}: run the workflow from a directory whose path has none of them")
     for experiment in experiments:
         for path in msopprof_output_dirs(config, workdir, experiment):
             if len(str(path)) > MSOPPROF_OUTPUT_MAX:

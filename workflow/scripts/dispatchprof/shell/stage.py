@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import errno
 import os
 import sys
 import traceback
@@ -175,21 +176,42 @@ def internal_error(exc: BaseException) -> str:
     return f"internal error in {reader} on {path if path is not None else 'an unknown file'}: {last}"
 
 
+# The errors of a results directory that cannot take a write (permissions, a read-only or full filesystem).
+UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
 def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: str | None = None) -> Status:
     """Entry point of a stage script: build the run, call the body, write outputs and status. An exception the body
     did not expect (a reader's bug on a user's file) makes the part `invalid` with "internal error in <reader> on
     <file>: <last line>" and the traceback in the job's log, so the run goes on and the report renders; with
-    DISPATCHPROF_RAISE=1 (the test suite sets it) it is raised instead."""
-    run = StageRun.from_snakemake(smk, stage, part)
-    return run.finish(guarded(run, body))
+    DISPATCHPROF_RAISE=1 (the test suite sets it) it is raised instead. A results directory that cannot take the
+    status, and Ctrl-C, end the job with one line."""
+    try:
+        run = StageRun.from_snakemake(smk, stage, part)  # in the try: Ctrl-C may come while Snakemake's params load
+        return run.finish(guarded(run, body))
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        # results/ became unwritable (read-only, full): no status can say so; one line and a non-zero exit instead.
+        print(
+            f"{stage}{'/' + part if part else ''}: cannot write {exc.filename or 'an output'}: {exc.strerror}; the run cannot record this stage",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        # Ctrl-C reaches every process of the group: the launchers have ended their process groups on the way out
+        # (their finally blocks); one line instead of a traceback, and the interrupt's exit code. Snakemake marks the
+        # job incomplete; the next `snakemake` reruns it (profiles/default sets rerun-incomplete).
+        print(f"{stage}{'/' + part if part else ''}: interrupted (Ctrl-C); the next snakemake reruns this job", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def guarded(run: StageRun, body: Callable[[StageRun], Status]) -> Status:
     try:
         return body(run)
     except Exception as exc:
-        if raise_internal_errors():
-            raise
+        if raise_internal_errors() or (isinstance(exc, OSError) and exc.errno in UNWRITABLE):
+            raise  # an unwritable results directory is no workflow bug: run_stage ends the job with one line
         log.exception("%s%s: unexpected exception (a workflow bug: please report it with this log)", run.stage, f"/{run.part}" if run.part else "")
         return run.status("invalid", internal_error(exc) + " (a workflow bug: the traceback is in this job's log; please report it)")
 

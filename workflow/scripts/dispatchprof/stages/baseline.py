@@ -22,8 +22,9 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     csv = Path(run.config["analyze"]["latency_csv"]) if run.config["mode"] == "analyze" else Path(run.params["run_dir"]) / "latency" / "dispatch_latency.csv"
     run_dir = Path(run.params["run_dir"]) if run.params["run_dir"] else None
     try:
-        kernel = parse_latency_csv(csv)
-        api = load_api(run_dir) if run_dir else None
+        max_us = float(cfg["stats"]["max_plausible_us"])
+        kernel = parse_latency_csv(csv, max_us)
+        api = load_api(run_dir, max_us) if run_dir else None
     except LatencyCsvError as exc:
         return run.status("invalid", str(exc), upstream={k: p.state for k, p in parts.items()})
     world = world_ranks(cfg)

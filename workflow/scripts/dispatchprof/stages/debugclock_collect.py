@@ -21,7 +21,8 @@ from dispatchprof.shell.status import Status, Validation, read_status
 from dispatchprof.tools.toolchain import Toolchain, resolve
 
 # The legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): a precision failure of the ON run
-# alone is the instrumentation's, not the kernel's.
+# alone is the instrumentation's, not the kernel's. It still makes the stage invalid: an ON run whose results are
+# wrong is not the run the clocks were meant to time, and a lead reading "ok" would trust them.
 KNOWN_CAUSE = "the legacy DEBUG build overwrites tpSendCountsOut with its clocks (shared/formats/deepep.md §7): the instrumentation's failure, not the kernel's"
 
 
@@ -72,7 +73,8 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     details["precision_on"] = "passed on every rank" if not precision else f"failed ({'; '.join(precision)}): {KNOWN_CAUSE}"
     details["commands"] = [c[-6:] for c in commands]
     if precision:
-        validations.append(Validation("precision of the DEBUG_CLOCK_ON run", False, "warning", details["precision_on"]))
+        validations.append(Validation("precision of the DEBUG_CLOCK_ON run", False, "error", details["precision_on"]))
+        return run.status("invalid", f"the DEBUG_CLOCK_ON run failed the precision check ({'; '.join(precision)}): {KNOWN_CAUSE}", **common)
     found = sorted(str(p.relative_to(raw)) for p in raw.rglob("*") if p.is_file())
     if not any("dispatch_clock" in f or f.endswith("trace.bin") for f in found):
         return run.status(

@@ -6,6 +6,7 @@ workflow's own raw directories: ``<dir>/node<k>/...`` for the profilers' outputs
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import os
@@ -47,7 +48,9 @@ def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
 
 def tree_fingerprint(path: str | None) -> str:
     """Names, sizes and mtimes (ns) of every file under ``path`` (or of the file itself), hashed: the import's
-    rerun trigger. Cheap (a stat per file, no reads); "none" when not provided, "absent" when it does not exist."""
+    rerun trigger. Cheap (a stat per file, no reads); "none" when not provided, "absent" when it does not exist.
+    Directory links are followed, each directory once (by device and inode): a link loop ends the walk there, it
+    does not run forever. A directory that cannot be listed counts as such (the import then says what it cannot read)."""
     if path is None:
         return "none"
     root = Path(path)
@@ -55,13 +58,24 @@ def tree_fingerprint(path: str | None) -> str:
         return "absent"
     digest = hashlib.sha256()
     stack = [root]
+    visited: set[tuple[int, int]] = set()
     while stack:
         current = stack.pop()
         if current.is_file():
             st = current.stat()
             digest.update(f"{current}\t{st.st_size}\t{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
             continue
-        with os.scandir(current) as entries:
+        try:
+            st = current.stat()
+            if (st.st_dev, st.st_ino) in visited:
+                digest.update(f"{current}\tvisited\n".encode(errors="surrogateescape"))
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            listing = os.scandir(current)
+        except OSError as exc:
+            digest.update(f"{current}\tunreadable {exc.errno}\n".encode(errors="surrogateescape"))
+            continue
+        with listing as entries:
             for entry in sorted(entries, key=lambda e: e.name, reverse=True):
                 if entry.is_dir(follow_symlinks=True):
                     stack.append(Path(entry.path))
@@ -75,12 +89,37 @@ def node_dirs(root: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in sorted(root.iterdir()) if p.is_dir() and (m := NODE_DIR.match(p.name))}
 
 
+# Byte order marks of the encodings a CSV exported on another machine may have (UTF-32 before UTF-16: its LE mark
+# starts with UTF-16's). UTF-8's own mark is read as UTF-8.
+BOMS = ((codecs.BOM_UTF32_LE, "UTF-32 LE"), (codecs.BOM_UTF32_BE, "UTF-32 BE"), (codecs.BOM_UTF16_LE, "UTF-16 LE"), (codecs.BOM_UTF16_BE, "UTF-16 BE"))
+
+
+def encoding_problem(path: Path) -> str | None:
+    """Why ``path`` is not a UTF-8 CSV, naming the encoding detected (a byte order mark; NUL bytes every other byte
+    without one), or None."""
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            return f"{path}: line 1: {name} text (byte order mark {bom.hex(' ')}); expected UTF-8: convert it, e.g. iconv -f {name.split()[0]} -t UTF-8"
+    if len(head) >= 4 and head[1::2].count(0) > len(head) // 4:
+        return f"{path}: line 1: looks like UTF-16 LE text without a byte order mark (NUL every other byte); expected UTF-8"
+    if b"\x00" in head:
+        return f"{path}: line {head[: head.index(0)].count(10) + 1}: binary data (NUL byte); expected a UTF-8 CSV text file"
+    return None
+
+
 def latency_csv_ranks(path: Path) -> int:
     """Distinct values of the 'rank' column (found by header name)."""
+    problem = encoding_problem(path)
+    if problem:
+        raise ImportError_(problem)
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
-        if not header or "rank" not in header:
+        if header is None or not any(cell.strip() for cell in header):
+            raise ImportError_(f"{path}: line 1: empty file; expected a header starting with rank,iteration")
+        if "rank" not in header:
             raise ImportError_(f"{path}: line 1: no 'rank' column in the header {header}")
         col = header.index("rank")
         ranks = {row[col] for row in reader if len(row) > col and row[col] != ""}

@@ -65,6 +65,7 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     barrier = kernel_regex(cfg["timeline"]["barrier_kernel"]) if cfg["timeline"]["barrier_kernel"] else None
     is_barrier = (lambda name: bool(barrier.match(name))) if barrier else None
     skip, context = run.params["skip"], cfg["timeline"]["call_chain_launches"]
+    max_us = float(cfg["stats"]["max_plausible_us"])
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
     per_node = {node: {p: read_prof_info(p) for p in discover(run.raw_dir("timeline_dir") / f"node{node}")} for node in nodes}
@@ -80,7 +81,9 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
         if row["state"] == "found":
             info = infos[Path(row["prof_dir"])]
             device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
-            kernels = read_target_kernels(info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device, skip_unended=True)
+            kernels = read_target_kernels(
+                info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device, skip_unended=True, max_us=max_us
+            )
             if kernels.schema_version:
                 versions.add(kernels.schema_version)
             if (state := read_state(kernels, pattern)) is not None:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from dispatchprof.analysis.correctness import RankRow, Verdict, rank_table, verdict
 from dispatchprof.shell.config import render_args, world_ranks
-from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines
+from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines, log_tail, spawn_failure
 from dispatchprof.tools.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
 from dispatchprof.tools.toolchain import Toolchain
 
@@ -174,7 +174,31 @@ def run_test(
     except LogFormatError as exc:
         return TestRun(result, None, Verdict("invalid", str(exc)), specs[0].argv, run_dir, ports)
     table = rank_table(config["cluster"]["nodes"], config["cluster"]["ranks_per_node"], passed, result, started)
-    return TestRun(result, table, verdict(table, result), specs[0].argv, run_dir, ports)
+    judged = verdict(table, result)
+    died = None if judged.state == "ok" or result.not_run else first_dead_rank(result, int(config["cluster"]["ranks_per_node"]), logs)
+    if died:
+        # The cause stays the verdict's: without a failure pattern a rank that exits before its pass line and one that
+        # fails its precision check look alike (both exit 1); its last lines, in the reason, tell them apart. First when
+        # its death took others with it (their siblings ended, peers stopped); after, when it alone did not pass.
+        rank, text = died
+        alone = [row.global_rank for row in table if not row.passed] == [rank]
+        judged = Verdict(judged.state, f"{judged.reason}; {text}" if alone else f"{text}; {judged.reason}", judged.cause)
+    return TestRun(result, table, judged, specs[0].argv, run_dir, ports)
+
+
+def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Path]) -> tuple[int, str] | None:
+    """The rank whose process failed first, as its node's spawn names it (torch's message), with the last lines that
+    rank printed (lines holding "[rank <r>]", the convention of the test's lines); None when no node log names one."""
+    exited = sorted((n for n in result.nodes if n.exit_code not in (None, 0) and not n.killed and n.log_path.is_file()), key=lambda n: n.finished or 0)
+    for node in exited:
+        failure = spawn_failure(node.log_path)
+        if failure is None:
+            continue
+        rank = node.node * ranks_per_node + failure.local_rank
+        tail = log_tail(logs, f"[rank {rank}]")
+        said = f"; its last lines: {' | '.join(tail)}" if tail else f"; no line of its logs holds '[rank {rank}]'"
+        return rank, f"rank {rank} (node {node.node}, local rank {failure.local_rank}) died first: {failure.how} ({failure.path}:{failure.line_no}){said}"
+    return None
 
 
 def run_driver(

@@ -41,6 +41,7 @@ def node_spec(
         "disk": {"path": str(results_dir.resolve()), "need_bytes": world * per_rank, "what": f"the PROF_/OPPROF_ directories of {world} ranks"},
         "ports": [],
         "shared_token": str(token.resolve()) if token else None,
+        "write_dirs": write_dirs(results_dir),
     }
     if node == 0 and check_ports:
         if config["launcher"] == "local":  # auto picks free ports per run: only fixed ones can be taken
@@ -48,6 +49,17 @@ def node_spec(
         else:
             spec["ports"] = list(run_ports(config).values())
     return spec
+
+
+def write_dirs(results_dir: Path, depth: int = 3) -> list[str]:
+    """Where the stages will write: results/ and its directories down to results/<experiment>/<stage>/<part> (the
+    raw trees below are written by the tools into directories the stages create). Preflight writes a file in each."""
+    found = [results_dir.resolve()]
+    level = [results_dir.resolve()]
+    for _ in range(depth):
+        level = [p for d in level if d.is_dir() for p in sorted(d.iterdir()) if p.is_dir() and not p.is_symlink()]
+        found += level
+    return [str(p) for p in found]
 
 
 def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> list[dict[str, Any]]:

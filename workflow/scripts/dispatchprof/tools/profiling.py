@@ -9,6 +9,8 @@ from typing import Sequence
 
 import jinja2
 
+from dispatchprof.shell.config import msprof_output_problem
+
 
 def supported_options(options: Sequence[str], help_text: str) -> tuple[list[str], list[str]]:
     """Keep the options the installed msprof lists in its --help; drop (and report) the others and any the
@@ -35,7 +37,10 @@ def render_probe(template_dir: Path, node: int, repo: Path, argv: Sequence[str],
 
 
 def msprof_command(output: Path, options: Sequence[str], probe: Path) -> list[str]:
-    """msprof splits --application at the first space: the probe path must not contain whitespace."""
-    if re.search(r"\s", str(probe)):
-        raise ValueError(f"probe script path {probe} contains whitespace, which msprof's --application cannot take")
-    return ["msprof", f"--output={output}", *options, f"--application=bash {probe}"]
+    """msprof [options] bash <probe>: the form msprof.md §1.1 recommends. The probe is its own argument, so a path
+    with spaces (or any character) reaches msprof whole, where --application would be split at the first space.
+    An --output msprof refuses is refused here (check_config refuses it before the DAG)."""
+    problem = msprof_output_problem(output)
+    if problem:
+        raise ValueError(problem)
+    return ["msprof", f"--output={output}", *options, "bash", str(probe)]

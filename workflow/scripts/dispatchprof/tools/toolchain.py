@@ -19,6 +19,8 @@ from dispatchprof.node.nodeenv import merge
 SIM_ENV = {
     "precision_fail_rank": "DEEPEP_SIM_PRECISION_FAIL_RANK",
     "dead_node": "DEEPEP_SIM_DEAD_NODE",
+    "die_rank": "DEEPEP_SIM_DIE_RANK",
+    "die_after_launches": "DEEPEP_SIM_DIE_AFTER_LAUNCHES",
     "late_node_s": "DEEPEP_SIM_LATE_NODE_S",
     "slow_rank": "DEEPEP_SIM_SLOW_RANK",
     "slow_factor": "DEEPEP_SIM_SLOW_FACTOR",

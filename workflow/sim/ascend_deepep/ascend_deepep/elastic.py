@@ -15,6 +15,7 @@ import os
 import random
 import re
 import socket
+import sys
 import tempfile
 import time
 from array import array
@@ -217,9 +218,16 @@ class ElasticBuffer:
         self._tick_scale = 1.0
         fail_rank = os.environ.get("DEEPEP_SIM_PRECISION_FAIL_RANK", "")
         self._corrupt = fail_rank != "" and int(fail_rank) == rank
+        # Fault knob sim.die_rank: that global rank's process exits (code 1) at its dispatch call number
+        # sim.die_after_launches (counted from 0 over the process), as a rank that crashes mid-run.
+        die_rank = os.environ.get("DEEPEP_SIM_DIE_RANK", "")
+        self._die_at = int(os.environ.get("DEEPEP_SIM_DIE_AFTER_LAUNCHES", "0") or 0) if die_rank != "" and int(die_rank) == rank else None
 
     def dispatch(self, x: list[list[float]], topk_idx: list[list[int]], topk_weights: list[list[float]], **_: Any) -> tuple[Any, ...]:
         call = self._calls
+        if self._die_at is not None and call >= self._die_at:
+            print(f"[rank {self.rank}] [sim] exits with code 1 after {call} dispatch calls (sim.die_rank)", flush=True)
+            sys.exit(1)
         self._calls += 1
         outgoing: dict[int, list[int]] = {dst: [] for dst in range(self.world)}
         for t, experts in enumerate(topk_idx):

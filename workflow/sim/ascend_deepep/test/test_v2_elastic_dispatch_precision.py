@@ -79,8 +79,13 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
         store.barrier("done", world)
         if mismatched:
             log_line(log, f"[rank {rank}] elastic dispatch precision check FAILED: {mismatched} of {len(expected)} received tokens differ")
+        else:
+            log_line(log, f"[rank {rank}] elastic dispatch precision check passed: {len(recv_x)} tokens received")
+        # Every rank has printed its verdict before any exits: a failing rank's exit ends its siblings (spawn), which
+        # must not cut off their pass lines.
+        store.barrier("reported", world)
+        if mismatched:
             sys.exit(1)
-        log_line(log, f"[rank {rank}] elastic dispatch precision check passed: {len(recv_x)} tokens received")
 
 
 def main():

@@ -1,0 +1,145 @@
+"""Runs a user may break: the demo in a path with a space and non-ASCII characters, interrupted with Ctrl-C
+and rerun with a plain `snakemake`; a results directory that becomes read-only mid-run. Each on the smallest
+cluster that still runs every stage (1 node x 2 ranks, short calls: ~12 s a whole run on 2 cores)."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import base_overlay, copy_workflow, without_slurm_probe
+from workflow.test_end_to_end import processes_mentioning
+
+TINY = base_overlay(cluster={"nodes": 1, "ranks_per_node": 2})
+
+
+def snakemake_cmd(wf):
+    return [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(wf.overlay(TINY))]
+
+
+def start(wf, env, prefix=()):
+    """snakemake in its own process group (as a terminal runs it: Ctrl-C reaches the whole group)."""
+    cmd = [*prefix, *snakemake_cmd(wf)]
+    return subprocess.Popen(cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
+
+
+def wait_for(path, proc, timeout_s=120.0, exists=lambda p: p.exists()):
+    deadline = time.monotonic() + timeout_s
+    while not exists(path):
+        assert proc.poll() is None, f"snakemake ended before {path} appeared"
+        assert time.monotonic() < deadline, f"{path} did not appear in {timeout_s} s"
+        time.sleep(0.05)
+
+
+def without_pids(value):
+    """A stats file without the process ids of the ranks (each run's own)."""
+    if isinstance(value, dict):
+        return {k: without_pids(v) for k, v in value.items() if k != "pid"}
+    return [without_pids(v) for v in value] if isinstance(value, list) else value
+
+
+def results_of(wf):
+    root = wf.root / "results" / "baseline"
+    return {name: without_pids(json.loads((root / name).read_text())) for name in ("report/summary.json", "baseline/stats.json", "timeline/stats.json")}
+
+
+def test_ctrl_c_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninterrupted_results(tmp_path):
+    spaced = copy_workflow(tmp_path / "my runs" / "é測" / "wf")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})  # the stand-in msprof's simprof_ directories land here
+    proc = start(spaced, env)
+    try:
+        # timeline_collect's msprof run has started: the probe script whose path once had to be free of spaces
+        wait_for(spaced.root / "results" / "baseline" / "timeline" / "run" / "node0.log", proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    assert "timeline/collect: interrupted (Ctrl-C); the next snakemake reruns this job" in out, out[-3000:]
+    assert not (spaced.root / "results" / "baseline" / "timeline" / "collect" / "status.json").exists()
+    assert_nothing_left(spaced, tmp)
+
+    rerun = spaced.snakemake(overlay=TINY, env=env)  # plain: profiles/default reruns the incomplete job
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "IncompleteFilesException" not in rerun.stderr and "Traceback" not in rerun.stderr
+    summary = json.loads((spaced.root / "results" / "baseline" / "report" / "summary.json").read_text())
+    assert {s["state"] for s in summary["stages"].values()} <= {"ok", "disabled"}, summary["stages"]
+    assert (spaced.root / "results" / "baseline" / "report" / "report.html").is_file()
+
+    plain = copy_workflow(tmp_path / "plain" / "wf")
+    uninterrupted = plain.snakemake(overlay=TINY)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    assert results_of(spaced) == results_of(plain)  # the simulated numbers, every stage's state and reason
+
+
+# A read-only bind mount of results/ in a mount namespace of the run's own (unshare; the mount ends with the run).
+# Faithful where chmod is not: the tests run as root, for whom permissions do not count, and EROFS is what a
+# read-only mount or a remounted filesystem gives. Needs CAP_SYS_ADMIN (root in this container).
+READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1"'
+
+
+def mount_namespaces() -> bool:
+    if not (shutil.which("unshare") and shutil.which("nsenter") and shutil.which("mount")):
+        return False
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", READ_ONLY, "sh", "/tmp"], capture_output=True)
+    return probe.returncode == 0
+
+
+needs_mounts = pytest.mark.skipif(not mount_namespaces(), reason="needs unshare/nsenter and mount in a private mount namespace (root, CAP_SYS_ADMIN)")
+
+
+def assert_nothing_left(wf, tmp):
+    deadline = time.monotonic() + 15
+    while processes_mentioning(str(wf.root)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_mentioning(str(wf.root)), "the run left processes behind"
+    assert not list(tmp.glob("simprof_*")), "the stand-in msprof left its temporary directory"
+
+
+@needs_mounts
+def test_results_made_read_only_mid_run_end_it_with_one_line_and_no_traceback(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    (wf.root / "results").mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})
+    proc = start(wf, env, prefix=("unshare", "--mount", "--propagation", "private"))
+    try:
+        # timeline_collect's msprof (the stand-in) holds its simprof_ directory: the moment the issue's run broke
+        wait_for(tmp, proc, exists=lambda d: any(d.glob("simprof_*")))
+        mounted = subprocess.run(["nsenter", "-t", str(proc.pid), "-m", "sh", "-c", READ_ONLY, "sh", str(wf.root / "results")], capture_output=True, text=True)
+        assert mounted.returncode == 0, mounted.stderr
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 1, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    said = re.findall(r"^timeline/collect: cannot write (.+): Read-only file system; the run cannot record this stage$", out, re.M)
+    assert len(said) == 1, out[-3000:]
+    assert "\nStages (sim data):\n" in out and "Report: not built in this run" in out  # the end-of-run table, through onerror
+    assert not (wf.root / "results" / "baseline" / "timeline" / "collect" / "status.json").exists()
+    assert_nothing_left(wf, tmp)
+
+
+@needs_mounts
+def test_a_read_only_results_directory_is_refused_before_any_job(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    (wf.root / "results").mkdir()
+    cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{READ_ONLY} && shift && exec "$@"', "sh", "results", *snakemake_cmd(wf)]
+    result = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, timeout=120, env=without_slurm_probe())
+    assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
+    assert f"Results directory refused; nothing was run:\n  - cannot write in {wf.root / 'results'}: Read-only file system\n" in result.stderr
+    assert "Execute" not in result.stdout + result.stderr and not list((wf.root / "results").iterdir())
