@@ -1,4 +1,5 @@
-# report: one self-contained HTML page and summary.json; renders whatever state the stages are in.
+# report: one self-contained HTML page, report.md with its charts in figures/, and summary.json; renders whatever
+# state the stages are in. figures/ is a directory output: which charts exist depends on the data.
 
 
 rule report:
@@ -33,6 +34,7 @@ rule report:
             category="Report",
         ),
         markdown="results/{experiment}/report/report.md",
+        figures=directory("results/{experiment}/report/figures"),
         summary="results/{experiment}/report/summary.json",
         status="results/{experiment}/report/status.json",
     log:

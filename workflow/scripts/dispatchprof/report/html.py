@@ -24,6 +24,11 @@ def embed_png(path: Path) -> str | None:
     return png_data_uri(path.read_bytes()) if path.is_file() else None
 
 
+def embed_svg(path: Path) -> str:
+    """An SVG file as a data: URI for an <img> (the page's policy allows data: images only)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
 # Everything that is compiled into a template besides its source: a cached template is used only where all of it is
 # the same (the cache files are named after it).
 _SETTINGS = {"trim_blocks": True, "lstrip_blocks": True, "autoescape": (("html", "html.j2"), False, False), "jinja": jinja2.__version__}
@@ -66,11 +71,16 @@ def _compiled_templates_cache() -> jinja2.BytecodeCache | None:
         return None
 
 
+def markdown_cell(value: object) -> str:
+    """A value as one Markdown table cell: a '|' would end the cell and a newline the row."""
+    return " ".join(str(value).split("\n")).replace("|", "\\|")
+
+
 @functools.cache
 def _environment(template_dir: Path) -> jinja2.Environment:
     """One environment per template directory: the HTML and Markdown reports share their compiled includes."""
     extensions, for_string, default = _SETTINGS["autoescape"]
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir)),
         bytecode_cache=_compiled_templates_cache(),
         autoescape=jinja2.select_autoescape(list(extensions), default_for_string=for_string, default=default),
@@ -78,6 +88,8 @@ def _environment(template_dir: Path) -> jinja2.Environment:
         trim_blocks=_SETTINGS["trim_blocks"],
         lstrip_blocks=_SETTINGS["lstrip_blocks"],
     )
+    env.filters["cell"] = markdown_cell  # filters are looked up when rendering, not compiled in: no cache key
+    return env
 
 
 def render(template_dir: Path, context: dict[str, Any], template: str = "report.html.j2") -> str:
