@@ -28,14 +28,29 @@ rule report:
         pipe_timeline_stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
         comparisons=lambda w: comparisons_of(w.experiment),
     output:
-        html=report(
+        html=reported(
             "results/{experiment}/report/report.html",
-            caption="../report/report.rst",
-            category="Report",
+            "Report",
+            "report",
+            "{experiment}",
+            file="report.html",
         ),
         markdown="results/{experiment}/report/report.md",
-        figures=directory("results/{experiment}/report/figures"),
-        summary="results/{experiment}/report/summary.json",
+        figures=report(
+            directory("results/{experiment}/report/figures"),
+            patterns=["{name}.svg", "{name}.png"],
+            caption="../report/figures.rst",
+            category="Heat maps and charts",
+            subcategory="{experiment}",
+            labels={"figure": "{name}"},
+        ),
+        summary=reported(
+            "results/{experiment}/report/summary.json",
+            "Summary",
+            "summary",
+            "{experiment}",
+            file="summary.json",
+        ),
         status="results/{experiment}/report/status.json",
     log:
         stage_log("report"),
