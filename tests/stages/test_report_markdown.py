@@ -34,6 +34,20 @@ OVERLAY = {
     "timeline": {"crosscheck": "off"},
 }
 
+REPORT_INPUTS = {
+    "env": "env_capture/env.json",
+    "build_record": "build/build.json",
+    "correctness_ranks": "correctness/ranks.parquet",
+    "baseline_stats": "baseline/stats.json",
+    "baseline_plots": "baseline/plots",
+    "timeline_stats": "timeline/stats.json",
+    "pmu_stats": "pmu/roles.json",
+    "pcsampling_stats": "pcsampling/stalls.json",
+    "probe_stats": "probe/probe.json",
+    "debugclock_stats": "debugclock/stats.json",
+    "pipe_timeline_stats": "pipe_timeline/pipe_timeline.json",
+}
+
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
@@ -46,21 +60,9 @@ def rendered(tmp_path_factory):
     for name in ("kernel_per_rank", "kernel_iteration_max"):
         (plots / f"{name}.png").write_bytes(png(np.zeros((2, 3, 3), dtype=np.uint8)))
     inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
-    inputs.update(
-        env="results/baseline/env_capture/env.json",
-        build_record="results/baseline/build/build.json",
-        correctness_ranks="results/baseline/correctness/ranks.parquet",
-        baseline_stats="results/baseline/baseline/stats.json",
-        baseline_plots="results/baseline/baseline/plots",
-        timeline_stats="results/baseline/timeline/stats.json",
-        timeline_ranks=["results/baseline/timeline/ranks/rank0/detail.json"],
-        pmu_stats="results/baseline/pmu/roles.json",
-        pcsampling_stats="results/baseline/pcsampling/stalls.json",
-        probe_stats="results/baseline/probe/probe.json",
-        debugclock_stats="results/baseline/debugclock/stats.json",
-        pipe_timeline_stats="results/baseline/pipe_timeline/pipe_timeline.json",
-        comparisons=["results/compare/baseline_vs_faster/comparison.json"],
-    )
+    # rule report's inputs (workflow/rules/report.smk), under results/baseline/
+    inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
+    inputs.update(timeline_ranks=["results/baseline/timeline/ranks/rank0/detail.json"], comparisons=["results/compare/baseline_vs_faster/comparison.json"])
     outputs = {
         "html": "report/report.html",
         "markdown": "report/report.md",
