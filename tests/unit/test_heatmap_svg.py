@@ -165,26 +165,28 @@ def test_any_grid_gives_well_formed_svg_and_a_png_of_its_shape(n_rows, n_columns
             assert tuple(pixels[np.unravel_index(np.nanargmax(numbers), numbers.shape)]) == LAST
 
 
-def test_the_report_figures_without_pc_sampling_import_no_matplotlib():
+def test_the_report_figures_without_pc_sampling_import_no_matplotlib(tmp_path):
     scripts = Path(dispatchprof.__file__).resolve().parents[1]
     program = f"""
 import sys
+from pathlib import Path
 sys.path.insert(0, {str(scripts)!r})
 from dispatchprof.report.figures import render_figures
 heat = {{"rows": ["0", "1"], "columns": ["0", "1", "2"], "values": [[1.0, None, 3.0], [4.0, 5.0, 6.0]], "aggregation": "none"}}
 timeline = {{"stats": {{"entry_wait_heatmap": {{**heat, "what": "barrier kernel duration", "unit": "us"}}}}}}
 pmu = {{"heatmaps": {{"busy_us": heat, "no_pipe_us": heat, "role_bands": [{{"role": "A", "first": 0, "last": 2}}]}}}}
-render_figures(timeline, pmu, None)
+render_figures(timeline, pmu, None, Path({str(tmp_path / "figures")!r}))
 assert all(v.startswith("<svg") for v in (timeline["entry_wait_svg"], pmu["busy_svg"], pmu["no_pipe_svg"]))
 print("matplotlib" in sys.modules)
 pcsampling = {{"per_role": {{"A": {{"stalls": {{"wait": 0.75, "fetch": 0.25}}}}}}}}
-render_figures(None, None, pcsampling)
-print("matplotlib" in sys.modules, pcsampling["per_role_png"][:22])
+render_figures(None, None, pcsampling, Path({str(tmp_path / "figures")!r}))
+print("matplotlib" in sys.modules, pcsampling["per_role_img"][:26], sorted(p.name for p in Path({str(tmp_path / "figures")!r}).iterdir()))
 """
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     # The heat maps alone leave matplotlib unimported; the stall-reason bars (PC sampling) still use it.
-    assert result.stdout.split("\n")[:2] == ["False", "True data:image/png;base64,"]
+    # The stall-reason chart is an SVG file beside report.md, embedded in report.html as a data: URI.
+    assert result.stdout.split("\n")[:2] == ["False", "True data:image/svg+xml;base64, ['pcsampling_stalls_per_role.svg']"]
 
 
 def test_control_characters_in_labels_are_dropped_so_the_svg_stays_xml():

@@ -7,6 +7,8 @@ import shutil
 import socket
 import subprocess
 import threading
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -85,7 +87,28 @@ def test_snakemakes_own_report_zip_is_built(demo_run, tmp_path):
     # --report only reads the results; the zip goes outside the shared run's tree
     result = workflow_copy.snakemake("--report", str(tmp_path / "report.zip"), overlay=base_overlay())
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (tmp_path / "report.zip").stat().st_size > 10_000
+    with zipfile.ZipFile(tmp_path / "report.zip") as bundle:
+        names = bundle.namelist()
+        page = bundle.read("report/report.html").decode()  # Snakemake's page, at the top of the bundle
+    # The categories the rules' report() marks give (workflow/rules/*.smk, captions in workflow/report/), each file
+    # under its category and subcategory; Comparisons only where `compare` is configured (not in the demo).
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\n", page).group(1))
+    assert set(categories) == {"Report", "Summary", "Stages", "Per-rank tables", "Heat maps and charts"}, list(categories)
+    assert categories["Summary"] == {"baseline": ["results/baseline/report/summary.json"]}
+    assert set(categories["Stages"]) == {"baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe"}
+    assert "results/baseline/timeline/stats.json" in categories["Stages"]["timeline"]
+    assert {"correctness", "baseline", "pmu", "timeline drill-down"} <= set(categories["Per-rank tables"])
+    assert categories["Per-rank tables"]["timeline drill-down"] == ["results/baseline/timeline/ranks/rank0/launches.csv"]
+    charts = [Path(f).name for f in categories["Heat maps and charts"]["baseline"]]
+    assert {"entry_wait.svg", "pmu_busy.svg", "pmu_no_pipe.svg", "baseline_kernel_per_rank.png"} <= set(charts), charts
+    # Every marked file is in the bundle itself, with its content: it opens without the run's directory.
+    shipped = {n.rsplit("/", 1)[-1] for n in names if "/data/raw/" in n}
+    assert {"summary.json", "stats.json", "roles.json", "launches.csv", "pmu_busy.svg", "entry_wait.svg"} <= shipped
+    with zipfile.ZipFile(tmp_path / "report.zip") as bundle:
+        summary = json.loads(bundle.read(next(n for n in names if n.endswith("/summary.json"))))
+        heatmap = bundle.read(next(n for n in names if n.endswith("/pmu_busy.svg"))).decode()
+    assert summary["schema"].startswith("dispatchprof.summary/") and summary["stages"]["pmu"]["state"] == "ok"
+    assert heatmap.startswith("<svg") and "AIV" in heatmap
 
 
 # Chromium's own background services (clock, updates, accounts) also come through the proxy despite the

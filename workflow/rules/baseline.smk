@@ -68,12 +68,22 @@ rule baseline:
         **needed_inputs("baseline"),
         previous_run=previous_analysis("baseline"),
     output:
-        latency=report(
+        latency=reported(
             "results/{experiment}/baseline/latency.parquet",
-            caption="../report/baseline.rst",
-            category="Baseline",
+            "Per-rank tables",
+            "baseline",
+            "baseline",
+            experiment="{experiment}",
+            file="latency per rank and iteration",
         ),
-        stats="results/{experiment}/baseline/stats.json",
+        stats=reported(
+            "results/{experiment}/baseline/stats.json",
+            "Stages",
+            "stage_stats",
+            "baseline",
+            experiment="{experiment}",
+            file="statistics",
+        ),
         plots=directory("results/{experiment}/baseline/plots"),
         status="results/{experiment}/baseline/status.json",
     log:

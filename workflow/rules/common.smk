@@ -562,3 +562,16 @@ def pipe_timeline_parts():
 
 def stage_log(stage, name=None):
     return f"results/{{experiment}}/{stage}/logs/{name or stage}.log"
+
+
+def reported(path, category, caption, subcategory, **labels):
+    """An output in Snakemake's own report (`snakemake --report report.zip`): its category (Stages, Per-rank tables,
+    Heat maps and charts, Summary, Comparisons), a subcategory, a caption under workflow/report/ and labels (the
+    experiment, what the file is) that tell the experiments' files apart."""
+    return report(
+        path,
+        caption=f"../report/{caption}.rst",
+        category=category,
+        subcategory=subcategory,
+        labels=labels,
+    )

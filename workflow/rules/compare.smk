@@ -25,11 +25,19 @@ rule compare:
     input:
         unpack(comparison_inputs),
     output:
-        json="results/compare/{a}_vs_{b}/comparison.json",
-        html=report(
+        json=reported(
+            "results/compare/{a}_vs_{b}/comparison.json",
+            "Comparisons",
+            "compare",
+            "{a} vs {b}",
+            file="comparison.json",
+        ),
+        html=reported(
             "results/compare/{a}_vs_{b}/comparison.html",
-            caption="../report/compare.rst",
-            category="Comparison",
+            "Comparisons",
+            "compare",
+            "{a} vs {b}",
+            file="comparison.html",
         ),
     log:
         "results/compare/{a}_vs_{b}/compare.log",

@@ -6,7 +6,14 @@ rule correctness:
         **needed_inputs("correctness"),
         previous_run=previous_run,
     output:
-        ranks="results/{experiment}/correctness/ranks.parquet",
+        ranks=reported(
+            "results/{experiment}/correctness/ranks.parquet",
+            "Per-rank tables",
+            "per_rank",
+            "correctness",
+            experiment="{experiment}",
+            file="precision check per rank",
+        ),
         run=directory("results/{experiment}/correctness/run"),
         status="results/{experiment}/correctness/status.json",
     log:

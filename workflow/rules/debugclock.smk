@@ -62,9 +62,23 @@ rule debugclock:
         **gated_analyses("debugclock"),
         previous_run=previous_analysis("debugclock"),
     output:
-        stats="results/{experiment}/debugclock/stats.json",
+        stats=reported(
+            "results/{experiment}/debugclock/stats.json",
+            "Stages",
+            "stage_stats",
+            "debugclock",
+            experiment="{experiment}",
+            file="phases per role",
+        ),
         segments="results/{experiment}/debugclock/segments.parquet",
-        per_rank="results/{experiment}/debugclock/slots.parquet",
+        per_rank=reported(
+            "results/{experiment}/debugclock/slots.parquet",
+            "Per-rank tables",
+            "per_rank",
+            "debugclock",
+            experiment="{experiment}",
+            file="slots per rank and core",
+        ),
         status="results/{experiment}/debugclock/status.json",
     log:
         stage_log("debugclock"),

@@ -61,7 +61,14 @@ rule pcsampling:
         **gated_analyses("pcsampling"),
         previous_run=previous_analysis("pcsampling"),
     output:
-        stats="results/{experiment}/pcsampling/stalls.json",
+        stats=reported(
+            "results/{experiment}/pcsampling/stalls.json",
+            "Stages",
+            "stage_stats",
+            "pcsampling",
+            experiment="{experiment}",
+            file="stalls and hot lines",
+        ),
         status="results/{experiment}/pcsampling/status.json",
     log:
         stage_log("pcsampling"),

@@ -69,7 +69,14 @@ rule pipe_timeline:
         previous_run=previous_analysis("pipe_timeline"),
     output:
         cores="results/{experiment}/pipe_timeline/cores.parquet",
-        stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
+        stats=reported(
+            "results/{experiment}/pipe_timeline/pipe_timeline.json",
+            "Stages",
+            "stage_stats",
+            "pipe_timeline",
+            experiment="{experiment}",
+            file="pipe busy time per role",
+        ),
         status="results/{experiment}/pipe_timeline/status.json",
     log:
         stage_log("pipe_timeline"),

@@ -60,9 +60,23 @@ rule pmu:
         **gated_analyses("pmu"),
         previous_run=previous_analysis("pmu"),
     output:
-        cores="results/{experiment}/pmu/cores.parquet",
+        cores=reported(
+            "results/{experiment}/pmu/cores.parquet",
+            "Per-rank tables",
+            "per_rank",
+            "pmu",
+            experiment="{experiment}",
+            file="PMU per rank and core",
+        ),
         metrics="results/{experiment}/pmu/metrics.parquet",
-        stats="results/{experiment}/pmu/roles.json",
+        stats=reported(
+            "results/{experiment}/pmu/roles.json",
+            "Stages",
+            "stage_stats",
+            "pmu",
+            experiment="{experiment}",
+            file="roles",
+        ),
         status="results/{experiment}/pmu/status.json",
     log:
         stage_log("pmu"),

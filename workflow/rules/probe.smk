@@ -54,7 +54,14 @@ rule probe:
     input:
         **needed_inputs("probe"),
     output:
-        stats="results/{experiment}/probe/probe.json",
+        stats=reported(
+            "results/{experiment}/probe/probe.json",
+            "Stages",
+            "stage_stats",
+            "probe",
+            experiment="{experiment}",
+            file="local probe",
+        ),
         status="results/{experiment}/probe/status.json",
     log:
         stage_log("probe"),

@@ -1,4 +1,5 @@
-# report: one self-contained HTML page and summary.json; renders whatever state the stages are in.
+# report: one self-contained HTML page, report.md with its charts in figures/, and summary.json; renders whatever
+# state the stages are in. figures/ is a directory output: which charts exist depends on the data.
 
 
 rule report:
@@ -27,13 +28,29 @@ rule report:
         pipe_timeline_stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
         comparisons=lambda w: comparisons_of(w.experiment),
     output:
-        html=report(
+        html=reported(
             "results/{experiment}/report/report.html",
-            caption="../report/report.rst",
-            category="Report",
+            "Report",
+            "report",
+            "{experiment}",
+            file="report.html",
         ),
         markdown="results/{experiment}/report/report.md",
-        summary="results/{experiment}/report/summary.json",
+        figures=report(
+            directory("results/{experiment}/report/figures"),
+            patterns=["{name}.svg", "{name}.png"],
+            caption="../report/figures.rst",
+            category="Heat maps and charts",
+            subcategory="{experiment}",
+            labels={"figure": "{name}"},
+        ),
+        summary=reported(
+            "results/{experiment}/report/summary.json",
+            "Summary",
+            "summary",
+            "{experiment}",
+            file="summary.json",
+        ),
         status="results/{experiment}/report/status.json",
     log:
         stage_log("report"),

@@ -88,7 +88,14 @@ rule timeline_rank:
         ranks=lambda w: f"results/{w.experiment}/timeline/nodes/nodes{group_of_rank(w.rank)}/ranks.json",
     output:
         detail="results/{experiment}/timeline/ranks/rank{rank}/detail.json",
-        table="results/{experiment}/timeline/ranks/rank{rank}/launches.csv",
+        table=reported(
+            "results/{experiment}/timeline/ranks/rank{rank}/launches.csv",
+            "Per-rank tables",
+            "per_rank",
+            "timeline drill-down",
+            experiment="{experiment}",
+            file="launches of rank {rank}",
+        ),
         plot="results/{experiment}/timeline/ranks/rank{rank}/launches.svg",
         status="results/{experiment}/timeline/ranks/rank{rank}/status.json",
     log:
@@ -119,11 +126,21 @@ rule timeline:
         ranks=timeline_parts("ranks.json"),
         baseline_stats="results/{experiment}/baseline/stats.json",
     output:
-        stats="results/{experiment}/timeline/stats.json",
-        trace=report(
+        stats=reported(
+            "results/{experiment}/timeline/stats.json",
+            "Stages",
+            "stage_stats",
+            "timeline",
+            experiment="{experiment}",
+            file="statistics and causes",
+        ),
+        trace=reported(
             "results/{experiment}/timeline/merged_trace.json",
-            caption="../report/timeline.rst",
-            category="Timeline",
+            "Stages",
+            "timeline",
+            "timeline",
+            experiment="{experiment}",
+            file="merged Chrome trace",
         ),
         coverage="results/{experiment}/timeline/coverage.parquet",
         status="results/{experiment}/timeline/status.json",

@@ -25,6 +25,11 @@ def embed_png(path: Path) -> str | None:
     return png_data_uri(path.read_bytes()) if path.is_file() else None
 
 
+def embed_svg(path: Path) -> str:
+    """An SVG file as a data: URI for an <img> (the page's policy allows data: images only)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
 # Everything that is compiled into a template besides its source: a cached template is used only where all of it is
 # the same (the cache files are named after it).
 _SETTINGS = {"trim_blocks": True, "lstrip_blocks": True, "autoescape": (("html", "html.j2"), False, False), "jinja": jinja2.__version__}
@@ -81,6 +86,11 @@ def human_format(spec: str, *args: Any, **kwargs: Any) -> str:
     return jinja2.filters.do_format(spec, *args, **kwargs)
 
 
+def markdown_cell(value: object) -> str:
+    """A value as one Markdown table cell: a '|' would end the cell and a newline the row."""
+    return " ".join(str(value).split("\n")).replace("|", "\\|")
+
+
 @functools.cache
 def _environment(template_dir: Path) -> jinja2.Environment:
     """One environment per template directory: the HTML and Markdown reports share their compiled includes."""
@@ -94,6 +104,7 @@ def _environment(template_dir: Path) -> jinja2.Environment:
         lstrip_blocks=_SETTINGS["lstrip_blocks"],
     )
     env.filters["format"] = human_format
+    env.filters["cell"] = markdown_cell  # filters are looked up when rendering, not compiled in: no cache key
     return env
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the report's stacked_shares runs without pandas: its import
 
 def _save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
+    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")  # the suffix picks the format: .png, or .svg for report.md
     fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     tmp.replace(path)

@@ -1,4 +1,5 @@
-"""Stage report: render report.html, report.md and summary.json from whatever the stages left.
+"""Stage report: render report.html, report.md (its charts as files in figures/ beside it) and summary.json from
+whatever the stages left.
 
 Every stage's part of the report is built the same way (``Section``): its stats file, read unless a placeholder, and
 its status give what the templates render and the summary that the answer paragraph and summary.json read. No
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 
 from dispatchprof.report.artifacts import artifact_guide
 from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries
-from dispatchprof.report.figures import render_figures
+from dispatchprof.report.figures import figure_files, render_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
 from dispatchprof.report.summary import answer_paragraph, build_summary, drill_command, next_steps
@@ -165,6 +166,7 @@ def timeline_context(run: StageRun, link: Link) -> dict[str, Any] | None:
 def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     cfg = run.config
     out_dir = run.outputs["html"].parent
+    figures = Path(run.outputs.get("figures") or out_dir / "figures")
 
     def link(path: str) -> str:
         return os.path.relpath(path, out_dir)
@@ -196,7 +198,8 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         shown[stage] = section.context if section else None
         sections[stage] = section.summary if section else None
     pipe_timeline = shown["pipe_timeline"]
-    render_figures(timeline, shown["pmu"], shown["pcsampling"])
+    render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
+    figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], Path(run.inputs["baseline_plots"]) if baseline else None)
     comparisons = []
     for path in run.inputs.get("comparisons", []):
         data = json.loads(Path(path).read_text())
@@ -239,6 +242,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         "cautions": {"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
         "analysis_settings": [(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
         "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
+        "figures": figure_links,
     }
     write_text_atomic(run.outputs["html"], render(templates, context))
     write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))

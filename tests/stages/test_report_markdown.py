@@ -1,0 +1,195 @@
+"""report.md holds what report.html holds: every section heading and table, its charts as files beside it.
+
+Rendered at library level (the report stage function, no Snakemake) from the stage outputs of one simulated run with
+every optional section filled: pmu.metrics [Default], DebugClock, both pipe-timeline runs, the probe, an A/B
+comparison and a late rank (tests/fixtures/report_full/SOURCE.md). Every markdown table is parsed with a real
+CommonMark + GFM-tables parser (markdown-it-py), so a table that a renderer would not show as one fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from markdown_it import MarkdownIt
+
+from conftest import FIXTURES, stage_run
+from dispatchprof.report.heatmap_svg import png
+from dispatchprof.shell.config import analysis_settings, load_schema
+from dispatchprof.shell.stage import SCHEMA_PATH
+from dispatchprof.stages.report import report
+
+STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")
+OVERLAY = {
+    "cluster": {"nodes": 2, "ranks_per_node": 2},
+    "pmu": {"metrics": ["Default"]},
+    "debugclock": {"when": "always"},
+    "pipe_timeline": {"runs": ["PipeTimeline", "InstrTimeline"]},
+    "probe": {"enabled": True},
+    "timeline": {"crosscheck": "off"},
+}
+
+REPORT_INPUTS = {
+    "env": "env_capture/env.json",
+    "build_record": "build/build.json",
+    "correctness_ranks": "correctness/ranks.parquet",
+    "baseline_stats": "baseline/stats.json",
+    "baseline_plots": "baseline/plots",
+    "timeline_stats": "timeline/stats.json",
+    "pmu_stats": "pmu/roles.json",
+    "pcsampling_stats": "pcsampling/stalls.json",
+    "probe_stats": "probe/probe.json",
+    "debugclock_stats": "debugclock/stats.json",
+    "pipe_timeline_stats": "pipe_timeline/pipe_timeline.json",
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """report.html, report.md and the figures directory of the full-sections run, rendered once."""
+    root = tmp_path_factory.mktemp("report_full")
+    shutil.copytree(FIXTURES / "report_full" / "results", root / "results")
+    exp = root / "results" / "baseline"
+    plots = exp / "baseline" / "plots"  # the baseline stage's PNG plots: a tiny one stands for them
+    plots.mkdir()
+    for name in ("kernel_per_rank", "kernel_iteration_max"):
+        (plots / f"{name}.png").write_bytes(png(np.zeros((2, 3, 3), dtype=np.uint8)))
+    inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
+    # rule report's inputs (workflow/rules/report.smk), under results/baseline/
+    inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
+    inputs.update(timeline_ranks=["results/baseline/timeline/ranks/rank0/detail.json"], comparisons=["results/compare/baseline_vs_faster/comparison.json"])
+    outputs = {
+        "html": "report/report.html",
+        "markdown": "report/report.md",
+        "summary": "report/summary.json",
+        "figures": "report/figures",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        run = stage_run(
+            root,
+            "report",
+            inputs=inputs,
+            outputs=outputs,
+            params={"stages": list(STAGES), "invocation": ["--configfile", "config/config.yaml", "exp.yaml"]},
+            overlay=OVERLAY,
+        )
+        run.params["analysis_settings"] = json.dumps(analysis_settings(run.config, load_schema(SCHEMA_PATH)))
+        status = report(run)
+    assert status.state == "ok", status.reason
+    out = root / "out" / "report"
+    return out.joinpath("report.html").read_text(), out.joinpath("report.md").read_text(), out / "figures"
+
+
+def tables(md: str) -> list[dict]:
+    """Every table markdown-it (GFM tables) finds: its header cells and its body rows' cells."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(md)
+    found, current, part, row = [], None, None, None
+    for tok in tokens:
+        if tok.type == "table_open":
+            current, part = {"header": [], "rows": [], "line": tok.map[0] + 1}, None
+        elif tok.type in ("thead_open", "tbody_open"):
+            part = tok.type[:5]
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "inline" and row is not None:
+            row.append(tok.content)
+        elif tok.type == "tr_close":
+            (current["header"] if part == "thead" else current["rows"]).append(row)
+            row = None
+        elif tok.type == "table_close":
+            found.append(current)
+    return found
+
+
+def markdown_pipe_rows(md: str) -> int:
+    """Lines that look like table rows in the source: every one must belong to a parsed table."""
+    return sum(1 for line in md.splitlines() if line.startswith("|"))
+
+
+def test_every_markdown_table_parses_with_its_header_and_rows(rendered):
+    _html, md, _figures = rendered
+    found = tables(md)
+    assert len(found) >= 30, len(found)
+    for t in found:
+        assert len(t["header"]) == 1 and len(t["header"][0]) >= 2, t
+        assert t["rows"], f"table at line {t['line']} has no rows: {t['header']}"
+        for row in t["rows"]:
+            assert len(row) == len(t["header"][0]), (t["line"], t["header"], row)
+    # No line that starts like a table row is left outside a table (the joined header/separator/rows of before).
+    assert sum(1 + 1 + len(t["rows"]) for t in found) == markdown_pipe_rows(md)
+
+
+def test_the_metric_set_tables_of_pmu_metrics_default_are_tables(rendered):
+    """Before: with trim_blocks, the header, separator and rows of each metric set were one line."""
+    _html, md, _figures = rendered
+    roles = json.loads((FIXTURES / "report_full/results/baseline/pmu/roles.json").read_text())
+    assert len(roles["metric_sets"]) == 6  # Default = PipeUtilization and the six others
+    headers = {tuple(t["header"][0]): t for t in tables(md)}
+    for name, t in roles["metric_sets"].items():
+        table = headers.get(("role", *t["columns"]))
+        assert table is not None, name
+        assert [row[0] for row in table["rows"]] == list(t["roles"]), name
+    assert "||" not in md.replace("\\|", "")
+
+
+def test_the_node_clock_table_and_the_correctness_gate_are_in_the_markdown(rendered):
+    _html, md, _figures = rendered
+    stats = json.loads((FIXTURES / "report_full/results/baseline/timeline/stats.json").read_text())
+    clock = next(t for t in tables(md) if t["header"][0][:2] == ["node", "offset (us)"])
+    assert [row[0] for row in clock["rows"]] == list(stats["node_clock"])
+    assert clock["rows"][1][1] == f"{stats['node_clock']['1']['offset_us']:.1f}"
+    assert "## Correctness gate\n\n**ok**: all 4 ranks passed" in md
+
+
+class Headings(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.level, self.text, self.found = None, "", []
+
+    def handle_starttag(self, tag, attrs):
+        if re.fullmatch(r"h[1-4]", tag):
+            self.level, self.text = int(tag[1]), ""
+
+    def handle_data(self, data):
+        if self.level:
+            self.text += data
+
+    def handle_endtag(self, tag):
+        if self.level and tag == f"h{self.level}":
+            self.found.append(" ".join(self.text.split()))
+            self.level = None
+
+
+def test_every_section_heading_of_the_html_is_a_heading_of_the_markdown(rendered):
+    html, md, _figures = rendered
+    parser = Headings()
+    parser.feed(html)
+    assert len(parser.found) >= 20, parser.found
+    tokens = MarkdownIt().parse(md)
+    md_headings = [tokens[i + 1].content for i, tok in enumerate(tokens) if tok.type == "heading_open"]
+    for heading in parser.found:
+        # the markdown heading may append the stage's state ("System timeline (msprof): ok")
+        assert any(h == heading or h.startswith(heading + ":") for h in md_headings), (heading, md_headings)
+
+
+def test_every_chart_is_a_file_beside_the_markdown_and_linked_from_it(rendered):
+    html, md, figures = rendered
+    files = sorted(p.name for p in figures.iterdir())
+    links = re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", md)
+    assert sorted(Path(link).name for link in links) == files
+    for expected in ("entry_wait.svg", "causes.svg", "rank_offsets.svg", "pmu_busy.svg", "pmu_no_pipe.svg", "pcsampling_stalls_per_role.svg"):
+        assert expected in files
+    assert any(f.startswith("debugclock_phases_") for f in files) and "debugclock_wait_us.svg" in files
+    assert "baseline_kernel_per_rank.png" in files
+    for name in files:
+        if name.endswith(".svg"):
+            assert figures.joinpath(name).read_text().lstrip().startswith(("<svg", "<?xml")), name
+    # The HTML draws the same charts inline (or as data: URIs): one picture per chart file.
+    assert html.count("<svg") + html.count('src="data:image/') >= len(files)
+    assert not list(figures.glob(".*")), "no temporary file is left behind"
