@@ -33,6 +33,7 @@ rule all:
 
 onstart:
     refuse_unwritable_results()
+    record_invocation()
     # Jobs are submitted (SLURM): say where each kind goes before anything is queued.
     if not workflow.local_exec:
         sys.stderr.write(placement_note(NPU_RULES, CANN_RULES, CPU_RULES))

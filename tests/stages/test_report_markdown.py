@@ -193,3 +193,14 @@ def test_every_chart_is_a_file_beside_the_markdown_and_linked_from_it(rendered):
     # The HTML draws the same charts inline (or as data: URIs): one picture per chart file.
     assert html.count("<svg") + html.count('src="data:image/') >= len(files)
     assert not list(figures.glob(".*")), "no temporary file is left behind"
+
+
+def test_the_causes_table_has_the_html_columns_and_the_cost_definition(rendered):
+    """The cost account's table is the report's answer: the markdown keeps every column of the HTML's."""
+    html, md, _figures = rendered
+    head = re.search(r'<table id="causes"><tr>(.*?)</tr>', html)
+    assert head, "the fixture's HTML has a causes table"
+    columns = re.findall(r"<th>(.*?)</th>", head.group(1))
+    [causes] = [t for t in tables(md) if t["header"][0][:3] == ["#", "cause", "evidence"]]
+    assert causes["header"][0] == columns
+    assert "Waiting caused: Scalasca's delay cost" in md and "costs are not additive" in md

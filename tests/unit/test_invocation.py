@@ -33,3 +33,13 @@ def test_every_next_step_command_carries_the_invocation():
     assert len(commands) >= 4 and all(shlex.split(c)[-3:] == invocation for c in commands), commands
     assert "snakemake --cores 2 results/exp/timeline/ranks/rank11/detail.json --configfile config/config.yaml exp.yaml" in commands
     assert all(Path(shlex.split(c)[3]).parts[:2] == ("results", "exp") for c in commands)
+
+
+def test_the_recorded_invocation_reads_back_and_a_missing_or_broken_record_is_none(tmp_path):
+    from dispatchprof.shell.invocation import read_invocation, write_invocation
+
+    assert read_invocation(tmp_path) == []
+    write_invocation(tmp_path, ["--configfile", "config/config.yaml", "exp one.yaml"])
+    assert read_invocation(tmp_path) == ["--configfile", "config/config.yaml", "exp one.yaml"]
+    (tmp_path / "invocation.json").write_text("{truncated")
+    assert read_invocation(tmp_path) == []

@@ -136,6 +136,14 @@ def refuse(problems, what="Configuration"):
     sys.exit(1)
 
 
+def record_invocation():
+    """onstart (a run, not -n): results/<exp>/invocation.json, the words the report's printed commands carry."""
+    from dispatchprof.shell.invocation import write_invocation
+
+    for experiment in EXPERIMENTS:
+        write_invocation(Path("results") / experiment, INVOCATION)
+
+
 def refuse_unwritable_results():
     """onstart (a run, not -n): results/ and its stage directories each take a file, as preflight checks on every
     node. A read-only results/ is refused here, before any job: Snakemake would otherwise fail creating the first
@@ -177,7 +185,8 @@ for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
 
 COLLECT = config["mode"] == "collect"
 # This run's --configfile and --config words: every snakemake command the report prints carries them, after its
-# targets, so that it runs when copied (dispatchprof.shell.invocation).
+# targets, so that it runs when copied (dispatchprof.shell.invocation). onstart records them per experiment in a file,
+# not as a param of the report: a param would rebuild the report whenever the same config came by another path.
 INVOCATION = invocation_args(
     workflow.config_settings.configfiles, workflow.config_settings.config_args, Path.cwd()
 )

@@ -59,7 +59,6 @@ rule report:
             "mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"
         ),
         stages=STAGES,
-        invocation=INVOCATION,
         analysis_settings=lambda w: settings_shown(w.experiment),
     script:
         "../scripts/report.py"

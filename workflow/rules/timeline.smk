@@ -72,7 +72,6 @@ rule timeline_parse:
             "timeline.barrier_kernel",
             "timeline.call_chain_launches",
             "analyze",
-            "stats.max_plausible_us",
         ),
         needed=NEEDS["timeline_node"],
         identity="results/{experiment}/timeline/run/identity" if COLLECT else None,

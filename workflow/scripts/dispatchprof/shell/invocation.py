@@ -8,6 +8,7 @@ targets: both options take every word after them, so a target placed after them 
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
@@ -34,3 +35,23 @@ def invocation_args(configfiles: Sequence[str | os.PathLike[str]], config_args: 
 def snakemake_command(targets: Sequence[str], invocation: Sequence[str], cores: int = 2) -> str:
     """A shell-quoted ``snakemake`` command for ``targets`` under the run's invocation (targets first)."""
     return shlex.join(["snakemake", "--cores", str(cores), *targets, *invocation])
+
+
+INVOCATION_FILE = "invocation.json"
+
+
+def write_invocation(experiment_dir: Path, words: Sequence[str]) -> None:
+    """Record the run's invocation words in the experiment's results directory (read by the report)."""
+    from dispatchprof.shell.atomic import write_json_atomic
+
+    write_json_atomic(experiment_dir / INVOCATION_FILE, {"invocation": list(words)})
+
+
+def read_invocation(experiment_dir: Path) -> list[str]:
+    """The recorded invocation words; none when no run recorded them (a report rendered outside a run)."""
+    path = experiment_dir / INVOCATION_FILE
+    try:
+        words = json.loads(path.read_text(encoding="utf-8-sig"))["invocation"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [str(w) for w in words] if isinstance(words, list) else []

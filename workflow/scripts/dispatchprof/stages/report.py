@@ -22,6 +22,7 @@ from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, enviro
 from dispatchprof.report.figures import figure_files, render_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
+from dispatchprof.shell.invocation import read_invocation
 from dispatchprof.report.summary import answer_paragraph, build_summary, drill_command, next_steps
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
@@ -156,7 +157,7 @@ def timeline_context(run: StageRun, link: Link) -> dict[str, Any] | None:
             csv, svg = (link(str(Path(path).with_name(name))) for name in ("launches.csv", "launches.svg"))
             timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
     timeline["drilled"] = [d["rank"] for d in timeline["drilldowns"]]
-    invocation = run.params.get("invocation") or []
+    invocation = read_invocation(Path(run.outputs["html"]).parents[1])  # results/<exp>/invocation.json (onstart)
     timeline["next_steps"] = next_steps(timeline_stats.get("causes") or [], run.experiment, invocation)
     straggler = (timeline_stats.get("straggler") or {}).get("rank")
     timeline["drill_command"] = drill_command(run.experiment, straggler, invocation) if straggler is not None else None
