@@ -60,3 +60,20 @@ def test_a_slow_rank_whose_receivers_end_after_it_is_the_core_of_the_late_ending
         assert top["late_ending_ranks"] == [14] and top["with_ranks"] and 14 not in top["with_ranks"]
         assert abs(top["cost_us_per_launch"] - true_cost) <= 0.35 * true_cost, (top["cost_us_per_launch"], true_cost)
         assert not any(c["evidence"] == "own_work" and c["rank"] == 14 for c in strag["causes"])
+
+
+def test_a_slow_rank_that_ends_last_itself_is_costed_by_its_own_lead_not_its_receivers():
+    """3x4: the x1.15 rank 10 ends last in about half the launches, its receivers (ranks 9 and 11) just behind it,
+    and the rest of the late set (ranks 7, 8) ends late by the kernel's own structure even without the fault. The
+    whole set's lead over the others' last had costed it at about 3x its counterfactual truth; where it ends last, its
+    own lead over the next end is its delay. Over five seeds it is named as the core of the late-ending ranks and
+    never costed above its truth by more than the benchmark's 35% goal (the lead understates where the next end is a
+    receiver that waited for it: benchmarks/localisation_results.md)."""
+    shape = bench.Shape(3, 4)
+    case = {c.name: c for c in bench.cases(shape)}["slow_rank"]
+    for seed in range(1, 6):
+        row = bench.score_case(shape, case, seed, sync=True, n=LAUNCHES)
+        assert row["top_right_knob"], row
+        (true,) = [t["period"] for t in row["truth"] if t["knob"] == "slow_rank"]
+        assert 0 < row["named"][0]["cost"] <= 1.35 * true, (seed, row["named"][0], true)
+        assert not row["victims_blamed"] and not row["false_alarms"], row

@@ -422,14 +422,24 @@ def late_members(size: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 def core_candidate(acc: Account, ranks: np.ndarray, core: np.ndarray, member: np.ndarray, own_min: float) -> Candidate:
     """One rank in the late set of most launches whose late sets mostly hold others too, ending after it (its
-    receivers wait for its data, cross-node as well): where it is late, the whole late set's lead over the others'
-    last is the delay (the set brought down to the others' last). Named as late-ending ranks with that rank as their
-    core, the others listed beside it; no claim about why: PMU or DebugClock name the rank and role."""
+    receivers wait for its data, cross-node as well): where its receivers end after it, the whole late set's lead over
+    the others' last is the delay (the set brought down to the others' last); where it ends last itself, its own lead
+    over the next end (as own work: the set's other ranks may end late by the kernel's own structure, a sender serving
+    its receivers in turn, and taking the whole set's lead there tripled a x1.15 rank's cost in 3x4). Named as
+    late-ending ranks with that rank as their core, the others listed beside it; no claim about why: PMU or DebugClock
+    name the rank and role."""
     (j,) = core
     rows = member[:, j]
     cols = np.flatnonzero(member[rows].any(axis=0)) if rows.any() else core
     others_last = np.where(member, -np.inf, acc.end).max(axis=1, keepdims=True)
     shift = np.where(rows[:, None] & member[:, cols], np.maximum(0.0, acc.end[:, cols] - others_last), 0.0)
+    # where the core itself ends last, nobody ends after it waiting for its data: its delay is its own lead over the
+    # next end. That next end may be a receiver that waited for it, so this understates; the set's lead overstated more
+    top, first, second = _top_two(acc.end)
+    alone_last = rows & (top == j)
+    k = int(np.flatnonzero(cols == j)[0])
+    shift[alone_last] = 0.0
+    shift[alone_last, k] = first[alone_last] - second[alone_last]
     cand = _late_ending(acc, [int(ranks[j])], cols, shift, own_min)
     together = member[cand.struck][:, cols].mean(axis=0) if cand.struck.any() else np.zeros(len(cols))
     # late with it in at least 10% of the launches it struck, most often first
@@ -923,8 +933,8 @@ def describe(cause: Mapping[str, Any]) -> str:
         shown = cause["with_ranks"][:6]
         others = f", with ranks {', '.join(map(str, shown))}{' and others' if len(cause['with_ranks']) > 6 else ''}" if shown else ""
         return (
-            f"rank {core} is among the late-ending ranks of most launches{others} (the set's median lead over the others' last: "
-            f"{cause['lead_us_median']:.1f} us, in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
+            f"rank {core} is among the late-ending ranks of most launches{others} (median lead {cause['lead_us_median']:.1f} us: the set's over "
+            f"the others' last where they end after it, its own over the next end where it ends last; in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
             f"for its data, or wait with them; PMU or DebugClock must name the rank and role); it {cost}"
         )
     if cause.get("late_ending_ranks"):
