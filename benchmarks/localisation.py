@@ -14,7 +14,9 @@ or one whose true cost is within TIE of it: the goal's median cost error cannot 
 exact order), the cost error
 |estimate - truth| / max(truth, min_cost_us), victims blamed (a named rank whose removal gives back less than
 min_cost_us while the group waited for someone else), false alarms (a named cause whose true cost is below
-min_cost_us). Writes benchmarks/localisation_results.json and .md.
+min_cost_us). Beside the timeline it scores the report's answer: the PMU's busiest (rank, role) on one replayed launch
+(benchmarks/pmu_gate.py), which points at the rank where the timeline names nobody (answer_right_knob; a pointer at a
+rank no knob or spike raised is an answer_false_alarm). Writes benchmarks/localisation_results.json and .md.
 
     python benchmarks/localisation.py                 # the full matrix (minutes)
     python benchmarks/localisation.py --quick         # a few cases
