@@ -199,7 +199,10 @@ def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, t
         assert f"| {role} | {v['cores']} | {v['aiv_time_us_median']:.1f} / {v['aiv_time_us_max']:.1f} / {v['aiv_time_us_spread']:.1f} |" in md, role
     stalls = json.loads((workflow_copy.root / "results/baseline/pcsampling/stalls.json").read_text())
     worst = max(stalls["stalls"]["not_issue"], key=stalls["stalls"]["not_issue"].get)
-    assert f"{100 * stalls['stalls']['not_issue'][worst]:.1f}% |" in md and "| hot line | share of all PC samples (Active included; mean over ranks with samples) |" in md
+    assert (
+        f"{100 * stalls['stalls']['not_issue'][worst]:.1f}% |" in md
+        and "| hot line | share of all PC samples (Active included; mean over ranks with samples) |" in md
+    )
     timeline = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     for rank, v in timeline["per_rank"].items():
         assert f"| {rank} | {v['node']} | {v['device']} | {v['launches']} | {v['median_us']:.1f} |" in md, rank
