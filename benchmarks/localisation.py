@@ -216,7 +216,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     # the report's answer: the timeline's top cause, the PMU's busiest (rank, role) beside it (report/roles.py); where
     # the timeline names nobody, the PMU's rank is what the answer points at (without a cost: a replayed launch)
     pmu = pmu_busiest(shape, knobs)
-    answer = top if top is not None else ({"evidence": "own_work", "rank": pmu["rank"], "node": None, "pmu": True} if pmu else None)
+    answer = top if top is not None else ({"evidence": "own_work", "rank": pmu["rank"], "node": None} if pmu else None)
     right_answer = bool(
         answer is not None
         and knob_real
@@ -269,8 +269,7 @@ def pmu_busiest(shape: Shape, knobs: Knobs) -> dict[str, Any] | None:
     """What the pmu stage names for the same knobs: roles.busiest on one replayed launch (benchmarks/pmu_gate.py)."""
     import pmu_gate  # here: it imports this module's Shape
 
-    cores, spiked = pmu_gate.replay_cores(shape, knobs)
-    top = pmu_gate.busiest(cores, 0.0, pmu_gate.ALPHA)
+    top, spiked = pmu_gate.gated(shape, knobs)
     return None if top is None else {**top, "spiked_in_replay": sorted(spiked)}
 
 

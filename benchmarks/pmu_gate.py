@@ -80,10 +80,16 @@ def replay_cores(shape: Shape, knobs: Knobs) -> tuple[pd.DataFrame, set[int]]:
     return per_core(pd.concat(frames, ignore_index=True), roles), spiked
 
 
+def gated(shape: Shape, knobs: Knobs, alpha: float = ALPHA) -> tuple[dict[str, Any] | None, set[int]]:
+    """What the pmu stage names for these knobs (roles.busiest on the replayed launch, pmu.busiest_min_excess 0), and
+    the ranks a built-in spike raised in that replay."""
+    cores, spiked = replay_cores(shape, knobs)
+    return busiest(cores, 0.0, alpha), spiked
+
+
 def score(shape: Shape, fault: dict[str, Any], seed: int, alpha: float = ALPHA) -> dict[str, Any]:
     knobs = Knobs(seed=seed, **fault)
-    cores, spiked = replay_cores(shape, knobs)
-    top = busiest(cores, 0.0, alpha)
+    top, spiked = gated(shape, knobs, alpha)
     culprit = fault["slow_role"][0] if "slow_role" in fault else fault.get("slow_rank")
     role = fault["slow_role"][1] if "slow_role" in fault else None
     named = None if top is None else (int(top["rank"]), str(top["role"]))

@@ -420,14 +420,16 @@ def late_members(size: np.ndarray, order: np.ndarray) -> np.ndarray:
     return member
 
 
-def core_candidate(acc: Account, ranks: np.ndarray, core: np.ndarray, member: np.ndarray, own_min: float) -> Candidate:
+def core_candidate(
+    acc: Account, ranks: np.ndarray, core: np.ndarray, member: np.ndarray, own_min: float, ends: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> Candidate:
     """One rank in the late set of most launches whose late sets mostly hold others too, ending after it (its
     receivers wait for its data, cross-node as well): where its receivers end after it, the whole late set's lead over
     the others' last is the delay (the set brought down to the others' last); where it ends last itself, its own lead
     over the next end (as own work: the set's other ranks may end late by the kernel's own structure, a sender serving
     its receivers in turn, and taking the whole set's lead there tripled a x1.15 rank's cost in 3x4). Named as
     late-ending ranks with that rank as their core, the others listed beside it; no claim about why: PMU or DebugClock
-    name the rank and role."""
+    name the rank and role. ``ends``: _top_two of the ends (per row the last rank, its end and the next end)."""
     (j,) = core
     rows = member[:, j]
     cols = np.flatnonzero(member[rows].any(axis=0)) if rows.any() else core
@@ -435,7 +437,7 @@ def core_candidate(acc: Account, ranks: np.ndarray, core: np.ndarray, member: np
     shift = np.where(rows[:, None] & member[:, cols], np.maximum(0.0, acc.end[:, cols] - others_last), 0.0)
     # where the core itself ends last, nobody ends after it waiting for its data: its delay is its own lead over the
     # next end. That next end may be a receiver that waited for it, so this understates; the set's lead overstated more
-    top, first, second = _top_two(acc.end)
+    top, first, second = ends
     alone_last = rows & (top == j)
     k = int(np.flatnonzero(cols == j)[0])
     shift[alone_last] = 0.0
@@ -560,7 +562,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes:
         out.append(persistent_candidate(acc, ranks, persistent, own_min))
     elif len(persistent) == 1 and not alone:
-        out.append(core_candidate(acc, ranks, persistent, member, own_min))
+        out.append(core_candidate(acc, ranks, persistent, member, own_min, (last, first, second)))
     for members, rows_ in sets.items():
         if members in whole_nodes or len(rows_) < 2 or members == tuple(persistent.tolist()):
             continue
