@@ -16,7 +16,10 @@ exact order), the cost error
 min_cost_us while the group waited for someone else), false alarms (a named cause whose true cost is below
 min_cost_us). Beside the timeline it scores the report's answer: the PMU's busiest (rank, role) on one replayed launch
 (benchmarks/pmu_gate.py), which points at the rank where the timeline names nobody (answer_right_knob; a pointer at a
-rank no knob or spike raised is an answer_false_alarm). Writes benchmarks/localisation_results.json and .md.
+rank no knob or spike raised is an answer_false_alarm). With DebugClock run as well (debugclock.when: always), its
+busiest node (benchmarks/debugclock_gate.py) stands beside a late-ending node or an in-kernel wait with its excess: the
+answer's cost is then the larger of the two, and a node the timeline cannot name (a slow link out of it) is named
+(answer_with_debugclock_*). Writes benchmarks/localisation_results.json and .md.
 
     python benchmarks/localisation.py                 # the full matrix (minutes)
     python benchmarks/localisation.py --quick         # a few cases
@@ -224,6 +227,18 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     )
     matched = top_truth if right else knob_real[0] if right_knob else None
     error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
+    # with DebugClock run as well (debugclock.when: always): its busiest node stands beside a late-ending node or an
+    # in-kernel wait with its excess (report/debugclock.py node_sentence), the larger cost the answer gives; elsewhere
+    # the answer's cost is the timeline's. Run only where it can change the answer (debugclock_gate.py scores the gate).
+    dc = dc_node(shape, knobs) if top is None or top["evidence"] in ("in_kernel", "late_ending_node") else None
+    answer_cost = top["cost_us_per_launch"] if top else None
+    if dc and (answer_cost is None or dc["excess_us"] > answer_cost):
+        answer_cost = dc["excess_us"]
+    # where the timeline names nobody, DebugClock's node is what the answer points at: right when it is the slow
+    # link's sending node (the cause in event truth: the link's removal gives the time back)
+    dc_right = bool(dc and knob_real and knob_real[0]["knob"] == "slow_link" and dc["node"] == knob_real[0]["src_node"])
+    answer_truth = matched or (knob_real[0] if dc_right else None)
+    answer_error = abs(answer_cost - answer_truth["period"]) / max(answer_truth["period"], min_cost) if answer_truth and answer_cost is not None else None
     false_alarms, victims = [], []
     culprits = {r for t in real for r in culprit_of(t, shape)}
     knob_ranks = {r for t in truths if t["knob"] != "spikes" for r in t["ranks"]}
@@ -259,6 +274,9 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         "answer_false_alarm": bool(top is None and pmu and int(pmu["rank"]) not in knob_ranks | culprits | set(pmu["spiked_in_replay"])),
         "pmu_busiest": None if pmu is None else {k: pmu[k] for k in ("rank", "role", "excess_us_per_launch")},
         "cost_error": error,
+        "debugclock_node": None if dc is None else {k: dc[k] for k in ("node", "role", "phase", "excess_us")},
+        "answer_cost_error": answer_error,
+        "answer_with_debugclock_right_knob": bool(right_answer or dc_right),
         "false_alarms": false_alarms,
         "victims_blamed": victims,
         "analysis_s": round(elapsed, 3),
@@ -271,6 +289,13 @@ def pmu_busiest(shape: Shape, knobs: Knobs) -> dict[str, Any] | None:
 
     top, spiked = pmu_gate.gated(shape, knobs)
     return None if top is None else {**top, "spiked_in_replay": sorted(spiked)}
+
+
+def dc_node(shape: Shape, knobs: Knobs) -> dict[str, Any] | None:
+    """What the debugclock stage names as busiest_node for the same knobs (benchmarks/debugclock_gate.py)."""
+    import debugclock_gate  # here: it imports this module's Shape
+
+    return debugclock_gate.node_gate(shape, knobs)
 
 
 def pmu_names(pmu: dict[str, Any] | None, truth: dict[str, Any]) -> bool:
@@ -317,6 +342,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     faults = [r for r in rows if r["fault_run"]]
     synced = [r for r in faults if r["sync"]]
     errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
+    answer_errors = [r["answer_cost_error"] for r in rows if r.get("answer_cost_error") is not None]
     return {
         "runs": len(rows),
         "fault_runs": len(faults),
@@ -330,6 +356,13 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "top_right_fault_runs_with_synchronize_start": sum(r["top_right"] for r in synced) / max(1, len(synced)),
         "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in synced) / max(1, len(synced)),
         "cost_error_max_with_synchronize_start": max((r["cost_error"] for r in rows if r["sync"] and r["cost_error"] is not None), default=None),
+        "answer_with_pmu_and_debugclock_is_the_top_knob_cause_fault_runs": sum(r.get("answer_with_debugclock_right_knob", False) for r in faults)
+        / max(1, len(faults)),
+        "answer_with_debugclock_cost_error_median": statistics.median(answer_errors) if answer_errors else None,
+        "answer_with_debugclock_cost_error_max": max(answer_errors) if answer_errors else None,
+        "answer_with_debugclock_cost_error_max_with_synchronize_start": max(
+            (r["answer_cost_error"] for r in rows if r["sync"] and r.get("answer_cost_error") is not None), default=None
+        ),
         "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
         "answer_false_alarms_pmu": sum(r.get("answer_false_alarm", False) for r in rows),
         "false_alarms": sum(len(r["false_alarms"]) for r in rows),
@@ -339,8 +372,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def case_table(rows: list[dict[str, Any]]) -> str:
     """Per case and synchronize_start: runs, fault runs, top knob cause right, top true cause right, cost errors."""
     lines = [
-        "| case | synchronize_start | runs | fault runs | top = top knob cause | answer with the PMU = top knob cause | top = top true cause | cost error median | cost error max | false alarms | victims |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | synchronize_start | runs | fault runs | top = top knob cause | answer with the PMU = top knob cause | top = top true cause | cost error median | cost error max | answer with PMU and DebugClock = top knob cause | answer with DebugClock: cost error max | false alarms | victims |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = list(dict.fromkeys((r["case"], r["sync"]) for r in rows))
     for case, sync in keys:
@@ -352,8 +385,11 @@ def case_table(rows: list[dict[str, Any]]) -> str:
         answer = f"{sum(r.get('answer_right_knob', r['top_right_knob']) for r in faults)}/{len(faults)}" if faults else "-"
         med = f"{100 * statistics.median(errors):.0f}%" if errors else "-"
         top = f"{100 * max(errors):.0f}%" if errors else "-"
+        answer_errors = [r["answer_cost_error"] for r in mine if r.get("answer_cost_error") is not None]
+        with_dc = f"{100 * max(answer_errors):.0f}%" if answer_errors else "-"
+        right_dc = f"{sum(r.get('answer_with_debugclock_right_knob', False) for r in faults)}/{len(faults)}" if faults else "-"
         fa, vb = sum(len(r["false_alarms"]) for r in mine), sum(len(r["victims_blamed"]) for r in mine)
-        lines.append(f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {answer} | {true} | {med} | {top} | {fa} | {vb} |")
+        lines.append(f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {answer} | {true} | {med} | {top} | {right_dc} | {with_dc} | {fa} | {vb} |")
     return "\n".join(lines)
 
 

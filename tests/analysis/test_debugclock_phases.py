@@ -8,6 +8,7 @@ from conftest import FIXTURES
 from dispatchprof.analysis.debugclock import (
     akl_segments,
     busiest,
+    busiest_node,
     clipped_counts,
     legacy_segments,
     overhead,
@@ -209,3 +210,49 @@ def test_the_local_window_copy_slot_per_rank_adds_wait_and_copy_against_the_othe
     grids = wait_work_grids([{"rank": r, "role": role, "wait_slots_us": 1.0 + r, "work_slots_us": 2.0 * r} for r in range(3) for role in ("A", "B")])
     assert grids["wait_us"]["rows"] == ["0", "1", "2"] and grids["wait_us"]["columns"] == ["A", "B"]
     assert grids["work_us"]["values"][2] == [4.0, 4.0] and grids["wait_us"]["unit"] == "us"
+
+
+def _node_table(values: dict[int, float], ranks_per_node: int, role: str = "URMASendToken", slot: int = 4, phase: str = "send_complete") -> pd.DataFrame:
+    rows = [
+        {"rank": r, "node": r // ranks_per_node, "role": role, "slot": slot, "phase": phase, "slot_of_phase": slot, "median_us": us} for r, us in values.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_busiest_node_names_a_node_whose_every_rank_sends_slower_than_the_other_nodes_ranks():
+    rng = np.random.default_rng(3)
+    values = {r: 4000.0 + rng.normal(0, 30) for r in range(16)}
+    for r in range(8):  # every rank of node 0: its sends out of the node take half as long again
+        values[r] += 2000.0
+    table = _node_table(values, 8)
+    best = busiest_node(table, "legacy_csv", 0.1, 0.01)
+    assert (best["node"], best["role"], best["slot"], best["phase"]) == (0, "URMASendToken", 4, "send_complete")
+    assert best["ranks"] == list(range(8))
+    assert best["excess_us"] == pytest.approx(float(np.median([values[r] for r in range(8)]) - np.median([values[r] for r in range(8, 16)])))
+    # per rank, seven of its fifteen peers share the slowdown: the rank-level comparison names one rank, as if alone
+    assert busiest(table, "legacy_csv", 0.1)["rank"] in range(8)
+
+
+def test_busiest_node_ignores_one_slow_rank_and_nodes_within_the_spread_of_ranks():
+    rng = np.random.default_rng(4)
+    values = {r: 4000.0 + rng.normal(0, 100) for r in range(12)}
+    assert busiest_node(_node_table(values, 4), "legacy_csv", 0.0, 0.01) is None  # no fault: within the ranks' spread
+    values[5] += 3000.0  # one slow rank on node 1: its node's median barely moves, and its other ranks are not slower
+    assert busiest_node(_node_table(values, 4), "legacy_csv", 0.0, 0.01) is None
+    assert busiest(_node_table(values, 4), "legacy_csv", 0.1)["rank"] == 5  # the rank-level comparison names it
+
+
+def test_busiest_node_needs_the_floor_and_leaves_wait_slots_out():
+    values = {r: 100.0 + 0.01 * r for r in range(12)}
+    for r in range(4):
+        values[r] += 5.0  # far beyond the ranks' spread, but 5% of the peers' median: below busiest_min_excess 0.1
+    assert busiest_node(_node_table(values, 4), "legacy_csv", 0.1, 0.01) is None
+    assert busiest_node(_node_table(values, 4), "legacy_csv", 0.0, 0.01)["node"] == 0
+    waits = _node_table(values, 4, slot=6, phase="local_window_copy")  # the receivers wait longer: waiters, not the cause
+    assert busiest_node(waits, "legacy_csv", 0.0, 0.01, {"URMASendToken": [6]}) is None
+
+
+def test_busiest_node_is_none_on_one_node_or_too_few_other_ranks():
+    assert busiest_node(_node_table({r: 10.0 + 5 * (r < 2) for r in range(8)}, 8), "legacy_csv", 0.0, 0.01) is None
+    assert busiest_node(_node_table({0: 20.0, 1: 20.0, 2: 10.0, 3: 10.0}, 2), "legacy_csv", 0.0, 0.01) is None
+    assert busiest_node(pd.DataFrame(), "legacy_csv", 0.0, 0.01) is None

@@ -244,3 +244,34 @@ def test_the_role_link_places_the_busiest_rank_against_late_ending_ranks_and_a_l
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": {**TIMELINE, "straggler": node}, "pmu": PMU})
     assert "The timeline's top cause is node 1's late end, 17.0 us per launch (the link into it, or its own work: not established)" in text
     assert "rank 5 is on another node: a sender into it, so the link or that sender, not the late node's own work" in text
+
+
+def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_ending_node_with_its_excess():
+    states = {**statuses(), "debugclock": Status("debugclock", "e", "ok", "dc reason", "sim")}
+    node_best = {
+        "node": 0,
+        "ranks": list(range(8)),
+        "role": "URMASendToken",
+        "slot": 4,
+        "phase": "send_complete",
+        "median_us": 5845.0,
+        "peers_median_us": 3914.0,
+        "peers_spread_us": 39.0,
+        "excess_us": 1931.0,
+    }
+    dc = {**DC, "busiest": {"rank": 3, "role": "URMASendToken", "slot": 4, "phase": "send_complete", "excess_us": 1920.0}, "busiest_node": node_best}
+    late = {"evidence": "late_ending_node", "rank": None, "node": 0, "ranks": list(range(8)), "cost_us_per_launch": 17.0, "explanation": "x"}
+    text = answer_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": dc})
+    assert (
+        "Every rank of node 0 runs URMASendToken slot 4 (send_complete) longer than the other nodes' ranks: 5845.0 us against 3914.0 us per core and launch "
+        "(+1931.0 us; 50x their spread). A slowdown the node's ranks share: its sends out of the node (the link from it, or its senders), not one rank"
+    ) in text
+    assert "The timeline's top cause is the same node's late end at 17.0 us per launch: a late end counts only its lead over the others" in text
+    # the rank-level busiest on that node with that slot is the node's excess, not the rank's alone
+    assert (
+        "rank 3's URMASendToken slot 4 (send_complete) exceeds the same role and slot on the other ranks by 1920.0 us per launch (one of node 0's ranks" in text
+    )
+    receiving = {**late, "node": 1, "ranks": list(range(8, 16))}
+    text = answer_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": receiving}, "pmu": PMU, "debugclock": dc})
+    assert "The timeline's top cause is node 1's late end (it may receive those sends: the link into it, not its own work) at 17.0 us per launch" in text
+    assert "Every rank of node" not in answer_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": DC})

@@ -8,6 +8,9 @@ offsets), us. Statistics:
 - busiest: the (rank, role, slot) whose per-rank median most exceeds the median of the same role and slot on the
   other ranks. A rank that waits less than its peers is never "busiest": this names a slow sender, not the
   ranks waiting for it. Slots that hold cross-rank waits are flagged, because they are mixed (work + wait);
+- busiest_node: the node whose ranks' median of a work slot most exceeds the same role and slot on the other nodes'
+  ranks, beyond their spread: a slowdown shared by every rank of a node (its links out, its senders), which a
+  per-rank comparison misreads (half the ranks are its peers: one of them is named as if alone, or none);
 - local_window_copy: each rank's LocalWindowCopy slot (wait plus copy) against the other ranks, with their spread,
   for a rank the timeline names slow by itself (a wait slot is never busiest);
 - wait_work and its rank x role heat maps.
@@ -17,6 +20,7 @@ numbers are not comparable across roles (the branches differ); the report says b
 
 from __future__ import annotations
 
+from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -228,6 +232,63 @@ def busiest(per_rank: pd.DataFrame, source: str, min_excess: float, wait: Mappin
     return best
 
 
+def busiest_node(
+    per_rank: pd.DataFrame, source: str, min_excess: float, alpha: float, wait: Mapping[str, Sequence[Any]] | None = None
+) -> dict[str, Any] | None:
+    """The (node, role, slot/phase) whose ranks' median most exceeds the same role and key on the other nodes' ranks.
+
+    A link that is slow out of one node (sim.slow_link; on hardware a degraded port or route) stretches the send phase
+    of every rank there: half the ranks in a two-node job, so each of them against its peers' median (busiest) is
+    against many of its own kind, and names one of them as if it alone were slow, or none. Here each node is one unit: the median over its ranks (each rank's median over cores and
+    launches) against the median of the other nodes' ranks, tested against their spread (1.4826 x MAD of the other
+    nodes' rank medians) at the one-sided normal quantile of ``alpha`` over every (node, role, key) tested
+    (Bonferroni), and by at least ``min_excess`` of the peers' median (debugclock.busiest_min_excess), as for a rank.
+    The spread of single ranks, not of a node's median, so a node is held to the noise of one rank: conservative.
+    Wait slots are left out (the waiters wait longer). Needs two nodes and three ranks on the others. The excess is
+    per core and launch: where that phase is on the group's critical path (the slowest sends), it is the time the
+    group would save if the node's ranks ran that phase as the others do."""
+    key = key_of(source)
+    if per_rank.empty or per_rank["node"].nunique() < 2:
+        return None
+    tests: list[dict[str, Any]] = []
+    for (role, k), g in per_rank.dropna(subset=["median_us"]).groupby(["role", key], sort=True):
+        if is_wait(role, g["slot_of_phase"].iloc[0], g["phase"].iloc[0], wait or {}):
+            continue
+        for node, mine in g.groupby("node", sort=True):
+            others = g.loc[g["node"] != node, "median_us"].to_numpy(dtype=float)
+            if len(others) < 3:
+                continue
+            peers = float(np.median(others))
+            spread = 1.4826 * float(np.median(np.abs(others - peers)))
+            node_us = float(mine["median_us"].median())
+            tests.append(
+                {
+                    "node": int(node),
+                    "ranks": sorted(int(r) for r in mine["rank"]),
+                    "role": role,
+                    "slot": int(k) if key == "slot" else (None if pd.isna(mine["slot_of_phase"].iloc[0]) else int(mine["slot_of_phase"].iloc[0])),
+                    "phase": mine["phase"].iloc[0],
+                    "median_us": node_us,
+                    "peers_median_us": peers,
+                    "peers_spread_us": spread,
+                    "excess_us": node_us - peers,
+                    "slowest_rank_us": float(mine["median_us"].min()),
+                }
+            )
+    if not tests:
+        return None
+    z = NormalDist().inv_cdf(1.0 - alpha / len(tests))
+    best = None
+    for t in tests:
+        beyond = t["excess_us"] > z * t["peers_spread_us"] and t["excess_us"] >= min_excess * max(t["peers_median_us"], 1e-12)
+        # every rank of the node above the others' median: a node-wide slowdown, not one slow rank among them
+        if beyond and t["slowest_rank_us"] > t["peers_median_us"] and (best is None or t["excess_us"] > best["excess_us"]):
+            best = t
+    if best is None:
+        return None
+    return {**best, "z": z, "tests": len(tests), "alpha": alpha}
+
+
 def wait_work(per_rank: pd.DataFrame, wait: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Per rank and role: the sum of the median durations of wait slots (mixed: wait + work) and of the others."""
     out = []
@@ -361,6 +422,7 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         return None
     table = per_rank_table(seg, source)
     best = busiest(table, source, dc["busiest_min_excess"], wait)
+    node_best = busiest_node(table, source, dc["busiest_min_excess"], dc["busiest_node_alpha"], wait)
     by_role = pooled(seg, source, wait)
     ww = wait_work(table, wait)
     stats = {
@@ -378,6 +440,7 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "roles": by_role,
         "wait_slots": {r: list(v) for r, v in wait.items()},
         "busiest": best,
+        "busiest_node": node_best,
         "wait_work": ww,
         "wait_work_heatmaps": wait_work_grids(ww),
         "local_window_copy": local_window_copy(seg),
@@ -394,6 +457,9 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "roles": {r: {key: {k: {"median_us": v["median_us"], "wait": v["wait"]} for k, v in entry[key].items()}} for r, entry in by_role.items()},
         "wait_slots": stats["wait_slots"],
         "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "median_us", "peers_median_us", "excess_us")} if best else None,
+        "busiest_node": {k: node_best[k] for k in ("node", "ranks", "role", "slot", "phase", "median_us", "peers_median_us", "peers_spread_us", "excess_us")}
+        if node_best
+        else None,
         "local_window_copy": stats["local_window_copy"],
         "role_mismatches": len(mismatches),
     }

@@ -74,13 +74,54 @@ def local_window_copy_sentence(section: Mapping[str, Any], rank: int | None) -> 
     return text + f"; the other ranks spread by {entry['peers_spread_us']:.1f} us): {verdict}."
 
 
+def _shared(section: Mapping[str, Any]) -> str:
+    """When the busiest rank's slot is the busiest node's, and the rank is on it: the rank does not stand alone."""
+    best, node = section.get("busiest"), section.get("busiest_node")
+    if not best or not node or best["rank"] not in node["ranks"] or (best["role"], best["phase"]) != (node["role"], node["phase"]):
+        return ""
+    return f" (one of node {node['node']}'s ranks, which all share this excess: the node's, not the rank's alone)"
+
+
+def node_sentence(section: Mapping[str, Any], straggler: Mapping[str, Any]) -> str:
+    """DebugClock's busiest node (a work slot slower on every rank of one node than on the other nodes' ranks), with
+    its excess beside the timeline's top cause. Empty when no node stands out."""
+    best = section.get("busiest_node")
+    if not best:
+        return ""
+    slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
+    spread = f"; {best['excess_us'] / best['peers_spread_us']:.0f}x their spread" if best.get("peers_spread_us") else ""
+    text = (
+        f" Every rank of node {best['node']} runs {best['role']} {slot} longer than the other nodes' ranks: {best['median_us']:.1f} us against "
+        f"{best['peers_median_us']:.1f} us per core and launch (+{best['excess_us']:.1f} us{spread}). A slowdown the node's ranks share"
+    )
+    text += (
+        ": its sends out of the node (the link from it, or its senders), not one rank"
+        if best["role"] == "URMASendToken"
+        else ", not one rank: the node's own work in that role"
+    )
+    text += "; where that phase is on the critical path, the group would save about that much per launch."
+    node, evidence, cost = straggler.get("node"), straggler.get("evidence"), straggler.get("cost_us_per_launch")
+    if evidence == "late_ending_node" and cost is not None:
+        where = (
+            "the same node's late end" if node == best["node"] else f"node {node}'s late end (it may receive those sends: the link into it, not its own work)"
+        )
+        text += (
+            f" The timeline's top cause is {where} at {cost:.1f} us per launch: a late end counts only its lead over the others, "
+            "and a slowdown every node waits for moves every end alike."
+        )
+    return text
+
+
 def also_sentence(section: Mapping[str, Any]) -> str:
     """DebugClock beside an ok PMU: what its busiest work slot says (a DEBUG_CLOCK_ON build, not the replayed launch)."""
     best = section.get("busiest")
     text = "DebugClock also ran (a DEBUG_CLOCK_ON build): "
     if best:
         slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
-        return text + f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks by {best['excess_us']:.1f} us per launch."
+        return (
+            text
+            + f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks by {best['excess_us']:.1f} us per launch{_shared(section)}."
+        )
     return text + "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess."
 
 
@@ -97,8 +138,9 @@ def fallback_sentence(section: Mapping[str, Any], pmu_state: str) -> str:
         slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
         text += (
             f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks "
-            f"by {best['excess_us']:.1f} us per launch (per-rank median over cores and launches), so it is the slow sender the others wait for"
+            f"by {best['excess_us']:.1f} us per launch (per-rank median over cores and launches)"
         )
+        text += _shared(section) or ", so it is the slow sender the others wait for"
     else:
         text += "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess: the busiest role is not established"
     return text + "; wait slots (mixed work and wait) are left out, and a late arrival before the entry barrier is invisible to DebugClock."

@@ -151,8 +151,9 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
         elif evidence == "late_ending_node":
             confirm = (
                 f"link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, node {c.get('node')}'s "
-                "LocalWindowCopy waits) and the PMU of the senders on the other nodes: a slow link shows as senders polling for their "
-                "completions, the node's own work as its own roles busy"
+                "LocalWindowCopy waits; debugclock.busiest_node names a node whose every rank sends slower, with the excess per launch) and the "
+                "PMU of the senders on the other nodes: a slow link shows as senders polling for their completions, the node's own work as its "
+                "own roles busy"
             )
             commands = [dclk, pmu]
         elif evidence == "in_kernel" and ranks:
@@ -232,7 +233,7 @@ def answer_paragraph(
             text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
     dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
     if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
-        from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence
+        from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
 
         if pmu:
             text.append(also_sentence(dc))
@@ -241,7 +242,7 @@ def answer_paragraph(
             role = (dc.get("busiest") or {}).get("role")
             if dc.get("busiest"):
                 text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
-        text[-1] += local_window_copy_sentence(dc, own_work_rank(sections))
+        text[-1] += node_sentence(dc, straggler_of(sections)) + local_window_copy_sentence(dc, own_work_rank(sections))
     elif not pmu:
         text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
     probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None

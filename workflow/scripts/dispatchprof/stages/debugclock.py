@@ -51,6 +51,9 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
         if busy
         else "no slot exceeds its peers"
     )
+    node = stats["busiest_node"]
+    if node:
+        named += f"; every rank of node {node['node']}: {node['role']} {node['phase']} +{node['excess_us']:.1f} us over the other nodes'"
     reason = f"{stats['source']}: {stats['ranks']} ranks, {stats['cores']} cores; {named}"
     return run.status("ok", reason, upstream=upstream, validations=validations, artifacts=[str(p) for p in run.outputs.values()])
 
