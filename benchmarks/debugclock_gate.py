@@ -4,7 +4,7 @@ how close its excess comes to the event model's counterfactual cost.
 No workflow and no processes: the event model (workflow/sim/ascend_deepep, CollectiveModel) runs the live launches
 of a DEBUG_CLOCK_ON run; each rank's per-core phases go through the stand-in's own DebugClock writer (AKL traces,
 _debugclock.DebugClockWriter) and are read back with the workflow's parser (formats.debugclock.load_tree) and
-analysis (analysis.debugclock: akl_segments, per_rank_table, busiest_node at the schema's defaults).
+analysis (analysis.debugclock: akl_segments, slowest_core_table, busiest_node at the schema's defaults).
 
 - false alarm: a node named without a knob that slows a node's work or links (slow_link);
 - detected: the slow link's source node named, its URMASendToken send phase; its excess is compared with the
@@ -39,7 +39,7 @@ from dispatchprof.shell.config import fill_defaults, load_schema  # noqa: E402
 
 LAUNCHES = 12  # calls of the DEBUG run (debugclock.iterations is 20; fewer keep the benchmark short)
 WARMUP = 4  # debugclock.warmup: the model's first calls are slower (cold caches)
-SHAPES = {"2x8": Shape(2, 8), "3x4": Shape(3, 4)}
+SHAPES = {"2x8": Shape(2, 8), "3x4": Shape(3, 4), "2x8, 56 AIV (workflow default)": Shape(2, 8, num_aiv=56, num_experts=384, num_tokens=256)}
 FAULTS: dict[str, dict[str, Any]] = {
     "no_fault": {},
     "slow_link x2": {"slow_link": (0, 1, 2.0)},
@@ -90,7 +90,7 @@ def node_gate(shape: Shape, knobs: Knobs, launches: int = LAUNCHES, warmup: int 
         loaded = load_tree(tmp)
     captures = [(capture.rank // shape.ranks_per_node, capture) for _, capture in loaded.captures]
     seg, _ = debugclock.akl_segments(captures, dc["phase_names"], 1e9, warmup)
-    table = debugclock.per_rank_table(seg, "akl_trace")
+    table = debugclock.slowest_core_table(seg, "akl_trace")
     return debugclock.busiest_node(table, "akl_trace", dc["busiest_min_excess"], dc["busiest_node_alpha"], dc["wait_slots"])
 
 

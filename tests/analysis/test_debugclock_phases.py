@@ -16,6 +16,7 @@ from dispatchprof.analysis.debugclock import (
     phase_chart,
     pooled,
     role_mismatches,
+    slowest_core_table,
     summarize,
     wait_work,
 )
@@ -256,3 +257,16 @@ def test_busiest_node_is_none_on_one_node_or_too_few_other_ranks():
     assert busiest_node(_node_table({r: 10.0 + 5 * (r < 2) for r in range(8)}, 8), "legacy_csv", 0.0, 0.01) is None
     assert busiest_node(_node_table({0: 20.0, 1: 20.0, 2: 10.0, 3: 10.0}, 2), "legacy_csv", 0.0, 0.01) is None
     assert busiest_node(pd.DataFrame(), "legacy_csv", 0.0, 0.01) is None
+
+
+def test_the_slowest_core_table_takes_each_launchs_slowest_core_then_the_median_over_launches(legacy, akl):
+    rows = []
+    for launch, (fast, slow) in enumerate([(10.0, 30.0), (11.0, 50.0), (12.0, 40.0)]):
+        for block, us in ((0, fast), (1, slow), (2, fast)):  # one slow sender core among same-node ones
+            rows.append({"rank": 0, "node": 0, "launch": launch, "block": block, "role": "URMASendToken", "slot": 4, "phase": "send_complete", "us": us})
+    table = slowest_core_table(pd.DataFrame(rows), "akl_trace")
+    assert table[["rank", "role", "phase", "median_us"]].values.tolist() == [[0, "URMASendToken", "send_complete", 40.0]]
+    assert per_rank_table(pd.DataFrame(rows).assign(start_us=0.0, cycles=0), "akl_trace")["median_us"].tolist() == [12.0]  # the median core: a fast one
+    for seg, source in ((legacy, "legacy_csv"), (akl[0], "akl_trace")):  # both formats' segment tables
+        table = slowest_core_table(seg, source)
+        assert len(table) == len(per_rank_table(seg, source)) and (table["median_us"] >= 0).all()
