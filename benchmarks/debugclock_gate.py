@@ -73,23 +73,30 @@ def environment(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def node_gate(shape: Shape, knobs: Knobs, launches: int = LAUNCHES, warmup: int = WARMUP) -> dict[str, Any] | None:
-    """What the debugclock stage names as busiest_node for these knobs (AKL traces of ``launches`` live launches)."""
+def write_traces(shape: Shape, knobs: Knobs, root: Path, launches: int = LAUNCHES) -> None:
+    """The AKL traces of a DEBUG_CLOCK_ON run of these knobs, laid out as analyze.debugclock_dir reads them:
+    ``root/node<k>/rank<R>-pid<P>-launch<L>/`` and the build's event map."""
     cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
     model = CollectiveModel(cluster, knobs)
     sends = sends_of(shape, knobs.seed)
-    dc = settings()
-    with tempfile.TemporaryDirectory() as tmp, environment(AKL_TRACE_DIR=tmp, DEEPEP_SIM_DEBUGCLOCK_FORMAT="akl", DEEPEP_SIM_DEBUGCLOCK="ok"):
-        writer.write_event_map(Path(tmp) / "ascend_deepep" / "lib" / "event_map.json")
-        writers = [writer.DebugClockWriter(rank, Path(tmp)) for rank in range(shape.world)]
+    with environment(AKL_TRACE_DIR=str(root), DEEPEP_SIM_DEBUGCLOCK_FORMAT="akl", DEEPEP_SIM_DEBUGCLOCK="ok"):
+        writer.write_event_map(root / "node0" / "ascend_deepep" / "lib" / "event_map.json")
+        writers = [writer.DebugClockWriter(rank, root) for rank in range(shape.world)]
         for w in writers:
             w.on = True  # a DEBUG_CLOCK_ON build (its build flags are not written here)
+            w.akl_dir = root / f"node{w.rank // shape.ranks_per_node}"
         for call in range(launches):
             for rl in model.launch(call, sends, True).ranks:
                 writers[rl.rank].record(rl)
+
+
+def node_gate(shape: Shape, knobs: Knobs, launches: int = LAUNCHES, warmup: int = WARMUP) -> dict[str, Any] | None:
+    """What the debugclock stage names as busiest_node for these knobs (AKL traces of ``launches`` live launches)."""
+    dc = settings()
+    with tempfile.TemporaryDirectory() as tmp:
+        write_traces(shape, knobs, Path(tmp), launches)
         loaded = load_tree(tmp)
-    captures = [(capture.rank // shape.ranks_per_node, capture) for _, capture in loaded.captures]
-    seg, _ = debugclock.akl_segments(captures, dc["phase_names"], 1e9, warmup)
+    seg, _ = debugclock.akl_segments(loaded.captures, dc["phase_names"], 1e9, warmup)
     table = debugclock.slowest_core_table(seg, "akl_trace")
     return debugclock.busiest_node(table, "akl_trace", dc["busiest_min_excess"], dc["busiest_node_alpha"], dc["wait_slots"])
 

@@ -31,3 +31,34 @@ def test_no_directory_given_is_skipped_and_an_empty_one_is_invalid(tmp_path):
 def test_clipping_and_dropped_markers_are_warnings():
     checks = debugclock_validations({"role_mismatches": [], "clipped": {"missing": 1}, "dropped_markers": 3})
     assert [(v.check, v.severity) for v in checks] == [("legacy analyzer clipping", "warning"), ("AKL recorder capacity", "warning")]
+
+
+def test_imported_akl_traces_of_a_slow_link_name_the_sending_node_in_the_status_and_the_stats(tmp_path):
+    """Analyze mode on AKL traces the stand-in's DEBUG build writes for a link twice as slow out of node 0 (the event
+    model, 2 nodes x 8 ranks, laid out node<k>/ as analyze.debugclock_dir is read): the stage names node 0's sends."""
+    import sys
+
+    sys.path.insert(0, str(FIXTURES.parents[1] / "benchmarks"))
+    import debugclock_gate as bench
+    from ascend_deepep._collective import Knobs
+
+    traces = tmp_path / "traces"
+    bench.write_traces(bench.SHAPES["2x8"], Knobs(seed=1, slow_link=(0, 1, 2.0)), traces)
+    overlay = {**ANALYZE, "cluster": {"nodes": 2, "ranks_per_node": 8}, "analyze": {"debugclock_dir": str(traces)}}
+    run = stage_run(tmp_path / "run", "debugclock", outputs=OUTPUTS, overlay=overlay)
+    status = debugclock(run, {})
+    assert status.state == "ok", status.reason
+    assert "every rank of node 0: URMASendToken send_complete +" in status.reason
+    node = json.loads(run.outputs["stats"].read_text())["summary"]["busiest_node"]
+    assert (node["node"], node["role"], node["phase"], node["ranks"]) == (0, "URMASendToken", "send_complete", list(range(8)))
+    assert node["excess_us"] > 10 * node["peers_spread_us"]
+    # both reports' DebugClock sections render it (the templates are included by report.html.j2 and report.md.j2)
+    from dispatchprof.report.debugclock import section
+    from dispatchprof.report.html import render
+
+    stats = json.loads(run.outputs["stats"].read_text())
+    templates = FIXTURES.parents[1] / "workflow" / "templates"
+    context = {"debugclock": section(stats), "toolchain": "sim", "figures": {}}
+    for name in ("debugclock.html.j2", "debugclock.md.j2"):
+        text = render(templates, context, name)
+        assert "Slower on every rank of a node: node 0, URMASendToken, slot 4 (send_complete)" in text, name

@@ -263,8 +263,8 @@ def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_e
     late = {"evidence": "late_ending_node", "rank": None, "node": 0, "ranks": list(range(8)), "cost_us_per_launch": 17.0, "explanation": "x"}
     text = answer_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": dc})
     assert (
-        "Every rank of node 0 runs URMASendToken slot 4 (send_complete) longer than the other nodes' ranks: 5845.0 us against 3914.0 us per core and launch "
-        "(+1931.0 us; 50x their spread). A slowdown the node's ranks share: its sends out of the node (the link from it, or its senders), not one rank"
+        "Every rank of node 0 runs URMASendToken slot 4 (send_complete) longer than the other nodes' ranks: 5845.0 us against 3914.0 us (each rank's slowest core, median over launches; "
+        "+1931.0 us per launch; 50x their spread). A slowdown the node's ranks share: its sends out of the node (the link from it, or its senders), not one rank"
     ) in text
     assert "The timeline's top cause is the same node's late end at 17.0 us per launch: a late end counts only its lead over the others" in text
     # the rank-level busiest on that node with that slot is the node's excess, not the rank's alone

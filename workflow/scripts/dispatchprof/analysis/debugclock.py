@@ -263,7 +263,7 @@ def busiest_node(
     (Bonferroni), and by at least ``min_excess`` of the peers' median (debugclock.busiest_min_excess), as for a rank.
     The spread of single ranks, not of a node's median, so a node is held to the noise of one rank: conservative.
     Wait slots are left out (the waiters wait longer). Needs two nodes and three ranks on the others. The excess is
-    per core and launch: where that phase is on the group's critical path (the slowest sends), it is the time the
+    per launch: where that phase is on the group's critical path (the slowest sends), it is the time the
     group would save if the node's ranks ran that phase as the others do."""
     key = key_of(source)
     if per_rank.empty or per_rank["node"].nunique() < 2:

@@ -370,6 +370,10 @@ CLOCKS_FROM_ENDS = (
     "its cost compares arrivals across nodes on clocks fitted to the target's own ends (no barrier kernel): a node that ends later in "
     "every launch looks on time there, so the cost is uncertain by that skew; enable baseline.synchronize_start"
 )
+EVERY_LAUNCH_ALIKE = (
+    "a slowdown in every launch that moves every rank's end alike (a slow link between nodes, a role slow on every rank) does not stand "
+    "out here: DebugClock's busiest_node (debugclock.when: always) or an A/B comparison can show it"
+)
 MAX_LATE_SET = 16  # late-ending ranks beyond this many are not listed one set at a time (thousands of ranks)
 
 
@@ -857,6 +861,7 @@ def awaited(
         listed = [c for c in unnamed if c.get("not_named")]
         if listed:
             explanation += "; listed, not named: " + "; ".join(listed_text(c) for c in listed[:3])
+        explanation += f"; {EVERY_LAUNCH_ALIKE}"
     return {
         **answer,
         "causes": named,

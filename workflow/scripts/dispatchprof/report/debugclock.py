@@ -92,7 +92,7 @@ def node_sentence(section: Mapping[str, Any], straggler: Mapping[str, Any]) -> s
     spread = f"; {best['excess_us'] / best['peers_spread_us']:.0f}x their spread" if best.get("peers_spread_us") else ""
     text = (
         f" Every rank of node {best['node']} runs {best['role']} {slot} longer than the other nodes' ranks: {best['median_us']:.1f} us against "
-        f"{best['peers_median_us']:.1f} us per core and launch (+{best['excess_us']:.1f} us{spread}). A slowdown the node's ranks share"
+        f"{best['peers_median_us']:.1f} us (each rank's slowest core, median over launches; +{best['excess_us']:.1f} us per launch{spread}). A slowdown the node's ranks share"
     )
     text += (
         ": its sends out of the node (the link from it, or its senders), not one rank"
