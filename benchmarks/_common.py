@@ -5,6 +5,7 @@ it, so neither imports the other's module at its top (they did: an import cycle)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -104,3 +105,20 @@ def scontrol_stub_env(work: Path) -> tuple[dict, str | None]:
         f"note: `scontrol show config` took {delay:.1f} s here (a SLURM client without a reachable controller); the timed Snakemake "
         f"runs use a scontrol that fails at once ({stub}), so they do not include the executor plugin's wait."
     )
+
+
+def gate_rows(shapes: dict, faults: dict, row_of) -> list[dict]:
+    """One row per shape and fault of a gate benchmark (``row_of(shape, fault)``: its counts), each printed as it ends."""
+    rows = []
+    for label, shape in shapes.items():
+        for name, fault in faults.items():
+            rows.append({"shape": label, "fault": name, **row_of(shape, fault)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def write_results(out: Path, lines: list[str], payload: dict) -> None:
+    """A benchmark's table (``out``.md, printed too) and its rows (``out``.json) side by side."""
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
+    print("\n".join(lines))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import tempfile
@@ -29,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 for extra in ("workflow/scripts", "workflow/sim", "workflow/sim/ascend_deepep", "benchmarks"):
     sys.path.insert(0, str(ROOT / extra))
 
+from _common import gate_rows, write_results  # noqa: E402
 from ascend_deepep import _debugclock as writer  # noqa: E402
 from ascend_deepep._collective import Cluster, CollectiveModel, Knobs  # noqa: E402
 from localisation import Shape, sends_of  # noqa: E402
@@ -119,23 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "debugclock_gate_results"))
     args = parser.parse_args(argv)
-    rows = []
-    for label, shape in SHAPES.items():
-        for name, fault in FAULTS.items():
-            runs = [score(shape, fault, seed) for seed in range(1, args.seeds + 1)]
-            excess = [r["excess_us"] for r in runs if r["detected"]]
-            rows.append(
-                {
-                    "shape": label,
-                    "fault": name,
-                    "runs": len(runs),
-                    "named": sum(r["named"] is not None for r in runs),
-                    "detected": sum(r["detected"] for r in runs) if "slow_link" in fault else None,
-                    "excess_us_range": [min(excess), max(excess)] if excess else None,
-                    "false_alarms": sum(r["false_alarm"] for r in runs),
-                }
-            )
-            print(json.dumps(rows[-1]), flush=True)
+
+    def row_of(shape: Shape, fault: dict[str, Any]) -> dict[str, Any]:
+        runs = [score(shape, fault, seed) for seed in range(1, args.seeds + 1)]
+        excess = [r["excess_us"] for r in runs if r["detected"]]
+        return {
+            "runs": len(runs),
+            "named": sum(r["named"] is not None for r in runs),
+            "detected": sum(r["detected"] for r in runs) if "slow_link" in fault else None,
+            "excess_us_range": [min(excess), max(excess)] if excess else None,
+            "false_alarms": sum(r["false_alarm"] for r in runs),
+        }
+
+    rows = gate_rows(SHAPES, FAULTS, row_of)
     lines = [
         "# DebugClock node gate benchmark (benchmarks/debugclock_gate.py)",
         "",
@@ -152,10 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(r["runs"] for r in rows)
     fas = sum(r["false_alarms"] for r in rows)
     lines += ["", f"False alarms: {fas} in {total} runs."]
-    out = Path(args.out)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "rows": rows}, indent=1) + "\n")
-    print("\n".join(lines))
+    write_results(Path(args.out), lines, {"seeds": args.seeds, "rows": rows})
     return 0
 
 

@@ -19,7 +19,6 @@ real excess, not a false alarm).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -32,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 for extra in ("workflow/scripts", "workflow/sim", "workflow/sim/ascend_deepep", "benchmarks"):
     sys.path.insert(0, str(ROOT / extra))
 
+from _common import gate_rows, write_results  # noqa: E402
 from ascend_deepep._collective import Cluster, CollectiveModel, Knobs, pmu_cores, stand_in_tiling  # noqa: E402
 from localisation import Shape, sends_of  # noqa: E402
 from simprof.opprof_writer import PIPE_950, csv_text, pipe_rows  # noqa: E402
@@ -111,23 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alpha", type=float, default=ALPHA)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "pmu_gate_results"))
     args = parser.parse_args(argv)
-    rows = []
-    for label, shape in SHAPES.items():
-        for name, fault in FAULTS.items():
-            runs = [score(shape, fault, seed, args.alpha) for seed in range(1, args.seeds + 1)]
-            row = {
-                "shape": label,
-                "fault": name,
-                "runs": len(runs),
-                "named": sum(r["named"] is not None for r in runs),
-                "detected": sum(r["detected"] for r in runs) if fault else None,
-                "role_right": sum(r["role_right"] for r in runs) if fault else None,
-                "false_alarms": sum(r["false_alarm"] for r in runs),
-                "spike_runs": sum(bool(r["spiked"]) for r in runs),
-                "false_alarm_seeds": [r["seed"] for r in runs if r["false_alarm"]],
-            }
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+
+    def row_of(shape: Shape, fault: dict[str, Any]) -> dict[str, Any]:
+        runs = [score(shape, fault, seed, args.alpha) for seed in range(1, args.seeds + 1)]
+        return {
+            "runs": len(runs),
+            "named": sum(r["named"] is not None for r in runs),
+            "detected": sum(r["detected"] for r in runs) if fault else None,
+            "role_right": sum(r["role_right"] for r in runs) if fault else None,
+            "false_alarms": sum(r["false_alarm"] for r in runs),
+            "spike_runs": sum(bool(r["spiked"]) for r in runs),
+            "false_alarm_seeds": [r["seed"] for r in runs if r["false_alarm"]],
+        }
+
+    rows = gate_rows(SHAPES, FAULTS, row_of)
     lines = [
         "# PMU gate benchmark (benchmarks/pmu_gate.py)",
         "",
@@ -144,10 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     total_runs = sum(r["runs"] for r in rows)
     total_fa = sum(r["false_alarms"] for r in rows)
     lines += ["", f"False alarms: {total_fa} in {total_runs} runs ({100 * total_fa / total_runs:.2f}%; the gate's design rate is alpha = {args.alpha})."]
-    out = Path(args.out)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"alpha": args.alpha, "seeds": args.seeds, "rows": rows}, indent=1) + "\n")
-    print("\n".join(lines))
+    write_results(Path(args.out), lines, {"alpha": args.alpha, "seeds": args.seeds, "rows": rows})
     return 0
 
 
