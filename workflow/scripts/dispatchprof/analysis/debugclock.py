@@ -242,10 +242,9 @@ def slowest_core_table(seg: pd.DataFrame, source: str) -> pd.DataFrame:
     if seg.empty:
         return pd.DataFrame(columns=["rank", "node", "role", key, "phase", "slot_of_phase", "median_us"])
     keys = ["rank", "node", "role", key]
-    named = {} if key == "phase" else {"phase": ("phase", "first")}  # AKL: the phase is the key itself
-    slowest = seg.dropna(subset=["us"]).groupby([*keys, "launch"], sort=True).agg(us=("us", "max"), slot=("slot", "first"), **named)
-    again = {} if key == "phase" else {"phase": ("phase", "first")}
-    out = slowest.groupby(level=keys, sort=True).agg(median_us=("us", "median"), slot_of_phase=("slot", "first"), **again).reset_index()
+    phase = {} if key == "phase" else {"phase": ("phase", "first")}  # AKL: the phase is the key itself
+    slowest = seg.dropna(subset=["us"]).groupby([*keys, "launch"], sort=True).agg(us=("us", "max"), slot=("slot", "first"), **phase)
+    out = slowest.groupby(level=keys, sort=True).agg(median_us=("us", "median"), slot_of_phase=("slot", "first"), **phase).reset_index()
     out["slot_of_phase"] = [None if pd.isna(v) else int(v) for v in out["slot_of_phase"]]
     return out
 
@@ -258,9 +257,11 @@ def busiest_node(
 
     A link that is slow out of one node (sim.slow_link; on hardware a degraded port or route) stretches the send phase
     of every rank there: half the ranks in a two-node job, so each of them against its peers' median (busiest) is
-    against many of its own kind, and names one of them as if it alone were slow, or none. Here each node is one unit: the median over its ranks against the median of the other nodes' ranks, tested against their spread (1.4826 x MAD of the other
-    nodes' rank medians) at the one-sided normal quantile of ``alpha`` over every (node, role, key) tested
-    (Bonferroni), and by at least ``min_excess`` of the peers' median (debugclock.busiest_min_excess), as for a rank.
+    against many of its own kind, and names one of them as if it alone were slow, or none. Here each node is one
+    unit: the median over its ranks against the median of the other nodes' ranks, tested against their spread
+    (1.4826 x MAD of the other nodes' rank medians) at the one-sided normal quantile of ``alpha`` over every (node,
+    role, key) tested (Bonferroni), and by at least ``min_excess`` of the peers' median (debugclock.busiest_min_excess),
+    as for a rank.
     The spread of single ranks, not of a node's median, so a node is held to the noise of one rank: conservative.
     Wait slots are left out (the waiters wait longer). Needs two nodes and three ranks on the others. The excess is
     per launch: where that phase is on the group's critical path (the slowest sends), it is the time the
