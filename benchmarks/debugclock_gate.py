@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -51,8 +52,9 @@ FAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+@functools.cache
 def settings() -> dict[str, Any]:
-    """The debugclock section as the workflow runs it: the schema's defaults."""
+    """The debugclock section as the workflow runs it: the schema's defaults (read once: every run uses them)."""
     config: dict[str, Any] = {"debugclock": {}}
     fill_defaults(config, load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
     return config["debugclock"]

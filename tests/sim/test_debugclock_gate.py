@@ -19,7 +19,7 @@ from test_pmu_gate import binomial_tail  # noqa: E402
 
 def test_without_a_fault_no_node_is_named_beyond_the_gates_false_alarm_rate():
     """debugclock.busiest_node_alpha is the gate's false-alarm rate per run; nodes of the stand-in differ by their
-    routing (each rank sends a different share across nodes). Over 10 seeds of both shapes, and a slow rank (one rank
+    routing (each rank sends a different share across nodes). Over 10 seeds of each shape, and a slow rank (one rank
     of a node, not the node), the nodes named stay below the count that rate reaches with probability 0.001."""
     alpha = bench.settings()["busiest_node_alpha"]
     runs = [bench.score(shape, fault, seed) for shape in bench.SHAPES.values() for fault in ({}, bench.FAULTS["slow_rank x1.15"]) for seed in range(1, 11)]
@@ -30,7 +30,7 @@ def test_without_a_fault_no_node_is_named_beyond_the_gates_false_alarm_rate():
 
 @pytest.mark.parametrize("label", sorted(bench.SHAPES))
 def test_a_slow_link_names_the_sending_node_with_the_time_its_removal_gives_back(label: str):
-    """A link twice as slow out of node 0 into node 1: in both shapes the sends of every rank of node 0 are named
+    """A link twice as slow out of node 0 into node 1: in each shape (the workflow's default, 56 AIV, included) the sends of every rank of node 0 are named
     (URMASendToken send_complete), and their excess over the other nodes' is within 35% (the issue's goal for the
     cost account's largest error) of the group time per launch the events give back without the slow link."""
     shape = bench.SHAPES[label]
