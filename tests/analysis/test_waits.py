@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dispatchprof.analysis.waits import analyse, coupling, grid, host_gaps, node_clocks
+from dispatchprof.analysis.waits import analyse, coupling, followers, grid, host_gaps, node_clocks
 
 SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
 BOOT = {"resamples": 300, "seed": 0}
@@ -228,3 +228,33 @@ def test_a_rank_in_the_late_set_of_most_launches_is_its_own_work_where_it_ends_l
     strag = analyse(g, SETTINGS, [], BOOT)["straggler"]
     assert (strag["evidence"], strag["rank"]) == ("own_work", 6)
     assert strag["fraction"] > 0.9  # every launch where it ends last by more than own_work_min_us
+
+
+def test_a_rank_whose_end_moves_with_a_slow_ranks_is_late_with_it_and_neither_is_blamed():
+    """Rank 6 runs 60 us longer in every launch and rank 7, waiting for its data to the end, ends 2 us (+- 0.2) before
+    it every time. Rank 6's lead over the very next end is 2 us, below own_work_min_us: a lead over a rank whose end
+    moves with its own is no lead. The two end as one: late-ending ranks, with no claim about which keeps the other
+    waiting (the lag is the same either way), costed at the 60 us their removal gives back, less the others' end
+    jitter (0-3 us); neither is named as its own work."""
+    rng = np.random.default_rng(5)
+    g = table(work={6: 1060.0}, launches=80)
+    g.end[:, 7] = g.end[:, 6] - 2.0 - rng.normal(0, 0.2, len(g.launches))
+    g.duration[:] = g.end - g.start
+    strag = analyse(g, SETTINGS, [], BOOT)["straggler"]
+    assert (strag["evidence"], strag["ranks"]) == ("in_kernel", [6, 7]), strag["causes"]
+    top = strag["causes"][0]
+    assert "no claim about why" in top["explanation"]
+    assert top["cost_timed_us_per_launch"] == pytest.approx(60.0, abs=4.0)
+    assert not any(c["evidence"] == "own_work" and c["rank"] in (6, 7) and c["named"] for c in strag["causes"])
+
+
+def test_followers_are_the_ranks_whose_lag_behind_the_core_varies_less_than_own_work_min():
+    """Rank 1 waits for rank 0's data to the end, rank 2 only at times; ranks 3 and 4 end with rank 0 within a few us
+    in every launch, each with its own jitter (a coupled end, no follower: their lag spreads more than their time)."""
+    rng = np.random.default_rng(0)
+    body = 1000.0 + rng.uniform(0, 3, (200, 5))
+    body[:, 1] = body[:, 0] - 2.0 + rng.normal(0, 0.2, 200)
+    body[:, 2] = body[:, 0] - 25.0 + rng.normal(0, 20.0, 200)
+    end = body - body.max(axis=1, keepdims=True)
+    assert followers(end, body, 0, 5.0).tolist() == [1]
+    assert followers(end[:2], body[:2], 0, 5.0).tolist() == []  # two launches say nothing about how an end moves

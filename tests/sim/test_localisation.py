@@ -62,18 +62,25 @@ def test_a_slow_rank_whose_receivers_end_after_it_is_the_core_of_the_late_ending
         assert not any(c["evidence"] == "own_work" and c["rank"] == 14 for c in strag["causes"])
 
 
-def test_a_slow_rank_that_ends_last_itself_is_costed_by_its_own_lead_not_its_receivers():
-    """3x4: the x1.15 rank 10 ends last in about half the launches, its receivers (ranks 9 and 11) just behind it,
-    and the rest of the late set (ranks 7, 8) ends late by the kernel's own structure even without the fault. The
-    whole set's lead over the others' last had costed it at about 3x its counterfactual truth; where it ends last, its
-    own lead over the next end is its delay. Over five seeds it is named as the core of the late-ending ranks and
-    never costed above its truth by more than the benchmark's 35% goal (the lead understates where the next end is a
-    receiver that waited for it: benchmarks/localisation_results.md)."""
+def test_a_slow_rank_and_the_receiver_that_ends_with_it_are_costed_together_not_by_the_lead_between_them():
+    """3x4: the x1.15 rank 10 ends last in most launches where it is late; one receiver on its node ends a constant
+    2-3 us from it (waiting for rank 10's data to the end), and the rest of the late set (ranks 7, 8) ends late by the
+    kernel's own structure even without the fault. The whole set's lead over the others' last had costed it at about
+    3x its counterfactual truth, its lead over the very next end (that receiver) at about half. Over five seeds the two
+    are named as late-ending ranks that end as one, with no blame, and costed within the benchmark's 35% goal of the
+    truth, at the benchmark's 200 analysed launches (the issue's length for a case). A receiver that follows in about
+    half the launches is a follower or not by the chance of which launches were drawn: at 120 launches seed 4 loses
+    rank 9 that way and is costed 46% under (benchmarks/localisation_results.md, README)."""
     shape = bench.Shape(3, 4)
     case = {c.name: c for c in bench.cases(shape)}["slow_rank"]
     for seed in range(1, 6):
-        row = bench.score_case(shape, case, seed, sync=True, n=LAUNCHES)
-        assert row["top_right_knob"], row
-        (true,) = [t["period"] for t in row["truth"] if t["knob"] == "slow_rank"]
-        assert 0 < row["named"][0]["cost"] <= 1.35 * true, (seed, row["named"][0], true)
-        assert not row["victims_blamed"] and not row["false_alarms"], row
+        knobs = bench.Knobs(seed=seed, **case.knobs)
+        launches, truth = bench.run(shape, knobs, 200 + bench.SKIP, True)
+        strag = bench.waits.analyse(bench.msprof_view(launches, knobs, shape), bench.SETTINGS, [], bench.BOOT)["straggler"]
+        true_cost = next(c["cost_us_per_launch"] for c in truth["causes"] if c["cause"] == "slow_rank")
+        top = strag["causes"][0]
+        assert top["evidence"] == "in_kernel" and top["followers_of"] == 10, strag["causes"]
+        assert 10 in top["late_ending_ranks"] and set(top["late_ending_ranks"]) <= {9, 10, 11}, top
+        assert "end as one" in top["explanation"] and "no claim about why" in top["explanation"]
+        assert abs(top["cost_us_per_launch"] - true_cost) <= 0.35 * true_cost, (seed, top["cost_us_per_launch"], true_cost)
+        assert not any(c["evidence"] == "own_work" and c["rank"] in top["late_ending_ranks"] and c["named"] for c in strag["causes"])

@@ -457,6 +457,27 @@ def core_candidate(
     return cand
 
 
+def followers(end: np.ndarray, body: np.ndarray, core: int, own_min: float) -> np.ndarray:
+    """The columns whose end moves with the core's, launch after launch: the robust spread (1.4826 x MAD) of their lag
+    behind the core's end is below own_min, the resolution at which the account calls a lead own work, and below half
+    the spread of their own time in the kernel (``body``): the core's end explains most of the variation of theirs
+    (three quarters of its variance). A receiver that waits for the core's data to the end ends a constant
+    transfer-and-tail from it (a spread of 2 us in 3x4, where its own time spreads ~80 us and a receiver that waits
+    for it only at times spreads 15-48 us), and so does a rank the core waits for: a lead over either is no lead.
+    Ranks that merely end together, each with its own jitter, are no followers: their lag spreads more than their own
+    time (about 1.2x, the difference of two jitters)."""
+    if len(end) < 3:
+        return np.zeros(0, int)
+
+    def spread(values: np.ndarray) -> np.ndarray:
+        return 1.4826 * np.median(np.abs(values - np.median(values, axis=0)), axis=0)
+
+    lag = spread(end[:, [core]] - end)
+    tied = (lag < own_min) & (lag < 0.5 * spread(body))
+    tied[core] = False
+    return np.flatnonzero(tied)
+
+
 def _late_ending(acc: Account, named: list[int], cols: np.ndarray, end_shift: np.ndarray, own_min: float) -> Candidate:
     """A named late-ending set (``named``: its ranks) from the end delays that bring its ``cols`` down to the others'
     last: struck where that lead exceeds own_min, carried into the next arrival in the launch period."""
@@ -529,12 +550,19 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     own_min = float(waits["own_work_min_us"])
     member = late_members(size, order)
     persistent = persistent_late_ranks(member) if acc.ends_across_nodes else np.zeros(0, int)
-    # one persistent rank that, where it is late, is mostly late alone is its own work; one that is mostly late with
-    # others that end after it (its receivers, waiting for its data) is the core of a late-ending set (below)
-    alone = len(persistent) == 1 and float((size[member[:, persistent[0]]] == 1).mean()) > PERSISTENT_FRACTION
-    if alone:
-        # the one rank in the late set of most launches: where it ends last, its lead over the next end is its own
-        # delay even when the gap to the next is not the row's largest (its peers' staircase behind it varies)
+    # One persistent rank and its followers (ranks whose end moves with its own launch after launch: a receiver that
+    # waits for its data to the end, or the rank it waits for) end as one. When that group ends last in most launches
+    # where the rank is late (nobody else ends after it waiting for its data): alone, the rank's own work; with
+    # followers, late-ending ranks brought down together to the others' last (which of them keeps the other waiting,
+    # the timeline cannot tell: the lag is the same either way). A lead over a follower is no lead: in 3x4 a x1.15
+    # rank's lead over the very next end, a follower 2.4 us behind it, costed it at half its counterfactual truth. One
+    # that is mostly late with others ending after it at varying lags (its receivers) is the core of a late-ending set
+    # (core_candidate, below).
+    group = np.union1d(persistent, followers(acc.end, acc.body, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
+    alone = len(persistent) == 1 and float(np.isin(last[member[:, persistent[0]]], group).mean()) > PERSISTENT_FRACTION
+    if alone and len(group) == 1:
+        # where it ends last, its lead over the next end is its own delay even when the gap to the next is not the
+        # row's largest (its peers' staircase behind it varies)
         (j,) = persistent
         lead = np.where((last == j) & (first - second > own_min), first - second, lead)
     if not across:
@@ -575,10 +603,14 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     whole_nodes = {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
     if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes:
         out.append(persistent_candidate(acc, ranks, persistent, own_min))
+    elif alone and len(group) > 1:
+        tied = persistent_candidate(acc, ranks, group, own_min)
+        tied.facts["followers_of"] = int(ranks[persistent[0]])
+        out.append(tied)
     elif len(persistent) == 1 and not alone:
         out.append(core_candidate(acc, ranks, persistent, member, own_min, (last, first, second)))
     for members, rows_ in sets.items():
-        if members in whole_nodes or len(rows_) < 2 or members == tuple(persistent.tolist()):
+        if members in whole_nodes or len(rows_) < 2 or members in (tuple(persistent.tolist()), tuple(group.tolist())):
             continue
         cols = np.array(members)
         struck = np.zeros(n, bool)
@@ -954,6 +986,15 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"rank {core} is among the late-ending ranks of most launches{others} (median lead {cause['lead_us_median']:.1f} us: the set's over "
             f"the others' last where they end after it, its own over the next end where it ends last; in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
             f"for its data, or wait with them; PMU or DebugClock must name the rank and role); it {cost}"
+        )
+    if cause.get("late_ending_ranks") and cause.get("followers_of") is not None:
+        late, core = cause["late_ending_ranks"], cause["followers_of"]
+        tied = ", ".join(str(r) for r in late if r != core)
+        return (
+            f"rank {core} ends late in most launches, and rank{'s' if len(late) > 2 else ''} {tied} end{'' if len(late) > 2 else 's'} with it in every "
+            f"launch, a constant lag apart: they end as one, last in most of them (median {cause['lead_us_median']:.1f} us after the others' last; in "
+            f"{pct}): late-ending ranks, with no claim about why (which of them keeps the other waiting, the timeline cannot tell; PMU or DebugClock "
+            f"must name the rank and role); it {cost}"
         )
     if cause.get("late_ending_ranks"):
         late = cause["late_ending_ranks"]
