@@ -991,7 +991,7 @@ def describe(cause: Mapping[str, Any]) -> str:
         late, core = cause["late_ending_ranks"], cause["followers_of"]
         tied = ", ".join(str(r) for r in late if r != core)
         return (
-            f"rank {core} ends late in most launches, and rank{'s' if len(late) > 2 else ''} {tied} end{'' if len(late) > 2 else 's'} with it in every "
+            f"rank {core} ends late in most launches, and rank{'s' if len(late) > 2 else ''} {tied} end{'' if len(late) > 2 else 's'} with it launch after "
             f"launch, a constant lag apart: they end as one, last in most of them (median {cause['lead_us_median']:.1f} us after the others' last; in "
             f"{pct}): late-ending ranks, with no claim about why (which of them keeps the other waiting, the timeline cannot tell; PMU or DebugClock "
             f"must name the rank and role); it {cost}"
