@@ -291,7 +291,7 @@ def busiest_node(
                     "peers_median_us": peers,
                     "peers_spread_us": spread,
                     "excess_us": node_us - peers,
-                    "slowest_rank_us": float(mine["median_us"].min()),
+                    "fastest_rank_us": float(mine["median_us"].min()),  # the node's least slowed rank
                 }
             )
     if not tests:
@@ -301,7 +301,7 @@ def busiest_node(
     for t in tests:
         beyond = t["excess_us"] > z * t["peers_spread_us"] and t["excess_us"] >= min_excess * max(t["peers_median_us"], 1e-12)
         # every rank of the node above the others' median: a node-wide slowdown, not one slow rank among them
-        if beyond and t["slowest_rank_us"] > t["peers_median_us"] and (best is None or t["excess_us"] > best["excess_us"]):
+        if beyond and t["fastest_rank_us"] > t["peers_median_us"] and (best is None or t["excess_us"] > best["excess_us"]):
             best = t
     if best is None:
         return None

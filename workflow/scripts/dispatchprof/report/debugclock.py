@@ -74,6 +74,11 @@ def local_window_copy_sentence(section: Mapping[str, Any], rank: int | None) -> 
     return text + f"; the other ranks spread by {entry['peers_spread_us']:.1f} us): {verdict}."
 
 
+def slot_text(best: Mapping[str, Any]) -> str:
+    """A busiest entry's slot as the sentences name it: the legacy slot with its phase, or the AKL phase alone."""
+    return f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
+
+
 def _shared(section: Mapping[str, Any]) -> str:
     """When the busiest rank's slot is the busiest node's, and the rank is on it: the rank does not stand alone."""
     best, node = section.get("busiest"), section.get("busiest_node")
@@ -88,7 +93,7 @@ def node_sentence(section: Mapping[str, Any], straggler: Mapping[str, Any]) -> s
     best = section.get("busiest_node")
     if not best:
         return ""
-    slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
+    slot = slot_text(best)
     spread = f"; {best['excess_us'] / best['peers_spread_us']:.0f}x their spread" if best.get("peers_spread_us") else ""
     text = (
         f" Every rank of node {best['node']} runs {best['role']} {slot} longer than the other nodes' ranks: {best['median_us']:.1f} us against "
@@ -117,7 +122,7 @@ def also_sentence(section: Mapping[str, Any]) -> str:
     best = section.get("busiest")
     text = "DebugClock also ran (a DEBUG_CLOCK_ON build): "
     if best:
-        slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
+        slot = slot_text(best)
         return (
             text
             + f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks by {best['excess_us']:.1f} us per launch{_shared(section)}."
@@ -135,7 +140,7 @@ def fallback_sentence(section: Mapping[str, Any], pmu_state: str) -> str:
     best = section.get("busiest")
     text = f"The PMU is {pmu_state}, so the role link uses the DebugClock fallback ({where}): "
     if best:
-        slot = f"slot {best['slot']} ({best['phase']})" if best.get("slot") is not None else f"phase {best['phase']}"
+        slot = slot_text(best)
         text += (
             f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks "
             f"by {best['excess_us']:.1f} us per launch (per-rank median over cores and launches)"
