@@ -457,7 +457,8 @@ def write(out: Path, rows: list[dict[str, Any]]) -> int:
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
     out.with_suffix(".json").write_text(json.dumps({"settings": SETTINGS, "summary": summary, "rows": rows}, indent=1) + "\n")
-    head = "# Localisation benchmark (benchmarks/localisation.py)\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n"
+    lengths = ", ".join(str(n) for n in sorted({r["launches"] for r in rows}))
+    head = f"# Localisation benchmark (benchmarks/localisation.py): {lengths} analysed launches per run\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n"
     out.with_suffix(".md").write_text(head + "## Per case\n\n" + case_table(rows) + "\n\n## Per run\n\n" + table(rows) + "\n")
     return 0
 
