@@ -95,7 +95,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy, su
     return copy, copy.snakemake(overlay=base_overlay(full_length=True))
 
 
-# Fewer calls per rank than the defaults (baseline 110, timeline 30, DebugClock 20): a whole simulated run costs ~0.15 s
+# Fewer calls per rank than the defaults (baseline 110, timeline 205, DebugClock 20): a whole simulated run costs ~0.15 s
 # per call on 2 cores, and the tests check what each stage does, not its statistics at full length. The shared demo
 # run keeps the defaults (it is the README's run); a test that needs more calls says so in its own overlay.
 # The msprof-analyze cross-check (timeline.crosscheck: auto, ~9 s beside every timeline with msprof-analyze
