@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from conftest import base_overlay, copy_workflow, without_slurm_probe
 
@@ -50,7 +51,8 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     assert trace["metadata"]["toolchain"] == "sim"  # opened in a viewer, away from the report that says so
     assert {k: summary["timeline"]["coverage"][k] for k in ("expected", "found", "missing")} == {"expected": 16, "found": 16, "missing": []}
     assert summary["timeline"]["kernel_name"] == "elastic_dispatch_kernel"
-    assert all(v["launches"] == 25 for v in summary["timeline"]["per_rank"].values())
+    defaults = yaml.safe_load((workflow_copy.root / "config/config.yaml").read_text())["timeline"]
+    assert all(v["launches"] == defaults["iterations"] - defaults["warmup"] == 200 for v in summary["timeline"]["per_rank"].values())
     # The msprof-analyze cross-check (timeline.crosscheck: auto; the other tests turn it off) ran on every rank
     # (requirements-dev.txt installs msprof-analyze; without it, auto skips it and says so).
     cross = json.loads((workflow_copy.root / "results/baseline/timeline/crosscheck.json").read_text())
