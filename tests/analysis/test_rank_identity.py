@@ -61,3 +61,24 @@ def test_coverage_states_what_is_missing_and_whether_enough_remains():
     assert not few.enough and few.missing == list(range(2, 16))
     assert not coverage_of(16, [], 0.01).enough
     assert coverage_of(1, [0], 0.5).sentence() == "1/1 ranks"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"node": 0, "pid": 42, "global_rank"', "not JSON"),  # truncated
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "binary data"),
+        (b"\xff\xfe" + '{"node": 0}'.encode("utf-16-le"), "UTF-16 LE"),
+        (b"[1, 2]", "a JSON list"),
+        (b'{"node": 0, "pid": "42", "global_rank": 3}', "field 'pid' is '42'"),
+        (b'{"node": 0, "pid": 42, "global_rank": -1}', "field 'global_rank' is -1"),
+        (b'{"node": true, "pid": 42, "global_rank": 1}', "field 'node' is True"),
+    ],
+)
+def test_a_damaged_identity_sidecar_ends_in_an_error_naming_the_file_and_what_was_expected(tmp_path, content, expected):
+    path = tmp_path / "n0-42.json"
+    path.write_bytes(content)
+    with pytest.raises(RankIdentityError) as caught:
+        load_identities(tmp_path)
+    assert str(path) in str(caught.value) and expected in str(caught.value)
+    assert path.read_bytes() == content

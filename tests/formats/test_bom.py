@@ -5,6 +5,7 @@ utf-8-sig, and the header's first name would otherwise be '\\ufeffDevice_id'."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -100,3 +101,26 @@ def test_every_text_reader_reads_a_file_with_a_utf8_bom_as_the_same_file_without
     marked_path = place(tmp_path, case, bom=True)
     assert marked_path.read_bytes().startswith(BOM)
     assert comparable(case[2](marked_path)) == comparable(plain)
+
+
+# The rank logs are the workflow's own captures of a process's output, read leniently (bad bytes replaced) by design.
+USER_FILES = [c for c in READERS if c[0] != "rank log"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-16-le"])
+@pytest.mark.parametrize("case", USER_FILES, ids=[c[0] for c in USER_FILES])
+def test_every_text_reader_refuses_utf16_naming_the_file_and_the_encoding(tmp_path, case, encoding):
+    """The same file re-saved as UTF-16 (Excel's "Unicode Text", with a byte order mark; or without one) ends in the
+    reader's own error, naming the file and UTF-16 (and how to convert it, where a mark says which), never in a
+    decoding crash or a misleading "binary data" or "header lacks" message. The file is left as it was."""
+    path = place(tmp_path, case, bom=False)
+    encoded = path.read_bytes().decode("utf-8").encode(encoding)
+    path.write_bytes(encoded)
+    with pytest.raises(Exception) as caught:
+        case[2](path)
+    message = str(caught.value)
+    assert not isinstance(caught.value, (UnicodeError, json.JSONDecodeError)), message
+    assert str(path) in message and "UTF-16" in message, message
+    if encoding == "utf-16":
+        assert "iconv -f UTF-16" in message, message
+    assert path.read_bytes() == encoded

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dispatchprof.formats.ranklog import name_ranks
+from dispatchprof.formats.encoding import encoding_problem
 
 INFER_RULES = ("device_id", "device_order")
 
@@ -61,8 +62,28 @@ def load_identities(directory: str | Path | None) -> dict[tuple[int, int], dict[
     """The identity sidecars of one run, keyed by (node, pid): PIDs repeat across hosts."""
     if not directory or not Path(directory).is_dir():
         return {}
-    records = [json.loads(p.read_text(encoding="utf-8-sig")) for p in sorted(Path(directory).glob("*.json"))]
+    records = [read_sidecar(p) for p in sorted(Path(directory).glob("*.json"))]
     return {(int(r.get("node") or 0), int(r["pid"])): r for r in records if r.get("pid") is not None}
+
+
+def read_sidecar(path: Path) -> dict[str, Any]:
+    """One identity sidecar (``{"node", "pid", "global_rank", "device"}``, written by the launcher beside each rank);
+    anything else ends in RankIdentityError naming the file and what was expected."""
+    expected = 'expected a UTF-8 JSON object {"node", "pid", "global_rank", "device"}'
+    problem = encoding_problem(path, expected=expected)
+    if problem:
+        raise RankIdentityError(f"identity sidecar {problem}")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RankIdentityError(f"identity sidecar {path}: not JSON ({exc}); {expected}") from exc
+    if not isinstance(record, dict):
+        raise RankIdentityError(f"identity sidecar {path}: a JSON {type(record).__name__}; {expected}")
+    for key in ("node", "pid", "global_rank"):
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise RankIdentityError(f"identity sidecar {path}: field '{key}' is {value!r}; expected a non-negative integer")
+    return record
 
 
 def _sidecar_rank(source: RankSource, identities: Identities) -> int | None:

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from dispatchprof.formats.text import read_csv_rows
+from dispatchprof.formats.text import read_csv_rows, read_text_file
 
 MAGIC = 0x414B4C5452433031
 VERSION = 1
@@ -116,9 +116,10 @@ def path_hash(parts: Iterable[str]) -> int:
 def parse_event_map(path: str | Path) -> dict[int, tuple[str, ...]]:
     """event_map.json -> {event id: path parts}; every id must be the hash of its parts."""
     path = Path(path)
+    text = read_text_file(path, DebugClockFormatError, "akl.event-map.v1 JSON")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise DebugClockFormatError(f"{path}: not JSON ({exc}); expected akl.event-map.v1") from None
     if not isinstance(data, dict) or data.get("schema") != "akl.event-map.v1" or not isinstance(data.get("events"), dict):
         raise DebugClockFormatError(f"{path}: field schema/events: expected {{'schema': 'akl.event-map.v1', 'events': {{id: [parts]}}}}")
@@ -153,11 +154,12 @@ class Capture:
 
 
 def _capture_meta(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise DebugClockFormatError(f"{path}: missing; every capture has capture.json beside trace.bin")
+    text = read_text_file(path, DebugClockFormatError, "akl.semantic.v1 JSON")
     try:
-        meta = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except FileNotFoundError:
-        raise DebugClockFormatError(f"{path}: missing; every capture has capture.json beside trace.bin") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise DebugClockFormatError(f"{path}: not JSON ({exc}); expected akl.semantic.v1") from None
     if not isinstance(meta, dict) or meta.get("schema") != "akl.semantic.v1":
         raise DebugClockFormatError(f"{path}: field schema: expected 'akl.semantic.v1'")

@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from dispatchprof.formats.names import PROF_RE
+from dispatchprof.formats.encoding import encoding_problem
+from dispatchprof.formats.text import read_text_file
 
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
 DEVICE_DIR_RE = re.compile(r"^device_(\d{1,2})$")
@@ -58,9 +60,10 @@ def discover(root: Path) -> list[Path]:
 
 
 def load_json(path: Path) -> Any:
+    text = read_text_file(path, MsprofFormatError, "a UTF-8 JSON file")  # a re-saved file may start with a BOM: read
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig", errors="strict"))  # a re-saved file may start with a BOM
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
         raise MsprofFormatError(f"{path}: not valid JSON ({exc})") from exc
 
 
@@ -176,6 +179,9 @@ def export_devices(text_dir: Path) -> list[int]:
     if summaries:
         found: set[int] = set()
         for path in summaries:
+            problem = encoding_problem(path)  # a UTF-16 export would read as a header without Device_id
+            if problem:
+                raise MsprofFormatError(problem)
             try:
                 with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:  # as formats/text.py reads it
                     reader = csv.reader(handle)

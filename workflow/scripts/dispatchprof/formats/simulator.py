@@ -76,7 +76,7 @@ def core_files(core_dir: Path) -> dict[str, Path]:
 
 
 def _load_json(path: Path) -> dict:
-    text = read_text_file(path, SimulatorFormatError)
+    text = read_text_file(path, SimulatorFormatError, "a UTF-8 JSON text file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -11,17 +11,22 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from dispatchprof.formats.encoding import encoding_problem
 
-def read_text_file(path: Path, error: type[Exception]) -> str:
+
+def read_text_file(path: Path, error: type[Exception], expected: str = "a CSV text file") -> str:
     raw = path.read_bytes()
-    if b"\x00" in raw:
+    problem = encoding_problem(path, raw, expected)
+    if problem:
+        raise error(problem)
+    if b"\x00" in raw:  # beyond the first 4 KiB
         line = raw[: raw.index(b"\x00")].count(b"\n") + 1
-        raise error(f"{path}: line {line}: binary data (NUL byte); expected a CSV text file")
+        raise error(f"{path}: line {line}: binary data (NUL byte); expected {expected}")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise error(f"{path}: line {line}: not UTF-8 text ({exc.reason}); expected a CSV text file") from exc
+        raise error(f"{path}: line {line}: not UTF-8 text ({exc.reason}); expected {expected}") from exc
 
 
 def read_csv_rows(path: Path, error: type[Exception], expected_header: str) -> list[list[str]]:

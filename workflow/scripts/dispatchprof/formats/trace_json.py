@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from dispatchprof.formats.text import read_text_file
 from dispatchprof.formats.visualize_bin import TRACE, VisualizeBinError, block_json, read_blocks
 
 PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXP")
@@ -134,11 +135,9 @@ def parse_trace(data: Any, source: str) -> Trace:
 
 
 def read_trace_json(path: Path) -> Trace:
+    text = read_text_file(path, TraceFormatError, "trace.json")
     try:
-        text = path.read_bytes().decode("utf-8-sig")
         data = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected trace.json") from None
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); truncated or damaged trace.json?") from None
     return parse_trace(data, str(path))

@@ -6,7 +6,6 @@ workflow's own raw directories: ``<dir>/node<k>/...`` for the profilers' outputs
 
 from __future__ import annotations
 
-import codecs
 import csv
 import hashlib
 import os
@@ -17,6 +16,7 @@ from typing import Any
 
 from dispatchprof.tools.building import sha256_file
 from dispatchprof.formats.names import OPPROF_RE, PROF_RE
+from dispatchprof.formats.encoding import encoding_problem
 
 NODE_DIR = re.compile(r"^node(\d+)$")
 DEVICE_DIR = re.compile(r"^device(\d+)$")
@@ -87,26 +87,6 @@ def tree_fingerprint(path: str | None) -> str:
 
 def node_dirs(root: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in sorted(root.iterdir()) if p.is_dir() and (m := NODE_DIR.match(p.name))}
-
-
-# Byte order marks of the encodings a CSV exported on another machine may have (UTF-32 before UTF-16: its LE mark
-# starts with UTF-16's). UTF-8's own mark is read as UTF-8.
-BOMS = ((codecs.BOM_UTF32_LE, "UTF-32 LE"), (codecs.BOM_UTF32_BE, "UTF-32 BE"), (codecs.BOM_UTF16_LE, "UTF-16 LE"), (codecs.BOM_UTF16_BE, "UTF-16 BE"))
-
-
-def encoding_problem(path: Path) -> str | None:
-    """Why ``path`` is not a UTF-8 CSV, naming the encoding detected (a byte order mark; NUL bytes every other byte
-    without one), or None."""
-    with open(path, "rb") as handle:
-        head = handle.read(4096)
-    for bom, name in BOMS:
-        if head.startswith(bom):
-            return f"{path}: line 1: {name} text (byte order mark {bom.hex(' ')}); expected UTF-8: convert it, e.g. iconv -f {name.split()[0]} -t UTF-8"
-    if len(head) >= 4 and head[1::2].count(0) > len(head) // 4:
-        return f"{path}: line 1: looks like UTF-16 LE text without a byte order mark (NUL every other byte); expected UTF-8"
-    if b"\x00" in head:
-        return f"{path}: line {head[: head.index(0)].count(10) + 1}: binary data (NUL byte); expected a UTF-8 CSV text file"
-    return None
 
 
 def latency_csv_ranks(path: Path) -> int:
