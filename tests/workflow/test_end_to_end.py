@@ -459,3 +459,17 @@ def base_config_test_args(workflow_copy) -> list[str]:
     import yaml
 
     return yaml.safe_load((workflow_copy.root / "config/config.yaml").read_text())["deepep"]["test_args"]
+
+
+def test_every_output_of_the_demo_run_has_the_mode_the_umask_gives(demo_run):
+    """Every file the run wrote, its raw records included (the perf driver's per-rank api, identity and routing
+    files, the stand-in's latency CSV), is 0666 less the umask, as a plain open() makes it: tempfile's 0600 would lock
+    a lead out of a run on a shared filesystem."""
+    workflow_copy, result = demo_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    umask = os.umask(0)
+    os.umask(umask)
+    expected = 0o666 & ~umask
+    files = [p for p in (workflow_copy.root / "results").rglob("*") if p.is_file() and not p.is_symlink()]
+    wrong = sorted(str(p.relative_to(workflow_copy.root)) for p in files if p.stat().st_mode & 0o666 != expected and not os.access(p, os.X_OK))
+    assert len(files) > 100 and not wrong, (oct(expected), wrong[:10], len(wrong))

@@ -13,7 +13,6 @@ import importlib
 import json
 import os
 import socket
-import tempfile
 import time
 
 OUT = os.environ.get("DISPATCHPROF_OUT", "dispatchprof_out")
@@ -45,9 +44,15 @@ def _ranks():
     return node, global_rank - node * per_node, global_rank
 
 
-def _write_json(path, data):
+def _atomic_open(path, newline=None):
+    """A temporary file beside ``path`` for one process (this rank), opened as a plain open() opens it: its mode is
+    0666 less the umask (tempfile's 0600 would lock a lead out of the run on a shared filesystem). os.replace it."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, suffix=".tmp") as handle:
+    return open(f"{path}.{os.getpid()}.tmp", "w", newline=newline)
+
+
+def _write_json(path, data):
+    with _atomic_open(path) as handle:
         json.dump(data, handle, indent=1)
     os.replace(handle.name, path)
 
@@ -117,9 +122,8 @@ def record_api(iteration, started):
 def finish():
     _write_json(os.path.join(OUT, "api", "clock.json"), {"clock": CLOCK_NAME, "wall_time": CLOCK_NAME == "time.perf_counter"})
     path = os.path.join(OUT, "api", _tag() + ".csv")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     node, local, global_rank = _ranks()
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, suffix=".tmp", newline="") as handle:
+    with _atomic_open(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["rank", "iteration", "api_us", "is_warmup"])
         for iteration, us in _api:

@@ -537,4 +537,5 @@ def _write_latency_csv(path: Path, samples: list[list[float]], warmup: int, meta
             lines.append(",".join([str(rank), str(i), f"{ms:.9f}", f"{ms * 1000:.9f}", str(int(i < warmup)), str(int(i >= warmup)), *metadata.values()]))
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
         handle.write("\n".join(lines) + "\n")
+    os.chmod(handle.name, 0o666 & ~_umask())  # as a plain open() would: tempfile's 0600 locks a lead out
     os.replace(handle.name, path)
