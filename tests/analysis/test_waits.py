@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dispatchprof.analysis.waits import analyse, coupling, followers, grid, host_gaps, node_clocks, stands_out
+from dispatchprof.analysis.waits import analyse, coupling, followers, grid, host_gaps, listed_text, node_clocks, stands_out
 
 SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
 BOOT = {"resamples": 300, "seed": 0}
@@ -301,3 +301,18 @@ def test_followers_are_the_ranks_whose_lag_behind_the_core_varies_less_than_own_
     end = body - body.max(axis=1, keepdims=True)
     assert followers(end, body, 0, 5.0).tolist() == [1]
     assert followers(end[:2], body[:2], 0, 5.0).tolist() == []  # two launches say nothing about how an end moves
+
+
+def test_listed_causes_that_share_a_reason_say_it_once():
+    """The answer lists what it does not name: two late-ending sets with the same reason read as one sentence with the
+    reason once (a new user read it twice in a row), a cause with another reason keeps its own."""
+    structure = "late-ending ranks are listed, not named: the timeline cannot tell"
+    sets = [
+        {"rank": None, "ranks": [], "late_ending_ranks": [3, 8], "lead_us_median": 22.7, "fraction": 0.01, "not_named": structure},
+        {"rank": None, "ranks": [], "late_ending_ranks": [6, 9], "lead_us_median": 20.8, "fraction": 0.01, "not_named": structure},
+        {"rank": 15, "ranks": [15], "evidence": "own_work", "lead_us_median": 40.0, "fraction": 0.2, "not_named": "not established"},
+    ]
+    text = listed_text(sets)
+    assert text.count(structure) == 1 and text.count("not established") == 1
+    assert text.startswith("ranks 3, 8 end late together (22.7 us after the others' last, in 1% of launches) and ranks 6, 9 end late together")
+    assert "rank 15 own_work (40.0 us lead" in text

@@ -931,7 +931,7 @@ def awaited(
         )
         listed = [c for c in unnamed if c.get("not_named")]
         if listed:
-            explanation += "; listed, not named: " + "; ".join(listed_text(c) for c in listed[:3])
+            explanation += "; listed, not named: " + listed_text(listed[:3])
         explanation += f"; {EVERY_LAUNCH_ALIKE}"
     return {
         **answer,
@@ -1050,13 +1050,21 @@ def describe(cause: Mapping[str, Any]) -> str:
     )
 
 
-def listed_text(cause: Mapping[str, Any]) -> str:
-    """A listed cause in one clause: who, the evidence, its known lead, and why it is not named."""
+def listed_clause(cause: Mapping[str, Any]) -> str:
+    """A listed cause in one clause: who, the evidence and its known lead (why it is not named: listed_text)."""
     members = cause["ranks"] or cause.get("late_ending_ranks") or []
     who = f"rank {cause['rank']}" if cause["rank"] is not None else f"ranks {', '.join(map(str, members))}"
     if cause.get("late_ending_ranks"):  # ends on corrected clocks: the lead is established, the culprit among them is not
-        return f"{who} end late together ({cause['lead_us_median']:.1f} us after the others' last, in {100 * cause['fraction']:.0f}% of launches): {cause['not_named']}"
-    return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare): {cause['not_named']}"
+        return f"{who} end late together ({cause['lead_us_median']:.1f} us after the others' last, in {100 * cause['fraction']:.0f}% of launches)"
+    return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare)"
+
+
+def listed_text(causes: list[Mapping[str, Any]]) -> str:
+    """Listed causes, each in its clause, and why they are not named: a reason that several share is said once."""
+    reasons: dict[str, list[str]] = {}
+    for cause in causes:
+        reasons.setdefault(cause["not_named"], []).append(listed_clause(cause))
+    return "; ".join(f"{' and '.join(clauses)}: {reason}" for reason, clauses in reasons.items())
 
 
 def kernel_entry_waits(g: LaunchGrid, correction: np.ndarray) -> np.ndarray:
