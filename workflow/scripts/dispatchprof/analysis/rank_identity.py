@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dispatchprof.formats.ranklog import name_ranks
-from dispatchprof.formats.encoding import encoding_problem
+from dispatchprof.formats.text import read_text_file
 
 INFER_RULES = ("device_id", "device_order")
 
@@ -69,16 +69,14 @@ def load_identities(directory: str | Path | None) -> dict[tuple[int, int], dict[
 def read_sidecar(path: Path) -> dict[str, Any]:
     """One identity sidecar (``{"node", "pid", "global_rank", "device"}``, written by the launcher beside each rank);
     anything else ends in RankIdentityError naming the file and what was expected."""
-    expected = 'expected a UTF-8 JSON object {"node", "pid", "global_rank", "device"}'
-    problem = encoding_problem(path, expected=expected)
-    if problem:
-        raise RankIdentityError(f"identity sidecar {problem}")
+    expected = 'an identity sidecar, a UTF-8 JSON object {"node", "pid", "global_rank", "device"}'
+    text = read_text_file(path, RankIdentityError, expected)
     try:
-        record = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RankIdentityError(f"identity sidecar {path}: not JSON ({exc}); {expected}") from exc
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RankIdentityError(f"{path}: not JSON ({exc}); expected {expected}") from exc
     if not isinstance(record, dict):
-        raise RankIdentityError(f"identity sidecar {path}: a JSON {type(record).__name__}; {expected}")
+        raise RankIdentityError(f"{path}: a JSON {type(record).__name__}; expected {expected}")
     for key in ("node", "pid", "global_rank"):
         value = record.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
