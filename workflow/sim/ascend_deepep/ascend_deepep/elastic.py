@@ -399,11 +399,17 @@ class ElasticBuffer:
             "launches": self._truth,
             "replays": self._replays,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
-            json.dump(truth, handle, separators=(",", ":"))
-        os.chmod(handle.name, 0o666 & ~_umask())
-        os.replace(handle.name, path)
+        _write_atomic(path, json.dumps(truth, separators=(",", ":")))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file beside it, with the mode a plain open() would give (0666 less
+    the umask): tempfile's 0600 would lock a lead out of the run on a shared filesystem."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+        handle.write(text)
+    os.chmod(handle.name, 0o666 & ~_umask())
+    os.replace(handle.name, path)
 
 
 def _umask() -> int:
@@ -528,14 +534,10 @@ class _DeviceTrace:
 
 def _write_latency_csv(path: Path, samples: list[list[float]], warmup: int, metadata: dict[str, str]) -> None:
     """Iteration-major rows (for i: for rank), written atomically as LatencyProfile does."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     header = ["rank", "iteration", "elapsed_ms", "elapsed_us", "is_warmup", "in_average", *metadata]
     lines = [",".join(header)]
     for i in range(len(samples[0])):
         for rank, per_rank in enumerate(samples):
             ms = per_rank[i] / 1000.0
             lines.append(",".join([str(rank), str(i), f"{ms:.9f}", f"{ms * 1000:.9f}", str(int(i < warmup)), str(int(i >= warmup)), *metadata.values()]))
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
-        handle.write("\n".join(lines) + "\n")
-    os.chmod(handle.name, 0o666 & ~_umask())  # as a plain open() would: tempfile's 0600 locks a lead out
-    os.replace(handle.name, path)
+    _write_atomic(path, "\n".join(lines) + "\n")
