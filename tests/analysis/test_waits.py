@@ -181,6 +181,28 @@ def test_without_a_pure_barrier_ends_are_not_compared_across_nodes():
     assert any(c["evidence"] == "own_work" and c["rank"] == 3 and "not established" in c["not_named"] for c in both["unnamed"])
 
 
+def test_without_a_pure_barrier_a_late_arrivals_cost_across_nodes_is_given_as_a_bound_it_keeps():
+    # node 1's clock is 2.5 ms ahead and no barrier kernel ran: the clocks come from the target's ends, so the saving is
+    # an estimate on them; what holds whatever the clocks is that removing a 60 us delay gives back at most 60 us
+    late = {r: (60.0, 1.0) for r in range(4, 8)}
+    kw = {"late": late, "barrier": False, "sync": False, "offset_us": (0.0, 2500.0), "launches": 60}
+    strag = analyse(table(**kw), SETTINGS, [], BOOT)["straggler"]
+    assert (strag["evidence"], strag["node"]) == ("late_arrival", 1)
+    lo, hi = strag["cost_bound_us"]
+    truth = true_cost(**kw, removed={"late": None})
+    assert lo == 0.0 and truth <= hi and strag["cost_us_per_launch"] <= hi
+    # the host gaps' excess in every launch but the first (no host gap there): 60 us, plus up to 4 us of host jitter
+    # (its latest rank's)
+    assert strag["fraction"] == pytest.approx(59 / 60) and 60.0 * strag["fraction"] <= hi <= 64.0 * strag["fraction"]
+    assert f"costs at most {hi:.1f} us per launch" in strag["explanation"] and "synchronize_start" in strag["explanation"]
+    # with the barrier kernel the saving is established: a number, no bound
+    synced = analyse(table(late=late, offset_us=(0.0, 2500.0), launches=60), SETTINGS, [], BOOT)["straggler"]
+    assert synced["node"] == 1 and synced["cost_bound_us"] is None and "at most" not in synced["explanation"]
+    # one node: one clock, nothing to fit, no bound either
+    alone = analyse(table(world=4, late={1: (60.0, 1.0)}, barrier=False, sync=False), SETTINGS, [], BOOT)["straggler"]
+    assert alone["rank"] == 1 and alone["cost_bound_us"] is None
+
+
 def test_the_barriers_release_skew_across_nodes_is_fitted_and_kept_out_of_the_arrivals():
     # the last arrival changes node from launch to launch: that is what tells the skew from the offset
     g = table(skew_us=1.2, offset_us=(0.0, 2500.0), launches=60)

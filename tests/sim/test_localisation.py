@@ -22,7 +22,7 @@ CASES = {c.name: c for c in bench.cases(SHAPE)}
     ("case", "sync"),
     [
         ("late_rank_30", True),
-        ("late_node", False),
+        ("late_node", True),
         ("slow_role_LocalWindowCopy", True),
         ("spiky_rank", True),
         ("two_causes", True),
@@ -38,6 +38,22 @@ def test_the_top_cause_and_its_cost_are_the_truths(case, sync):
     assert row["top_right_knob"], row
     assert row["cost_error"] is not None and row["cost_error"] <= 0.35, row
     assert not row["victims_blamed"] and not row["false_alarms"], row
+
+
+@pytest.mark.parametrize("shape", [bench.Shape(2, 8), bench.Shape(3, 4)], ids=lambda s: s.label)
+@pytest.mark.parametrize("case", ["late_node", "late_rank_100"])
+def test_without_a_pure_barrier_a_late_arrivals_cost_is_a_bound_the_truth_keeps(shape, case):
+    # Without synchronize_start the clocks come from the target's ends, and in 3x4 node 2 ends ~60 us after node 0 in
+    # every launch by the kernel's own structure: the estimate on those clocks is 50-60% under there (2x8: ~1%). The
+    # cost is then given as "at most" the lateness itself: it must hold in both shapes, and the estimate stays beside it.
+    cases = {c.name: c for c in bench.cases(shape)}
+    for seed in (1, 2):
+        row = bench.score_case(shape, cases[case], seed=seed, sync=False, n=LAUNCHES)
+        assert row["top_right_knob"] and row["cost_bound"] is not None, row
+        assert row["bound_holds"] and row["cost_error"] is None and row["estimate_error"] is not None, row
+        top_truth = max(t["period"] for t in row["truth"] if t["knob"] != "spikes")
+        assert row["named"][0]["cost"] <= row["cost_bound"][1] and top_truth <= row["cost_bound"][1], row
+        assert not row["victims_blamed"] and not row["false_alarms"], row
 
 
 def test_without_a_fault_nothing_is_named_that_costs_nothing():

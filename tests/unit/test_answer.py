@@ -1,6 +1,7 @@
 """The report's answer follows the chain rank -> role -> I-cache -> SIMT stalls -> A/B, each link with its evidence
 or "not established" and why."""
 
+from dispatchprof.report.roles import cost_beside
 from dispatchprof.report.summary import answer_paragraph
 from dispatchprof.shell.status import Status
 
@@ -275,3 +276,11 @@ def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_e
     text = answer_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": receiving}, "pmu": PMU, "debugclock": dc})
     assert "The timeline's top cause is node 1's late end (it may receive those sends: the link into it, not its own work) at 17.0 us per launch" in text
     assert "Every rank of node" not in answer_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": DC})
+
+
+def test_a_top_cause_whose_cost_is_only_bounded_is_given_beside_the_role_as_at_most():
+    # without a pure barrier a late arrival across nodes costs "at most" its lateness (analysis/waits.py cost_bound_us)
+    late = {"rank": 5, "evidence": "late_arrival", "cost_us_per_launch": 13.0, "cost_bound_us": [0.0, 54.5]}
+    assert "another rank, 5 (late_arrival, at most 54.5 us per launch)" in cost_beside(6, 2.5, late)
+    assert "rank 5's cost to the group in the timeline, at most 54.5 us per launch (late_arrival)" in cost_beside(5, 2.5, late)
+    assert "another rank, 5 (late_arrival, 13.0 us per launch)" in cost_beside(6, 2.5, {**late, "cost_bound_us": None})

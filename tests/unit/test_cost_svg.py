@@ -26,6 +26,19 @@ def test_the_causes_chart_draws_each_scope_in_proportion_with_its_ci():
     assert causes_svg([]) == ""
 
 
+def test_a_cost_that_is_only_bounded_is_drawn_as_a_dashed_outline_out_to_its_bound():
+    bounded = [{**CAUSES[0], "cost_bound_us": [0.0, 60.0]}, CAUSES[1]]
+    root = ET.fromstring(causes_svg(bounded))
+    dashed = [r for r in root.iter(f"{NS}rect") if r.get("stroke-dasharray")]
+    outline = [r for r in dashed if r.find(f"{NS}title") is not None]
+    (estimate,) = [r for r in root.iter(f"{NS}rect") if r.find(f"{NS}title") is not None and r.find(f"{NS}title").text == "20.00 us"]
+    # the scale now reaches the bound: the outline is three times the estimate's bar, and says both
+    assert len(outline) == 1 and float(outline[0].get("width")) == pytest.approx(3 * float(estimate.get("width")))
+    assert "at most 60.00 us" in outline[0].find(f"{NS}title").text and "estimate 20.00 us" in outline[0].find(f"{NS}title").text
+    assert "at most (no pure barrier)" in [t.text for t in root.iter(f"{NS}text")]
+    assert not any(r.get("stroke-dasharray") for r in ET.fromstring(causes_svg(CAUSES)).iter(f"{NS}rect"))
+
+
 def test_the_offsets_chart_marks_the_causes_ranks_and_keeps_the_latest_at_scale():
     offsets = {"ranks": list(range(100)), "arrival_us_median": [0.0] * 99 + [50.0], "end_us_median": [1.0] * 100}
     root = ET.fromstring(offsets_svg(offsets, marked=[99], max_ranks=10))

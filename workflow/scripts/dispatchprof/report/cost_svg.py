@@ -25,7 +25,8 @@ def _label(cause: Mapping[str, Any]) -> str:
 
 
 def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
-    """One pair of bars per cause (launch period, timed kernel scope), whiskers at the 95% CI; ranked as given."""
+    """One pair of bars per cause (launch period, timed kernel scope), whiskers at the 95% CI; ranked as given. A cost
+    that is only bounded (``cost_bound_us``) gets a dashed outline out to its bound around its estimate's bar."""
     if not causes:
         return ""
     rows = list(causes)[:12]
@@ -33,6 +34,7 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
     height = top + len(rows) * (2 * bar + gap) + 30
     values = [v for c in rows for v in (c.get("cost_us_per_launch") or 0.0, *(c.get("cost_ci_us") or [0, 0]), c.get("cost_timed_us_per_launch") or 0.0)]
     values += [v for c in rows for v in (c.get("cost_timed_ci_us") or [0, 0]) if v is not None]
+    values += [c["cost_bound_us"][1] for c in rows if c.get("cost_bound_us")]
     high = max([v for v in values if v is not None and v == v] + [1e-9])
     scale = (width - left - right) / high
 
@@ -46,12 +48,23 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
         f'<rect x="{left}" y="20" width="10" height="8" fill="{PERIOD}"/><text x="{left + 14}" y="28">launch period</text>',
         f'<rect x="{left + 110}" y="20" width="10" height="8" fill="{TIMED}"/><text x="{left + 124}" y="28">timed kernel scope</text>',
     ]
+    if any(c.get("cost_bound_us") for c in rows):
+        parts.append(
+            f'<rect x="{left + 250}" y="20" width="10" height="8" fill="none" stroke="{PERIOD}" stroke-dasharray="3,2"/>'
+            f'<text x="{left + 264}" y="28">at most (no pure barrier)</text>'
+        )
     for i, c in enumerate(rows):
         y = top + i * (2 * bar + gap)
         parts.append(f'<text x="{left - 6}" y="{y + bar + 4}" text-anchor="end">{html.escape(_label(c))}</text>')
         for k, (key, ci_key, colour) in enumerate((("cost_us_per_launch", "cost_ci_us", PERIOD), ("cost_timed_us_per_launch", "cost_timed_ci_us", TIMED))):
             v, yy = c.get(key) or 0.0, y + k * bar
             parts.append(f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colour}"><title>{v:.2f} us</title></rect>')
+            bound = c.get("cost_bound_us") if key == "cost_us_per_launch" else None
+            if bound:  # the cost is this bound; the bar is the estimate on clocks fitted to the ends (not established)
+                parts.append(
+                    f'<rect x="{left}" y="{yy}" width="{x(bound[1]) - left:.1f}" height="{bar - 1}" fill="none" stroke="{colour}" '
+                    f'stroke-dasharray="3,2"><title>at most {bound[1]:.2f} us (a bound: no pure barrier); estimate {v:.2f} us</title></rect>'
+                )
             ci = c.get(ci_key)
             if ci and None not in ci and ci[0] == ci[0]:
                 mid = yy + (bar - 1) / 2
