@@ -35,7 +35,7 @@ def test_a_cost_that_is_only_bounded_is_drawn_as_a_dashed_outline_out_to_its_bou
     # the scale now reaches the bound: the outline is three times the estimate's bar, and says both
     assert len(outline) == 1 and float(outline[0].get("width")) == pytest.approx(3 * float(estimate.get("width")))
     assert "at most 60.00 us" in outline[0].find(f"{NS}title").text and "estimate 20.00 us" in outline[0].find(f"{NS}title").text
-    assert "at most (no pure barrier)" in [t.text for t in root.iter(f"{NS}text")]
+    assert "at most (no pure barrier)" in [t.text for t in root.iter(f"{NS}text")] and estimate.get("fill-opacity") == "0.45"
     assert not any(r.get("stroke-dasharray") for r in ET.fromstring(causes_svg(CAUSES)).iter(f"{NS}rect"))
 
 

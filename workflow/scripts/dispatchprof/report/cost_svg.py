@@ -58,8 +58,9 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
         parts.append(f'<text x="{left - 6}" y="{y + bar + 4}" text-anchor="end">{html.escape(_label(c))}</text>')
         for k, (key, ci_key, colour) in enumerate((("cost_us_per_launch", "cost_ci_us", PERIOD), ("cost_timed_us_per_launch", "cost_timed_ci_us", TIMED))):
             v, yy = c.get(key) or 0.0, y + k * bar
-            parts.append(f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colour}"><title>{v:.2f} us</title></rect>')
             bound = c.get("cost_bound_us") if key == "cost_us_per_launch" else None
+            faint = ' fill-opacity="0.45"' if bound else ""  # an estimate that is not established
+            parts.append(f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colour}"{faint}><title>{v:.2f} us</title></rect>')
             if bound:  # the cost is this bound; the bar is the estimate on clocks fitted to the ends (not established)
                 parts.append(
                     f'<rect x="{left}" y="{yy}" width="{x(bound[1]) - left:.1f}" height="{bar - 1}" fill="none" stroke="{colour}" '
