@@ -115,7 +115,7 @@ def test_precision_failure_skips_everything_after_correctness_and_a_rerun_recove
     table = result.stdout[result.stdout.index("Stages (sim data):") :]
     assert re.search(r"baseline\s+correctness\s+failed\s+rank 5 did not pass", table)
     assert re.search(r"baseline\s+pmu\s+skipped\s+root cause: correctness failed: rank 5", table)
-    assert table.rstrip().endswith("Report: results/baseline/report/report.html")
+    assert table.rstrip().endswith("Report: results/baseline/report/report.html (Markdown: results/baseline/report/report.md)")
 
     overlay["sim"] = {"precision_fail_rank": None}
     result = workflow_copy.snakemake("-R", "correctness", overlay=overlay)

@@ -86,7 +86,9 @@ def report_line(path):
             .isoformat(timespec="seconds")
         )
         return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (a job failed, or --until or a target stopped before the report)"
-    return f"Report: {path}"
+    # the same report for a terminal, a diff or a chat: say where it is
+    markdown = html.with_suffix(".md")
+    return f"Report: {path}" + (f" (Markdown: {markdown})" if markdown.is_file() else "")
 
 
 def release_requeue_timers():

@@ -181,25 +181,33 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
     return steps
 
 
-def answer_paragraph(
+def answer_sentences(
     statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
-) -> str:
-    """The report's opening answer: what is known, and what evidence is missing (never more than that)."""
+) -> list[tuple[str, str]]:
+    """The report's opening answer, sentence by sentence with the question each answers (ANSWER_TOPICS): what is
+    known, and what evidence is missing (never more than that)."""
     measured = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if statuses[s].ok]
     missing = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if not statuses[s].ok]
-    text = []
+    text: list[str] = []
+    topics: list[str] = []
+
+    def say(topic: str, sentence: str) -> None:
+        text.append(sentence)
+        topics.append(topic)
+
     if toolchain == "sim":
-        text.append("These results come from the simulated cluster: they exercise the workflow and are not measurements.")
+        say("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")
     corr = statuses["correctness"]
     if corr.state == "ok":
-        text.append(f"The precision test passed on all {world} ranks.")
+        say("data", f"The precision test passed on all {world} ranks.")
     elif corr.state != "disabled":
-        text.append(f"{precision_sentence(corr)}, so no performance evidence was collected.")
+        say("data", f"{precision_sentence(corr)}, so no performance evidence was collected.")
     sections = sections or {}
     if statuses["baseline"].ok and sections.get("baseline"):
-        text.append(baseline_sentence(sections["baseline"], world))
+        say("latency", baseline_sentence(sections["baseline"], world))
     if statuses["timeline"].ok and sections.get("timeline"):
-        text += timeline_sentences(sections["timeline"])
+        for sentence in timeline_sentences(sections["timeline"]):
+            say("timeline", sentence)
     # The chain of evidence: what the group waits for (above) -> which role on which rank is busiest against its
     # peers -> that role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established".
     role = None
@@ -209,49 +217,53 @@ def answer_paragraph(
         busy = pmu.get("busiest")
         if busy:
             role = busy["role"]
-            text.append(pmu_busiest_sentence(busy, straggler_of(sections)))
+            say("role", pmu_busiest_sentence(busy, straggler_of(sections)))
         else:
-            text.append(
+            say(
+                "role",
                 "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond the role's spread across ranks "
-                "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU."
+                "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU.",
             )
         missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
         if role and role in missed:
             order = sorted(missed, key=lambda r: -roles[r]["aiv_icache_miss_rate_median"])
             listing = ", ".join(f"{r} {100 * roles[r]['aiv_icache_miss_rate_median']:.1f}%" for r in order)
-            text.append(
+            say(
+                "icache",
                 f"The {role} role's I-cache miss rate is {100 * roles[role]['aiv_icache_miss_rate_median']:.1f}% (median), "
-                f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); a ranking, not a verdict that the I-cache is the bottleneck."
+                f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); a ranking, not a verdict that the I-cache is the bottleneck.",
             )
         elif missed:
             worst = max(missed, key=lambda r: roles[r]["aiv_icache_miss_rate_median"])
-            text.append(
+            say(
+                "icache",
                 f"Of the roles, the {worst} role has the highest I-cache miss rate (median {100 * roles[worst]['aiv_icache_miss_rate_median']:.1f}%); "
-                "this ranks roles, it is not a verdict that the I-cache is the bottleneck."
+                "this ranks roles, it is not a verdict that the I-cache is the bottleneck.",
             )
         else:
-            text.append("I-cache miss rates are not provided by this tool version: that link is not established.")
+            say("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")
     dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
     if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
         from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
 
         if pmu:
-            text.append(also_sentence(dc))
+            say("role", also_sentence(dc))
         else:
-            text.append(fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
+            say("role", fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
             role = (dc.get("busiest") or {}).get("role")
             if dc.get("busiest"):
                 text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
         text[-1] += node_sentence(dc, straggler_of(sections)) + local_window_copy_sentence(dc, own_work_rank(sections))
     elif not pmu:
-        text.append(f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
+        say("role", f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
     probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
     if probe and probe.get("cachemiss"):
         cm = probe["cachemiss"]
         top = f", most at {cm['top_pcs'][0]['pc']} ({cm['top_pcs'][0]['count']})" if cm["top_pcs"] else ""
-        text.append(
+        say(
+            "probe",
             f"A local probe under msopprof simulator ({probe['label']}) counted {cm['total']} I-cache misses{top}: "
-            "a local hypothesis about that piece of code, not evidence about the multi-rank kernel."
+            "a local hypothesis about that piece of code, not evidence about the multi-rank kernel.",
         )
     pcs = sections.get("pcsampling") if statuses["pcsampling"].ok else None
     if pcs and pcs.get("stalls"):
@@ -259,30 +271,61 @@ def answer_paragraph(
         if role and role in per_role:
             mix = per_role[role]["stalls"]
             top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(mix.items())[:2])
-            text.append(f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
+            say("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
         elif role:
-            text.append(f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it.")
+            say("simt", f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it.")
         ni = pcs["stalls"]["not_issue"]
         worst = max(ni, key=ni.get)
         hot = pcs["hot_lines"]
         where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
-        text.append(f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).")
+        say("simt", f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).")
     elif role:
-        text.append(
-            f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {statuses['pcsampling'].state} ({statuses['pcsampling'].reason})."
+        say(
+            "simt",
+            f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {statuses['pcsampling'].state} ({statuses['pcsampling'].reason}).",
         )
     if comparisons:
-        text.append("Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in comparisons) + ".")
+        say("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in comparisons) + ".")
     else:
-        text.append("Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")
+        say("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")
     if "debugclock" in statuses and statuses["debugclock"].ok:
         measured.append("debugclock")
     if measured:
-        text.append(f"Evidence available: {', '.join(measured)}.")
+        say("evidence", f"Evidence available: {', '.join(measured)}.")
     if missing:
-        text.append(
+        say(
+            "evidence",
             "No conclusion about what is slow can be drawn from stages without evidence: "
             + "; ".join(f"{s} is {statuses[s].state} ({statuses[s].reason})" for s in missing)
-            + "."
+            + ".",
         )
-    return " ".join(text)
+    return list(zip(topics, text))
+
+
+ANSWER_TOPICS = {
+    "data": "What these numbers are",
+    "latency": "How long a dispatch takes",
+    "timeline": "What the group waits for (msprof timeline)",
+    "role": "Which role, on which rank (PMU, DebugClock)",
+    "icache": "I-cache",
+    "probe": "Local probe",
+    "simt": "SIMT stalls (PC sampling)",
+    "ab": "Did a change help",
+    "evidence": "Evidence",
+}
+
+
+def answer_paragraph(*args: Any, **kwargs: Any) -> str:
+    """The answer as one paragraph (the sentences in order, without their questions)."""
+    return " ".join(sentence for _, sentence in answer_sentences(*args, **kwargs))
+
+
+def answer_parts(sentences: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """The answer as the report shows it: one item per question, its sentences in order (``{topic, title, text}``)."""
+    parts: list[dict[str, str]] = []
+    for topic, sentence in sentences:
+        if parts and parts[-1]["topic"] == topic:
+            parts[-1]["text"] += " " + sentence
+        else:
+            parts.append({"topic": topic, "title": ANSWER_TOPICS[topic], "text": sentence})
+    return parts

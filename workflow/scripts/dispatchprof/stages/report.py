@@ -23,7 +23,7 @@ from dispatchprof.report.figures import figure_files, render_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
 from dispatchprof.shell.invocation import read_invocation
-from dispatchprof.report.summary import answer_paragraph, build_summary, drill_command, next_steps
+from dispatchprof.report.summary import answer_parts, answer_sentences, build_summary, drill_command, next_steps
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
 from dispatchprof.shell.stage import StageRun
@@ -228,7 +228,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         "pcsampling": shown["pcsampling"],
         "debugclock": shown["debugclock"],
         "pipe_timeline": pipe_timeline,
-        "answer": answer_paragraph(statuses, run.toolchain, world_ranks(cfg), sections, comparisons),
+        "answer": answer_parts(answer_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)),
         "baseline": baseline,
         "correctness": correctness,
         "probe": shown["probe"],
