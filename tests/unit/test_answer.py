@@ -2,7 +2,7 @@
 or "not established" and why."""
 
 from dispatchprof.report.roles import cost_beside
-from dispatchprof.report.summary import answer_paragraph
+from dispatchprof.report.summary import ANSWER_TOPICS, answer_paragraph, answer_parts, answer_sentences
 from dispatchprof.shell.status import Status
 
 STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
@@ -284,3 +284,18 @@ def test_a_top_cause_whose_cost_is_only_bounded_is_given_beside_the_role_as_at_m
     assert "another rank, 5 (late_arrival, at most 54.5 us per launch)" in cost_beside(6, 2.5, late)
     assert "rank 5's cost to the group in the timeline, at most 54.5 us per launch (late_arrival)" in cost_beside(5, 2.5, late)
     assert "another rank, 5 (late_arrival, 13.0 us per launch)" in cost_beside(6, 2.5, {**late, "cost_bound_us": None})
+
+
+def test_the_answer_is_one_item_per_question_in_the_chains_order_and_loses_no_sentence():
+    args = (statuses(pmu="failed"), "sim", 16, {"timeline": TIMELINE, "pcsampling": PCS})
+    sentences = answer_sentences(*args)
+    parts = answer_parts(sentences)
+    topics = [p["topic"] for p in parts]
+    # each question once, in the order of the chain; nothing said twice or dropped
+    assert topics == ["data", "timeline", "role", "simt", "ab", "evidence"]
+    assert " ".join(p["text"] for p in parts) == answer_paragraph(*args) == " ".join(s for _, s in sentences)
+    assert all(p["title"] == ANSWER_TOPICS[p["topic"]] for p in parts)
+    (role,) = [p for p in parts if p["topic"] == "role"]
+    assert role["text"].startswith("Which role is busiest is not established: the PMU stage is failed")
+    (evidence,) = [p for p in parts if p["topic"] == "evidence"]
+    assert "No conclusion about what is slow can be drawn from stages without evidence: pmu is failed" in evidence["text"]
