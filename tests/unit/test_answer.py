@@ -299,3 +299,9 @@ def test_the_answer_is_one_item_per_question_in_the_chains_order_and_loses_no_se
     assert role["text"].startswith("Which role is busiest is not established: the PMU stage is failed")
     (evidence,) = [p for p in parts if p["topic"] == "evidence"]
     assert "No conclusion about what is slow can be drawn from stages without evidence: pmu is failed" in evidence["text"]
+
+    # PMU and DebugClock both ran: every word on which role is one item, before the I-cache's
+    states = {**statuses(), "debugclock": Status("debugclock", "e", "ok", "dc reason", "sim")}
+    both = answer_parts(answer_sentences(states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC}))
+    assert [p["topic"] for p in both] == ["data", "timeline", "role", "icache", "simt", "ab", "evidence"]
+    assert "DebugClock also ran" in both[2]["text"] and both[2]["text"].index("Per core") < both[2]["text"].index("DebugClock also ran")

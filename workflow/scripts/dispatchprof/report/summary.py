@@ -213,7 +213,6 @@ def answer_sentences(
     role = None
     pmu = sections.get("pmu") if statuses["pmu"].ok else None
     if pmu:
-        roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned"}
         busy = pmu.get("busiest")
         if busy:
             role = busy["role"]
@@ -224,6 +223,22 @@ def answer_sentences(
                 "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond the role's spread across ranks "
                 "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU.",
             )
+    dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
+    if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
+        from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
+
+        if pmu:
+            say("role", also_sentence(dc))
+        else:
+            say("role", fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
+            role = (dc.get("busiest") or {}).get("role")
+            if dc.get("busiest"):
+                text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
+        text[-1] += node_sentence(dc, straggler_of(sections)) + local_window_copy_sentence(dc, own_work_rank(sections))
+    elif not pmu:
+        say("role", f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
+    if pmu:  # the role's I-cache misses against the other roles' (after every word on which role: one item)
+        roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned"}
         missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
         if role and role in missed:
             order = sorted(missed, key=lambda r: -roles[r]["aiv_icache_miss_rate_median"])
@@ -242,20 +257,6 @@ def answer_sentences(
             )
         else:
             say("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")
-    dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
-    if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
-        from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
-
-        if pmu:
-            say("role", also_sentence(dc))
-        else:
-            say("role", fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
-            role = (dc.get("busiest") or {}).get("role")
-            if dc.get("busiest"):
-                text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
-        text[-1] += node_sentence(dc, straggler_of(sections)) + local_window_copy_sentence(dc, own_work_rank(sections))
-    elif not pmu:
-        say("role", f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
     probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
     if probe and probe.get("cachemiss"):
         cm = probe["cachemiss"]
