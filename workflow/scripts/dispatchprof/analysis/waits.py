@@ -1001,9 +1001,9 @@ def _cost_text(cause: Mapping[str, Any]) -> str:
     if cause.get("cost_bound_us"):  # the saving is not established: the bound is the cost, the estimate is said as one
         return (
             f"costs at most {cause['cost_bound_us'][1]:.1f} us per launch (its lateness, where it struck: a delay gives back no more than itself); "
-            f"on clocks fitted to the target's ends it comes to {cause['cost_us_per_launch']:.1f} (95% CI {lo:.1f}-{hi:.1f}), which is not established: "
-            f"a node that ends later in every launch looks on time there (enable baseline.synchronize_start); "
-            f"{cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
+            f"the saving estimated on clocks fitted to the target's ends, {cause['cost_us_per_launch']:.1f} us (95% CI {lo:.1f}-{hi:.1f}), is not "
+            "established: a node that ends later than the others in every launch by the kernel's own structure looks on time on those clocks "
+            f"(enable baseline.synchronize_start for a number); {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
         )
     text = f"costs {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
     if cause.get("cost_share") is not None:
