@@ -322,3 +322,20 @@ def test_a_poll_that_shows_on_mte2_is_taken_out_by_its_slope_so_the_victim_is_ne
         assert (top["rank"], top["role"]) == (14, "Sum") and top["poll_slope"]["Sum"] == pytest.approx(share, abs=0.03)
         lwc = busiest(waiting_cores(seed, share, victim=15, extra_us={14: 12.0}), 0.0)
         assert (lwc["rank"], lwc["role"]) == (14, "LocalWindowCopy")
+
+
+def test_a_change_of_profile_inside_a_role_is_described_by_how_busy_the_cores_on_each_side_are():
+    from dispatchprof.analysis.roles import role_boundaries
+
+    # three Send cores, the last with no destination left (it only polls: 1% scalar), then one Sum core
+    send, idle, cumsum = (1000, 200, 50, 20, 30), (1000, 0, 10, 0, 0), (1000, 10, 40, 150, 100)
+    cores = per_core(pd.concat([pipe_table(r, [send, send, idle, cumsum]) for r in range(3)]), [{"name": "Send", "count": 3}, {"name": "Sum", "count": 1}])
+    check = role_boundaries(cores, [{"name": "Send", "count": 3}, {"name": "Sum", "count": 1}])
+    assert check["configured"] == [3] and check["observed"] == [2, 3] and check["unexpected"] == [2]
+    (d,) = check["unexpected_detail"]
+    assert (d["aiv"], d["role"], d["role_aiv"]) == (2, "Send", [0, 2])
+    assert d["busy_share_before"] == pytest.approx(0.30) and d["busy_share_from"] == pytest.approx(0.01)
+    assert "Inside Send (AIV 0-2) the profile changes at AIV 2: AIV 2 keep their pipes busy 1% of the time against 30% for AIV 0-1" in check["sentence"]
+    assert "idle cores of the role" in check["sentence"] and "Check kernel.roles where that is not what the kernel does" in check["sentence"]
+    agree = role_boundaries(cores, [{"name": "Send", "count": 2}, {"name": "Idle", "count": 1}, {"name": "Sum", "count": 1}])
+    assert agree["unexpected"] == [] and agree["sentence"].endswith("changes at 2, 3: they agree.")

@@ -445,14 +445,69 @@ def role_boundaries(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]], jum
     profile = shares.groupby("aiv_index")[ratios].median().sort_index()
     steps = profile.diff().abs().sum(axis=1).iloc[1:]
     observed = [int(i) for i, v in steps.items() if v > jump]
-    return {
+    unexpected = sorted(set(observed) - set(configured))
+    # Inside a role the profile can change for the kernel's own reasons: a role with more cores than work (URMASendToken
+    # serves a range of destination ranks per core, shared/formats/deepep.md §4) leaves its last cores polling. What
+    # tells the two apart is how busy the cores on each side are: given as facts, not judged here.
+    busy = (cores[ratios].sum(axis=1)).groupby(cores["aiv_index"]).median()
+    edges = [0, *configured, int(cores["aiv_index"].max()) + 1]
+    names = [str(r["name"]) for r in roles]
+    detail = []
+    for b in unexpected:
+        k = int(np.searchsorted(edges, b, side="right")) - 1
+        lo, hi = edges[k], edges[k + 1]
+        cuts = [c for c in observed if lo < c < hi]
+        left, right = max([lo, *[c for c in cuts if c < b]]), min([hi, *[c for c in cuts if c > b]])
+        detail.append(
+            {
+                "aiv": b,
+                "role": names[k] if k < len(names) else None,
+                "role_aiv": [lo, hi - 1],
+                "before_aiv": [left, b - 1],
+                "from_aiv": [b, right - 1],
+                "busy_share_before": float(busy.loc[left : b - 1].median()),
+                "busy_share_from": float(busy.loc[b : right - 1].median()),
+            }
+        )
+    check = {
         "checked": True,
         "configured": configured,
         "observed": observed,
-        "unexpected": sorted(set(observed) - set(configured)),
+        "unexpected": unexpected,
+        "unexpected_detail": detail,
         "not_seen": sorted(set(configured) - set(observed)),
-        "definition": f"AIV index where the median pipe-share profile moves by more than {jump} from the core before it",
+        "definition": f"AIV index where the median pipe-share profile moves by more than {jump} from the core before it; busy share: a core's pipe ratios summed (median over ranks and launches)",
     }
+    return {**check, "sentence": boundaries_sentence(check)}
+
+
+def boundaries_sentence(check: Mapping[str, Any]) -> str:
+    """kernel.roles against the data in words: where they agree, and for each boundary they do not share, what the
+    cores on either side do (a role's idle cores and a missing boundary both show; the reader knows which to expect)."""
+    text = (
+        f"kernel.roles against the data: configured role boundaries at AIV {', '.join(map(str, check['configured']))}; the per-core pipe-share "
+        f"profile changes at {', '.join(map(str, check['observed'])) or 'none'}"
+    )
+    if not check["unexpected"] and not check["not_seen"]:
+        return text + ": they agree."
+    parts = []
+    described = {d["aiv"] for d in check.get("unexpected_detail", [])}
+    parts += [f"an unexpected change at AIV {b}" for b in check["unexpected"] if b not in described]
+
+    def span(lo_hi: Sequence[int]) -> str:
+        return f"AIV {lo_hi[0]}" if lo_hi[0] == lo_hi[1] else f"AIV {lo_hi[0]}-{lo_hi[1]}"
+
+    for d in check.get("unexpected_detail", []):
+        role = f"inside {d['role']} ({span(d['role_aiv'])}) " if d["role"] else ""
+        parts.append(
+            f"{role}the profile changes at AIV {d['aiv']}: {span(d['from_aiv'])} keep their pipes busy {100 * d['busy_share_from']:.0f}% of the time "
+            f"against {100 * d['busy_share_before']:.0f}% for {span(d['before_aiv'])}: idle cores of the role (more cores than work: "
+            "URMASendToken serves a range of destination ranks per core) or a role boundary that kernel.roles lacks"
+        )
+    if check["not_seen"]:
+        parts.append(f"no change at configured AIV {', '.join(map(str, check['not_seen']))}: two roles alike there, or kernel.roles off by some cores")
+    said = "; ".join(parts)
+    return f"{text}. {said[0].upper()}{said[1:]}. Check kernel.roles where that is not what the kernel does."
 
 
 def ordering(stats: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:
