@@ -204,3 +204,10 @@ def test_the_causes_table_has_the_html_columns_and_the_cost_definition(rendered)
     [causes] = [t for t in tables(md) if t["header"][0][:3] == ["#", "cause", "evidence"]]
     assert causes["header"][0] == columns
     assert "Waiting caused: Scalasca's delay cost" in md and "costs are not additive" in md
+
+
+def test_the_timelines_sentences_are_apart_where_a_template_line_ends(rendered):
+    """The template's lines join sentences: the straggler's explanation and the longest durations each end one."""
+    html, md, _figures = rendered
+    assert "Longest durations:" in md
+    assert not re.search(r"[^\s(]Longest durations:", md), "a sentence glued to the one before it"
