@@ -195,9 +195,12 @@ def test_without_a_pure_barrier_a_late_arrivals_cost_across_nodes_is_given_as_a_
     # (its latest rank's)
     assert strag["fraction"] == pytest.approx(59 / 60) and 60.0 * strag["fraction"] <= hi <= 64.0 * strag["fraction"]
     assert f"costs at most {hi:.1f} us per launch" in strag["explanation"] and "synchronize_start" in strag["explanation"]
+    # its share of the excess and the waiting it caused compare the same arrivals: not established either
+    assert strag["cost_share"] is None and strag["wait_caused_us_per_launch"] is None and strag["causes"][0]["cost_share"] is None
     # with the barrier kernel the saving is established: a number, no bound
     synced = analyse(table(late=late, offset_us=(0.0, 2500.0), launches=60), SETTINGS, [], BOOT)["straggler"]
     assert synced["node"] == 1 and synced["cost_bound_us"] is None and "at most" not in synced["explanation"]
+    assert 0 < synced["cost_share"] <= 1 and synced["wait_caused_us_per_launch"] > 0
     # one node: one clock, nothing to fit, no bound either
     alone = analyse(table(world=4, late={1: (60.0, 1.0)}, barrier=False, sync=False), SETTINGS, [], BOOT)["straggler"]
     assert alone["rank"] == 1 and alone["cost_bound_us"] is None
@@ -338,3 +341,16 @@ def test_listed_causes_that_share_a_reason_say_it_once():
     assert text.count(structure) == 1 and text.count("not established") == 1
     assert text.startswith("ranks 3, 8 end late together (22.7 us after the others' last, in 1% of launches) and ranks 6, 9 end late together")
     assert "rank 15 own_work (40.0 us lead" in text
+
+
+def test_a_late_arrival_that_costs_less_than_its_lateness_says_how_far_ahead_of_the_next_arrival_it_is():
+    # rank 6 is 80 us late and rank 2 50 us: removing rank 6's lateness brings the last arrival back to rank 2, ~30 us
+    kw = {"late": {6: (80.0, 1.0), 2: (50.0, 1.0)}, "launches": 40}
+    strag = analyse(table(**kw), SETTINGS, [], BOOT)["straggler"]
+    assert strag["rank"] == 6 and strag["cost_us_per_launch"] == pytest.approx(true_cost(**kw, removed={"late": {2: (50.0, 1.0)}}), rel=0.15)
+    (top,) = [c for c in strag["causes"] if c["rank"] == 6]
+    assert top["ahead_us_median"] == pytest.approx(30.0, abs=4.0)
+    assert f"where it arrives last, the next arrival is a median {top['ahead_us_median']:.0f} us before it" in strag["explanation"]
+    # a late rank far ahead of every other arrival costs about its lateness: nothing to explain
+    alone = analyse(table(late=6, late_us=80.0), SETTINGS, [], BOOT)["straggler"]
+    assert "where it arrives last" not in alone["explanation"]

@@ -558,11 +558,20 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     def bound_of(delay: np.ndarray) -> dict[str, Any]:  # [row] the delay removed: its mean per launch bounds the saving
         return {**caveat, "cost_bound_us": [0.0, float(delay.mean())]} if bounded else {}
 
+    arrivals = Maxima(acc.arrival, nodes)
+
+    def ahead_of(cols: np.ndarray, node: int | None, struck: np.ndarray) -> dict[str, Any]:
+        """Where it struck and arrived last, its lead over the next arrival (median): removing its lateness brings
+        the group's last arrival back no further, which is why a late arrival costs less than its lateness."""
+        lead = acc.arrival[:, cols].min(axis=1) - arrivals.others(cols, node)
+        last = struck & (lead > 0)
+        return {"ahead_us_median": float(np.median(lead[last])), "ahead_launches": int(last.sum())} if last.any() and not bounded else {}
+
     for j in np.flatnonzero(late.any(axis=0)).tolist():
         size = float(np.median(excess_[late[:, j], j]))
         shift = np.where(late[:, j], size, 0.0)[:, None]
         rank = int(ranks[j])
-        facts = {"late_us_median": size, **bound_of(np.where(late[:, j], excess_[:, j], 0.0))}
+        facts = {"late_us_median": size, **bound_of(np.where(late[:, j], excess_[:, j], 0.0)), **ahead_of(np.array([j]), None, late[:, j])}
         out.append(Candidate("late_arrival", rank, None, [rank], np.array([j]), shift, np.zeros_like(shift), late[:, j], facts))
     for node in np.unique(nodes):
         cols = np.flatnonzero(nodes == node)
@@ -573,7 +582,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
             continue
         size = float(np.median(excess_[together][:, cols]))
         shift = np.where(together[:, None], size, 0.0) * np.ones((1, len(cols)))
-        facts = {"late_us_median": size, **bound_of(np.where(together, excess_[:, cols].max(axis=1), 0.0))}
+        facts = {"late_us_median": size, **bound_of(np.where(together, excess_[:, cols].max(axis=1), 0.0)), **ahead_of(cols, int(node), together)}
         out.append(Candidate("late_arrival", None, int(node), ranks[cols].tolist(), cols, shift, np.zeros_like(shift), together, facts))
     # Own work: the rank that ends last, by its lead over the next end. In the timed scope the lead is the saving;
     # in the launch period it is carried into the next barrier (its host returns that much later), counted there once.
@@ -914,6 +923,9 @@ def awaited(
             ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"]),
         ):
             c[key] = value / group[scope] if group[scope] else None
+        if c.get("cost_bound_us"):
+            # the share and the waiting caused compare the same arrivals across nodes as the estimate: not established
+            c["cost_share"] = c["wait_caused_us_per_launch"] = None
     if inside and inside["named"]:
         named.append(inside)
         named.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"]))
@@ -1016,7 +1028,13 @@ def describe(cause: Mapping[str, Any]) -> str:
     cost = _cost_text(cause)
     if cause["evidence"] == "late_arrival":
         who = f"node {cause['node']} (ranks {cause['ranks'][0]}-{cause['ranks'][-1]})" if cause["node"] is not None else f"rank {cause['rank']}"
-        return f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} by its host (its host gap) in {pct}: it {cost}"
+        ahead = ""
+        if cause.get("ahead_us_median") is not None and cause["ahead_us_median"] < 0.9 * cause["late_us_median"]:
+            ahead = (
+                f" (where it arrives last, the next arrival is a median {cause['ahead_us_median']:.0f} us before it: removing its lateness brings "
+                "the group's last arrival back no further)"
+            )
+        return f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} by its host (its host gap) in {pct}: it {cost}{ahead}"
     if cause["evidence"] == "own_work" and cause.get("spike_launches") and cause["spike_launches"] >= round(cause["fraction"] * cause["launches"]):
         n = cause["spike_launches"]
         return (
