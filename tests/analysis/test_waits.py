@@ -108,6 +108,7 @@ def test_the_late_rank_is_named_with_its_cost_and_the_ranks_that_wait_for_it_are
     assert strag["wait_caused_us_per_launch"] > 5 * strag["cost_us_per_launch"]  # seven ranks waited for it
     assert 0 < strag["cost_share"] <= 1
     assert 6 not in result["straggler"]["waiting"]["ranks"] and set(result["straggler"]["waiting"]["ranks"]) == {0, 1, 2, 3, 4, 5, 7}
+    assert result["straggler"]["waiting"]["compared"] == 7 and result["straggler"]["waiting"]["causes_left_out"] == []
     assert result["entry_wait_us"]["per_rank"]["6"]["sync_barrier_median"] < 5.0 < result["entry_wait_us"]["per_rank"]["0"]["sync_barrier_median"]
 
 

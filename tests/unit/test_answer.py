@@ -305,3 +305,16 @@ def test_the_answer_is_one_item_per_question_in_the_chains_order_and_loses_no_se
     both = answer_parts(answer_sentences(states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC}))
     assert [p["topic"] for p in both] == ["data", "timeline", "role", "icache", "simt", "ab", "evidence"]
     assert "DebugClock also ran" in both[2]["text"] and both[2]["text"].index("Per core") < both[2]["text"].index("DebugClock also ran")
+
+
+def test_the_waiting_ranks_say_which_causes_wait_as_long_and_most_of_the_group_is_a_count():
+    def waiting(**w):
+        tl = {**TIMELINE, "straggler": {"evidence": "none", "explanation": "no rank or node stands out"}, "waiting": w}
+        return answer_paragraph(statuses(), "sim", 16, {"timeline": tl})
+
+    few = waiting(ranks=[1, 4, 7], causes_left_out=[2, 13], compared=14)
+    assert "Ranks 1, 4 and 7 wait longest at the barrier (ranks 2 and 13, as long, are among the causes above): waiting is not blame." in few
+    most = waiting(ranks=list(range(11)), causes_left_out=[], compared=15)
+    assert "11 of the 15 ranks that are no cause wait longest at the barrier: waiting is not blame." in most
+    # a stats.json from before these keys: the names, as before
+    assert "Ranks 1 and 4 wait longest at the barrier: waiting is not blame." in waiting(ranks=[1, 4])

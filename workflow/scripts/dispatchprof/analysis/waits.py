@@ -872,11 +872,13 @@ def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> di
     if ok.sum() < 2:
         return {"ranks": [], "definition": "no waits to compare"}
     lo, hi = np.nanmin(per_rank), np.nanmax(per_rank)
-    chosen = [int(r) for r, w in zip(g.ranks, per_rank) if np.isfinite(w) and w > lo + 0.5 * (hi - lo) and int(r) not in blamed]
+    long = [int(r) for r, w in zip(g.ranks, per_rank) if np.isfinite(w) and w > lo + 0.5 * (hi - lo)]
     return {
-        "ranks": chosen,
+        "ranks": [r for r in long if r not in blamed],
+        "causes_left_out": [r for r in long if r in blamed],  # they wait as long, but are causes, named or listed
+        "compared": int(ok.sum() - len(blamed & set(g.ranks[ok].tolist()))),  # ranks with waits that are no cause
         "definition": "ranks whose median wait at the barrier (its duration; else the kernel's entry wait) is above the lowest rank's by more than "
-        "half the spread over ranks; a named cause is never among them",
+        "half the spread over ranks; a cause, named or listed, is never among them",
     }
 
 

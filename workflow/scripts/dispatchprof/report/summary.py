@@ -87,10 +87,15 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
         text.append(lead + "ranked by what each cause costs the group (a what-if saving per launch, not how often it strikes): " + strag["explanation"] + ".")
     else:
         text.append(lead + strag["explanation"] + ".")
-    waiting = (tl.get("waiting") or {}).get("ranks") or []
+    waited = tl.get("waiting") or {}
+    waiting = waited.get("ranks") or []
     if coupled and waiting:
-        names = name_list(waiting)
-        text.append(f"{names} wait longest at the barrier: waiting is not blame.")
+        compared = waited.get("compared") or 0
+        # most of the ranks waiting alike say that the group waits, not who: a count then, not a list
+        names = f"{len(waiting)} of the {compared} ranks that are no cause" if compared >= 8 and len(waiting) > compared / 2 else name_list(waiting)
+        left = waited.get("causes_left_out") or []
+        aside = f" ({name_list(left).lower()}, as long, {'are' if len(left) > 1 else 'is'} among the causes above)" if left else ""
+        text.append(f"{names} wait longest at the barrier{aside}: waiting is not blame.")
     longest = tl.get("longest_duration") or {}
     tied = longest.get("ranks") or []
     if coupled and longest.get("label") == "waits longest" and longest.get("rank") is not None and longest["rank"] not in waiting:
