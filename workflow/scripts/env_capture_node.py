@@ -25,8 +25,11 @@ def body(run: StageRun) -> Status:
     env["preflight"] = findings
     write_json_atomic(run.outputs["env"], env)
     unavailable = [name for name, p in env["probes"].items() if not p["available"]]
-    validations = [Validation(f"probe {name}", p["available"], "warning", p["error"] or "recorded") for name, p in env["probes"].items()]
-    validations += [Validation(f"preflight: {f['check']}", f["ok"], "error", f["detail"]) for f in findings]
+    # node-named: the env_capture status holds every node's checks, and nodes often fail the same probe
+    validations = [
+        Validation(f"node {run.node}: probe {name} answered", p["available"], "warning", p["error"] or "recorded") for name, p in env["probes"].items()
+    ]
+    validations += [Validation(f"node {run.node}: preflight: {f['check']}", f["ok"], "error", f["detail"]) for f in findings]
     common = dict(validations=validations, artifacts=[str(run.outputs["env"]), str(probe_dir)])
     problems = [f"{f['check']}: {f['detail']}" for f in findings if not f["ok"]]
     if problems:
