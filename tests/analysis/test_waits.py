@@ -145,6 +145,11 @@ def test_nothing_stands_out_without_a_cause_and_missing_ranks_are_mentioned():
     assert result["straggler"]["evidence"] == "none" and result["straggler"]["rank"] is None
     assert "Rank 9 without data" in result["straggler"]["coverage_note"]
     assert all(c["cost_us_per_launch"] < SETTINGS["min_cost_us"] or c["cost_ci_us"][0] <= 0 for c in result["straggler"]["unnamed"])
+    # in sentences: what is not named, then what the timeline cannot see, each its own
+    assert result["straggler"]["explanation"].startswith(
+        "no rank or node stands out: no cause costs the group more than 1 us per launch (timeline.waits.min_cost_us). "
+    )
+    assert ". A slowdown in every launch that moves every rank's end alike" in result["straggler"]["explanation"]
 
 
 def test_a_late_node_is_one_cause_and_its_ranks_are_not_named_apart():
@@ -332,7 +337,7 @@ def test_followers_are_the_ranks_whose_lag_behind_the_core_varies_less_than_own_
 def test_listed_causes_that_share_a_reason_say_it_once():
     """The answer lists what it does not name: two late-ending sets with the same reason read as one sentence with the
     reason once (a new user read it twice in a row), a cause with another reason keeps its own."""
-    structure = "late-ending ranks are listed, not named: the timeline cannot tell"
+    structure = "the timeline cannot tell a slow rank among late-ending ranks"
     sets = [
         {"rank": None, "ranks": [], "late_ending_ranks": [3, 8], "lead_us_median": 22.7, "fraction": 0.01, "not_named": structure},
         {"rank": None, "ranks": [], "late_ending_ranks": [6, 9], "lead_us_median": 20.8, "fraction": 0.01, "not_named": structure},
@@ -355,3 +360,12 @@ def test_a_late_arrival_that_costs_less_than_its_lateness_says_how_far_ahead_of_
     # a late rank far ahead of every other arrival costs about its lateness: nothing to explain
     alone = analyse(table(late=6, late_us=80.0), SETTINGS, [], BOOT)["straggler"]
     assert "where it arrives last" not in alone["explanation"]
+
+
+def test_a_fraction_that_rounds_to_every_launch_is_not_said_to_be_every_launch():
+    from dispatchprof.analysis.waits import describe
+
+    cause = {"evidence": "late_arrival", "rank": 5, "node": None, "ranks": [5], "late_us_median": 50.0, "cost_us_per_launch": 20.0}
+    cause |= {"cost_ci_us": [18.0, 22.0], "cost_timed_us_per_launch": 0.0}
+    assert "in 99.5% of launches" in describe({**cause, "fraction": 0.995})
+    assert "in 100% of launches" in describe({**cause, "fraction": 1.0}) and "in 42% of launches" in describe({**cause, "fraction": 0.42})

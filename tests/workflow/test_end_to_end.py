@@ -190,7 +190,7 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     # whether it ends last in the group compares ends across nodes, which no pure barrier establishes: listed with its
     # lead and why, not named, and never among the waiting ranks
     assert timeline["state"] == "ok" and timeline["source"] == "import", timeline
-    assert "listed, not named: rank 15 own_work (40.0 us lead" in timeline["reason"] and "not established" in timeline["reason"], timeline
+    assert "Listed, not named: rank 15 own_work (40.0 us lead" in timeline["reason"] and "not established" in timeline["reason"], timeline
     straggler = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())["straggler"]
     assert straggler["evidence"] == "none" and [(c["evidence"], c["rank"]) for c in straggler["unnamed"]] == [("own_work", 15)]
     assert 15 not in straggler["waiting"]["ranks"]

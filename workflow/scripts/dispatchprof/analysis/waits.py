@@ -675,7 +675,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
         end_shift = np.where(struck, gap, 0.0)[:, None] * np.ones((1, len(cols)))
         facts = {"lead_us_median": float(np.median(gap[struck])), "late_ending_ranks": ranks[cols].tolist()}
         facts["not_named"] = (
-            "late-ending ranks are listed, not named: the timeline cannot tell a slow rank among them from the kernel's own "
+            "the timeline cannot tell a slow rank among late-ending ranks from the kernel's own "
             "structure (a sender serves its receivers in turn): PMU or DebugClock can"
         )
         out.append(Candidate("in_kernel", None, None, [], cols, carried(end_shift, acc.follows), end_shift, struck, facts, group=True))
@@ -953,9 +953,9 @@ def awaited(
             f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
         )
         listed = [c for c in unnamed if c.get("not_named")]
-        if listed:
-            explanation += "; listed, not named: " + listed_text(listed[:3])
-        explanation += f"; {EVERY_LAUNCH_ALIKE}"
+        if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
+            explanation += ". Listed, not named: " + listed_text(listed[:3])
+        explanation += f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
     return {
         **answer,
         "causes": named,
@@ -1026,7 +1026,9 @@ def _cost_text(cause: Mapping[str, Any]) -> str:
 
 
 def describe(cause: Mapping[str, Any]) -> str:
-    pct = f"{100 * cause['fraction']:.0f}% of launches"
+    share = 100 * cause["fraction"]
+    # "100%" only for every launch: 199 of 200 (a first launch without a host gap) reads 99.5%
+    pct = f"{share:.1f}% of launches" if f"{share:.0f}" in ("0", "100") and share not in (0.0, 100.0) else f"{share:.0f}% of launches"
     cost = _cost_text(cause)
     if cause["evidence"] == "late_arrival":
         who = f"node {cause['node']} (ranks {cause['ranks'][0]}-{cause['ranks'][-1]})" if cause["node"] is not None else f"rank {cause['rank']}"
