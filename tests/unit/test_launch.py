@@ -120,7 +120,8 @@ def test_run_command_reports_a_missing_program_instead_of_raising():
     assert not result.ok and "FileNotFoundError" in result.error
 
 
-def test_sigterm_to_the_launcher_cleans_up_every_node(tmp_path):
+def start_launcher_with_one_node(tmp_path):
+    """A launcher process running one node that starts a grandchild; returns it once the node wrote both pids."""
     port = free_port()
     driver = tmp_path / "driver.py"
     driver.write_text(
@@ -137,17 +138,35 @@ def test_sigterm_to_the_launcher_cleans_up_every_node(tmp_path):
             """
         )
     )
-    proc = subprocess.Popen([PY, str(driver)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([PY, str(driver)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     while not (tmp_path / "pids0").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(0.2)
+    return proc, [int(p) for p in (tmp_path / "pids0").read_text().split()]
+
+
+def wait_gone(pids, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def test_sigterm_to_the_launcher_ends_every_node_and_is_no_result(tmp_path):
+    proc, pids = start_launcher_with_one_node(tmp_path)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
-    assert "SIGTERM" in out
-    pids = [int(p) for p in (tmp_path / "pids0").read_text().split()]
-    time.sleep(0.5)
-    assert not any(alive(p) for p in pids)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and out == ""  # a cancelled run returns no outcome (no `timeout` to record)
+    assert "Cancelled: received SIGTERM" in err
+    assert wait_gone(pids, 2) == []
+
+
+def test_sigkill_to_the_launcher_still_ends_every_node_through_the_reaper(tmp_path):
+    proc, pids = start_launcher_with_one_node(tmp_path)
+    proc.kill()  # nothing of the launcher runs any more: its finally blocks cannot end the node's group
+    proc.communicate(timeout=30)
+    assert wait_gone(pids, 10) == []
 
 
 def test_a_node_that_cannot_start_is_a_problem_not_a_crash(tmp_path):

@@ -5,6 +5,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,10 +93,13 @@ def test_the_spec_file_is_private_and_the_node_wrapper_merges_it_with_stdin_onto
     assert "s3cr3t-spec-file" not in text and "TASK_QUEUE_ENABLE" in text and '"2"' not in text  # the name, not the value
     # The node's own environment: a login shell's, without the caller's exports.
     node_env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NODE_OWN": "yes", "DISPATCHPROF_NODE": "0"}
-    proc = subprocess.run(
-        [sys.executable, str(WRAPPER), str(spec_file), "127.0.0.1", "1", "5"], input=json.dumps({"TASK_QUEUE_ENABLE": "2"}), text=True, env=node_env, timeout=30
-    )
-    assert proc.returncode == 0 and json.loads(exits[0].read_text())["exit_code"] == 0
+    proc = subprocess.Popen([sys.executable, str(WRAPPER), str(spec_file), "127.0.0.1", "1", "5"], stdin=subprocess.PIPE, text=True, env=node_env)
+    proc.stdin.write(json.dumps({"TASK_QUEUE_ENABLE": "2"}) + "\n")  # one line; the pipe stays open: the lifeline
+    proc.stdin.flush()
+    try:
+        assert proc.wait(timeout=30) == 0 and json.loads(exits[0].read_text())["exit_code"] == 0
+    finally:
+        proc.stdin.close()
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert seen["NODE_OWN"] == "yes" and seen["TASK_QUEUE_ENABLE"] == "2" and seen["RANK"] == "0"
     assert seen["PATH"] == "/wf/bin:/usr/bin:/bin" and "MY_API_TOKEN" not in seen
@@ -114,3 +118,33 @@ def test_without_forwarding_the_wrapper_does_not_read_stdin(tmp_path):
         proc.kill()
         proc.stdin.close()
     assert Path(tmp_path / "seen").read_text() == "x0"
+
+
+def test_under_ssh_the_end_of_the_launchers_pipe_ends_the_node(tmp_path):
+    """The ssh launcher keeps the session's stdin open while the run lasts: when it ends (the launcher or its ssh
+    client killed), node_wrapper.py ends its node's whole group, grandchildren included."""
+    code = "import subprocess, time; c = subprocess.Popen(['sleep', '300']); open('pids', 'w').write(str(c.pid)); time.sleep(300)"
+    spec = NodeSpec(0, [sys.executable, "-c", code], {}, tmp_path, tmp_path / "run" / "node0.log")
+    spec_file, exits = write_node_specs([spec], forwarded_on_stdin=[])
+    env = {"PATH": os.environ["PATH"], "DISPATCHPROF_NODE": "0"}
+    proc = subprocess.Popen([sys.executable, str(WRAPPER), str(spec_file), "127.0.0.1", "1", "5"], stdin=subprocess.PIPE, text=True, env=env)
+    try:
+        proc.stdin.write("{}\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pids").is_file():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert proc.poll() is None  # the pipe is open: the node runs
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    grandchild = int((tmp_path / "pids").read_text())
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{grandchild}") and "State:\tZ" not in open(f"/proc/{grandchild}/status").read():
+        assert time.monotonic() < deadline, "the node's group outlived the pipe"
+        time.sleep(0.1)
+    assert json.loads(exits[0].read_text())["exit_code"] is not None

@@ -49,7 +49,15 @@ def results_of(wf):
     return {name: without_pids(json.loads((root / name).read_text())) for name in ("report/summary.json", "baseline/stats.json", "timeline/stats.json")}
 
 
-def test_ctrl_c_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninterrupted_results(tmp_path):
+@pytest.mark.parametrize(
+    "sig, said",
+    [
+        (signal.SIGINT, "timeline/collect: interrupted (Ctrl-C); the next snakemake reruns this job"),
+        # what scancel, systemd and CI runners send: a cancelled measurement, never a `timeout` that stands for good
+        (signal.SIGTERM, "timeline/collect: cancelled (received SIGTERM); its tools were stopped and the next snakemake reruns this job"),
+    ],
+)
+def test_ctrl_c_or_sigterm_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninterrupted_results(tmp_path, sig, said):
     spaced = copy_workflow(tmp_path / "my runs" / "é測" / "wf")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -58,7 +66,7 @@ def test_ctrl_c_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninte
     try:
         # timeline_collect's msprof run has started: the probe script whose path once had to be free of spaces
         wait_for(spaced.root / "results" / "baseline" / "timeline" / "run" / "node0.log", proc)
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, sig)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -66,7 +74,7 @@ def test_ctrl_c_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninte
             proc.wait()
     assert proc.returncode != 0
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
-    assert "timeline/collect: interrupted (Ctrl-C); the next snakemake reruns this job" in out, out[-3000:]
+    assert said in out, out[-3000:]
     assert not (spaced.root / "results" / "baseline" / "timeline" / "collect" / "status.json").exists()
     assert_nothing_left(spaced, tmp)
 
@@ -81,6 +89,33 @@ def test_ctrl_c_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninte
     uninterrupted = plain.snakemake(overlay=TINY)
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
     assert results_of(spaced) == results_of(plain)  # the simulated numbers, every stage's state and reason
+
+
+def test_kill_9_of_snakemake_leaves_no_process_and_says_unlock_is_safe_then_the_rerun_is_ok(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})
+    proc = start(wf, env)
+    try:
+        wait_for(wf.root / "results" / "baseline" / "timeline" / "run" / "node0.log", proc)
+        time.sleep(1)
+        os.kill(proc.pid, signal.SIGKILL)  # Snakemake alone: its jobs are left running, reparented
+        proc.communicate(timeout=30)
+        assert_nothing_left(wf, tmp)  # within 15 s: the jobs saw their Snakemake go and ended their tools
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    locked = wf.snakemake(overlay=TINY, env=env)
+    assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
+    assert "dispatchprof: no job of an earlier run is alive on this host: `snakemake --unlock` is safe." in locked.stderr, locked.stderr[-2000:]
+    unlocked = wf.snakemake("--unlock", overlay=TINY, env=env)
+    assert unlocked.returncode == 0, unlocked.stderr[-2000:]
+    rerun = wf.snakemake(overlay=TINY, env=env)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    summary = json.loads((wf.root / "results" / "baseline" / "report" / "summary.json").read_text())
+    assert summary["stages"]["timeline"]["state"] == "ok", summary["stages"]["timeline"]
 
 
 # A read-only bind mount of results/ in a mount namespace of the run's own (unshare; the mount ends with the run).

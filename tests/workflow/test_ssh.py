@@ -4,14 +4,16 @@ apt (or an installed sshd); skipped otherwise, except with CI=true, where a miss
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from datetime import datetime
 
 import pytest
 
-from conftest import base_overlay, free_port
+from conftest import base_overlay, free_port, without_slurm_probe
 from workflow.test_end_to_end import processes_mentioning
 
 
@@ -106,4 +108,30 @@ def test_a_rank_that_dies_over_ssh_ends_the_collective_in_seconds_and_is_named(s
     run_s = (datetime.fromisoformat(status["finished"]) - datetime.fromisoformat(status["started"])).total_seconds()
     assert run_s < 30 and time.monotonic() - started < 120, run_s
     time.sleep(2)
+    assert processes_mentioning(str(workflow_copy.root)) == []
+
+
+def test_kill_9_of_snakemakes_group_over_ssh_ends_every_remote_node(sshd, workflow_copy):
+    """SIGKILL to Snakemake and its job: nothing of the job runs to end the ssh clients or the remote groups. The
+    job's reaper ends the ssh clients; each remote node_wrapper.py sees its stdin end and ends its node."""
+    overlay = workflow_copy.overlay(ssh_overlay(sshd, sim={"dead_node": 1}, timeouts={"correctness": 300}))
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--until", "correctness", "--configfile", "config/config.yaml", str(overlay)]
+    proc = subprocess.Popen(
+        cmd, cwd=workflow_copy.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=without_slurm_probe()
+    )
+    run = workflow_copy.root / "results/baseline/correctness/run"
+    try:
+        deadline = time.monotonic() + 120
+        while not all((run / f"node{n}.exit.json").is_file() for n in (0, 1)):
+            assert proc.poll() is None and time.monotonic() < deadline, "the nodes did not start"
+            time.sleep(0.2)
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while processes_mentioning(str(workflow_copy.root)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert processes_mentioning(str(workflow_copy.root)) == []

@@ -138,6 +138,29 @@ def refuse(problems, what="Configuration"):
     sys.exit(1)
 
 
+RUN_STARTED = []  # onstart appends: this run got past Snakemake's lock
+
+
+def note_lock_at_exit():
+    """After a kill -9, Snakemake refuses the directory ("Directory cannot be locked") and suggests --unlock. At the
+    exit of a run that never started while a lock is held, add whether any job of an earlier run still runs (pids on
+    this host, SLURM job ids by squeue), so that --unlock is known to be safe or not (shell/lifeline.py).
+    """
+    if not workflow.is_main_process or workflow.dryrun or "--unlock" in sys.argv:
+        return
+    import atexit
+    import shutil
+
+    from dispatchprof.shell import lifeline
+
+    def note():
+        if not RUN_STARTED and lifeline.lock_held():
+            squeue = lifeline.slurm_jobs_alive if shutil.which("squeue") else None
+            sys.stderr.write(lifeline.live_note(slurm_alive=squeue) + "\n")
+
+    atexit.register(note)
+
+
 def record_invocation():
     """onstart (a run, not -n): results/<exp>/invocation.json, the words the report's printed commands carry."""
     from dispatchprof.shell.invocation import write_invocation

@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 try:
@@ -41,13 +42,27 @@ def write_exit(path: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def end_with_stdin(pgid: int) -> None:
+    """Block until the launcher's pipe ends, then end the node's group (TERM, then KILL); the main thread's wait
+    returns and records the exit."""
+    sys.stdin.read()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        time.sleep(5)
+
+
 def main(argv: list[str]) -> int:
     spec_file, host, port, ready_timeout = argv[1], argv[2], int(argv[3]), float(argv[4])
     node = int(os.environ.get("SLURM_NODEID", os.environ.get("DISPATCHPROF_NODE", "0")))
     specs = {int(s["node"]): s for s in json.load(open(spec_file))}
     spec = specs[node]
-    # Read before anything else: the launcher closes the pipe after writing, so this never waits on it.
-    forwarded = json.load(sys.stdin) if "forwarded_on_stdin" in spec else {}
+    # Under ssh the first line of stdin is the forwarded variables; the launcher keeps the pipe open while the run
+    # lasts, so its end (the launcher or its ssh client gone, even by SIGKILL) ends this node (lifeline below).
+    lifeline = "forwarded_on_stdin" in spec
+    forwarded = json.loads(sys.stdin.readline() or "{}") if lifeline else {}
     env = merge(os.environ, spec["env"], spec.get("prepend"), forwarded)
     record = {
         "node": node,
@@ -95,6 +110,8 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if lifeline:
+        threading.Thread(target=end_with_stdin, args=(proc.pid,), daemon=True).start()
     code = proc.wait()
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the group

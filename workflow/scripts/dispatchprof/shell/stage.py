@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dispatchprof.shell.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
+from dispatchprof.shell import lifeline
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.shell.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
 
@@ -185,8 +186,11 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
     did not expect (a reader's bug on a user's file) makes the part `invalid` with "internal error in <reader> on
     <file>: <last line>" and the traceback in the job's log, so the run goes on and the report renders; with
     DISPATCHPROF_RAISE=1 (the test suite sets it) it is raised instead. A results directory that cannot take the
-    status, and Ctrl-C, end the job with one line."""
+    status, Ctrl-C and a cancellation (SIGTERM, or Snakemake gone: shell/lifeline.py) end the job with one line and
+    no status: Snakemake marks it incomplete, and the next plain `snakemake` runs it again."""
+    name = f"{stage}{'/' + part if part else ''}"
     try:
+        lifeline.install(name)
         run = StageRun.from_snakemake(smk, stage, part)  # in the try: Ctrl-C may come while Snakemake's params load
         return run.finish(guarded(run, body))
     except OSError as exc:
@@ -194,7 +198,7 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
             raise
         # results/ became unwritable (read-only, full): no status can say so; one line and a non-zero exit instead.
         print(
-            f"{stage}{'/' + part if part else ''}: cannot write {exc.filename or 'an output'}: {exc.strerror}; the run cannot record this stage",
+            f"{name}: cannot write {exc.filename or 'an output'}: {exc.strerror}; the run cannot record this stage",
             file=sys.stderr,
         )
         raise SystemExit(1) from None
@@ -202,8 +206,12 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
         # Ctrl-C reaches every process of the group: the launchers have ended their process groups on the way out
         # (their finally blocks); one line instead of a traceback, and the interrupt's exit code. Snakemake marks the
         # job incomplete; the next `snakemake` reruns it (profiles/default sets rerun-incomplete).
-        print(f"{stage}{'/' + part if part else ''}: interrupted (Ctrl-C); the next snakemake reruns this job", file=sys.stderr)
+        print(f"{name}: interrupted (Ctrl-C); the next snakemake reruns this job", file=sys.stderr)
         raise SystemExit(130) from None
+    except lifeline.Cancelled as exc:
+        # Not a measurement: no status (a `timeout` here would stand for good), and a non-zero exit.
+        print(f"{name}: cancelled ({exc}); its tools were stopped and the next snakemake reruns this job", file=sys.stderr)
+        raise SystemExit(143) from None
 
 
 def guarded(run: StageRun, body: Callable[[StageRun], Status]) -> Status:

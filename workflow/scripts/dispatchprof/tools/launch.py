@@ -2,9 +2,11 @@
 
 A collective run starts one process per node, node 0 first; nodes > 0 start only when node 0's
 readiness port (MASTER_ADDR:MASTER_PORT) answers. Every process runs in its own process group and is
-ended by group (TERM, a grace period, then KILL), never by name. The launcher interface is
-``Launcher.run(specs, timeout_s)``; the local launcher runs nodes as local processes (the simulated
-cluster, or one real node).
+ended by group (TERM, a grace period, then KILL), never by name; every such group is also registered with the
+job's reaper (node/reaper.py), which ends it if the job dies without doing so itself (SIGKILL). A SIGTERM to the
+job raises ``Cancelled`` (shell/lifeline.py): the groups are ended and the exception goes on, since a cancelled
+run is no measurement. The launcher interface is ``Launcher.run(specs, timeout_s)``; the local launcher runs
+nodes as local processes (the simulated cluster, or one real node).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dispatchprof.node.nodeenv import forwardable, merge
+from dispatchprof.shell.lifeline import Cancelled, raise_cancelled
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,9 @@ class NodeSpec:
     log_path: Path
     prepend: dict[str, list[str]] = field(default_factory=dict)
     stdin: bytes | None = None
+    # Keep the command's stdin open after ``stdin`` until the run ends: the ssh launcher's lifeline (the remote
+    # node_wrapper.py ends its node when this pipe, and so the ssh connection, ends).
+    hold_stdin: bool = False
 
 
 @dataclass
@@ -79,10 +85,6 @@ class StartError(Exception):
     """A node's command could not be started at all (missing program or working directory)."""
 
 
-class Terminated(Exception):
-    """Raised inside a run when the launcher itself receives SIGTERM (e.g. a scheduler's warning)."""
-
-
 def port_is_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
@@ -114,6 +116,47 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
         return
 
 
+REAPER = Path(__file__).resolve().parents[1] / "node" / "reaper.py"
+
+
+class Reaper:
+    """The job's lifeline to its process groups (node/reaper.py, in a session of its own): a group registered here
+    is ended when the job dies without releasing it, even by SIGKILL. One per job process, started on first use;
+    its pipe closes when the job exits, however it exits."""
+
+    _pipe: subprocess.Popen | None = None
+
+    @classmethod
+    def _send(cls, line: str) -> None:
+        if cls._pipe is None or cls._pipe.poll() is not None:
+            try:
+                cls._pipe = subprocess.Popen(
+                    [sys.executable, str(REAPER), str(KILL_GRACE_S)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,  # never holds the job's output pipes open after the job
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    text=True,
+                )
+            except OSError as exc:  # no reaper: the launcher's own clean-up still runs on every exit but SIGKILL
+                log.warning("could not start the reaper (%s): a job killed with SIGKILL would leave its tools running", exc)
+                return
+        assert cls._pipe.stdin is not None
+        try:
+            cls._pipe.stdin.write(line + "\n")
+            cls._pipe.stdin.flush()
+        except BrokenPipeError:
+            cls._pipe = None
+
+    @classmethod
+    def register(cls, pgid: int) -> None:
+        cls._send(f"+ {pgid}")
+
+    @classmethod
+    def release(cls, pgid: int) -> None:
+        cls._send(f"- {pgid}")
+
+
 def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(spec.log_path, "wb") as out:
@@ -131,10 +174,13 @@ def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
             )
         except OSError as exc:
             raise StartError(f"node {spec.node} could not start {spec.argv[0]!r}: {exc}") from exc
+    Reaper.register(proc.pid)
     if proc.stdin is not None:
         try:
             proc.stdin.write(spec.stdin or b"")
-            proc.stdin.close()
+            proc.stdin.flush()
+            if not spec.hold_stdin:
+                proc.stdin.close()
         except BrokenPipeError:  # it exited at once; its exit code says why
             pass
     log.info("node %d started: pid %d, log %s", spec.node, proc.pid, spec.log_path)
@@ -143,16 +189,13 @@ def _start(spec: NodeSpec, result: NodeResult) -> subprocess.Popen:
 
 
 class _SigtermGuard:
-    """Turn SIGTERM into an exception while a run is active, so its process groups are cleaned up."""
+    """Turn SIGTERM into ``Cancelled`` while a run is active, so its process groups are ended on the way out (a
+    stage script has this from run_stage already; a launcher used on its own gets it here)."""
 
     def __enter__(self) -> _SigtermGuard:
         self._previous = signal.getsignal(signal.SIGTERM)
-
-        def handler(signum: int, frame: object) -> None:
-            raise Terminated("received SIGTERM")
-
         try:
-            signal.signal(signal.SIGTERM, handler)
+            signal.signal(signal.SIGTERM, raise_cancelled)
             self._installed = True
         except ValueError:  # not in the main thread
             self._installed = False
@@ -190,9 +233,6 @@ class LocalLauncher:
         with _SigtermGuard():
             try:
                 self._run(specs, results, running, outcome, deadline, timeout_s)
-            except Terminated:
-                outcome.problem = "the launcher received SIGTERM (scheduler time limit or cancellation); every node was stopped"
-                outcome.timed_out = True
             except StartError as exc:
                 outcome.problem = str(exc)
                 outcome.not_run = True
@@ -209,6 +249,9 @@ class LocalLauncher:
                             pass
                     results[node].exit_code = proc.returncode
                     results[node].finished = results[node].finished or time.time()
+                    Reaper.release(proc.pid)
+                    if proc.stdin is not None and not proc.stdin.closed:
+                        proc.stdin.close()
         return outcome
 
     def _run(
@@ -301,6 +344,7 @@ def run_command(
         )
     except OSError as exc:
         return CommandResult(list(argv), None, "", False, error=f"{type(exc).__name__}: {exc}")
+    Reaper.register(proc.pid)
     try:
         out, _ = proc.communicate(input=stdin, timeout=timeout_s)
         return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), False)
@@ -308,6 +352,11 @@ def run_command(
         kill_group(proc)
         out, _ = proc.communicate()
         return CommandResult(list(argv), proc.returncode, out.decode(errors="replace"), True)
+    except BaseException:  # Cancelled or Ctrl-C: the command's group goes with the job
+        kill_group(proc)
+        raise
+    finally:
+        Reaper.release(proc.pid)
 
 
 WRAPPER = Path(__file__).resolve().parents[1] / "node" / "node_wrapper.py"
@@ -358,16 +407,18 @@ class SlurmLauncher:
                 outcome.problem = f"srun could not start: {exc}"
                 outcome.not_run = True
                 return outcome
+            Reaper.register(proc.pid)
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 outcome.timed_out = True
                 outcome.problem = f"the run exceeded its {timeout_s:g} s budget; the srun step was stopped (every node's process group ended)"
                 kill_group(proc)
-            except Terminated:
-                outcome.timed_out = True
-                outcome.problem = "the launcher received SIGTERM (scheduler time limit or cancellation); the srun step was stopped"
-                kill_group(proc)
+            except Cancelled:
+                kill_group(proc)  # srun passes the TERM to every node's wrapper, which ends its node's group
+                raise
+            finally:
+                Reaper.release(proc.pid)
         for node, path in exits.items():
             if path.is_file():
                 data = json.loads(path.read_text())
@@ -457,11 +508,12 @@ class SshLauncher:
         spec_file, exits = write_node_specs(specs, forwarded_on_stdin=list(forwarded))
         host, port, ready_timeout = self.ready
         local_specs = []
-        payload = json.dumps(forwarded).encode()
+        payload = json.dumps(forwarded).encode() + b"\n"  # one line: node_wrapper.py then waits for the pipe to end
         for spec in specs:
             remote = ["env", f"DISPATCHPROF_NODE={spec.node}", self.python, str(WRAPPER), str(spec_file), host, str(port), str(ready_timeout)]
             log_path = spec.log_path.with_name(f"node{spec.node}.ssh.log")
-            local_specs.append(NodeSpec(spec.node, self.ssh(self.hosts[spec.node], remote), {}, spec.cwd, log_path, stdin=payload))
+            ssh = self.ssh(self.hosts[spec.node], remote)
+            local_specs.append(NodeSpec(spec.node, ssh, {}, spec.cwd, log_path, stdin=payload, hold_stdin=True))
         outcome = self.local.run(local_specs, timeout_s)
         outcome.nodes = [
             NodeResult(node=n.node, log_path=s.log_path, pid=n.pid, exit_code=n.exit_code, started=n.started, finished=n.finished, killed=n.killed)
