@@ -162,3 +162,17 @@ def test_a_tampered_status_skips_the_stages_after_it_naming_the_file_and_the_tab
     assert f"baseline correctness unreadable {said}" in table, table
     assert f"baseline baseline skipped root cause: correctness unreadable: {said}" in table, table
     assert wf.status("baseline")["root_cause"]["state"] == "unreadable"
+
+
+def test_a_rank_that_dies_is_a_crash_in_the_correctness_status_not_a_precision_failure(tmp_path):
+    """sim.die_rank: rank 1 exits with code 1 at its first dispatch call, before any precision verdict. Before, the
+    status said "2 of 2 did not pass the precision check" and details.cause precision."""
+    wf = copy_workflow(tmp_path / "wf")
+    overlay = wf.overlay(base_overlay(cluster={"nodes": 1, "ranks_per_node": 2}, sim={"die_rank": 1, "die_after_launches": 0}), "die.yaml")
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(overlay), "--until", "correctness"]
+    run = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    status = wf.status("correctness")
+    assert status["state"] == "failed" and status["details"]["cause"] == "crash", status
+    assert status["reason"].startswith("rank 1 (node 0, local rank 1) died first: exit code 1") and "(sim.die_rank)" in status["reason"], status
+    assert "did not pass the precision check" not in status["reason"], status

@@ -451,7 +451,7 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
         problems.append(f"ssh.user ({user!r}) is not a plain user name")
 
-    for key in ("pass_pattern", "start_pattern"):
+    for key in ("pass_pattern", "fail_pattern", "start_pattern"):
         if deepep[key] is None:
             continue
         try:
