@@ -153,13 +153,23 @@ def test_a_stage_gating_on_a_damaged_status_is_skipped_naming_the_file(tmp_path)
     assert gate({"pmu": downstream}).root_cause() == g.root_cause()
 
 
-def test_a_damaged_part_is_named_by_stage_and_part(tmp_path):
-    path = tmp_path / "results" / "exp" / "baseline" / "collect" / "status.json"
+@pytest.mark.parametrize(
+    "where,place",
+    [
+        ("baseline/baseline/collect", ("baseline", "baseline", "collect")),  # an experiment named like a stage
+        ("exp/timeline/nodes/nodes0-1", ("exp", "timeline", "nodes/nodes0-1")),
+        ("exp/pipe_timeline/pipe/collect", ("exp", "pipe_timeline", "pipe/collect")),
+        ("exp/env_capture/node1", ("exp", "env_capture", "node1")),
+        ("exp/pmu", ("exp", "pmu", None)),
+    ],
+)
+def test_a_damaged_part_is_named_by_experiment_stage_and_part(tmp_path, where, place):
+    path = tmp_path / "results" / where / "status.json"
     path.parent.mkdir(parents=True)
     path.write_text("{")
     stand_in = read_input_status(path)
-    assert (stand_in.experiment, stand_in.stage, stand_in.part) == ("exp", "baseline", "collect")
-    assert stand_in.root_cause["stage"] == "baseline/collect"
+    assert (stand_in.experiment, stand_in.stage, stand_in.part) == place
+    assert stand_in.root_cause["stage"] == "/".join(p for p in place[1:] if p)
 
 
 class FakeSnakemake:

@@ -227,12 +227,12 @@ def read_input_status(path: str | Path) -> Status:
 
 
 def place_of_status(path: str | Path) -> tuple[str, str, str | None]:
-    """The experiment, stage and part whose status file ``path`` is: results/<experiment>/<stage>[/<part>]/status.json."""
+    """The experiment, stage and part whose status file ``path`` is: results/<experiment>/<stage>[/<part>...]/status.json
+    (the part may be nested: timeline/nodes/nodes0-1, pipe_timeline/pipe/collect)."""
     parents = Path(path).parent.parts
-    if len(parents) > 1 and parents[-1] in STAGES:
-        return parents[-2], parents[-1], None
-    if len(parents) > 2 and parents[-2] in STAGES:
-        return parents[-3], parents[-2], parents[-1]
+    for depth in range(len(parents) - 1, 0, -1):
+        if parents[depth] in STAGES:
+            return parents[depth - 1], parents[depth], "/".join(parents[depth + 1 :]) or None
     raise StatusError(f"{path}: not a stage's status file (expected results/<experiment>/<stage>[/<part>]/status.json)")
 
 
