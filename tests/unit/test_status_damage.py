@@ -123,7 +123,7 @@ def mangled(draw) -> bytes:
     return text.encode()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=mangled())
 def test_any_mangled_status_file_ends_in_a_status_or_a_status_error(tmp_path, raw):
     path = place(tmp_path)
