@@ -82,6 +82,15 @@ def test_a_failing_rank_is_still_a_precision_failure():
     assert "The precision test did not pass (failed: correctness reason)" in answer_paragraph(states, "sim", 16)
 
 
+def test_a_crashed_precision_test_is_not_reported_as_a_precision_failure():
+    states = statuses(correctness="failed")
+    states["correctness"].reason = "rank 1 (node 0, local rank 1) died first: exit code 1"
+    states["correctness"].details = {"cause": "crash"}
+    text = answer_paragraph(states, "sim", 16)
+    assert "The precision test crashed before every rank gave its verdict: no precision failure is known (rank 1 (node 0" in text
+    assert "did not pass" not in text
+
+
 def test_a_partial_timeline_states_its_coverage_before_what_it_concludes():
     partial = {**TIMELINE, "coverage": {"expected": 16, "found": 15, "missing": [3], "sentence": "15/16 ranks (missing rank 3)"}}
     text = answer_paragraph(statuses(), "sim", 16, {"timeline": partial})

@@ -282,9 +282,9 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
 
 
 def write_status(results, experiment, stage, source):
-    path = results / experiment / stage / "status.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"schema": "dispatchprof.status/1", "stage": stage, "state": "ok", "source": source}))
+    from dispatchprof.shell.status import Status, write_status
+
+    write_status(results / experiment / stage / "status.json", Status(stage, experiment, "ok", "ran", "sim", source=source))
 
 
 def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refused_naming_them(tmp_path):
@@ -301,9 +301,11 @@ def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refus
     assert problem.startswith("experiment 'baseline':") and "holds collect-mode results (baseline, pmu, timeline)" in problem
     assert "e.g. baseline_analyzed, as `experiment:` or as a key of `experiments:`" in problem and f"move {results / 'baseline'}/ away" in problem
     repeated = {"baseline_r2": {"mode": "analyze", "_experiment": "baseline"}}  # repeats: the name to change is the experiment's
-    (results / "baseline_r2" / "pmu").mkdir(parents=True)
-    (results / "baseline_r2" / "pmu" / "status.json").write_text(json.dumps({"source": "collected"}))
-    assert "e.g. baseline_analyzed," in results_of_other_mode(results, repeated)[0]
+    write_status(results, "baseline_r2", "pmu", "collected")
+    (results / "baseline_r2" / "timeline").mkdir(parents=True)
+    (results / "baseline_r2" / "timeline" / "status.json").write_text(json.dumps({"source": "collected"}))  # damaged: not counted
+    [problem] = results_of_other_mode(results, repeated)
+    assert "e.g. baseline_analyzed," in problem and "holds collect-mode results (pmu)" in problem
     [problem] = results_of_other_mode(results, {"shared": {"mode": "collect"}, "baseline": {"mode": "collect"}})
     assert problem.startswith("experiment 'shared':") and "analyze-mode results (timeline)" in problem and "shared_collected" in problem
     assert results_of_other_mode(tmp_path / "nowhere", analyze) == []

@@ -94,3 +94,42 @@ def test_the_stored_table_keeps_unknowns_as_nulls_in_nullable_columns():
     }
     assert frame["started"].isna().all() and frame["exit_code"].tolist()[:2] == [0, 0] and frame["exit_code"].isna().tolist()[2:] == [True, True]
     assert frame["pass_line"].tolist()[:2] == ["passed", "passed"] and frame["pass_line"].isna().tolist()[2:] == [True, True]
+
+
+# A crash is a crash: the real test also exits 1 after a failed precision check, so the exit code alone does not
+# say which. The precision-failure lines (deepep.fail_pattern) and how the first rank died do.
+def test_a_rank_that_died_without_a_precision_failure_line_is_a_crash_not_sixteen_precision_failures():
+    # Before: "ranks 0, ..., 15 (16 of 16) did not pass the precision check", details.cause precision.
+    result = run([1, -15])
+    v = verdict(rank_table(2, 8, {}, result), result, precision_failed=set(), first_death=(1, "exit code 1"))
+    assert v.state == "failed" and v.cause == "crash", v
+    assert "did not pass the precision check" not in v.reason
+    assert "(16 of 16) printed neither a success nor a precision-failure line" in v.reason
+
+
+def test_a_rank_whose_log_holds_the_precision_failure_line_is_a_precision_failure():
+    result = run([0, 1])
+    v = verdict(rank_table(2, 2, passes([0, 1, 2]), result), result, precision_failed={3}, first_death=(3, "exit code 1"))
+    assert v.cause == "precision" and v.reason.startswith("rank 3 did not pass the precision check"), v
+    assert "printed neither" not in v.reason
+
+
+def test_a_rank_ended_by_a_signal_is_a_crash_whatever_the_lines_say():
+    result = run([1, 0])
+    table = rank_table(2, 2, passes([2, 3]), result)
+    assert verdict(table, result, precision_failed={1}, first_death=(0, "signal SIGSEGV")).cause == "crash"
+    assert verdict(table, result, precision_failed=None, first_death=(0, "signal SIGKILL")).cause == "crash"
+
+
+def test_without_a_named_death_a_nonzero_exit_and_no_failure_line_is_a_crash():
+    result = run([0, 137])  # node 1's process itself ended (no spawn message): its ranks printed nothing
+    table = rank_table(2, 2, passes([0, 1]), result)
+    assert verdict(table, result, precision_failed=set()).cause == "crash"
+    assert verdict(table, result, precision_failed={2}).cause == "precision"
+
+
+def test_without_a_fail_pattern_a_nonzero_exit_stays_a_precision_failure():
+    # deepep.fail_pattern: null, the failure line is not known: every rank without its success line failed the check
+    result = run([1, 0])
+    v = verdict(rank_table(2, 2, passes([2, 3]), result), result, precision_failed=None, first_death=(1, "exit code 1"))
+    assert v.cause == "precision" and "ranks 0, 1 (2 of 4) did not pass the precision check" in v.reason

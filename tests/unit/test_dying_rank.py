@@ -41,6 +41,10 @@ def test_a_rank_that_dies_ends_the_collective_in_seconds_and_is_named(tmp_path, 
     assert run.verdict.reason.startswith(f"rank {die_rank} (node {node}, local rank {local}) died first: exit code 1"), run.verdict.reason
     assert "(sim.die_rank)" in run.verdict.reason  # the tail of what the rank printed
     assert not run.result.timed_out
+    # a crash, not "4 of 4 did not pass the precision check": no rank's log holds a precision-failure line
+    assert run.verdict.cause == "crash" and run.details["cause"] == "crash", run.verdict
+    assert "did not pass the precision check" not in run.verdict.reason
+    assert "(4 of 4) printed neither a success nor a precision-failure line" in run.verdict.reason
 
 
 def test_without_the_knob_every_rank_passes(tmp_path):
@@ -109,3 +113,14 @@ def test_a_precision_failure_keeps_its_reason_first_and_every_other_rank_passes(
     assert run.verdict.state == "failed" and run.verdict.cause == "precision", run.verdict
     assert run.verdict.reason.startswith("rank 3 did not pass the precision check"), run.verdict.reason
     assert "rank 3 (node 1, local rank 1) died first: exit code 1" in run.verdict.reason and "precision check FAILED" in run.verdict.reason
+
+
+def test_a_precision_failure_and_a_crash_on_the_same_rank_are_told_apart(tmp_path):
+    """The same rank, the same exit code 1: its log's precision-failure line is the only difference."""
+    causes = {}
+    for knob in ("precision_fail_rank", "die_rank"):
+        config = config_with(**{knob: 3})
+        run = collective.run_test(config, toolchain.resolve(config, ROOT), tmp_path / knob, knob, timeout_s=120)
+        assert "rank 3 (node 1, local rank 1) died first: exit code 1" in run.verdict.reason, run.verdict
+        causes[knob] = run.verdict.cause
+    assert causes == {"precision_fail_rank": "precision", "die_rank": "crash"}

@@ -178,3 +178,36 @@ def test_a_read_only_results_directory_is_refused_before_any_job(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
     assert f"Results directory refused; nothing was run:\n  - cannot write in {wf.root / 'results'}: Read-only file system\n" in result.stderr
     assert "Execute" not in result.stdout + result.stderr and not list((wf.root / "results").iterdir())
+
+
+def test_a_tampered_status_skips_the_stages_after_it_naming_the_file_and_the_table_prints(tmp_path):
+    """Issue 46's acceptance: a status file edited by hand (its validations no longer a list). The stages that gate
+    on it are skipped naming the file; the end-of-run table prints, with the file and the field; no traceback."""
+    wf = copy_workflow(tmp_path / "wf")
+    first = subprocess.run([*snakemake_cmd(wf), "--until", "correctness"], cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
+    assert first.returncode == 0, first.stderr[-3000:]
+    path = wf.root / "results" / "baseline" / "correctness" / "status.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "validations": "all ranks passed"}))
+    run = subprocess.run([*snakemake_cmd(wf), "--until", "baseline"], cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
+    out = run.stdout + run.stderr
+    assert run.returncode == 0 and "Traceback" not in out, out[-3000:]
+    table = " ".join(run.stdout[run.stdout.index("Stages (sim data):") :].split())  # the table's rows, unwrapped
+    said = "results/baseline/correctness/status.json: field 'validations' is a string ('all ranks passed'), expected a list of validations"
+    assert f"baseline correctness unreadable {said}" in table, table
+    assert f"baseline baseline skipped root cause: correctness unreadable: {said}" in table, table
+    assert wf.status("baseline")["root_cause"]["state"] == "unreadable"
+
+
+def test_a_rank_that_dies_is_a_crash_in_the_correctness_status_not_a_precision_failure(tmp_path):
+    """sim.die_rank: rank 1 exits with code 1 at its first dispatch call, before any precision verdict. Before, the
+    status said "2 of 2 did not pass the precision check" and details.cause precision."""
+    wf = copy_workflow(tmp_path / "wf")
+    overlay = wf.overlay(base_overlay(cluster={"nodes": 1, "ranks_per_node": 2}, sim={"die_rank": 1, "die_after_launches": 0}), "die.yaml")
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(overlay), "--until", "correctness"]
+    run = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    status = wf.status("correctness")
+    assert status["state"] == "failed" and status["details"]["cause"] == "crash", status
+    assert status["reason"].startswith("rank 1 (node 0, local rank 1) died first: exit code 1") and "(sim.die_rank)" in status["reason"], status
+    assert "did not pass the precision check" not in status["reason"], status

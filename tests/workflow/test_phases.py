@@ -56,6 +56,7 @@ VALUES: dict[str, Any] = {
     "deepep.test": "test/test_other.py",
     "deepep.pass_pattern": "\\[rank (?P<rank>\\d+)\\].*precision check passed.*",
     "deepep.start_pattern": None,
+    "deepep.fail_pattern": None,
     "deepep.log_glob": "*/rank*.txt",
     "deepep.transport": "rdma",
     "deepep.build_command": ["true"],

@@ -104,7 +104,7 @@ def test_a_rank_that_dies_over_ssh_ends_the_collective_in_seconds_and_is_named(s
     assert result.returncode == 0, result.stderr[-3000:]
     status = workflow_copy.status("correctness")
     assert status["state"] == "failed" and status["reason"].startswith("rank 9 (node 1, local rank 1) died first: exit code 1"), status
-    assert "(sim.die_rank)" in status["reason"]
+    assert "(sim.die_rank)" in status["reason"] and status["details"]["cause"] == "crash", status
     run_s = (datetime.fromisoformat(status["finished"]) - datetime.fromisoformat(status["started"])).total_seconds()
     assert run_s < 30 and time.monotonic() - started < 120, run_s
     time.sleep(2)

@@ -389,13 +389,17 @@ def gated_analyses(stage):
 
 
 def stage_state(path, missing="ok"):
-    """The state in a status file, ``missing`` when it is not there (yet)."""
-    import json
+    """The state in a status file, ``missing`` when it is not there (yet), ``unreadable`` when it is damaged
+    (the stages downstream are skipped and name the file: dispatchprof.shell.status.read_input_status).
+    """
+    from dispatchprof.shell.status import StatusError, read_status
 
-    try:
-        return json.loads(Path(path).read_text()).get("state", missing)
-    except (OSError, ValueError):
+    if not Path(path).exists():
         return missing
+    try:
+        return read_status(path).state
+    except StatusError:
+        return "unreadable"
 
 
 def gate_states(*labels):

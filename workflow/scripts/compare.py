@@ -13,7 +13,7 @@ from dispatchprof.analysis.compare import compare
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import run_config
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
-from dispatchprof.shell.status import read_status
+from dispatchprof.shell.status import read_input_status
 
 skip_final_collection()
 setup_logging(snakemake.log[0])
@@ -32,8 +32,8 @@ result = {
 problems, notes = [], []
 for side, names in runs.items():
     for run in names:
-        correctness = read_status(snakemake.input[f"{side}_correctness_{run}"])
-        baseline = read_status(snakemake.input[f"{side}_baseline_{run}"])
+        correctness = read_input_status(snakemake.input[f"{side}_correctness_{run}"])
+        baseline = read_input_status(snakemake.input[f"{side}_baseline_{run}"])
         if correctness.state == "disabled":
             notes.append(f"{run}: precision was not checked (analyze mode); the comparison assumes both sides were correct")
         elif not correctness.ok:

@@ -10,7 +10,7 @@ from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
 from dispatchprof.tools.envinfo import common_op_entry, compare_nodes  # noqa: E402
 from dispatchprof.stages.absent import COLLECT_ONLY, write_env_record  # noqa: E402
 from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
-from dispatchprof.shell.status import Status, Validation, fold, read_status  # noqa: E402
+from dispatchprof.shell.status import Status, Validation, fold, read_input_status  # noqa: E402
 
 
 def body(run: StageRun) -> Status:
@@ -18,7 +18,7 @@ def body(run: StageRun) -> Status:
         # Normally written by rule not_provided, which Snakemake prefers in analyze mode (the same record).
         write_env_record(run.outputs["env"])
         return run.status("disabled", COLLECT_ONLY["env_capture"])
-    parts = {f"node{n}": read_status(p) for n, p in enumerate(run.inputs["nodes"])}
+    parts = {f"node{n}": read_input_status(p) for n, p in enumerate(run.inputs["nodes"])}
     envs = []
     for name, part in parts.items():
         env_file = Path(run.inputs["nodes"][int(name[4:])]).with_name("env.json")

@@ -6,9 +6,9 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.stage import run_stage
-from dispatchprof.shell.status import read_status
+from dispatchprof.shell.status import read_input_status
 
-PARTS = {label: read_status(snakemake.input[label]) for label in snakemake.params["parts"]}
+PARTS = {label: read_input_status(snakemake.input[label]) for label in snakemake.params["parts"]}
 
 from dispatchprof.stages.pipe_timeline import pipe_timeline
 

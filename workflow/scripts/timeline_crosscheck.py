@@ -12,13 +12,13 @@ from dispatchprof.shell.config import run_config
 from dispatchprof.tools.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
 from dispatchprof.formats.msprof import discover, read_prof_info
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
-from dispatchprof.shell.status import read_status
+from dispatchprof.shell.status import read_input_status
 
 skip_final_collection()
 setup_logging(snakemake.log[0])
 cfg = run_config(snakemake.config, snakemake.wildcards.experiment)
 out = {"tool": "msprof-analyze cluster -m compute_op_sum", "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"]}
-timeline = read_status(snakemake.input.status)
+timeline = read_input_status(snakemake.input.status)
 root = Path(cfg["analyze"]["timeline_dir"] or "") if cfg["mode"] == "analyze" else Path(snakemake.params.raw)
 if not timeline.ok:
     out.update(state="skipped", reason=f"needs timeline ({timeline.state})")

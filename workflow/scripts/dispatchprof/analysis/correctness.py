@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # every collective stage judges its run; only the correctness
 class Verdict:
     state: str
     reason: str
-    # What ended the run: none (ok), infrastructure (not run), timeout, precision (a rank did not pass), exit (a node
-    # exited non-zero although its ranks passed).
+    # What ended the run: none (ok), infrastructure (not run), timeout, precision (a rank failed its precision check),
+    # crash (a rank ended by a signal, or exited non-zero without a precision-failure line), exit (a node exited
+    # non-zero although its ranks passed).
     cause: str = "none"
 
 
@@ -97,7 +98,11 @@ def never_started(rows: list[RankRow]) -> tuple[list[str], list[int]]:
     return dead, stray
 
 
-def verdict(rows: list[RankRow], run: CollectiveResult) -> Verdict:
+def verdict(rows: list[RankRow], run: CollectiveResult, precision_failed: set[int] | None = None, first_death: tuple[int, str] | None = None) -> Verdict:
+    """The run's state, reason and cause. ``precision_failed``: the ranks whose logs hold a precision-failure line
+    (deepep.fail_pattern; None when it is not set: every rank without its success line then counts as failing the
+    check). ``first_death``: the rank that died first and how ("exit code 1", "signal SIGKILL"), as its node's spawn
+    says."""
     world = len(rows)
     dead_nodes, stray = never_started(rows)
     stray_text = [f"{name_ranks(stray, world)} never started"] if stray else []
@@ -115,11 +120,31 @@ def verdict(rows: list[RankRow], run: CollectiveResult) -> Verdict:
     bad_exit = sorted(node for node, code in node_exit.items() if code != 0)
     if not not_passed and not bad_exit and not stray and run.problem is None:
         return Verdict("ok", f"all {world} ranks passed the precision check and every node exited 0")
+    failed = not_passed if precision_failed is None else [rank for rank in not_passed if rank in precision_failed]
+    silent = [rank for rank in not_passed if rank not in failed]
     parts = stray_text[:]
-    if not_passed:
-        parts.append(f"{name_ranks(not_passed, world)} did not pass the precision check")
+    if failed:
+        parts.append(f"{name_ranks(failed, world)} did not pass the precision check")
+    if silent:
+        parts.append(f"{name_ranks(silent, world)} printed neither a success nor a precision-failure line")
     if bad_exit:
         parts.append("node exit codes " + ", ".join(f"node {n}: {'none' if node_exit[n] is None else node_exit[n]}" for n in bad_exit))
     if run.problem:
         parts.append(run.problem)
-    return Verdict("failed", "; ".join(parts), "precision" if not_passed else "exit")
+    cause = failure_cause(failed, bad_exit, precision_failed, first_death) if not_passed else "exit"
+    return Verdict("failed", "; ".join(parts), cause)
+
+
+def failure_cause(failed: list[int], bad_exit: list[int], precision_failed: set[int] | None, first_death: tuple[int, str] | None) -> str:
+    """precision or crash, for a run some of whose ranks did not pass. The real test also exits 1 after a failed
+    precision check, so an exit code alone does not say which: a rank ended by a signal is a crash; a rank that
+    exited non-zero is a precision failure when its log holds the precision-failure line, else a crash. The rank
+    that died first decides (the others die of its death); without one named, the lines do."""
+    if first_death is not None:
+        rank, how = first_death
+        if how.startswith("signal"):
+            return "crash"
+        return "precision" if precision_failed is None or rank in precision_failed else "crash"
+    if failed or not bad_exit:
+        return "precision"  # a failure line (or, fail_pattern unset, no success line); or ranks that ended 0 silently
+    return "crash"

@@ -1,7 +1,7 @@
-"""Success (and start) lines in the V2 test's logs.
+"""Success, precision-failure and start lines in the V2 test's logs.
 
-The real test's pass line, start line and per-rank log names are not public (shared/formats/deepep.md §7),
-so all come from config (`deepep.pass_pattern`, `deepep.start_pattern`, `deepep.log_glob`). A pattern's named
+The real test's pass line, failure line, start line and per-rank log names are not public, so all come from config
+(`deepep.pass_pattern`, `deepep.fail_pattern`, `deepep.start_pattern`, `deepep.log_glob`). A pattern's named
 group ``rank`` holds the global rank of the process that printed the line.
 """
 
@@ -40,8 +40,9 @@ def confined_matches(regex: re.Pattern[str], line: str) -> Iterator[re.Match[str
             yield confined
 
 
-def find_pass_lines(paths: Iterable[Path], pattern: str) -> dict[int, PassLine]:
-    """The first success line of every rank found in ``paths`` (logs are read as text, bad bytes replaced)."""
+def find_pass_lines(paths: Iterable[Path], pattern: str, what: str = "success line") -> dict[int, PassLine]:
+    """The first line matching ``pattern`` (a success line, or ``what``) of every rank found in ``paths`` (logs are
+    read as text, bad bytes replaced)."""
     regex = re.compile(pattern)
     found: dict[int, PassLine] = {}
     for path in sorted(set(paths)):
@@ -50,7 +51,7 @@ def find_pass_lines(paths: Iterable[Path], pattern: str) -> dict[int, PassLine]:
                 for match in confined_matches(regex, line):
                     raw = match.group("rank")
                     if raw is None or not raw.isdigit():
-                        raise LogFormatError(f"{path}:{line_no}: field 'rank' of the success line is {raw!r}, expected a non-negative integer")
+                        raise LogFormatError(f"{path}:{line_no}: field 'rank' of the {what} is {raw!r}, expected a non-negative integer")
                     rank = int(raw)
                     found.setdefault(rank, PassLine(rank, str(path), line_no, line.rstrip("\n")))
     return found

@@ -53,6 +53,8 @@ def precision_sentence(corr: Status) -> str:
         return f"The precision test was not run because {root['stage']} is {root['state']}: {root['reason']}"
     if cause == "timeout":
         return f"The precision test did not finish ({corr.state}: {corr.reason})"
+    if cause == "crash":
+        return f"The precision test crashed before every rank gave its verdict: no precision failure is known ({corr.reason})"
     if cause == "exit":
         return f"The precision test's nodes did not exit cleanly although every rank passed ({corr.reason})"
     return f"The precision test did not pass ({corr.state}: {corr.reason})"

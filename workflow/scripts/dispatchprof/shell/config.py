@@ -299,7 +299,7 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
     whose inputs changed, so a run in the other mode under the same experiment name would leave the earlier
     mode's stages in place and one report would mix both (an analyze run in a collected experiment kept every
     collected PMU and baseline result beside the imported timeline)."""
-    import json
+    from dispatchprof.shell.status import StatusError, read_status
 
     problems = []
     for name, run in runs.items():
@@ -307,9 +307,9 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
         other = []
         for status in sorted((results / name).glob("*/status.json")):
             try:
-                source = json.loads(status.read_text()).get("source")
-            except (OSError, ValueError, AttributeError):
-                continue  # unreadable: the stage that owns it rewrites it
+                source = read_status(status).source
+            except StatusError:
+                continue  # damaged: not this check's concern (the end-of-run table names the file)
             if source == SOURCE_OF_MODE[other_mode]:
                 other.append(status.parent.name)
         if other:
@@ -451,7 +451,7 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
         problems.append(f"ssh.user ({user!r}) is not a plain user name")
 
-    for key in ("pass_pattern", "start_pattern"):
+    for key in ("pass_pattern", "fail_pattern", "start_pattern"):
         if deepep[key] is None:
             continue
         try:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 from dispatchprof.shell.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
 from dispatchprof.shell import lifeline
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.shell.status import Gate, Status, Validation, fold, gate, now_iso, read_status, write_status
+from dispatchprof.shell.status import Gate, Status, Validation, fold, gate, now_iso, read_input_status, write_status
 
 log = logging.getLogger("dispatchprof")
 
@@ -229,7 +229,7 @@ def needed_parts_or_end(smk: Any, stage: str) -> dict[str, Status]:
     stage needs, when all are ok. Otherwise it writes the folded status and placeholders and ends the job here:
     a skipped stage then costs a bare Python start, not ~0.5-1 s of imports (most stages of a failed run, and
     every stage without data in analyze mode, are skipped)."""
-    parts = {label: read_status(smk.input[label]) for label in smk.params["needed"]}
+    parts = {label: read_input_status(smk.input[label]) for label in smk.params["needed"]}
     if not all(p.ok for p in parts.values()):
         run = StageRun.from_snakemake(smk, stage)
         run.finish(fold(stage, run.experiment, run.toolchain, parts))

@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from dispatchprof.shell.atomic import write_json_atomic
 
@@ -29,6 +29,91 @@ _RANK = {"disabled": 0, "ok": 1, "skipped": 2, "invalid": 3, "timeout": 4, "fail
 
 class StatusError(ValueError):
     """A status file that does not follow the contract (a workflow bug, not a measurement failure)."""
+
+
+# What each field of a status file holds (None: JSON null). Checked before a Status is built from a file, so that a
+# damaged file is a StatusError naming the field, never a TypeError from deep inside a stage.
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, list) and all(check(item) for item in value)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _labels_to_text(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "stage": (_is_str, "a string"),
+    "experiment": (_is_str, "a string"),
+    "state": (_is_str, "a string"),
+    "reason": (_is_str, "a string"),
+    "toolchain": (_is_str, "a string"),
+    "node": (_optional(_is_int), "an integer or null"),
+    "source": (_is_str, "a string"),
+    "upstream": (_labels_to_text, "a mapping of labels to states (strings)"),
+    "command": (_optional(_list_of(_is_str)), "a list of strings or null"),
+    "exit_code": (_optional(_is_int), "an integer or null"),
+    "started": (_optional(_is_str), "a time (string) or null"),
+    "finished": (_optional(_is_str), "a time (string) or null"),
+    "validations": (_list_of(lambda v: isinstance(v, dict)), "a list of validations (mappings)"),
+    "artifacts": (_list_of(_is_str), "a list of paths (strings)"),
+    "part": (_optional(_is_str), "a string or null"),
+    "details": (lambda v: isinstance(v, dict), "a mapping"),
+    "root_cause": (_optional(_labels_to_text), "a mapping of strings (stage, state, reason) or null"),
+}
+_REQUIRED = ("stage", "experiment", "state", "reason", "toolchain")
+_CHOICES = {"stage": STAGES, "state": STATES, "source": SOURCES, "toolchain": TOOLCHAINS}
+_VALIDATION_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "check": (_is_str, "a string"),
+    "passed": (lambda v: isinstance(v, bool), "true or false"),
+    "severity": (lambda v: v in SEVERITIES, f"one of {', '.join(SEVERITIES)}"),
+    "detail": (_is_str, "a string"),
+}
+
+
+def _shown(value: Any) -> str:
+    """A value as the error names it: its JSON kind and the start of its text."""
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+    kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
+    text = repr(value)
+    return kind if value is None else f"{kind} ({text[:60]}{'...' if len(text) > 60 else ''})"
+
+
+def _check_fields(data: Mapping[str, Any], types: Mapping[str, tuple[Callable[[Any], bool], str]], required: Iterable[str], where: str) -> None:
+    for name in required:
+        if name not in data:
+            raise StatusError(f"{where}field {name!r} is missing (expected {types[name][1]})")
+    for name, (fits, expected) in types.items():
+        if name in data and not fits(data[name]):
+            raise StatusError(f"{where}field {name!r} is {_shown(data[name])}, expected {expected}")
+
+
+def check_status_fields(data: Any, path: str | Path) -> None:
+    """StatusError naming ``path``, the field and what was expected, unless ``data`` (a status file's parsed JSON) is
+    a status of this contract."""
+    if not isinstance(data, dict):
+        raise StatusError(f"{path}: holds {_shown(data)}, expected a mapping of status fields")
+    if data.get("schema") != SCHEMA:
+        raise StatusError(f"{path}: field 'schema' is {data.get('schema')!r}, expected {SCHEMA!r}")
+    _check_fields(data, _FIELD_TYPES, _REQUIRED, f"{path}: ")
+    for name, choices in _CHOICES.items():
+        if name in data and data[name] not in choices:
+            raise StatusError(f"{path}: field {name!r} is {data[name]!r}, expected one of {', '.join(choices)}")
+    if not data["reason"]:
+        raise StatusError(f"{path}: field 'reason' is empty, expected a reason a person can act on")
+    for number, validation in enumerate(data.get("validations", []), 1):
+        _check_fields(validation, _VALIDATION_FIELDS, ("check", "passed"), f"{path}: validation {number}: ")
 
 
 def now_iso() -> str:
@@ -90,15 +175,15 @@ class Status:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str | Path = "<dict>") -> Status:
-        if data.get("schema") != SCHEMA:
-            raise StatusError(f"{path}: field 'schema' is {data.get('schema')!r}, expected {SCHEMA!r}")
+    def from_dict(cls, data: Any, path: str | Path = "<dict>") -> Status:
+        """The status a file's parsed JSON holds; StatusError naming the file and the field for anything else."""
+        check_status_fields(data, path)
         known = {f for f in cls.__dataclass_fields__}
         fields = {k: v for k, v in data.items() if k in known}
-        fields["validations"] = [Validation(**v) for v in data.get("validations", [])]
+        fields["validations"] = [Validation(**{k: v[k] for k in _VALIDATION_FIELDS if k in v}) for v in data.get("validations", [])]
         try:
             return cls(**fields)
-        except TypeError as exc:
+        except (StatusError, TypeError) as exc:  # checked above; kept so that nothing else ever escapes
             raise StatusError(f"{path}: {exc}") from exc
 
 
@@ -107,14 +192,48 @@ def write_status(path: str | Path, status: Status) -> None:
 
 
 def read_status(path: str | Path) -> Status:
+    """The one checked way to read a status file: a Status, or StatusError naming the file, the field and what was
+    expected (missing, unreadable, not UTF-8, not JSON, not a mapping, a field missing or of the wrong type or value).
+    A damaged status (an edit, a truncated copy, a tool that rewrote it) must not turn into a traceback downstream."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise StatusError(f"{path}: status file missing") from exc
-    except json.JSONDecodeError as exc:
+    except OSError as exc:
+        raise StatusError(f"{path}: status file cannot be read ({exc.strerror or exc})") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StatusError(f"{path}: not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); a status file is JSON in UTF-8") from exc
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise StatusError(f"{path}: not valid JSON ({exc})") from exc
     return Status.from_dict(data, path)
+
+
+def read_input_status(path: str | Path) -> Status:
+    """An input's status for a stage that gates or folds on it: the file's Status, or for a damaged file a stand-in
+    that is `skipped` with the file as its root cause (state `unreadable`), so that every stage downstream is
+    skipped and says which file to look at, instead of failing on it."""
+    try:
+        return read_status(path)
+    except StatusError as exc:
+        experiment, stage, part = place_of_status(path)
+        cause = {"stage": stage if part is None else f"{stage}/{part}", "state": "unreadable", "reason": str(exc)}
+        reason = f"its status file is unreadable: {exc}"
+        return Status(stage, experiment, "skipped", reason, toolchain="none", part=part, root_cause=cause)
+
+
+def place_of_status(path: str | Path) -> tuple[str, str, str | None]:
+    """The experiment, stage and part whose status file ``path`` is: results/<experiment>/<stage>[/<part>...]/status.json
+    (the part may be nested: timeline/nodes/nodes0-1, pipe_timeline/pipe/collect)."""
+    parents = Path(path).parent.parts
+    for depth in range(len(parents) - 1, 0, -1):
+        if parents[depth] in STAGES:
+            return parents[depth - 1], parents[depth], "/".join(parents[depth + 1 :]) or None
+    raise StatusError(f"{path}: not a stage's status file (expected results/<experiment>/<stage>[/<part>]/status.json)")
 
 
 def worst_state(states: Iterable[str]) -> str:
@@ -166,7 +285,7 @@ def gate(needed: Mapping[str, str | Path], optional: Mapping[str, str | Path] | 
     inputs: dict[str, Status] = {}
     blocking: list[Status] = []
     for label, path in {**(optional or {}), **needed}.items():
-        status = read_status(path)
+        status = read_input_status(path)
         inputs[label] = status
         upstream[label] = status.state
         if label in needed and not status.ok:

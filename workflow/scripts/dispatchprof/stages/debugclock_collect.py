@@ -17,7 +17,7 @@ from dispatchprof.shell.atomic import copy_under_umask
 from dispatchprof.tools.collective import run_driver
 from dispatchprof.tools.debugbuild import baseline_intact, build_debug, decide, make_tree
 from dispatchprof.shell.stage import StageRun
-from dispatchprof.shell.status import Status, Validation, read_status
+from dispatchprof.shell.status import Status, Validation, read_input_status
 from dispatchprof.tools.toolchain import Toolchain, resolve
 
 # The legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): a precision failure of the ON run
@@ -32,7 +32,7 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     if not gate.open:
         return run.skipped(gate)
     cfg, dc = run.config, run.config["debugclock"]
-    pmu = read_status(run.inputs["pmu"])
+    pmu = read_input_status(run.inputs["pmu"])
     go, why = decide(dc["when"], pmu.state, pmu.reason)
     if not go:
         return run.status("disabled", why, upstream=gate.upstream, details={"pmu": pmu.state})

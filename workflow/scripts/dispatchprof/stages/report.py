@@ -27,7 +27,7 @@ from dispatchprof.report.summary import answer_parts, answer_sentences, build_su
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
 from dispatchprof.shell.stage import StageRun
-from dispatchprof.shell.status import Status, read_status
+from dispatchprof.shell.status import Status, read_input_status
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
 Link = Callable[[str], str]
@@ -54,9 +54,9 @@ def collect_parts(experiment: str, statuses: dict) -> dict:
     for stage in statuses:
         root = Path("results") / experiment / stage
         if (root / "collect" / "status.json").is_file():
-            parts[stage] = read_status(root / "collect" / "status.json")
+            parts[stage] = read_input_status(root / "collect" / "status.json")
         for path in sorted(root.glob("*/collect/status.json")):  # a stage of several runs (pipe_timeline/pipe, /instr)
-            parts[f"{stage}/{path.parent.parent.name}"] = read_status(path)
+            parts[f"{stage}/{path.parent.parent.name}"] = read_input_status(path)
     return parts
 
 
@@ -172,7 +172,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     def link(path: str) -> str:
         return os.path.relpath(path, out_dir)
 
-    statuses = {stage: read_status(run.inputs[stage]) for stage in run.params["stages"]}
+    statuses = {stage: read_input_status(run.inputs[stage]) for stage in run.params["stages"]}
     env = json.loads(Path(run.inputs["env"]).read_text())
     build = json.loads(Path(run.inputs["build_record"]).read_text())
     ranks = pq.ParquetFile(run.inputs["correctness_ranks"]).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)

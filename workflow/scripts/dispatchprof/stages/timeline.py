@@ -22,7 +22,7 @@ from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, 
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.shell.stage import StageRun
-from dispatchprof.shell.status import Status, Validation, fold, read_status
+from dispatchprof.shell.status import Status, Validation, fold, read_input_status
 
 LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
 
@@ -202,8 +202,8 @@ def clock_corrected_trace(run: StageRun, used: Mapping[str, np.ndarray], details
 
 def timeline(run: StageRun) -> Status:
     cfg = run.config
-    parts = {label: read_status(run.inputs[label]) for label in run.params["needed"]}
-    parts.update({f"nodes{g}": read_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
+    parts = {label: read_input_status(run.inputs[label]) for label in run.params["needed"]}
+    parts.update({f"nodes{g}": read_input_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
     fold_ = fold_coverage((pq.ParquetFile(p).read() for p in run.inputs["coverage"]), world_ranks(cfg), cfg["stats"]["min_rank_coverage"])
     write_table_parquet_atomic(run.outputs["coverage"], fold_.table, {"dispatchprof.toolchain": run.toolchain})
     covered, coverage_summary = fold_.covered, fold_.summary

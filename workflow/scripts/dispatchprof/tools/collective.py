@@ -167,26 +167,35 @@ def run_test(
         spec.env.update(extra_env or {})
     result = launcher(config).run(specs, timeout_s)
     logs = [p for p in [s.log_path for s in specs] + list(test_logs.glob(config["deepep"]["log_glob"])) if p.is_file()]
-    start_pattern = config["deepep"]["start_pattern"]
+    start_pattern, fail_pattern = config["deepep"]["start_pattern"], config["deepep"]["fail_pattern"]
     try:
         passed = find_pass_lines(logs, config["deepep"]["pass_pattern"])
-        started = find_pass_lines(logs, start_pattern) if start_pattern else None
+        started = find_pass_lines(logs, start_pattern, "start line") if start_pattern else None
+        precision_failed = set(find_pass_lines(logs, fail_pattern, "precision-failure line")) if fail_pattern else None
     except LogFormatError as exc:
         return TestRun(result, None, Verdict("invalid", str(exc)), specs[0].argv, run_dir, ports)
     table = rank_table(config["cluster"]["nodes"], config["cluster"]["ranks_per_node"], passed, result, started)
-    judged = verdict(table, result)
-    died = None if judged.state == "ok" or result.not_run else first_dead_rank(result, int(config["cluster"]["ranks_per_node"]), logs)
-    if died:
-        # The cause stays the verdict's: without a failure pattern a rank that exits before its pass line and one that
-        # fails its precision check look alike (both exit 1); its last lines, in the reason, tell them apart. First when
-        # its death took others with it (their siblings ended, peers stopped); after, when it alone did not pass.
-        rank, text = died
-        alone = [row.global_rank for row in table if not row.passed] == [rank]
-        judged = Verdict(judged.state, f"{judged.reason}; {text}" if alone else f"{text}; {judged.reason}", judged.cause)
+    died = None if result.not_run else first_dead_rank(result, int(config["cluster"]["ranks_per_node"]), logs)
+    judged = verdict(table, result, precision_failed, (died.rank, died.how) if died else None)
+    if died and judged.state != "ok":
+        # First when its death took others with it (their siblings ended, peers stopped); after, when it alone did not
+        # pass. Its last lines show what it was doing; the cause (crash or precision) is the verdict's.
+        alone = [row.global_rank for row in table if not row.passed] == [died.rank]
+        judged = Verdict(judged.state, f"{judged.reason}; {died.text}" if alone else f"{died.text}; {judged.reason}", judged.cause)
     return TestRun(result, table, judged, specs[0].argv, run_dir, ports)
 
 
-def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Path]) -> tuple[int, str] | None:
+@dataclass(frozen=True)
+class DeadRank:
+    """The rank whose process failed first: how (torch's words: "exit code 1", "signal SIGKILL"), and the sentence
+    that names it with its node, its log and its last lines."""
+
+    rank: int
+    how: str
+    text: str
+
+
+def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Path]) -> DeadRank | None:
     """The rank whose process failed first, as its node's spawn names it (torch's message), with the last lines that
     rank printed (lines holding "[rank <r>]", the convention of the test's lines); None when no node log names one."""
     exited = sorted((n for n in result.nodes if n.exit_code not in (None, 0) and not n.killed and n.log_path.is_file()), key=lambda n: n.finished or 0)
@@ -197,7 +206,11 @@ def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Pa
         rank = node.node * ranks_per_node + failure.local_rank
         tail = log_tail(logs, f"[rank {rank}]")
         said = f"; its last lines: {' | '.join(tail)}" if tail else f"; no line of its logs holds '[rank {rank}]'"
-        return rank, f"rank {rank} (node {node.node}, local rank {failure.local_rank}) died first: {failure.how} ({failure.path}:{failure.line_no}){said}"
+        return DeadRank(
+            rank,
+            failure.how,
+            f"rank {rank} (node {node.node}, local rank {failure.local_rank}) died first: {failure.how} ({failure.path}:{failure.line_no}){said}",
+        )
     return None
 
 
