@@ -62,3 +62,17 @@ def test_imported_akl_traces_of_a_slow_link_name_the_sending_node_in_the_status_
     for name in ("debugclock.html.j2", "debugclock.md.j2"):
         text = render(templates, context, name)
         assert "Slower on every rank of a node: node 0, URMASendToken, slot 4 (send_complete)" in text, name
+
+
+def test_an_imported_tree_with_a_file_link_loop_is_invalid_naming_the_link(tmp_path):
+    """The stage reads analyze.debugclock_dir itself (no import rule): a loop there is its refusal, not a traceback."""
+    import shutil
+
+    tree = tmp_path / "imported"
+    shutil.copytree(FIXTURES / "deepep" / "debugclock" / "legacy", tree)
+    (tree / "dispatch_clock_loop.csv").symlink_to(tree / "other.csv")
+    (tree / "other.csv").symlink_to(tree / "dispatch_clock_loop.csv")
+    run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}})
+    status = debugclock(run, {})
+    assert status.state == "invalid" and status.source == "import", status.reason
+    assert f"{tree / 'dispatch_clock_loop.csv'}: a symbolic link loop" in status.reason

@@ -159,7 +159,9 @@ def test_16_ranks_with_one_corrupt_db_give_a_timeline_on_15_with_the_bad_one_nam
     parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
     assert parsed.state == "ok" and f"rank {bad} refused: {db}: not a readable msprof database" in parsed.reason, parsed.reason
     assert status.state == "ok", status.reason
-    assert "15/16 ranks (missing rank 11)" in status.reason and f"Left out, their files refused: rank {bad} refused: {db}" in status.reason, status.reason
+    assert (
+        "15/16 ranks (missing rank 11)" in status.reason and f"Left out, their files refused: rank {bad} ({db}: not a readable msprof database" in status.reason
+    ), status.reason
     assert "database disk image is malformed" in status.reason
     coverage = stats["coverage"]
     assert coverage["found"] == 15 and coverage["missing"] == [bad] and list(coverage["refused"]) == [str(bad)]
@@ -175,7 +177,10 @@ def test_16_ranks_with_one_corrupt_db_give_a_timeline_on_15_with_the_bad_one_nam
     from dispatchprof.report.summary import timeline_sentences
 
     said = " ".join(timeline_sentences(stats))
-    assert "covers 15/16 ranks (missing rank 11)" in said and f"Left out because their files could not be used: rank 11 refused: {db}" in said, said
+    assert (
+        "covers 15/16 ranks (missing rank 11)" in said
+        and f"Left out because their files could not be used: rank 11 ({db}: not a readable msprof database" in said
+    ), said
 
 
 def test_a_garbled_identity_file_refuses_that_prof_and_names_it_for_the_rank_it_leaves_without_data(intact, tmp_path):

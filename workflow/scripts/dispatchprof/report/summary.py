@@ -70,7 +70,7 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
         )
     refused = coverage.get("refused") or {}
     if refused:
-        named = "; ".join(f"rank {r} {detail}" for r, detail in list(refused.items())[:3])
+        named = "; ".join(f"rank {r} ({detail.removeprefix('refused: ')})" for r, detail in list(refused.items())[:3])
         text.append(f"Left out because their files could not be used: {named}" + (f" and {len(refused) - 3} more ranks" if len(refused) > 3 else "") + ".")
     note = (tl.get("rank_mapping") or {}).get("note")
     if note:

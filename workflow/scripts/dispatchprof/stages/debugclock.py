@@ -12,6 +12,7 @@ from dispatchprof.formats.debugclock import DebugClockFormatError, load_tree
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
 from dispatchprof.stages.absent import DEBUGCLOCK_NOT_PROVIDED
+from dispatchprof.stages.imports import tree_problems, unreadable_entries
 
 
 def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
@@ -23,6 +24,9 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
         if not root:
             return run.status("skipped", DEBUGCLOCK_NOT_PROVIDED, source="import")  # normally written by rule not_provided
         root = Path(root)
+        problems = tree_problems(root) if root.exists() or root.is_symlink() else []
+        if problems:  # this stage reads its import itself (no debugclock_import rule): it refuses the tree so
+            return run.status("invalid", unreadable_entries("debugclock_dir", root, problems), source="import", upstream=upstream)
     else:
         root = Path("results") / run.experiment / "debugclock" / "raw"
     meta = {"toolchain": run.toolchain, "data_source": run.source}  # "source" is the DebugClock format

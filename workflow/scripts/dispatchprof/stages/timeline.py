@@ -58,7 +58,7 @@ def refused_sentence(refused: Mapping[str, str], most: int = 3) -> str:
     sentence to end a reason with; "" when none was."""
     if not refused:
         return ""
-    named = "; ".join(f"rank {r} {detail}" for r, detail in list(refused.items())[:most])
+    named = "; ".join(f"rank {r} ({detail.removeprefix('refused: ')})" for r, detail in list(refused.items())[:most])
     more = f" and {len(refused) - most} more" if len(refused) > most else ""
     return f". Left out, their files refused: {named}{more}"
 
