@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
-from dispatchprof.analysis.rank_identity import Coverage, coverage_of
+from dispatchprof.analysis.rank_identity import Coverage, coverage_of, refused_sentence
 from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel, used_launches
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
@@ -51,16 +51,6 @@ def fold_coverage(node_tables: Iterable[pa.Table], world: int, min_fraction: flo
         "refused": {str(int(r["global_rank"])): str(r["detail"]) for r in absent_rows if r["state"] == "refused"},
     }
     return CoverageFold(table, covered, summary, absent_rows)
-
-
-def refused_sentence(refused: Mapping[str, str], most: int = 3) -> str:
-    """The ranks left out because their files could not be used, each with its reason (which names the file), as a
-    sentence to end a reason with; "" when none was."""
-    if not refused:
-        return ""
-    named = "; ".join(f"rank {r} ({detail.removeprefix('refused: ')})" for r, detail in list(refused.items())[:most])
-    more = f" and {len(refused) - most} more" if len(refused) > most else ""
-    return f". Left out, their files refused: {named}{more}"
 
 
 def too_few(covered: Coverage, summary: Mapping[str, Any], kernel: str) -> str:

@@ -18,6 +18,7 @@ from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, discover, prof_chips, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
+from dispatchprof.formats.text import refusal
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
@@ -54,13 +55,6 @@ class NodeRangeParse:
     ranks: list[dict[str, Any]] = field(default_factory=list)
     symbols: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)
-
-
-def refusal(path: Path, exc: Exception) -> str:
-    """Why a rank's file was refused, naming it: a format error names its file already, an OSError its path."""
-    if isinstance(exc, OSError) and not exc.filename:
-        return f"{path}: {exc.strerror or exc}"
-    return str(exc)
 
 
 def read_node_infos(raw: Path, nodes: range) -> tuple[dict[int, dict[Path, ProfInfo]], dict[int, list[str]]]:
