@@ -245,3 +245,12 @@ def test_a_file_and_a_directory_the_user_cannot_read_are_refused_with_their_path
         for d in (root / "node0" / prof.name / "mindstudio_profiler_log",):
             d.chmod(0o755)
         shutil.rmtree(root)
+
+
+def test_a_permission_fix_changes_the_fingerprint_so_the_refused_import_runs_again(tmp_path):
+    """chmod 644 on a file refused as unreadable changes neither its size nor its mtime: the mode is in the hash."""
+    prof, locked = prof_with(tmp_path, lambda prof: prof / "msprof_20260101000000.db")
+    locked.chmod(0o000)
+    refused = tree_fingerprint(str(tmp_path))
+    locked.chmod(0o644)
+    assert tree_fingerprint(str(tmp_path)) != refused

@@ -42,9 +42,9 @@ def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
     for entry in walk_tree(root):
         if entry.problem is not None or entry.stat is None or entry.is_dir:
             continue
-        record: dict[str, Any] = {"path": str(entry.path), "size": entry.stat.st_size, "mtime": entry.stat.st_mtime}
+        record: dict[str, Any] = {"path": entry.path, "size": entry.stat.st_size, "mtime": entry.stat.st_mtime}
         if checksums:
-            record["sha256"] = sha256_file(entry.path)
+            record["sha256"] = sha256_file(Path(entry.path))
         entries.append(record)
     return entries
 
@@ -53,33 +53,35 @@ def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
 class TreeEntry:
     """One entry of a walked tree: its stat (links followed), or the problem that keeps it from being read."""
 
-    path: Path
+    path: str
     stat: os.stat_result | None
     problem: str | None = None
     is_dir: bool = False
     visited: bool = False  # a directory reached again through a link: not walked twice
 
 
-def entry_problem(path: Path) -> tuple[os.stat_result | None, str | None]:
+def entry_problem(path: str, open_files: bool = True) -> tuple[os.stat_result | None, str | None]:
     """(stat, None) for a readable regular file or a directory; else (stat or None, what keeps it from being read).
-    Never raises: a link loop, a dangling link, a FIFO or device, a file that cannot be opened are problems. A file is
-    opened (non-blocking, closed at once) because its permission bits do not say it: root reads a mode-000 file."""
+    Never raises: a link loop, a dangling link, a FIFO or device, (``open_files``) a file that cannot be opened are
+    problems. A file is opened (non-blocking, closed at once) because its permission bits do not say it: root reads a
+    mode-000 file, and an ACL may refuse what the bits allow."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return None, "a symbolic link loop (Too many levels of symbolic links)"
-        if path.is_symlink():
+        if os.path.islink(path):
             return None, f"a dangling symbolic link (to {os.readlink(path)}, {exc.strerror})"
         return None, f"cannot be examined ({exc.strerror or exc})"
     if stat.S_ISDIR(st.st_mode):
         return st, None
     if not stat.S_ISREG(st.st_mode):
         return st, f"not a regular file ({file_kind(st.st_mode)})"
-    try:
-        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
-    except OSError as exc:
-        return st, f"cannot be read ({exc.strerror or exc})"
+    if open_files:
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        except OSError as exc:
+            return st, f"cannot be read ({exc.strerror or exc})"
     return st, None
 
 
@@ -88,16 +90,16 @@ def file_kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a file or directory")
 
 
-def walk_tree(root: Path) -> Iterator[TreeEntry]:
+def walk_tree(root: Path, open_files: bool = True) -> Iterator[TreeEntry]:
     """Every entry under ``root`` (or ``root`` itself when it is no directory), depth first in name order, never
     raising. Directory links are followed, each directory once (by device and inode): a directory link loop ends the
-    walk there. A file link loop, a dangling link, an unreadable file or a directory that cannot be listed comes with
-    its problem."""
-    stack = [root]
+    walk there. A file link loop, a dangling link, an unreadable file (``open_files``: opened to tell) or a directory
+    that cannot be listed comes with its problem."""
+    stack = [str(root)]
     visited: set[tuple[int, int]] = set()
     while stack:
         current = stack.pop()
-        st, problem = entry_problem(current)
+        st, problem = entry_problem(current, open_files)
         if st is None or problem is not None or not stat.S_ISDIR(st.st_mode):
             yield TreeEntry(current, st, problem)
             continue
@@ -112,7 +114,7 @@ def walk_tree(root: Path) -> Iterator[TreeEntry]:
             yield TreeEntry(current, st, f"a directory that cannot be listed ({exc.strerror or exc})", is_dir=True)
             continue
         yield TreeEntry(current, st, is_dir=True)
-        stack.extend(current / name for name in names)
+        stack.extend(os.path.join(current, name) for name in names)
 
 
 def tree_problems(root: Path) -> list[str]:
@@ -121,25 +123,29 @@ def tree_problems(root: Path) -> list[str]:
 
 
 def tree_fingerprint(path: str | None) -> str:
-    """Names, sizes and mtimes (ns) of every file under ``path`` (or of the file itself), hashed: the import's
-    rerun trigger. Cheap (a stat and an open per file, no reads); "none" when not provided, "absent" when it does not
-    exist. It runs while Snakemake builds the DAG, so it never raises: an entry that cannot be read (a link loop, a
-    dangling link, an unreadable file or directory) counts as such, and the import then says what it cannot read."""
+    """Names, sizes, mtimes (ns) and owners and modes of every file under ``path`` (or of the file itself), hashed:
+    the import's rerun trigger. Cheap (a stat per entry, no open, no read): it runs while Snakemake builds the DAG.
+    "none" when not provided, "absent" when it does not exist. It never raises: an entry that cannot be examined (a
+    link loop, a dangling link, a directory that cannot be listed) counts as such, and the import then says what it
+    cannot read; a chmod or chown that makes a file readable changes the hash, so the import runs again."""
     if path is None:
         return "none"
     root = Path(path)
     if not root.exists() and not root.is_symlink():
         return "absent"
     digest = hashlib.sha256()
-    for entry in walk_tree(root):
+    for entry in walk_tree(root, open_files=False):
+        st = entry.stat
         if entry.problem is not None:
             line = f"{entry.path}\tunreadable {entry.problem}"
         elif entry.visited:
             line = f"{entry.path}\tvisited"
-        elif entry.is_dir or entry.stat is None:
+        elif st is None:
             continue
+        elif entry.is_dir:  # a directory's owner and mode decide whether it can be listed
+            line = f"{entry.path}\tdir\t{st.st_mode:o}\t{st.st_uid}\t{st.st_gid}"
         else:
-            line = f"{entry.path}\t{entry.stat.st_size}\t{entry.stat.st_mtime_ns}"
+            line = f"{entry.path}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_mode:o}\t{st.st_uid}\t{st.st_gid}"
         digest.update(f"{line}\n".encode(errors="surrogateescape"))
     return digest.hexdigest()[:16]
 
