@@ -62,3 +62,33 @@ def test_imported_akl_traces_of_a_slow_link_name_the_sending_node_in_the_status_
     for name in ("debugclock.html.j2", "debugclock.md.j2"):
         text = render(templates, context, name)
         assert "Slower on every rank of a node: node 0, URMASendToken, slot 4 (send_complete)" in text, name
+
+
+def test_an_imported_tree_with_a_file_link_loop_is_invalid_naming_the_link(tmp_path):
+    """The stage reads analyze.debugclock_dir itself (no import rule): a loop there is its refusal, not a traceback."""
+    import shutil
+
+    tree = tmp_path / "imported"
+    shutil.copytree(FIXTURES / "deepep" / "debugclock" / "legacy", tree)
+    (tree / "dispatch_clock_loop.csv").symlink_to(tree / "other.csv")
+    (tree / "other.csv").symlink_to(tree / "dispatch_clock_loop.csv")
+    run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}})
+    status = debugclock(run, {})
+    assert status.state == "invalid" and status.source == "import", status.reason
+    assert f"{tree / 'dispatch_clock_loop.csv'}: a symbolic link loop" in status.reason
+
+
+def test_one_rank_with_a_garbled_clock_csv_is_left_out_named_and_the_other_is_summarised(tmp_path):
+    import shutil
+
+    tree = tmp_path / "imported"
+    shutil.copytree(FIXTURES / "deepep" / "debugclock" / "legacy", tree)
+    bad = tree / "node1" / "dispatch_clock" / "dispatch_clock_rank_1.csv"
+    bad.write_bytes(b"\x00\x01garbage")
+    run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}})
+    status = run.finish(debugclock(run, {}))
+    assert status.state == "ok", status.reason
+    assert status.reason.startswith("legacy_csv: 1 ranks") and f"Left out, their files refused: rank 1 (node1) ({bad}: " in status.reason, status.reason
+    assert any(not v.passed and str(bad) in v.detail for v in status.validations)
+    stats = json.loads(run.outputs["stats"].read_text())
+    assert list(stats["refused"]) == ["1 (node1)"] and str(bad) in stats["refused"]["1 (node1)"]

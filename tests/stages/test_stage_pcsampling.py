@@ -67,3 +67,27 @@ def test_the_reason_names_the_top_stall_and_the_hottest_line():
         "stall samples on 2 of 2 ranks; top stall SYNC (75% of not-issued samples); hottest line k.cpp:12 (CalCumSum, 12.5% of all samples)"
     )
     assert stall_reason({**cov, "state": "partial"}, stalls, []).startswith("PARTIAL COVERAGE: 2 of 2 ranks; ")
+
+
+def test_one_rank_with_a_truncated_visualize_data_is_left_out_named_and_the_others_are_decoded(tmp_path):
+    """Four ranks of one node (the three-launch run, device d each), rank 1's launch-2 file cut short."""
+    source = next((FIXTURES / "msopprof" / "launches3").glob("OPPROF_*"))
+    node = tmp_path / "pc" / "node0"
+    for device in range(4):
+        prof = node / f"OPPROF_2025031701181{device}_{'DNMFKOVQMZFKYLUP'[device:] + 'ABCD'[:device]}"
+        shutil.copytree(source, prof)
+        for launch in prof.glob("*/[0-9]"):
+            shutil.copy(FIXTURES / "msopprof" / "pcsampling" / "visualize_data.bin", launch / "visualize_data.bin")
+            basic = next(launch.glob("OpBasicInfo_*.csv"))
+            basic.write_text(basic.read_text().replace(",2,NA,0,4242,", f",2,NA,{device},{4242 + device},"))
+    bad = next(node.glob("OPPROF_20250317011811_*")) / "elastic_dispatch_kernel" / "2" / "visualize_data.bin"
+    bad.write_bytes(bad.read_bytes()[:37])
+    overlay = {**ONE_RANK, "cluster": {"nodes": 1, "ranks_per_node": 4}, "analyze": {"pcsampling_dir": str(tmp_path / "pc")}}
+    run = stage_run(tmp_path, "pcsampling", outputs=OUTPUTS, params={"identity": None}, overlay=overlay)
+    status = run.finish(pcsampling(run, {}))
+    assert status.state == "ok", status.reason
+    assert status.reason.startswith("PARTIAL COVERAGE: samples on 3 of 4 ranks; missing rank 1 (visualize_data.bin refused: rank 1)"), status.reason
+    assert f"Left out, their files refused: rank 1 ({bad}: " in status.reason, status.reason
+    stats = json.loads(run.outputs["stats"].read_text())
+    assert stats["coverage"]["missing"] == [1] and stats["coverage"]["without_output"] == [] and str(bad) in stats["coverage"]["refused"]["1"]
+    assert sorted(stats["per_rank"]) == ["0", "2", "3"]

@@ -79,3 +79,42 @@ def test_without_a_chip_in_the_data_the_family_is_inferred_from_the_column_order
     assert status.state == "ok", status.reason
     assert roles["chips"] == [{"name": "A2/A3", "family": "A2/A3", "source": "inferred from the CSV columns"}]
     assert not set(roles["missing_columns"]) & ONLY_950
+
+
+def four_ranks(tmp_path):
+    """The three-launch run as four ranks of one node (device d, pid 4242 + d): <dir>/node0/OPPROF_* each."""
+    source = next((FIXTURES / "msopprof" / "launches3").glob("OPPROF_*"))
+    node = tmp_path / "pmu" / "node0"
+    profs = {}
+    for device in range(4):
+        prof = node / f"OPPROF_2025031701181{device}_{'DNMFKOVQMZFKYLUP'[device:] + 'ABCD'[:device]}"
+        shutil.copytree(source, prof)
+        for basic in prof.glob("*/*/OpBasicInfo_*.csv"):
+            basic.write_text(basic.read_text().replace(",2,NA,0,4242,", f",2,NA,{device},{4242 + device},"))
+        profs[device] = prof
+    return profs
+
+
+def pmu_of(tmp_path, raw):
+    overlay = {**ONE_RANK, "cluster": {"nodes": 1, "ranks_per_node": 4}, "analyze": {"pmu_dir": str(raw)}}
+    run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, params={"identity": None}, overlay=overlay)
+    return run.finish(pmu(run, {})), run
+
+
+def test_one_rank_with_an_unreadable_metric_csv_is_left_out_named_and_the_others_are_analysed(tmp_path):
+    intact, intact_run = pmu_of(tmp_path / "intact", four_ranks(tmp_path / "a")[0].parent.parent)
+    assert intact.state == "ok" and "on 4/4 ranks" in intact.reason, intact.reason
+    profs = four_ranks(tmp_path / "b")
+    (bad,) = profs[2].glob("*/1/PipeUtilization_*.csv")
+    bad.write_bytes(b"\x00\xff" * 300)  # launch 1 of rank 2: garbage
+    status, run = pmu_of(tmp_path / "broken", profs[0].parent.parent)
+    assert status.state == "ok" and "on 3/4 ranks (missing rank 2)" in status.reason, status.reason
+    assert f"Left out, their files refused: rank 2 ({bad}: " in status.reason, status.reason
+    assert any(not v.passed and str(bad) in v.detail for v in status.validations)
+    roles = json.loads(run.outputs["stats"].read_text())
+    assert roles["coverage"]["missing"] == [2] and str(bad) in roles["coverage"]["refused"]["2"]
+    # rank 2 is out whole (its two readable launches too); the other ranks' numbers are the intact run's
+    cores, intact_cores = pq.read_table(run.outputs["cores"]).to_pandas(), pq.read_table(intact_run.outputs["cores"]).to_pandas()
+    assert sorted(cores["rank"].unique()) == [0, 1, 3]
+    kept = intact_cores[intact_cores["rank"] != 2].reset_index(drop=True)
+    pd.testing.assert_frame_equal(cores.reset_index(drop=True)[kept.columns], kept)

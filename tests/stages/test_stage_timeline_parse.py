@@ -175,16 +175,22 @@ def implausible_prof(tmp_path, dur_ns=5_000_000_000):
     return prof, db, start
 
 
-def assert_never_reaches_the_statistics(tmp_path, status):
-    assert status.state == "invalid", status.reason
-    assert not any((tmp_path / "out" / name).exists() for name in ("launches.parquet", "coverage.parquet", "ranks.json"))
+def refusal_of_the_rank(tmp_path, status):
+    """The one rank's refusal: the part goes on (ok, its other ranks would be analysed), the rank is left out with
+    why, and none of its launches reaches the statistics. Returns the refusal (the file named first)."""
+    assert status.state == "ok", status.reason
+    (rank,) = json.loads((tmp_path / "out" / "ranks.json").read_text())["ranks"]
+    assert not rank["present"] and rank["reason"].startswith("refused: "), rank
+    assert pq.read_table(tmp_path / "out" / "launches.parquet").num_rows == 0
+    assert pq.read_table(tmp_path / "out" / "coverage.parquet").column("state").to_pylist() == ["refused"]
+    assert f"rank 0 {rank['reason']}" in status.reason and status.details["refused"] == {"0": rank["reason"]}
+    return rank["reason"].removeprefix("refused: ")
 
 
 def test_an_implausible_launch_duration_is_refused_with_its_file_and_row(tmp_path):
     _, db, start = implausible_prof(tmp_path)
     status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
-    assert_never_reaches_the_statistics(tmp_path, status)
-    assert status.reason == (
+    assert refusal_of_the_rank(tmp_path, status) == (
         f"{db}: launch 2 of elastic_dispatch_kernel (start {start} ns, {start // 1000}.{start % 1000:03d} us): duration 5000000000 ns, "
         "5e+06 us, above stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
     )
@@ -195,7 +201,8 @@ def test_the_timeline_limit_is_the_configured_one(tmp_path):
     raw = {"analyze": {"timeline_dir": str(tmp_path / "raw")}}
     assert timeline_parse(parse_run(tmp_path, {**ONE_RANK, **raw})).state == "ok"
     status = timeline_parse(parse_run(tmp_path / "strict", {**ONE_RANK, **raw, "stats": {"max_plausible_us": 150}}))
-    assert status.state == "invalid" and "launch 2 of elastic_dispatch_kernel" in status.reason and "(150 us)" in status.reason, status.reason
+    refused = refusal_of_the_rank(tmp_path / "strict", status)
+    assert "launch 2 of elastic_dispatch_kernel" in refused and "(150 us)" in refused, refused
 
 
 @pytest.mark.parametrize(
@@ -223,11 +230,11 @@ def test_an_implausible_duration_in_the_text_export_never_reaches_the_statistics
     lines[launch] = ",".join(fields)
     csv.write_text("".join(lines))
     status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
-    assert_never_reaches_the_statistics(tmp_path, status)
-    assert message in status.reason, status.reason
-    assert status.reason.startswith(str(csv if "above" not in message else csv.parent)), status.reason
+    refused = refusal_of_the_rank(tmp_path, status)
+    assert message in refused, refused
+    assert refused.startswith(str(csv if "above" not in message else csv.parent)), refused
     if "above" not in message:
-        assert f"line {launch + 1}:" in status.reason
+        assert f"line {launch + 1}:" in refused
 
 
 @pytest.mark.parametrize("duration,message", [(1e300, "not 64-bit integers"), (5e6, "duration 5000000000 ns, 5e+06 us, above stats.max_plausible_us")])
@@ -243,5 +250,5 @@ def test_an_implausible_duration_in_the_msprof_json_never_reaches_the_statistics
     [e for e in events if e.get("name") == "elastic_dispatch_kernel" and e.get("ph") == "X"][2]["dur"] = duration
     path.write_text(json.dumps(data))
     status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
-    assert_never_reaches_the_statistics(tmp_path, status)
-    assert message in status.reason and status.reason.startswith(str(path if duration > 1e200 else path.parent)), status.reason
+    refused = refusal_of_the_rank(tmp_path, status)
+    assert message in refused and refused.startswith(str(path if duration > 1e200 else path.parent)), refused

@@ -137,3 +137,120 @@ def test_a_utf8_bom_is_read_as_utf8(tmp_path):
     path = tmp_path / "dispatch_latency.csv"
     path.write_bytes(codecs.BOM_UTF8 + b"rank,iteration\n0,0\n1,0\n")
     assert latency_csv_ranks(path) == 2
+
+
+def prof_with(tmp_path: Path, make) -> tuple[Path, Path]:
+    """An imported timeline tree (node0/PROF_.../) with one entry made by ``make(directory) -> path``."""
+    prof = tmp_path / "node0" / "PROF_000001_20260101000000000_ABCDEFGHIJ"
+    prof.mkdir(parents=True)
+    (prof / "msprof_20260101000000.db").write_bytes(b"x")
+    return prof, make(prof)
+
+
+def file_loop(prof: Path) -> Path:
+    (prof / "a").symlink_to(prof / "b")
+    (prof / "b").symlink_to(prof / "a")
+    return prof / "a"
+
+
+def dangling(prof: Path) -> Path:
+    (prof / "gone.json").symlink_to(prof / "nowhere.json")
+    return prof / "gone.json"
+
+
+def fifo(prof: Path) -> Path:
+    os.mkfifo(prof / "op_summary_20260101000000.csv")  # a FIFO where a file belongs: opening it would block the walk
+    return prof / "op_summary_20260101000000.csv"
+
+
+@pytest.mark.parametrize(
+    "make, why",
+    [(file_loop, "a symbolic link loop"), (dangling, "a dangling symbolic link (to "), (fifo, "not a regular file (a FIFO)")],
+    ids=["file-loop", "dangling-link", "fifo"],
+)
+def test_an_entry_that_cannot_be_read_is_refused_by_the_import_with_its_path(tmp_path, make, why):
+    prof, bad = prof_with(tmp_path, make)
+    fingerprint = tree_fingerprint(str(tmp_path))  # runs while Snakemake builds the DAG: it must not raise
+    assert len(fingerprint) == 16 and tree_fingerprint(str(tmp_path)) == fingerprint
+    state, reason, details = checked_import("timeline_dir", str(tmp_path), 1, 8)
+    assert state == "invalid" and f"{bad}: {why}" in reason and reason.startswith("analyze.timeline_dir: "), reason
+    assert any(p.startswith(f"{bad}: {why}") for p in details["unreadable"])
+    assert [Path(e["path"]).name for e in manifest(tmp_path, checksums=True)] == ["msprof_20260101000000.db"]  # the rest, read
+
+
+def test_the_fingerprint_sees_a_loop_appear_and_go(tmp_path):
+    prof, _ = prof_with(tmp_path, lambda prof: prof / "msprof_20260101000000.db")
+    clean = tree_fingerprint(str(tmp_path))
+    file_loop(prof)
+    looped = tree_fingerprint(str(tmp_path))
+    assert looped != clean  # the import reruns and says what it cannot read
+    (prof / "a").unlink()
+    (prof / "b").unlink()
+    assert tree_fingerprint(str(tmp_path)) == clean
+
+
+def test_an_imported_path_that_is_itself_a_loop_says_so_not_that_it_does_not_exist(tmp_path):
+    (tmp_path / "x").symlink_to(tmp_path / "y")
+    (tmp_path / "y").symlink_to(tmp_path / "x")
+    assert len(tree_fingerprint(str(tmp_path / "x"))) == 16
+    state, reason, _ = checked_import("latency_csv", str(tmp_path / "x"), 2, 16)
+    assert state == "invalid" and f"{tmp_path / 'x'}: a symbolic link loop" in reason, reason
+    assert manifest(tmp_path / "x") == []
+
+
+UNPRIVILEGED = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from dispatchprof.stages.imports import checked_import, manifest, tree_fingerprint
+from pathlib import Path
+if os.geteuid() == 0:  # root reads a mode-000 file: the check runs as nobody, as a user's account would
+    os.setgid(65534)
+    os.setuid(65534)
+root = sys.argv[2]
+print(json.dumps({"fingerprint": tree_fingerprint(root), "import": checked_import("timeline_dir", root, 1, 8),
+                  "manifest": [Path(e["path"]).name for e in manifest(Path(root))]}))
+"""
+
+
+def test_a_file_and_a_directory_the_user_cannot_read_are_refused_with_their_paths(tmp_path):
+    """chmod 000 on a file and on a directory. The tests run as root, who reads them anyway, so the check runs in a
+    subprocess that drops to uid 65534 first (as any user's own account, it runs directly), in a directory outside
+    pytest's private tmp (mode 0700, which nobody could enter)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from conftest import ROOT
+
+    root = Path(tempfile.mkdtemp(prefix="dispatchprof-perm-"))
+    try:
+        root.chmod(0o755)
+        prof, locked = prof_with(root, lambda prof: prof / "msprof_20260101000000.db")
+        for d in (root / "node0", prof):
+            d.chmod(0o755)
+        locked.chmod(0o000)
+        (prof / "mindstudio_profiler_log").mkdir(mode=0o000)
+        (prof / "mindstudio_profiler_log").chmod(0o000)
+        done = subprocess.run([sys.executable, "-c", UNPRIVILEGED, str(ROOT / "workflow" / "scripts"), str(root)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+        state, reason, details = seen["import"]
+        assert state == "invalid" and "2 entries of" in reason, reason
+        assert f"{locked}: cannot be read (Permission denied)" in details["unreadable"]
+        assert f"{prof / 'mindstudio_profiler_log'}: a directory that cannot be listed (Permission denied)" in details["unreadable"]
+        assert len(seen["fingerprint"]) == 16 and seen["manifest"] == []
+    finally:
+        for d in (root / "node0" / prof.name / "mindstudio_profiler_log",):
+            d.chmod(0o755)
+        shutil.rmtree(root)
+
+
+def test_a_permission_fix_changes_the_fingerprint_so_the_refused_import_runs_again(tmp_path):
+    """chmod 644 on a file refused as unreadable changes neither its size nor its mtime: the mode is in the hash."""
+    prof, locked = prof_with(tmp_path, lambda prof: prof / "msprof_20260101000000.db")
+    locked.chmod(0o000)
+    refused = tree_fingerprint(str(tmp_path))
+    locked.chmod(0o644)
+    assert tree_fingerprint(str(tmp_path)) != refused

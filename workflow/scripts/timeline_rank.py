@@ -30,7 +30,7 @@ def body(run: StageRun) -> Status:
     records = {r["rank"]: r for r in json.loads(Path(run.inputs["ranks"]).read_text())["ranks"]}
     record = records.get(rank)
     if record is None or not record["present"]:
-        return run.status("invalid", f"rank {rank} has no PROF_ data: {(record or {}).get('reason') or 'not in the parse output'}", upstream=gate.upstream)
+        return run.status("invalid", f"rank {rank} has no timeline data: {(record or {}).get('reason') or 'not in the parse output'}", upstream=gate.upstream)
     regex = kernel_regex(run.config["kernel"]["name"])
     try:
         kernels = read_target_kernels(read_prof_info(Path(record["prof"])), lambda name: bool(regex.match(name)), 0, with_ids=True)

@@ -168,14 +168,16 @@ def role_stalls(by_function: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[
     return out
 
 
-def coverage(world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction: float) -> dict[str, Any]:
+def coverage(world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction: float, refused: Iterable[int] = ()) -> dict[str, Any]:
     """Which of the ``world`` ranks have PC samples, judged as the timeline and PMU judge theirs (rank_identity.coverage_of,
     stats.min_rank_coverage): {expected, found, missing: [ranks], without_output: [ranks with no visualize_data.bin],
     state: full | partial | none | most_missing, text}. A rank absent from per_rank wrote no visualize_data.bin; a rank
     present with samples False wrote one without a TopStallReason block. Below the fraction, means over ranks would
-    describe a minority: most_missing, and the stage is invalid."""
+    describe a minority: most_missing, and the stage is invalid. ``refused``: ranks whose visualize_data.bin could not
+    be read (missing, but not for want of a file)."""
     covered = coverage_of(world, [int(r) for r, v in per_rank.items() if v.get("samples")], min_fraction)
-    without_output = [r for r in covered.missing if str(r) not in per_rank]
+    refused = sorted(set(refused))
+    without_output = [r for r in covered.missing if str(r) not in per_rank and r not in refused]
     n, found, missing = covered.expected, covered.found, covered.missing
     if covered.complete:
         state, text = "full", f"samples on all {n} ranks"
@@ -186,4 +188,6 @@ def coverage(world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction
         text = f"samples on {len(found)} of {n} ranks; missing {name_ranks(missing, n)}"
         if without_output:
             text += f" (no visualize_data.bin: {name_ranks(without_output, n)})"
+        if refused:
+            text += f" (visualize_data.bin refused: {name_ranks(refused, n)})"
     return {"expected": n, "found": len(found), "missing": missing, "without_output": without_output, "state": state, "text": text}

@@ -185,6 +185,16 @@ class Coverage:
         return {"expected": self.expected, "found": len(self.found), "missing": self.missing, "fraction": self.fraction, "min_fraction": self.min_fraction}
 
 
+def refused_sentence(refused: Mapping[str, str] | Mapping[int, str], most: int = 3) -> str:
+    """The ranks left out because their files could not be used, each with why (which names the file), as a
+    sentence to end a stage's reason with; "" when none was."""
+    if not refused:
+        return ""
+    named = "; ".join(f"rank {r} ({str(detail).removeprefix('refused: ')})" for r, detail in list(refused.items())[:most])
+    more = f" and {len(refused) - most} more" if len(refused) > most else ""
+    return f". Left out, their files refused: {named}{more}"
+
+
 def coverage_of(world: int, with_data: Iterable[int], min_fraction: float) -> Coverage:
     present = sorted({int(r) for r in with_data if 0 <= int(r) < world})
     return Coverage(world, present, sorted(set(range(world)) - set(present)), min_fraction)

@@ -39,21 +39,30 @@ def prof_sources(node: int, infos: Mapping[Path, ProfInfo]) -> list[RankSource]:
 
 
 def coverage_rows(
-    nodes: range, ranks_per_node: int, assignments: Sequence[RankAssignment], infos: Mapping[Path, ProfInfo], infer: str = "device_id"
+    nodes: range,
+    ranks_per_node: int,
+    assignments: Sequence[RankAssignment],
+    infos: Mapping[Path, ProfInfo],
+    infer: str = "device_id",
+    refused: Mapping[int, Sequence[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per expected rank of these nodes: its PROF_, device, pid, how it was mapped, and found / missing with
     why. A rank has data when its PROF_ holds a db or an export; what its read then tells (an msprof session that
     never ended, no launch of the kernel) is read_state's. A missing rank of a node whose PROF_ maps to no rank says
-    which device that PROF_ holds and why it maps to none."""
+    which device that PROF_ holds and why it maps to none. ``refused``: per node, the PROF_ directories that could not
+    be read (each named, with why); a rank of that node without a PROF_ is ``refused``, with them as its reason."""
     by_rank = {a.rank: a for a in assignments if a.rank is not None}
     rows = []
     for node in nodes:
         unmapped = [why_unmapped(a, ranks_per_node, infer) for a in assignments if a.rank is None and a.source.node == node]
+        unreadable = list((refused or {}).get(node, []))
         for local in range(ranks_per_node):
             rank = node * ranks_per_node + local
             a = by_rank.get(rank)
             info = infos[a.source.path] if a else None
-            if a is None:
+            if a is None and unreadable:
+                state, why = "refused", "no readable PROF_ directory maps to this rank; refused: " + "; ".join(unreadable + unmapped)
+            elif a is None:
                 state, why = "missing", ("no PROF_ directory maps to this rank: " + "; ".join(unmapped)) if unmapped else "no PROF_ directory for this rank"
             elif not info.has_kernel_tables and not info.devices:
                 # shared/formats/msprof.md §6: an empty device side means disk space or permissions; check the plog

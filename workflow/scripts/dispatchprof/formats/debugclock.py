@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
-from dispatchprof.formats.text import read_csv_rows, read_text_file
+from dispatchprof.formats.text import read_csv_rows, read_text_file, refusal
 
 MAGIC = 0x414B4C5452433031
 VERSION = 1
@@ -245,6 +245,7 @@ class Loaded:
     legacy: list[tuple[int, int, pd.DataFrame]]  # (node, run, parse_legacy_csv frame) per file
     captures: list[tuple[int, Capture]]  # (node, capture)
     event_map: Path | None
+    refused: dict[str, str] = field(default_factory=dict)  # rank (as its file names it) -> "refused: <file>: why"
 
 
 def _placement(root: Path, path: Path) -> tuple[int, int]:
@@ -260,25 +261,52 @@ def _placement(root: Path, path: Path) -> tuple[int, int]:
 
 def load_tree(root: str | Path) -> Loaded:
     """Every DebugClock file under ``root``, both formats found by name. AKL captures need an event_map.json
-    somewhere under root (several must agree): the decoder rejects ids it cannot name."""
+    somewhere under root (several must agree): the decoder rejects ids it cannot name. A rank with a file that cannot
+    be read or parsed is left out whole (all its files), with why (Loaded.refused); the event maps serve every rank,
+    so a bad one raises."""
     root = Path(root)
-    legacy = [(*_placement(root, p), parse_legacy_csv(p)) for p in find_legacy_csvs(root)]
+    refused: dict[tuple[int, int], str] = {}  # (node, rank as the file name says it) -> why
+    legacy: list[tuple[int, int, pd.DataFrame, tuple[int, int]]] = []
+    for path in find_legacy_csvs(root):
+        node, run = _placement(root, path)
+        key = (node, int(LEGACY_RE.match(path.name).group(1)))  # find_legacy_csvs matched it
+        try:
+            legacy.append((node, run, parse_legacy_csv(path), key))
+        except (DebugClockFormatError, OSError) as exc:
+            refused.setdefault(key, refusal(path, exc))
     dirs = find_captures(root)
     maps = find_event_maps(root)
-    captures: list[tuple[int, Capture]] = []
+    captures: list[tuple[int, Capture, tuple[int, int]]] = []
     if dirs:
         if not maps:
             raise DebugClockFormatError(
                 f"{root}: {len(dirs)} AKL captures but no event_map.json under it; expected the build's ascend_deepep/lib/event_map.json"
             )
-        events: dict[int, tuple[str, ...]] = {}
-        for path in maps:
-            for key, parts in parse_event_map(path).items():
-                if events.setdefault(key, parts) != parts:
-                    raise DebugClockFormatError(f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})")
+        events = merged_event_maps(maps)
         for d in dirs:
             node, run = _placement(root, d)
-            capture = parse_capture(d, events)
+            key = (node, int(CAPTURE_RE.match(d.name).group(1)))  # find_captures matched it
+            try:
+                capture = parse_capture(d, events)
+            except (DebugClockFormatError, OSError) as exc:
+                refused.setdefault(key, refusal(d, exc))
+                continue
             capture.run = run
-            captures.append((node, capture))
-    return Loaded(root, legacy, captures, maps[0] if maps else None)
+            captures.append((node, capture, key))
+    return Loaded(
+        root,
+        [(node, run, frame) for node, run, frame, key in legacy if key not in refused],
+        [(node, capture) for node, capture, key in captures if key not in refused],
+        maps[0] if maps else None,
+        {str(rank) if node == 0 else f"{rank} (node{node})": f"refused: {why}" for (node, rank), why in sorted(refused.items())},
+    )
+
+
+def merged_event_maps(maps: list[Path]) -> dict[int, tuple[str, ...]]:
+    """Every event map's ids and paths; two maps that name one id differently are refused."""
+    events: dict[int, tuple[str, ...]] = {}
+    for path in maps:
+        for key, parts in parse_event_map(path).items():
+            if events.setdefault(key, parts) != parts:
+                raise DebugClockFormatError(f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})")
+    return events

@@ -14,6 +14,14 @@ import numpy as np
 from dispatchprof.formats.encoding import encoding_problem
 
 
+def refusal(path: Path, exc: Exception) -> str:
+    """Why a file (or the directory holding a rank's files) was refused, naming it: a parser's error names its file
+    already, an OSError its path where it has one."""
+    if isinstance(exc, OSError) and not exc.filename:
+        return f"{path}: {exc.strerror or exc}"
+    return str(exc)
+
+
 def read_text_file(path: Path, error: type[Exception], expected: str = "a CSV text file") -> str:
     raw = path.read_bytes()
     problem = encoding_problem(path, raw, expected)

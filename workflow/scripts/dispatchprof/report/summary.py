@@ -70,6 +70,10 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
             f"The msprof timeline covers {coverage.get('sentence') or coverage['found']}: the ranks present are analysed, "
             "and a rank without data may be the one the others wait for."
         )
+    refused = coverage.get("refused") or {}
+    if refused:
+        named = "; ".join(f"rank {r} ({detail.removeprefix('refused: ')})" for r, detail in list(refused.items())[:3])
+        text.append(f"Left out because their files could not be used: {named}" + (f" and {len(refused) - 3} more ranks" if len(refused) > 3 else "") + ".")
     note = (tl.get("rank_mapping") or {}).get("note")
     if note:
         text.append(f"Rank numbers are inferred: {note}.")

@@ -7,12 +7,14 @@ workflow's own raw directories: ``<dir>/node<k>/...`` for the profilers' outputs
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from dispatchprof.tools.building import sha256_file
 from dispatchprof.formats.names import OPPROF_RE, PROF_RE
@@ -35,53 +37,116 @@ class ImportError_(ValueError):
 
 
 def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
-    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    """Every readable regular file of the tree (tree_problems lists the others): path, size, mtime, sha256 on request."""
     entries = []
-    for path in paths:
-        st = path.stat()
-        entry: dict[str, Any] = {"path": str(path), "size": st.st_size, "mtime": st.st_mtime}
+    for entry in walk_tree(root):
+        if entry.problem is not None or entry.stat is None or entry.is_dir:
+            continue
+        record: dict[str, Any] = {"path": entry.path, "size": entry.stat.st_size, "mtime": entry.stat.st_mtime}
         if checksums:
-            entry["sha256"] = sha256_file(path)
-        entries.append(entry)
+            record["sha256"] = sha256_file(Path(entry.path))
+        entries.append(record)
     return entries
 
 
-def tree_fingerprint(path: str | None) -> str:
-    """Names, sizes and mtimes (ns) of every file under ``path`` (or of the file itself), hashed: the import's
-    rerun trigger. Cheap (a stat per file, no reads); "none" when not provided, "absent" when it does not exist.
-    Directory links are followed, each directory once (by device and inode): a link loop ends the walk there, it
-    does not run forever. A directory that cannot be listed counts as such (the import then says what it cannot read)."""
-    if path is None:
-        return "none"
-    root = Path(path)
-    if not root.exists():
-        return "absent"
-    digest = hashlib.sha256()
-    stack = [root]
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a walked tree: its stat (links followed), or the problem that keeps it from being read."""
+
+    path: str
+    stat: os.stat_result | None
+    problem: str | None = None
+    is_dir: bool = False
+    visited: bool = False  # a directory reached again through a link: not walked twice
+
+
+def entry_problem(path: str, open_files: bool = True) -> tuple[os.stat_result | None, str | None]:
+    """(stat, None) for a readable regular file or a directory; else (stat or None, what keeps it from being read).
+    Never raises: a link loop, a dangling link, a FIFO or device, (``open_files``) a file that cannot be opened are
+    problems. A file is opened (non-blocking, closed at once) because its permission bits do not say it: root reads a
+    mode-000 file, and an ACL may refuse what the bits allow."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "a symbolic link loop (Too many levels of symbolic links)"
+        if os.path.islink(path):
+            return None, f"a dangling symbolic link (to {os.readlink(path)}, {exc.strerror})"
+        return None, f"cannot be examined ({exc.strerror or exc})"
+    if stat.S_ISDIR(st.st_mode):
+        return st, None
+    if not stat.S_ISREG(st.st_mode):
+        return st, f"not a regular file ({file_kind(st.st_mode)})"
+    if open_files:
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        except OSError as exc:
+            return st, f"cannot be read ({exc.strerror or exc})"
+    return st, None
+
+
+def file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "not a file or directory")
+
+
+def walk_tree(root: Path, open_files: bool = True) -> Iterator[TreeEntry]:
+    """Every entry under ``root`` (or ``root`` itself when it is no directory), depth first in name order, never
+    raising. Directory links are followed, each directory once (by device and inode): a directory link loop ends the
+    walk there. A file link loop, a dangling link, an unreadable file (``open_files``: opened to tell) or a directory
+    that cannot be listed comes with its problem."""
+    stack = [str(root)]
     visited: set[tuple[int, int]] = set()
     while stack:
         current = stack.pop()
-        if current.is_file():
-            st = current.stat()
-            digest.update(f"{current}\t{st.st_size}\t{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
+        st, problem = entry_problem(current, open_files)
+        if st is None or problem is not None or not stat.S_ISDIR(st.st_mode):
+            yield TreeEntry(current, st, problem)
             continue
+        if (st.st_dev, st.st_ino) in visited:
+            yield TreeEntry(current, st, is_dir=True, visited=True)
+            continue
+        visited.add((st.st_dev, st.st_ino))
         try:
-            st = current.stat()
-            if (st.st_dev, st.st_ino) in visited:
-                digest.update(f"{current}\tvisited\n".encode(errors="surrogateescape"))
-                continue
-            visited.add((st.st_dev, st.st_ino))
-            listing = os.scandir(current)
+            with os.scandir(current) as listing:
+                names = sorted((e.name for e in listing), reverse=True)
         except OSError as exc:
-            digest.update(f"{current}\tunreadable {exc.errno}\n".encode(errors="surrogateescape"))
+            yield TreeEntry(current, st, f"a directory that cannot be listed ({exc.strerror or exc})", is_dir=True)
             continue
-        with listing as entries:
-            for entry in sorted(entries, key=lambda e: e.name, reverse=True):
-                if entry.is_dir(follow_symlinks=True):
-                    stack.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=True):
-                    st = entry.stat()
-                    digest.update(f"{entry.path}\t{st.st_size}\t{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
+        yield TreeEntry(current, st, is_dir=True)
+        stack.extend(os.path.join(current, name) for name in names)
+
+
+def tree_problems(root: Path) -> list[str]:
+    """What in the tree cannot be read, each entry named with why (walk_tree): empty when every entry can."""
+    return [f"{e.path}: {e.problem}" for e in walk_tree(root) if e.problem is not None]
+
+
+def tree_fingerprint(path: str | None) -> str:
+    """Names, sizes, mtimes (ns) and owners and modes of every file under ``path`` (or of the file itself), hashed:
+    the import's rerun trigger. Cheap (a stat per entry, no open, no read): it runs while Snakemake builds the DAG.
+    "none" when not provided, "absent" when it does not exist. It never raises: an entry that cannot be examined (a
+    link loop, a dangling link, a directory that cannot be listed) counts as such, and the import then says what it
+    cannot read; a chmod or chown that makes a file readable changes the hash, so the import runs again."""
+    if path is None:
+        return "none"
+    root = Path(path)
+    if not root.exists() and not root.is_symlink():
+        return "absent"
+    digest = hashlib.sha256()
+    for entry in walk_tree(root, open_files=False):
+        st = entry.stat
+        if entry.problem is not None:
+            line = f"{entry.path}\tunreadable {entry.problem}"
+        elif entry.visited:
+            line = f"{entry.path}\tvisited"
+        elif st is None:
+            continue
+        elif entry.is_dir:  # a directory's owner and mode decide whether it can be listed
+            line = f"{entry.path}\tdir\t{st.st_mode:o}\t{st.st_uid}\t{st.st_gid}"
+        else:
+            line = f"{entry.path}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_mode:o}\t{st.st_uid}\t{st.st_gid}"
+        digest.update(f"{line}\n".encode(errors="surrogateescape"))
     return digest.hexdigest()[:16]
 
 
@@ -145,8 +210,11 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
     if path is None:
         return "skipped", f"not provided in analyze mode (analyze.{kind} is null)", {}
     root = Path(path)
-    if not root.exists():
+    if not root.exists() and not root.is_symlink():
         return "invalid", f"analyze.{kind}: {root} does not exist", {}
+    problems = tree_problems(root)
+    if problems:
+        return "invalid", unreadable_entries(kind, root, problems), {"unreadable": problems[:100], "unreadable_count": len(problems)}
     try:
         count = count_import(kind, root)
     except (ImportError_, OSError, UnicodeDecodeError) as exc:
@@ -159,6 +227,13 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
         return "invalid", f"analyze.{kind}: {root} holds {count.ranks} ranks ({count.how}) but the config has {world} (nodes x ranks_per_node)", details
     held = f"{count.ranks} ranks, {count.how}" if count.ranks is not None else count.how
     return "ok", f"imported {root} in place ({held})", details
+
+
+def unreadable_entries(kind: str, root: Path, problems: list[str], most: int = 3) -> str:
+    """The import's refusal: which entries of the tree cannot be read, each with why (tree_problems)."""
+    listed = "; ".join(problems[:most]) + (f"; and {len(problems) - most} more" if len(problems) > most else "")
+    entries = "1 entry" if len(problems) == 1 else f"{len(problems)} entries"
+    return f"analyze.{kind}: {entries} of {root} cannot be read: {listed} (fix or remove them; the import reads nothing until then)"
 
 
 def file_count(entries: list[dict[str, Any]]) -> str:

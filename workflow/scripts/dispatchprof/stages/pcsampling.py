@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from dispatchprof.analysis.opprof_runs import rank_runs, why_no_run_has
-from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities
+from dispatchprof.analysis.opprof_runs import PerRank, rank_runs, read_each_rank, refused_details, refused_validations, why_no_run_has
+from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities, refused_sentence
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.analysis.pcsampling import HOT_LINE_SHARE, SIMT_FUNCTIONS, aggregate, coverage
 from dispatchprof.shell.atomic import write_json_atomic
@@ -22,9 +22,11 @@ NO_SAMPLES_WHY = (
 )
 
 
-def decode_ranks(run: StageRun) -> list[tuple[int, Any]]:
-    """Every rank's decoded visualize_data.bin. Raises OpprofFormatError, VisualizeBinError or RankIdentityError."""
+def decode_ranks(run: StageRun) -> PerRank[Any]:
+    """Every rank's decoded visualize_data.bin (one a rank). A rank whose file cannot be read or decoded is left out,
+    with why (PerRank.refused), and the others go on. Raises RankIdentityError."""
     cfg = run.config
+    unplaced: list[str] = []
     runs = rank_runs(
         run.raw_dir("pcsampling_dir"),
         cfg["cluster"]["nodes"],
@@ -32,17 +34,23 @@ def decode_ranks(run: StageRun) -> list[tuple[int, Any]]:
         cfg["kernel"]["name"],
         load_identities(run.params["identity"]),
         cfg["cluster"]["infer_rank"],
+        unplaced,
     )
-    return [(r.rank, decode_pc_sampling(r.run.directory / "visualize_data.bin")) for r in runs if (r.run.directory / "visualize_data.bin").is_file()]
+    with_file = [r for r in runs if (r.run.directory / "visualize_data.bin").is_file()]
+    return read_each_rank(with_file, lambda r: decode_pc_sampling(r.run.directory / "visualize_data.bin"), (OpprofFormatError, VisualizeBinError), unplaced)
 
 
 def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     cfg = run.config
     repo = resolve(cfg).repo if cfg["mode"] == "collect" else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
     try:
-        decoded = decode_ranks(run)
-    except (OpprofFormatError, VisualizeBinError, RankIdentityError) as exc:
+        files = decode_ranks(run)
+    except RankIdentityError as exc:
         return run.status("invalid", str(exc))
+    decoded = [(rank, data) for rank, launches in files.read.items() for _, data in launches]
+    left_out, refused = refused_sentence(files.refused), refused_validations(files, "visualize_data.bin")
+    if not decoded and files.refused:
+        return run.status("invalid", "no rank's visualize_data.bin can be read" + left_out, validations=refused, details=refused_details(files))
     if not decoded:
         c = cfg["cluster"]
         why = why_no_run_has(
@@ -59,8 +67,8 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
     lines_seen, instr_seen = merged["lines_seen"], merged["instructions_seen"]
     # Coverage as the timeline judges it: which of the world's ranks have samples (ranks without a run count as missing)
-    cov = coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"])
-    validations = []
+    cov = {**coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"], files.refused), **refused_details(files)}
+    validations = list(refused)
     if cov["state"] == "none":
         result = {
             "toolchain": run.toolchain,
@@ -72,7 +80,7 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
         }
         write_json_atomic(run.outputs["stats"], result)
         validations.append(Validation("SIMT samples", False, "warning", NO_SAMPLES_WHY))
-        return run.status("ok", NO_SAMPLES_WHY, validations=validations, details={"coverage": cov})
+        return run.status("ok", NO_SAMPLES_WHY + left_out, validations=validations, details={"coverage": cov})
     if cov["state"] != "full":
         validations.append(Validation("rank coverage", False, "error" if cov["state"] == "most_missing" else "warning", cov["text"]))
     source_mapped = lines_seen > 0
@@ -111,8 +119,8 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     write_json_atomic(run.outputs["stats"], result)
     common = {"validations": validations, "upstream": {k: p.state for k, p in parts.items()}, "details": {"coverage": cov}}
     if cov["state"] == "most_missing":  # means over a minority of ranks would pass for the cluster's picture
-        return run.status("invalid", f"PC sampling coverage too low: {cov['text']}", artifacts=[str(p) for p in run.outputs.values()], **common)
-    reason = stall_reason(cov, stalls, top_lines)
+        return run.status("invalid", f"PC sampling coverage too low: {cov['text']}" + left_out, artifacts=[str(p) for p in run.outputs.values()], **common)
+    reason = stall_reason(cov, stalls, top_lines) + left_out
     return run.status("ok", reason, artifacts=[str(p) for p in run.outputs.values()], **common)
 
 

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from dispatchprof.analysis.opprof_runs import rank_runs
+from dispatchprof.analysis.opprof_runs import PerRank, rank_runs, read_each_rank, refused_details, refused_validations
 from dispatchprof.analysis.pipe_timeline import (
     BANDWIDTH_CAUTION,
     INSTR_NOTE,
@@ -23,7 +23,7 @@ from dispatchprof.analysis.pipe_timeline import (
     top_instructions,
     unassigned,
 )
-from dispatchprof.analysis.rank_identity import RankIdentityError, coverage_of, load_identities
+from dispatchprof.analysis.rank_identity import RankIdentityError, coverage_of, load_identities, refused_sentence
 from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.formats.msopprof import OpprofFormatError
@@ -82,49 +82,64 @@ def not_run_status(run: StageRun, enabled: Mapping[str, Status], runs: dict[str,
 
 
 def read_traces(run: StageRun, sources: list[tuple[str, Path, str | None]], runs: dict[str, dict]) -> tuple[list[pd.DataFrame], list[str], list[Validation]]:
-    """Every rank's trace events of every source, the state of each source, and the warnings on the way. A source
-    with an unreadable trace is invalid as a whole (``runs`` says why); one below the coverage keeps its events."""
+    """Every rank's trace events of every source, the state of each source, and the warnings on the way. A rank
+    whose trace cannot be read is left out with why (``runs`` lists it under refused), the source goes on with the
+    rest; one below the coverage keeps its events."""
     cfg = run.config
-    world = world_ranks(cfg)
     frames, states, validations = [], [], []
     for label, raw, identity in sources:
+        unplaced: list[str] = []
         try:
             found = rank_runs(
-                raw, cfg["cluster"]["nodes"], cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"], load_identities(identity), cfg["cluster"]["infer_rank"]
+                raw,
+                cfg["cluster"]["nodes"],
+                cfg["cluster"]["ranks_per_node"],
+                cfg["kernel"]["name"],
+                load_identities(identity),
+                cfg["cluster"]["infer_rank"],
+                unplaced,
             )
-            traces, without, parsed = [], [], []  # kept only when every trace of this run reads
-            for r in found:
-                trace = read_run_trace(r.run.directory)
-                if trace is None or trace.events.empty:
-                    without.append(r.rank)
-                    continue
-                kind = label if label != "import" else ("InstrTimeline" if trace.has_instructions else "PipeTimeline")
-                launch = r.run.n if r.run.n is not None else 0
-                traces.append(trace.source)
-                parsed.append(trace.events.assign(rank=r.rank, launch=launch, run=kind))
-        except (OpprofFormatError, TraceFormatError, RankIdentityError) as exc:
+        except RankIdentityError as exc:
             runs.setdefault(label, {})
             runs[label].update(state="invalid", reason=str(exc))
             states.append("invalid")
             continue
-        frames += parsed
-        with_trace = sorted({r.rank for r in found} - set(without))
-        cov = coverage_of(world, with_trace, cfg["stats"]["min_rank_coverage"])
-        entry = runs.setdefault(label, {"state": "ok"})
-        entry["traces"] = traces
-        entry["rank_coverage"] = {**cov.as_dict(), "sentence": cov.sentence()}
-        if not cov.enough:
-            entry.update(
-                state="invalid",
-                reason=f"trace.json (or a TRACE block in visualize_data.bin) for {cov.sentence()}: below stats.min_rank_coverage"
-                + (f"; {len(without)} kernel runs have none (not a PipeTimeline/InstrTimeline run?)" if without else ""),
-            )
-            states.append("invalid")
-        else:
-            states.append("ok")
-            if not cov.complete:
-                validations.append(Validation(f"{label}: every rank has a trace", False, "warning", f"analysed {cov.sentence()}"))
+        read = read_each_rank(found, lambda r: read_run_trace(r.run.directory), (OpprofFormatError, TraceFormatError), unplaced)
+        validations += [Validation(f"{label}: {v.check}", v.passed, v.severity, v.detail) for v in refused_validations(read, "trace")]
+        states.append(source_traces(label, read, runs, frames, validations, world_ranks(cfg), cfg["stats"]["min_rank_coverage"]))
     return frames, states, validations
+
+
+def source_traces(
+    label: str, read: PerRank[Any], runs: dict[str, dict], frames: list[pd.DataFrame], validations: list[Validation], world: int, min_fraction: float
+) -> str:
+    """One source's traces into ``frames``, its coverage and refused ranks into ``runs[label]``; its state."""
+    traces, without = [], []
+    for rank, launches in read.read.items():
+        for r, trace in launches:
+            if trace is None or trace.events.empty:
+                without.append(rank)
+                continue
+            kind = label if label != "import" else ("InstrTimeline" if trace.has_instructions else "PipeTimeline")
+            traces.append(trace.source)
+            frames.append(trace.events.assign(rank=rank, launch=r.run.n if r.run.n is not None else 0, run=kind))
+    with_trace = sorted(set(read.read) - set(without))  # a rank with a run without a trace is not counted covered
+    cov = coverage_of(world, with_trace, min_fraction)
+    entry = runs.setdefault(label, {"state": "ok"})
+    entry["traces"] = traces
+    entry["rank_coverage"] = {**cov.as_dict(), "sentence": cov.sentence(), **refused_details(read)}
+    left_out = refused_sentence(read.refused)
+    if not cov.enough:
+        entry.update(
+            state="invalid",
+            reason=f"trace.json (or a TRACE block in visualize_data.bin) for {cov.sentence()}: below stats.min_rank_coverage"
+            + (f"; {len(without)} kernel runs have none (not a PipeTimeline/InstrTimeline run?)" if without else "")
+            + left_out,
+        )
+        return "invalid"
+    if not cov.complete:
+        validations.append(Validation(f"{label}: every rank has a trace", False, "warning", f"analysed {cov.sentence()}{left_out}"))
+    return "ok"
 
 
 def tabulate_runs(
@@ -192,6 +207,7 @@ def pipe_timeline_reason(runs: Mapping[str, dict], role_view: Mapping[str, Any],
         if entry.get("state") == "ok" and entry.get("roles"):
             seen = sum(v["cores_seen"] for v in entry["roles"].values())
             text += f" ({(entry.get('rank_coverage') or {}).get('sentence', 'ranks not known')}, {seen} of {sum(int(r['count']) for r in roles)} AIV cores placed on roles)"
+            text += refused_sentence((entry.get("rank_coverage") or {}).get("refused") or {}).replace(". Left out", "; left out")
         elif entry.get("state") not in ("ok", "disabled"):
             text += f" ({entry.get('reason')}{'; ' + entry['note'] if entry.get('note') else ''})"
         pieces.append(text)

@@ -13,8 +13,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from dispatchprof.analysis.opprof_runs import RankRun, rank_runs
-from dispatchprof.analysis.rank_identity import Coverage, RankIdentityError, coverage_of, load_identities
+from dispatchprof.analysis.opprof_runs import PerRank, RankRun, rank_runs, read_each_rank, refused_details, refused_validations
+from dispatchprof.analysis.rank_identity import Coverage, RankIdentityError, coverage_of, load_identities, refused_sentence
 from dispatchprof.analysis.roles import (
     REPLAY_NOTE,
     busiest,
@@ -60,39 +60,70 @@ class PmuRead:
     ranks_with_data: set[int] = field(default_factory=set)
     absent_csvs: dict[str, list[str]] = field(default_factory=dict)  # requested metric set -> "rank r launch n" without it
     other_missing: dict[str, set[str]] = field(default_factory=dict)  # the other metric sets' missing columns
+    refused: PerRank[Any] = field(default_factory=PerRank)  # ranks left out: a file of theirs could not be read
+
+
+@dataclass
+class RunRead:
+    """One launch's metric CSVs, read: its part of PmuRead."""
+
+    absent: list[str]  # requested metric sets without a CSV
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    chip: Chip | None = None
+    missing: set[str] = field(default_factory=set)
+    other_missing: dict[str, set[str]] = field(default_factory=dict)
+    trace: str | None = None
+
+
+def read_run(r: RankRun, requested: list[str]) -> RunRead:
+    """One launch's metric CSVs. Raises OpprofFormatError or OSError."""
+    files = metric_files(r.run.directory)
+    # The root layout (one launch in total) has no <n> folder: launch 0.
+    keys = {"rank": r.rank, "node": r.node, "device": r.device, "launch": r.run.n if r.run.n is not None else 0, "kernel": r.kernel}
+    read = RunRead([metric for metric in requested if metric not in files])
+    if "PipeUtilization" not in files:
+        return read
+    header, long = read_metric_csv(files["PipeUtilization"])
+    read.chip = run_chip(r.run.directory, r.run.opprof) or inferred_chip(header)
+    read.missing = set(missing_columns(header, long, r.basic.get("Op Type"), expected_columns("PipeUtilization", header, read.chip.family)))
+    read.frames.append(long.assign(metric_set="PipeUtilization", **keys))
+    for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
+        if metric in files:
+            other_header, other = read_metric_csv(files[metric])
+            read.other_missing[metric] = set(
+                missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, read.chip.family))
+            )
+            read.frames.append(other.assign(metric_set=metric, **keys))
+    if (r.run.directory / "trace.json").is_file():
+        read.trace = str(r.run.directory / "trace.json")
+    return read
 
 
 def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
-    """Every rank's runs under ``raw``, each launch's metric CSVs read. Raises OpprofFormatError or RankIdentityError."""
+    """Every rank's runs under ``raw``, each launch's metric CSVs read. A rank with a file that cannot be read is left
+    out whole, with why (read.refused); the others go on. Raises RankIdentityError."""
     rpn = cfg["cluster"]["ranks_per_node"]
     # Every metric CSV msopprof was asked for must be there for every launch: a requested metric never disappears silently.
     requested = requested_metric_csvs(cfg["pmu"]["metrics"])
-    identities = load_identities(identity)
-    read = PmuRead(rank_runs(raw, cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], identities, cfg["cluster"]["infer_rank"]))
-    for r in read.runs:
-        files = metric_files(r.run.directory)
-        # The root layout (one launch in total) has no <n> folder: launch 0.
-        keys = {"rank": r.rank, "node": r.node, "device": r.device, "launch": r.run.n if r.run.n is not None else 0, "kernel": r.kernel}
-        for metric in requested:
-            if metric not in files:
-                read.absent_csvs.setdefault(metric, []).append(f"rank {r.rank} launch {keys['launch']}")
-        if "PipeUtilization" not in files:
-            continue
-        read.ranks_with_data.add(r.rank)
-        header, long = read_metric_csv(files["PipeUtilization"])
-        chip = run_chip(r.run.directory, r.run.opprof) or inferred_chip(header)
-        read.chips.add(chip)
-        read.missing.update(missing_columns(header, long, r.basic.get("Op Type"), expected_columns("PipeUtilization", header, chip.family)))
-        read.frames.append(long.assign(metric_set="PipeUtilization", **keys))
-        for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
-            if metric in files:
-                other_header, other = read_metric_csv(files[metric])
-                read.other_missing.setdefault(metric, set()).update(
-                    missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, chip.family))
-                )
-                read.frames.append(other.assign(metric_set=metric, **keys))
-        if (r.run.directory / "trace.json").is_file():
-            read.traces.append(str(r.run.directory / "trace.json"))
+    unplaced: list[str] = []
+    runs = rank_runs(raw, cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], load_identities(identity), cfg["cluster"]["infer_rank"], unplaced)
+    per_rank = read_each_rank(runs, lambda r: read_run(r, requested), (OpprofFormatError,), unplaced)
+    read = PmuRead([r for r in runs if r.rank not in per_rank.refused], refused=per_rank)
+    for rank, launches in per_rank.read.items():
+        for r, run_read in launches:
+            launch = r.run.n if r.run.n is not None else 0
+            for metric in run_read.absent:
+                read.absent_csvs.setdefault(metric, []).append(f"rank {rank} launch {launch}")
+            if run_read.chip is None:
+                continue
+            read.ranks_with_data.add(rank)
+            read.chips.add(run_read.chip)
+            read.missing |= run_read.missing
+            read.frames += run_read.frames
+            for metric, gone in run_read.other_missing.items():
+                read.other_missing.setdefault(metric, set()).update(gone)
+            if run_read.trace:
+                read.traces.append(run_read.trace)
     return read
 
 
@@ -128,11 +159,13 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
     outside = sorted(set(ranks_with_data) - set(covered.found))
     if outside:
         return run.status("invalid", f"PipeUtilization data for {name_ranks(outside)}, outside the config's {world} ranks (0..{world - 1})")
+    left_out = refused_sentence(read.refused.refused)
     if not covered.enough:
         return run.status(
             "invalid",
-            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)",
-            details={"coverage": covered.as_dict()},
+            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)" + left_out,
+            details={"coverage": {**covered.as_dict(), **refused_details(read.refused)}},
+            validations=refused_validations(read.refused, "metric CSVs"),
         )
     if absent_csvs:
         listing = "; ".join(f"{m}: {', '.join(where[:5])}{' and more' if len(where) > 5 else ''}" for m, where in absent_csvs.items())
@@ -154,10 +187,11 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
     result = roles_result(run, read, cores, stats, metric_sets, covered, parts)
     write_json_atomic(run.outputs["stats"], result)
     validations, bad = pmu_validations(result, read.missing, covered, metrics)
+    validations += refused_validations(read.refused, "metric CSVs")
     if not bad.empty:
         sets = ", ".join(sorted(bad["metric_set"].unique()))
         return run.status("invalid", f"{sets} has ratios outside [0, 1]: not a fraction as msopprof writes it", validations=validations)
-    reason = pmu_reason(result, cores, covered)
+    reason = pmu_reason(result, cores, covered) + left_out
     return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
 
 
@@ -192,7 +226,7 @@ def roles_result(
         "traces": traces,
         "rank_mapping": sorted({r.how for r in runs}),
         "inferred_ranks": sorted({r.rank for r in runs if r.how.startswith("inferred")}),
-        "coverage": {**covered.as_dict(), "sentence": covered.sentence()},
+        "coverage": {**covered.as_dict(), "sentence": covered.sentence(), **refused_details(read.refused)},
     }
     result["summary"] = {
         "entry": entry,

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
-from dispatchprof.analysis.rank_identity import Coverage, coverage_of
+from dispatchprof.analysis.rank_identity import Coverage, coverage_of, refused_sentence
 from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel, used_launches
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
@@ -47,8 +47,22 @@ def fold_coverage(node_tables: Iterable[pa.Table], world: int, min_fraction: flo
         **covered.as_dict(),
         "sentence": covered.sentence(),
         "why_missing": {str(int(r["global_rank"])): str(r["detail"]) for r in absent_rows},
+        # ranks whose files were there but unreadable or refused (each reason names the file): a user can act on them
+        "refused": {str(int(r["global_rank"])): str(r["detail"]) for r in absent_rows if r["state"] == "refused"},
     }
     return CoverageFold(table, covered, summary, absent_rows)
+
+
+def too_few(covered: Coverage, summary: Mapping[str, Any], kernel: str) -> str:
+    """Why the timeline analyses nothing: too few ranks with data, or none (then the first rank's reason, or every
+    refused rank's when all were refused), with the refused files named."""
+    if covered.found:
+        return f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)" + refused_sentence(
+            summary["refused"]
+        )
+    if summary["refused"] and len(summary["refused"]) == covered.expected:
+        return "no rank has usable timeline data: every rank's files were refused" + refused_sentence(summary["refused"])
+    return f"no rank has launches of kernel.name {kernel!r}: " + "; ".join(list(summary["why_missing"].values())[:1]) + refused_sentence(summary["refused"])
 
 
 def longest_of(grid: waits.LaunchGrid, waited: Mapping[str, Any], causes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -217,9 +231,7 @@ def timeline(run: StageRun) -> Status:
         write_json_atomic(run.outputs["stats"], coverage_only)
         return run.status(
             "invalid",
-            f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
-            if covered.found
-            else f"no rank has launches of kernel.name {cfg['kernel']['name']!r}: " + "; ".join(list(coverage_summary["why_missing"].values())[:1]),
+            too_few(covered, coverage_summary, cfg["kernel"]["name"]),
             upstream={k: p.state for k, p in parts.items()},
             details={"coverage": coverage_summary},
         )
@@ -240,6 +252,7 @@ def timeline(run: StageRun) -> Status:
         reason = f"{stats['kernel_name']} on a single rank ({covered.sentence()}): {only['launches']} launches, median {only['median_us']:.1f} us; no peers to compare"
     else:
         reason = f"{stats['kernel_name']} on {covered.sentence()}, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
+    reason += refused_sentence(coverage_summary["refused"])
     validations = [
         Validation(
             "every rank has timeline data",

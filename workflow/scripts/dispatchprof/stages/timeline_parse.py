@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -16,8 +16,9 @@ import pyarrow as pa
 from dispatchprof.analysis.rank_identity import RankAssignment, RankIdentityError, assign_ranks, describe, load_identities
 from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_regex, launch_columns, launch_summary, prof_sources, read_state
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, discover, prof_chips, read_prof_info
+from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, discover, prof_chips, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
+from dispatchprof.formats.text import refusal
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
@@ -56,62 +57,109 @@ class NodeRangeParse:
     versions: set[str] = field(default_factory=set)
 
 
-def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
-    """Every rank of ``nodes``: its target launches read, its launch plot written. Raises MsprofFormatError or
-    RankIdentityError."""
-    cfg = run.config
-    rpn, pattern = cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"]
+def read_node_infos(raw: Path, nodes: range) -> tuple[dict[int, dict[Path, ProfInfo]], dict[int, list[str]]]:
+    """Each node's PROF_ identities, and per node the PROF_ directories refused (unreadable, or identity files that
+    are no JSON), each with why: one such directory costs its own rank, never the node's other ranks."""
+    per_node: dict[int, dict[Path, ProfInfo]] = {}
+    refused: dict[int, list[str]] = {}
+    for node in nodes:
+        per_node[node] = {}
+        try:
+            profs = discover(raw / f"node{node}")
+        except OSError as exc:
+            refused.setdefault(node, []).append(refusal(raw / f"node{node}", exc))
+            continue
+        for prof in profs:
+            try:
+                per_node[node][prof] = read_prof_info(prof)
+            except (MsprofFormatError, OSError) as exc:
+                refused.setdefault(node, []).append(refusal(prof, exc))
+    return per_node, refused
+
+
+@dataclass(frozen=True)
+class RankReader:
+    """How a found rank's launches are read (the config's kernel and barrier names, context, plausibility limit)."""
+
+    pattern: str
+    is_target: Callable[[str], bool]
+    is_barrier: Callable[[str], bool] | None
+    context: int
+    max_us: float
+
+    def read(self, info: ProfInfo, row: dict[str, Any]) -> TargetKernels | None:
+        """The rank's target launches; None, with the coverage row marked, when there is nothing to analyse: a file
+        unreadable or refused (row state ``refused``, naming the file and why), or what read_state tells."""
+        device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
+        try:
+            kernels = read_target_kernels(info, self.is_target, self.context, is_barrier=self.is_barrier, device=device, skip_unended=True, max_us=self.max_us)
+        except (MsprofFormatError, OSError) as exc:
+            row.update(state="refused", detail=f"refused: {refusal(info.path, exc)}")
+            return None
+        if (state := read_state(kernels, self.pattern)) is not None:
+            row.update(state=state[0], detail=state[1])
+        return kernels
+
+
+def rank_reader(cfg: dict[str, Any]) -> RankReader:
+    pattern = cfg["kernel"]["name"]
     regex = kernel_regex(pattern)
     barrier = kernel_regex(cfg["timeline"]["barrier_kernel"]) if cfg["timeline"]["barrier_kernel"] else None
     is_barrier = (lambda name: bool(barrier.match(name))) if barrier else None
-    skip, context = run.params["skip"], cfg["timeline"]["call_chain_launches"]
-    max_us = float(cfg["stats"]["max_plausible_us"])
+    return RankReader(
+        pattern, lambda name: bool(regex.match(name)), is_barrier, cfg["timeline"]["call_chain_launches"], float(cfg["stats"]["max_plausible_us"])
+    )
+
+
+def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
+    """Every rank of ``nodes``: its target launches read, its launch plot written. A rank whose files are unreadable
+    or refused is left out with its reason (coverage state ``refused``); the others go on. Raises RankIdentityError."""
+    cfg = run.config
+    rpn = cfg["cluster"]["ranks_per_node"]
+    reader, skip = rank_reader(cfg), run.params["skip"]
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
-    per_node = {node: {p: read_prof_info(p) for p in discover(run.raw_dir("timeline_dir") / f"node{node}")} for node in nodes}
+    per_node, refused = read_node_infos(run.raw_dir("timeline_dir"), nodes)
     infos = {p: i for found in per_node.values() for p, i in found.items()}
     sources = [s for node, found in per_node.items() for s in prof_sources(node, found)]
     assignments = assign_ranks(sources, rpn, load_identities(run.params["identity"]), cfg["cluster"]["infer_rank"])
-    coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"])
+    coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"], refused)
     parsed = NodeRangeParse(infos, assignments, coverage)
-    tables, ranks, symbols, versions = parsed.tables, parsed.ranks, parsed.symbols, parsed.versions
     for row in coverage:
         rank = row["global_rank"]
         record = {"rank": rank, "node": row["node"], "device": row["device"], "pid": row["pid"], "prof": row["prof_dir"], "mapping": row["mapping"]}
-        if row["state"] == "found":
-            info = infos[Path(row["prof_dir"])]
-            device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
-            kernels = read_target_kernels(
-                info, lambda name: bool(regex.match(name)), context, is_barrier=is_barrier, device=device, skip_unended=True, max_us=max_us
-            )
-            if kernels.schema_version:
-                versions.add(kernels.schema_version)
-            if (state := read_state(kernels, pattern)) is not None:
-                row.update(state=state[0], detail=state[1])
-        if row["state"] != "found":
-            ranks.append({**record, "present": False, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
+        kernels = reader.read(infos[Path(row["prof_dir"])], row) if row["state"] == "found" else None
+        if kernels is not None and kernels.schema_version:
+            parsed.versions.add(kernels.schema_version)
+        if kernels is None or row["state"] != "found":
+            parsed.ranks.append({**record, "present": False, "reason": row["detail"], "symbol": None, **NO_LAUNCHES})
             write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, [], None, row["detail"]))
             continue
-        columns = launch_columns(kernels, skip)
-        summary = launch_summary(columns)
-        tables.append({**columns, "rank": np.full(len(columns["launch"]), rank, dtype=np.int64)})
-        names = kernels.symbols
-        symbols.update(names)
-        ranks.append(
-            {
-                **record,
-                "present": True,
-                "symbol": ",".join(names),
-                "reason": None,
-                "source": kernels.source,
-                **summary,
-                "calls_between": calls_between(kernels),
-                "call_chain_intervals": kernels.context_intervals,
-            }
-        )
-        used = columns["used"]
-        write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, (columns["dur_ns"][used] / 1000).tolist(), summary["median_us"]))
+        add_rank(parsed, record, kernels, skip)
+        used = parsed.tables[-1]["used"]
+        median = parsed.ranks[-1]["median_us"]
+        write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, (parsed.tables[-1]["dur_ns"][used] / 1000).tolist(), median))
     return parsed
+
+
+def add_rank(parsed: NodeRangeParse, record: dict[str, Any], kernels: TargetKernels, skip: int) -> None:
+    """A rank with launches: its launch columns and its record (summary, call chain) added to the range's."""
+    columns = launch_columns(kernels, skip)
+    parsed.tables.append({**columns, "rank": np.full(len(columns["launch"]), record["rank"], dtype=np.int64)})
+    names = kernels.symbols
+    parsed.symbols.update(names)
+    parsed.ranks.append(
+        {
+            **record,
+            "present": True,
+            "symbol": ",".join(names),
+            "reason": None,
+            "source": kernels.source,
+            **launch_summary(columns),
+            "calls_between": calls_between(kernels),
+            "call_chain_intervals": kernels.context_intervals,
+        }
+    )
 
 
 def parse_validations(parsed: NodeRangeParse, errors: list[str], first: int, last: int, rpn: int, infer_rank: str) -> list[Validation]:
@@ -140,7 +188,29 @@ def parse_validations(parsed: NodeRangeParse, errors: list[str], first: int, las
     if absent:
         named = "; ".join(f"rank {r['global_rank']} (node {r['node']} local rank {r['local_rank']}): {r['detail']}" for r in absent[:8])
         validations.append(Validation("every rank of these nodes has timeline data", False, "warning", named + (" ..." if len(absent) > 8 else "")))
+    refused = [r for r in coverage if r["state"] == "refused"]
+    if refused:
+        validations.append(Validation("every rank's files can be read", False, "warning", refused_ranks(refused, 8)))
     return validations
+
+
+def refused_ranks(rows: list[dict[str, Any]], most: int) -> str:
+    """The refused ranks of coverage ``rows`` (at most ``most``), each with its reason (which names the file)."""
+    named = "; ".join(f"rank {r['global_rank']} {r['detail']}" for r in rows[:most])
+    return named + (f" and {len(rows) - most} more" if len(rows) > most else "")
+
+
+def range_chips(infos: dict[Path, ProfInfo], refused: set[str]) -> list[str]:
+    """The chip as the data says it: every PROF_'s info.json, and the NPU_INFO of one db of the range (one query a
+    job), the first that reads: a refused rank's db must not cost the others theirs."""
+    chips = set().union(*(prof_chips(i, False) for i in infos.values()))
+    for info in infos.values():
+        if info.db is not None and str(info.path) not in refused:
+            try:
+                return sorted(chips | prof_chips(info, True))
+            except MsprofFormatError:
+                continue
+    return sorted(chips)
 
 
 def timeline_parse(run: StageRun) -> Status:
@@ -175,13 +245,19 @@ def timeline_parse(run: StageRun) -> Status:
         "schema_versions": sorted(parsed.versions),  # of the dbs read
         "devices_from": sorted({i.devices_from for i in infos.values()}),
         # the chip as the data says it: every PROF_'s info.json, the NPU_INFO of the range's first db (one query a job)
-        "chips": sorted(set().union(*(prof_chips(i, n == 0) for n, i in enumerate(sorted(infos.values(), key=lambda i: i.db is None))))),
+        "chips": range_chips(infos, {str(r["prof_dir"]) for r in coverage if r["state"] == "refused"}),
+        "refused": {str(r["global_rank"]): r["detail"] for r in coverage if r["state"] == "refused"},
     }
     common = dict(upstream=gate.upstream, validations=validations, details=details, artifacts=[str(p) for p in run.outputs.values()])
     if errors:
         return run.status("invalid", f"msprof logged errors: {errors[0]}", **common)
     span = f"node {first}" if first == last else f"nodes {first}-{last}"
     # Coverage is judged over every rank by the merge: one missing rank here must not throw away the rest.
+    refused = [r for r in coverage if r["state"] == "refused"]
     return run.status(
-        "ok", f"{span}: {len(found)} of {rpn * len(nodes)} ranks with data" + (f", kernel {', '.join(sorted(symbols))}" if symbols else ""), **common
+        "ok",
+        f"{span}: {len(found)} of {rpn * len(nodes)} ranks with data"
+        + (f", kernel {', '.join(sorted(symbols))}" if symbols else "")
+        + (f"; {refused_ranks(refused, 3)}" if refused else ""),
+        **common,
     )
