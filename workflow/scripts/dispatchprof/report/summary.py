@@ -8,7 +8,7 @@ from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_se
 from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
 
-SCHEMA = "dispatchprof.summary/3"  # /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
+SCHEMA = "dispatchprof.summary/4"  # /4: baseline.bandwidth (bytes per link class, the link bound, the group efficiency); /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
 
 
 def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status], sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
