@@ -66,3 +66,9 @@ def test_an_efficiency_above_one_is_reported_not_clamped():
 def test_missing_bytes_say_why():
     out = link_bound({"available": False, "reason": "routing not recorded for ranks [3]"}, PEAKS, MEASURED)
     assert out["links"] is None and "ranks [3]" in out["reason"]
+
+
+def test_far_below_marks_a_group_far_from_its_bound():
+    tables = table({}, {"0": 1_000_000})  # 1000 us at the peak, measured 2000 us: efficiency 0.5
+    assert link_bound(tables, PEAKS, MEASURED, far_below=0.6)["far"] is True
+    assert link_bound(tables, PEAKS, MEASURED, far_below=0.4)["far"] is False

@@ -74,6 +74,7 @@ def analyse(
     api_missing_reason: str,
     api_scope: str = API_SCOPE,
     peaks: Mapping[str, Mapping[str, Any]] | None = None,
+    far_below: float = 0.6,
 ) -> dict[str, Any]:
     boot = config["stats"]["bootstrap"]
     args = dict(resamples=boot["resamples"], seed=boot["seed"], akl_last_n=config["stats"]["akl_last_n"], tail_ci_ratio=config["stats"]["tail_ci_ratio"])
@@ -91,7 +92,7 @@ def analyse(
     scopes["api"] = {**latency_statistics(api, **args), "boundary": api_scope} if api is not None else {"available": False, "reason": api_missing_reason}
     traffic = bytes_section(kernel, routing, config)
     links = link_section(routing, config)
-    return {"scopes": scopes, "bytes": traffic, "bandwidth": link_bound(links, peaks or {}, scopes["kernel"].get("per_iteration_max_us"))}
+    return {"scopes": scopes, "bytes": traffic, "bandwidth": link_bound(links, peaks or {}, scopes["kernel"].get("per_iteration_max_us"), far_below)}
 
 
 def routing_shape(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -164,8 +165,20 @@ def summary_section(stats: Mapping[str, Any]) -> dict[str, Any]:
     return section
 
 
-SUMMARY_LINK_KEYS = ("bytes_per_launch", "peak_gbps", "peak_kind", "bound_us", "achieved_gbps", "efficiency")
-SUMMARY_BOUND_KEYS = ("bound_us", "efficiency", "efficiency_ci95", "measured_us", "sets_bound", "busiest", "definition", "reason", "warning")
+SUMMARY_LINK_KEYS = ("bytes_per_launch", "peak_gbps", "peak_kind", "peak_source", "bound_us", "achieved_gbps", "efficiency")
+SUMMARY_BOUND_KEYS = (
+    "bound_us",
+    "efficiency",
+    "efficiency_ci95",
+    "measured_us",
+    "sets_bound",
+    "busiest",
+    "far",
+    "far_below",
+    "definition",
+    "reason",
+    "warning",
+)
 
 
 def bandwidth_summary(bandwidth: Mapping[str, Any] | None) -> dict[str, Any] | None:

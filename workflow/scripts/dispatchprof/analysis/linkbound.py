@@ -65,10 +65,21 @@ def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], ker
     return out
 
 
-def link_bound(link_bytes: Mapping[str, Any], peaks: Mapping[str, Mapping[str, Any]], per_iteration_max: Mapping[str, Any] | None) -> dict[str, Any]:
+def link_bound(
+    link_bytes: Mapping[str, Any], peaks: Mapping[str, Mapping[str, Any]], per_iteration_max: Mapping[str, Any] | None, far_below: float = 0.6
+) -> dict[str, Any]:
     """The bandwidth section: per class (``class_bound``), the bound (largest class bound), the group's efficiency with
-    its CI (bound / the CI of the median per-iteration max), which class sets the bound, and what the figures are not."""
-    section: dict[str, Any] = {"links": None, "bound_us": None, "efficiency": None, "definition": link_bytes.get("definition"), "not": NOT_A_COUNTER}
+    its CI (bound / the CI of the median per-iteration max), which class sets the bound, and what the figures are not.
+    ``far``: the efficiency is below ``far_below`` (hardware.far_below)."""
+    section: dict[str, Any] = {
+        "links": None,
+        "bound_us": None,
+        "efficiency": None,
+        "definition": link_bytes.get("definition"),
+        "not": NOT_A_COUNTER,
+        "far_below": far_below,
+        "far": None,
+    }
     if not link_bytes.get("available"):
         section["reason"] = f"no link bytes: {link_bytes.get('reason')}"
         return section
@@ -91,6 +102,7 @@ def link_bound(link_bytes: Mapping[str, Any], peaks: Mapping[str, Mapping[str, A
         efficiency_ci95=[section["bound_us"] / hi, section["bound_us"] / lo],
         efficiency_definition=("bound / the median per-iteration max kernel time (kernel scope); CI from the median's bootstrap CI; " + NOT_A_COUNTER),
     )
+    section["far"] = section["efficiency"] < far_below
     if section["efficiency"] > 1:
         section["warning"] = (
             f"efficiency {section['efficiency']:.2f} > 1: the kernel moved its bytes faster than the configured peak allows, so the peak "

@@ -34,7 +34,7 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
         return run.status("invalid", f"{csv} holds {ranks} ranks but the config has {world} (nodes x ranks_per_node)")
     routing = load_routing(cfg, run_dir)
     api_reason = "not collected in analyze mode" if run_dir is None else "the driver wrote no api latency files"
-    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir), link_peaks(cfg, run.toolchain))
+    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir), link_peaks(cfg, run.toolchain), cfg["hardware"]["far_below"])
     stats.update(
         toolchain=run.toolchain,
         source=run.source,
