@@ -86,6 +86,7 @@ def link_bound(
     kernel_us = per_iteration_max["median"] if per_iteration_max else None
     links = {c: class_bound(c, link_bytes["links"][c], peaks.get(c, {}), kernel_us) for c in LINK_CLASSES}
     section["links"] = links
+    section["bytes"] = {c: {k: link_bytes["links"][c][k] for k in ("sent_per_rank", "received_per_rank", "per_node_pair")} for c in LINK_CLASSES}
     unset = [c for c, v in links.items() if v["bound_us"] is None]
     if unset:
         section["reason"] = "peak not configured for " + " and ".join(f"{c} (hardware.links.{c}.peak_gbps)" for c in unset) + ": the bound is not established"
