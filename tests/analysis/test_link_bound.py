@@ -28,7 +28,7 @@ def test_the_bound_is_the_largest_class_time_on_the_busiest_rank():
     assert out["links"]["inter_node"]["bound_us"] == pytest.approx(1000.0)
     assert out["links"]["intra_node"]["bound_us"] == pytest.approx(600.0)
     assert out["bound_us"] == pytest.approx(1000.0) and out["sets_bound"] == "inter_node"
-    assert out["busiest"]["where"] == "rank 1 sends"
+    assert out["busiest"]["where"] == "rank 1 sends and receives"
     assert out["efficiency"] == pytest.approx(0.5)
     assert out["efficiency_ci95"] == pytest.approx([1000 / 2100, 1000 / 1900])
     # achieved: the busiest rank's bytes over the whole kernel (2000 us): 1e6 B / 2e6 B/ms... = 0.5 GB/s
@@ -72,3 +72,9 @@ def test_far_below_marks_a_group_far_from_its_bound():
     tables = table({}, {"0": 1_000_000})  # 1000 us at the peak, measured 2000 us: efficiency 0.5
     assert link_bound(tables, PEAKS, MEASURED, far_below=0.6)["far"] is True
     assert link_bound(tables, PEAKS, MEASURED, far_below=0.4)["far"] is False
+
+
+def test_an_even_load_names_no_single_rank():
+    even = {str(r): 1_000_000 for r in range(4)}
+    out = link_bound(table({}, even), PEAKS, MEASURED)
+    assert out["busiest"]["where"] == "rank 0 sends and receives, as much as 3 other ranks" and out["busiest"]["ranks_at_max"] == 4

@@ -31,10 +31,15 @@ def busiest(link: Mapping[str, Any], peak_gbps: float) -> dict[str, Any]:
     """The rank, sending or receiving, whose bytes need the longest at the peak. A node pair never binds harder: with a
     per-rank peak its links carry the sum of its ranks' (ranks_per_node x the peak), so its time is at most its busiest
     rank's; its bytes are shown (``per_node_pair``) to tell which pair carries the load."""
-    candidates = [(b, f"rank {r} sends") for r, b in link["sent_per_rank"].items()]
-    candidates += [(b, f"rank {r} receives") for r, b in link["received_per_rank"].items()]
-    nbytes, where = max(candidates, key=lambda c: c[0])
-    return {"where": where, "bytes": int(nbytes), "bound_us": nbytes / (peak_gbps * 1e3)}  # GB/s x 1e3 = bytes per us
+    candidates = [(b, r, "sends") for r, b in link["sent_per_rank"].items()]
+    candidates += [(b, r, "receives") for r, b in link["received_per_rank"].items()]
+    nbytes = max(b for b, _, _ in candidates)
+    at_max = [(r, verb) for b, r, verb in candidates if b == nbytes]
+    ranks = sorted({int(r) for r, _ in at_max})
+    verbs = " and ".join(dict.fromkeys(verb for r, verb in at_max if int(r) == ranks[0]))
+    # an even load: the first rank is named with how many share it, never alone
+    where = f"rank {ranks[0]} {verbs}" + (f", as much as {len(ranks) - 1} other ranks" if len(ranks) > 1 else "")
+    return {"where": where, "bytes": int(nbytes), "bound_us": nbytes / (peak_gbps * 1e3), "ranks_at_max": len(ranks)}  # GB/s x 1e3 = B/us
 
 
 def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], kernel_us: float | None) -> dict[str, Any]:
@@ -44,6 +49,7 @@ def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], ker
         "peak_gbps": peak.get("peak_gbps"),
         "peak_source": peak.get("source"),
         "peak_kind": peak.get("kind"),
+        "configured_peak_gbps": peak.get("configured_peak_gbps", peak.get("peak_gbps")),  # under sim: hardware.links, shown, not used
         "bound_us": None,
         "busiest": None,
         "achieved_gbps": None,
