@@ -96,11 +96,12 @@ def add_link_bound(path: Path) -> None:
     dests = {str(d): {"tokens": 10 * (d + 1), "pairs": 10 * (d + 1), "remote": True, "same_node": False} for d in range(4)}
     routing = [{"global_rank": r, "available": True, "destinations": {k: v for k, v in dests.items() if int(k) != r}} for r in range(4)]
     peaks = {
-        "intra_node": {"peak_gbps": 0.01, "source": "test figure", "kind": "configured"},
-        "inter_node": {"peak_gbps": 0.005, "source": None, "kind": "configured"},
+        "intra_node": {"peak_gbps": 100.0, "source": "test figure", "kind": "configured"},
+        "inter_node": {"peak_gbps": 50.0, "source": None, "kind": "configured"},
     }
     stats = json.loads(path.read_text())
     stats["bandwidth"] = link_bound(link_bytes(routing, 7168, "bf16", 2), peaks, stats["scopes"]["kernel"]["per_iteration_max_us"])
+    assert stats["bandwidth"]["efficiency"] < 1 and "warning" not in stats["bandwidth"]  # the common case: no warning key
     stats["summary"]["bandwidth"] = bandwidth_summary(stats["bandwidth"])
     path.write_text(json.dumps(stats))
 

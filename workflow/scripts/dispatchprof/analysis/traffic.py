@@ -139,7 +139,7 @@ LINK_DEFINITION = (
     "destination rank counts once for it) x hidden x dtype bytes, split by topology: intra_node = the destination is another "
     "rank of the sender's node, inter_node = a rank of another node; a rank's own tokens need no link and are in neither. "
     "intra_node + inter_node = cross_rank_token_bytes exactly. Wire bytes are not counted: the kernel's 512-byte blocks carry "
-    "480 bytes of payload and a 32-byte flag (deepep.md §4b), so the wire moves ~6.7% more than these figures, and FP8 scales "
+    "480 bytes of payload and a 32-byte arrival flag, so the wire moves ~6.7% more than these figures, and FP8 scales "
     "are left out (as in cross_rank_token_bytes)"
 )
 

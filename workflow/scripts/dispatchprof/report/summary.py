@@ -213,7 +213,7 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     lo, hi = bw["efficiency_ci95"]
     line = (
         f"{took}; its links allow {bw['bound_us']:.0f} us ({sets.replace('_', '-')} bytes at {peak}, {link['peak_gbps']:.1f} GB/s per rank; "
-        f"busiest: {bw['busiest']['where']}): {100 * bw['efficiency']:.0f}% of the bound (95% CI {100 * lo:.0f}-{100 * hi:.0f}%; an average over "
+        f"busiest: {bw['busiest']['where']}): {100 * bw['efficiency']:.0f}% of the bound (95% CI {100 * lo:.1f}-{100 * hi:.1f}%; an average over "
         "the kernel, not a link counter)."
     )
     if bw.get("warning"):
