@@ -223,10 +223,9 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     if bw.get("far") and not stands_out:
         line += (
             " The group is far from its bound and no rank or node stands out: a slow link or slow senders on every rank would look like "
-            "this. DebugClock's URMASendToken send phases per node tell them apart (a slow link: the senders into one node poll longer "
-            "for their completions; slow senders: every sender's own work is longer)"
-            + (f": {bw['tell_apart_command']}" if bw.get("tell_apart_command") else "")
-            + "."
+            "this. DebugClock's URMASendToken send phases per node tell them apart: a slow link out of a node shows as every rank of that "
+            "node longer in its send_complete slot than the other nodes' ranks (debugclock.busiest_node names the node), slow senders on "
+            "every rank as no node apart" + (f": {bw['tell_apart_command']}" if bw.get("tell_apart_command") else "") + "."
         )
     return line
 
