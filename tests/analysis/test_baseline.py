@@ -10,7 +10,7 @@ CONFIG = {
     "stats": {"bootstrap": {"resamples": 200, "seed": 0}, "akl_last_n": 5, "tail_ci_ratio": 10.0, "own_excess_min_us": 5.0},
     "shape": {"hidden": 10, "dtype": "bf16"},
     "mode": "collect",
-    "cluster": {"ranks_per_node": 2},
+    "cluster": {"nodes": 1, "ranks_per_node": 2},
     "analyze": {"shape": None},
 }
 # rank 0 sends 5 remote tokens, rank 1 sends 15: 100 and 300 cross-rank token bytes per call (hidden 10 x 2 bytes)

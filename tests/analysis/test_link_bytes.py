@@ -59,3 +59,15 @@ def test_three_nodes_of_four_split_by_topology():
 def test_a_missing_rank_leaves_the_link_bytes_not_provided():
     out = link_bytes([{"global_rank": 3, "available": False}], HIDDEN, "bf16", ranks_per_node=4)
     assert out["available"] is False and "3" in out["reason"] and "links" not in out
+
+
+def test_a_rank_without_a_record_leaves_the_link_bytes_not_provided():
+    routing = [record(r, [], 2, 8) for r in range(16) if r != 11]
+    out = link_bytes(routing, HIDDEN, "bf16", ranks_per_node=8, world=16)
+    assert out["available"] is False and out["reason"] == "routing not recorded for ranks [11]"
+
+
+def test_a_cluster_that_does_not_match_the_recorded_topology_is_refused():
+    routing = [record(r, [[(r + 4) % 16 * 2]], 2, 8) for r in range(16)]  # recorded on 2 nodes of 8
+    out = link_bytes(routing, HIDDEN, "bf16", ranks_per_node=4, world=16)  # analysed as 4 nodes of 4
+    assert out["available"] is False and "rank 0 -> 4: the driver recorded same_node=True" in out["reason"] and "ranks_per_node 4" in out["reason"]

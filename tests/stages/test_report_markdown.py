@@ -93,8 +93,10 @@ def add_link_bound(path: Path) -> None:
     from dispatchprof.analysis.linkbound import link_bound
     from dispatchprof.analysis.traffic import link_bytes
 
-    dests = {str(d): {"tokens": 10 * (d + 1), "pairs": 10 * (d + 1), "remote": True, "same_node": False} for d in range(4)}
-    routing = [{"global_rank": r, "available": True, "destinations": {k: v for k, v in dests.items() if int(k) != r}} for r in range(4)]
+    def dests(r: int) -> dict:
+        return {str(d): {"tokens": 10 * (d + 1), "pairs": 10 * (d + 1), "remote": True, "same_node": d // 2 == r // 2} for d in range(4) if d != r}
+
+    routing = [{"global_rank": r, "available": True, "destinations": dests(r)} for r in range(4)]
     peaks = {
         "intra_node": {"peak_gbps": 100.0, "source": "test figure", "kind": "configured"},
         "inter_node": {"peak_gbps": 50.0, "source": None, "kind": "configured"},

@@ -108,7 +108,8 @@ def link_section(routing: list[Mapping[str, Any]], config: Mapping[str, Any]) ->
         return {"available": False, "reason": f"not provided ({where})"}
     if shape.get("hidden") is None or shape.get("dtype") is None:
         return {"available": False, "reason": "not provided: the imported routing's hidden and dtype are not known (analyze.shape)"}
-    return link_bytes(routing, int(shape["hidden"]), str(shape["dtype"]), int(config["cluster"]["ranks_per_node"]))
+    rpn = int(config["cluster"]["ranks_per_node"])
+    return link_bytes(routing, int(shape["hidden"]), str(shape["dtype"]), rpn, int(config["cluster"]["nodes"]) * rpn)
 
 
 def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:

@@ -144,12 +144,34 @@ LINK_DEFINITION = (
 )
 
 
-def link_bytes(routing: Iterable[Mapping[str, Any]], hidden: int, dtype: str, ranks_per_node: int) -> dict[str, Any]:
+def routing_problem(routing: list[Mapping[str, Any]], ranks_per_node: int, world: int | None) -> str | None:
+    """Why the routing cannot give link bytes for this cluster: ranks without a record (a bound from part of the ranks is
+    too short), or a record whose same-node flag disagrees with cluster.ranks_per_node (the classes would be wrong)."""
+    recorded = {int(r["global_rank"]) for r in routing if r.get("global_rank") is not None}
+    missing = sorted(set(range(world)) - recorded) if world else []
+    if missing:
+        return f"routing not recorded for ranks {missing}"
+    for record in routing:
+        src = int(record["global_rank"])
+        for dest_key, dest in (record.get("destinations") or {}).items():
+            ours = src // ranks_per_node == int(dest_key) // ranks_per_node
+            if "same_node" in dest and bool(dest["same_node"]) != ours:
+                return (
+                    f"rank {src} -> {dest_key}: the driver recorded same_node={dest['same_node']}, but cluster.ranks_per_node "
+                    f"{ranks_per_node} puts them on {'one node' if ours else 'two nodes'}: the cluster does not match the routing"
+                )
+    return None
+
+
+def link_bytes(routing: Iterable[Mapping[str, Any]], hidden: int, dtype: str, ranks_per_node: int, world: int | None = None) -> dict[str, Any]:
     """Per link class, the bytes of one launch: in total, sent and received per rank, and per (source node, destination
-    node) pair. Built on ``byte_accounting``'s records (same availability rule, same row bytes)."""
+    node) pair. Built on ``byte_accounting``'s records (same availability rule, same row bytes); with ``world``, every
+    rank 0..world-1 must have a record."""
+    routing = list(routing)
     accounting = byte_accounting(routing, hidden, dtype)
-    if not accounting["available"]:
-        return {"available": False, "reason": accounting["reason"], "definition": LINK_DEFINITION}
+    problem = accounting.get("reason") if not accounting["available"] else routing_problem(routing, ranks_per_node, world)
+    if problem:
+        return {"available": False, "reason": problem, "definition": LINK_DEFINITION}
     row_bytes = accounting["row_bytes"]
     classes = {c: {"bytes_per_launch": 0, "sent_per_rank": {}, "received_per_rank": {}, "per_node_pair": {}} for c in LINK_CLASSES}
     for record in routing:
