@@ -9,6 +9,9 @@ from dispatchprof.formats.latency_csv import LatencyTable
 CONFIG = {
     "stats": {"bootstrap": {"resamples": 200, "seed": 0}, "akl_last_n": 5, "tail_ci_ratio": 10.0, "own_excess_min_us": 5.0},
     "shape": {"hidden": 10, "dtype": "bf16"},
+    "mode": "collect",
+    "cluster": {"nodes": 1, "ranks_per_node": 2},
+    "analyze": {"shape": None},
 }
 # rank 0 sends 5 remote tokens, rank 1 sends 15: 100 and 300 cross-rank token bytes per call (hidden 10 x 2 bytes)
 ROUTING = [
@@ -51,3 +54,25 @@ def test_without_routing_or_csv_bytes_every_byte_key_is_still_there():
     # An imported latency CSV without work columns: the report read bytes.bandwidth and failed on a missing key.
     b = analyse(kernel(), None, [], CONFIG, "none")["bytes"]
     assert (b["used"], b["bandwidth"], b["csv"]) == (None, None, None) and "neither routing nor CSV" in b["used_why"]
+
+
+PEAKS = {"intra_node": {"peak_gbps": 0.1, "source": "test", "kind": "configured"}, "inter_node": {"peak_gbps": None}}
+
+
+def test_the_link_bound_reads_the_routing_and_the_kernel_scope():
+    # one node of 2 ranks: rank 1 sends and rank 0 receives 300 intra-node bytes; at 0.1 GB/s = 100 B/us: 3 us.
+    # Per-iteration maxima 2, 2, 4 us: median 2 us -> efficiency 1.5 (> 1: reported, not clamped, with a warning)
+    bw = analyse(kernel(), None, ROUTING, CONFIG, "none", peaks=PEAKS)["bandwidth"]
+    assert bw["links"]["intra_node"]["bytes_per_launch"] + bw["links"]["inter_node"]["bytes_per_launch"] == 400
+    assert bw["bound_us"] == pytest.approx(3.0) and bw["sets_bound"] == "intra_node"
+    assert bw["efficiency"] == pytest.approx(1.5) and "not clamped" in bw["warning"]
+
+
+def test_imported_routing_needs_the_imported_shape():
+    analyze = {**CONFIG, "mode": "analyze", "analyze": {"shape": None}}
+    result = analyse(kernel(), None, ROUTING, analyze, "none", peaks=PEAKS)
+    assert "analyze.shape" in result["bandwidth"]["reason"] and "analyze.shape" in result["bytes"]["reason"]
+    no_dir = analyse(kernel(), None, [], analyze, "none", peaks=PEAKS)["bandwidth"]
+    assert no_dir["reason"] == "no link bytes: not provided (analyze.routing_dir is not set)"
+    known = {**analyze, "analyze": {"shape": {"hidden": 10, "dtype": "bf16"}}}
+    assert analyse(kernel(), None, ROUTING, known, "none", peaks=PEAKS)["bandwidth"]["bound_us"] == pytest.approx(3.0)

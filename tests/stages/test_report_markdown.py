@@ -59,6 +59,7 @@ def rendered(tmp_path_factory):
     plots.mkdir()
     for name in ("kernel_per_rank", "kernel_iteration_max"):
         (plots / f"{name}.png").write_bytes(png(np.zeros((2, 3, 3), dtype=np.uint8)))
+    add_link_bound(exp / "baseline" / "stats.json")
     inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
     # rule report's inputs (workflow/rules/report.smk), under results/baseline/
     inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
@@ -84,6 +85,45 @@ def rendered(tmp_path_factory):
     assert status.state == "ok", status.reason
     out = root / "out" / "report"
     return out.joinpath("report.html").read_text(), out.joinpath("report.md").read_text(), out / "figures"
+
+
+def add_link_bound(path: Path) -> None:
+    """The fixture's baseline predates the link bound: a hand-built one (2 nodes x 2 ranks) goes into its stats."""
+    from dispatchprof.analysis.baseline import bandwidth_summary
+    from dispatchprof.analysis.linkbound import link_bound
+    from dispatchprof.analysis.traffic import link_bytes
+
+    def dests(r: int) -> dict:
+        return {str(d): {"tokens": 10 * (d + 1), "pairs": 10 * (d + 1), "remote": True, "same_node": d // 2 == r // 2} for d in range(4) if d != r}
+
+    routing = [{"global_rank": r, "available": True, "destinations": dests(r)} for r in range(4)]
+    peaks = {
+        "intra_node": {"peak_gbps": 100.0, "source": "test figure", "kind": "configured"},
+        "inter_node": {"peak_gbps": 50.0, "source": None, "kind": "configured"},
+    }
+    stats = json.loads(path.read_text())
+    stats["bandwidth"] = link_bound(link_bytes(routing, 7168, "bf16", 2), peaks, stats["scopes"]["kernel"]["per_iteration_max_us"])
+    assert stats["bandwidth"]["efficiency"] < 1 and "warning" not in stats["bandwidth"]  # the common case: no warning key
+    stats["summary"]["bandwidth"] = bandwidth_summary(stats["bandwidth"])
+    path.write_text(json.dumps(stats))
+
+
+def test_the_links_section_shows_the_bound_in_both_formats(rendered):
+    html, md, _figures = rendered
+    assert "## How far from the links' limit" in md and '<section id="links"><h2>How far from the links\' limit</h2>' in html
+    for text in (html, md):
+        assert "efficiency" in text and "not a link counter" in text and "not evidence of network congestion" in text
+        assert "set by inter_node (rank 3 receives)" in text and "test figure" in text
+    headers = [tuple(t["header"][0]) for t in tables(md)]
+    assert (
+        "link class",
+        "bytes per launch (all ranks)",
+        "peak (per rank, one direction)",
+        "busiest",
+        "time at peak",
+        "achieved (average over the kernel)",
+        "own efficiency",
+    ) in headers
 
 
 def tables(md: str) -> list[dict]:

@@ -70,7 +70,7 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     build = json.loads((workflow_copy.root / "results/baseline/build/build.json").read_text())
     assert "-g" in build["device_compile_flags"] and all(len(lib["sha256"]) == 64 for lib in build["libraries"])
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
-    assert summary["schema"] == "dispatchprof.summary/3" and summary["toolchain"] == "sim"
+    assert summary["schema"] == "dispatchprof.summary/4" and summary["toolchain"] == "sim"
     assert set(summary["stages"]) == {"env_capture", "build", "correctness", *LATER, "debugclock", "probe"}
     # no fault: PMU is ok, so the DebugClock fallback is not needed (debugclock.when: fallback)
     debugclock = workflow_copy.status("debugclock")
@@ -84,6 +84,12 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     assert "SIMULATED DATA" in html and "Evidence ledger" in html
     assert "kernel scope:" in html and "full-API scope:" in html and "data:image/png;base64," in html
     assert summary["baseline"]["per_iteration_max_us"]["n"] == 100
+    # the link bound at the simulator's own rates: the classes split the cross-rank bytes exactly, the efficiency is in (0, 1]
+    bandwidth = summary["baseline"]["bandwidth"]
+    links = bandwidth["links"]
+    assert links["intra_node"]["bytes_per_launch"] + links["inter_node"]["bytes_per_launch"] == summary["baseline"]["bytes"]["cross_rank_token_bytes"]
+    assert 0 < bandwidth["efficiency"] <= 1 and links["inter_node"]["peak_kind"] == "simulator", bandwidth
+    assert "How far from the links' limit" in html
     assert set(summary["baseline"]["per_rank"]) == {str(r) for r in range(16)}
     latency = pd.read_parquet(workflow_copy.root / "results/baseline/baseline/latency.parquet")
     assert list(latency.columns) == ["experiment", "scope", "rank", "node", "iteration", "warmup", "us"]

@@ -99,6 +99,8 @@ VALUES: dict[str, Any] = {
     "probe.soc_version": "Ascend910_9391",
     "probe.kernel_name": "probe_kernel",
     "report.insight_version": "8.0.RC1",
+    "hardware.links.intra_node.source": "a datasheet",
+    "hardware.links.inter_node.source": "a measured point-to-point rate",
     "debugclock.event_map": "ascend_deepep/lib/other_map.json",
     "debugclock.phase_names": {"CalCumSum": ["init", "counts_sent"]},
     "debugclock.wait_slots": {"CalCumSum": [2]},

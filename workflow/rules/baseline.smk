@@ -99,6 +99,7 @@ rule baseline:
             "analyze",
             "baseline",
             "stats",
+            "hardware",
         ),
         needed=NEEDS["baseline"],
         run_dir="results/{experiment}/baseline/run" if COLLECT else None,

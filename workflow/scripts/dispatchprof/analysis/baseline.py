@@ -9,7 +9,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from dispatchprof.analysis.latency import latency_statistics, name_slowest, select_measured
-from dispatchprof.analysis.traffic import bandwidths, byte_accounting, compare_bytes, csv_bytes
+from dispatchprof.analysis.linkbound import link_bound
+from dispatchprof.analysis.traffic import DEFINITIONS, bandwidths, byte_accounting, compare_bytes, csv_bytes, link_bytes
 from dispatchprof.formats.latency_csv import LatencyTable, parse_api_csv
 
 BOUNDARY = {
@@ -72,6 +73,8 @@ def analyse(
     config: Mapping[str, Any],
     api_missing_reason: str,
     api_scope: str = API_SCOPE,
+    peaks: Mapping[str, Mapping[str, Any]] | None = None,
+    far_below: float = 0.6,
 ) -> dict[str, Any]:
     boot = config["stats"]["bootstrap"]
     args = dict(resamples=boot["resamples"], seed=boot["seed"], akl_last_n=config["stats"]["akl_last_n"], tail_ci_ratio=config["stats"]["tail_ci_ratio"])
@@ -87,14 +90,41 @@ def analyse(
     }
     scopes["kernel"]["slowest_named"] = name_slowest(scopes["kernel"], kernel.measurement, config["stats"]["own_excess_min_us"])
     scopes["api"] = {**latency_statistics(api, **args), "boundary": api_scope} if api is not None else {"available": False, "reason": api_missing_reason}
-    return {"scopes": scopes, "bytes": bytes_section(kernel, routing, config)}
+    traffic = bytes_section(kernel, routing, config)
+    links = link_section(routing, config)
+    return {"scopes": scopes, "bytes": traffic, "bandwidth": link_bound(links, peaks or {}, scopes["kernel"].get("per_iteration_max_us"), far_below)}
+
+
+def routing_shape(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """hidden and dtype of the recorded routing: shape: when collected here, analyze.shape when imported (may be unknown)."""
+    return config["shape"] if config["mode"] == "collect" else (config["analyze"].get("shape") or {})
+
+
+def link_section(routing: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+    """Bytes per link class from the routing (traffic.link_bytes), or why there are none."""
+    shape = routing_shape(config)
+    if not routing:
+        where = "analyze.routing_dir is not set" if config["mode"] == "analyze" else "the perf driver wrote no routing"
+        return {"available": False, "reason": f"not provided ({where})"}
+    if shape.get("hidden") is None or shape.get("dtype") is None:
+        return {"available": False, "reason": "not provided: the imported routing's hidden and dtype are not known (analyze.shape)"}
+    rpn = int(config["cluster"]["ranks_per_node"])
+    return link_bytes(routing, int(shape["hidden"]), str(shape["dtype"]), rpn, int(config["cluster"]["nodes"]) * rpn)
 
 
 def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """The computed accounting, the CSV's own byte columns beside it, and the bandwidths from one of them. The computed
     accounting is used when every rank's routing was recorded (its definition is known); otherwise the CSV's
     sent_bytes (deepep.md §1 names the column, not what it counts). Durations: kernel scope, complete measured iterations."""
-    traffic = byte_accounting(routing, config["shape"]["hidden"], config["shape"]["dtype"])
+    shape = routing_shape(config)
+    if routing and (shape.get("hidden") is None or shape.get("dtype") is None):
+        traffic: dict[str, Any] = {
+            "available": False,
+            "reason": "the imported routing's hidden and dtype are not known (analyze.shape)",
+            "definitions": DEFINITIONS,
+        }
+    else:
+        traffic = byte_accounting(routing, shape.get("hidden", 0), shape.get("dtype", "bf16"))
     measured = select_measured(kernel.frame).measured
     traffic["csv"] = csv_bytes(kernel.work, measured) if kernel.work is not None and len(measured) else None
     traffic["agreement"] = compare_bytes(traffic, traffic["csv"]) if traffic["available"] and traffic["csv"] else None
@@ -131,5 +161,34 @@ def summary_section(stats: Mapping[str, Any]) -> dict[str, Any]:
             {"median": api["per_iteration_max_us"]["median"], "p95": api["per_iteration_max_us"]["p95"]} if api.get("per_iteration_max_us") else None
         ),
         "bytes": ({k: stats["bytes"][k] for k in ("cross_rank_token_bytes", "logical_output_bytes")} if stats["bytes"].get("available") else None),
+        "bandwidth": bandwidth_summary(stats.get("bandwidth")),
     }
     return section
+
+
+SUMMARY_LINK_KEYS = ("bytes_per_launch", "peak_gbps", "peak_kind", "peak_source", "bound_us", "achieved_gbps", "efficiency")
+SUMMARY_BOUND_KEYS = (
+    "bound_us",
+    "efficiency",
+    "efficiency_ci95",
+    "measured_us",
+    "sets_bound",
+    "busiest",
+    "far",
+    "far_below",
+    "definition",
+    "reason",
+    "warning",
+)
+
+
+def bandwidth_summary(bandwidth: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """summary.json's bandwidth: per class its bytes, peak, bound, average rate and own efficiency; the group's bound and
+    efficiency. Keys absent in the stats (no bound, no warning) are null."""
+    if bandwidth is None:
+        return None
+    links = bandwidth.get("links")
+    return {
+        "links": {c: {k: v.get(k) for k in SUMMARY_LINK_KEYS} for c, v in links.items()} if links else None,
+        **{k: bandwidth.get(k) for k in SUMMARY_BOUND_KEYS},
+    }

@@ -129,3 +129,69 @@ def bandwidths(per_call_bytes: pd.DataFrame, measured: pd.DataFrame, byte_label:
         "per_rank_definition": f"{byte_label}: per call that rank's own bytes / its own kernel duration; median over its measured calls; GB/s = 1e9 B/s",
         "per_rank_caveat": PER_RANK_CAVEAT,
     }
+
+
+# Link classes: where a (token, destination rank) copy travels. Every remote send goes through URMA, one queue per
+# destination rank (shared/formats/deepep.md §4); the class is the topology of the pair, not the transport.
+LINK_CLASSES = ("intra_node", "inter_node")
+LINK_DEFINITION = (
+    "token payload bytes: (token, destination rank) pairs from the recorded routing (a token routed to several experts of one "
+    "destination rank counts once for it) x hidden x dtype bytes, split by topology: intra_node = the destination is another "
+    "rank of the sender's node, inter_node = a rank of another node; a rank's own tokens need no link and are in neither. "
+    "intra_node + inter_node = cross_rank_token_bytes exactly. Wire bytes are not counted: the kernel's 512-byte blocks carry "
+    "480 bytes of payload and a 32-byte arrival flag, so the wire moves ~6.7% more than these figures, and FP8 scales "
+    "are left out (as in cross_rank_token_bytes)"
+)
+
+
+def routing_problem(routing: list[Mapping[str, Any]], ranks_per_node: int, world: int | None) -> str | None:
+    """Why the routing cannot give link bytes for this cluster: ranks without a record (a bound from part of the ranks is
+    too short), or a record whose same-node flag disagrees with cluster.ranks_per_node (the classes would be wrong)."""
+    recorded = {int(r["global_rank"]) for r in routing if r.get("global_rank") is not None}
+    missing = sorted(set(range(world)) - recorded) if world else []
+    if missing:
+        return f"routing not recorded for ranks {missing}"
+    for record in routing:
+        src = int(record["global_rank"])
+        for dest_key, dest in (record.get("destinations") or {}).items():
+            ours = src // ranks_per_node == int(dest_key) // ranks_per_node
+            if "same_node" in dest and bool(dest["same_node"]) != ours:
+                return (
+                    f"rank {src} -> {dest_key}: the driver recorded same_node={dest['same_node']}, but cluster.ranks_per_node "
+                    f"{ranks_per_node} puts them on {'one node' if ours else 'two nodes'}: the cluster does not match the routing"
+                )
+    return None
+
+
+def link_bytes(routing: Iterable[Mapping[str, Any]], hidden: int, dtype: str, ranks_per_node: int, world: int | None = None) -> dict[str, Any]:
+    """Per link class, the bytes of one launch: in total, sent and received per rank, and per (source node, destination
+    node) pair. Built on ``byte_accounting``'s records (same availability rule, same row bytes); with ``world``, every
+    rank 0..world-1 must have a record."""
+    routing = list(routing)
+    accounting = byte_accounting(routing, hidden, dtype)
+    problem = accounting.get("reason") if not accounting["available"] else routing_problem(routing, ranks_per_node, world)
+    if problem:
+        return {"available": False, "reason": problem, "definition": LINK_DEFINITION}
+    row_bytes = accounting["row_bytes"]
+    classes = {c: {"bytes_per_launch": 0, "sent_per_rank": {}, "received_per_rank": {}, "per_node_pair": {}} for c in LINK_CLASSES}
+    for record in routing:
+        src = int(record["global_rank"])
+        for dest_key, dest in record["destinations"].items():
+            dst = int(dest_key)
+            if dst == src or not dest["tokens"]:
+                continue
+            same = src // ranks_per_node == dst // ranks_per_node
+            link = classes["intra_node" if same else "inter_node"]
+            nbytes = dest["tokens"] * row_bytes
+            link["bytes_per_launch"] += nbytes
+            for key, rank in (("sent_per_rank", src), ("received_per_rank", dst)):
+                link[key][str(rank)] = link[key].get(str(rank), 0) + nbytes
+            pair = f"{src // ranks_per_node}->{dst // ranks_per_node}"
+            link["per_node_pair"][pair] = link["per_node_pair"].get(pair, 0) + nbytes
+    return {
+        "available": True,
+        "links": classes,
+        "cross_rank_token_bytes": accounting["cross_rank_token_bytes"],
+        "row_bytes": row_bytes,
+        "definition": LINK_DEFINITION,
+    }

@@ -8,7 +8,7 @@ from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_se
 from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
 
-SCHEMA = "dispatchprof.summary/3"  # /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
+SCHEMA = "dispatchprof.summary/4"  # /4: baseline.bandwidth (bytes per link class, the link bound, the group efficiency); /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
 
 
 def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status], sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -133,6 +133,17 @@ def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
     return snakemake_command([f"results/{experiment}/timeline/ranks/rank{rank}/detail.json"], invocation)
 
 
+def debugclock_always_command(experiment: str, invocation: Sequence[str]) -> str:
+    """The command that collects DebugClock's phases whatever the PMU's state (debugclock.when=always), under the run's
+    own words; our entry joins the run's --config (a second --config would replace it)."""
+    words, entry = list(invocation), "debugclock={when: always}"
+    if "--config" in words:
+        words.insert(words.index("--config") + 1, entry)
+    else:
+        words += ["--config", entry]
+    return snakemake_command([f"results/{experiment}/debugclock/status.json"], words)
+
+
 def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3) -> list[dict[str, Any]]:
     """For each of the top causes: which evidence would confirm it, and the commands that collect or open it, as they
     work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words)."""
@@ -192,6 +203,39 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
     return steps
 
 
+def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
+    """How far dispatch is from what its links allow (baseline.bandwidth): one line, and where the group is far from its
+    bound with no rank or node standing out, what tells a slow link from slow senders and the command that collects it."""
+    baseline = sections.get("baseline") or {}
+    bw, per_iter = baseline.get("bandwidth"), baseline.get("per_iteration_max_us")
+    if not bw or not per_iter:
+        return None
+    took = f"Dispatch takes {per_iter['median']:.0f} us (median per-iteration max)"
+    if bw.get("efficiency") is None:
+        return f"{took}; how long its links allow is not established: {bw.get('reason') or 'no bound'}."
+    sets = bw["sets_bound"]
+    link = bw["links"][sets]
+    peak = "the simulator's link rate" if link.get("peak_kind") == "simulator" else "the configured peak"
+    lo, hi = bw["efficiency_ci95"]
+    line = (
+        f"{took}; its links allow {bw['bound_us']:.0f} us ({sets.replace('_', '-')} bytes at {peak}, {link['peak_gbps']:.1f} GB/s per rank; "
+        f"busiest: {bw['busiest']['where']}): {100 * bw['efficiency']:.0f}% of the bound (95% CI {100 * lo:.1f}-{100 * hi:.1f}%; an average over "
+        "the kernel, not a link counter)."
+    )
+    if bw.get("warning"):
+        return line + " " + bw["warning"][0].upper() + bw["warning"][1:] + "."
+    straggler = straggler_of(sections)
+    stands_out = baseline.get("slowest_named", {}).get("rank") is not None or straggler.get("evidence") not in (None, "none", "in_kernel")
+    if bw.get("far") and not stands_out:
+        line += (
+            " The group is far from its bound and no rank or node stands out: a slow link or slow senders on every rank would look like "
+            "this. DebugClock's URMASendToken send phases per node tell them apart: a slow link out of a node shows as every rank of that "
+            "node longer in its send_complete slot than the other nodes' ranks (debugclock.busiest_node names the node), slow senders on "
+            "every rank as no node apart" + (f": {bw['tell_apart_command']}" if bw.get("tell_apart_command") else "") + "."
+        )
+    return line
+
+
 def answer_sentences(
     statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
 ) -> list[tuple[str, str]]:
@@ -216,6 +260,8 @@ def answer_sentences(
     sections = sections or {}
     if statuses["baseline"].ok and sections.get("baseline"):
         say("latency", baseline_sentence(sections["baseline"], world))
+        if line := bandwidth_line(sections):
+            say("links", line)
     if statuses["timeline"].ok and sections.get("timeline"):
         for sentence in timeline_sentences(sections["timeline"]):
             say("timeline", sentence)
@@ -317,6 +363,7 @@ def answer_sentences(
 ANSWER_TOPICS = {
     "data": "What these numbers are",
     "latency": "How long a dispatch takes",
+    "links": "How far from the links' limit",
     "timeline": "What the group waits for (msprof timeline)",
     "role": "Which role, on which rank (PMU, DebugClock)",
     "icache": "I-cache",

@@ -25,6 +25,7 @@ ANALYZE_PATHS = (
     "pipe_timeline_dir",
     "debugclock_dir",
     "probe_dir",
+    "routing_dir",
 )  # analyze.* keys that name inputs
 KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
 _HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
@@ -395,7 +396,11 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
             if key in ANALYZE_PATHS and path is not None and not (workdir / path).exists():
                 problems.append(f"analyze.{key}: {path} does not exist (relative paths are read from {workdir})")
             elif key.endswith("_dir") and path is not None and not (workdir / path).is_dir():
-                layout = "an OPPROF_* tree of msopprof simulator" if key == "probe_dir" else "a directory laid out as <dir>/node0/..., <dir>/node1/..."
+                layouts = {
+                    "probe_dir": "an OPPROF_* tree of msopprof simulator",
+                    "routing_dir": "a directory of the perf driver's routing JSON files (one per rank)",
+                }
+                layout = layouts.get(key, "a directory laid out as <dir>/node0/..., <dir>/node1/...")
                 problems.append(f"analyze.{key}: {path} is a file; expected {layout}")
     if collect and shape["num_experts"] % world:
         problems.append(

@@ -15,6 +15,7 @@ from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv
 from dispatchprof.report import plots
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
+from dispatchprof.tools.toolchain import configured_link_peaks, sim_link_peaks
 
 
 def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
@@ -31,9 +32,9 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     ranks = kernel.frame["rank"].nunique()
     if ranks != world:
         return run.status("invalid", f"{csv} holds {ranks} ranks but the config has {world} (nodes x ranks_per_node)")
-    routing = load_json_dir(run_dir / "routing") if run_dir else []
+    routing = load_routing(cfg, run_dir)
     api_reason = "not collected in analyze mode" if run_dir is None else "the driver wrote no api latency files"
-    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir))
+    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir), link_peaks(cfg, run.toolchain), cfg["hardware"]["far_below"])
     stats.update(
         toolchain=run.toolchain,
         source=run.source,
@@ -72,6 +73,26 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
 
 
+def load_routing(cfg: Mapping[str, Any], run_dir: Path | None) -> list[dict[str, Any]]:
+    """The perf driver's routing records: its run directory's routing/ when collected here, analyze.routing_dir when imported."""
+    if run_dir:
+        return load_json_dir(run_dir / "routing")
+    imported = cfg["analyze"].get("routing_dir")
+    return load_json_dir(Path(imported)) if imported else []
+
+
+def link_peaks(cfg: Mapping[str, Any], toolchain: str) -> dict[str, dict[str, Any]]:
+    """The peaks the bound uses: the simulator's own link rates under toolchain sim (hardware.links shown beside them,
+    not used: a simulated run has no hardware), else hardware.links as configured (null = "peak not configured")."""
+    configured = configured_link_peaks(cfg["hardware"])
+    if toolchain != "sim":
+        return configured
+    peaks = sim_link_peaks(int(cfg["cluster"]["nodes"]), int(cfg["cluster"]["ranks_per_node"]))
+    for c, peak in peaks.items():
+        peak["configured_peak_gbps"] = configured.get(c, {}).get("peak_gbps")
+    return peaks
+
+
 def draw_plots(plot_dir: Path, toolchain: str, frame: pd.DataFrame, api: pd.DataFrame | None, kernel_scope: Mapping[str, Any]) -> None:
     """The baseline's PNGs: latency per rank, per-iteration max, how often each rank is the longest, the API scope."""
     label = "SIMULATED " if toolchain == "sim" else ""
@@ -105,6 +126,9 @@ def latency_validations(stats: Mapping[str, Any], csv: Path, configured_hz: str)
         )
     if not stats["bytes"].get("available"):
         validations.append(Validation("byte accounting", False, "warning", f"{stats['bytes']['reason']}; {stats['bytes']['used_why']}"))
+    warning = (stats.get("bandwidth") or {}).get("warning")
+    if warning:
+        validations.append(Validation("link bound", False, "warning", warning))
     agreement = stats["bytes"].get("agreement")
     if agreement and not agreement["agree"]:
         differ = {c: p["mismatch"] for c, p in agreement["pairs"].items() if not p["agree"]}

@@ -23,7 +23,7 @@ from dispatchprof.report.figures import figure_files, render_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
 from dispatchprof.shell.invocation import read_invocation
-from dispatchprof.report.summary import answer_parts, answer_sentences, build_summary, drill_command, next_steps
+from dispatchprof.report.summary import answer_parts, answer_sentences, build_summary, debugclock_always_command, drill_command, next_steps
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
 from dispatchprof.shell.stage import StageRun
@@ -183,6 +183,9 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     env_nodes, env_warnings = environment_rows(env)
     sections: dict[str, Any] = {}
     baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
+    if sections["baseline"] and sections["baseline"].get("bandwidth"):  # the answer's step that tells a slow link from slow senders
+        invocation = read_invocation(Path(run.outputs["html"]).parents[1])
+        sections["baseline"]["bandwidth"]["tell_apart_command"] = debugclock_always_command(run.experiment, invocation)
     crosscheck = (
         json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
         if run.inputs.get("timeline_crosscheck")

@@ -15,6 +15,35 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.node.nodeenv import merge
 
+# The simulated cluster's link rates, GB/s of ONE URMA send queue (one destination rank), same node / across nodes: the
+# stand-in's LINK_BYTES_PER_US (workflow/sim/ascend_deepep/ascend_deepep/_collective.py; bytes per us / 1e3 = GB/s;
+# tests/unit/test_sim_link_rates.py keeps them equal). The simulator has no shared link capacity: every queue runs at its
+# rate whatever the others carry, so a rank's rate for a class is the queue rate x its destination ranks of that class.
+SIM_QUEUE_GBPS = {"intra_node": 2.4, "inter_node": 1.4}
+
+
+def sim_link_peaks(nodes: int, ranks_per_node: int) -> dict[str, dict[str, Any]]:
+    """Per link class, the simulated cluster's rate per rank (one direction) with where it comes from: used as the peak
+    under ``toolchain: sim``, in place of hardware.links (a simulated run has no hardware to configure)."""
+    queues = {"intra_node": ranks_per_node - 1, "inter_node": (nodes - 1) * ranks_per_node}
+    return {
+        c: {
+            "peak_gbps": SIM_QUEUE_GBPS[c] * queues[c] if queues[c] else None,
+            "source": (
+                f"the simulator's own link rate, not a hardware figure: {SIM_QUEUE_GBPS[c]} GB/s per destination queue (the stand-in's "
+                f"LINK_BYTES_PER_US) x {queues[c]} destination ranks of this class per rank; the simulator has no shared link capacity"
+            ),
+            "kind": "simulator",
+        }
+        for c in SIM_QUEUE_GBPS
+    }
+
+
+def configured_link_peaks(hardware: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """hardware.links as the bound reads it: the configured peak with its source, or null ("peak not configured")."""
+    return {c: {"peak_gbps": v.get("peak_gbps"), "source": v.get("source"), "kind": "configured"} for c, v in hardware["links"].items()}
+
+
 # Environment variables through which the simulated cluster receives its fault knobs.
 SIM_ENV = {
     "precision_fail_rank": "DEEPEP_SIM_PRECISION_FAIL_RANK",
