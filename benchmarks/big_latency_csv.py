@@ -4,7 +4,8 @@ Generates the file the perf driver / ascend_deepep test writes (LatencyProfile's
 elapsed_ms, elapsed_us, is_warmup, in_average, measurement, clock_hz; iteration-major, 16 ranks) in a temporary
 directory, then parses it in a fresh interpreter per run, so that the child's peak RSS
 (``os.wait4``'s rusage of that child) is the parse's alone plus the imports. Printed per run: the
-parse's seconds (measured in the child, imports excluded), the child's peak RSS, and peak RSS / file size. With
+parse's seconds and CPU seconds (measured in the child, imports excluded: on a loaded machine the wall time is
+mostly waiting for a core, the CPU time is not), the child's peak RSS, and peak RSS / file size. With
 ``--reference <checkout>`` the same file is parsed by another checkout's library too (e.g. a ``git worktree`` of the
 commit before a change), alternating with this one, and the ratios of the medians are printed: the machine is shared
 and noisy, so only numbers from one run compare.
@@ -35,10 +36,10 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from dispatchprof.formats.latency_csv import parse_latency_csv
 imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 table = parse_latency_csv(sys.argv[2])
-seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "rows": len(table.frame), "imports_rss_kib": imported}))
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rows": len(table.frame), "imports_rss_kib": imported}))
 """
 
 
@@ -72,9 +73,20 @@ def parse_once(scripts: Path, csv: Path) -> dict:
     result = json.loads(out)
     return {
         "seconds": result["seconds"],
+        "cpu_seconds": result["cpu_seconds"],
         "peak_rss_bytes": usage.ru_maxrss * 1024,
         "imports_rss_bytes": result["imports_rss_kib"] * 1024,
         "rows": result["rows"],
+    }
+
+
+def _summary(runs: list[dict], size: int) -> dict:
+    """Medians of the times (the machine is shared: one slow run is the machine's), the largest peak."""
+    return {
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+        "peak_rss_mib": max(r["peak_rss_bytes"] for r in runs) / 2**20,
+        "peak_per_file": max(r["peak_rss_bytes"] for r in runs) / size,
     }
 
 
@@ -98,18 +110,18 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(parse_once(scripts, csv))
                 r = runs[name][-1]
                 print(
-                    f"{name}: {r['seconds']:.2f} s, peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB"
+                    f"{name}: {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s of CPU), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB"
                     f" (imports alone {r['imports_rss_bytes'] / 2**20:.0f} MiB), peak / file {r['peak_rss_bytes'] / size:.2f}",
                     flush=True,
                 )
-    summary = {
-        name: {"seconds": statistics.median(r["seconds"] for r in rs), "peak_per_file": max(r["peak_rss_bytes"] for r in rs) / size}
-        for name, rs in runs.items()
-    }
+    summary = {name: _summary(rs, size) for name, rs in runs.items()}
     print(json.dumps({"rows": args.rows, "file_bytes": size, "runs": runs, "summary": summary}))
     if args.reference:
         ref, new = summary["reference"], summary["this checkout"]
-        print(f"speed-up {ref['seconds'] / new['seconds']:.1f}x; peak memory {new['peak_per_file'] / ref['peak_per_file']:.2f} of the reference's")
+        print(
+            f"speed-up {ref['seconds'] / new['seconds']:.1f}x (CPU {ref['cpu_seconds'] / new['cpu_seconds']:.1f}x); "
+            f"peak memory {new['peak_per_file'] / ref['peak_per_file']:.2f} of the reference's"
+        )
     return 0
 
 
