@@ -92,28 +92,34 @@ def _one_record_per_line(piece: bytes) -> bool:
     return int(lengths.max()) <= limit + 1  # each length counts its newline
 
 
-def scan_csv_file(path: Path, error: type[Exception], chunk_bytes: int = CHUNK_BYTES) -> bool:
-    """read_csv_rows's refusals of a whole file, file by pieces (memory of one piece, not of the file), in the same
-    order: its encoding (a byte order mark of UTF-16/32, UTF-16 without one), a NUL byte anywhere, then the first
-    byte that is not UTF-8, then a CSV the csv module cannot read. Returns whether every record is one line (no
-    quoted field, no lone carriage return): a reader may then parse any run of whole lines on its own and number its
-    records by their lines."""
-    problem = encoding_problem(path, None, "a CSV text file")
+def check_text_file(path: Path, error: type[Exception], expected: str = "a CSV text file", chunk_bytes: int = CHUNK_BYTES) -> bool:
+    """read_text_file's refusals, file by pieces (memory of one piece, not of the file), in the same order: its
+    encoding (a byte order mark of UTF-16/32, UTF-16 without one), a NUL byte anywhere, then the first byte that is not
+    UTF-8. Returns whether every line is one CSV record (no quote, no lone carriage return, no overlong line): a
+    reader may then parse any run of whole lines on its own and number its records by their lines."""
+    problem = encoding_problem(path, None, expected)
     if problem:
         raise error(problem)
     not_utf8: str | None = None
     plain = True
     for line, piece in line_chunks(path, chunk_bytes):
         if b"\x00" in piece:
-            raise error(f"{path}: line {line_at(piece, line, piece.index(0))}: binary data (NUL byte); expected a CSV text file")
+            raise error(f"{path}: line {line_at(piece, line, piece.index(0))}: binary data (NUL byte); expected {expected}")
         if not_utf8 is None and not piece.isascii():
             try:
                 piece.decode("utf-8")
             except UnicodeDecodeError as exc:
-                not_utf8 = f"{path}: line {line_at(piece, line, exc.start)}: not UTF-8 text ({exc.reason}); expected a CSV text file"
+                not_utf8 = f"{path}: line {line_at(piece, line, exc.start)}: not UTF-8 text ({exc.reason}); expected {expected}"
         plain = plain and _one_record_per_line(piece)
     if not_utf8:
         raise error(not_utf8)
+    return plain
+
+
+def scan_csv_file(path: Path, error: type[Exception], chunk_bytes: int = CHUNK_BYTES) -> bool:
+    """read_csv_rows's refusals of a whole file, file by pieces: check_text_file's, then a CSV the csv module cannot
+    read. Returns check_text_file's answer (whether every line is one record)."""
+    plain = check_text_file(path, error, "a CSV text file", chunk_bytes)
     if not plain:
         try:
             for _ in csv_records(path, chunk_bytes):
