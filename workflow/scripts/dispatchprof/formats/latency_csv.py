@@ -314,7 +314,7 @@ def _arrow_table(layout: _Layout, piece: bytes) -> pa.Table | None:
     )
     parse = pacsv.ParseOptions(quote_char=False, double_quote=False, escape_char=False, newlines_in_values=False, ignore_empty_lines=False)
     try:
-        table = pacsv.read_csv(pa.py_buffer(piece), pacsv.ReadOptions(column_names=names), parse, convert)
+        table = pacsv.read_csv(pa.py_buffer(piece), pacsv.ReadOptions(column_names=names, use_threads=False), parse, convert)
     except pa.ArrowInvalid:
         return None
     return table.rename_columns(list(types))
