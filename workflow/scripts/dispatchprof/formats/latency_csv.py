@@ -11,6 +11,14 @@ Work columns (deepep.md §1, written only when the session has a work callback):
 alone); ``processed_gbps``/``sent_gbps``, when present, must equal bytes/(ms*1e6) and be empty exactly when ms = 0.
 The file names the columns but not what the callback counts, so the parser keeps the bytes as they are
 (``LatencyTable.work``) and the analysis compares them with its own accounting.
+
+A test's file grows with its calls (5 million rows, 290 MB, is a long run), so it is read in pieces of whole lines
+(issue 46): first the whole file's encoding (as every text reader: a NUL byte or non-UTF-8 anywhere is refused before
+any row), then each piece typed by pyarrow and checked as arrays. Any piece in which that finds anything wrong or
+unusual (a refusal, a space, a quote, a blank line) is read again row by row by the exact reader, which raises the
+refusal with its line; a file with a quoted field is read by it whole, record by record, as the csv module reads it.
+Which is first wrong decides, in file order, as when the file was read row by row: a duplicate (rank, iteration)
+before a bad value further on. The table is the same whatever the piece size (tests/formats/test_latency_csv_chunks.py).
 """
 
 from __future__ import annotations
@@ -320,7 +328,7 @@ def _arrow_table(layout: _Layout, piece: bytes) -> pa.Table | None:
     return table.rename_columns(list(types))
 
 
-def _read_rows_fast(path: Path, layout: _Layout, piece: bytes, first_line: int, singles: _Singles) -> _Part | None:
+def _read_rows_fast(layout: _Layout, piece: bytes, first_line: int, singles: _Singles) -> _Part | None:
     """The rows of a piece of whole lines at once, typed by pyarrow and checked as arrays; None where anything is
     not plainly right (a refusal, an odd byte, a blank line): the exact reader then reads the piece and says what."""
     if piece.translate(None, _FAST_BYTES) or b"\n\n" in piece or b"\n\r" in piece or piece.startswith((b"\n", b"\r")):
@@ -397,7 +405,7 @@ def parse_latency_csv(path: str | Path, max_us: float | None = None, chunk_bytes
     parts: list[_Part] = []
     singles = _Singles()
     for first_line, piece in pieces:
-        part = _read_rows_fast(path, layout, piece, first_line, singles) if isinstance(piece, bytes) else None
+        part = _read_rows_fast(layout, piece, first_line, singles) if isinstance(piece, bytes) else None
         if part is None:
             records = enumerate(csv.reader(io.StringIO(piece.decode("utf-8"))), start=first_line) if isinstance(piece, bytes) else piece
             part = _read_rows_exactly(path, layout, records, parts, singles)

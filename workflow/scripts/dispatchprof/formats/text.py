@@ -50,6 +50,8 @@ def line_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[in
     """The file's bytes in pieces of about ``chunk_bytes`` that end at a newline (the last may not; a longer line is
     one piece), each with the number of its first line; a leading UTF-8 byte order mark dropped. A newline is never
     part of a multi-byte UTF-8 character, so each piece decodes on its own."""
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes is {chunk_bytes}, expected at least 1")
     line = 1
     with open(path, "rb") as handle:
         carry = handle.read(len(codecs.BOM_UTF8))
