@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT
 from dispatchprof.analysis.timeline import kernel_regex
+from dispatchprof.formats import msprof_tables
 from dispatchprof.formats.msprof import MsprofFormatError, discover, op_summary_files, read_db_target, read_prof_info
 from dispatchprof.formats.msprof_tables import read_db, read_msprof_json, read_op_summary, read_prof_kernels, target_kernels_of
 from dispatchprof.formats.target_kernels import read_target_kernels
@@ -211,6 +212,20 @@ def test_malformed_op_summary_names_file_line_and_field(tmp_path, edit, message)
     with pytest.raises(MsprofFormatError) as err:
         read_op_summary([path])
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 20_000])
+def test_op_summary_read_in_runs_of_rows_is_the_table_read_whole_and_a_long_row_keeps_its_line(tmp_path, monkeypatch, rows):
+    """read_op_summary keeps only the columns it uses, run by run (issue 46: an op_summary has ~50 columns of text):
+    the table is the same whatever the run's length, and a row with one field too many is refused at its line."""
+    whole = read_op_summary(op_summary_files(SINGLE))
+    monkeypatch.setattr(msprof_tables, "CSV_CHUNK_ROWS", rows)
+    pd.testing.assert_frame_equal(read_op_summary(op_summary_files(SINGLE)), whole)
+    lines = (SINGLE / "op_summary_20260511093035.csv").read_text().splitlines(keepends=True)
+    path = tmp_path / "op_summary_20260511093035.csv"
+    path.write_text("".join(lines[:7]) + lines[7].rstrip("\n") + ",extra\n" + "".join(lines[8:]))
+    with pytest.raises(MsprofFormatError, match=r"not a readable CSV .*Expected \d+ fields in line 8, saw \d+"):
+        read_op_summary([path])
 
 
 def test_reordered_op_summary_columns_give_the_same_table(tmp_path):

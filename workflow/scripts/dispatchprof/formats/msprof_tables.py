@@ -10,7 +10,6 @@ ranks, is msprof.read_target_kernels: it needs neither pandas nor every row.)
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Callable
@@ -33,7 +32,7 @@ from dispatchprof.formats.msprof import (
     resolve_ids,
     strict_int,
 )
-from dispatchprof.formats.text import read_text_file
+from dispatchprof.formats.text import check_text_file
 
 KERNEL_COLUMNS = ["device", "pid", "stream", "task_id", "name", "op_type", "task_type", "start_ns", "dur_ns", "source"]
 # Task types of compute tasks: what op_summary and COMPUTE_TASK_INFO hold (the JSON also has MEMCPY_ASYNC etc.).
@@ -152,12 +151,24 @@ def target_kernels_of(
     )
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    text = read_text_file(path, MsprofFormatError)
+CSV_CHUNK_ROWS = 20_000  # rows pandas reads at a time: an op_summary row is ~50 cells, each a Python string
+
+
+def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A CSV's ``columns`` (found by their stripped names) as text, every column of the header named. The encoding is
+    checked piece by piece and pandas reads the file itself in runs of rows, of which only ``columns`` are kept: no
+    copy of the file's text, and no column the reader does not use (an op_summary has ~50). Every row is still
+    tokenized whole, so a row of the wrong length is refused as before."""
+    check_text_file(path, MsprofFormatError)
+    options = {"encoding": "utf-8-sig", "dtype": str, "keep_default_na": False, "skipinitialspace": False}
     try:
-        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=False)
+        with pd.read_csv(path, chunksize=CSV_CHUNK_ROWS, **options) as reader:
+            parts = [chunk[[c for c in chunk.columns if c.strip() in columns]] for chunk in reader]
+        if not parts:  # a header alone
+            return pd.read_csv(path, nrows=0, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise MsprofFormatError(f"{path}: not a readable CSV ({str(exc).strip()})") from exc
+    return pd.concat(parts, ignore_index=True)
 
 
 OP_SUMMARY_REQUIRED = ("Device_id", "Task ID", "Stream ID", "Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")
@@ -166,7 +177,7 @@ OP_SUMMARY_REQUIRED = ("Device_id", "Task ID", "Stream ID", "Op Name", "OP Type"
 def read_op_summary(paths: list[Path], pid: int | None = None) -> pd.DataFrame:
     frames = []
     for path in paths:
-        frame = _read_csv(path)
+        frame = _read_csv(path, OP_SUMMARY_REQUIRED)
         frame.columns = [c.strip() for c in frame.columns]
         missing = [c for c in OP_SUMMARY_REQUIRED if c not in frame.columns]
         if missing:
