@@ -2,19 +2,22 @@
 and rerun with a plain `snakemake`; a results directory that becomes read-only mid-run. Each on the smallest
 cluster that still runs every stage (1 node x 2 ranks, short calls: ~12 s a whole run on 2 cores)."""
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import base_overlay, copy_workflow, without_slurm_probe
-from workflow.test_end_to_end import processes_mentioning
+from conftest import base_overlay, copy_workflow, require, without_slurm_probe
+from workflow.test_end_to_end import processes_mentioning, synthetic_timeline
 
 TINY = base_overlay(cluster={"nodes": 1, "ranks_per_node": 2})
 
@@ -143,3 +146,73 @@ def test_a_read_only_results_directory_is_refused_before_any_job(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
     assert f"Results directory refused; nothing was run:\n  - cannot write in {wf.root / 'results'}: Read-only file system\n" in result.stderr
     assert "Execute" not in result.stdout + result.stderr and not list((wf.root / "results").iterdir())
+
+
+def tree_state(root: Path) -> dict[str, tuple]:
+    """Every entry under ``root``: kind, size, mtime (ns) and for a file its sha256. Any file created, removed or
+    changed (a -shm beside a db, a checkpointed WAL) changes it."""
+    state = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        state[str(path.relative_to(root))] = (path.is_dir(), info.st_size, info.st_mtime_ns, digest)
+    return state
+
+
+def to_wal_mode(db: Path) -> None:
+    """The db in WAL mode, closed cleanly: no -wal beside it, but a read-write or mode=ro open creates a -shm."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+
+
+def into_wal_only(db: Path, scratch: Path) -> None:
+    """The db rewritten so that every table and row is in its -wal, never checkpointed (a writer that was killed,
+    or files copied while it ran): the db file itself holds only its header page."""
+    scratch.mkdir()
+    fresh = scratch / db.name
+    with sqlite3.connect(db) as source:
+        dump = list(source.iterdump())
+    source.close()
+    conn = sqlite3.connect(fresh, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.executescript("\n".join(dump))  # the dump is one BEGIN ... COMMIT: one commit into the -wal
+    for name in (db.name, db.name + "-wal"):
+        shutil.copyfile(scratch / name, db.with_name(name))  # while the connection is open: closing would checkpoint
+    conn.close()
+
+
+def test_analyze_mode_reads_wal_databases_in_a_read_only_mount_and_changes_nothing_there(tmp_path):
+    require(mount_namespaces(), "unshare/nsenter and mount in a private mount namespace (root, CAP_SYS_ADMIN)")
+    wf = copy_workflow(tmp_path / "wf")
+    inputs = tmp_path / "inputs"
+    timeline_dir = inputs / "timeline"
+    synthetic_timeline(timeline_dir, rank_id=True)
+    dbs = sorted(timeline_dir.rglob("msprof_*.db"))
+    assert len(dbs) == 16
+    for db in dbs:
+        to_wal_mode(db)
+    wal_only = dbs[3]
+    into_wal_only(wal_only, tmp_path / "scratch")
+    assert wal_only.stat().st_size == 4096 and wal_only.with_name(wal_only.name + "-wal").stat().st_size > 4096
+    csv = inputs / "dispatch_latency.csv"
+    csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16)))
+    before = tree_state(inputs)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    overlay = base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)}, timeline={"crosscheck": "auto"})
+    cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{READ_ONLY} && shift && exec "$@"', "sh", str(inputs)]
+    cmd += [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(wf.overlay(overlay))]
+    env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})
+    result = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert tree_state(inputs) == before  # nothing created, removed or changed: no -shm, the -wal not checkpointed
+    timeline = wf.status("timeline")
+    assert timeline["state"] == "ok" and timeline["source"] == "import", timeline
+    per_rank = json.loads((wf.root / "results/baseline/timeline/stats.json").read_text())["per_rank"]
+    assert {rank: row["launches"] for rank, row in per_rank.items()} == {str(r): 6 for r in range(16)}  # rank 3 from its -wal
+    crosscheck = json.loads((wf.root / "results/baseline/timeline/crosscheck.json").read_text())
+    if shutil.which("msprof-analyze"):
+        assert crosscheck["state"] == "ok" and crosscheck["their_ranks"] == 16, crosscheck  # it read a copy, rank 3 too
+    assert not list(tmp.glob("dispatchprof_db_*")), list(tmp.iterdir())  # the private copy of rank 3's db is removed
