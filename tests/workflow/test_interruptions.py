@@ -197,7 +197,9 @@ def test_analyze_mode_reads_wal_databases_in_a_read_only_mount_and_changes_nothi
     into_wal_only(wal_only, tmp_path / "scratch")
     assert wal_only.stat().st_size == 4096 and wal_only.with_name(wal_only.name + "-wal").stat().st_size > 4096
     csv = inputs / "dispatch_latency.csv"
-    csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16)))
+    csv.write_text(
+        "rank,iteration,elapsed_us,is_warmup,in_average\n" + "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
+    )
     before = tree_state(inputs)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
