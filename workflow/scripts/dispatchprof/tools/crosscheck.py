@@ -4,9 +4,10 @@ msprof-analyze reads only the db of each PROF_ and keys ranks by info.json rank_
 them by sorted (hostUid, device id), so ranks of different nodes that share a device id are merged and all but
 one dropped without a warning (msprof.md §9 of the format notes). This module says which of its "ranks" are ours.
 
-msprof-analyze opens each db read-write (a plain connect, prof_common/db_manager.py): on a WAL database that creates -shm and -wal files
-beside it and, at the last close, checkpoints the WAL into the database; on a read-only share it fails. A user's
-export is read in place and never modified, so in analyze mode it runs on a copy of what it reads (mirror_prof_tree).
+msprof-analyze opens each db read-write (a plain connect, its prof_common/db_manager.py): on a WAL database that
+creates -shm and -wal files beside it and, at the last close, checkpoints the WAL into the database; on a read-only
+share it fails. A user's export is read in place and never modified, so in analyze mode it runs on a copy of what it
+reads (mirror_prof_tree).
 """
 
 from __future__ import annotations
