@@ -116,7 +116,9 @@ def test_a_hanging_pmu_replay_skips_both_timeline_runs_instead_of_waiting_out_th
     started = time.monotonic()
     overlay = base_overlay(sim={"replay": "hang"}, timeouts={"pmu": 8}, pipe_timeline=BOTH)
     result = wf.snakemake("--until", "pipe_timeline", overlay=overlay, timeout=900)
-    assert_ended_by_fail_on(result, "baseline/pmu is timeout")
+    # exit 0: fail_on looks at the stages of the end-of-run table, and up to pipe_timeline the pmu stage is not run
+    # (its collection, pmu/collect, timed out; pipe_timeline is skipped, which fail_on does not count by default)
+    assert result.returncode == 0, result.stderr[-3000:]
     assert time.monotonic() - started < 200
     status = wf.status("pipe_timeline")
     assert status["state"] == "skipped" and status["root_cause"]["stage"] == "pmu/collect"
