@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -120,6 +121,22 @@ def base_overlay(fixed_ports: bool = False, full_length: bool = False, **section
     for key, value in sections.items():
         overlay.setdefault(key, {}).update(value) if isinstance(value, dict) else overlay.__setitem__(key, value)
     return overlay
+
+
+FAIL_ON_LINE = re.compile(r"^fail_on \[[a-z, ]*\]: (.+?); exit status 1 ", re.M)
+
+
+def assert_ended_by_fail_on(result: subprocess.CompletedProcess, *stages: str) -> None:
+    """The run went through (no job error, no traceback) and stages ended in a fail_on state (by default failed,
+    timeout or invalid): Snakemake exits 1 after the report and the end-of-run table, naming each such stage, e.g.
+    ``assert_ended_by_fail_on(result, "baseline/pmu is timeout")``. Every stage given must be named; others may be."""
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out[-3000:]
+    said = FAIL_ON_LINE.search(out)
+    assert said, out[-3000:]
+    named = said.group(1).split(", ")
+    assert set(stages) <= set(named), (named, stages)
+    assert "Error in rule" not in out and "Traceback" not in out, out[-3000:]
 
 
 def require(available: bool, what: str) -> None:

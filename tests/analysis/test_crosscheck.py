@@ -3,7 +3,7 @@ import shutil
 from workflow.test_end_to_end import synthetic_timeline
 
 from conftest import require
-from dispatchprof.tools.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
+from dispatchprof.tools.crosscheck import compare_ranks, mirror_prof_tree, run_msprof_analyze, their_ranks
 
 
 def test_ranks_map_one_to_one_only_when_rank_id_is_set():
@@ -32,3 +32,26 @@ def test_msprof_analyze_collapses_ranks_without_rank_id_and_keeps_them_with_it(t
         assert db is not None, reason
         ranks = their_ranks(db, "elastic_dispatch_kernel")
         assert len(ranks) == (16 if with_ids else 8)  # device 0..7 of both nodes collide without rank_id
+
+
+def test_the_mirror_for_msprof_analyze_copies_dbs_with_their_wal_and_identity_files_not_raw_data(tmp_path):
+    prof = tmp_path / "user" / "node0" / "PROF_000001_20261129184621000_ABCDEFGHIJKLMNOP"
+    files = {
+        "msprof_20261129184621.db": b"db",
+        "msprof_20261129184621.db-wal": b"wal frames",
+        "msprof_20261129184621.db-shm": b"index",
+        "host/info.json": b"{}",
+        "device_3/info.json.3": b"{}",
+        "device_3/data/aicore.data.3.slice_0": b"raw",
+        "mindstudio_profiler_output/op_summary_20261129184621.csv": b"text",
+        "mindstudio_profiler_log/msprof_analysis_1.log": b"log",
+    }
+    for name, content in files.items():
+        (prof / name).parent.mkdir(parents=True, exist_ok=True)
+        (prof / name).write_bytes(content)
+    (prof.parent / "other.db-journal").write_bytes(b"")  # empty: nothing to roll back
+    mirror = mirror_prof_tree(tmp_path / "user", tmp_path / "mirror")
+    copied = sorted(str(p.relative_to(mirror)) for p in mirror.rglob("*") if p.is_file())
+    kept = ["msprof_20261129184621.db", "msprof_20261129184621.db-wal", "host/info.json", "device_3/info.json.3"]
+    assert copied == sorted(f"node0/{prof.name}/{name}" for name in kept)
+    assert (mirror / "node0" / prof.name / "msprof_20261129184621.db-wal").read_bytes() == b"wal frames"

@@ -5,6 +5,7 @@ import json
 import shutil
 import sqlite3
 import sys
+import tempfile
 
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ from dispatchprof.analysis.timeline import kernel_regex
 from dispatchprof.formats import msprof_tables
 from dispatchprof.formats.msprof import MsprofFormatError, discover, op_summary_files, read_db_target, read_prof_info
 from dispatchprof.formats.msprof_tables import read_db, read_msprof_json, read_op_summary, read_prof_kernels, target_kernels_of
+from dispatchprof.formats.sqlite_read import read_only_db
 from dispatchprof.formats.target_kernels import read_target_kernels
 
 REAL = FIXTURES / "msprof-real"
@@ -584,3 +586,66 @@ def test_garbage_op_summary_without_info_files_ends_in_a_clear_error(tmp_path_fa
         assert str(path) in str(exc)
         return
     assert all(isinstance(d, int) and d >= 0 for d in info.devices)
+
+
+def dir_state(root):
+    """Names, sizes, mtimes and bytes of every file under ``root``: a -shm or -wal created beside a db changes it."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def wal_db(tmp_path, sim_prof):
+    """The simulator's db in WAL mode, closed cleanly (no -wal), in a directory whose name needs URI quoting."""
+    db = tmp_path / "a user's exports #3? 100%" / "msprof_20260101000000.db"
+    db.parent.mkdir()
+    db.write_bytes(next(sim_prof.glob("msprof_*.db")).read_bytes())
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    return db
+
+
+def test_mode_ro_writes_beside_a_wal_db_which_is_why_readers_open_it_immutable(wal_db):
+    before = dir_state(wal_db.parent)
+    conn = sqlite3.connect(f"file:{wal_db.as_posix().replace('%', '%25').replace('#', '%23').replace('?', '%3f')}?mode=ro", uri=True)
+    conn.execute("SELECT COUNT(*) FROM TASK").fetchone()
+    conn.close()
+    assert dir_state(wal_db.parent) != before  # the hazard: mode=ro created the -shm of a user's db
+    for extra in wal_db.parent.glob("*-shm"):
+        extra.unlink()
+    before = dir_state(wal_db.parent)
+    target = read_db_target(wal_db, is_dispatch, 0)
+    assert len(target.start_ns) == 4 and len(read_db(wal_db)) == 8
+    assert dir_state(wal_db.parent) == before
+
+
+def test_rows_only_in_the_wal_are_read_from_a_private_copy_that_is_removed(wal_db, tmp_path, monkeypatch):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    expected = read_db(wal_db)
+    conn = sqlite3.connect(wal_db, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("INSERT INTO META_DATA VALUES ('WAL_ONLY', 'yes')")
+    conn.execute("UPDATE TASK SET startNs = startNs")  # every TASK page into the -wal; its content unchanged
+    copied = tmp_path / "copied"  # the files as a writer left them (closing the connection would checkpoint)
+    copied.mkdir()
+    for name in (wal_db.name, wal_db.name + "-wal"):
+        shutil.copyfile(wal_db.with_name(name), copied / name)
+    conn.close()
+    db = copied / wal_db.name
+    before = dir_state(copied)
+    query = "SELECT value FROM META_DATA WHERE name = 'WAL_ONLY'"
+    with read_only_db(db) as ro:
+        assert ro.execute(query).fetchone() == ("yes",)
+    raw = sqlite3.connect(f"{db.as_uri()}?immutable=1", uri=True)
+    assert raw.execute(query).fetchone() is None  # the hazard: immutable=1 alone does not see the -wal's rows
+    raw.close()
+    pd.testing.assert_frame_equal(read_db(db), expected)
+    assert dir_state(copied) == before and not list(scratch.iterdir())
+
+
+def test_a_missing_db_is_an_error_naming_it_not_a_new_empty_file(tmp_path):
+    with pytest.raises(MsprofFormatError, match="nowhere.db"):
+        read_db(tmp_path / "nowhere.db")
+    assert not list(tmp_path.iterdir())

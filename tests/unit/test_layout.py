@@ -110,3 +110,10 @@ def test_entry_scripts_stay_thin():
     orchestration lives in dispatchprof/stages/, where it is tested without Snakemake."""
     long = {p.name: n for p in SCRIPTS.glob("*.py") if (n := len(p.read_text().splitlines())) > ENTRY_SCRIPT_MAX_LINES}
     assert long == {}
+
+
+def test_every_sqlite_database_is_opened_by_read_only_db():
+    """A user's msprof db is read in place: mode=ro writes a WAL db's -shm (and fails on a read-only share), so the
+    one opener is formats/sqlite_read.read_only_db. (The simulator's writer, workflow/sim, writes its own dbs.)"""
+    opened = sorted(str(p.relative_to(SCRIPTS)) for p in SCRIPTS.rglob("*.py") if "sqlite3.connect(" in p.read_text())
+    assert opened == ["dispatchprof/formats/sqlite_read.py"]

@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from conftest import SHORT_RUN, base_overlay, copy_workflow
+from conftest import SHORT_RUN, assert_ended_by_fail_on, base_overlay, copy_workflow
 from workflow.test_end_to_end import processes_mentioning
 
 FAULTS = {"replay": "hang", "slow_role": {"rank": 5, "role": "URMASendToken", "factor": 2.0}}
@@ -23,7 +23,7 @@ def collected(tmp_path_factory):
         debugclock={"iterations": 12, "warmup": 4, "format": "both"},
     )
     result = wf.snakemake(overlay=overlay, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ended_by_fail_on(result, "baseline/pmu is timeout")
     return wf
 
 
@@ -113,7 +113,7 @@ def test_analyze_mode_without_the_dir_is_skipped_and_a_bad_file_is_invalid(tmp_p
     bad.mkdir(parents=True)
     (bad / "dispatch_clock_rank_0.csv").write_text("rank,aiv_id,time_0_cycles\n0,0\n")
     result = wf.snakemake("--until", "debugclock", overlay=base_overlay(mode="analyze", analyze={"debugclock_dir": str(tmp_path / "bad")}))
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ended_by_fail_on(result, "baseline/debugclock is invalid")
     status = wf.status("debugclock")
     assert status["state"] == "invalid" and "dispatch_clock_rank_0.csv: line 2: 2 fields; expected 3" in status["reason"]
 
@@ -125,7 +125,7 @@ def test_a_precision_failure_of_the_legacy_debug_build_makes_the_stage_invalid_e
         timeouts={"pmu": 8},
     )
     result = wf.snakemake("--until", "debugclock", overlay=overlay, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert_ended_by_fail_on(result, "baseline/pmu is timeout", "baseline/debugclock is invalid")
     collect = json.loads((wf.root / "results/baseline/debugclock/collect/status.json").read_text())
     assert collect["state"] == "invalid", collect
     assert collect["reason"].startswith("the DEBUG_CLOCK_ON run failed the precision check (run 0: ") and "tpSendCountsOut" in collect["reason"], collect

@@ -2,19 +2,22 @@
 and rerun with a plain `snakemake`; a results directory that becomes read-only mid-run. Each on the smallest
 cluster that still runs every stage (1 node x 2 ranks, short calls: ~12 s a whole run on 2 cores)."""
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import base_overlay, copy_workflow, without_slurm_probe
-from workflow.test_end_to_end import processes_mentioning
+from conftest import assert_ended_by_fail_on, base_overlay, copy_workflow, require, without_slurm_probe
+from workflow.test_end_to_end import processes_mentioning, synthetic_timeline
 
 TINY = base_overlay(cluster={"nodes": 1, "ranks_per_node": 2})
 
@@ -131,7 +134,9 @@ def mount_namespaces() -> bool:
     return probe.returncode == 0
 
 
-needs_mounts = pytest.mark.skipif(not mount_namespaces(), reason="needs unshare/nsenter and mount in a private mount namespace (root, CAP_SYS_ADMIN)")
+def require_mounts() -> None:
+    """A private mount namespace (unshare, nsenter, mount as root): skipped without it, failed under CI=true."""
+    require(mount_namespaces(), "unshare/nsenter and mount in a private mount namespace (root, CAP_SYS_ADMIN)")
 
 
 def assert_nothing_left(wf, tmp):
@@ -142,8 +147,8 @@ def assert_nothing_left(wf, tmp):
     assert not list(tmp.glob("simprof_*")), "the stand-in msprof left its temporary directory"
 
 
-@needs_mounts
 def test_results_made_read_only_mid_run_end_it_with_one_line_and_no_traceback(tmp_path):
+    require_mounts()
     wf = copy_workflow(tmp_path / "wf")
     (wf.root / "results").mkdir()
     tmp = tmp_path / "tmp"
@@ -169,8 +174,8 @@ def test_results_made_read_only_mid_run_end_it_with_one_line_and_no_traceback(tm
     assert_nothing_left(wf, tmp)
 
 
-@needs_mounts
 def test_a_read_only_results_directory_is_refused_before_any_job(tmp_path):
+    require_mounts()
     wf = copy_workflow(tmp_path / "wf")
     (wf.root / "results").mkdir()
     cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{READ_ONLY} && shift && exec "$@"', "sh", "results", *snakemake_cmd(wf)]
@@ -206,8 +211,80 @@ def test_a_rank_that_dies_is_a_crash_in_the_correctness_status_not_a_precision_f
     overlay = wf.overlay(base_overlay(cluster={"nodes": 1, "ranks_per_node": 2}, sim={"die_rank": 1, "die_after_launches": 0}), "die.yaml")
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(overlay), "--until", "correctness"]
     run = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
-    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert_ended_by_fail_on(run, "baseline/correctness is failed")
     status = wf.status("correctness")
     assert status["state"] == "failed" and status["details"]["cause"] == "crash", status
     assert status["reason"].startswith("rank 1 (node 0, local rank 1) died first: exit code 1") and "(sim.die_rank)" in status["reason"], status
     assert "did not pass the precision check" not in status["reason"], status
+
+
+def tree_state(root: Path) -> dict[str, tuple]:
+    """Every entry under ``root``: kind, size, mtime (ns) and for a file its sha256. Any file created, removed or
+    changed (a -shm beside a db, a checkpointed WAL) changes it."""
+    state = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        state[str(path.relative_to(root))] = (path.is_dir(), info.st_size, info.st_mtime_ns, digest)
+    return state
+
+
+def to_wal_mode(db: Path) -> None:
+    """The db in WAL mode, closed cleanly: no -wal beside it, but a read-write or mode=ro open creates a -shm."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+
+
+def into_wal_only(db: Path, scratch: Path) -> None:
+    """The db rewritten so that every table and row is in its -wal, never checkpointed (a writer that was killed,
+    or files copied while it ran): the db file itself holds only its header page."""
+    scratch.mkdir()
+    fresh = scratch / db.name
+    with sqlite3.connect(db) as source:
+        dump = list(source.iterdump())
+    source.close()
+    conn = sqlite3.connect(fresh, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.executescript("\n".join(dump))  # the dump is one BEGIN ... COMMIT: one commit into the -wal
+    for name in (db.name, db.name + "-wal"):
+        shutil.copyfile(scratch / name, db.with_name(name))  # while the connection is open: closing would checkpoint
+    conn.close()
+
+
+def test_analyze_mode_reads_wal_databases_in_a_read_only_mount_and_changes_nothing_there(tmp_path):
+    require_mounts()
+    wf = copy_workflow(tmp_path / "wf")
+    inputs = tmp_path / "inputs"
+    timeline_dir = inputs / "timeline"
+    synthetic_timeline(timeline_dir, rank_id=True)
+    dbs = sorted(timeline_dir.rglob("msprof_*.db"))
+    assert len(dbs) == 16
+    for db in dbs:
+        to_wal_mode(db)
+    wal_only = dbs[3]
+    into_wal_only(wal_only, tmp_path / "scratch")
+    assert wal_only.stat().st_size == 4096 and wal_only.with_name(wal_only.name + "-wal").stat().st_size > 4096
+    csv = inputs / "dispatch_latency.csv"
+    csv.write_text(
+        "rank,iteration,elapsed_us,is_warmup,in_average\n" + "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
+    )
+    before = tree_state(inputs)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    overlay = base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)}, timeline={"crosscheck": "auto"})
+    cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{READ_ONLY} && shift && exec "$@"', "sh", str(inputs)]
+    cmd += [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(wf.overlay(overlay))]
+    env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})
+    result = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert tree_state(inputs) == before  # nothing created, removed or changed: no -shm, the -wal not checkpointed
+    timeline = wf.status("timeline")
+    assert timeline["state"] == "ok" and timeline["source"] == "import", timeline
+    per_rank = json.loads((wf.root / "results/baseline/timeline/stats.json").read_text())["per_rank"]
+    assert {rank: row["launches"] for rank, row in per_rank.items()} == {str(r): 6 for r in range(16)}  # rank 3 from its -wal
+    crosscheck = json.loads((wf.root / "results/baseline/timeline/crosscheck.json").read_text())
+    if shutil.which("msprof-analyze"):
+        assert crosscheck["state"] == "ok" and crosscheck["their_ranks"] == 16, crosscheck  # it read a copy, rank 3 too
+    assert not list(tmp.glob("dispatchprof_db_*")), list(tmp.iterdir())  # the private copy of rank 3's db is removed

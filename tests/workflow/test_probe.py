@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from conftest import FIXTURES, base_overlay, copy_workflow
+from conftest import FIXTURES, assert_ended_by_fail_on, base_overlay, copy_workflow
 from dispatchprof.report.artifacts import KINDS, classify
 
 SIM = FIXTURES / "msopprof" / "simulator" / "single"
@@ -92,7 +92,7 @@ def test_probe_is_disabled_by_default_and_refusals_are_explained(workflow_copy):
     refused = workflow_copy.snakemake("-n", overlay=base_overlay(probe={"enabled": True, "soc_version": "950"}))
     assert refused.returncode != 0 and "probe.soc_version: '950' is not a SoC name" in refused.stderr
     result = workflow_copy.snakemake("--until", "probe", overlay=base_overlay(probe={"enabled": True}, sim={"probe": "multi_card"}))
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert_ended_by_fail_on(result, "baseline/probe is failed")
     probe = workflow_copy.status("probe")
     assert probe["state"] == "failed" and "[ERROR] Simulator only supports single-card scenarios" in probe["reason"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, base_overlay
+from conftest import ROOT, assert_ended_by_fail_on, base_overlay
 from workflow.test_dryrun import NPU_JOBS
 from workflow.test_end_to_end import processes_mentioning
 
@@ -126,7 +126,7 @@ def test_a_rank_that_dies_under_slurm_ends_the_collective_in_seconds_and_is_name
     the collective would wait for it."""
     started = time.monotonic()
     result = run_profile(workflow_copy, base_overlay(fixed_ports=True, sim={"die_rank": 9}, timeouts={"correctness": 300}), "--until", "correctness")
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert_ended_by_fail_on(result, "baseline/correctness is failed")
     status = workflow_copy.status("correctness")
     assert status["state"] == "failed" and status["reason"].startswith("rank 9 (node 1, local rank 1) died first: exit code 1"), status
     assert "(sim.die_rank)" in status["reason"] and status["details"]["cause"] == "crash", status
@@ -137,7 +137,7 @@ def test_a_rank_that_dies_under_slurm_ends_the_collective_in_seconds_and_is_name
 
 def test_a_stage_over_budget_under_slurm_ends_in_timeout_before_slurm_kills_it(slurm_cluster, workflow_copy):
     result = run_profile(workflow_copy, base_overlay(fixed_ports=True, sim={"dead_node": 1}, timeouts={"correctness": 15}), "--until", "correctness")
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert_ended_by_fail_on(result, "baseline/correctness is timeout")
     status = workflow_copy.status("correctness")
     assert status["state"] == "timeout" and "15 s budget" in status["reason"], status
     assert processes_mentioning(str(workflow_copy.root)) == []

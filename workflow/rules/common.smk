@@ -104,8 +104,9 @@ def release_requeue_timers():
 
 
 def end_of_run():
-    """What a person reads last: one line per experiment and stage, then the report paths. With fail_on, the
-    process exits non-zero when a stage ended in one of those states (Snakemake's exit code otherwise).
+    """What a person reads last: one line per experiment and stage, then the report paths. Then fail_on (by default
+    failed, timeout, invalid): the process exits 1 when a stage ended in one of those states, so that a CI job or a
+    script can tell (Snakemake's exit code otherwise).
     """
     release_requeue_timers()
     from dispatchprof.shell.runtable import failing, format_lines, stage_lines
@@ -118,8 +119,9 @@ def end_of_run():
     bad = failing(lines, config["fail_on"])
     if bad:
         print(
-            f"fail_on {config['fail_on']}: "
-            + ", ".join(f"{b.experiment}/{b.stage} is {b.state}" for b in bad),
+            f"fail_on [{', '.join(config['fail_on'])}]: "
+            + ", ".join(f"{b.experiment}/{b.stage} is {b.state}" for b in bad)
+            + "; exit status 1 (with fail_on: [] a run exits 0, the states only in the report and the table above)",
             file=sys.stderr,
         )
         sys.exit(1)

@@ -9,7 +9,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.atomic import write_json_atomic
 from dispatchprof.shell.config import run_config
-from dispatchprof.tools.crosscheck import compare_ranks, run_msprof_analyze, their_ranks
+from dispatchprof.tools.crosscheck import compare_ranks, mirror_prof_tree, run_msprof_analyze, their_ranks
 from dispatchprof.formats.msprof import discover, read_prof_info
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
 from dispatchprof.shell.status import read_input_status
@@ -24,7 +24,9 @@ if not timeline.ok:
     out.update(state="skipped", reason=f"needs timeline ({timeline.state})")
 else:
     with tempfile.TemporaryDirectory() as tmp:
-        db, reason = run_msprof_analyze(root, Path(tmp), float(cfg["timeouts"]["timeline"]))
+        # the user's export is read in place and never modified: msprof-analyze, which opens dbs read-write, gets a copy
+        given = mirror_prof_tree(root, Path(tmp) / "input") if cfg["mode"] == "analyze" else root
+        db, reason = run_msprof_analyze(given, Path(tmp) / "output", float(cfg["timeouts"]["timeline"]))
         if db is None:
             out.update(state="skipped" if "not installed" in reason else "failed", reason=reason)
         else:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from dispatchprof.formats.names import PROF_RE
+from dispatchprof.formats.sqlite_read import read_only_db
 from dispatchprof.formats.encoding import encoding_problem
 from dispatchprof.formats.text import read_text_file
 
@@ -259,19 +260,16 @@ def ids_named(strings: Mapping[int, str], named: Callable[[str], bool], path: Pa
 
 
 def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], strings: bool = True) -> tuple[Any, dict[int, str]]:
-    """Open the db read-only, load STRING_IDS (unless not ``strings``: then the query gets {}), run ``query``; any
-    SQLite error names the file. A real db's STRING_IDS holds every op name and shape string: load it only where
-    names are read."""
+    """Open the db without writing beside it (read_only_db: the user's export is read in place), load STRING_IDS
+    (unless not ``strings``: then the query gets {}), run ``query``; any SQLite error names the file. A real db's
+    STRING_IDS holds every op name and shape string: load it only where names are read."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
+        with read_only_db(path) as conn:
             # Pages read from a memory map, not copied by a read() each (kernel time): ~4% of read_db_target's CPU in
             # passes over 64 ranks. Read-only, so nothing is written through the map; a larger db reads the rest as usual.
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             names = string_ids(conn) if strings else {}
             return query(conn, names), names
-        finally:
-            conn.close()
     except sqlite3.Error as exc:
         raise MsprofFormatError(f"{path}: not a readable msprof database ({exc})") from exc
 

@@ -2,26 +2,54 @@
 
 msprof-analyze reads only the db of each PROF_ and keys ranks by info.json rank_id; when rank_id is -1 it keys
 them by sorted (hostUid, device id), so ranks of different nodes that share a device id are merged and all but
-one dropped without a warning (shared/formats/msprof.md §9). This module says which of its "ranks" are ours.
+one dropped without a warning (msprof.md §9 of the format notes). This module says which of its "ranks" are ours.
+
+msprof-analyze opens each db read-write (a plain connect, its prof_common/db_manager.py): on a WAL database that
+creates -shm and -wal files beside it and, at the last close, checkpoints the WAL into the database; on a read-only
+share it fails. A user's export is read in place and never modified, so in analyze mode it runs on a copy of what it
+reads (mirror_prof_tree).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any, Mapping
 
 from dispatchprof.analysis.timeline import kernel_regex
+from dispatchprof.formats.sqlite_read import read_only_db
 from dispatchprof.tools.launch import run_command
 
 QUERY = "SELECT OpName, OpType, Count, MedianNs, Rank FROM ComputeOpPerRankStatsByOpName"
+
+
+# What compute_op_sum does not read of a PROF_: the raw device and host data and the text exports, the bulk of its
+# bytes. It reads the db and the identity files (info.json, start_info, end_info), which are copied.
+NOT_READ_BY_MSPROF_ANALYZE = frozenset({"data", "mindstudio_profiler_output", "mindstudio_profiler_log"})
+
+
+def mirror_prof_tree(root: Path, dest: Path) -> Path:
+    """A copy under ``dest`` of what msprof-analyze reads under ``root`` (module doc): each db with its non-empty
+    -wal or -journal (never a -shm: SQLite rebuilds it), and the small files beside them. Returns the copy's root."""
+    for top, dirs, files in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_READ_BY_MSPROF_ANALYZE)
+        target = dest / Path(top).relative_to(root)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in sorted(files):
+            source = Path(top) / name
+            journal = name.endswith(("-wal", "-journal"))
+            if name.endswith("-shm") or (journal and source.stat().st_size == 0):
+                continue
+            shutil.copyfile(source, target / name)
+    return dest
 
 
 def run_msprof_analyze(root: Path, out: Path, timeout_s: float) -> tuple[Path | None, str]:
     exe = shutil.which("msprof-analyze")
     if exe is None:
         return None, "msprof-analyze is not installed (pip install msprof-analyze==26.2.0 to enable the cross-check)"
+    out.mkdir(parents=True, exist_ok=True)
     result = run_command([exe, "cluster", "-d", str(root), "-m", "compute_op_sum", "-o", str(out), "--force"], timeout_s)
     db = out / "cluster_analysis_output" / "cluster_analysis.db"
     if not result.ok or not db.is_file():  # it exits 0 even when nothing was written: the output decides
@@ -31,7 +59,7 @@ def run_msprof_analyze(root: Path, out: Path, timeout_s: float) -> tuple[Path | 
 
 def their_ranks(db: Path, pattern: str) -> dict[int, dict[str, Any]]:
     regex = kernel_regex(pattern)
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with read_only_db(db) as conn:
         rows = conn.execute(QUERY).fetchall()
     return {
         int(rank): {"op": name, "count": int(count), "median_us": float(median) / 1000}
