@@ -132,7 +132,7 @@ def test_a_damaged_imported_trace_leaves_its_rank_out_and_names_the_file(both, t
     victim.write_text(victim.read_text()[:500])
     wf = copy_workflow(tmp_path / "wf")
     result = wf.snakemake("--until", "pipe_timeline", overlay=base_overlay(mode="analyze", analyze={"pipe_timeline_dir": str(raw)}), timeout=600)
-    assert_ended_by_fail_on(result, "baseline/pipe_timeline is invalid")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]  # the stage is ok on the other ranks
     status = wf.status("pipe_timeline")
     # one bad rank never costs the others: its rank is left out, named with its file, the stage goes on
     assert status["state"] == "ok" and f"{victim}: line 1: not valid JSON" in status["reason"] and "left out, their files refused: rank " in status["reason"], (
