@@ -488,15 +488,18 @@ def core_candidate(
     return cand
 
 
-def followers(end: np.ndarray, body: np.ndarray, core: int, own_min: float) -> np.ndarray:
+def followers(end: np.ndarray, core: int, own_min: float) -> np.ndarray:
     """The columns whose end moves with the core's, launch after launch: the robust spread (1.4826 x MAD) of their lag
     behind the core's end is below own_min, the resolution at which the account calls a lead own work, and below half
-    the spread of their own time in the kernel (``body``): the core's end explains most of the variation of theirs
+    the spread of their own end about the launch's median end: the core's end explains most of the variation of theirs
     (three quarters of its variance). A receiver that waits for the core's data to the end ends a constant
-    transfer-and-tail from it (a spread of 2 us in 3x4, where its own time spreads ~80 us and a receiver that waits
-    for it only at times spreads 15-48 us), and so does a rank the core waits for: a lead over either is no lead.
-    Ranks that merely end together, each with its own jitter, are no followers: their lag spreads more than their own
-    time (about 1.2x, the difference of two jitters)."""
+    transfer-and-tail from it (a spread of 2 us in 3x4, where a receiver that waits for it only at times spreads
+    15-48 us), and so does a rank the core waits for: a lead over either is no lead. Ranks that merely end together,
+    each with its own jitter, are no followers: their lag spreads more than their own end (about 1.2x, the difference
+    of two jitters). Each end is taken about its launch's median end, not as the rank's time in the kernel: a kernel
+    whose time varies from launch to launch alike for every rank moves every end alike, and read as a rank's own time
+    that made every rank that ends with the others a follower of a core that leads them all by a constant (the whole
+    group, and then nobody was left to end before it)."""
     if len(end) < 3:
         return np.zeros(0, int)
 
@@ -504,7 +507,7 @@ def followers(end: np.ndarray, body: np.ndarray, core: int, own_min: float) -> n
         return 1.4826 * np.median(np.abs(values - np.median(values, axis=0)), axis=0)
 
     lag = spread(end[:, [core]] - end)
-    tied = (lag < own_min) & (lag < 0.5 * spread(body))
+    tied = (lag < own_min) & (lag < 0.5 * spread(end - np.median(end, axis=1, keepdims=True)))
     tied[core] = False
     return np.flatnonzero(tied)
 
@@ -610,7 +613,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # rank's lead over the very next end, a follower 2.4 us behind it, costed it at half its counterfactual truth. One
     # that is mostly late with others ending after it at varying lags (its receivers) is the core of a late-ending set
     # (core_candidate, below).
-    group = np.union1d(persistent, followers(acc.end, acc.body, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
+    group = np.union1d(persistent, followers(acc.end, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
     alone = len(persistent) == 1 and float(np.isin(last[member[:, persistent[0]]], group).mean()) > PERSISTENT_FRACTION
     # A majority of launches can be the kernel's own structure over a short run: named only where the set is late
     # more often than the others beyond chance (stands_out); else listed, with why.
