@@ -38,10 +38,24 @@ class Shape:
 
 @dataclass
 class Events:
-    """Per launch and rank the true end (µs, one clock) and each rank's kernel duration: what the truth reads."""
+    """Per launch and rank the true start and end (µs, one clock) and each rank's kernel duration: what the truth reads."""
 
+    start: np.ndarray
     end: np.ndarray
     duration: np.ndarray
+
+    def period_us(self, other: Events) -> float:
+        """What the other run's events save per launch in the launch period: its last end of the last launch earlier."""
+        return float(self.end[-1].max() - other.end[-1].max()) / len(self.end)
+
+    def timed_us(self, other: Events) -> float:
+        """What they save per launch in the timed scope: the group's time from its last start to its last end."""
+        kernel = lambda e: e.end.max(axis=1) - e.start.max(axis=1)  # noqa: E731
+        return float((kernel(self) - kernel(other)).mean())
+
+    def longest_us(self, other: Events) -> float:
+        """What they save per launch in the longest duration of each launch (ranks that do not wait for each other)."""
+        return float((self.duration.max(axis=1) - other.duration.max(axis=1)).mean())
 
 
 def simulate(shape: Shape) -> tuple[dict[str, np.ndarray], Events]:
@@ -54,7 +68,7 @@ def simulate(shape: Shape) -> tuple[dict[str, np.ndarray], Events]:
     late = np.array([shape.host_late.get(r, 0.0) for r in range(world)])
     offsets = np.array([(shape.clock_offset_us + (0.0,) * shape.nodes)[k] for k in range(shape.nodes)])[node]
     prev_end = np.zeros(world)
-    ends, durations = [], []
+    starts, ends, durations = [], [], []
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("rank", "launch", *COLUMNS)}
     for i in range(shape.launches):
         gap = 25.0 + rng.uniform(0, 4, world)
@@ -77,6 +91,7 @@ def simulate(shape: Shape) -> tuple[dict[str, np.ndarray], Events]:
         cols["dur_ns"].append(np.round((end - start) * 1000.0))
         cols["barrier_start_ns"].append(np.round(arrive * 1000.0 + clock) if shape.barrier else np.full(world, np.nan))
         cols["barrier_dur_ns"].append(np.round((release - arrive) * 1000.0) if shape.barrier else np.full(world, np.nan))
+        starts.append(start)
         ends.append(end)
         durations.append(end - start)
         prev_end = end + 8.0
@@ -88,4 +103,4 @@ def simulate(shape: Shape) -> tuple[dict[str, np.ndarray], Events]:
         which = "barrier_start_ns" if shape.barrier and rng.random() < 0.5 else "start_ns"
         columns[which] = columns[which].astype(float)
         columns[which][cells] = np.nan
-    return columns, Events(np.array(ends), np.array(durations))
+    return columns, Events(np.array(starts), np.array(ends), np.array(durations))
