@@ -330,8 +330,8 @@ def test_followers_are_the_ranks_whose_lag_behind_the_core_varies_less_than_own_
     body[:, 1] = body[:, 0] - 2.0 + rng.normal(0, 0.2, 200)
     body[:, 2] = body[:, 0] - 25.0 + rng.normal(0, 20.0, 200)
     end = body - body.max(axis=1, keepdims=True)
-    assert followers(end, body, 0, 5.0).tolist() == [1]
-    assert followers(end[:2], body[:2], 0, 5.0).tolist() == []  # two launches say nothing about how an end moves
+    assert followers(end, 0, 5.0).tolist() == [1]
+    assert followers(end[:2], 0, 5.0).tolist() == []  # two launches say nothing about how an end moves
 
 
 def test_listed_causes_that_share_a_reason_say_it_once():

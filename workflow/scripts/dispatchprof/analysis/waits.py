@@ -488,15 +488,18 @@ def core_candidate(
     return cand
 
 
-def followers(end: np.ndarray, body: np.ndarray, core: int, own_min: float) -> np.ndarray:
+def followers(end: np.ndarray, core: int, own_min: float) -> np.ndarray:
     """The columns whose end moves with the core's, launch after launch: the robust spread (1.4826 x MAD) of their lag
     behind the core's end is below own_min, the resolution at which the account calls a lead own work, and below half
-    the spread of their own time in the kernel (``body``): the core's end explains most of the variation of theirs
+    the spread of their own end about the launch's median end: the core's end explains most of the variation of theirs
     (three quarters of its variance). A receiver that waits for the core's data to the end ends a constant
-    transfer-and-tail from it (a spread of 2 us in 3x4, where its own time spreads ~80 us and a receiver that waits
-    for it only at times spreads 15-48 us), and so does a rank the core waits for: a lead over either is no lead.
-    Ranks that merely end together, each with its own jitter, are no followers: their lag spreads more than their own
-    time (about 1.2x, the difference of two jitters)."""
+    transfer-and-tail from it (a spread of 2 us in 3x4, where a receiver that waits for it only at times spreads
+    15-48 us), and so does a rank the core waits for: a lead over either is no lead. Ranks that merely end together,
+    each with its own jitter, are no followers: their lag spreads more than their own end (about 1.2x, the difference
+    of two jitters). Each end is taken about its launch's median end, not as the rank's time in the kernel: a kernel
+    whose time varies from launch to launch alike for every rank moves every end alike, and read as a rank's own time
+    that made every rank that ends with the others a follower of a core that leads them all by a constant (the whole
+    group, and then nobody was left to end before it)."""
     if len(end) < 3:
         return np.zeros(0, int)
 
@@ -504,7 +507,7 @@ def followers(end: np.ndarray, body: np.ndarray, core: int, own_min: float) -> n
         return 1.4826 * np.median(np.abs(values - np.median(values, axis=0)), axis=0)
 
     lag = spread(end[:, [core]] - end)
-    tied = (lag < own_min) & (lag < 0.5 * spread(body))
+    tied = (lag < own_min) & (lag < 0.5 * spread(end - np.median(end, axis=1, keepdims=True)))
     tied[core] = False
     return np.flatnonzero(tied)
 
@@ -610,7 +613,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # rank's lead over the very next end, a follower 2.4 us behind it, costed it at half its counterfactual truth. One
     # that is mostly late with others ending after it at varying lags (its receivers) is the core of a late-ending set
     # (core_candidate, below).
-    group = np.union1d(persistent, followers(acc.end, acc.body, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
+    group = np.union1d(persistent, followers(acc.end, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
     alone = len(persistent) == 1 and float(np.isin(last[member[:, persistent[0]]], group).mean()) > PERSISTENT_FRACTION
     # A majority of launches can be the kernel's own structure over a short run: named only where the set is late
     # more often than the others beyond chance (stands_out); else listed, with why.
@@ -781,7 +784,10 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
             continue  # a cost nobody would read: not worth its bootstrap
         ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period + extra, boot["resamples"], boot["seed"])]
         ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed + extra_timed, boot["resamples"], boot["seed"])]
-        deciding = ci if cost >= cost_timed else ci_timed
+        # named on one scope, the larger, and said in it: its explanation leads with that scope (_cost_text), so that
+        # a cause named on its timed cost never reads as a launch-period cost below min_cost_us
+        named_on = "period" if cost >= cost_timed else "timed"
+        deciding = ci if named_on == "period" else ci_timed
         causes.append(
             {
                 "evidence": c.evidence,
@@ -797,11 +803,72 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
                 "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
                 "launches": acc.rows,
                 "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0 and not c.group),
+                "named_on": named_on,
                 **c.facts,
             }
         )
     causes.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"], c["evidence"], c["rank"] if c["rank"] is not None else -1))
     return causes
+
+
+def longest_own_work(g: LaunchGrid, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Ranks that do not wait for each other: a rank's duration is its own work, so durations compare directly, on
+    each rank's own clock (no clock correction: node clocks hundreds of ms apart change nothing). Per launch the
+    longest rank's lead over the next-longest is what removing its excess gives back to the launch's longest duration
+    (the per-iteration max); averaged over the launches compared (zero where it is not the longest), less the median of
+    the same over the other ranks (the background jitter gives every rank), with a bootstrap CI over launches. The
+    same saving in both scopes: nobody waits, so nothing is carried into a barrier."""
+    durations = g.duration[g.complete(g.duration)]
+    n, world = durations.shape
+    if not n or world < 2:
+        return []
+    top, first, second = _top_two(durations)
+    lead = first - second
+    tops = np.unique(top[lead > 0]).tolist()
+    savings = [np.where(top == j, lead, 0.0) for j in tops]
+    background = backgrounds(np.array([float(s.mean()) for s in savings]), world - 1)
+    min_cost, own_min = float(waits["min_cost_us"]), float(waits["own_work_min_us"])
+    causes = []
+    for j, saving, bg in zip(tops, savings, background.tolist()):
+        cost = float(saving.mean()) - bg
+        if cost < 0.05 * min_cost:
+            continue  # a cost nobody would read: not worth its bootstrap
+        ci = [float(x - bg) for x in bootstrap_mean_ci(saving, boot["resamples"], boot["seed"])]
+        longest = (top == j) & (lead > 0)
+        rank = int(g.ranks[j])
+        causes.append(
+            {
+                "evidence": "own_work",
+                "rank": rank,
+                "node": None,
+                "ranks": [rank],
+                "fraction": float(((top == j) & (lead > own_min)).mean()),
+                "cost_us_per_launch": cost,
+                "cost_ci_us": ci,
+                "cost_timed_us_per_launch": cost,
+                "cost_timed_ci_us": ci,
+                "background_us_per_launch": bg,
+                "wait_caused_us_per_launch": 0.0,  # nobody waits for it
+                "launches": n,
+                "named": bool(cost > min_cost and ci[0] > 0),
+                "named_on": "period",
+                "lead_us_median": float(np.median(lead[longest])),
+                "spike_launches": 0,
+                "not_coupled": True,
+            }
+        )
+    causes.sort(key=lambda c: (-c["cost_us_per_launch"], c["rank"]))
+    return causes
+
+
+def duration_excess(g: LaunchGrid) -> dict[str, float | None]:
+    """Ranks that do not wait for each other: the group's excess per launch is its longest duration's lead over the
+    median rank's, in both scopes."""
+    durations = g.duration[g.complete(g.duration)]
+    if not len(durations):
+        return {"period_us_per_launch": None, "timed_us_per_launch": None}
+    value = float((durations.max(axis=1) - np.median(durations, axis=1)).mean())
+    return {"period_us_per_launch": value, "timed_us_per_launch": value}
 
 
 def in_kernel(acc: Account, waits: Mapping[str, Any], boot: Mapping[str, int]) -> dict[str, Any] | None:
@@ -836,6 +903,7 @@ def in_kernel(acc: Account, waits: Mapping[str, Any], boot: Mapping[str, int]) -
         "wait_caused_us_per_launch": cost * (acc.arrival.shape[1] - 1),
         "launches": acc.rows,
         "named": bool(cost > float(waits["min_cost_us"]) and ci[0] > 0),
+        "named_on": "period",
     }
 
 
@@ -918,10 +986,13 @@ def awaited(
     # kernel across nodes) is accounted, and what the clocks cannot establish is listed, not named.
     coupled = couple["state"] != "not_coupled"
     where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
-    costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot) if coupled else []
+    if coupled:
+        costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot)
+        inside = in_kernel(acc, waits, boot)
+        group = excess(acc, inside)
+    else:  # durations are own work and compare directly (shared/DESIGN.md): the longest's lead is what it costs
+        costs, inside, group = longest_own_work(g, waits, boot), None, duration_excess(g)
     named = covered(costs)
-    inside = in_kernel(acc, waits, boot) if coupled else None
-    group = excess(acc, inside)
     for c in costs + ([inside] if inside else []):
         for key, scope, value in (
             ("cost_share", "period_us_per_launch", c["cost_us_per_launch"]),
@@ -942,11 +1013,13 @@ def awaited(
     # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
     blamed = {r for c in named + unnamed for r in c["ranks"]}
     notes = []
+    if not coupled:
+        notes.append("not coupled: the ranks do not wait for each other, so durations are own work and are compared directly")
     if not g.has_barrier:
         notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
     if named:
         main = named[0]
-        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches")}
+        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")}
         explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
         if len(named) > EXPLAINED:
             explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
@@ -964,7 +1037,7 @@ def awaited(
         "causes": named,
         "unnamed": unnamed,
         "explanation": explanation,
-        "excess": {**group, "definition": EXCESS_DEFINITION},
+        "excess": {**group, "definition": EXCESS_DEFINITION if coupled else EXCESS_NOT_COUPLED},
         "arrived_last_fraction": arrived_last(acc, g.ranks),
         "rank_offsets": rank_offsets(acc, g.ranks),
         "waiting": waiting_ranks(g, correction, blamed),
@@ -980,6 +1053,11 @@ EXPLAINED = 5  # named causes spelled out in the explanation; the rest are in th
 EXCESS_DEFINITION = (
     "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
     "the first (timed kernel scope), plus the kernel time above the typical launch's; averaged over the analysed launches"
+)
+
+EXCESS_NOT_COUPLED = (
+    "ranks that do not wait for each other: per launch, the longest duration's lead over the median rank's (each duration is own work, "
+    "on the rank's own clock), in both scopes; averaged over the launches every rank has"
 )
 
 STRAGGLER_KEYS = (
@@ -1022,6 +1100,15 @@ def _cost_text(cause: Mapping[str, Any]) -> str:
             "established: a node that ends later than the others in every launch by the kernel's own structure looks on time on those clocks "
             f"(enable baseline.synchronize_start for a number); {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
         )
+    if cause.get("not_coupled"):  # nobody waits: one saving, in the launch's longest duration
+        text = f"costs the launch's longest duration {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
+        return text + (f"; {100 * cause['cost_share']:.0f}% of the group's excess)" if cause.get("cost_share") is not None else ")")
+    if cause.get("named_on") == "timed":  # named on its timed cost: said in that scope first (costed)
+        lo, hi = cause["cost_timed_ci_us"]
+        text = f"costs {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope per launch (95% CI {lo:.1f}-{hi:.1f}"
+        if cause.get("cost_timed_share") is not None:
+            text += f"; {100 * cause['cost_timed_share']:.0f}% of the group's excess there"
+        return text + f"), {cause['cost_us_per_launch']:.1f} us per launch of the launch period"
     text = f"costs {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
     if cause.get("cost_share") is not None:
         text += f"; {100 * cause['cost_share']:.0f}% of the group's excess"
@@ -1042,6 +1129,11 @@ def describe(cause: Mapping[str, Any]) -> str:
                 "the group's last arrival back no further)"
             )
         return f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} by its host (its host gap) in {pct}: it {cost}{ahead}"
+    if cause["evidence"] == "own_work" and cause.get("not_coupled"):
+        return (
+            f"rank {cause['rank']}'s kernel takes longest by itself (median {cause['lead_us_median']:.1f} us longer than the next-longest rank) in "
+            f"{pct}: the ranks do not wait for each other here, so its duration is its own work; it {cost}"
+        )
     if cause["evidence"] == "own_work" and cause.get("spike_launches") and cause["spike_launches"] >= round(cause["fraction"] * cause["launches"]):
         n = cause["spike_launches"]
         return (
