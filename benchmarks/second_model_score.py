@@ -163,6 +163,9 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
     # the top names a real cause, not the costliest: its cost is still scored against that cause's truth
     some = next((t for t in real if matches(top, t)), None) if top is not None else None
     some_error = abs(top["cost_us_per_launch"] - some["period"]) / max(some["period"], min_cost) if some else None
+    # localisation.matches counts a rank's own work as found when it is among the late-ending ranks of an in-kernel
+    # cause, however many ranks that list holds: "exact" asks the top to name the cause itself
+    exact = right and not (top.get("late_ending_ranks") and set(top["late_ending_ranks"]) != set(matched["ranks"]))
     error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
     bound = top.get("cost_bound_us") if top else None
     bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None
@@ -180,6 +183,7 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
         "fault_run": bool(knob_real),
         "top_right": right,
         "top_right_strict": strict,
+        "top_right_exact": bool(exact),
         "top_right_knob": right_knob,
         "top_is_a_true_cause": some is not None,
         "top_cost_error_against_its_cause": some_error,
@@ -234,6 +238,7 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
             fault_run=bool(real),
             top_right=False,
             top_right_strict=False,
+            top_right_exact=False,
             top_right_knob=False,
             cost_error=None,
             bound_holds=None,
@@ -277,6 +282,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "fault_runs": len(faults),
         "top_right_fault_runs": sum(r["top_right"] for r in faults) / max(1, len(faults)),
         "top_is_the_top_knob_cause_fault_runs": sum(r["top_right_knob"] for r in faults) / max(1, len(faults)),
+        "top_right_exact_fault_runs": sum(r["top_right_exact"] for r in faults) / max(1, len(faults)),
         "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
         "top_is_a_true_cause_fault_runs": sum(r["top_is_a_true_cause"] for r in faults) / max(1, len(faults)),
         "cost_error_median": statistics.median(errors) if errors else None,
@@ -303,8 +309,8 @@ def share(rows: list[dict[str, Any]], key: str) -> str:
 def case_table(rows: list[dict[str, Any]]) -> str:
     """Per case and shape: runs, the case's true cost, top cause right, cost errors, false alarms, victims, errors."""
     lines = [
-        "| case | shape | runs | true cost of the case (us/launch, mean) | top = top knob cause | top = top true cause | top = a true cause (its cost error max) | cost error median | cost error max | cost a bound: truth within | false alarms | victims | named below min_cost | analysis raised |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | shape | runs | true cost of the case (us/launch, mean) | top = top knob cause | top = top true cause | of which named alone (no late-ending-ranks list) | top = a true cause (its cost error max) | cost error median | cost error max | cost a bound: truth within | false alarms | victims | named below min_cost | analysis raised |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case, shape in dict.fromkeys((r["case"], r["shape"]) for r in rows):
         mine = [r for r in rows if r["case"] == case and r["shape"] == shape]
@@ -320,7 +326,7 @@ def case_table(rows: list[dict[str, Any]]) -> str:
         own = [r["top_cost_error_against_its_cause"] for r in faults if r["top_cost_error_against_its_cause"] is not None]
         some = share(faults, "top_is_a_true_cause") + (f" ({100 * max(own):.0f}%)" if own else "")
         lines.append(
-            f"| {case} | {shape} | {len(mine)} | {cost} | {share(faults, 'top_right_knob')} | {share(faults, 'top_right')} | {some} | {err} | {within} | {counts} | {raised} |"
+            f"| {case} | {shape} | {len(mine)} | {cost} | {share(faults, 'top_right_knob')} | {share(faults, 'top_right')} | {share(faults, 'top_right_exact')} | {some} | {err} | {within} | {counts} | {raised} |"
         )
     return "\n".join(lines)
 
@@ -376,9 +382,19 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
     ]
     if workflow:
         head += ["## One case through the workflow's analyze mode", "", "```", json.dumps(workflow, indent=1), "```", ""]
-    body = ["## Per case", "", case_table(rows), "", "## Per run", "", run_table(rows), ""]
+    shapes = [model.Shape(*map(int, label.split("x"))) for label in dict.fromkeys(r["shape"] for r in rows)]
+    body = legend(shapes) + ["## Per case", "", case_table(rows), "", "## Per run", "", run_table(rows), ""]
     out.with_suffix(".md").write_text("\n".join(head + body))
-    payload = {"settings": SETTINGS, "bootstrap": BOOT, "seeds": seeds, "summary": summary, "workflow_run": workflow, "rows": rows}
+    payload = {
+        "run": when,
+        "commit": commit(),
+        "settings": SETTINGS,
+        "bootstrap": BOOT,
+        "seeds": seeds,
+        "summary": summary,
+        "workflow_run": workflow,
+        "rows": rows,
+    }
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     print("\n".join(head + ["## Per case", "", case_table(rows)]))
 
@@ -461,6 +477,28 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(workflow, indent=1), flush=True)
     write(Path(args.out), rows, seeds, workflow)
     return 0
+
+
+def legend(shapes: list[model.Shape]) -> list[str]:
+    """What each case does, in the model's terms (ranks for each shape)."""
+    lines = ["## The cases", "", "| case | shape | coupled | faults (us) |", "|---|---|---|---|"]
+    for shape in shapes:
+        for case in model.cases(shape):
+            faults = "; ".join(describe(f, shape) for f in case.faults) or "none (a false-alarm check: only the built-in jitter and OS hiccups)"
+            lines.append(f"| {case.name} | {shape.label} | {'yes' if case.coupled else 'no: ranks do not wait for each other in the kernel'} | {faults} |")
+    return lines + [""]
+
+
+def describe(f: model.Fault, shape: model.Shape) -> str:
+    who = f"node {shape.node_of(f.ranks[0])}" if len(f.ranks) == shape.ranks_per_node else f"rank {', '.join(map(str, f.ranks))}"
+    when = "every launch" if f.prob >= 1.0 else f"{f.prob:.0%} of launches"
+    if f.kind == "host":
+        return f"{f.name}: the host of {who} late by {f.extra:g} in {when}"
+    if f.kind == "work":
+        return f"{f.name}: own work of {who} +{f.extra:g} in {when}" + (", peers tied (they end with it)" if f.tied else "")
+    if f.kind == "spikes":
+        return f"{f.name}: own work of {who} +{f.spike[0]:g}-{f.spike[1]:g} in {when}"
+    return f"{f.name}: own work of {who} x {f.factor:g}"
 
 
 if __name__ == "__main__":
