@@ -165,7 +165,7 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
     some_error = abs(top["cost_us_per_launch"] - some["period"]) / max(some["period"], min_cost) if some else None
     # localisation.matches counts a rank's own work as found when it is among the late-ending ranks of an in-kernel
     # cause, however many ranks that list holds: "exact" asks the top to name the cause itself
-    exact = right and not (top.get("late_ending_ranks") and set(top["late_ending_ranks"]) != set(matched["ranks"]))
+    exact = right and (top is None or not (top.get("late_ending_ranks") and set(top["late_ending_ranks"]) != set(matched["ranks"])))
     error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
     bound = top.get("cost_bound_us") if top else None
     bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None

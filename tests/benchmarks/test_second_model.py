@@ -148,3 +148,25 @@ def test_the_scorer_names_a_late_rank_at_its_cost(tmp_path):
     assert row["error"] is None, row
     assert row["top_right"] and row["cost_error"] < 0.1 and not row["false_alarms"], row
     assert not (tmp_path / f"{SMALL.label}-{case.name}-1").exists()  # each tree is removed once scored
+
+
+def cause(evidence: str, rank: int | None, cost: float, **extra) -> dict:
+    return {"evidence": evidence, "rank": rank, "node": None, "ranks": [rank] if rank is not None else [], "cost_us_per_launch": cost, **extra}
+
+
+def truth_row(knob: str, evidence: str, rank: int, period: float) -> dict:
+    return {"knob": knob, "evidence": evidence, "ranks": [rank], "rank": rank, "node": None, "period": period, "timed": period}
+
+
+def test_nothing_named_where_nothing_costs_is_right():
+    scored = score.score([], [truth_row("spikes", "late_arrival", 1, 0.3)], SMALL)
+    assert scored["top_right"] and scored["top_right_exact"] and not scored["fault_run"] and not scored["false_alarms"]
+
+
+def test_a_victim_named_is_a_false_alarm_and_a_victim_and_a_lenient_match_is_not_exact():
+    truths = [truth_row("slow", "own_work", 5, 20.0), truth_row("spikes", "late_arrival", 2, 0.2)]
+    scored = score.score([cause("own_work", 3, 4.0)], truths, SMALL)
+    assert not scored["top_right"] and scored["false_alarms"] == ["own_work rank 3"] and scored["victims_blamed"] == ["own_work rank 3"]
+    lenient = cause("in_kernel", None, 21.0, late_ending_ranks=[1, 3, 5, 6])
+    scored = score.score([lenient], truths, SMALL)
+    assert scored["top_right"] and not scored["top_right_exact"] and scored["cost_error"] == pytest.approx(0.05)
