@@ -21,7 +21,7 @@ Truth: every draw is made before the run, so the run recomputed without a fault 
 hiccups) uses the same draws. The group time is the last end of the last launch; a cause's cost is (group time with
 it - without it) / launches: the mean over launches of what it adds to the group's end-to-end time per launch.
 
-    python benchmarks/second_model.py OUT --case late_rank --seed 1     # one tree (OUT/node<k>/PROF_*) and its truth
+    python benchmarks/second_model.py OUT --case late_rank_50_90pct --seed 1     # one tree (OUT/node<k>/PROF_*) and its truth
 """
 
 from __future__ import annotations

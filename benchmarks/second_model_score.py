@@ -358,17 +358,18 @@ def run_table(rows: list[dict[str, Any]]) -> str:
 
 def commit() -> str:
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+    dirty = [line for line in status.splitlines() if "second_model_results" not in line]  # its own output is no change of the code
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
 def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dict[str, Any] | None) -> None:
     summary = summarise(rows)
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when, at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), commit()  # before this writes its own results
     head = [
         "# Second model benchmark (benchmarks/second_model_score.py): the timeline's cost account on data it was never tuned on",
         "",
-        f"Run {when} at commit {commit()}; seeds {', '.join(map(str, seeds))}; {', '.join(sorted({str(r['launches']) for r in rows}))} launches per run, all analysed "
+        f"Run {when} at commit {at}; seeds {', '.join(map(str, seeds))}; {', '.join(sorted({str(r['launches']) for r in rows}))} launches per run, all analysed "
         "(timeline.skip_launches null: 0 for imported data). Generator: benchmarks/second_model.py (no code of workflow/sim or of the "
         "analysis); reader: the timeline parse's own calls on plain msprof PROF_ trees; analysis: waits.analyse with "
         f"benchmarks/localisation.py's settings {json.dumps(SETTINGS)} and bootstrap {json.dumps(BOOT)}. Scored as localisation.py scores: "
@@ -387,7 +388,7 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
     out.with_suffix(".md").write_text("\n".join(head + body))
     payload = {
         "run": when,
-        "commit": commit(),
+        "commit": at,
         "settings": SETTINGS,
         "bootstrap": BOOT,
         "seeds": seeds,
