@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from dispatchprof.report.steps import Run, drill_step, evidence_step
+from dispatchprof.report.words import rank_list
 from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_sentence, straggler_of
 from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
@@ -90,12 +92,10 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     waited = tl.get("waiting") or {}
     waiting = waited.get("ranks") or []
     if coupled and waiting:
-        compared = waited.get("compared") or 0
-        # most of the ranks waiting alike say that the group waits, not who: a count then, not a list
-        names = f"{len(waiting)} of the {compared} ranks that are no cause" if compared >= 8 and len(waiting) > compared / 2 else name_list(waiting)
-        left = waited.get("causes_left_out") or []
-        aside = f" ({name_list(left).lower()}, as long, {'are' if len(left) > 1 else 'is'} among the causes above)" if left else ""
-        text.append(f"{names} wait longest at the barrier{aside}: waiting is not blame.")
+        text.append(waiting_sentence(waiting, waited.get("compared") or 0))
+    left = [r for r in waited.get("causes_left_out") or [] if r not in waiting]
+    if coupled and left:  # they wait as long, but are causes: said of them as causes, never among the waiting ranks
+        text += causes_waiting_sentences(left, {r for c in tl.get("causes") or [] for r in (c.get("ranks") or [])})
     longest = tl.get("longest_duration") or {}
     tied = longest.get("ranks") or []
     if coupled and longest.get("label") == "waits longest" and longest.get("rank") is not None and longest["rank"] not in waiting:
@@ -114,12 +114,27 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     return text
 
 
-def name_list(ranks: Sequence[int], limit: int = 8) -> str:
-    shown = [str(r) for r in ranks[:limit]]
-    more = f" and {len(ranks) - limit} other ranks" if len(ranks) > limit else ""  # "7 and 7 more" read as a rank list
-    if len(ranks) == 1:
-        return f"Rank {shown[0]}"
-    return "Ranks " + (", ".join(shown[:-1]) + f" and {shown[-1]}" if not more else ", ".join(shown) + more)
+def causes_waiting_sentences(left: Sequence[int], named: set[int]) -> list[str]:
+    """Causes that wait as long as the waiting ranks: named causes, or causes listed, not named (never "above")."""
+    text = []
+    for group, one, many in (
+        ([r for r in left if r in named], "a named cause", "named causes"),
+        ([r for r in left if r not in named], "a cause listed, not named", "causes listed, not named"),
+    ):
+        if group:
+            alone = len(group) == 1
+            text.append(f"{name_list(group)} also {'waits' if alone else 'wait'} as long at the barrier, and {'is ' + one if alone else 'are ' + many}.")
+    return text
+
+
+def waiting_sentence(waiting: Sequence[int], compared: int) -> str:
+    """The ranks that wait longest (no cause among them): most of the group is a count, a few are named."""
+    if compared >= 8 and len(waiting) > compared / 2:  # most of the ranks waiting alike say that the group waits, not who
+        return f"{len(waiting)} of the {compared} ranks that are no cause wait longest at the barrier: waiting is not blame."
+    return f"{name_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} longest at the barrier: waiting is not blame."
+
+
+name_list = rank_list  # the name the sentences here have used
 
 
 def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
@@ -127,12 +142,16 @@ def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
     return snakemake_command([f"results/{experiment}/timeline/ranks/rank{rank}/detail.json"], invocation)
 
 
-def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3) -> list[dict[str, Any]]:
+def next_steps(
+    causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3, run: Run | None = None
+) -> list[dict[str, Any]]:
     """For each of the top causes: which evidence would confirm it, and the commands that collect or open it, as they
-    work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words)."""
+    work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words; a
+    stage with evidence is its file, one without it the command that collects it: report.steps)."""
+    run = run or Run(experiment, tuple(invocation))
     steps = []
-    pmu = snakemake_command([f"results/{experiment}/pmu/status.json"], invocation)
-    dclk = snakemake_command([f"results/{experiment}/debugclock/status.json"], invocation)
+    pmu = evidence_step("pmu", run)
+    dclk = evidence_step("debugclock", run)
     for c in list(causes)[:limit]:
         evidence, rank, ranks = c["evidence"], c.get("rank"), c.get("ranks") or []
         if evidence == "late_arrival" and rank is not None:
@@ -140,19 +159,19 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
                 f"rank {rank}'s host gap (previous kernel end to its next arrival, one clock) in its drill-down: a late host shows a long gap "
                 "in the same launches; then the host side (CPU binding, the launch path, other work on that host)"
             )
-            commands = [drill_command(experiment, rank, invocation)]
+            commands = [drill_step(rank, run)]
         elif evidence == "late_arrival":
             confirm = (
                 f"node {c.get('node')}'s hosts: every rank's host gap is long in the same launches (a node-wide host cause: its clock service, its "
                 "CPU load); a node whose gaps are normal but arrives late was still busy with the previous launch (see a late-ending node)"
             )
-            commands = [drill_command(experiment, ranks[0], invocation)] if ranks else []
+            commands = [drill_step(ranks[0], run)] if ranks else []
         elif evidence == "own_work":
             confirm = (
                 f"which role on rank {rank} is slow: the PMU's busiest role against the same role on the other ranks, or DebugClock's slots of "
                 f"rank {rank} (its LocalWindowCopy slot, wait plus copy, against its peers)"
             )
-            commands = [pmu, dclk, drill_command(experiment, rank, invocation)]
+            commands = [pmu, dclk, drill_step(rank, run)]
         elif evidence == "late_ending_node":
             confirm = (
                 f"link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, node {c.get('node')}'s "
@@ -162,16 +181,16 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
             )
             commands = [dclk, pmu]
         elif evidence == "in_kernel" and ranks:
-            shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+            shown = rank_list(ranks).lower()
             confirm = (
-                f"which of ranks {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
+                f"{'whether' if len(ranks) == 1 else 'which of'} {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
                 "one's own roles are busy, a waiting one's cores poll), DebugClock's slots of these ranks (a waiting one's time is in its wait slots)"
             )
-            commands = [pmu, dclk, *(drill_command(experiment, r, invocation) for r in ranks[:2])]
+            commands = [pmu, dclk, *(drill_step(r, run) for r in ranks[:2])]
         else:
             confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
             commands = [pmu, dclk]
-        note = "DebugClock runs only when the PMU is not ok unless debugclock.when is always"
+        note = "a path is evidence this run holds; a command collects what it lacks (DebugClock's asks for it whatever the PMU did: debugclock.when always)"
         steps.append(
             {
                 "cause": c.get("explanation") or evidence,
@@ -186,10 +205,10 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
     return steps
 
 
-def answer_sentences(
+def evidence_sentences(
     statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
 ) -> list[tuple[str, str]]:
-    """The report's opening answer, sentence by sentence with the question each answers (ANSWER_TOPICS): what is
+    """The report's opening answer, sentence by sentence with the question each answers (EVIDENCE_TOPICS): what is
     known, and what evidence is missing (never more than that)."""
     measured = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if statuses[s].ok]
     missing = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if not statuses[s].ok]
@@ -308,7 +327,7 @@ def answer_sentences(
     return list(zip(topics, text))
 
 
-ANSWER_TOPICS = {
+EVIDENCE_TOPICS = {
     "data": "What these numbers are",
     "latency": "How long a dispatch takes",
     "timeline": "What the group waits for (msprof timeline)",
@@ -321,17 +340,17 @@ ANSWER_TOPICS = {
 }
 
 
-def answer_paragraph(*args: Any, **kwargs: Any) -> str:
+def evidence_paragraph(*args: Any, **kwargs: Any) -> str:
     """The answer as one paragraph (the sentences in order, without their questions)."""
-    return " ".join(sentence for _, sentence in answer_sentences(*args, **kwargs))
+    return " ".join(sentence for _, sentence in evidence_sentences(*args, **kwargs))
 
 
-def answer_parts(sentences: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+def evidence_parts(sentences: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
     """The answer as the report shows it: one item per question, its sentences in order (``{topic, title, text}``)."""
     parts: list[dict[str, str]] = []
     for topic, sentence in sentences:
         if parts and parts[-1]["topic"] == topic:
             parts[-1]["text"] += " " + sentence
         else:
-            parts.append({"topic": topic, "title": ANSWER_TOPICS[topic], "text": sentence})
+            parts.append({"topic": topic, "title": EVIDENCE_TOPICS[topic], "text": sentence})
     return parts
