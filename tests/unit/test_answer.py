@@ -154,7 +154,11 @@ def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied()
     # evidence the run holds is its file; a drilled rank's table, not a command that rebuilds nothing
     held = Run("baseline", (), "collect", frozenset({"pmu", "debugclock"}), frozenset({3}))
     (own,) = next_steps([causes[2]], "baseline", run=held)
-    assert own["commands"] == ["results/baseline/pmu/roles.json", "results/baseline/debugclock/stats.json", "results/baseline/timeline/ranks/rank3/launches.csv"]
+    assert own["commands"] == [
+        "results/baseline/pmu/roles.json",
+        "results/baseline/debugclock/stats.json",
+        "results/baseline/timeline/ranks/rank3/launches.csv",
+    ]
 
 
 BUSY_NEW = {
@@ -249,7 +253,9 @@ def test_the_role_link_places_the_busiest_rank_against_late_ending_ranks_and_a_l
         "straggler": {"evidence": "in_kernel", "rank": None, "node": None, "ranks": [5, 6], "cost_us_per_launch": 210.0, "explanation": "x"},
     }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": late_set, "pmu": PMU})
-    assert "The timeline names ranks 5 and 6 ending late together, 210.0 us per launch, with no claim about why; rank 5 is one of them: this names which" in text
+    assert (
+        "The timeline names ranks 5 and 6 ending late together, 210.0 us per launch, with no claim about why; rank 5 is one of them: this names which" in text
+    )
     alone = {**late_set, "straggler": {**late_set["straggler"], "ranks": [5]}}  # one rank: no "ranks 5 ending late together"
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": alone, "pmu": PMU})
     assert "The timeline names rank 5 ending late, 210.0 us per launch, with no claim about why; rank 5 is that rank" in text
@@ -330,7 +336,10 @@ def test_the_waiting_ranks_name_only_ranks_that_wait_and_most_of_the_group_is_a_
     assert "Ranks 2 and 13 also wait as long at the barrier, and are causes listed, not named." in few
     named = waiting([{"evidence": "own_work", "rank": 2, "ranks": [2]}], ranks=[1], causes_left_out=[2, 13], compared=14)
     assert "Rank 1 waits longest at the barrier" in named and "Rank 2 also waits as long at the barrier, and is a named cause." in named
-    assert "Rank 2 also waits as long at the barrier, and is a named cause." in named and "Rank 13 also waits as long at the barrier, and is a cause listed, not named." in named
+    assert (
+        "Rank 2 also waits as long at the barrier, and is a named cause." in named
+        and "Rank 13 also waits as long at the barrier, and is a cause listed, not named." in named
+    )
     most = waiting(ranks=list(range(11)), causes_left_out=[], compared=15)
     assert "11 of the 15 ranks that are no cause wait longest at the barrier: waiting is not blame." in most
     # a stats.json from before these keys: the names, as before

@@ -30,6 +30,7 @@ def test_every_next_step_command_carries_the_invocation():
     invocation = ["--configfile", "config/config.yaml", "exp.yaml"]
     steps = next_steps(causes, "exp", invocation)
     commands = [c for s in steps for c in s["commands"]]
+
     def carries(words):  # the invocation's words in a row, after the targets (--config words may follow them)
         return any(words[i : i + 3] == invocation for i in range(4, len(words)))
 

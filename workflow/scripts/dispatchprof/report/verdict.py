@@ -10,6 +10,7 @@ phrases it; the long sentences with every qualification are the report's "The an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -353,9 +354,27 @@ ITEMS: list[Callable[[Facts], list[Item]]] = [
 ]
 
 
+def word_count(text: str) -> int:
+    """Words as a reader meets them: a command or a path in backticks is one word; table rules and pipes are none."""
+    text = re.sub(r"`[^`]*`", "step", text)
+    text = re.sub(r"^\|[-| :]+\|$", "", text, flags=re.M)
+    return len(re.sub(r"(^|\s)[-|](?=\s)", " ", text.replace("|", " ")).split())
+
+
+def item_text(item: Item) -> str:
+    """An item as Markdown text (its step in backticks), for counting and for tests."""
+    if isinstance(item, Line):
+        return item.text + (f" `{item.step}`" if item.step else "")
+    rows = [" ".join((r.who, r.kind, r.cost, r.share, r.seen_by, f"`{r.step}`")) for r in item.rows]
+    return "\n".join([" ".join(TABLE_HEADER), *rows, *item.footnotes])
+
+
+TABLE_HEADER = ("cause", "kind", "us per launch (95% CI)", "share", "seen by", "next step")
+
+
 def verdict(facts: Facts, items: Sequence[Callable[[Facts], list[Item]]] = ITEMS) -> list[Item]:
     """The Answer, item by item in order."""
     return [item for make in items for item in make(facts)]
 
 
-__all__ = ["CauseRow", "CauseTable", "Facts", "Line", "ITEMS", "collect_command", "verdict"]
+__all__ = ["CauseRow", "CauseTable", "Facts", "Line", "ITEMS", "collect_command", "verdict", "word_count"]
