@@ -87,7 +87,7 @@ def test_every_line_is_at_most_40_words_and_every_cause_and_open_question_has_a_
     assert all(r.step.startswith("snakemake --cores 2 results/exp/debugclock/status.json --forcerun debugclock_collect") for r in rows)
     assert all(r.step.endswith("--configfile config/config.yaml exp.yaml --config 'debugclock={when: always}'") for r in rows)
     (dc,) = [i for i in lines(items) if i.topic == "open"]
-    assert dc.text == "DebugClock: disabled." and dc.step == rows[0].step
+    assert dc.text == "DebugClock not run (disabled):" and dc.step == rows[0].step
     assert "ends late inside the kernel" in [r.kind for r in rows] and rows[1].who == "rank 9"  # a single rank reads "rank 9"
 
 
@@ -104,7 +104,7 @@ def test_no_cause_says_so_and_a_missing_pmu_gives_its_command():
     texts = [i.text for i in lines(items)]
     assert any(t.startswith("No rank or node costs the group more than") for t in texts)
     assert not any(isinstance(i, CauseTable) for i in items)
-    pmu = next(i for i in lines(items) if i.text == "PMU: timeout.")
+    pmu = next(i for i in lines(items) if i.text == "PMU timeout:")
     assert pmu.step.startswith("snakemake --cores 2 results/exp/pmu/status.json --forcerun pmu_collect --configfile")
 
 

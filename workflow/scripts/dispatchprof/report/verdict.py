@@ -189,7 +189,10 @@ def causes_table(f: Facts) -> list[Item]:
     if not causes:
         return []
     rows = [CauseRow(who(c), kind(c), cost_cell(c), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c in causes[:TABLE_ROWS]]
-    notes = ["Cost: launch time saved by removing that cause alone; costs do not add."]
+    notes = ["Cost: launch period saved by removing the cause alone; not additive."]
+    untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
+    if untimed:  # a late arrival waits before the kernel's timer: the dispatch latency would gain less
+        notes.append("Dispatch latency saved: " + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed) + ".")
     if any(c.get("cost_bound_us") for c in causes[:TABLE_ROWS]):
         notes.append("* A bound: a number needs baseline.synchronize_start.")
     if len(causes) > TABLE_ROWS:
@@ -324,7 +327,7 @@ def open_lines(f: Facts) -> list[Item]:
         if status is None or status.ok or f.statuses["correctness"].state not in ("ok", "disabled"):
             continue
         step = evidence_step(stage, f.run) if stage in ("pmu", "debugclock", "pcsampling") else open_step(stage, f.run)
-        lines.append(Line("open", f"{label}: {status.state}.", step))
+        lines.append(Line("open", f"{label} not run ({status.state}):" if status.state in ("disabled", "skipped") else f"{label} {status.state}:", step))
     return lines
 
 
