@@ -210,7 +210,8 @@ def waiting_line(f: Facts) -> list[Item]:
     if not ranks:
         return []
     if compared >= 8 and len(ranks) > compared / 2:
-        return [Line("waiting", f"{len(ranks)} of the other {compared} ranks only wait: waiting is not blame.")]
+        many = f"All {compared}" if len(ranks) == compared else f"{len(ranks)} of the {compared}"
+        return [Line("waiting", f"{many} ranks that are no cause only wait: waiting is not blame.")]
     verb = "waits" if len(ranks) == 1 else "wait"
     return [Line("waiting", f"{rank_list(ranks)} only {verb}: waiting is not blame.")]
 
@@ -241,8 +242,11 @@ def pmu_line(f: Facts) -> list[Item]:
         return [Line("role", "PMU: no rank's role is busier than on its peers.")]
     per_launch = busy.get("excess_us_per_launch", busy["excess_us"])
     ratio = busy.get("ranked_excess_ratio", busy.get("excess_ratio"))
-    what = {"same_us": "every role (LocalWindowCopy)", "same_fraction": "every role (its own work)"}.get(busy.get("every_role_pattern") or "", busy["role"])
-    text = f"PMU: rank {busy['rank']}'s {what} is busiest against its peers" + (f", +{100 * ratio:.0f}%" if ratio is not None else "")
+    what = {
+        "same_us": f"every role of rank {busy['rank']} is busier than on its peers by about the same time (LocalWindowCopy)",
+        "same_fraction": f"every role of rank {busy['rank']} is busier than on its peers (its own work)",
+    }.get(busy.get("every_role_pattern") or "", f"rank {busy['rank']}'s {busy['role']} is busiest against its peers")
+    text = f"PMU: {what}" + (f", +{100 * ratio:.0f}%" if ratio is not None else "")
     text += f", {per_launch:.1f} us per launch"
     text += " (spread between ranks not measured)." if busy.get("spread_measured") is False else "."
     return [Line("role", text)]
