@@ -86,7 +86,7 @@ def latency_line(f: Facts) -> list[Item]:
         return []
     q = base["per_iteration_max_us"]
     lo, hi = q["median_ci95"]
-    text = f"A dispatch takes {q['median']:.1f} us for the group (median, 95% CI {lo:.1f}-{hi:.1f}), {q['p95']:.1f} us at P95."
+    text = f"A dispatch takes {q['median']:.1f} us (group median, 95% CI {lo:.1f}-{hi:.1f}), {q['p95']:.1f} us at P95."
     named = base.get("slowest_named") or {}
     if named.get("rank") is not None:
         text += f" Rank {named['rank']} is slow by itself."
@@ -189,12 +189,12 @@ def causes_table(f: Facts) -> list[Item]:
     if not causes:
         return []
     rows = [CauseRow(who(c), kind(c), cost_cell(c), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c in causes[:TABLE_ROWS]]
-    notes = ["Cost: launch period saved by removing the cause alone; not additive."]
+    notes = ["Cost: launch period saved by removing the cause alone, established (CI above zero); not additive."]
     untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
     if untimed:  # a late arrival waits before the kernel's timer: the dispatch latency would gain less
         notes.append("Dispatch latency saved: " + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed) + ".")
     if any(c.get("cost_bound_us") for c in causes[:TABLE_ROWS]):
-        notes.append("* A bound: a number needs baseline.synchronize_start.")
+        notes.append("* A bound, not established: a number needs baseline.synchronize_start.")
     if len(causes) > TABLE_ROWS:
         notes.append(f"{len(causes) - TABLE_ROWS} smaller: Causes ranked by cost.")
     return [CauseTable("causes", rows, notes)]
