@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.report.steps import Run, drill_step, evidence_step
@@ -205,126 +206,178 @@ def next_steps(
     return steps
 
 
-def evidence_sentences(
-    statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
-) -> list[tuple[str, str]]:
-    """The report's opening answer, sentence by sentence with the question each answers (EVIDENCE_TOPICS): what is
-    known, and what evidence is missing (never more than that)."""
-    measured = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if statuses[s].ok]
-    missing = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if not statuses[s].ok]
-    text: list[str] = []
-    topics: list[str] = []
+@dataclass(frozen=True)
+class Asked:
+    """What the evidence sentences read: the stages' statuses, their summary sections, the A/B comparisons."""
 
-    def say(topic: str, sentence: str) -> None:
-        text.append(sentence)
-        topics.append(topic)
+    statuses: Mapping[str, Status]
+    toolchain: str
+    world: int
+    sections: Mapping[str, Any]
+    comparisons: Sequence[Mapping[str, Any]]
 
-    if toolchain == "sim":
-        say("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")
-    corr = statuses["correctness"]
+    def ok(self, stage: str) -> Any:
+        """A stage's section when the stage ran and is ok, else None."""
+        return self.sections.get(stage) if stage in self.statuses and self.statuses[stage].ok else None
+
+
+Said = list[tuple[str, str]]
+
+
+def data_said(a: Asked) -> Said:
+    said = [("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")] if a.toolchain == "sim" else []
+    corr = a.statuses["correctness"]
     if corr.state == "ok":
-        say("data", f"The precision test passed on all {world} ranks.")
+        said.append(("data", f"The precision test passed on all {a.world} ranks."))
     elif corr.state != "disabled":
-        say("data", f"{precision_sentence(corr)}, so no performance evidence was collected.")
-    sections = sections or {}
-    if statuses["baseline"].ok and sections.get("baseline"):
-        say("latency", baseline_sentence(sections["baseline"], world))
-    if statuses["timeline"].ok and sections.get("timeline"):
-        for sentence in timeline_sentences(sections["timeline"]):
-            say("timeline", sentence)
-    # The chain of evidence: what the group waits for (above) -> which role on which rank is busiest against its
-    # peers -> that role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established".
-    role = None
-    pmu = sections.get("pmu") if statuses["pmu"].ok else None
+        said.append(("data", f"{precision_sentence(corr)}, so no performance evidence was collected."))
+    return said
+
+
+def latency_said(a: Asked) -> Said:
+    return [("latency", baseline_sentence(a.sections["baseline"], a.world))] if a.ok("baseline") else []
+
+
+def timeline_said(a: Asked) -> Said:
+    return [("timeline", sentence) for sentence in timeline_sentences(a.sections["timeline"])] if a.ok("timeline") else []
+
+
+def chain_role(a: Asked) -> str | None:
+    """The role the chain follows: the PMU's busiest, else DebugClock's when the PMU is not ok."""
+    pmu = a.ok("pmu")
     if pmu:
-        busy = pmu.get("busiest")
-        if busy:
-            role = busy["role"]
-            say("role", pmu_busiest_sentence(busy, straggler_of(sections)))
-        else:
-            say(
+        return (pmu.get("busiest") or {}).get("role")
+    return ((a.ok("debugclock") or {}).get("busiest") or {}).get("role")
+
+
+def role_said(a: Asked) -> Said:
+    """Which role on which rank is busiest against its peers (PMU), with DebugClock whenever it ran: one item."""
+    said: Said = []
+    pmu, dc, straggler = a.ok("pmu"), a.ok("debugclock"), straggler_of(a.sections)
+    if pmu and pmu.get("busiest"):
+        said.append(("role", pmu_busiest_sentence(pmu["busiest"], straggler)))
+    elif pmu:
+        said.append(
+            (
                 "role",
                 "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond the role's spread across ranks "
                 "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU.",
             )
-    dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
+        )
     if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
         from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
 
         if pmu:
-            say("role", also_sentence(dc))
+            text = also_sentence(dc)
         else:
-            say("role", fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
-            role = (dc.get("busiest") or {}).get("role")
+            text = fallback_sentence(dc, a.statuses["pmu"].state) + f" (PMU: {a.statuses['pmu'].reason})"
             if dc.get("busiest"):
-                text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
-        text[-1] += node_sentence(dc, straggler_of(sections)) + local_window_copy_sentence(dc, own_work_rank(sections))
+                text += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler)
+        said.append(("role", text + node_sentence(dc, straggler) + local_window_copy_sentence(dc, own_work_rank(a.sections))))
     elif not pmu:
-        say("role", f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
-    if pmu:  # the role's I-cache misses against the other roles' (after every word on which role: one item)
-        roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned"}
-        missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
-        if role and role in missed:
-            order = sorted(missed, key=lambda r: -roles[r]["aiv_icache_miss_rate_median"])
-            listing = ", ".join(f"{r} {100 * roles[r]['aiv_icache_miss_rate_median']:.1f}%" for r in order)
-            say(
+        pmu_status = a.statuses["pmu"]
+        said.append(("role", f"Which role is busiest is not established: the PMU stage is {pmu_status.state} ({pmu_status.reason})."))
+    return said
+
+
+def icache_said(a: Asked) -> Said:
+    """The role's I-cache misses against the other roles' (after every word on which role)."""
+    pmu, role = a.ok("pmu"), chain_role(a)
+    if not pmu:
+        return []
+    rates = {r: v["aiv_icache_miss_rate_median"] for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
+    if role and role in rates:
+        order = sorted(rates, key=lambda r: -rates[r])
+        listing = ", ".join(f"{r} {100 * rates[r]:.1f}%" for r in order)
+        return [
+            (
                 "icache",
-                f"The {role} role's I-cache miss rate is {100 * roles[role]['aiv_icache_miss_rate_median']:.1f}% (median), "
+                f"The {role} role's I-cache miss rate is {100 * rates[role]:.1f}% (median), "
                 f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); a ranking, not a verdict that the I-cache is the bottleneck.",
             )
-        elif missed:
-            worst = max(missed, key=lambda r: roles[r]["aiv_icache_miss_rate_median"])
-            say(
+        ]
+    if rates:
+        worst = max(rates, key=rates.get)  # type: ignore[arg-type]
+        return [
+            (
                 "icache",
-                f"Of the roles, the {worst} role has the highest I-cache miss rate (median {100 * roles[worst]['aiv_icache_miss_rate_median']:.1f}%); "
+                f"Of the roles, the {worst} role has the highest I-cache miss rate (median {100 * rates[worst]:.1f}%); "
                 "this ranks roles, it is not a verdict that the I-cache is the bottleneck.",
             )
-        else:
-            say("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")
-    probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
-    if probe and probe.get("cachemiss"):
-        cm = probe["cachemiss"]
-        top = f", most at {cm['top_pcs'][0]['pc']} ({cm['top_pcs'][0]['count']})" if cm["top_pcs"] else ""
-        say(
+        ]
+    return [("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")]
+
+
+def probe_said(a: Asked) -> Said:
+    probe = a.ok("probe")
+    if not probe or not probe.get("cachemiss"):
+        return []
+    cm = probe["cachemiss"]
+    top = f", most at {cm['top_pcs'][0]['pc']} ({cm['top_pcs'][0]['count']})" if cm["top_pcs"] else ""
+    return [
+        (
             "probe",
             f"A local probe under msopprof simulator ({probe['label']}) counted {cm['total']} I-cache misses{top}: "
             "a local hypothesis about that piece of code, not evidence about the multi-rank kernel.",
         )
-    pcs = sections.get("pcsampling") if statuses["pcsampling"].ok else None
-    if pcs and pcs.get("stalls"):
-        per_role = pcs.get("per_role") or {}
-        if role and role in per_role:
-            mix = per_role[role]["stalls"]
-            top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(mix.items())[:2])
-            say("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
-        elif role:
-            say("simt", f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it.")
-        ni = pcs["stalls"]["not_issue"]
-        worst = max(ni, key=ni.get)
-        hot = pcs["hot_lines"]
-        where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
-        say("simt", f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).")
+    ]
+
+
+def simt_said(a: Asked) -> Said:
+    pcs, role = a.ok("pcsampling"), chain_role(a)
+    if not (pcs and pcs.get("stalls")):
+        if not role:
+            return []
+        st = a.statuses["pcsampling"]
+        return [("simt", f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {st.state} ({st.reason}).")]
+    said: Said = []
+    per_role = pcs.get("per_role") or {}
+    if role and role in per_role:
+        top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(per_role[role]["stalls"].items())[:2])
+        said.append(
+            ("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
+        )
     elif role:
-        say(
-            "simt",
-            f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {statuses['pcsampling'].state} ({statuses['pcsampling'].reason}).",
-        )
-    if comparisons:
-        say("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in comparisons) + ".")
-    else:
-        say("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")
-    if "debugclock" in statuses and statuses["debugclock"].ok:
-        measured.append("debugclock")
-    if measured:
-        say("evidence", f"Evidence available: {', '.join(measured)}.")
+        said.append(("simt", f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it."))
+    ni = pcs["stalls"]["not_issue"]
+    worst = max(ni, key=ni.get)
+    hot = pcs["hot_lines"]
+    where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
+    said.append(("simt", f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where})."))
+    return said
+
+
+def ab_said(a: Asked) -> Said:
+    if a.comparisons:
+        return [("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in a.comparisons) + ".")]
+    return [("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")]
+
+
+def evidence_said(a: Asked) -> Said:
+    """Which stages hold evidence, and why the others hold none."""
+    core = ("baseline", "timeline", "pmu", "pcsampling")
+    extra = ["debugclock"] if "debugclock" in a.statuses and a.statuses["debugclock"].ok else []
+    measured = [s for s in core if a.statuses[s].ok] + extra
+    missing = [s for s in core if not a.statuses[s].ok]
+    said: Said = [("evidence", f"Evidence available: {', '.join(measured)}.")] if measured else []
     if missing:
-        say(
-            "evidence",
-            "No conclusion about what is slow can be drawn from stages without evidence: "
-            + "; ".join(f"{s} is {statuses[s].state} ({statuses[s].reason})" for s in missing)
-            + ".",
-        )
-    return list(zip(topics, text))
+        reasons = "; ".join(f"{s} is {a.statuses[s].state} ({a.statuses[s].reason})" for s in missing)
+        said.append(("evidence", f"No conclusion about what is slow can be drawn from stages without evidence: {reasons}."))
+    return said
+
+
+# The chain of evidence: what the group waits for -> which role on which rank is busiest against its peers -> that
+# role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established" and why.
+EVIDENCE_ITEMS = (data_said, latency_said, timeline_said, role_said, icache_said, probe_said, simt_said, ab_said, evidence_said)
+
+
+def evidence_sentences(
+    statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
+) -> list[tuple[str, str]]:
+    """Every question of the answer with every qualification of its numbers, sentence by sentence with its question
+    (EVIDENCE_TOPICS): what is known, and what evidence is missing (never more than that)."""
+    asked = Asked(statuses, toolchain, world, sections or {}, comparisons)
+    return [pair for item in EVIDENCE_ITEMS for pair in item(asked)]
 
 
 EVIDENCE_TOPICS = {
