@@ -140,3 +140,16 @@ def test_the_waiting_line_names_exactly_the_waiting_ranks_and_never_a_cause(caus
         assert text.startswith("Rank " if len(waiting) == 1 else "Ranks ")
     top = next(i.text for i in lines(items) if i.text.startswith("Top cause"))
     assert f"rank {causes[0]['rank']}," in top and f"{causes[0]['cost_us_per_launch']:.1f} us per launch" in top
+
+
+def test_what_limits_the_timeline_is_said_before_its_causes():
+    partial = {**timeline([cause("own_work", 9.0, rank=2)]), "coverage": {"found": 14, "expected": 16, "missing": [3, 9], "sentence": "14 of 16 ranks"}}
+    f = facts([])
+    f = Facts(f.statuses, "sim", 16, {**f.sections, "timeline": partial}, (), f.run)
+    texts = [item_text(i) for i in verdict(f)]
+    cover = next(i for i, t in enumerate(texts) if t.startswith("The timeline covers 14 of 16 ranks"))
+    assert cover < next(i for i, t in enumerate(texts) if t.startswith("Top cause: rank 2, own work, 9.0 us per launch"))
+    single = {**partial, "coverage": {"found": 1, "expected": 1, "missing": []}}
+    texts = [item_text(i) for i in verdict(Facts(f.statuses, "none", 1, {**f.sections, "timeline": single}, (), f.run))]
+    assert "The timeline holds one rank: which rank is slow, and who waits, are not established." in texts
+    assert not any(t.startswith("Top cause") for t in texts)
