@@ -247,7 +247,7 @@ def pmu_line(f: Facts) -> list[Item]:
         "same_fraction": f"every role of rank {busy['rank']} is busier than on its peers (its own work)",
     }.get(busy.get("every_role_pattern") or "", f"rank {busy['rank']}'s {busy['role']} is busiest against its peers")
     text = f"PMU: {what}" + (f", +{100 * ratio:.0f}%" if ratio is not None else "")
-    text += f", {per_launch:.1f} us per launch"
+    text += f", {per_launch:.1f} us per core and launch"
     text += " (spread between ranks not measured)." if busy.get("spread_measured") is False else "."
     return [Line("role", text)]
 
