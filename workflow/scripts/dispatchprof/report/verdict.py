@@ -175,7 +175,14 @@ def top_cause_line(f: Facts) -> list[Item]:
     tl = f.section("timeline")
     if not causes:
         if tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler"):
-            return [Line("timeline", "No rank or node costs the group more than timeline.waits.min_cost_us per launch: nothing to name.")]
+            found = re.search(r"more than ([\d.]+) us per launch", tl["straggler"].get("explanation") or "")
+            floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
+            return [
+                Line(
+                    "timeline",
+                    f"No rank or node costs the group over {floor} per launch; a slowdown every rank shares would not stand out (DebugClock can show one).",
+                )
+            ]
         return []
     top = causes[0]
     cost = f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)" if top.get("cost_bound_us") else f"{top['cost_us_per_launch']:.1f} us per launch"
