@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from dispatchprof.report.steps import Run, cause_step, collect_command, evidence_step
+from dispatchprof.report.steps import Run, cause_step, evidence_step
 from dispatchprof.report.words import rank_list
 from dispatchprof.shell.status import Status
 
@@ -391,4 +391,4 @@ def verdict(facts: Facts, items: Sequence[Callable[[Facts], list[Item]]] = ITEMS
     return [item for make in items for item in make(facts)]
 
 
-__all__ = ["CauseRow", "CauseTable", "Facts", "Line", "ITEMS", "collect_command", "verdict", "word_count"]
+__all__ = ["CauseRow", "CauseTable", "Facts", "Line", "ITEMS", "verdict", "word_count"]
