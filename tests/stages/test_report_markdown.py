@@ -251,3 +251,22 @@ def test_the_timelines_sentences_are_apart_where_a_template_line_ends(rendered):
     html, md, _figures = rendered
     assert "Longest durations:" in md
     assert not re.search(r"[^\s(]Longest durations:", md), "a sentence glued to the one before it"
+
+
+def test_the_answer_is_a_verdict_read_in_30_seconds(rendered):
+    """Issue 48: at most 150 words under the Answer heading (table cells and footnotes included, a command one word),
+    no line over 40, the top cause with its cost within the first 60; the long sentences are the next section."""
+    from dispatchprof.report.verdict import word_count
+
+    html, md, _figures = rendered
+    answer = md.split("## Answer\n", 1)[1].split("\n## ", 1)[0]
+    assert word_count(answer) <= 150, answer
+    assert all(word_count(line) <= 40 for line in answer.splitlines() if line.startswith("- ")), answer
+    summary = json.loads((FIXTURES / "report_full/results/baseline/timeline/stats.json").read_text())["summary"]
+    top = summary["causes"][0]
+    first = " ".join(re.sub(r"`[^`]*`", "step", answer).split()[:60])
+    assert f"rank {top['rank']}" in first and f"{top['cost_us_per_launch']:.1f} us per launch" in first
+    [table] = [t for t in tables(answer) if t["header"][0][0] == "cause"]
+    assert [row[0] for row in table["rows"]] == [f"rank {c['rank']}" for c in summary["causes"][:3]]
+    assert "## The answer's evidence" in md and "What the group waits for (msprof timeline)" in md.split("## The answer's evidence", 1)[1]
+    assert '<section id="answer">' in html and '<table class="causes">' in html

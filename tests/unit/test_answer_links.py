@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from dispatchprof.report.summary import answer_parts, answer_sentences, bandwidth_line, debugclock_always_command
+from dispatchprof.report.steps import Run, collect_command
+from dispatchprof.report.summary import bandwidth_line, evidence_parts, evidence_sentences
 from dispatchprof.shell.status import Status
 
 PER_ITER = {"median": 2000.0, "median_ci95": [1900.0, 2100.0], "p95": 2200.0, "n": 50}
@@ -64,13 +65,22 @@ def test_no_bound_says_why_and_no_bytes_say_nothing():
 
 def test_the_line_is_its_own_item_after_the_latency():
     states = {s: Status(s, "e", "ok", "r", "sim") for s in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")}
-    parts = answer_parts(answer_sentences(states, "sim", 16, section()))
+    parts = evidence_parts(evidence_sentences(states, "sim", 16, section()))
     topics = [p["topic"] for p in parts]
     assert topics.index("links") == topics.index("latency") + 1
 
 
-def test_the_debugclock_command_joins_the_runs_own_config_words():
-    plain = shlex.split(debugclock_always_command("base", []))
-    assert plain == ["snakemake", "--cores", "2", "results/base/debugclock/status.json", "--config", "debugclock={when: always}"]
-    words = shlex.split(debugclock_always_command("base", ["--config", "experiment=base"]))
-    assert words.count("--config") == 1 and words[words.index("--config") + 1] == "debugclock={when: always}" and "experiment=base" in words
+def test_the_debugclock_command_forces_its_collection_with_the_runs_own_config_words():
+    plain = shlex.split(collect_command("debugclock", Run("base")))
+    assert plain == [
+        "snakemake",
+        "--cores",
+        "2",
+        "results/base/debugclock/status.json",
+        "--forcerun",
+        "debugclock_collect",
+        "--config",
+        "debugclock={when: always}",
+    ]
+    words = shlex.split(collect_command("debugclock", Run("base", ("--config", "experiment=base"))))
+    assert words.count("--config") == 1 and words[-1] == "debugclock={when: always}" and "experiment=base" in words

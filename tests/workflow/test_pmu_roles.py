@@ -48,7 +48,7 @@ def test_the_pmu_names_the_rank_and_role_whose_busy_time_the_events_raised_most(
 
 def test_the_answer_has_the_role_with_its_cost_debugclock_beside_the_pmu_and_the_wait_work_heat_maps(collected):
     html = (collected.root / "results/baseline/report/report.html").read_text()
-    answer = unescape(re.sub("<[^>]+>", "", re.search(r"<dl class=\"answer\">(.*?)</dl>", html, re.S).group(1)))
+    answer = unescape(re.sub("<[^>]+>", "", re.search(r"<dl class=\"evidence\">(.*?)</dl>", html, re.S).group(1)))
     assert "waiting excluded" not in answer and "the scalar pipe included" in answer
     assert "every role of rank 6 is busier than the same role on the other ranks by about the same time" in answer and "LocalWindowCopy" in answer
     assert re.search(r"The role's excess on its vector and MTE pipes \(its scalar work not counted\)(, | is )\d+\.\d to \d+\.\d us per launch", answer)

@@ -38,7 +38,8 @@ def test_probe_cachemiss_counts_equal_the_events_the_stand_in_wrote(demo):
     assert probe["label"] == "simulator, single card, local probe"
     html = (demo.root / "results/baseline/report/report.html").read_text()
     assert "simulator, single card, local probe" in html and f"<b>{truth['total']}</b>" in html
-    answer = html[html.index('id="answer"') : html.index('id="environment"')]
+    answer = html[html.index('id="answer"') : html.index('id="environment"')]  # the verdict's line and the evidence's sentence
+    assert f"Local probe (simulator): {truth['total']} I-cache misses" in answer
     assert f"A local probe under msopprof simulator (simulator, single card, local probe) counted {truth['total']} I-cache misses" in answer
     assert "Pipes run in parallel: never sum them." in html and html.count("never sum them") == 1
 

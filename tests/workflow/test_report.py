@@ -173,6 +173,7 @@ def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, t
     subprocess.run([CHROMIUM, *flags, "--window-size=1280,4000", f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=120)
     for section in (
         "answer",
+        "evidence",
         "environment",
         "correctness",
         "baseline",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from dispatchprof.report.words import rank_list
+
 
 def straggler_of(sections: Mapping[str, Any]) -> Mapping[str, Any]:
     """The timeline's top cause (summary.json timeline.straggler), or {} when the timeline is not in the answer."""
@@ -44,9 +46,10 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
         )
         return f" The timeline's top cause is node {straggler['node']}'s late end{extra} (the link into it, or its own work: not established); rank {rank} is {where}; {inner} is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel" and straggler.get("ranks"):
-        late = ", ".join(map(str, straggler["ranks"]))
-        among = "one of them: this names which" if rank in straggler["ranks"] else "not among them: a peer they wait for"
-        return f" The timeline names ranks {late} ending late together{extra}, with no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
+        late = rank_list(straggler["ranks"]).lower()
+        alone = len(straggler["ranks"]) == 1
+        among = ("that rank" if alone else "one of them: this names which") if rank in straggler["ranks"] else "not among them: a peer they wait for"
+        return f" The timeline names {late} ending late{'' if alone else ' together'}{extra}, with no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel":
         return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; {inner} is {role_us_text} us per launch."
     return f" {label} is {role_us_text} us per launch; the timeline names no rank."

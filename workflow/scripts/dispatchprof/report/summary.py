@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from dispatchprof.report.steps import Run, drill_step, evidence_step
+from dispatchprof.report.words import rank_list
 from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_sentence, straggler_of
 from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
@@ -96,12 +99,10 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     waited = tl.get("waiting") or {}
     waiting = waited.get("ranks") or []
     if coupled and waiting:
-        compared = waited.get("compared") or 0
-        # most of the ranks waiting alike say that the group waits, not who: a count then, not a list
-        names = f"{len(waiting)} of the {compared} ranks that are no cause" if compared >= 8 and len(waiting) > compared / 2 else name_list(waiting)
-        left = waited.get("causes_left_out") or []
-        aside = f" ({name_list(left).lower()}, as long, {'are' if len(left) > 1 else 'is'} among the causes above)" if left else ""
-        text.append(f"{names} wait longest at the barrier{aside}: waiting is not blame.")
+        text.append(waiting_sentence(waiting, waited.get("compared") or 0))
+    left = [r for r in waited.get("causes_left_out") or [] if r not in waiting]
+    if coupled and left:  # they wait as long, but are causes: said of them as causes, never among the waiting ranks
+        text += causes_waiting_sentences(left, {r for c in tl.get("causes") or [] for r in (c.get("ranks") or [])})
     longest = tl.get("longest_duration") or {}
     tied = longest.get("ranks") or []
     if coupled and longest.get("label") == "waits longest" and longest.get("rank") is not None and longest["rank"] not in waiting:
@@ -120,12 +121,27 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     return text
 
 
-def name_list(ranks: Sequence[int], limit: int = 8) -> str:
-    shown = [str(r) for r in ranks[:limit]]
-    more = f" and {len(ranks) - limit} other ranks" if len(ranks) > limit else ""  # "7 and 7 more" read as a rank list
-    if len(ranks) == 1:
-        return f"Rank {shown[0]}"
-    return "Ranks " + (", ".join(shown[:-1]) + f" and {shown[-1]}" if not more else ", ".join(shown) + more)
+def causes_waiting_sentences(left: Sequence[int], named: set[int]) -> list[str]:
+    """Causes that wait as long as the waiting ranks: named causes, or causes listed, not named (never "above")."""
+    text = []
+    for group, one, many in (
+        ([r for r in left if r in named], "a named cause", "named causes"),
+        ([r for r in left if r not in named], "a cause listed, not named", "causes listed, not named"),
+    ):
+        if group:
+            alone = len(group) == 1
+            text.append(f"{name_list(group)} also {'waits' if alone else 'wait'} as long at the barrier, and {'is ' + one if alone else 'are ' + many}.")
+    return text
+
+
+def waiting_sentence(waiting: Sequence[int], compared: int) -> str:
+    """The ranks that wait longest (no cause among them): most of the group is a count, a few are named."""
+    if compared >= 8 and len(waiting) > compared / 2:  # most of the ranks waiting alike say that the group waits, not who
+        return f"{len(waiting)} of the {compared} ranks that are no cause wait longest at the barrier: waiting is not blame."
+    return f"{name_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} longest at the barrier: waiting is not blame."
+
+
+name_list = rank_list  # the name the sentences here have used
 
 
 def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
@@ -133,23 +149,16 @@ def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
     return snakemake_command([f"results/{experiment}/timeline/ranks/rank{rank}/detail.json"], invocation)
 
 
-def debugclock_always_command(experiment: str, invocation: Sequence[str]) -> str:
-    """The command that collects DebugClock's phases whatever the PMU's state (debugclock.when=always), under the run's
-    own words; our entry joins the run's --config (a second --config would replace it)."""
-    words, entry = list(invocation), "debugclock={when: always}"
-    if "--config" in words:
-        words.insert(words.index("--config") + 1, entry)
-    else:
-        words += ["--config", entry]
-    return snakemake_command([f"results/{experiment}/debugclock/status.json"], words)
-
-
-def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3) -> list[dict[str, Any]]:
+def next_steps(
+    causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3, run: Run | None = None
+) -> list[dict[str, Any]]:
     """For each of the top causes: which evidence would confirm it, and the commands that collect or open it, as they
-    work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words)."""
+    work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words; a
+    stage with evidence is its file, one without it the command that collects it: report.steps)."""
+    run = run or Run(experiment, tuple(invocation))
     steps = []
-    pmu = snakemake_command([f"results/{experiment}/pmu/status.json"], invocation)
-    dclk = snakemake_command([f"results/{experiment}/debugclock/status.json"], invocation)
+    pmu = evidence_step("pmu", run)
+    dclk = evidence_step("debugclock", run)
     for c in list(causes)[:limit]:
         evidence, rank, ranks = c["evidence"], c.get("rank"), c.get("ranks") or []
         if evidence == "late_arrival" and rank is not None:
@@ -157,19 +166,19 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
                 f"rank {rank}'s host gap (previous kernel end to its next arrival, one clock) in its drill-down: a late host shows a long gap "
                 "in the same launches; then the host side (CPU binding, the launch path, other work on that host)"
             )
-            commands = [drill_command(experiment, rank, invocation)]
+            commands = [drill_step(rank, run)]
         elif evidence == "late_arrival":
             confirm = (
                 f"node {c.get('node')}'s hosts: every rank's host gap is long in the same launches (a node-wide host cause: its clock service, its "
                 "CPU load); a node whose gaps are normal but arrives late was still busy with the previous launch (see a late-ending node)"
             )
-            commands = [drill_command(experiment, ranks[0], invocation)] if ranks else []
+            commands = [drill_step(ranks[0], run)] if ranks else []
         elif evidence == "own_work":
             confirm = (
                 f"which role on rank {rank} is slow: the PMU's busiest role against the same role on the other ranks, or DebugClock's slots of "
                 f"rank {rank} (its LocalWindowCopy slot, wait plus copy, against its peers)"
             )
-            commands = [pmu, dclk, drill_command(experiment, rank, invocation)]
+            commands = [pmu, dclk, drill_step(rank, run)]
         elif evidence == "late_ending_node":
             confirm = (
                 f"link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, node {c.get('node')}'s "
@@ -179,16 +188,16 @@ def next_steps(causes: Sequence[Mapping[str, Any]], experiment: str, invocation:
             )
             commands = [dclk, pmu]
         elif evidence == "in_kernel" and ranks:
-            shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+            shown = rank_list(ranks).lower()
             confirm = (
-                f"which of ranks {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
+                f"{'whether' if len(ranks) == 1 else 'which of'} {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
                 "one's own roles are busy, a waiting one's cores poll), DebugClock's slots of these ranks (a waiting one's time is in its wait slots)"
             )
-            commands = [pmu, dclk, *(drill_command(experiment, r, invocation) for r in ranks[:2])]
+            commands = [pmu, dclk, *(drill_step(r, run) for r in ranks[:2])]
         else:
             confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
             commands = [pmu, dclk]
-        note = "DebugClock runs only when the PMU is not ok unless debugclock.when is always"
+        note = "a path is evidence this run holds; a command collects what it lacks (DebugClock's asks for it whatever the PMU did: debugclock.when always)"
         steps.append(
             {
                 "cause": c.get("explanation") or evidence,
@@ -236,131 +245,186 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     return line
 
 
-def answer_sentences(
-    statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
-) -> list[tuple[str, str]]:
-    """The report's opening answer, sentence by sentence with the question each answers (ANSWER_TOPICS): what is
-    known, and what evidence is missing (never more than that)."""
-    measured = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if statuses[s].ok]
-    missing = [s for s in ("baseline", "timeline", "pmu", "pcsampling") if not statuses[s].ok]
-    text: list[str] = []
-    topics: list[str] = []
+@dataclass(frozen=True)
+class Asked:
+    """What the evidence sentences read: the stages' statuses, their summary sections, the A/B comparisons."""
 
-    def say(topic: str, sentence: str) -> None:
-        text.append(sentence)
-        topics.append(topic)
+    statuses: Mapping[str, Status]
+    toolchain: str
+    world: int
+    sections: Mapping[str, Any]
+    comparisons: Sequence[Mapping[str, Any]]
 
-    if toolchain == "sim":
-        say("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")
-    corr = statuses["correctness"]
+    def ok(self, stage: str) -> Any:
+        """A stage's section when the stage ran and is ok, else None."""
+        return self.sections.get(stage) if stage in self.statuses and self.statuses[stage].ok else None
+
+
+Said = list[tuple[str, str]]
+
+
+def data_said(a: Asked) -> Said:
+    said = [("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")] if a.toolchain == "sim" else []
+    corr = a.statuses["correctness"]
     if corr.state == "ok":
-        say("data", f"The precision test passed on all {world} ranks.")
+        said.append(("data", f"The precision test passed on all {a.world} ranks."))
     elif corr.state != "disabled":
-        say("data", f"{precision_sentence(corr)}, so no performance evidence was collected.")
-    sections = sections or {}
-    if statuses["baseline"].ok and sections.get("baseline"):
-        say("latency", baseline_sentence(sections["baseline"], world))
-        if line := bandwidth_line(sections):
-            say("links", line)
-    if statuses["timeline"].ok and sections.get("timeline"):
-        for sentence in timeline_sentences(sections["timeline"]):
-            say("timeline", sentence)
-    # The chain of evidence: what the group waits for (above) -> which role on which rank is busiest against its
-    # peers -> that role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established".
-    role = None
-    pmu = sections.get("pmu") if statuses["pmu"].ok else None
+        said.append(("data", f"{precision_sentence(corr)}, so no performance evidence was collected."))
+    return said
+
+
+def latency_said(a: Asked) -> Said:
+    return [("latency", baseline_sentence(a.sections["baseline"], a.world))] if a.ok("baseline") else []
+
+
+def links_said(a: Asked) -> Said:
+    line = bandwidth_line(a.sections) if a.ok("baseline") else None
+    return [("links", line)] if line else []
+
+
+def timeline_said(a: Asked) -> Said:
+    return [("timeline", sentence) for sentence in timeline_sentences(a.sections["timeline"])] if a.ok("timeline") else []
+
+
+def chain_role(a: Asked) -> str | None:
+    """The role the chain follows: the PMU's busiest, else DebugClock's when the PMU is not ok."""
+    pmu = a.ok("pmu")
     if pmu:
-        busy = pmu.get("busiest")
-        if busy:
-            role = busy["role"]
-            say("role", pmu_busiest_sentence(busy, straggler_of(sections)))
-        else:
-            say(
+        return (pmu.get("busiest") or {}).get("role")
+    return ((a.ok("debugclock") or {}).get("busiest") or {}).get("role")
+
+
+def role_said(a: Asked) -> Said:
+    """Which role on which rank is busiest against its peers (PMU), with DebugClock whenever it ran: one item."""
+    said: Said = []
+    pmu, dc, straggler = a.ok("pmu"), a.ok("debugclock"), straggler_of(a.sections)
+    if pmu and pmu.get("busiest"):
+        said.append(("role", pmu_busiest_sentence(pmu["busiest"], straggler)))
+    elif pmu:
+        said.append(
+            (
                 "role",
                 "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond the role's spread across ranks "
                 "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU.",
             )
-    dc = sections.get("debugclock") if "debugclock" in statuses and statuses["debugclock"].ok else None
+        )
     if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
         from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
 
         if pmu:
-            say("role", also_sentence(dc))
+            text = also_sentence(dc)
         else:
-            say("role", fallback_sentence(dc, statuses["pmu"].state) + f" (PMU: {statuses['pmu'].reason})")
-            role = (dc.get("busiest") or {}).get("role")
+            text = fallback_sentence(dc, a.statuses["pmu"].state) + f" (PMU: {a.statuses['pmu'].reason})"
             if dc.get("busiest"):
-                text[-1] += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler_of(sections))
-        text[-1] += node_sentence(dc, straggler_of(sections)) + local_window_copy_sentence(dc, own_work_rank(sections))
+                text += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler)
+        said.append(("role", text + node_sentence(dc, straggler) + local_window_copy_sentence(dc, own_work_rank(a.sections))))
     elif not pmu:
-        say("role", f"Which role is busiest is not established: the PMU stage is {statuses['pmu'].state} ({statuses['pmu'].reason}).")
-    if pmu:  # the role's I-cache misses against the other roles' (after every word on which role: one item)
-        roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned"}
-        missed = [r for r in roles if roles[r]["aiv_icache_miss_rate_median"] is not None]
-        if role and role in missed:
-            order = sorted(missed, key=lambda r: -roles[r]["aiv_icache_miss_rate_median"])
-            listing = ", ".join(f"{r} {100 * roles[r]['aiv_icache_miss_rate_median']:.1f}%" for r in order)
-            say(
+        pmu_status = a.statuses["pmu"]
+        said.append(("role", f"Which role is busiest is not established: the PMU stage is {pmu_status.state} ({pmu_status.reason})."))
+    return said
+
+
+def icache_said(a: Asked) -> Said:
+    """The role's I-cache misses against the other roles' (after every word on which role)."""
+    pmu, role = a.ok("pmu"), chain_role(a)
+    if not pmu:
+        return []
+    rates = {r: v["aiv_icache_miss_rate_median"] for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
+    if role and role in rates:
+        order = sorted(rates, key=lambda r: -rates[r])
+        listing = ", ".join(f"{r} {100 * rates[r]:.1f}%" for r in order)
+        return [
+            (
                 "icache",
-                f"The {role} role's I-cache miss rate is {100 * roles[role]['aiv_icache_miss_rate_median']:.1f}% (median), "
+                f"The {role} role's I-cache miss rate is {100 * rates[role]:.1f}% (median), "
                 f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); a ranking, not a verdict that the I-cache is the bottleneck.",
             )
-        elif missed:
-            worst = max(missed, key=lambda r: roles[r]["aiv_icache_miss_rate_median"])
-            say(
+        ]
+    if rates:
+        worst = max(rates, key=rates.get)  # type: ignore[arg-type]
+        return [
+            (
                 "icache",
-                f"Of the roles, the {worst} role has the highest I-cache miss rate (median {100 * roles[worst]['aiv_icache_miss_rate_median']:.1f}%); "
+                f"Of the roles, the {worst} role has the highest I-cache miss rate (median {100 * rates[worst]:.1f}%); "
                 "this ranks roles, it is not a verdict that the I-cache is the bottleneck.",
             )
-        else:
-            say("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")
-    probe = sections.get("probe") if "probe" in statuses and statuses["probe"].ok else None
-    if probe and probe.get("cachemiss"):
-        cm = probe["cachemiss"]
-        top = f", most at {cm['top_pcs'][0]['pc']} ({cm['top_pcs'][0]['count']})" if cm["top_pcs"] else ""
-        say(
+        ]
+    return [("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")]
+
+
+def probe_said(a: Asked) -> Said:
+    probe = a.ok("probe")
+    if not probe or not probe.get("cachemiss"):
+        return []
+    cm = probe["cachemiss"]
+    top = f", most at {cm['top_pcs'][0]['pc']} ({cm['top_pcs'][0]['count']})" if cm["top_pcs"] else ""
+    return [
+        (
             "probe",
             f"A local probe under msopprof simulator ({probe['label']}) counted {cm['total']} I-cache misses{top}: "
             "a local hypothesis about that piece of code, not evidence about the multi-rank kernel.",
         )
-    pcs = sections.get("pcsampling") if statuses["pcsampling"].ok else None
-    if pcs and pcs.get("stalls"):
-        per_role = pcs.get("per_role") or {}
-        if role and role in per_role:
-            mix = per_role[role]["stalls"]
-            top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(mix.items())[:2])
-            say("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
-        elif role:
-            say("simt", f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it.")
-        ni = pcs["stalls"]["not_issue"]
-        worst = max(ni, key=ni.get)
-        hot = pcs["hot_lines"]
-        where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
-        say("simt", f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).")
+    ]
+
+
+def simt_said(a: Asked) -> Said:
+    pcs, role = a.ok("pcsampling"), chain_role(a)
+    if not (pcs and pcs.get("stalls")):
+        if not role:
+            return []
+        st = a.statuses["pcsampling"]
+        return [("simt", f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {st.state} ({st.reason}).")]
+    said: Said = []
+    per_role = pcs.get("per_role") or {}
+    if role and role in per_role:
+        top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(per_role[role]["stalls"].items())[:2])
+        said.append(
+            ("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
+        )
     elif role:
-        say(
-            "simt",
-            f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {statuses['pcsampling'].state} ({statuses['pcsampling'].reason}).",
-        )
-    if comparisons:
-        say("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in comparisons) + ".")
-    else:
-        say("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")
-    if "debugclock" in statuses and statuses["debugclock"].ok:
-        measured.append("debugclock")
-    if measured:
-        say("evidence", f"Evidence available: {', '.join(measured)}.")
+        said.append(("simt", f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it."))
+    ni = pcs["stalls"]["not_issue"]
+    worst = max(ni, key=ni.get)
+    hot = pcs["hot_lines"]
+    where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
+    said.append(("simt", f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where})."))
+    return said
+
+
+def ab_said(a: Asked) -> Said:
+    if a.comparisons:
+        return [("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in a.comparisons) + ".")]
+    return [("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")]
+
+
+def evidence_said(a: Asked) -> Said:
+    """Which stages hold evidence, and why the others hold none."""
+    core = ("baseline", "timeline", "pmu", "pcsampling")
+    extra = ["debugclock"] if "debugclock" in a.statuses and a.statuses["debugclock"].ok else []
+    measured = [s for s in core if a.statuses[s].ok] + extra
+    missing = [s for s in core if not a.statuses[s].ok]
+    said: Said = [("evidence", f"Evidence available: {', '.join(measured)}.")] if measured else []
     if missing:
-        say(
-            "evidence",
-            "No conclusion about what is slow can be drawn from stages without evidence: "
-            + "; ".join(f"{s} is {statuses[s].state} ({statuses[s].reason})" for s in missing)
-            + ".",
-        )
-    return list(zip(topics, text))
+        reasons = "; ".join(f"{s} is {a.statuses[s].state} ({a.statuses[s].reason})" for s in missing)
+        said.append(("evidence", f"No conclusion about what is slow can be drawn from stages without evidence: {reasons}."))
+    return said
 
 
-ANSWER_TOPICS = {
+# The chain of evidence: what the group waits for -> which role on which rank is busiest against its peers -> that
+# role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established" and why.
+EVIDENCE_ITEMS = (data_said, latency_said, links_said, timeline_said, role_said, icache_said, probe_said, simt_said, ab_said, evidence_said)
+
+
+def evidence_sentences(
+    statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
+) -> list[tuple[str, str]]:
+    """Every question of the answer with every qualification of its numbers, sentence by sentence with its question
+    (EVIDENCE_TOPICS): what is known, and what evidence is missing (never more than that)."""
+    asked = Asked(statuses, toolchain, world, sections or {}, comparisons)
+    return [pair for item in EVIDENCE_ITEMS for pair in item(asked)]
+
+
+EVIDENCE_TOPICS = {
     "data": "What these numbers are",
     "latency": "How long a dispatch takes",
     "links": "How far from the links' limit",
@@ -374,17 +438,17 @@ ANSWER_TOPICS = {
 }
 
 
-def answer_paragraph(*args: Any, **kwargs: Any) -> str:
+def evidence_paragraph(*args: Any, **kwargs: Any) -> str:
     """The answer as one paragraph (the sentences in order, without their questions)."""
-    return " ".join(sentence for _, sentence in answer_sentences(*args, **kwargs))
+    return " ".join(sentence for _, sentence in evidence_sentences(*args, **kwargs))
 
 
-def answer_parts(sentences: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+def evidence_parts(sentences: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
     """The answer as the report shows it: one item per question, its sentences in order (``{topic, title, text}``)."""
     parts: list[dict[str, str]] = []
     for topic, sentence in sentences:
         if parts and parts[-1]["topic"] == topic:
             parts[-1]["text"] += " " + sentence
         else:
-            parts.append({"topic": topic, "title": ANSWER_TOPICS[topic], "text": sentence})
+            parts.append({"topic": topic, "title": EVIDENCE_TOPICS[topic], "text": sentence})
     return parts

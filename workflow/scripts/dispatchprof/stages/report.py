@@ -23,7 +23,9 @@ from dispatchprof.report.figures import figure_files, render_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
 from dispatchprof.shell.invocation import read_invocation
-from dispatchprof.report.summary import answer_parts, answer_sentences, build_summary, debugclock_always_command, drill_command, next_steps
+from dispatchprof.report.steps import Run, collect_command
+from dispatchprof.report.verdict import Facts, verdict
+from dispatchprof.report.summary import evidence_parts, evidence_sentences, build_summary, drill_command, next_steps
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
 from dispatchprof.shell.stage import StageRun
@@ -140,7 +142,7 @@ def baseline_context(run: StageRun, status: Status, link: Link) -> tuple[dict[st
     }, stats["summary"]
 
 
-def timeline_context(run: StageRun, link: Link) -> dict[str, Any] | None:
+def timeline_context(run: StageRun, link: Link, ok: set[str]) -> dict[str, Any] | None:
     """The merged timeline with every per-rank drill-down and the next steps its causes suggest; None without data."""
     timeline_stats = stats_of(run.inputs["timeline_stats"])
     if timeline_stats is None:
@@ -158,10 +160,17 @@ def timeline_context(run: StageRun, link: Link) -> dict[str, Any] | None:
             timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
     timeline["drilled"] = [d["rank"] for d in timeline["drilldowns"]]
     invocation = read_invocation(Path(run.outputs["html"]).parents[1])  # results/<exp>/invocation.json (onstart)
-    timeline["next_steps"] = next_steps(timeline_stats.get("causes") or [], run.experiment, invocation)
+    steps_run = Run(run.experiment, tuple(invocation), run.config["mode"], frozenset(ok), frozenset(timeline["drilled"]))
+    timeline["next_steps"] = next_steps(timeline_stats.get("causes") or [], run.experiment, invocation, run=steps_run)
     straggler = (timeline_stats.get("straggler") or {}).get("rank")
     timeline["drill_command"] = drill_command(run.experiment, straggler, invocation) if straggler is not None else None
     return timeline
+
+
+def answer_run(run: StageRun, ok: set[str], timeline: dict[str, Any] | None) -> Run:
+    """What the Answer's next steps need of the run: its invocation words, mode, stages with evidence, drilled ranks."""
+    invocation = read_invocation(Path(run.outputs["html"]).parents[1])
+    return Run(run.experiment, tuple(invocation), run.config["mode"], frozenset(ok), frozenset((timeline or {}).get("drilled") or ()))
 
 
 def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
@@ -185,13 +194,14 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
     if sections["baseline"] and sections["baseline"].get("bandwidth"):  # the answer's step that tells a slow link from slow senders
         invocation = read_invocation(Path(run.outputs["html"]).parents[1])
-        sections["baseline"]["bandwidth"]["tell_apart_command"] = debugclock_always_command(run.experiment, invocation)
+        sections["baseline"]["bandwidth"]["tell_apart_command"] = collect_command("debugclock", Run(run.experiment, tuple(invocation)))
     crosscheck = (
         json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
         if run.inputs.get("timeline_crosscheck")
         else {"tool": "msprof-analyze cluster -m compute_op_sum", "state": "skipped", "reason": "timeline.crosscheck is off"}
     )
-    timeline = timeline_context(run, link)
+    ok = {stage for stage, s in statuses.items() if s.ok}
+    timeline = timeline_context(run, link, ok)
     if timeline and statuses["timeline"].ok:
         sections["timeline"] = timeline["stats"]["summary"]
         if baseline:
@@ -231,7 +241,8 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         "pcsampling": shown["pcsampling"],
         "debugclock": shown["debugclock"],
         "pipe_timeline": pipe_timeline,
-        "answer": answer_parts(answer_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)),
+        "answer": verdict(Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))),
+        "evidence_parts": evidence_parts(evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)),
         "baseline": baseline,
         "correctness": correctness,
         "probe": shown["probe"],

@@ -1,0 +1,157 @@
+"""The Answer is a verdict (issue 48): short lines checked against the numbers they say (the causes, the waiting
+ranks, the latency), the top cause first, a next step for each cause and each open question."""
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dispatchprof.report.steps import Run
+from dispatchprof.report.verdict import CauseTable, Facts, Line, item_text, verdict, word_count
+from dispatchprof.shell.status import Status
+
+STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "debugclock")
+INVOCATION = ("--configfile", "config/config.yaml", "exp.yaml")
+
+
+def statuses(**states):
+    return {s: Status(s, "e", states.get(s, "ok"), f"{s} reason", "sim") for s in STAGES}
+
+
+def cause(evidence, cost, rank=None, node=None, ranks=None, share=0.4, bound=None):
+    return {
+        "evidence": evidence,
+        "rank": rank,
+        "node": node,
+        "ranks": ranks if ranks is not None else ([rank] if rank is not None else []),
+        "fraction": 0.9,
+        "cost_us_per_launch": cost,
+        "cost_ci_us": [cost * 0.8, cost * 1.2],
+        "cost_timed_us_per_launch": 0.0,
+        "cost_share": share,
+        "cost_bound_us": bound,
+        "explanation": "x",
+    }
+
+
+BASELINE = {"per_iteration_max_us": {"median": 412.34, "median_ci95": [401.0, 420.5], "p95": 450.0, "n": 100}, "slowest_named": None}
+
+
+def timeline(causes, waiting=(), compared=13):
+    return {
+        "kernel_name": "elastic_dispatch_kernel",
+        "coupling": {"state": "coupled"},
+        "causes": causes,
+        "straggler": {**causes[0], "evidence": causes[0]["evidence"]}
+        if causes
+        else {"evidence": "none", "explanation": "no cause costs the group more than 1 us per launch (timeline.waits.min_cost_us)"},
+        "waiting": {"ranks": list(waiting), "causes_left_out": [12, 13], "compared": compared},
+        "coverage": {"found": 16, "expected": 16, "missing": []},
+    }
+
+
+def facts(causes, waiting=(), states=None, ok=("pmu",), compared=13, **sections):
+    states = states or statuses(debugclock="disabled")
+    sec = {"baseline": BASELINE, "timeline": timeline(causes, waiting, compared), **sections}
+    return Facts(states, "sim", 16, sec, (), Run("exp", INVOCATION, "collect", frozenset(ok), frozenset()))
+
+
+def lines(items):
+    return [i for i in items if isinstance(i, Line)]
+
+
+def table(items):
+    return next(i for i in items if isinstance(i, CauseTable))
+
+
+def test_the_answer_opens_with_latency_then_the_top_cause_and_its_cost_within_60_words():
+    causes = [cause("late_arrival", 47.42, rank=3), cause("own_work", 12.0, rank=14, share=0.1), cause("late_ending_node", 8.0, node=1, ranks=[8, 15])]
+    items = verdict(facts(causes, waiting=[0, 1, 2]))
+    text = "\n".join(item_text(i) for i in items)
+    assert word_count(text) <= 150
+    first = " ".join(text.split()[:60])
+    assert "rank 3" in first and "47.4 us per launch" in first
+    assert lines(items)[1].text.startswith("A dispatch takes 412.3 us (group median") and "95% CI 401.0-420.5" in lines(items)[1].text
+    rows = table(items).rows
+    assert [r.who for r in rows] == ["rank 3", "rank 14", "node 1 (ranks 8-15)"]
+    for row, c in zip(rows, causes):  # the cells say the numbers of the causes table
+        cost, lo, hi = map(float, re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", row.cost).groups())
+        assert abs(cost - c["cost_us_per_launch"]) <= 0.05 and abs(lo - c["cost_ci_us"][0]) <= 0.05 and abs(hi - c["cost_ci_us"][1]) <= 0.05
+        assert row.share == f"{100 * c['cost_share']:.0f}%"
+
+
+def test_every_line_is_at_most_40_words_and_every_cause_and_open_question_has_a_step():
+    causes = [cause("own_work", 30.0, rank=6), cause("in_kernel", 10.0, ranks=[9])]
+    items = verdict(facts(causes, waiting=[1]))
+    assert all(word_count(item_text(i)) <= 40 for i in lines(items))
+    rows = table(items).rows
+    # the PMU is ok (its file), DebugClock is not: the own-work rank's step collects DebugClock, forced and asked for
+    assert all(r.step.startswith("snakemake --cores 2 results/exp/debugclock/status.json --forcerun debugclock_collect") for r in rows)
+    assert all(r.step.endswith("--configfile config/config.yaml exp.yaml --config 'debugclock={when: always}'") for r in rows)
+    (dc,) = [i for i in lines(items) if i.topic == "open"]
+    assert dc.text == "DebugClock not run (disabled):" and dc.step == rows[0].step
+    assert "ends late inside the kernel" in [r.kind for r in rows] and rows[1].who == "rank 9"  # a single rank reads "rank 9"
+
+
+def test_a_bound_is_said_as_one_and_its_footnote_says_what_gives_a_number():
+    items = verdict(facts([cause("late_arrival", 20.0, node=1, ranks=[8, 15], share=None, bound=[0.0, 50.0])]))
+    (top,) = [i for i in lines(items) if i.text.startswith("Top cause")]
+    assert top.text == "Top cause: node 1 (ranks 8-15), late hosts, at most 50.0 us per launch (a bound)."
+    t = table(items)
+    assert t.rows[0].cost == "at most 50.0*" and any("baseline.synchronize_start" in n for n in t.footnotes)
+
+
+def test_no_cause_says_so_and_a_missing_pmu_gives_its_command():
+    items = verdict(facts([], waiting=[], states=statuses(pmu="timeout", debugclock="disabled"), ok=()))
+    texts = [i.text for i in lines(items)]
+    assert "No rank or node costs the group over 1 us per launch; a slowdown every rank shares would not stand out (DebugClock can show one)." in texts
+    assert not any(isinstance(i, CauseTable) for i in items)
+    pmu = next(i for i in lines(items) if i.text == "PMU timeout:")
+    assert pmu.step.startswith("snakemake --cores 2 results/exp/pmu/status.json --forcerun pmu_collect --configfile")
+
+
+def test_imported_data_points_at_the_key_that_imports_missing_evidence():
+    f = facts([cause("own_work", 30.0, rank=6)], states=statuses(pmu="skipped", debugclock="skipped"), ok=())
+    f = Facts(f.statuses, "none", 16, f.sections, (), Run("exp", (), "analyze", frozenset(), frozenset()))
+    assert table(verdict(f)).rows[0].step == "analyze.pmu_dir"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 15), min_size=1, max_size=3, unique=True),
+    st.lists(st.integers(0, 15), max_size=16, unique=True),
+    st.lists(st.floats(1.5, 500.0), min_size=3, max_size=3),
+)
+def test_the_waiting_line_names_exactly_the_waiting_ranks_and_never_a_cause(cause_ranks, waiting, costs):
+    """analysis.waits leaves causes out of the waiting ranks; the line says those ranks, no other, no cause."""
+    waiting = [r for r in waiting if r not in cause_ranks]
+    causes = [cause("own_work", c, rank=r) for r, c in zip(cause_ranks, sorted(costs, reverse=True))]
+    items = verdict(facts(causes, waiting=waiting, compared=16 - len(cause_ranks)))
+    said = [i.text for i in lines(items) if i.topic == "waiting"]
+    if not waiting:
+        assert said == []
+        return
+    (text,) = said
+    assert "above" not in text and "causes" not in text
+    if len(waiting) > (16 - len(cause_ranks)) / 2:
+        compared = 16 - len(cause_ranks)
+        assert text.startswith(f"All {compared} ranks" if len(waiting) == compared else f"{len(waiting)} of the {compared} ranks")
+    else:
+        named = [int(n) for n in re.findall(r"\d+", text.split(" only ")[0])]
+        assert named == waiting[:8] + ([len(waiting) - 8] if len(waiting) > 8 else [])
+        assert text.startswith("Rank " if len(waiting) == 1 else "Ranks ")
+    top = next(i.text for i in lines(items) if i.text.startswith("Top cause"))
+    assert f"rank {causes[0]['rank']}," in top and f"{causes[0]['cost_us_per_launch']:.1f} us per launch" in top
+
+
+def test_what_limits_the_timeline_is_said_before_its_causes():
+    partial = {**timeline([cause("own_work", 9.0, rank=2)]), "coverage": {"found": 14, "expected": 16, "missing": [3, 9], "sentence": "14 of 16 ranks"}}
+    f = facts([])
+    f = Facts(f.statuses, "sim", 16, {**f.sections, "timeline": partial}, (), f.run)
+    texts = [item_text(i) for i in verdict(f)]
+    cover = next(i for i, t in enumerate(texts) if t.startswith("The timeline covers 14 of 16 ranks"))
+    assert cover < next(i for i, t in enumerate(texts) if t.startswith("Top cause: rank 2, own work, 9.0 us per launch"))
+    single = {**partial, "coverage": {"found": 1, "expected": 1, "missing": []}}
+    texts = [item_text(i) for i in verdict(Facts(f.statuses, "none", 1, {**f.sections, "timeline": single}, (), f.run))]
+    assert "The timeline holds one rank: which rank is slow, and who waits, are not established." in texts
+    assert not any(t.startswith("Top cause") for t in texts)
