@@ -86,7 +86,7 @@ def test_a_crashed_precision_test_is_not_reported_as_a_precision_failure():
     states = statuses(correctness="failed")
     states["correctness"].reason = "rank 1 (node 0, local rank 1) died first: exit code 1"
     states["correctness"].details = {"cause": "crash"}
-    text = answer_paragraph(states, "sim", 16)
+    text = evidence_paragraph(states, "sim", 16)
     assert "The precision test crashed before every rank gave its verdict: no precision failure is known (rank 1 (node 0" in text
     assert "did not pass" not in text
 

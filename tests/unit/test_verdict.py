@@ -155,3 +155,36 @@ def test_what_limits_the_timeline_is_said_before_its_causes():
     texts = [item_text(i) for i in verdict(Facts(f.statuses, "none", 1, {**f.sections, "timeline": single}, (), f.run))]
     assert "The timeline holds one rank: which rank is slow, and who waits, are not established." in texts
     assert not any(t.startswith("Top cause") for t in texts)
+
+
+def bandwidth(efficiency, far, warning=None):
+    return {
+        "links": {"inter_node": {"bound_us": 983.0}, "intra_node": {"bound_us": 573.0}},
+        "bound_us": 983.0,
+        "efficiency": efficiency,
+        "sets_bound": "inter_node",
+        "far": far,
+        "warning": warning,
+        "tell_apart_command": "snakemake --cores 2 results/exp/debugclock/status.json --forcerun debugclock_collect",
+    }
+
+
+def links_of(items):
+    return [line for line in lines(items) if line.topic == "links"]
+
+
+def test_the_links_line_says_the_bound_and_the_share_and_points_at_debugclock_only_when_far_with_nobody_standing_out():
+    near = facts([], baseline={**BASELINE, "bandwidth": bandwidth(0.75, far=False)})
+    (line,) = links_of(verdict(near))
+    assert line.text == "Links allow 983 us (inter-node bytes at peak): 75% of that bound." and line.step is None
+    far = links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
+    assert "42% of that bound" in far.text and "slow link or slow senders" in far.text and far.step.endswith("--forcerun debugclock_collect")
+    named = links_of(verdict(facts([cause("late_arrival", 30.0, rank=5)], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
+    assert "slow link" not in named.text and named.step is None  # a cause stands out: it is the reading, not the links
+
+
+def test_no_bound_no_links_line_and_an_efficiency_above_one_says_the_peak_is_wrong():
+    assert links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": {**bandwidth(None, far=False)}}))) == []
+    assert links_of(verdict(facts([]))) == []
+    (over,) = links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(1.4, far=False, warning="efficiency 1.40 > 1")})))
+    assert "140% of that bound" in over.text and "the peak or the byte definition is wrong" in over.text

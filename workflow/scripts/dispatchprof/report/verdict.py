@@ -99,17 +99,13 @@ def links_line(f: Facts) -> list[Item]:
     bw = (f.section("baseline") or {}).get("bandwidth")
     if not bw or bw.get("efficiency") is None:
         return []
-    link = bw["links"][bw["sets_bound"]]
-    peak = "the simulator's link rate" if link.get("peak_kind") == "simulator" else "the configured peak"
-    text = f"Its links allow {bw['bound_us']:.0f} us ({bw['sets_bound'].replace('_', '-')} bytes at {peak}): {100 * bw['efficiency']:.0f}% of that bound."
+    text = f"Links allow {bw['bound_us']:.0f} us ({bw['sets_bound'].replace('_', '-')} bytes at peak): {100 * bw['efficiency']:.0f}% of that bound."
     if bw.get("warning"):
         return [Line("links", text + " Above 1: the peak or the byte definition is wrong.")]
     tl = f.section("timeline") or {}
     standing = (tl.get("straggler") or {}).get("evidence") not in (None, "none", "in_kernel")
     if bw.get("far") and not standing:
-        return [
-            Line("links", text + " Far from it, nobody standing out: a slow link or slow senders; DebugClock tells them apart:", bw.get("tell_apart_command"))
-        ]
+        return [Line("links", text + " Nobody stands out: a slow link or slow senders; DebugClock tells which:", bw.get("tell_apart_command"))]
     return [Line("links", text)]
 
 
