@@ -92,7 +92,7 @@ def read_traces(run: StageRun, sources: list[tuple[str, Path, str | None]], runs
             found = rank_runs(
                 raw, cfg["cluster"]["nodes"], cfg["cluster"]["ranks_per_node"], cfg["kernel"]["name"], load_identities(identity), cfg["cluster"]["infer_rank"]
             )
-            traces, without, parsed = [], [], []  # kept only when every trace of this run reads
+            traces, without, parsed, unmatched = [], [], [], []  # kept only when every trace of this run reads
             for r in found:
                 trace = read_run_trace(r.run.directory)
                 if trace is None or trace.events.empty:
@@ -102,12 +102,17 @@ def read_traces(run: StageRun, sources: list[tuple[str, Path, str | None]], runs
                 launch = r.run.n if r.run.n is not None else 0
                 traces.append(trace.source)
                 parsed.append(trace.events.assign(rank=r.rank, launch=launch, run=kind))
+                if trace.unmatched:  # not intervals, and not silently gone either
+                    unmatched.append(trace.warning)
         except (OpprofFormatError, TraceFormatError, RankIdentityError) as exc:
             runs.setdefault(label, {})
             runs[label].update(state="invalid", reason=str(exc))
             states.append("invalid")
             continue
         frames += parsed
+        if unmatched:
+            runs.setdefault(label, {})["unmatched_begin_end"] = unmatched
+            validations.append(Validation(f"{label}: every B/E event is in a pair", False, "warning", "; ".join(unmatched)))
         with_trace = sorted({r.rank for r in found} - set(without))
         cov = coverage_of(world, with_trace, cfg["stats"]["min_rank_coverage"])
         entry = runs.setdefault(label, {"state": "ok"})
