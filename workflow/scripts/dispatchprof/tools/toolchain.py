@@ -81,6 +81,10 @@ class Toolchain:
     set_env: str | None = None
     bin_dir: Path | None = None
     sim_env: dict[str, str] = field(default_factory=dict)
+    # A checkout whose package the test must import (the DEBUG_CLOCK_ON worktree) under every toolchain: in front of
+    # PYTHONPATH and named in DISPATCHPROF_IMPORT_ROOT, which the perf driver puts first on sys.path (set_env.sh may
+    # put CANN's directories in front of PYTHONPATH after us). None = whatever the environment imports.
+    import_root: Path | None = None
 
     def own_env(self, extra: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, list[str]]]:
         """What the toolchain adds to a command's environment: variables it sets (``extra`` last), and directories
@@ -93,6 +97,9 @@ class Toolchain:
             # The stand-in package is importable as if installed; only for the stand-in's own processes.
             prepend["PYTHONPATH"] = [str(self.repo)]
             sets.update(self.sim_env)
+        if self.import_root is not None:
+            prepend["PYTHONPATH"] = [str(self.import_root), *(p for p in prepend.get("PYTHONPATH", []) if p != str(self.import_root))]
+            sets["DISPATCHPROF_IMPORT_ROOT"] = str(self.import_root)
         sets.update(extra or {})
         return sets, prepend
 
