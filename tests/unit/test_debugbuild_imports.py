@@ -108,3 +108,36 @@ def test_build_debug_gives_the_toolchain_its_import_root(tmp_path, monkeypatch):
         Toolchain("cann", tmp_path / "repo", tmp_path), DebugTree(tmp_path / "tree", "copy"), ["true"], {"A": "1"}, 5, tmp_path / "l", "b"
     )
     assert chain.repo == chain.import_root == tmp_path / "tree" and seen["env"] == {"A": "1", "DEBUG_CLOCK_ON": "ON"} and seen["build_dir"] == "b"
+
+
+def _libm() -> Path:
+    """The C maths library this Python has mapped (CPython links it), found in /proc/self/maps."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        path = line.split()[-1]
+        if "/libm.so" in path or "/libm-" in path:
+            return Path(path)
+    raise AssertionError("libm is not mapped in this process")
+
+
+def test_only_libraries_of_the_package_or_the_import_root_are_named(tmp_path):
+    """An installed package: a shared object mapped from its own directory is named, one of another package in the
+    same site-packages (torch's) is not, nor a system library."""
+    libm, site = _libm(), tmp_path / "site"
+    _package(site, False)
+    own, other = site / "ascend_deepep/_C.so", site / "torch/lib/libtorch_stub.so"
+    other.parent.mkdir(parents=True)
+    for path in (own, other):
+        path.write_bytes(libm.read_bytes())
+    code = (
+        "import ctypes, json, sys\n"
+        f"sys.path[:0] = [{str(site)!r}, {str(TEMPLATES)!r}]\n"
+        "import ascend_deepep\n"
+        f"ctypes.CDLL({str(own)!r}); ctypes.CDLL({str(other)!r})\n"
+        "import dispatchprof_perf_runtime as rt\n"
+        "print(json.dumps([f['path'] for f in rt.loaded_library()['files']]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DISPATCHPROF_IMPORT_ROOT"} | {"DISPATCHPROF_OUT": str(tmp_path / "out")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    named = json.loads(done.stdout)
+    assert str(own.resolve()) in named and str(other.resolve()) not in named and not any(p.startswith(str(libm.parent)) for p in named)

@@ -98,12 +98,19 @@ def _mapped_under(root):
 
 def loaded_library():
     """The package the test imported (DISPATCHPROF_MODULE): its file, the native libraries mapped from its
-    directory and the stand-in's KERNEL_LIBRARY, each with its sha256. Computed here, as the real package prints none."""
+    directory or from DISPATCHPROF_IMPORT_ROOT, and the stand-in's KERNEL_LIBRARY, each with its sha256. Computed
+    here, as the real package prints none."""
     name = os.environ.get("DISPATCHPROF_MODULE", "ascend_deepep")
     module = importlib.import_module(name)
     init = os.path.realpath(getattr(module, "__file__", None) or "")
     files = [init] if os.path.isfile(init) else []
-    files += _mapped_under(os.path.dirname(os.path.dirname(init))) if files else []
+    # the package's own directory, and the checkout it was asked to come from (its build/ holds the kernel library);
+    # never the whole site-packages, which would list torch's libraries too
+    roots = [os.path.dirname(init)] if files else []
+    if os.environ.get("DISPATCHPROF_IMPORT_ROOT"):
+        roots.append(os.path.realpath(os.environ["DISPATCHPROF_IMPORT_ROOT"]))
+    for root in roots:
+        files += _mapped_under(root)
     kernel = getattr(module, "KERNEL_LIBRARY", None)  # the stand-in names the library it stands for
     if kernel is not None and os.path.isfile(str(kernel)):
         files.append(os.path.realpath(str(kernel)))
