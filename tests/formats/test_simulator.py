@@ -58,9 +58,12 @@ def test_per_core_trace_maps_integer_pids_to_pipes_by_process_name():
     assert frame[frame["name"] == "VADD"]["pc"].item() == "0x10f86a80" and frame[frame["name"] == "VADD"]["dur_us"].item() == 0.25
 
 
-def test_summary_trace_keeps_x_events_only_with_core_and_pipe_strings():
+def test_summary_trace_keeps_x_events_and_b_e_pairs_with_core_and_pipe_strings():
     frame = read_summary_trace(SINGLE / "trace.json")
-    assert len(frame) == 6  # B/E flag pair and flow arrows are not intervals
+    assert len(frame) == 7  # 6 X events and the SET_FLAG B/E pair; flow arrows are not intervals
+    flag = frame[frame["name"] == "SET_FLAG"]
+    assert flag[["pipe", "ts_us"]].values.tolist() == [["FLAG", 1.0]] and round(flag["dur_us"].item(), 6) == 0.1
+    assert frame.attrs["unmatched"] == []
     assert (frame["pipe"] == "CACHEMISS").sum() == 4
     assert set(frame["core"]) == {"core0.veccore0", "core0.veccore1"}
     assert "WARP_0" in set(frame["pipe"])
@@ -183,3 +186,25 @@ def test_wrong_types_in_an_event_are_a_clear_error_never_a_silent_value(tmp_path
     if frame is not None:  # only values the format allows get through (e.g. a string name, an int pid that is declared)
         assert frame["ts_us"].ge(0).all() and frame["dur_us"].ge(0).all()
         assert len(frame) == 7  # every X event of the file, none dropped
+
+
+def test_simulator_traces_read_b_e_pairs_and_name_the_unmatched(tmp_path):
+    summary = tmp_path / "trace.json"
+    events = [
+        {"name": "VADD", "ph": "X", "pid": "core0.veccore0", "tid": "VECTOR", "ts": 0.5, "dur": 0.013},
+        {"name": "VMAX", "ph": "B", "pid": "core0.veccore0", "tid": "VECTOR", "ts": 1.0, "args": {"pc_addr": "0x10"}},
+        {"name": "VMAX", "ph": "E", "pid": "core0.veccore0", "tid": "VECTOR", "ts": 3.0, "args": {"code": "a.cpp:1"}},
+        {"name": "WAIT_FLAG", "ph": "B", "pid": "core0.veccore0", "tid": "VECTOR", "ts": 4.0},
+    ]
+    summary.write_text(json.dumps({"schemaVersion": 2, "traceEvents": events}))
+    frame = read_summary_trace(summary)
+    assert frame[["name", "ts_us", "dur_us", "pc", "code"]].values.tolist() == [["VADD", 0.5, 0.013, "", ""], ["VMAX", 1.0, 2.0, "0x10", "a.cpp:1"]]
+    assert len(frame.attrs["unmatched"]) == 1 and "traceEvents[3] B 'WAIT_FLAG'" in frame.attrs["unmatched"][0]
+    per_core = tmp_path / "core0.veccore0" / "trace.json"
+    per_core.parent.mkdir()
+    meta = {"name": "process_name", "ph": "M", "pid": 30, "args": {"name": "VECTOR"}}
+    pairs = [{"name": "VADD", "ph": "B", "pid": 30, "tid": 1, "ts": 1.0}, {"name": "VADD", "ph": "E", "pid": 30, "tid": 1, "ts": 1.5}]
+    per_core.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [meta, *pairs, {"ph": "E", "pid": 30, "tid": 1, "ts": 2.0}]}))
+    core = read_core_trace(per_core)
+    assert core[["pipe", "ts_us", "dur_us"]].values.tolist() == [["VECTOR", 1.0, 0.5]]
+    assert len(core.attrs["unmatched"]) == 1 and "an E with no open B" in core.attrs["unmatched"][0]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dispatchprof.analysis.pipe_timeline import core_table
 from dispatchprof.formats.trace_json import TraceFormatError, parse_trace, read_run_trace, read_trace_block, read_trace_json
 
 FIX = Path(__file__).parents[1] / "fixtures/msopprof/pipe_timeline"
@@ -140,3 +141,57 @@ def test_truncated_fixture_is_refused_with_the_file(tmp_path, cut):
     path.write_text(text[: min(cut, len(text) - 1)])
     with pytest.raises(TraceFormatError, match=f"{path}: line \\d+: not valid JSON"):
         read_trace_json(path)
+
+
+def test_begin_end_pairs_are_intervals_matched_per_thread_as_a_stack():
+    trace = read_trace_json(FIX / "trace_be_pairs.json")
+    ev = trace.events
+    vector = ev[(ev["core"] == 0) & (ev["pipe"] == "VECTOR")].sort_values("ts_us")
+    assert vector[["name", "ts_us"]].values.tolist() == [["VADD", 0.5], ["WAIT_FLAG", 1.2], ["VMAX", 3.0], ["VCONV", 3.5]]
+    assert vector["dur_us"].round(6).tolist() == [0.013, 1.7, 4.0, 0.5]
+    assert vector[vector["name"] == "VCONV"]["code"].item() == "dispatch.cpp:88"  # the E's args merge over the B's
+    assert vector[vector["name"] == "VMAX"]["pc_addr"].item() == "0x10f86b00"
+    flag = ev[(ev["core"] == 0) & (ev["pipe"] == "MTE2")]
+    assert flag[["name", "ts_us"]].values.tolist() == [["SET_FLAG", 1.0]] and round(flag["dur_us"].item(), 6) == 0.01
+
+
+def test_the_busy_time_of_a_lane_written_as_pairs_is_not_its_x_events_alone():
+    ev = read_trace_json(FIX / "trace_be_pairs.json").events.assign(rank=0, launch=0)
+    row = core_table(ev).set_index("core").loc[0]
+    assert round(row["busy_us.VECTOR"], 6) == 5.713  # was 0.013 when only X events were read
+
+
+def test_unmatched_begin_and_end_are_counted_and_named_never_dropped_silently():
+    trace = read_trace_json(FIX / "trace_be_pairs.json")
+    assert len(trace.unmatched) == 2
+    assert any("traceEvents[9] B 'MOV_SRC_TO_DST_ALIGN'" in u and "a B that no E ends" in u for u in trace.unmatched)
+    assert any("traceEvents[10] E 'MOV_UB_TO_OUT'" in u and "an E with no open B" in u for u in trace.unmatched)
+    assert trace.warning.startswith(f"{FIX / 'trace_be_pairs.json'}: 2 unmatched B/E events")
+    assert read_trace_json(FIX / "trace_pipe.json").warning is None
+    assert set(trace.events["core"]) == {0}  # core 1 has only the unmatched events
+
+
+def test_pairs_match_in_time_order_and_a_bad_ts_names_the_field():
+    events = [
+        {"name": "V", "ph": "E", "ts": 3.0, "pid": "core0.veccore0", "tid": "VECTOR"},
+        {"name": "V", "ph": "B", "ts": 2.0, "pid": "core0.veccore0", "tid": "VECTOR"},
+        {"name": "W", "ph": "B", "ts": 4.0, "pid": "core0.veccore0", "tid": "VECTOR"},
+        {"name": "W", "ph": "E", "ts": 3.5, "pid": "core0.veccore0", "tid": "VECTOR"},
+    ]
+    trace = parse_trace({"traceEvents": events}, "t.json")
+    assert trace.events[["name", "dur_us"]].values.tolist() == [["V", 1.0]]  # an E written before its B in the file still ends it
+    assert [u.split(":")[0] for u in trace.unmatched] == [
+        "traceEvents[3] E 'W' on pid 'core0.veccore0' tid 'VECTOR' at ts 3.5",
+        "traceEvents[2] B 'W' on pid 'core0.veccore0' tid 'VECTOR' at ts 4.0",
+    ]
+    with pytest.raises(TraceFormatError, match=r"t.json: traceEvents\[0\]: field 'ts'"):
+        parse_trace({"traceEvents": [{**events[0], "ts": "2"}, events[1]]}, "t.json")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["B", "E"]), st.integers(0, 1), st.integers(0, 20)), max_size=30))
+def test_every_begin_and_end_is_either_in_a_pair_or_named_unmatched(marks):
+    events = [{"name": f"e{i}", "ph": ph, "ts": float(ts), "pid": "core0.veccore0", "tid": ["VECTOR", "MTE2"][lane]} for i, (ph, lane, ts) in enumerate(marks)]
+    trace = parse_trace({"traceEvents": events}, "t.json")
+    assert 2 * len(trace.events) + len(trace.unmatched) == len(events)
+    assert (trace.events["dur_us"] >= 0).all()

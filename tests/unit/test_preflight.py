@@ -109,7 +109,7 @@ def config(launcher="local", master_port="auto", shmem_port="auto"):
 def test_the_plan_checks_node_zeros_fixed_ports_and_the_expected_disk_space(tmp_path):
     chain = Toolchain("cann", tmp_path, tmp_path, set_env="/opt/set_env.sh")
     auto = node_spec(config(), chain, 0, tmp_path, None, 10, check_ports=True)
-    assert auto["ports"] == [] and auto["flags"] == ["--ep-size", "--seed"] and auto["set_env"] == "/opt/set_env.sh"
+    assert auto["ports"] == [] and auto["flags"] == ["--ep-size", "--seed"] and auto["set_env"] == ["/opt/set_env.sh"]
     assert auto["disk"]["need_bytes"] == 16 * 100 * 2**20
     assert node_spec(config(master_port=4000), chain, 0, tmp_path, None, 10, check_ports=True)["ports"] == [4000]
     assert node_spec(config("slurm"), chain, 0, tmp_path, None, 10, check_ports=True)["ports"] == [29520, 8399]

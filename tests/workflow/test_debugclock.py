@@ -2,6 +2,7 @@
 slow URMASendToken role on rank 5. One collected run shared by the assertions, then an analyze-mode run over its
 legacy CSVs. The no-fault decision (disabled) is covered by tests/analysis/test_debugclock_phases.py::test_decision."""
 
+import hashlib
 import json
 import shutil
 
@@ -71,6 +72,23 @@ def test_the_baseline_build_is_never_the_debug_build(collected):
     latency = pd.read_parquet(collected.root / "results/baseline/baseline/latency.parquet")
     assert latency["iteration"].max() + 1 == SHORT_RUN["baseline"]["iterations"] != 12
     assert processes_mentioning(str(collected.root)) == []
+
+
+def test_the_on_run_loaded_the_worktree_build_and_its_log_names_the_sha256(collected):
+    collect = read(collected, "debugclock/collect/status.json")
+    check = next(v for v in collect["validations"] if v["check"].startswith("the ON run imported the DEBUG build"))
+    assert check["passed"], check
+    tree = (collected.root / "results/baseline/debugclock/tree").resolve()
+    base = (collected.root / "workflow/sim/ascend_deepep").resolve()
+    libraries = collect["details"]["libraries"]
+    assert libraries["on"]["modules"] == [str(tree / "ascend_deepep/__init__.py")]
+    assert libraries["off"]["modules"] == [str(base / "ascend_deepep/__init__.py")]
+    on_lib = libraries["on"]["files"][str(tree / "build/libascend_deepep_kernels.so")]
+    off_lib = libraries["off"]["files"][str(base / "build/libascend_deepep_kernels.so")]
+    assert on_lib["ranks"] == off_lib["ranks"] == 16 and on_lib["sha256"] != off_lib["sha256"]
+    assert on_lib["sha256"] == [hashlib.sha256((tree / "build/libascend_deepep_kernels.so").read_bytes()).hexdigest()]
+    logs = "".join(p.read_text() for p in (collected.root / "results/baseline/debugclock/run/on0").glob("node*.log"))
+    assert f"dispatchprof: loaded {tree / 'build/libascend_deepep_kernels.so'} sha256 {on_lib['sha256'][0]}" in logs
 
 
 def test_report_has_the_section_the_fallback_link_and_the_boundary(collected):

@@ -67,6 +67,10 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     assert len(ranks) == 16 and ranks["passed"].all() and sorted(ranks["node"].unique()) == [0, 1]
     env = json.loads((workflow_copy.root / "results/baseline/env_capture/env.json").read_text())
     assert [n["node"] for n in env["nodes"]] == [0, 1] and env["op_profiler_entry"] == "msopprof"
+    # the stand-in msprof's --help shows the application after the options: msprof [options] bash <probe>
+    assert {n["msprof_form"]["form"] for n in env["nodes"]} == {"trailing"} and all(not n["set_env"]["used"] for n in env["nodes"])
+    timeline_collect = json.loads((workflow_copy.root / "results/baseline/timeline/collect/status.json").read_text())
+    assert timeline_collect["details"]["msprof_form"] == "trailing" and "--application" not in " ".join(timeline_collect["command"])
     build = json.loads((workflow_copy.root / "results/baseline/build/build.json").read_text())
     assert "-g" in build["device_compile_flags"] and all(len(lib["sha256"]) == 64 for lib in build["libraries"])
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())

@@ -61,6 +61,7 @@ VALUES: dict[str, Any] = {
     "deepep.transport": "rdma",
     "deepep.build_command": ["true"],
     "deepep.build_env": {"DEVICE_DEBUG_INFO": "OFF"},
+    "deepep.build_dir": "build_other",
     "deepep.library_globs": ["build/**/*.so"],
     "shape.num_tokens": 128,
     "shape.num_experts": 768,

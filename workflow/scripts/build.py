@@ -21,14 +21,14 @@ def body(run: StageRun) -> Status:
     if not gate.open:
         return run.skipped(gate)
     chain = resolve(run.config)
-    record = {"toolchain": run.toolchain, "repo": str(chain.repo), "command": deepep["build_command"], "environment": deepep["build_env"]}
+    record = {"toolchain": run.toolchain, "repo": str(chain.repo), "command": deepep["build_command"], "environment": deepep["build_env"], "build_dir": deepep["build_dir"]}
     copies = run.outputs["record"].parent / "libs"
     if not deepep["build_command"]:
         record["libraries"] = fingerprint(chain.repo, deepep["library_globs"], copies)
         write_json_atomic(run.outputs["record"], record)
         return run.status("ok", f"no build ran (deepep.build_command is null); recorded {len(record['libraries'])} installed libraries", upstream=gate.upstream)
     log_path = Path(snakemake.log[0]).with_name("build_command.log")
-    result = run_build(chain, deepep["build_command"], deepep["build_env"], run.timeout, log_path)
+    result = run_build(chain, deepep["build_command"], deepep["build_env"], run.timeout, log_path, deepep["build_dir"])
     record.update(exit_code=result.exit_code, timed_out=result.timed_out, log=str(log_path))
     flags = chain.repo / "build" / "device_compile_flags.txt"
     if flags.is_file():

@@ -32,7 +32,18 @@ def body(run: StageRun) -> Status:
     )
     status = fold("env_capture", run.experiment, run.toolchain, parts, artifacts=[str(run.outputs["env"])])
     status.validations += [Validation("nodes agree", False, "warning", w) for w in warnings]
-    status.details = {"op_profiler_entry": entry, "nodes_recorded": len(envs)}
+    for env in envs:  # set_env.sh's stderr: the wrapped commands drop it, so it is shown here once per node
+        record = env.get("set_env") or {}
+        if record.get("used") and (record.get("stderr") or record.get("error")):
+            said = record.get("error") or f"{record['sourced']} printed on stderr: " + " | ".join(record["stderr"][-5:])
+            validations_ok = not record.get("error")
+            status.validations.append(Validation(f"node{env['node']}: CANN set_env.sh", validations_ok, "warning", f"{said} ({record['output_file']})"))
+    status.details = {
+        "op_profiler_entry": entry,
+        "nodes_recorded": len(envs),
+        "set_env": {f"node{e['node']}": (e.get("set_env") or {}).get("sourced") for e in envs},
+        "msprof_form": {f"node{e['node']}": (e.get("msprof_form") or {}).get("form") for e in envs},
+    }
     if status.ok:
         status.reason = f"all {len(parts)} nodes recorded and passed preflight; op-profiler entry: {entry}" + (
             f"; {len(warnings)} cross-node mismatch(es)" if warnings else ""

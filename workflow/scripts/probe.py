@@ -36,6 +36,8 @@ def body(run: StageRun) -> Status:
                 f"{agreement['per_core_traces']} in the per-core trace.json files, {agreement['summary_trace']} in the summary trace.json; the per-core count is used",
             )
         )
+    if result["unmatched_begin_end"]:
+        validations.append(Validation("every B/E event of the traces is in a pair", False, "warning", "; ".join(result["unmatched_begin_end"])))
     cm = result["cachemiss"]
     validations.append(
         Validation("CACHEMISS lane", cm is not None, "warning", "a core's trace has a CACHEMISS lane" if cm else "no trace has a CACHEMISS lane")

@@ -10,7 +10,7 @@ from dispatchprof.shell.atomic import make_executable, write_text_atomic
 from dispatchprof.tools.collective import run_driver
 from dispatchprof.formats.msprof import discover
 from dispatchprof.tools.launch import run_command
-from dispatchprof.tools.profiling import msprof_command, render_probe, supported_options
+from dispatchprof.tools.profiling import msprof_application_form, msprof_command, render_probe, supported_options
 from dispatchprof.shell.stage import StageRun, run_stage
 from dispatchprof.shell.status import Status, Validation
 from dispatchprof.tools.toolchain import resolve
@@ -27,13 +27,16 @@ def body(run: StageRun) -> Status:
     nodes = json.loads(Path(run.inputs["env"]).read_text())["nodes"]
     help_text = Path(nodes[0]["probes"]["msprof_help"]["output_file"]).read_text(errors="replace") if nodes else ""
     options, dropped = supported_options(cfg["timeline"]["msprof_options"], help_text)
+    # how this msprof takes the application: env capture recorded it from the same --help (older records did not)
+    recorded = nodes[0].get("msprof_form") if nodes else None
+    form, form_why = (recorded["form"], recorded["why"]) if recorded else msprof_application_form(help_text)
     probes = out / "probe"
 
     def under_msprof(node: int, argv: list[str]) -> list[str]:
         probe = probes / f"node{node}.sh"
-        write_text_atomic(probe, render_probe(TEMPLATES, node, chain.repo, argv, chain.set_env if chain.name == "cann" else None))
+        write_text_atomic(probe, render_probe(TEMPLATES, node, chain.repo, argv, chain.set_env_candidates if chain.name == "cann" else None))
         make_executable(probe)
-        return msprof_command(raw / f"node{node}", options, probe)
+        return msprof_command(raw / f"node{node}", options, probe, form)
 
     timeline = cfg["timeline"]
     test = run_driver(
@@ -57,7 +60,7 @@ def body(run: StageRun) -> Status:
         upstream=gate.upstream,
         artifacts=[str(raw), str(out)],
         validations=validations,
-        details={"msprof_options": options, "exported": exported, **test.details},
+        details={"msprof_options": options, "msprof_form": form, "msprof_form_why": form_why, "exported": exported, **test.details},
     )
     if test.verdict.state != "ok":
         return run.status(test.verdict.state, f"perf driver under msprof: {test.verdict.reason}", **common)

@@ -5,10 +5,13 @@ Environment: DISPATCHPROF_OUT (where to write), DISPATCHPROF_WARMUP, DISPATCHPRO
 DISPATCHPROF_NUM_EXPERTS, DISPATCHPROF_RANKS_PER_NODE, DISPATCHPROF_TOPK_KEY, DISPATCHPROF_SYNCHRONIZE_START (1|0); RANK (node index) and
 RANK_ID (global rank, set by the driver at the start of the per-rank function); DISPATCHPROF_HOST_CLOCK
 (optional, module:function): the clock of the full-API scope instead of time.perf_counter. Only the simulated
-cluster sets it (its modelled host clock); the clock used is written to api/clock.json.
+cluster sets it (its modelled host clock); the clock used is written to api/clock.json. DISPATCHPROF_MODULE
+(default ascend_deepep): the package whose loaded files are named, with their sha256, in library/<rank>.json and in
+one "[rank r] dispatchprof: loaded ..." line of the log per file (which build did this run import?).
 """
 
 import csv
+import hashlib
 import importlib
 import json
 import os
@@ -75,8 +78,63 @@ def _device_id():
         return f"unknown ({type(exc).__name__})"
 
 
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _mapped_under(root):
+    """Shared objects this process has mapped from under ``root`` (Linux /proc/self/maps; empty elsewhere)."""
+    try:
+        with open("/proc/self/maps") as handle:
+            paths = {line.split(None, 5)[5].strip() for line in handle if len(line.split(None, 5)) == 6}
+    except OSError:
+        return []
+    return sorted(p for p in paths if ".so" in os.path.basename(p) and os.path.realpath(p).startswith(root + os.sep))
+
+
+def loaded_library():
+    """The package the test imported (DISPATCHPROF_MODULE): its file, the native libraries mapped from its
+    directory or from DISPATCHPROF_IMPORT_ROOT, and the stand-in's KERNEL_LIBRARY, each with its sha256. Computed
+    here, as the real package prints none."""
+    name = os.environ.get("DISPATCHPROF_MODULE", "ascend_deepep")
+    module = importlib.import_module(name)
+    init = os.path.realpath(getattr(module, "__file__", None) or "")
+    files = [init] if os.path.isfile(init) else []
+    # the package's own directory, and the checkout it was asked to come from (its build/ holds the kernel library);
+    # never the whole site-packages, which would list torch's libraries too
+    roots = [os.path.dirname(init)] if files else []
+    if os.environ.get("DISPATCHPROF_IMPORT_ROOT"):
+        roots.append(os.path.realpath(os.environ["DISPATCHPROF_IMPORT_ROOT"]))
+    for root in roots:
+        files += _mapped_under(root)
+    kernel = getattr(module, "KERNEL_LIBRARY", None)  # the stand-in names the library it stands for
+    if kernel is not None and os.path.isfile(str(kernel)):
+        files.append(os.path.realpath(str(kernel)))
+    return {"module": name, "file": init, "files": [{"path": f, "sha256": _sha256(f)} for f in dict.fromkeys(files)]}
+
+
+def record_library():
+    """Write library/<rank>.json and print one line per loaded file (the node log keeps it)."""
+    try:
+        loaded = loaded_library()
+    except Exception as exc:  # the record says why, the run goes on
+        loaded = {"error": f"{type(exc).__name__}: {exc}"}
+    _write_json(os.path.join(OUT, "library", _tag() + ".json"), loaded)
+    node, local, global_rank = _ranks()
+    for entry in loaded.get("files", []):
+        print(f"[rank {global_rank}] dispatchprof: loaded {entry['path']} sha256 {entry['sha256']}", flush=True)
+    if "error" in loaded:
+        print(f"[rank {global_rank}] dispatchprof: could not name the loaded library: {loaded['error']}", flush=True)
+
+
 def record_routing(dispatch_args):
-    """Per destination rank: tokens and (token, expert) pairs this rank sends, local or remote."""
+    """Per destination rank: tokens and (token, expert) pairs this rank sends, local or remote; and which library
+    this process loaded (record_library)."""
+    record_library()
     node, local, global_rank = _ranks()
     identity = {
         "hostname": socket.gethostname(),

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dispatchprof.formats.simulator import SimulatorRun, core_files, read_code_exe, read_core_trace, read_instr_exe, read_summary_trace
+from dispatchprof.formats.trace_events import unmatched_warning
 
 LABEL = "simulator, single card, local probe"
 SCOPE = (
@@ -78,10 +79,13 @@ def analyze_run(run: SimulatorRun, top: int) -> dict[str, Any]:
             instr.append(read_instr_exe(files["instr"]).assign(core=prefix + name))
         if "code" in files:
             code.append(read_code_exe(files["code"]).assign(core=prefix + name))
+    read = [(run.cores[name] / "trace.json", traced[prefix + name]) for name in run.cores if prefix + name in traced]
+    read += [(summary_path, summary)] if summary is not None else []
+    unmatched = [w for w in (unmatched_warning(str(path), frame.attrs.get("unmatched", [])) for path, frame in read) if w]
     agreement = None
     if per_core and summary is not None:
         agreement = {"per_core_traces": int((events["pipe"] == "CACHEMISS").sum()), "summary_trace": int((summary["pipe"] == "CACHEMISS").sum())}
-    return {"events": events, "events_from": source, "lanes": lanes, "instr": instr, "code": code, "cachemiss_agreement": agreement}
+    return {"events": events, "events_from": source, "lanes": lanes, "instr": instr, "code": code, "cachemiss_agreement": agreement, "unmatched": unmatched}
 
 
 def probe_result(runs: list[SimulatorRun], top: int) -> dict[str, Any]:
@@ -145,6 +149,7 @@ def probe_result(runs: list[SimulatorRun], top: int) -> dict[str, Any]:
         else {},
         "instr_top": instr_top,
         "code_top": code_top,
+        "unmatched_begin_end": [w for p in parts for w in p["unmatched"]],  # B/E events in no pair: not in the intervals
     }
 
 

@@ -6,7 +6,8 @@
   and a per-core ``trace.json``.
 - Per-core trace.json (schemaVersion 1): integer pids declared by ``process_name`` M-events (the pipe), integer tids.
 - Summary trace.json (schemaVersion 2): pid = core string, tid = pipe string (``WARP_<n>`` for SIMT); X events with
-  args{pc_addr, code, detail}; B/E flag pairs and flow events are not intervals and are left out.
+  args{pc_addr, code, detail}. B/E pairs (SET_FLAG/WAIT_FLAG and any other) are intervals, matched per pid/tid as a
+  stack (formats/trace_events.py); the unmatched ones are named in ``frame.attrs["unmatched"]``. Flow events are not.
 - CACHEMISS events: tid/pipe ``CACHEMISS``, name = the PC as ``0x%08x``.
 - CSVs have no trailing comma; ``addr`` is decimal; ``detail`` is unquoted and may hold commas (split 6 times).
 """
@@ -14,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from dispatchprof.formats.names import OPPROF_RE
 from dispatchprof.formats.text import finite_nonnegative, read_text_file
+from dispatchprof.formats.trace_events import Spans, interval_spans
 
 if TYPE_CHECKING:  # the probe's collect job only discovers runs (simulator_runs): pandas (~0.4 s) where tables are read
     import pandas as pd
@@ -86,13 +87,6 @@ def _load_json(path: Path) -> dict:
     return data
 
 
-def _time(path: Path, index: int, event: dict, field: str) -> float:
-    value = event.get(field)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise SimulatorFormatError(f"{path}: traceEvents[{index}]: field '{field}' is {value!r}, expected a non-negative number (µs)")
-    return float(value)
-
-
 def _event(path: Path, index: int, event: object) -> dict:
     if not isinstance(event, dict):
         raise SimulatorFormatError(f"{path}: traceEvents[{index}] is {type(event).__name__}, expected an object")
@@ -130,6 +124,19 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return _table(rows, TRACE_COLUMNS).astype({"ts_us": float, "dur_us": float})
 
 
+def _spans(path: Path, events: list[dict]) -> Spans:
+    """X events and B/E pairs as intervals; the simulator's times are µs >= 0."""
+    spans = interval_spans(events, str(path), SimulatorFormatError)
+    for span in spans.spans:
+        if span.ts < 0:
+            raise SimulatorFormatError(f"{path}: traceEvents[{span.index}]: field 'ts' is {span.ts}, expected a non-negative number (µs)")
+    return spans
+
+
+def _code_detail(path: Path, index: int, args: dict) -> dict[str, str]:
+    return {"code": _text(path, index, "args.code", args.get("code")), "detail": _text(path, index, "args.detail", args.get("detail"))}
+
+
 def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
     """A per-core trace.json (schemaVersion 1) as intervals: core, pipe, name, ts_us, dur_us, pc, code, detail.
     The pipe of an event is its pid's process_name; a pid without one is an error (never a guess)."""
@@ -143,10 +150,10 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
             if isinstance(pid, bool) or not isinstance(pid, int) or not isinstance(name, str):
                 raise SimulatorFormatError(f"{path}: traceEvents[{i}]: process_name needs an integer 'pid' and args.name, got pid={pid!r} name={name!r}")
             pipes[pid] = name
+    spans = _spans(path, events)
     rows = []
-    for i, e in enumerate(events):
-        if e.get("ph") != "X":
-            continue
+    for span in spans.spans:
+        i, e = span.index, span.event
         pid = e.get("pid")
         if isinstance(pid, bool) or not isinstance(pid, int):
             raise SimulatorFormatError(f"{path}: traceEvents[{i}]: field 'pid' is {pid!r}, expected an integer pipe id (per-core trace, schemaVersion 1)")
@@ -156,31 +163,20 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
         name = _text(path, i, "name", e.get("name"), required=True)
         pipe = pipes[pid]
         pc = _miss_pc(path, i, name) if pipe == "CACHEMISS" else _text(path, i, "args.pc_addr", args.get("pc_addr"))
-        rows.append(
-            {
-                "core": core,
-                "pipe": pipe,
-                "name": name,
-                "ts_us": _time(path, i, e, "ts"),
-                "dur_us": _time(path, i, e, "dur"),
-                "pc": pc,
-                "code": _text(path, i, "args.code", args.get("code")),
-                "detail": _text(path, i, "args.detail", args.get("detail")),
-            }
-        )
+        rows.append({"core": core, "pipe": pipe, "name": name, "ts_us": span.ts, "dur_us": span.dur, "pc": pc, **_code_detail(path, i, args)})
     frame = _frame(rows)
     frame.attrs["pipes"] = sorted(set(pipes.values()))  # every declared lane, with events or not: a lane without events is 0
+    frame.attrs["unmatched"] = spans.unmatched
     return frame
 
 
 def read_summary_trace(path: Path) -> pd.DataFrame:
-    """The summary trace.json (schemaVersion 2): X events with pid = core string and tid = pipe string."""
+    """The summary trace.json (schemaVersion 2): X events and B/E pairs with pid = core string and tid = pipe string."""
     data = _load_json(path)
+    spans = _spans(path, [_event(path, i, e) for i, e in enumerate(data["traceEvents"])])
     rows = []
-    for i, raw in enumerate(data["traceEvents"]):
-        e = _event(path, i, raw)
-        if e.get("ph") != "X":
-            continue  # M metadata, B/E flag pairs and flow arrows are not pipe intervals
+    for span in spans.spans:
+        i, e = span.index, span.event
         pid, tid = e.get("pid"), e.get("tid")
         if not isinstance(pid, str) or not isinstance(tid, str):
             raise SimulatorFormatError(
@@ -188,19 +184,11 @@ def read_summary_trace(path: Path) -> pd.DataFrame:
             )
         args = _args(path, i, e)
         name = _text(path, i, "name", e.get("name"), required=True)
-        rows.append(
-            {
-                "core": pid,
-                "pipe": tid,
-                "name": name,
-                "ts_us": _time(path, i, e, "ts"),
-                "dur_us": _time(path, i, e, "dur"),
-                "pc": _miss_pc(path, i, name) if tid == "CACHEMISS" else _text(path, i, "args.pc_addr", args.get("pc_addr")),
-                "code": _text(path, i, "args.code", args.get("code")),
-                "detail": _text(path, i, "args.detail", args.get("detail")),
-            }
-        )
-    return _frame(rows)
+        pc = _miss_pc(path, i, name) if tid == "CACHEMISS" else _text(path, i, "args.pc_addr", args.get("pc_addr"))
+        rows.append({"core": pid, "pipe": tid, "name": name, "ts_us": span.ts, "dur_us": span.dur, "pc": pc, **_code_detail(path, i, args)})
+    frame = _frame(rows)
+    frame.attrs["unmatched"] = spans.unmatched
+    return frame
 
 
 def _csv_lines(path: Path, header: list[str]) -> list[tuple[int, str]]:

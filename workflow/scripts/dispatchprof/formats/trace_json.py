@@ -6,22 +6,23 @@ events (``ph:"X"``): ``pid`` = ``core<N>.cubecore|veccore0|veccore1``, ``tid`` =
 MTE2, MTE3, FIXP), ``ts``/``dur`` in µs (cycles / aicore frequency; ``displayTimeUnit`` is only how a viewer shows
 them), InstrTimeline ``args`` with ``pc_addr`` and ``code``. A pid or tid may instead be an integer declared by a
 ``process_name`` / ``thread_name`` metadata event (the simulator's per-core form, §6): an integer pid that no
-``process_name`` declares is an error, never a guess. Events of other phases (metadata, flags, flows) are not intervals
-and are left out.
+``process_name`` declares is an error, never a guess. Begin/end pairs (``ph:"B"``/``"E"``, matched per pid/tid as a
+stack: formats/trace_events.py) are intervals too; an unmatched B or E is named in ``Trace.unmatched``. Events of other
+phases (metadata, instants, flows) are not intervals and are left out.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from dispatchprof.formats.text import read_text_file
+from dispatchprof.formats.trace_events import interval_spans, unmatched_warning
 from dispatchprof.formats.visualize_bin import TRACE, VisualizeBinError, block_json, read_blocks
 
 PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXP")
@@ -37,7 +38,13 @@ class TraceFormatError(ValueError):
 class Trace:
     source: str  # the file (or "<visualize_data.bin>: TRACE block")
     schema_version: int | None
-    events: pd.DataFrame  # COLUMNS, one row per X event on a core; pc_addr/code None outside InstrTimeline
+    events: pd.DataFrame  # COLUMNS, one row per X event or B/E pair on a core; pc_addr/code None outside InstrTimeline
+    unmatched: list[str] = field(default_factory=list)  # B events never ended, E events never begun: not intervals
+
+    @property
+    def warning(self) -> str | None:
+        """One sentence naming the unmatched B/E events, or None."""
+        return unmatched_warning(self.source, self.unmatched)
 
     @property
     def has_instructions(self) -> bool:
@@ -61,14 +68,38 @@ def _metadata(where: str, events: list[Any], kind: str) -> dict[Any, str]:
     return names
 
 
-def _finite(where: str, field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TraceFormatError(f"{where}: field '{field}' is {value!r:.40}, expected a finite number (µs)")
-    return float(value)
+def _row(where: str, event: dict, ts: float, dur: float, processes: dict[Any, str], threads: dict[Any, str]) -> tuple:
+    """One interval (an X event, or a B event with its E's time and args) as a COLUMNS row."""
+    pid = event.get("pid")
+    if isinstance(pid, str) and CORE_RE.match(pid):
+        core_name = pid
+    elif isinstance(pid, int | str) and not isinstance(pid, bool) and pid in processes:
+        core_name = processes[pid]
+    else:
+        raise TraceFormatError(f"{where}: field 'pid' is {pid!r:.40}: not core<N>.cubecore|veccore0|veccore1 and no process_name metadata event declares it")
+    core = CORE_RE.match(core_name)
+    tid = event.get("tid")
+    if not core:
+        pipe = core_name  # the simulator's per-core form names its processes after pipes (SCALAR 10, ...)
+    elif isinstance(tid, str):
+        pipe = tid
+    elif isinstance(tid, int) and (pid, tid) in threads:
+        pipe = threads[(pid, tid)]
+    else:
+        raise TraceFormatError(f"{where}: field 'tid' is {tid!r:.40}, expected a pipe name ({', '.join(PIPES)}) or a tid declared by thread_name")
+    name = event.get("name")
+    if not isinstance(name, str):
+        raise TraceFormatError(f"{where}: field 'name' is {name!r:.40}, expected a string")
+    args = event.get("args", {})
+    if not isinstance(args, dict):
+        raise TraceFormatError(f"{where}: field 'args' is {type(args).__name__}, expected an object")
+    pc, code = args.get("pc_addr"), args.get("code")
+    index = int(core.group(1)) if core else None
+    return (index, core.group(2) if core else None, pipe, name, ts, dur, None if pc is None else str(pc), None if code is None else str(code))
 
 
 def parse_trace(data: Any, source: str) -> Trace:
-    """The X events of a decoded trace.json object, as a table of per-core pipe intervals."""
+    """The X events and B/E pairs of a decoded trace.json object, as a table of per-core pipe intervals."""
     if isinstance(data, dict):
         events = data.get("traceEvents")
         version = data.get("schemaVersion")
@@ -80,58 +111,13 @@ def parse_trace(data: Any, source: str) -> Trace:
         raise TraceFormatError(f"{source}: field 'schemaVersion' is {version!r:.40}, expected an integer")
     processes = _metadata(source, events, "process_name")
     threads = _metadata(source, events, "thread_name")
-    rows = []
     for i, event in enumerate(events):
-        where = f"{source}: traceEvents[{i}]"
         if not isinstance(event, dict):
-            raise TraceFormatError(f"{where}: is {type(event).__name__}, expected an event object")
-        if event.get("ph") != "X":
-            continue
-        pid = event.get("pid")
-        if isinstance(pid, str) and CORE_RE.match(pid):
-            core_name = pid
-        elif isinstance(pid, int | str) and not isinstance(pid, bool) and pid in processes:
-            core_name = processes[pid]
-        else:
-            raise TraceFormatError(
-                f"{where}: field 'pid' is {pid!r:.40}: not core<N>.cubecore|veccore0|veccore1 and no process_name metadata event declares it"
-            )
-        core = CORE_RE.match(core_name)
-        tid = event.get("tid")
-        if not core:
-            pipe = core_name  # the simulator's per-core form names its processes after pipes (SCALAR 10, ...)
-        elif isinstance(tid, str):
-            pipe = tid
-        elif isinstance(tid, int) and (pid, tid) in threads:
-            pipe = threads[(pid, tid)]
-        else:
-            raise TraceFormatError(f"{where}: field 'tid' is {tid!r:.40}, expected a pipe name ({', '.join(PIPES)}) or a tid declared by thread_name")
-        ts = _finite(where, "ts", event.get("ts"))
-        dur = _finite(where, "dur", event.get("dur"))
-        if dur < 0:
-            raise TraceFormatError(f"{where}: field 'dur' is {dur}, expected a duration >= 0")
-        name = event.get("name")
-        if not isinstance(name, str):
-            raise TraceFormatError(f"{where}: field 'name' is {name!r:.40}, expected a string")
-        args = event.get("args", {})
-        if not isinstance(args, dict):
-            raise TraceFormatError(f"{where}: field 'args' is {type(args).__name__}, expected an object")
-        pc = args.get("pc_addr")
-        code = args.get("code")
-        rows.append(
-            (
-                int(core.group(1)) if core else None,
-                core.group(2) if core else None,
-                pipe,
-                name,
-                ts,
-                dur,
-                None if pc is None else str(pc),
-                None if code is None else str(code),
-            )
-        )
+            raise TraceFormatError(f"{source}: traceEvents[{i}]: is {type(event).__name__}, expected an event object")
+    spans = interval_spans(events, source, TraceFormatError)
+    rows = [_row(f"{source}: traceEvents[{s.index}]", s.event, s.ts, s.dur, processes, threads) for s in spans.spans]
     frame = pd.DataFrame.from_records(rows, columns=COLUMNS)
-    return Trace(source, version, frame)
+    return Trace(source, version, frame, spans.unmatched)
 
 
 def read_trace_json(path: Path) -> Trace:

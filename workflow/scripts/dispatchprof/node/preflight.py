@@ -109,7 +109,14 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
             add("deepep.test_args flags in the test's --help", not missing, detail)
     set_env = spec.get("set_env")
     if set_env:
-        add("CANN set_env.sh", os.path.isfile(set_env), f"{set_env} {'exists' if os.path.isfile(set_env) else 'does not exist (cann.set_env)'}")
+        candidates = [set_env] if isinstance(set_env, str) else list(set_env)  # tried in order (cann.set_env)
+        found = next((c for c in candidates if os.path.isfile(c)), None)
+        missing = "; ".join(f"{c} does not exist" for c in candidates)
+        add(
+            "CANN set_env.sh",
+            found is not None,
+            f"{found} exists" + (f" (first of {len(candidates)} candidates)" if len(candidates) > 1 else "") if found else f"{missing} (cann.set_env)",
+        )
     disk = spec.get("disk")
     if disk:
         path = disk["path"]

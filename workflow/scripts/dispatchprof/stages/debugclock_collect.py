@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from dispatchprof.shell.atomic import copy_under_umask
 from dispatchprof.tools.collective import run_driver
-from dispatchprof.tools.debugbuild import baseline_intact, build_debug, decide, make_tree
+from dispatchprof.tools.debugbuild import baseline_intact, build_debug, decide, imported_from_tree, loaded_libraries, make_tree
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, read_input_status
 from dispatchprof.tools.toolchain import Toolchain, resolve
@@ -48,7 +48,7 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
         tree = make_tree(chain.repo, run.outputs["raw"].parent / "tree")
     except (OSError, RuntimeError, shutil.Error) as exc:
         return run.status("failed", f"could not check out a second copy of {chain.repo} for the DEBUG build: {exc}", upstream=gate.upstream)
-    debug_chain, built = build_debug(chain, tree, deepep["build_command"], deepep["build_env"], run.timeout, logs / "debug_build.log")
+    debug_chain, built = build_debug(chain, tree, deepep["build_command"], deepep["build_env"], run.timeout, logs / "debug_build.log", deepep["build_dir"])
     record = json.loads(Path(run.inputs["build_record"]).read_text())
     intact, intact_detail = baseline_intact(chain.repo, deepep["library_globs"], record)
     validations = [
@@ -70,6 +70,11 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     failure, precision, commands = off_on_runs(run, chain, debug_chain, raw, out)
     if failure:
         return run.status(*failure, **common)
+    details["libraries"] = {variant: loaded_libraries(out / f"{variant}0") for variant in ("off", "on")}
+    from_tree, where = imported_from_tree(details["libraries"]["on"], tree.path)
+    validations.append(Validation("the ON run imported the DEBUG build's checkout (sha256 in its log)", from_tree, "error", where))
+    if not from_tree:
+        return run.status("invalid", where, **common)
     details["precision_on"] = "passed on every rank" if not precision else f"failed ({'; '.join(precision)}): {KNOWN_CAUSE}"
     details["commands"] = [c[-6:] for c in commands]
     if precision:

@@ -114,7 +114,7 @@ def source_traces(
     label: str, read: PerRank[Any], runs: dict[str, dict], frames: list[pd.DataFrame], validations: list[Validation], world: int, min_fraction: float
 ) -> str:
     """One source's traces into ``frames``, its coverage and refused ranks into ``runs[label]``; its state."""
-    traces, without = [], []
+    traces, without, unmatched = [], [], []
     for rank, launches in read.read.items():
         for r, trace in launches:
             if trace is None or trace.events.empty:
@@ -123,6 +123,11 @@ def source_traces(
             kind = label if label != "import" else ("InstrTimeline" if trace.has_instructions else "PipeTimeline")
             traces.append(trace.source)
             frames.append(trace.events.assign(rank=rank, launch=r.run.n if r.run.n is not None else 0, run=kind))
+            if trace.unmatched:  # begin/end events without their pair: not intervals, and not silently gone either
+                unmatched.append(trace.warning)
+    if unmatched:
+        runs.setdefault(label, {})["unmatched_begin_end"] = unmatched
+        validations.append(Validation(f"{label}: every B/E event is in a pair", False, "warning", "; ".join(unmatched)))
     with_trace = sorted(set(read.read) - set(without))  # a rank with a run without a trace is not counted covered
     cov = coverage_of(world, with_trace, min_fraction)
     entry = runs.setdefault(label, {"state": "ok"})

@@ -41,10 +41,21 @@ def fingerprint(repo: Path, globs: Sequence[str], copy_to: Path | None = None) -
     return records
 
 
-def run_build(chain: Toolchain, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path) -> CommandResult:
+def build_environment(chain: Toolchain, build_env: Mapping[str, str], build_dir: str = "build") -> dict[str, str]:
+    """What the build command gets on top of the toolchain's environment: BUILD_DIR inside the repository being
+    built (ascend-kernel-lab docs/latency-comparison.md: the build command must read DEBUG_CLOCK_ON and BUILD_DIR), so
+    a BUILD_DIR inherited from the shell never sends a second build into the first one's directory; then build_env
+    (which may set BUILD_DIR itself)."""
+    return {"BUILD_DIR": str(chain.repo / build_dir), **build_env}
+
+
+def run_build(
+    chain: Toolchain, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path, build_dir: str = "build"
+) -> CommandResult:
     """Run the build command in the repository, its output appended to ``log_path``."""
-    result = run_command(chain.wrap(command), timeout_s, env=chain.env(extra=build_env), cwd=chain.repo)
+    env = build_environment(chain, build_env, build_dir)
+    result = run_command(chain.wrap(command), timeout_s, env=chain.env(extra=env), cwd=chain.repo)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a") as handle:
-        handle.write(f"$ {' '.join(command)}\n{result.output}\n")
+        handle.write(f"$ BUILD_DIR={env['BUILD_DIR']} {' '.join(command)}\n{result.output}\n")
     return result

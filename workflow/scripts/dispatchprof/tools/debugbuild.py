@@ -10,6 +10,7 @@ checked again. Whether the stage makes that build at all is ``decide`` (debugclo
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -68,10 +69,13 @@ def make_tree(repo: Path, dest: Path) -> DebugTree:
     return DebugTree(dest, "copy", [f"{repo} is not a git repository: copied without its build outputs"])
 
 
-def build_debug(chain: Toolchain, tree: DebugTree, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path):
-    """Build the tree with DEBUG_CLOCK_ON=ON (the baseline's build_env otherwise); the toolchain with repo = tree."""
-    debug_chain = dataclasses.replace(chain, repo=tree.path)
-    result = run_build(debug_chain, command, {**build_env, "DEBUG_CLOCK_ON": "ON"}, timeout_s, log_path)
+def build_debug(
+    chain: Toolchain, tree: DebugTree, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path, build_dir: str = "build"
+):
+    """Build the tree with DEBUG_CLOCK_ON=ON (the baseline's build_env otherwise); the toolchain with repo = tree,
+    whose runs import the tree's package under every toolchain (import_root), never whatever is installed."""
+    debug_chain = dataclasses.replace(chain, repo=tree.path, import_root=tree.path)
+    result = run_build(debug_chain, command, {**build_env, "DEBUG_CLOCK_ON": "ON"}, timeout_s, log_path, build_dir)
     return debug_chain, result
 
 
@@ -98,3 +102,43 @@ def baseline_intact(repo: Path, globs: Sequence[str], record: Mapping[str, Any])
     if still:
         return False, f"the DEBUG build changed the baseline libraries {still} and they could not be restored from the build record's copies"
     return True, f"the DEBUG build changed {changed} in place; restored from the build record's copies and checked (sha256)"
+
+
+def loaded_libraries(run_dir: Path) -> dict[str, Any]:
+    """What the ranks of one perf-driver run loaded (library/<rank>.json of the runtime): each loaded file's sha256
+    with the ranks that loaded it, the package files, and the ranks that could not tell."""
+    files: dict[str, dict[str, Any]] = {}
+    modules: set[str] = set()
+    unknown = []
+    for record in sorted((run_dir / "library").glob("*.json")):
+        try:
+            data = json.loads(record.read_text())
+        except (OSError, ValueError) as exc:
+            unknown.append(f"{record.name}: unreadable ({exc})")
+            continue
+        if data.get("error") or not data.get("file"):
+            unknown.append(f"{record.stem}: {data.get('error', 'no package file')}")
+            continue
+        modules.add(data["file"])
+        for entry in data.get("files", []):
+            seen = files.setdefault(entry["path"], {"sha256": set(), "ranks": []})
+            seen["sha256"].add(entry["sha256"])
+            seen["ranks"].append(record.stem)
+    return {
+        "modules": sorted(modules),
+        "files": {p: {"sha256": sorted(f["sha256"]), "ranks": len(f["ranks"])} for p, f in sorted(files.items())},
+        "unknown": unknown,
+    }
+
+
+def imported_from_tree(loaded: Mapping[str, Any], tree: Path) -> tuple[bool, str]:
+    """Whether every rank of the ON run imported the package from the DEBUG build's checkout (the sentence says
+    which files, with their sha256, either way)."""
+    root = str(tree.resolve())
+    outside = [m for m in loaded["modules"] if not (m == root or m.startswith(root + "/"))]
+    shown = "; ".join(f"{p} sha256 {', '.join(f['sha256'])}" for p, f in loaded["files"].items()) or "no file named"
+    if not loaded["modules"]:
+        return False, f"no rank named the package it imported ({'; '.join(loaded['unknown']) or 'no library/*.json'})"
+    if outside:
+        return False, f"the ON run imported {', '.join(outside)}, not the DEBUG build's checkout {root}: its clocks would time another build ({shown})"
+    return True, f"every rank imported the package from {root} ({shown})" + (f"; {len(loaded['unknown'])} ranks did not say" if loaded["unknown"] else "")

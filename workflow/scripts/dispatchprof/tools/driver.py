@@ -137,6 +137,8 @@ def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[
         "_dp_sys.path[:0] = [_dp_os.path.dirname(_dp_os.path.abspath(__file__)), "
         + repr(test_dir)
         + "]  # dispatchprof: runtime, then the test's own directory",
+        '_dp_sys.path[:0] = [_dp_os.environ["DISPATCHPROF_IMPORT_ROOT"]] if _dp_os.environ.get("DISPATCHPROF_IMPORT_ROOT") else []'
+        "  # dispatchprof: the DEBUG build's checkout first",
         f"import {RUNTIME_MODULE} as _dp_rt  # noqa: E402  dispatchprof",
         "import torch  # noqa: E402  dispatchprof: torch.npu.synchronize() after each call",
     ]

@@ -15,16 +15,27 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.tools.launch import run_command
 from dispatchprof.node.nodeenv import forwardable, redact
+from dispatchprof.tools.profiling import msprof_application_form
 from dispatchprof.tools.toolchain import Toolchain
 
 VERSION_FILES = {
-    "cann": ("ascend-toolkit/latest/version.cfg", "cann/version.cfg", "latest/version.cfg"),
+    # CANN 8.5+ keeps its version in <install_root>/cann/version.info (its runtime/ and compiler/ have one each too);
+    # older toolkits in ascend-toolkit/latest/version.cfg or <arch>-linux/ascend_toolkit_install.info ("version=").
+    "cann": (
+        "cann/version.info",
+        "cann/runtime/version.info",
+        "ascend-toolkit/latest/version.cfg",
+        "cann/version.cfg",
+        "latest/version.cfg",
+        "ascend-toolkit/latest/version.info",
+        "ascend-toolkit/latest/*/ascend_toolkit_install.info",
+    ),
     "driver": ("driver/version.info",),
     "firmware": ("firmware/version.info",),
 }
 CMAKE_FILE = "cmake/AscendDeepEPKernel.cmake"
 BUILD_SCRIPT = "scripts/build.sh"
-_VERSION_RE = re.compile(r"(?:^Version=|runtime_running_version=\[)([^\]:\s]+)", re.MULTILINE)
+_VERSION_RE = re.compile(r"(?:^[Vv]ersion=|runtime_running_version=\[)([^\]:\s]+)", re.MULTILINE)
 # Evidence that an op-profiler entry is the real one and not some other program of that name.
 _OP_PROFILER_MARK = "--aic-metrics"
 
@@ -53,12 +64,52 @@ def _probe(name: str, argv: list[str], chain: Toolchain, out_dir: Path, timeout_
 
 def _read_version(root: Path, candidates: tuple[str, ...]) -> dict[str, Any]:
     for rel in candidates:
-        path = root / rel
-        if path.is_file():
+        for path in sorted(root.glob(rel)) if "*" in rel else [root / rel]:
+            if not path.is_file():
+                continue
             text = path.read_text(errors="replace")
             match = _VERSION_RE.search(text)
             return {"available": True, "file": str(path), "version": match.group(1) if match else text.strip()[:80]}
     return {"available": False, "error": f"none of {[str(root / c) for c in candidates]} exists"}
+
+
+# bash: $0 = the number of candidates, then the candidates; sources the first existing one with its stderr shown
+# (stdout dropped) between two marker lines, then prints the exit status and where CANN says it lives.
+_SET_ENV_PROBE = (
+    'n=$0; f=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; shift; n=$((n-1)); done; '
+    '[ -n "$f" ] || { echo "dispatchprof-set-env: none"; exit 127; }; echo "dispatchprof-set-env: sourcing $f"; '
+    'source "$f" 2>&1 >/dev/null; code=$?; echo "dispatchprof-set-env: exit $code"; '
+    'echo "dispatchprof-set-env: ASCEND_HOME_PATH=${ASCEND_HOME_PATH:-}"; echo "dispatchprof-set-env: ASCEND_TOOLKIT_HOME=${ASCEND_TOOLKIT_HOME:-}"; exit $code'
+)
+
+
+def set_env_record(chain: Toolchain, out_dir: Path, timeout_s: float) -> dict[str, Any]:
+    """Which set_env.sh the node sources (the first existing candidate), what it printed on stderr (the wrapped
+    commands drop it), its exit status and the CANN home it set; the output is kept in cann_set_env.txt."""
+    candidates = chain.set_env_candidates
+    if chain.name != "cann" or not candidates:
+        return {"used": False, "candidates": candidates}
+    result = run_command(["bash", "-c", _SET_ENV_PROBE, str(len(candidates)), *candidates], timeout_s, env=chain.env())
+    out_file = out_dir / "cann_set_env.txt"
+    out_file.write_text(result.output)
+    record: dict[str, Any] = {"used": True, "candidates": candidates, "sourced": None, "exit_code": result.exit_code, "output_file": str(out_file)}
+    stderr = []
+    for line in result.output.splitlines():
+        said = line.removeprefix("dispatchprof-set-env: ")
+        if said == line:
+            stderr.append(line)  # set_env.sh's own stderr
+        elif said.startswith("sourcing "):
+            record["sourced"] = said.removeprefix("sourcing ")
+        elif said.startswith("ASCEND_"):
+            name, _, value = said.partition("=")
+            record[name] = value or None
+    record["stderr"] = stderr[-40:]
+    sourced = record["sourced"]
+    if sourced is None:
+        record["error"] = f"none of {', '.join(candidates)} exists (cann.set_env)"
+    elif result.exit_code != 0 or result.timed_out:
+        record["error"] = f"sourcing {sourced} ended with exit code {result.exit_code}" + (f": {stderr[-1]}" if stderr else "")
+    return record
 
 
 def compile_flags(repo: Path) -> dict[str, Any]:
@@ -125,6 +176,9 @@ def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeou
         "clock_ptp": ["pmc", "-u", "-b", "0", "GET TIME_STATUS_NP"],
     }
     probes = {name: _probe(name, argv, chain, out_dir, per_probe) for name, argv in commands.items()}
+    msprof_help = probes["msprof_help"]
+    help_text = Path(msprof_help.output_file).read_text(errors="replace") if msprof_help.available and msprof_help.output_file else ""
+    form, form_why = msprof_application_form(help_text)
     return {
         "node": node,
         "hostname": socket.gethostname(),
@@ -135,6 +189,8 @@ def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeou
         "compile_flags": compile_flags(chain.repo),
         "debug_clock": debug_clock_switches(chain.repo, chain.env()),
         "op_profiler_entry": op_profiler_entry(probes),
+        "msprof_form": {"form": form, "why": form_why},
+        "set_env": set_env_record(chain, out_dir, per_probe),
         "clock_sync": clock_sync(probes),
         "forward_env": forward_record(os.environ, forward_env),
     }
@@ -165,6 +221,8 @@ def compare_nodes(envs: list[Mapping[str, Any]]) -> list[str]:
         "repo commit": lambda e: e["probes"]["repo_commit"]["value"],
         "device compile flags": lambda e: str(e["compile_flags"].get("optimization")) + str(e["compile_flags"].get("debug_info")),
         "op-profiler entry": lambda e: e["op_profiler_entry"],
+        "msprof application form": lambda e: (e.get("msprof_form") or {}).get("form"),
+        "CANN set_env.sh": lambda e: (e.get("set_env") or {}).get("sourced"),
     }
     warnings = []
     for label, get in checks.items():

@@ -37,7 +37,7 @@ def node_spec(
         "timeout_s": timeout_s,
         "test_help": {"argv": chain.wrap([deepep["python"], deepep["test"], "--help"]), "cwd": str(chain.repo), "env": own, "prepend": prepend},
         "flags": flags_of(deepep["test_args"]),
-        "set_env": chain.set_env if chain.name == "cann" else None,
+        "set_env": chain.set_env_candidates if chain.name == "cann" else None,
         "disk": {"path": str(results_dir.resolve()), "need_bytes": world * per_rank, "what": f"the PROF_/OPPROF_ directories of {world} ranks"},
         "ports": [],
         "shared_token": str(token.resolve()) if token else None,
@@ -68,7 +68,8 @@ def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> 
     findings = []
     probes = capture["probes"]
     dummy = Path("/preflight")
-    tools = {"msprof": (msprof_command(dummy, [], dummy / "probe.sh"), "msprof_help")}
+    form = (capture.get("msprof_form") or {}).get("form", "trailing")
+    tools = {"msprof": (msprof_command(dummy, [], dummy / "probe.sh", form), "msprof_help")}
     entry = capture["op_profiler_entry"]
     if entry != "none":
         metrics = config["pmu"]["metrics"]

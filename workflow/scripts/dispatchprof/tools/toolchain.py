@@ -2,7 +2,9 @@
 
 With ``toolchain: sim`` the stand-in executables in workflow/sim/bin come first on PATH and the
 stand-in repository is used; with ``toolchain: cann`` every command runs after sourcing CANN's
-set_env.sh. The rules cannot tell the difference.
+set_env.sh: the first of ``cann.set_env``'s candidates that exists on the node (``auto``: the CANN 8.5+ layout
+``<install_root>/cann/set_env.sh``, then the older ``<install_root>/ascend-toolkit/set_env.sh``). The rules cannot
+tell the difference.
 """
 
 from __future__ import annotations
@@ -107,9 +109,19 @@ class Toolchain:
     name: str  # sim | cann | none
     repo: Path
     install_root: Path
-    set_env: str | None = None
+    set_env: tuple[str, ...] | str | None = None  # candidates, tried in order on each node (a str is one candidate)
     bin_dir: Path | None = None
     sim_env: dict[str, str] = field(default_factory=dict)
+    # A checkout whose package the test must import (the DEBUG_CLOCK_ON worktree) under every toolchain: in front of
+    # PYTHONPATH and named in DISPATCHPROF_IMPORT_ROOT, which the perf driver puts first on sys.path (set_env.sh may
+    # put CANN's directories in front of PYTHONPATH after us). None = whatever the environment imports.
+    import_root: Path | None = None
+
+    @property
+    def set_env_candidates(self) -> list[str]:
+        if not self.set_env:
+            return []
+        return [self.set_env] if isinstance(self.set_env, str) else list(self.set_env)
 
     def own_env(self, extra: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, list[str]]]:
         """What the toolchain adds to a command's environment: variables it sets (``extra`` last), and directories
@@ -122,6 +134,9 @@ class Toolchain:
             # The stand-in package is importable as if installed; only for the stand-in's own processes.
             prepend["PYTHONPATH"] = [str(self.repo)]
             sets.update(self.sim_env)
+        if self.import_root is not None:
+            prepend["PYTHONPATH"] = [str(self.import_root), *(p for p in prepend.get("PYTHONPATH", []) if p != str(self.import_root))]
+            sets["DISPATCHPROF_IMPORT_ROOT"] = str(self.import_root)
         sets.update(extra or {})
         return sets, prepend
 
@@ -140,13 +155,30 @@ class Toolchain:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """A command line that runs ``argv`` with the toolchain's environment sourced (CANN)."""
-        if self.name != "cann" or not self.set_env:
+        candidates = self.set_env_candidates
+        if self.name != "cann" or not candidates:
             return list(argv)
-        # set_env.sh is passed as $0 and the command as "$@": nothing from config is parsed by a shell.
-        return ["bash", "-c", 'source "$0" >/dev/null 2>&1 || { echo "cannot source $0" >&2; exit 127; }; exec "$@"', self.set_env, *argv]
+        # The candidates' count is $0, then the candidates, then the command: nothing from config is parsed by a shell.
+        return ["bash", "-c", SOURCE_FIRST + 'exec "$@"', str(len(candidates)), *candidates, *argv]
 
 
 WORKFLOW_ROOT = Path(__file__).resolve().parents[4]
+# bash: source the first existing of the $0 candidates that follow (shifted off); set_env.sh's stdout is dropped, its
+# stderr kept in a file and shown when sourcing fails, so a broken install says why instead of "cannot source".
+SOURCE_FIRST = (
+    'n=$0; f=; tried=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; tried="$tried $1"; shift; n=$((n-1)); done; '
+    'if [ -z "$f" ]; then echo "dispatchprof: no CANN set_env.sh: none of$tried exists (cann.set_env)" >&2; exit 127; fi; '
+    'e=$(mktemp); if ! source "$f" >/dev/null 2>"$e"; then cat "$e" >&2; rm -f "$e"; echo "dispatchprof: cannot source $f" >&2; exit 127; fi; rm -f "$e"; '
+)
+# CANN 8.5+ installs under <install_root>/cann/; older releases under <install_root>/ascend-toolkit/ (latest/ links).
+AUTO_SET_ENV = ("cann/set_env.sh", "ascend-toolkit/set_env.sh")
+
+
+def set_env_candidates(setting: str | list[str], install_root: Path) -> tuple[str, ...]:
+    """cann.set_env as the candidates tried in order: ``auto`` (AUTO_SET_ENV under install_root), one path, or a list."""
+    if setting == "auto":
+        return tuple(str(install_root / rel) for rel in AUTO_SET_ENV)
+    return (setting,) if isinstance(setting, str) else tuple(setting)
 
 
 def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolchain:
@@ -161,4 +193,5 @@ def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolcha
         sim_env[SIM_ENV["noise_seed"]] = str(noise_seed(config))
         return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
     repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")
-    return Toolchain(name, repo.resolve(), Path(config["cann"]["install_root"]), set_env=config["cann"]["set_env"])
+    root = Path(config["cann"]["install_root"])
+    return Toolchain(name, repo.resolve(), root, set_env=set_env_candidates(config["cann"]["set_env"], root))
