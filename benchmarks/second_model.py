@@ -315,7 +315,7 @@ DB_TABLES = {
 
 
 def write_db(path: Path, device: int, pid: int, tasks: list[Task]) -> None:
-    """msprof_<ts>.db, schema 1.2.0 (shared/formats/msprof.md §2.1): text as STRING_IDS ids, times as integer ns."""
+    """msprof_<ts>.db, schema 1.2.0 (docs/formats.md §1): text as STRING_IDS ids, times as integer ns."""
     strings = {v: i for i, v in enumerate([TARGET, BARRIER, LAYOUT, "AI_VECTOR_CORE", "N/A", "dynamic", "NO"])}
     na = strings["N/A"]
     path.unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""DebugClock outputs (shared/formats/deepep.md §2): the legacy CSV and the AKL semantic trace, hand-built fixtures,
+"""DebugClock outputs (docs/formats.md §3): the legacy CSV and the AKL semantic trace, hand-built fixtures,
 and malformed input (truncated, unknown ids, wrong column counts, garbage) -> a clear error naming the file."""
 
 import json

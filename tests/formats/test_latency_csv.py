@@ -1,4 +1,4 @@
-"""dispatch_latency.csv: the real forms from shared/formats/deepep.md §1, every refusal, and garbage."""
+"""dispatch_latency.csv: the real forms from docs/formats.md §3, every refusal, and garbage."""
 
 import math
 

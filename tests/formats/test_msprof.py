@@ -1,5 +1,5 @@
-"""msprof parsers on the real samples (shared/formats/samples, copied to tests/fixtures/msprof-real),
-on fixtures built from shared/formats/msprof.md, on the simulator's output, and on malformed input."""
+"""msprof parsers on the real samples (public samples, docs/formats.md §5, copied to tests/fixtures/msprof-real),
+on fixtures built from docs/formats.md §1, on the simulator's output, and on malformed input."""
 
 import json
 import shutil

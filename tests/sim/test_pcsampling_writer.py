@@ -1,5 +1,5 @@
 """The stand-in's visualize_data.bin PC-sampling blocks are what msopprof's writer would produce
-(shared/formats/msopprof.md §4, §7 and tests/fixtures/msopprof/SOURCE.md): stall columns declared CUSTOM_PERCENTAGE,
+(docs/formats.md §2 and tests/fixtures/msopprof/SOURCE.md): stall columns declared CUSTOM_PERCENTAGE,
 Percent a ratio 0..1 of its own total, Details sample counts; read back by the library's parser."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Issue 31's acceptance case on the event model: two late ranks, one 8 us late in 90% of launches (sim.late_rank) and
-one 120 us late in 15% (sim.late_rank2). The answer is a cost account (shared/DESIGN.md): the second heads it with its
+one 120 us late in 15% (sim.late_rank2). The answer is a cost account (docs/architecture.md): the second heads it with its
 cost, and the first, if named, is below it with its smaller cost. Scored against the event truth (each cause's
 counterfactual cost: the same draws, that cause removed), never against the knobs.
 

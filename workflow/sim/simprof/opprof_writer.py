@@ -1,4 +1,4 @@
-"""Write msopprof OPPROF_ directories (shared/formats/msopprof.md §2-4, §7): CSVs with a trailing comma on
+"""Write msopprof OPPROF_ directories (docs/formats.md §2-4, §7): CSVs with a trailing comma on
 every line and literal NA, 17-digit suffixes, the three layouts, and visualize_data.bin blocks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Write msprof PROF_ directories as CANN does (shared/formats/msprof.md §2-3): db, text export, info files.
+"""Write msprof PROF_ directories as CANN does (docs/formats.md §1-3): db, text export, info files.
 
 One PROF_ per profiled process. The text export is always derived from the db, so the three formats agree
 row for row (times are integer nanoseconds; the text forms print microseconds with 3 decimals).

@@ -1,4 +1,4 @@
-"""`msopprof simulator` output (shared/formats/msopprof.md §6) for the stand-in probe: the simulator executes the
+"""`msopprof simulator` output (docs/formats.md §2) for the stand-in probe: the simulator executes the
 probe's instruction stream on a small model of one AI vector core and writes what the real tool writes:
 - `OPPROF_*/simulator/trace.json`: the summary (schemaVersion 2; pid = core string, tid = pipe string, X events with
   args{pc_addr, code, detail}, SET/WAIT flags as B/E pairs plus flow events, µs floats);

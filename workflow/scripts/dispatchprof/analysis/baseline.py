@@ -18,7 +18,7 @@ BOUNDARY = {
     "event": "event scope: the whole kernel between ACL events, outer barriers included",
     None: "unspecified legacy boundary (the CSV has no measurement column)",
 }
-# How per-rank differences read in each scope of a collective kernel (shared/formats/deepep.md §1, §4b).
+# How per-rank differences read in each scope of a collective kernel (docs/formats.md §3).
 INTERPRETATION = {
     "kernel": "after the entry barrier: per-rank differences are the rank's own work plus waits inside the kernel (counts, incoming tokens)",
     "event": "includes the entry barrier: a late rank shows as the shortest and the ranks that waited for it as the longest",

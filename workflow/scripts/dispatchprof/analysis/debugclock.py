@@ -1,4 +1,4 @@
-"""DebugClock analysis: per role, which phase works and which waits (shared/formats/deepep.md §2, §4b).
+"""DebugClock analysis: per role, which phase works and which waits (docs/formats.md §3).
 
 Both formats become one tidy segment table: rank, node, launch, block, role, slot (legacy slot index, or the
 slot the AKL phase corresponds to), phase, start_us (offset from the core's first tick, so a chart keeps start

@@ -123,7 +123,7 @@ def rank_statistics(frame: pd.DataFrame, per_iter: pd.DataFrame) -> dict[str, di
 
 
 def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
-    """The figures ascend-kernel-lab users know (shared/formats/deepep.md §6), labelled as such."""
+    """The figures ascend-kernel-lab users know (docs/formats.md §3), labelled as such."""
     measured = frame[frame["in_average"] & ~frame["warmup"]].sort_values("iteration")
     selected = measured if last_n == 0 else measured.groupby("rank", group_keys=False).tail(last_n)
     rank_means = selected.groupby("rank")["us"].mean()

@@ -19,7 +19,7 @@ from dispatchprof.formats.visualize_bin import STATES, PcSampling
 HOT_LINE_SHARE = "share of all PC samples of the kernel on a rank (Active included), mean over the ranks with samples"
 
 SIMT_FUNCTIONS = ("simt_prepare_mapping", "buildRemoteWqeDesc", "simt_nw_mj_vf", "simt_write_wqe_v4")
-# Which AIV roles call which SIMT function (shared/formats/deepep.md §4): URMASendToken prepares the mapping and builds
+# Which AIV roles call which SIMT function (docs/formats.md §3): URMASendToken prepares the mapping and builds
 # and writes WQEs; SelfCopyToken prepares the mapping too. TokenCopyToBuffer and CalCumSum run no SIMT code.
 SIMT_ROLES = {
     "simt_prepare_mapping": ("URMASendToken", "SelfCopyToken"),

@@ -1,4 +1,4 @@
-"""Pipe and instruction timelines (msopprof PipeTimeline / InstrTimeline, shared/formats/msopprof.md §5) per core and
+"""Pipe and instruction timelines (msopprof PipeTimeline / InstrTimeline, docs/formats.md §2) per core and
 per role.
 
 A pipe's busy time on a core is the union of its intervals (events of one pipe may nest or overlap; summing them

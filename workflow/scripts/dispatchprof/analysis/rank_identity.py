@@ -6,7 +6,7 @@ directories; an OPPROF_ kernel run one device). Evidence, strongest first:
 1. our identity sidecar, written inside each rank process: (node, pid[, device]) -> global rank;
 2. the rank the profiler recorded (msprof info.json ``rank_id``; -1 or absent for plain msprof, the usual case);
 3. inferred from the device id by ``cluster.infer_rank`` (how devices map to local ranks is not recorded by
-   the tools, shared/formats/msprof.md §2.2): ``device_id`` (local rank = device id, one process per device
+   the tools, docs/formats.md §1): ``device_id`` (local rank = device id, one process per device
    with ASCEND_RT_VISIBLE_DEVICES unset) or ``device_order`` (position among this node's device ids, as
    msprof-analyze numbers them).
 

@@ -1,4 +1,4 @@
-"""Per-core PMU metrics grouped by what each core does (the kernel's AIV roles, shared/formats/deepep.md §4).
+"""Per-core PMU metrics grouped by what each core does (the kernel's AIV roles, docs/formats.md §3).
 
 The AIV index of a vector row is its position when a rank's vector rows are ordered by block_id, then by
 vector sub-block; ``kernel.roles`` (counts in AIV order) maps indices to roles: a configured assumption.
@@ -447,7 +447,7 @@ def role_boundaries(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]], jum
     observed = [int(i) for i, v in steps.items() if v > jump]
     unexpected = sorted(set(observed) - set(configured))
     # Inside a role the profile can change for the kernel's own reasons: a role with more cores than work (URMASendToken
-    # serves a range of destination ranks per core, shared/formats/deepep.md §4) leaves its last cores polling. What
+    # serves a range of destination ranks per core, docs/formats.md §3) leaves its last cores polling. What
     # tells the two apart is how busy the cores on each side are: given as facts, not judged here.
     busy = (cores[ratios].sum(axis=1)).groupby(cores["aiv_index"]).median()
     edges = [0, *configured, int(cores["aiv_index"].max()) + 1]

@@ -65,7 +65,7 @@ def coverage_rows(
             elif a is None:
                 state, why = "missing", ("no PROF_ directory maps to this rank: " + "; ".join(unmapped)) if unmapped else "no PROF_ directory for this rank"
             elif not info.has_kernel_tables and not info.devices:
-                # shared/formats/msprof.md §6: an empty device side means disk space or permissions; check the plog
+                # docs/formats.md §1: an empty device side means disk space or permissions; check the plog
                 state, why = "missing", "PROF_ has no device data (no device_<id>/, db or export): the device side was not collected"
             elif not info.has_kernel_tables:
                 state, why = "missing", "PROF_ has device data but neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)"

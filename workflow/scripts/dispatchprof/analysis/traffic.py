@@ -24,10 +24,10 @@ DEFINITIONS = {
     "cross_rank_token_bytes": "remote (token, destination rank) pairs x hidden x dtype bytes, summed over ranks, per dispatch call",
     "logical_output_bytes": "all (token, expert) rows incl. top-k copies x hidden x dtype bytes, summed over ranks, per dispatch call",
     # The profiling guide behind this workflow (issue 15 quotes it) says the FP8 path does not transfer or return
-    # *complete* scales; shared/formats/deepep.md has no sentence on FP8 scales (§3 --dtype fp8, §4 QuantMode only).
+    # *complete* scales; docs/formats.md §3 has no sentence on FP8 scales (§3 --dtype fp8, §4 QuantMode only).
     "excluded": (
         "FP8 scales are not counted: the FP8 path does not transfer or return complete scales (the profiling guide, as quoted "
-        "in this project's issue 15; shared/formats/deepep.md names FP8 only as the test's --dtype fp8, §3, and the kernel's "
+        "in this project's issue 15; docs/formats.md §3 names FP8 only as the test's --dtype fp8, §3, and the kernel's "
         "QuantMode template parameter, §4), so the scale bytes actually moved are unknown; with dtype fp8 the figures count "
         "1 byte per hidden element and nothing for scales"
     ),
@@ -132,7 +132,7 @@ def bandwidths(per_call_bytes: pd.DataFrame, measured: pd.DataFrame, byte_label:
 
 
 # Link classes: where a (token, destination rank) copy travels. Every remote send goes through URMA, one queue per
-# destination rank (shared/formats/deepep.md §4); the class is the topology of the pair, not the transport.
+# destination rank (docs/formats.md §3); the class is the topology of the pair, not the transport.
 LINK_CLASSES = ("intra_node", "inter_node")
 LINK_DEFINITION = (
     "token payload bytes: (token, destination rank) pairs from the recorded routing (a token routed to several experts of one "

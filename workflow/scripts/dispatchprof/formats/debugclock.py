@@ -1,4 +1,4 @@
-"""DebugClock outputs of an ascend_deepep DEBUG_CLOCK_ON build (shared/formats/deepep.md §2).
+"""DebugClock outputs of an ascend_deepep DEBUG_CLOCK_ON build (docs/formats.md §3).
 
 Two formats, found by name under a directory tree:
 - legacy (19c40e9): ``dispatch_clock_rank_*.csv`` / ``dispatch_clock_*_rank_*.csv``, columns

@@ -1,4 +1,4 @@
-"""dispatch_latency.csv (ascend_deepep / AKL LatencyProfile, shared/formats/deepep.md §1), and api_latency CSVs.
+"""dispatch_latency.csv (ascend_deepep / AKL LatencyProfile, docs/formats.md §3), and api_latency CSVs.
 
 Columns are found by header name, never by position. Accepted: the full form
 ``rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average[,work columns][,metadata...]`` and the legacy

@@ -1,4 +1,4 @@
-"""msopprof (`msprof op`) OPPROF_ directories (shared/formats/msopprof.md §2-3).
+"""msopprof (`msprof op`) OPPROF_ directories (docs/formats.md §2-3).
 
 Three layouts: one kernel at the root (unsuffixed CSVs), ``<kernel>/<n>/`` (one device), and
 ``device<id>/<kernel>/<n>/`` (several devices); metric CSVs may carry a 17-digit suffix. Every CSV line ends
@@ -28,7 +28,7 @@ NA = {"NA", "N/A", ""}
 
 # The writer's per-core CSV headers per chip family (Ascend/msopprof
 # csrc/op_profiling/profiling/device/data_parse/metric_csv_header.h: `*For910B_` is the header set of the Atlas A2 and A3
-# chips (Ascend910B*, Ascend910_93*), `*ForA5_` that of the Ascend 950; shared/formats/msopprof.md §3). What "not
+# chips (Ascend910B*, Ascend910_93*), `*ForA5_` that of the Ascend 950; docs/formats.md §2). What "not
 # provided by this tool version" is measured against. Without block_id/sub_block_id.
 A2_A3, ASCEND_950 = "A2/A3", "Ascend 950"
 PIPE_950 = (
@@ -50,7 +50,7 @@ PIPE_A2 = (
 ).split(",")
 A2_MARKERS = {"aiv_scalar_single_time(us)", "aic_scalar_single_time(us)", "aiv_scalar_wait_time(us)"}
 
-# The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, shared/formats/msopprof.md §2);
+# The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, docs/formats.md §2);
 # `Default` turns on all seven. Their headers per chip family are the writer's (above), so each is parsed and shown; any
 # other --aic-metrics value writes no per-core CSV whose format is documented, and the config schema refuses it for pmu.metrics.
 PMU_METRIC_CSVS = ("PipeUtilization", "ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio")

@@ -1,4 +1,4 @@
-"""msprof PROF_ directories (shared/formats/msprof.md): discovery, identity files, and the timeline's hot path,
+"""msprof PROF_ directories (docs/formats.md §1): discovery, identity files, and the timeline's hot path,
 one target kernel read from each of hundreds of ranks (read_target_kernels) with sqlite3 and numpy only.
 
 Whole kernel tables (db, op_summary CSVs, msprof JSON, as DataFrames) are in msprof_tables. Times are integer
@@ -136,7 +136,7 @@ def recorded_rank(value: Any) -> int | None:
 
 def db_session(conn: sqlite3.Connection) -> tuple[str | None, bool | None]:
     """(SCHEMA_VERSION, whether the session ended): a NULL SESSION_TIME_INFO.endTimeNs means the profiled process
-    exited abnormally (shared/formats/msprof.md §2.1), so its launches may stop short. None where a table is absent."""
+    exited abnormally (docs/formats.md §1), so its launches may stop short. None where a table is absent."""
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     version = conn.execute("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'").fetchone() if "META_DATA" in tables else None
     ended = None
@@ -152,7 +152,7 @@ def db_devices(path: Path) -> list[int]:
 
 
 def db_chip_names(path: Path) -> list[str]:
-    """The chip names a db's NPU_INFO(id, name) records (shared/formats/msprof.md §2.1); [] when it has none."""
+    """The chip names a db's NPU_INFO(id, name) records (docs/formats.md §1); [] when it has none."""
 
     def names(conn: sqlite3.Connection, _: Any) -> list[str]:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='NPU_INFO'").fetchone():
@@ -171,7 +171,7 @@ def prof_chips(info: ProfInfo, with_db: bool) -> set[str]:
     return found
 
 
-HOST_DEVICE = 31  # the host in the JSON pid encoding (pid & 31 == 31, shared/formats/msprof.md §3.4)
+HOST_DEVICE = 31  # the host in the JSON pid encoding (pid & 31 == 31, docs/formats.md §1)
 
 
 def export_devices(text_dir: Path) -> list[int]:

@@ -1,4 +1,4 @@
-"""`msopprof simulator` output (shared/formats/msopprof.md §6): where it lies and what its files hold.
+"""`msopprof simulator` output (docs/formats.md §2): where it lies and what its files hold.
 
 - Layout: ``OPPROF_*/simulator/`` (one kernel) or ``OPPROF_*/<Op>/<n>/simulator/`` (several), each with a summary
   ``trace.json``, ``visualize_data.bin`` and one directory per core (``core<i>.veccore<j>`` / ``core<i>.cubecore<j>``)

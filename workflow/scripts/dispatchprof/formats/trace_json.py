@@ -1,4 +1,4 @@
-"""msopprof's PipeTimeline / InstrTimeline trace.json (shared/formats/msopprof.md §5), also found as the TRACE block
+"""msopprof's PipeTimeline / InstrTimeline trace.json (docs/formats.md §2), also found as the TRACE block
 (0x2) of visualize_data.bin (§7).
 
 Device form: ``{"profilingType":"op","displayTimeUnit":"ns","schemaVersion":1,"traceEvents":[...]}`` with complete

@@ -1,4 +1,4 @@
-"""msopprof's visualize_data.bin (shared/formats/msopprof.md §7): appended blocks, each a 12-byte
+"""msopprof's visualize_data.bin (docs/formats.md §2): appended blocks, each a 12-byte
 little-endian header (uint64 contentSize; uint8 type, padding, version, reserved) and contentSize bytes of
 mostly UTF-8 JSON, padded with NULs to 4 bytes (the padding is counted in contentSize). CODE blocks (0x1)
 carry a 4096-byte file path before their content. Unknown block types are skipped."""
@@ -42,7 +42,7 @@ STATES = [
     "Active",
 ]
 ALL, NOT_ISSUE = "Stall Sampling(All Samples)", "Stall Sampling(Not Issue)"
-# JSON dtype codes (VisualizeBinDType, shared/formats/msopprof.md §7). They say what a column's number means:
+# JSON dtype codes (VisualizeBinDType, docs/formats.md §2). They say what a column's number means:
 # PERCENTAGE columns hold 0..100 (the writer multiplies by 100, e.g. L2Cache Hit Rate), while the stall columns are
 # CUSTOM_PERCENTAGE objects whose Percent is the writer's plain ratio 0..1 (a line's samples / all samples).
 PERCENTAGE, CUSTOM_PERCENTAGE = 4, 100

@@ -18,7 +18,7 @@ from typing import Iterable, Mapping, Sequence
 # Names that look like they hold a credential (matched case-insensitively, on the whole name).
 SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "*_KEY", "*APIKEY*")
 # CANN / torch_npu names that match a pattern above but hold no secret. None is known today: no variable of
-# CANN, HCCL or torch_npu documented in shared/formats matches (config/README.md, section cluster).
+# CANN, HCCL or torch_npu documented in docs/formats.md matches (config/README.md, section cluster).
 SECRET_EXCEPTIONS: frozenset[str] = frozenset()
 REDACTED = "<redacted>"
 # A forwarded environment root whose bin/ goes in front of the node's PATH, as activating it does.

@@ -26,7 +26,7 @@ except ImportError:  # run as a script on a node: its sibling module
     from nodeenv import merge
 
 FORBIDDEN_ENV = {
-    # shared/formats/deepep.md §1: it overrides profile_dispatch_latency's output_dir, so the CSV lands elsewhere.
+    # docs/formats.md §3: it overrides profile_dispatch_latency's output_dir, so the CSV lands elsewhere.
     "AKL_LATENCY_OUTPUT_DIR": "overrides profile_dispatch_latency's output_dir: dispatch_latency.csv would not land in results/",
 }
 

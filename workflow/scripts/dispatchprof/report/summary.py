@@ -382,7 +382,7 @@ def simt_said(a: Asked) -> Said:
             ("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
         )
     elif role:
-        said.append(("simt", f"The {role} role runs no SIMT code (shared/formats/deepep.md §4): PC sampling cannot speak to it."))
+        said.append(("simt", f"The {role} role runs no SIMT code (docs/formats.md §3): PC sampling cannot speak to it."))
     ni = pcs["stalls"]["not_issue"]
     worst = max(ni, key=ni.get)
     hot = pcs["hot_lines"]

@@ -15,7 +15,7 @@ import string
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-# msopprof refuses --output paths longer than this (shared/formats/msopprof.md §1).
+# msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
 ANALYZE_PATHS = (
     "latency_csv",
@@ -72,7 +72,7 @@ def world_ranks(config: Mapping[str, Any]) -> int:
     return int(config["cluster"]["nodes"]) * int(config["cluster"]["ranks_per_node"])
 
 
-# Characters msprof refuses in --output (shared/formats/msprof.md §1.1, [H8]): newline ' " % > < | & $ ; ` and \.
+# Characters msprof refuses in --output (docs/formats.md §1, [H8]): newline ' " % > < | & $ ; ` and \.
 MSPROF_OUTPUT_REFUSED = "\n'\"%><|&$;`\\"
 
 

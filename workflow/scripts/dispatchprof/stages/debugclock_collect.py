@@ -23,7 +23,7 @@ from dispatchprof.tools.toolchain import Toolchain, resolve
 # The legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): a precision failure of the ON run
 # alone is the instrumentation's, not the kernel's. It still makes the stage invalid: an ON run whose results are
 # wrong is not the run the clocks were meant to time, and a lead reading "ok" would trust them.
-KNOWN_CAUSE = "the legacy DEBUG build overwrites tpSendCountsOut with its clocks (shared/formats/deepep.md §7): the instrumentation's failure, not the kernel's"
+KNOWN_CAUSE = "the legacy DEBUG build overwrites tpSendCountsOut with its clocks (docs/formats.md §3): the instrumentation's failure, not the kernel's"
 
 
 def debugclock_collect(run: StageRun, logs: Path) -> Status:

@@ -109,7 +109,7 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
         "simt_functions_in_hot_lines": candidates,
         "per_function": merged["per_function"],
         "per_role": merged["per_role"],
-        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (shared/formats/deepep.md §4), weighted by their sample shares",
+        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (docs/formats.md §3), weighted by their sample shares",
         "source_mapped": source_mapped,
         "instructions": instr_seen,
         "per_rank": per_rank,

@@ -19,7 +19,7 @@ from dispatchprof.tools.launch import CollectiveResult, LocalLauncher, NodeSpec,
 from dispatchprof.tools.toolchain import Toolchain
 
 
-# The repository launcher's ports (shared/formats/deepep.md §3): what `auto` means where this host cannot pick a
+# The repository launcher's ports (docs/formats.md §3): what `auto` means where this host cannot pick a
 # free port for node 0 (launchers slurm and ssh).
 LAUNCHER_PORTS = {"master_port": 29520, "shmem_port": 8399}
 

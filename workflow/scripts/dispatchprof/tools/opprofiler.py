@@ -1,7 +1,7 @@
 """The operator profiler's command line (msopprof / `msprof op`) and what its output and log must show.
 
 msopprof exits 0 after any profiling attempt, so its exit code is not evidence: the output files and its
-log lines are (shared/formats/msopprof.md §1).
+log lines are (docs/formats.md §2).
 """
 
 from __future__ import annotations

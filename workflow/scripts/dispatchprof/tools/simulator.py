@@ -1,4 +1,4 @@
-"""`msopprof simulator`: its command line and what its log and output must show (shared/formats/msopprof.md §1, §6).
+"""`msopprof simulator`: its command line and what its log and output must show (docs/formats.md §2).
 
 The simulator takes --timeout in minutes (1-2880) and, on expiry, kills the app and parses what it has. The
 workflow's own budget (timeouts.probe, seconds) sets that --timeout; the process group is ended only

@@ -2,7 +2,7 @@
 
 Every simulated artifact (msprof tasks, dispatch_latency.csv in both measurement modes, the full-API time,
 msopprof's per-core rows, PC samples) is derived from the events computed here, so the confounders of a
-collective are in all of them at once. What waits on what follows shared/formats/deepep.md §4b, which is
+collective are in all of them at once. What waits on what follows docs/formats.md §3, which is
 itself inferred from the call order; each rule below is a modelling assumption, named where it is made.
 
 Per launch (times in µs on the true clock, 0 = the first call of the process group):

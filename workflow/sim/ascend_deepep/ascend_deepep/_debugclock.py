@@ -1,6 +1,6 @@
 """The stand-in's DEBUG_CLOCK_ON build: DebugClock ticks of every AIV core, derived from the event model's phases.
 
-Writes what the real DEBUG build writes (shared/formats/deepep.md §2), per launch:
+Writes what the real DEBUG build writes (docs/formats.md §3), per launch:
 - legacy (19c40e9): ``dispatch_clock_rank_<r>.csv`` (``rank,aiv_id,time_<k>_cycles``; slot i = tick[i+1] - tick[i];
   -1 = missing), the latest snapshot only (overwritten every launch);
 - AKL semantic trace: ``rank<R>-pid<P>-launch<L>/{trace.bin,capture.json}`` (L counts this process's launches);

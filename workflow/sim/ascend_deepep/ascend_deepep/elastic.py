@@ -41,7 +41,7 @@ from ascend_deepep._debugclock import EXPORT_US, DebugClockWriter
 from ascend_deepep._store import StoreClient
 
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
-LATENCY_MODES = ("kernel", "event")  # AKL_LATENCY_MODE (shared/formats/deepep.md §1); kernel when unset
+LATENCY_MODES = ("kernel", "event")  # AKL_LATENCY_MODE (docs/formats.md §3); kernel when unset
 TRUTH_SCHEMA = "dispatchprof.sim_truth/2"
 # The simulated device's cycle counter (Ascend 950). Kernel-mode latency is ticks / AKL_LATENCY_CLOCK_HZ, so a wrong
 # AKL_LATENCY_CLOCK_HZ scales every kernel-mode sample, as it would on the device.
@@ -326,7 +326,7 @@ class ElasticBuffer:
     def profile_dispatch_latency(
         self, output_dir: str | None = None, warmup: int = 0, synchronize_start: bool = True, metadata: dict[str, str] | None = None
     ) -> Iterator[None]:
-        """Time every dispatch in the block; rank 0 writes dispatch_latency.csv (shared/formats/deepep.md §1).
+        """Time every dispatch in the block; rank 0 writes dispatch_latency.csv (docs/formats.md §3).
 
         AKL_LATENCY_MODE picks the measurement: kernel (default; per call the max over AIV cores after the entry
         barrier) or event (the whole launch, entry barrier included). Rank 0 also writes sim_truth.json beside the
