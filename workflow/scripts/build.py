@@ -21,7 +21,13 @@ def body(run: StageRun) -> Status:
     if not gate.open:
         return run.skipped(gate)
     chain = resolve(run.config)
-    record = {"toolchain": run.toolchain, "repo": str(chain.repo), "command": deepep["build_command"], "environment": deepep["build_env"], "build_dir": deepep["build_dir"]}
+    record = {
+        "toolchain": run.toolchain,
+        "repo": str(chain.repo),
+        "command": deepep["build_command"],
+        "environment": deepep["build_env"],
+        "build_dir": deepep["build_dir"],
+    }
     copies = run.outputs["record"].parent / "libs"
     if not deepep["build_command"]:
         record["libraries"] = fingerprint(chain.repo, deepep["library_globs"], copies)
