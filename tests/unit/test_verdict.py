@@ -176,7 +176,7 @@ def links_of(items):
 def test_the_links_line_says_the_bound_and_the_share_and_points_at_debugclock_only_when_far_with_nobody_standing_out():
     near = facts([], baseline={**BASELINE, "bandwidth": bandwidth(0.75, far=False)})
     (line,) = links_of(verdict(near))
-    assert line.text == "Links allow 983 us (inter-node bytes at peak): 75% of that bound." and line.step is None
+    assert line.text == "Links allow 983 us (inter-node at peak): 75% of that bound." and line.step is None
     far = links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
     assert "42% of that bound" in far.text and "slow link or slow senders" in far.text and far.step.endswith("--forcerun debugclock_collect")
     named = links_of(verdict(facts([cause("late_arrival", 30.0, rank=5)], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
@@ -188,3 +188,28 @@ def test_no_bound_no_links_line_and_an_efficiency_above_one_says_the_peak_is_wro
     assert links_of(verdict(facts([]))) == []
     (over,) = links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(1.4, far=False, warning="efficiency 1.40 > 1")})))
     assert "140% of that bound" in over.text and "the peak or the byte definition is wrong" in over.text
+
+
+def role(rate, time=1300.0):
+    return {"cores": 18, "aiv_time_us_median": time, "aiv_icache_miss_rate_median": rate}
+
+
+def icache_of(items):
+    return [line for line in lines(items) if line.topic == "icache"]
+
+
+def test_a_striking_icache_miss_rate_is_said_against_the_other_roles_with_its_time_and_the_probe_as_next_step():
+    roles = {"URMASendToken": role(0.279, 1312.4), "CalCumSum": role(0.03), "TokenCopyToBuffer": role(0.015), "SelfCopyToken": role(0.02)}
+    pmu = {"roles": roles, "busiest": {"role": "URMASendToken", "rank": 11, "excess_us": 60.0, "excess_ratio": 0.5}}
+    (line,) = icache_of(verdict(facts([], pmu=pmu)))
+    assert "URMASendToken misses 27.9% (other roles 1.5-3.0%), cores 1312 us" in line.text
+    assert "not a verdict" in line.text and line.step.startswith("probe.enabled: true")
+    with_probe = {**statuses(debugclock="disabled"), "probe": Status("probe", "e", "ok", "probe reason", "sim")}
+    probed = icache_of(verdict(facts([], states=with_probe, pmu=pmu, probe={"cachemiss": {"total": 5, "top_pcs": []}}, ok=("pmu", "probe"))))[0]
+    assert probed.step is None  # the probe ran: its own line says what it counted
+    # without a chain role: a role whose rate stands apart from the others' is said, one within their spread is not
+    apart = {"roles": roles}
+    (line,) = icache_of(verdict(facts([], pmu=apart)))
+    assert line.text.startswith("I-cache: URMASendToken misses 27.9% (other roles 1.5-3.0%)")
+    near = {"roles": {**roles, "URMASendToken": role(0.025)}}
+    assert icache_of(verdict(facts([], pmu=near))) == []  # 3.0% against 1.5-2.5%: within how the others spread

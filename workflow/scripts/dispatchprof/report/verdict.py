@@ -99,7 +99,7 @@ def links_line(f: Facts) -> list[Item]:
     bw = (f.section("baseline") or {}).get("bandwidth")
     if not bw or bw.get("efficiency") is None:
         return []
-    text = f"Links allow {bw['bound_us']:.0f} us ({bw['sets_bound'].replace('_', '-')} bytes at peak): {100 * bw['efficiency']:.0f}% of that bound."
+    text = f"Links allow {bw['bound_us']:.0f} us ({bw['sets_bound'].replace('_', '-')} at peak): {100 * bw['efficiency']:.0f}% of that bound."
     if bw.get("warning"):
         return [Line("links", text + " Above 1: the peak or the byte definition is wrong.")]
     tl = f.section("timeline") or {}
@@ -212,7 +212,7 @@ def causes_table(f: Facts) -> list[Item]:
     if not causes:
         return []
     rows = [CauseRow(who(c), kind(c), cost_cell(c), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c in causes[:TABLE_ROWS]]
-    notes = ["Cost: launch period saved by removing the cause alone, established (CI above zero); not additive."]
+    notes = ["Cost: launch time saved without the cause alone (CI above zero); not additive."]
     untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
     if untimed:  # a late arrival waits before the kernel's timer: the dispatch latency would gain less
         notes.append("Dispatch latency saved: " + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed) + ".")
@@ -234,9 +234,9 @@ def waiting_line(f: Facts) -> list[Item]:
         return []
     if compared >= 8 and len(ranks) > compared / 2:
         many = f"All {compared}" if len(ranks) == compared else f"{len(ranks)} of the {compared}"
-        return [Line("waiting", f"{many} ranks that are no cause only wait: waiting is not blame.")]
+        return [Line("waiting", f"{many} ranks that are no cause only wait (not blame).")]
     verb = "waits" if len(ranks) == 1 else "wait"
-    return [Line("waiting", f"{rank_list(ranks)} only {verb}: waiting is not blame.")]
+    return [Line("waiting", f"{rank_list(ranks)} only {verb} (not blame).")]
 
 
 # --- what the lower layers add: which role (PMU, DebugClock), the I-cache, the SIMT stalls, a local probe
@@ -262,6 +262,9 @@ def pmu_line(f: Facts) -> list[Item]:
         return []
     busy = pmu.get("busiest")
     if not busy:
+        dc = f.section("debugclock")
+        if dc and not dc.get("busiest") and not dc.get("busiest_node"):
+            return []  # debugclock_line says it for both
         return [Line("role", "PMU: no rank's role is busier than on its peers.")]
     per_launch = busy.get("excess_us_per_launch", busy["excess_us"])
     ratio = busy.get("ranked_excess_ratio", busy.get("excess_ratio"))
@@ -285,25 +288,41 @@ def debugclock_line(f: Facts) -> list[Item]:
         text = f"{lead}: node {node['node']}'s ranks all run {node['role']} {node['excess_us']:.1f} us per launch longer than other nodes'."
     elif best:
         text = f"{lead}: rank {best['rank']}'s {best['role']} is {best['excess_us']:.1f} us per launch above its peers."
+    elif f.section("pmu") and not f.section("pmu").get("busiest"):
+        text = "PMU and DebugClock: no role or work slot stands out against its peers."
     else:
         text = f"{lead}: no work slot stands out."
     return [Line("role", text)]
 
 
 def icache_line(f: Facts) -> list[Item]:
+    """The I-cache link of the chain: the chain's role, or else a role whose miss rate stands apart from the other
+    roles' (above their highest by more than they spread among themselves: read from the data, no fixed threshold),
+    with its rate against the others' and its absolute time. A description, never a verdict; where no probe ran, the
+    probe is the step that tests the hypothesis on a local piece of the kernel."""
     pmu = f.section("pmu")
     if not pmu:
         return []
-    rates = {r: v["aiv_icache_miss_rate_median"] for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
-    if not rates:
+    roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
+    if not roles:
         return []
-    order = sorted(rates, key=lambda r: -rates[r])
+    rate = {r: v["aiv_icache_miss_rate_median"] for r, v in roles.items()}
     role = busiest_role(f)
-    if role in rates:
-        text = f"I-cache: {role} misses {100 * rates[role]:.1f}%, {order.index(role) + 1} of {len(order)} roles; a ranking, not a verdict."
-    else:
-        text = f"I-cache: {order[0]} misses most ({100 * rates[order[0]]:.1f}%); a ranking, not a verdict."
-    return [Line("icache", text)]
+    if role not in rate:
+        role = max(rate, key=rate.__getitem__)
+        others = [rate[r] for r in rate if r != role]
+        if not others or rate[role] - max(others) <= max(others) - min(others):
+            return []  # no chain role, and no role apart from the others: the ranking is in the evidence section
+    others = sorted(rate[r] for r in rate if r != role)
+    span = f" (other roles {100 * others[0]:.1f}-{100 * others[-1]:.1f}%)" if others else ""
+    time = roles[role].get("aiv_time_us_median")
+    spent = f", cores {time:.0f} us" if time is not None else ""
+    step = None if f.section("probe") else PROBE_STEP
+    return [Line("icache", f"I-cache: {role} misses {100 * rate[role]:.1f}%{span}{spent}; a ranking, not a verdict.", step)]
+
+
+# The stage that tests an I-cache hypothesis (a local piece under msopprof simulator); under cann it needs a command.
+PROBE_STEP = "probe.enabled: true (cann: also probe.command)"
 
 
 def probe_line(f: Facts) -> list[Item]:
@@ -312,7 +331,7 @@ def probe_line(f: Facts) -> list[Item]:
         return []
     cm = probe["cachemiss"]
     top = f", most at {cm['top_pcs'][0]['pc']}" if cm["top_pcs"] else ""
-    return [Line("probe", f"Local probe (simulator): {cm['total']} I-cache misses{top}; a hypothesis only.")]
+    return [Line("probe", f"Local probe (simulator): {cm['total']} I-cache misses{top}: a hypothesis.")]
 
 
 def simt_line(f: Facts) -> list[Item]:
