@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.report.steps import Run, drill_step, evidence_step
+from dispatchprof.report.verdict import Facts
 from dispatchprof.report.words import rank_list
 from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_sentence, straggler_of
 from dispatchprof.shell.invocation import snakemake_command
@@ -245,25 +245,10 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     return line
 
 
-@dataclass(frozen=True)
-class Asked:
-    """What the evidence sentences read: the stages' statuses, their summary sections, the A/B comparisons."""
-
-    statuses: Mapping[str, Status]
-    toolchain: str
-    world: int
-    sections: Mapping[str, Any]
-    comparisons: Sequence[Mapping[str, Any]]
-
-    def ok(self, stage: str) -> Any:
-        """A stage's section when the stage ran and is ok, else None."""
-        return self.sections.get(stage) if stage in self.statuses and self.statuses[stage].ok else None
-
-
 Said = list[tuple[str, str]]
 
 
-def data_said(a: Asked) -> Said:
+def data_said(a: Facts) -> Said:
     said = [("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")] if a.toolchain == "sim" else []
     corr = a.statuses["correctness"]
     if corr.state == "ok":
@@ -273,31 +258,31 @@ def data_said(a: Asked) -> Said:
     return said
 
 
-def latency_said(a: Asked) -> Said:
-    return [("latency", baseline_sentence(a.sections["baseline"], a.world))] if a.ok("baseline") else []
+def latency_said(a: Facts) -> Said:
+    return [("latency", baseline_sentence(a.sections["baseline"], a.world))] if a.section("baseline") else []
 
 
-def links_said(a: Asked) -> Said:
-    line = bandwidth_line(a.sections) if a.ok("baseline") else None
+def links_said(a: Facts) -> Said:
+    line = bandwidth_line(a.sections) if a.section("baseline") else None
     return [("links", line)] if line else []
 
 
-def timeline_said(a: Asked) -> Said:
-    return [("timeline", sentence) for sentence in timeline_sentences(a.sections["timeline"])] if a.ok("timeline") else []
+def timeline_said(a: Facts) -> Said:
+    return [("timeline", sentence) for sentence in timeline_sentences(a.sections["timeline"])] if a.section("timeline") else []
 
 
-def chain_role(a: Asked) -> str | None:
+def chain_role(a: Facts) -> str | None:
     """The role the chain follows: the PMU's busiest, else DebugClock's when the PMU is not ok."""
-    pmu = a.ok("pmu")
+    pmu = a.section("pmu")
     if pmu:
         return (pmu.get("busiest") or {}).get("role")
-    return ((a.ok("debugclock") or {}).get("busiest") or {}).get("role")
+    return ((a.section("debugclock") or {}).get("busiest") or {}).get("role")
 
 
-def role_said(a: Asked) -> Said:
+def role_said(a: Facts) -> Said:
     """Which role on which rank is busiest against its peers (PMU), with DebugClock whenever it ran: one item."""
     said: Said = []
-    pmu, dc, straggler = a.ok("pmu"), a.ok("debugclock"), straggler_of(a.sections)
+    pmu, dc, straggler = a.section("pmu"), a.section("debugclock"), straggler_of(a.sections)
     if pmu and pmu.get("busiest"):
         said.append(("role", pmu_busiest_sentence(pmu["busiest"], straggler)))
     elif pmu:
@@ -324,9 +309,9 @@ def role_said(a: Asked) -> Said:
     return said
 
 
-def icache_said(a: Asked) -> Said:
+def icache_said(a: Facts) -> Said:
     """The role's I-cache misses against the other roles' (after every word on which role)."""
-    pmu, role = a.ok("pmu"), chain_role(a)
+    pmu, role = a.section("pmu"), chain_role(a)
     if not pmu:
         return []
     rates = {r: v["aiv_icache_miss_rate_median"] for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
@@ -352,8 +337,8 @@ def icache_said(a: Asked) -> Said:
     return [("icache", "I-cache miss rates are not provided by this tool version: that link is not established.")]
 
 
-def probe_said(a: Asked) -> Said:
-    probe = a.ok("probe")
+def probe_said(a: Facts) -> Said:
+    probe = a.section("probe")
     if not probe or not probe.get("cachemiss"):
         return []
     cm = probe["cachemiss"]
@@ -367,8 +352,8 @@ def probe_said(a: Asked) -> Said:
     ]
 
 
-def simt_said(a: Asked) -> Said:
-    pcs, role = a.ok("pcsampling"), chain_role(a)
+def simt_said(a: Facts) -> Said:
+    pcs, role = a.section("pcsampling"), chain_role(a)
     if not (pcs and pcs.get("stalls")):
         if not role:
             return []
@@ -391,13 +376,13 @@ def simt_said(a: Asked) -> Said:
     return said
 
 
-def ab_said(a: Asked) -> Said:
+def ab_said(a: Facts) -> Said:
     if a.comparisons:
         return [("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in a.comparisons) + ".")]
     return [("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")]
 
 
-def evidence_said(a: Asked) -> Said:
+def evidence_said(a: Facts) -> Said:
     """Which stages hold evidence, and why the others hold none."""
     core = ("baseline", "timeline", "pmu", "pcsampling")
     extra = ["debugclock"] if "debugclock" in a.statuses and a.statuses["debugclock"].ok else []
@@ -420,7 +405,7 @@ def evidence_sentences(
 ) -> list[tuple[str, str]]:
     """Every question of the answer with every qualification of its numbers, sentence by sentence with its question
     (EVIDENCE_TOPICS): what is known, and what evidence is missing (never more than that)."""
-    asked = Asked(statuses, toolchain, world, sections or {}, comparisons)
+    asked = Facts(statuses, toolchain, world, sections or {}, comparisons)  # no run: the evidence prints no step
     return [pair for item in EVIDENCE_ITEMS for pair in item(asked)]
 
 

@@ -52,14 +52,15 @@ Item = Line | CauseTable
 
 @dataclass(frozen=True)
 class Facts:
-    """What the Answer reads: the stages' statuses, their summary sections, the A/B comparisons and the run."""
+    """What the Answer and the evidence sentences read: the stages' statuses, their summary sections, the A/B
+    comparisons and the run (whose words the Answer's steps carry)."""
 
     statuses: Mapping[str, Status]
     toolchain: str
     world: int
     sections: Mapping[str, Any]
     comparisons: Sequence[Mapping[str, Any]]
-    run: Run
+    run: Run = field(default_factory=lambda: Run(""))
 
     def section(self, stage: str) -> Any:
         """A stage's summary section when the stage is ok, else None."""
