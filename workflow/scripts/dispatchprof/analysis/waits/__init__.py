@@ -23,17 +23,11 @@ from dispatchprof.analysis.waits.clocks import DRIFT_IMPLAUSIBLE_PPM, node_clock
 from dispatchprof.analysis.waits.coupling import coupling
 from dispatchprof.analysis.waits.account import Account, Maxima, account, carried
 from dispatchprof.analysis.waits.candidate import Candidate
-from dispatchprof.analysis.waits.candidates import CLOCKS_FROM_ENDS, candidates, lead_within_node
-from dispatchprof.analysis.waits.late_ending import (
-    MAX_LATE_SET,
-    PERSISTENT_FRACTION,
-    core_candidate,
-    followers,
-    late_members,
-    late_sets,
-    persistent_candidate,
-    persistent_late_ranks,
-)
+from dispatchprof.analysis.waits.candidates import candidates
+from dispatchprof.analysis.waits.arrivals import CLOCKS_FROM_ENDS
+from dispatchprof.analysis.waits.end_order import PERSISTENT_FRACTION, followers, late_members, late_sets, persistent_late_ranks
+from dispatchprof.analysis.waits.own_work import lead_within_node
+from dispatchprof.analysis.waits.late_ending import MAX_LATE_SET, core_candidate, persistent_candidate
 from dispatchprof.analysis.waits.in_kernel import in_kernel, transient
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
 from dispatchprof.analysis.waits.costing import backgrounds, bootstrap_mean_ci, costed, duration_excess, excess

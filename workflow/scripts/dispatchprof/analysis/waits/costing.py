@@ -9,6 +9,7 @@ import numpy as np
 
 from dispatchprof.analysis.waits.account import Account, Maxima
 from dispatchprof.analysis.waits.candidate import Candidate
+from dispatchprof.analysis.waits.naming import by_cost, is_named, worth_costing
 from dispatchprof.analysis.waits.table import LaunchGrid
 
 
@@ -84,8 +85,8 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
         # included: a spike seen in one to three launches is not a rate (its CI reaches zero) and is listed, not named
         cost = float((period + extra).mean() - background[i, 0])
         cost_timed = float((timed + extra_timed).mean() - background[i, 1])
-        if max(cost, cost_timed) < 0.05 * min_cost:
-            continue  # a cost nobody would read: not worth its bootstrap
+        if not worth_costing(max(cost, cost_timed), min_cost):
+            continue
         ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period + extra, boot["resamples"], boot["seed"])]
         ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed + extra_timed, boot["resamples"], boot["seed"])]
         # named on one scope, the larger, and said in it: its explanation leads with that scope (cost_text), so that
@@ -106,12 +107,12 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
                 "background_us_per_launch": float(background[i, 0]),
                 "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
                 "launches": acc.rows,
-                "named": bool(max(cost, cost_timed) > min_cost and deciding[0] > 0 and not c.group),
+                "named": is_named(max(cost, cost_timed), deciding[0], min_cost) and not c.group,
                 "named_on": named_on,
                 **c.facts,
             }
         )
-    causes.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"], c["evidence"], c["rank"] if c["rank"] is not None else -1))
+    causes.sort(key=by_cost)
     return causes
 
 

@@ -7,6 +7,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dispatchprof.analysis.waits.naming import is_named
+
 from dispatchprof.analysis.waits.account import Account
 from dispatchprof.analysis.waits.costing import bootstrap_mean_ci
 
@@ -53,6 +55,6 @@ def in_kernel(acc: Account, waits: Mapping[str, Any], boot: Mapping[str, int]) -
         "background_us_per_launch": 0.0,
         "wait_caused_us_per_launch": cost * (acc.arrival.shape[1] - 1),
         "launches": acc.rows,
-        "named": bool(cost > float(waits["min_cost_us"]) and ci[0] > 0),
+        "named": is_named(cost, ci[0], float(waits["min_cost_us"])),
         "named_on": "period",
     }

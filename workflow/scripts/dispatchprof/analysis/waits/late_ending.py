@@ -1,54 +1,17 @@
-"""Late-ending ranks and nodes: the ranks that end late apart from the others per launch, the set late in most
-launches, its followers and core, and a node whose ranks all end last."""
+"""Late-ending ranks and nodes as candidate causes: the set late in most launches (with its followers, or around its
+core), the other late sets (listed, never named) and a node whose ranks all end after every other rank."""
 
 from __future__ import annotations
 
 
 import numpy as np
 
-from dispatchprof.analysis.waits.account import Account, carried
-from dispatchprof.analysis.waits.candidate import Candidate
+from dispatchprof.analysis.waits.account import Account, carried, top_two
+from dispatchprof.analysis.waits.candidate import Candidate, Facts
+from dispatchprof.analysis.waits.end_order import EndOrder
 
 
 MAX_LATE_SET = 16  # late-ending ranks beyond this many are not listed one set at a time (thousands of ranks)
-
-
-def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row the ranks that end late apart from the others: the largest gap between consecutive ends in the later
-    half, when it exceeds own_min and 3 times the median gap (the ends' own spacing). Returns per row the size of that
-    late set (0: none), its gap (its first end's lead over the others' last) and the end order (ascending)."""
-    n, world = acc.end.shape
-    if not n or world < 2:
-        return np.zeros(n, int), np.zeros(n), np.zeros((n, world), int)
-    order = np.argsort(acc.end, axis=1, kind="stable")
-    gaps = np.diff(np.take_along_axis(acc.end, order, axis=1), axis=1)  # [row, world - 1]
-    first = (world - 1) // 2  # a late set is at most half of the ranks
-    split = first + np.argmax(gaps[:, first:], axis=1)
-    gap = gaps[np.arange(n), split]
-    typical = np.median(gaps, axis=1)
-    clear = (gap > own_min) & (gap > 3.0 * typical)
-    return np.where(clear, world - 1 - split, 0), np.where(clear, gap, 0.0), order
-
-
-PERSISTENT_FRACTION = 0.5  # "in most launches": a majority, so that at most one set of ranks can be persistent
-
-
-def persistent_late_ranks(member: np.ndarray) -> np.ndarray:
-    """The grid columns that are in the late set (``member``, late_members) of most launches: a slowdown present in
-    every launch (a slow rank, a slow sender) splits into many per-launch sets (its receivers end late with it, in a
-    varying staircase), each rare, while its own ranks stay in nearly all of them."""
-    if not len(member):
-        return np.zeros(0, int)
-    return np.flatnonzero(member.mean(axis=0) > PERSISTENT_FRACTION)
-
-
-def late_members(size: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """``[row, column]``: whether the column is in the row's late set (late_sets)."""
-    n, world = order.shape
-    member = np.zeros((n, world), bool)
-    if n:
-        np.put_along_axis(member, order, np.arange(world)[None, :] >= (world - size)[:, None], axis=1)
-    return member
 
 
 def core_candidate(
@@ -80,38 +43,24 @@ def core_candidate(
     return cand
 
 
-def followers(end: np.ndarray, core: int, own_min: float) -> np.ndarray:
-    """The columns whose end moves with the core's, launch after launch: the robust spread (1.4826 x MAD) of their lag
-    behind the core's end is below own_min, the resolution at which the account calls a lead own work, and below half
-    the spread of their own end about the launch's median end: the core's end explains most of the variation of theirs
-    (three quarters of its variance). A receiver that waits for the core's data to the end ends a constant
-    transfer-and-tail from it (a spread of 2 us in 3x4, where a receiver that waits for it only at times spreads
-    15-48 us), and so does a rank the core waits for: a lead over either is no lead. Ranks that merely end together,
-    each with its own jitter, are no followers: their lag spreads more than their own end (about 1.2x, the difference
-    of two jitters). Each end is taken about its launch's median end, not as the rank's time in the kernel: a kernel
-    whose time varies from launch to launch alike for every rank moves every end alike, and read as a rank's own time
-    that made every rank that ends with the others a follower of a core that leads them all by a constant (the whole
-    group, and then nobody was left to end before it)."""
-    if len(end) < 3:
-        return np.zeros(0, int)
-
-    def spread(values: np.ndarray) -> np.ndarray:
-        return 1.4826 * np.median(np.abs(values - np.median(values, axis=0)), axis=0)
-
-    lag = spread(end[:, [core]] - end)
-    tied = (lag < own_min) & (lag < 0.5 * spread(end - np.median(end, axis=1, keepdims=True)))
-    tied[core] = False
-    return np.flatnonzero(tied)
-
-
 def late_ending(acc: Account, named: list[int], cols: np.ndarray, end_shift: np.ndarray, own_min: float) -> Candidate:
     """A named late-ending set (``named``: its ranks) from the end delays that bring its ``cols`` down to the others'
     last: struck where that lead exceeds own_min, carried into the next arrival in the launch period."""
     lead = end_shift.max(axis=1)
     struck = lead > own_min
     end_shift = np.where(struck[:, None], end_shift, 0.0)
-    facts = {"lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0, "late_ending_ranks": named, "persistent": True}
-    return Candidate("in_kernel", None, None, named, cols, carried(end_shift, acc.follows), end_shift, struck, facts)
+    facts: Facts = {"lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0, "late_ending_ranks": named, "persistent": True}
+    return Candidate(
+        evidence="in_kernel",
+        rank=None,
+        node=None,
+        ranks=named,
+        cols=cols,
+        arrival_shift=carried(end_shift, acc.follows),
+        end_shift=end_shift,
+        struck=struck,
+        facts=facts,
+    )
 
 
 def persistent_candidate(acc: Account, ranks: np.ndarray, cols: np.ndarray, own_min: float) -> Candidate:
@@ -124,3 +73,106 @@ def persistent_candidate(acc: Account, ranks: np.ndarray, cols: np.ndarray, own_
     mask[cols] = True
     others_last = acc.end[:, ~mask].max(axis=1, keepdims=True)
     return late_ending(acc, ranks[cols].tolist(), cols, np.maximum(0.0, acc.end[:, cols] - others_last), own_min)
+
+
+def whole_nodes(nodes: np.ndarray) -> set[tuple[int, ...]]:
+    """Each node's columns: a late set that is a whole node is the late-ending node's (late_ending_nodes)."""
+    return {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
+
+
+def recurring_late_ranks(acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float) -> Candidate | None:
+    """The ranks in the late set of most launches, when they are not a whole node: several ranks (persistent_candidate),
+    one rank with the ranks that end as one with it (the same, their core said), or one rank mostly late with others
+    ending after it (core_candidate). Listed, not named, where the chance test does not set them apart."""
+    persistent, group = ends.persistent, ends.group
+    if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes(nodes):
+        recurring = persistent_candidate(acc, ranks, persistent, own_min)
+    elif ends.alone and len(group) > 1:
+        recurring = persistent_candidate(acc, ranks, group, own_min)
+        recurring.facts["followers_of"] = int(ranks[persistent[0]])
+    elif len(persistent) == 1 and not ends.alone:
+        recurring = core_candidate(acc, ranks, persistent, ends.member, own_min, (ends.last, ends.first, ends.second))
+    else:
+        return None
+    recurring.group = not ends.established
+    recurring.facts.update(ends.apart)
+    return recurring
+
+
+def listed_late_sets(acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder) -> list[Candidate]:
+    """Ranks that end late together, apart from the others, in two launches or more, and are neither a whole node nor
+    the set of most launches: late-ending ranks, with no claim about why (one of them may keep the others waiting for
+    its data). Their lead over the others' last end. Listed, never named."""
+    n, world = acc.end.shape
+    sets: dict[tuple[int, ...], list[int]] = {}
+    for i in np.flatnonzero((ends.size >= 2) & (ends.size <= MAX_LATE_SET) & acc.ends_across_nodes).tolist():
+        sets.setdefault(tuple(sorted(ends.order[i, world - ends.size[i] :].tolist())), []).append(i)
+    known = whole_nodes(nodes) | {tuple(ends.persistent.tolist()), tuple(ends.group.tolist())}
+    out = []
+    for members, rows in sets.items():
+        if members in known or len(rows) < 2:
+            continue
+        cols = np.array(members)
+        struck = np.zeros(n, bool)
+        struck[rows] = True
+        end_shift = np.where(struck, ends.gap, 0.0)[:, None] * np.ones((1, len(cols)))
+        facts: Facts = {
+            "lead_us_median": float(np.median(ends.gap[struck])),
+            "late_ending_ranks": ranks[cols].tolist(),
+            "not_named": (
+                "the timeline cannot tell a slow rank among late-ending ranks from the kernel's own "
+                "structure (a sender serves its receivers in turn): PMU or DebugClock can"
+            ),
+        }
+        out.append(
+            Candidate(
+                evidence="in_kernel",
+                rank=None,
+                node=None,
+                ranks=[],
+                cols=cols,
+                arrival_shift=carried(end_shift, acc.follows),
+                end_shift=end_shift,
+                struck=struck,
+                facts=facts,
+                group=True,
+            )
+        )
+    return out
+
+
+def late_ending_nodes(acc: Account, ranks: np.ndarray, nodes: np.ndarray) -> list[Candidate]:
+    """A node whose ranks all end after every other rank: its lead over the others' last end, per rank. The link into
+    it, or its own work: the timeline cannot tell. Needs ends comparable across nodes."""
+    ids = np.unique(nodes)
+    if not (acc.ends_across_nodes and len(ids) > 1):
+        return []
+    node_max = np.column_stack([acc.end[:, nodes == k].max(axis=1) for k in ids])
+    node_min = np.column_stack([acc.end[:, nodes == k].min(axis=1) for k in ids])
+    top, first_max, second_max = top_two(node_max)
+    out = []
+    for k, node in enumerate(ids.tolist()):
+        cols = np.flatnonzero(nodes == node)
+        if len(cols) < 2:
+            continue
+        others_last = np.where(top == k, second_max, first_max)
+        # the node as a whole is late by its first rank's lead; what a rank adds beyond is its own
+        node_lead = node_min[:, k] - others_last
+        together = node_lead > 0
+        if not together.any():
+            continue
+        end_shift = np.where(together, node_lead, 0.0)[:, None] * np.ones((1, len(cols)))
+        out.append(
+            Candidate(
+                evidence="late_ending_node",
+                rank=None,
+                node=int(node),
+                ranks=ranks[cols].tolist(),
+                cols=cols,
+                arrival_shift=carried(end_shift, acc.follows),
+                end_shift=end_shift,
+                struck=together,
+                facts={"lead_us_median": float(np.median(node_lead[together]))},
+            )
+        )
+    return out

@@ -1,16 +1,19 @@
-"""Naming: which causes are named rather than listed (the chance test for ranks late in most launches; the named
-causes a named node explains)."""
+"""Naming: which causes are named rather than listed (a cost above ``min_cost_us`` with a CI above zero; the chance
+test for ranks late in most launches), in which order (by cost, never by how often they strike), and the named causes
+a named node explains."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
+from dispatchprof.analysis.waits.candidate import ChanceTest, Facts
 
-def stands_out(member: np.ndarray, persistent: np.ndarray, group: np.ndarray, alpha: float) -> dict[str, Any]:
+
+def stands_out(member: np.ndarray, persistent: np.ndarray, group: np.ndarray, alpha: float) -> Facts:
     """Whether the ranks in the late set of most launches (``persistent``'s columns of ``member``, late_members) are
     late more often than the most often late of the ranks outside ``group`` (they and their followers), beyond chance:
     a one-sided two-proportion z-test at ``alpha`` between the least often late of them and the most often late of the
@@ -27,7 +30,7 @@ def stands_out(member: np.ndarray, persistent: np.ndarray, group: np.ndarray, al
     pooled = (mine + theirs) / (2 * n)
     spread = math.sqrt(pooled * (1 - pooled) * 2 / n)  # 0 only where both are late in every launch, or in none
     z = (mine - theirs) / n / spread if spread > 0 else 0.0
-    fact = {"fraction_late": mine / n, "others_fraction_late": theirs / n, "z": z}
+    fact: ChanceTest = {"fraction_late": mine / n, "others_fraction_late": theirs / n, "z": z}
     if z > statistics.NormalDist().inv_cdf(1 - alpha):
         return {"stands_out": fact}
     return {
@@ -55,3 +58,20 @@ def covered(costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         kept.append(c)
     return kept
+
+
+def is_named(cost: float, ci_low: float, min_cost: float) -> bool:
+    """A cause is named when it costs the group more than ``min_cost`` us per launch (timeline.waits.min_cost_us) with
+    the lower end of its CI above zero; else it is listed."""
+    return bool(cost > min_cost and ci_low > 0)
+
+
+def worth_costing(cost: float, min_cost: float) -> bool:
+    """A cost below 5% of ``min_cost`` is one nobody would read: not worth its bootstrap."""
+    return not cost < 0.05 * min_cost
+
+
+def by_cost(cause: Mapping[str, Any]) -> tuple[float, float, str, int]:
+    """The sort key of the cost account: launch-period cost first, then timed, descending; ties by evidence and rank
+    (a node's or a group's rank is -1)."""
+    return (-cause["cost_us_per_launch"], -cause["cost_timed_us_per_launch"], cause["evidence"], cause["rank"] if cause["rank"] is not None else -1)

@@ -6,6 +6,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dispatchprof.analysis.waits.naming import by_cost, is_named, worth_costing
+
 from dispatchprof.analysis.waits.account import top_two
 from dispatchprof.analysis.waits.costing import backgrounds, bootstrap_mean_ci
 from dispatchprof.analysis.waits.table import LaunchGrid
@@ -31,8 +33,8 @@ def longest_own_work(g: LaunchGrid, waits: Mapping[str, Any], boot: Mapping[str,
     causes = []
     for j, saving, bg in zip(tops, savings, background.tolist()):
         cost = float(saving.mean()) - bg
-        if cost < 0.05 * min_cost:
-            continue  # a cost nobody would read: not worth its bootstrap
+        if not worth_costing(cost, min_cost):
+            continue
         ci = [float(x - bg) for x in bootstrap_mean_ci(saving, boot["resamples"], boot["seed"])]
         longest = (top == j) & (lead > 0)
         rank = int(g.ranks[j])
@@ -50,12 +52,12 @@ def longest_own_work(g: LaunchGrid, waits: Mapping[str, Any], boot: Mapping[str,
                 "background_us_per_launch": bg,
                 "wait_caused_us_per_launch": 0.0,  # nobody waits for it
                 "launches": n,
-                "named": bool(cost > min_cost and ci[0] > 0),
+                "named": is_named(cost, ci[0], min_cost),
                 "named_on": "period",
                 "lead_us_median": float(np.median(lead[longest])),
                 "spike_launches": 0,
                 "not_coupled": True,
             }
         )
-    causes.sort(key=lambda c: (-c["cost_us_per_launch"], c["rank"]))
+    causes.sort(key=by_cost)  # every one own work of one rank, the same cost in both scopes: by cost, then rank
     return causes
