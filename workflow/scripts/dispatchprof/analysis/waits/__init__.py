@@ -14,6 +14,18 @@ aligned by launch index (``[launch, rank]`` arrays of µs on each node's own clo
   cost, the group time per launch its removal would save, ranked by that cost, never by how often it strikes; a
   cause is named when it costs more than ``min_cost_us`` with a CI above zero (shared/DESIGN.md, "The answer is a
   cost account").
+
+The package, by concern (every name is re-exported here: import from ``dispatchprof.analysis.waits``):
+- table: the launch grid, host gaps, entry waits and the binned heat map;
+- clocks, coupling: node clocks and whether ranks wait for each other;
+- account: the complete launches a cost account reads, the per-row maxima a what-if saving needs;
+- candidate: the Candidate record and its Facts; candidates: every candidate cause, one function per kind:
+  arrivals (late arrival), own_work (own work and its spikes), end_order and late_ending (late-ending ranks and
+  nodes), in_kernel (the whole group waiting inside the kernel), uncoupled (longest own work of ranks that do not
+  wait for each other);
+- costing: what-if savings above the background, bootstrap CIs, the group's excess;
+- naming: named or listed (min_cost_us, the chance test), the order by cost, what a named node covers;
+- describe: the causes in words; awaited: the account assembled (awaited, analyse).
 """
 
 from __future__ import annotations

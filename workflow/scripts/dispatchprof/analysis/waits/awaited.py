@@ -90,15 +90,7 @@ def awaited(
     else:  # durations are own work and compare directly (shared/DESIGN.md): the longest's lead is what it costs
         costs, inside, group = longest_own_work(g, waits, boot), None, duration_excess(g)
     named = covered(costs)
-    for c in costs + ([inside] if inside else []):
-        for key, scope, value in (
-            ("cost_share", "period_us_per_launch", c["cost_us_per_launch"]),
-            ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"]),
-        ):
-            c[key] = value / group[scope] if group[scope] else None
-        if c.get("cost_bound_us"):
-            # the share and the waiting caused compare the same arrivals across nodes as the estimate: not established
-            c["cost_share"] = c["wait_caused_us_per_launch"] = None
+    add_shares(costs + ([inside] if inside else []), group)
     if inside and inside["named"]:
         named.append(inside)
         named.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"]))
@@ -109,26 +101,7 @@ def awaited(
     unnamed = [c for c in costs if not c["named"]][:10]
     # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
     blamed = {r for c in named + unnamed for r in c["ranks"]}
-    notes = []
-    if not coupled:
-        notes.append("not coupled: the ranks do not wait for each other, so durations are own work and are compared directly")
-    if not g.has_barrier:
-        notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
-    if named:
-        main = named[0]
-        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")}
-        explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
-        if len(named) > EXPLAINED:
-            explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
-    else:
-        answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
-        explanation = (
-            f"no rank or node stands out: no cause costs the group more than {float(waits['min_cost_us']):g} us per launch (timeline.waits.min_cost_us)"
-        )
-        listed = [c for c in unnamed if c.get("not_named")]
-        if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
-            explanation += ". Listed, not named: " + listed_text(listed[:3])
-        explanation += f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
+    answer, explanation = answer_of(named, unnamed, float(waits["min_cost_us"]))
     return {
         **answer,
         "causes": named,
@@ -140,9 +113,51 @@ def awaited(
         "waiting": waiting_ranks(g, correction, blamed),
         "arrivals": acc.arrival_how,
         "ends": acc.end_how,
-        "notes": notes,
+        "notes": notes_of(coupled, g.has_barrier),
         "launches_compared": acc.rows,
     }
+
+
+def add_shares(causes: list[dict[str, Any]], group: Mapping[str, float | None]) -> None:
+    """Each cause's share of the group's excess in both scopes (None where there is no excess)."""
+    for c in causes:
+        for key, scope, value in (
+            ("cost_share", "period_us_per_launch", c["cost_us_per_launch"]),
+            ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"]),
+        ):
+            c[key] = value / group[scope] if group[scope] else None
+        if c.get("cost_bound_us"):
+            # the share and the waiting caused compare the same arrivals across nodes as the estimate: not established
+            c["cost_share"] = c["wait_caused_us_per_launch"] = None
+
+
+def answer_of(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], min_cost: float) -> tuple[dict[str, Any], str]:
+    """The straggler's keys (the top named cause's, or nobody's) and the explanation: the named causes' sentences, or
+    why nobody stands out with the listed causes and what the timeline cannot see."""
+    if named:
+        main = named[0]
+        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")}
+        explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
+        if len(named) > EXPLAINED:
+            explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
+        return answer, explanation
+    answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
+    explanation = f"no rank or node stands out: no cause costs the group more than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
+    listed = [c for c in unnamed if c.get("not_named")]
+    if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
+        explanation += ". Listed, not named: " + listed_text(listed[:3])
+    explanation += f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
+    return answer, explanation
+
+
+def notes_of(coupled: bool, has_barrier: bool) -> list[str]:
+    """What the account could not compare, said once beside it."""
+    notes = []
+    if not coupled:
+        notes.append("not coupled: the ranks do not wait for each other, so durations are own work and are compared directly")
+    if not has_barrier:
+        notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
+    return notes
 
 
 EXPLAINED = 5  # named causes spelled out in the explanation; the rest are in the causes table

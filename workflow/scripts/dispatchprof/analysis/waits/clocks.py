@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -46,49 +47,73 @@ def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             tk = np.nanmedian(ref[:, cols], axis=1)
-        d = tk - t0
         t = t0 - first
-        ok = np.isfinite(d) & np.isfinite(t)
         skew_x = (last_node == base).astype(float) - (last_node == node).astype(float)
-        skew = None
-        if ok.sum() >= 3 and np.ptp(t[ok]) > 0:
-            design = [np.ones(ok.sum()), t[ok]]
-            if use_barrier and ok.sum() >= 4 and np.ptp(skew_x[ok]) > 0:
-                design.append(skew_x[ok])
-            coef = np.linalg.lstsq(np.column_stack(design), d[ok], rcond=None)[0]
-            intercept, slope = float(coef[0]), float(coef[1])
-            skew = float(coef[2]) if len(coef) > 2 else None
-        elif ok.any():
-            slope, intercept = 0.0, float(np.median(d[ok]))
-        else:
+        fit = clock_fit(tk - t0, t, skew_x, use_barrier)
+        if fit is None:
             report[str(int(node))] = {"offset_us": None, "drift_ppm": None, "spread_us": None, "launches": 0, "reference": reference}
             continue
-        fitted = intercept + slope * np.where(np.isfinite(t), t, 0.0)
-        resid = d[ok] - fitted[ok] - (skew or 0.0) * skew_x[ok]
-        correction[:, cols] = fitted[:, None]
-        spread_t = float(((t[ok] - t[ok].mean()) ** 2).sum())
-        dof = len(resid) - (3 if skew is not None else 2)
-        stderr = math.sqrt(float((resid**2).sum()) / dof / spread_t) * 1e6 if dof > 0 and spread_t > 0 else None
-        drift = float(slope * 1e6)
+        correction[:, cols] = fit.fitted[:, None]
+        report[str(int(node))] = {**fit.report(), "reference": reference, "reference_us": float(first)}
+    return report, correction
+
+
+@dataclass
+class ClockFit:
+    """One node's clock against node 0's: ``d`` (its reference ends minus node 0's, per launch) = intercept + slope x
+    ``t`` (node 0's time since the first launch) + skew x ``skew_x`` (the barrier's release skew, where fitted)."""
+
+    intercept: float
+    slope: float
+    skew: float | None
+    fitted: np.ndarray  # [launch] the offset to subtract (intercept + slope x t; the skew is the barrier's, not the clock's)
+    resid: np.ndarray  # over the launches used
+    spread_t: float  # the spread of t over them (sum of squares about the mean)
+
+    def report(self) -> dict[str, Any]:
+        """The offset and drift with its standard error and state; the release skew; the residuals' robust spread."""
+        dof = len(self.resid) - (3 if self.skew is not None else 2)
+        stderr = math.sqrt(float((self.resid**2).sum()) / dof / self.spread_t) * 1e6 if dof > 0 and self.spread_t > 0 else None
+        drift = float(self.slope * 1e6)
         if stderr is None or stderr >= abs(drift):
             drift_state = "unresolved"
         elif abs(drift) > DRIFT_IMPLAUSIBLE_PPM:
             drift_state = "implausible"
         else:
             drift_state = "resolved"
-        report[str(int(node))] = {
-            "offset_us": float(intercept),
+        resid = self.resid
+        return {
+            "offset_us": float(self.intercept),
             "drift_ppm": drift if drift_state != "unresolved" else None,
             "drift_ppm_fitted": drift,
             "drift_ppm_stderr": stderr,  # a short collection pins the drift down poorly: read it with this
             "drift_state": drift_state,
-            "release_skew_us": skew,
+            "release_skew_us": self.skew,
             "spread_us": float(1.4826 * np.median(np.abs(resid - np.median(resid)))) if len(resid) else None,
-            "launches": int(ok.sum()),
-            "reference": reference,
-            "reference_us": float(first),  # the drift is per µs of node 0's clock after this (the trace needs it)
+            "launches": len(resid),
+            # "reference_us" (set by node_clocks): the drift is per µs of node 0's clock after it (the trace needs it)
         }
-    return report, correction
+
+
+def clock_fit(d: np.ndarray, t: np.ndarray, skew_x: np.ndarray, use_barrier: bool) -> ClockFit | None:
+    """Offset and drift by least squares over the launches both nodes have (three or more over a time span), with the
+    barrier's release skew as a third term where it varies; else a constant offset (the median); None without any."""
+    ok = np.isfinite(d) & np.isfinite(t)
+    skew = None
+    if ok.sum() >= 3 and np.ptp(t[ok]) > 0:
+        design = [np.ones(ok.sum()), t[ok]]
+        if use_barrier and ok.sum() >= 4 and np.ptp(skew_x[ok]) > 0:
+            design.append(skew_x[ok])
+        coef = np.linalg.lstsq(np.column_stack(design), d[ok], rcond=None)[0]
+        intercept, slope = float(coef[0]), float(coef[1])
+        skew = float(coef[2]) if len(coef) > 2 else None
+    elif ok.any():
+        slope, intercept = 0.0, float(np.median(d[ok]))
+    else:
+        return None
+    fitted = intercept + slope * np.where(np.isfinite(t), t, 0.0)
+    resid = d[ok] - fitted[ok] - (skew or 0.0) * skew_x[ok]
+    return ClockFit(intercept, slope, skew, fitted, resid, float(((t[ok] - t[ok].mean()) ** 2).sum()))
 
 
 def release_skew(clocks: Mapping[str, Any]) -> float:

@@ -54,6 +54,20 @@ def backgrounds(costs: np.ndarray, peers: int) -> np.ndarray:
     return (remaining(np.full(len(costs), lo)) + remaining(np.full(len(costs), hi))) / 2
 
 
+def kind_backgrounds(raw: list[tuple[Candidate, np.ndarray, np.ndarray]], world: int, n_nodes: int) -> np.ndarray:
+    """``[candidate, scope]``: the background of each candidate's saving in the launch period (0) and the timed scope
+    (1): the median over the other ranks (or nodes) of the same evidence (backgrounds)."""
+    kinds: dict[tuple[str, bool], list[int]] = {}
+    for i, (c, *_) in enumerate(raw):
+        kinds.setdefault((c.evidence, c.node is None), []).append(i)
+    background = np.zeros((len(raw), 2))
+    for (_, per_rank), members in kinds.items():
+        peers = (world if per_rank else n_nodes) - 1  # peers without a candidate cost nothing
+        for k in (0, 1):
+            background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
+    return background
+
+
 def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
     """Each candidate with its costs: the what-if savings per launch (averaged over every analysed launch, zero where
     it did not strike) in the launch period and in the timed scope, Scalasca's delay cost, and a bootstrap CI over
@@ -68,17 +82,9 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
         period, timed = arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)
         zero = np.zeros(len(period))
         raw.append((c, period, timed, c.period_extra if c.period_extra is not None else zero, c.timed_extra if c.timed_extra is not None else zero))
-    world, n_nodes = acc.arrival.shape[1], len(np.unique(nodes))
     causes = []
     min_cost = float(waits["min_cost_us"])
-    kinds: dict[tuple[str, bool], list[int]] = {}
-    for i, (c, *_) in enumerate(raw):
-        kinds.setdefault((c.evidence, c.node is None), []).append(i)
-    background = np.zeros((len(raw), 2))
-    for (_, per_rank), members in kinds.items():
-        peers = (world if per_rank else n_nodes) - 1  # peers without a candidate cost nothing
-        for k in (0, 1):
-            background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
+    background = kind_backgrounds([(c, period, timed) for c, period, timed, *_ in raw], acc.arrival.shape[1], len(np.unique(nodes)))
     for i, (c, period, timed, extra, extra_timed) in enumerate(raw):
         # a spike (a launch 5 robust sigmas above the launch-to-launch spread) is no jitter: the background, what
         # jitter gives every rank now and then, is of the leads only. The CI resamples the launches, spikes

@@ -83,7 +83,18 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"other nodes' last) in {pct}: the link into or out of it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
             f"senders on the other nodes can tell); it {cost}"
         )
-    if cause.get("late_ending_ranks") and cause.get("with_ranks") is not None:
+    if cause.get("late_ending_ranks"):
+        return late_ending_text(cause, pct, cost)
+    return (
+        f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
+        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside the kernel for a peer's data; "
+        f"PMU or DebugClock must name the rank and role; it {cost}"
+    )
+
+
+def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
+    """Late-ending ranks in words: around their core, as one with the rank they follow, or as a set; never why."""
+    if cause.get("with_ranks") is not None:
         (core,) = cause["late_ending_ranks"]
         shown = cause["with_ranks"][:6]
         others = f", with ranks {', '.join(map(str, shown))}{' and others' if len(cause['with_ranks']) > 6 else ''}" if shown else ""
@@ -92,7 +103,7 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"the others' last where they end after it, its own over the next end where it ends last; in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
             f"for its data, or wait with them; PMU or DebugClock must name the rank and role); it {cost}"
         )
-    if cause.get("late_ending_ranks") and cause.get("followers_of") is not None:
+    if cause.get("followers_of") is not None:
         late, core = cause["late_ending_ranks"], cause["followers_of"]
         tied = ", ".join(str(r) for r in late if r != core)
         return (
@@ -101,18 +112,12 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"{pct}): late-ending ranks, with no claim about why (which of them keeps the other waiting, the timeline cannot tell; PMU or DebugClock "
             f"must name the rank and role); it {cost}"
         )
-    if cause.get("late_ending_ranks"):
-        late = cause["late_ending_ranks"]
-        return (
-            f"ranks {', '.join(map(str, late))}{' are among the late-ending ranks of most launches and' if cause.get('persistent') else ''} end late together (median "
-            f"{cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
-            "late-ending ranks, with no claim about why (one of them may keep the others waiting for its data; PMU or DebugClock must name "
-            f"the rank and role); it {cost}"
-        )
+    late = cause["late_ending_ranks"]
     return (
-        f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
-        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside the kernel for a peer's data; "
-        f"PMU or DebugClock must name the rank and role; it {cost}"
+        f"ranks {', '.join(map(str, late))}{' are among the late-ending ranks of most launches and' if cause.get('persistent') else ''} end late together (median "
+        f"{cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
+        "late-ending ranks, with no claim about why (one of them may keep the others waiting for its data; PMU or DebugClock must name "
+        f"the rank and role); it {cost}"
     )
 
 
