@@ -227,7 +227,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     )
     matched = top_truth if right else knob_real[0] if right_knob else None
     error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
-    # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits.py cost_bound_us): the
+    # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits/arrivals.py cost_bound_us): the
     # answer gives "at most", so the bound must hold; its estimate on clocks fitted to the ends is kept, not scored
     bound = top.get("cost_bound_us") if top else None
     bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None

@@ -306,7 +306,7 @@ def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_e
 
 
 def test_a_top_cause_whose_cost_is_only_bounded_is_given_beside_the_role_as_at_most():
-    # without a pure barrier a late arrival across nodes costs "at most" its lateness (analysis/waits.py cost_bound_us)
+    # without a pure barrier a late arrival across nodes costs "at most" its lateness (analysis/waits/arrivals.py cost_bound_us)
     late = {"rank": 5, "evidence": "late_arrival", "cost_us_per_launch": 13.0, "cost_bound_us": [0.0, 54.5]}
     assert "another rank, 5 (late_arrival, at most 54.5 us per launch)" in cost_beside(6, 2.5, late)
     assert "rank 5's cost to the group in the timeline, at most 54.5 us per launch (late_arrival)" in cost_beside(5, 2.5, late)

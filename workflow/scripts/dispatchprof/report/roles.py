@@ -26,7 +26,7 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
     named, cost = straggler.get("rank"), straggler.get("cost_us_per_launch")
     role_us_text = f"{low_us:.1f} to {role_us:.1f}" if low_us is not None and low_us < role_us else f"{role_us:.1f}"
     inner = label[0].lower() + label[1:]  # the label inside a sentence
-    bound = straggler.get("cost_bound_us")  # without a pure barrier a late arrival's cost is a bound (analysis/waits.py)
+    bound = straggler.get("cost_bound_us")  # without a pure barrier a late arrival's cost is a bound (analysis/waits/arrivals.py)
     cost_text = f"at most {bound[1]:.1f}" if bound else f"{cost:.1f}" if cost is not None else ""
     extra = f", {cost_text} us per launch" if cost is not None else ""  # the timeline's cost, inside a clause
     if named == rank and cost is not None:

@@ -1,0 +1,211 @@
+"""The cost account assembled: every cause with its cost, ranked by cost, the top one as the straggler, and what the
+timeline's stats hold of it (analyse)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+
+from dispatchprof.formats.ranklog import name_ranks
+from dispatchprof.analysis.waits.account import Account, account
+from dispatchprof.analysis.waits.candidates import candidates
+from dispatchprof.analysis.waits.clocks import node_clocks, release_skew
+from dispatchprof.analysis.waits.costing import costed, duration_excess, excess
+from dispatchprof.analysis.waits.coupling import coupling
+from dispatchprof.analysis.waits.describe import EVERY_LAUNCH_ALIKE, EXCESS_DEFINITION, EXCESS_NOT_COUPLED, describe, listed_text
+from dispatchprof.analysis.waits.in_kernel import in_kernel
+from dispatchprof.analysis.waits.naming import covered
+from dispatchprof.analysis.waits.table import LaunchGrid, entry_wait_grid, entry_waits, kernel_entry_waits
+from dispatchprof.analysis.waits.uncoupled import longest_own_work
+
+
+def arrived_last(acc: Account, ranks: np.ndarray) -> dict[str, float]:
+    """Per rank: the fraction of launches it arrived last at the barrier (frequency, not cost)."""
+    if not acc.rows:
+        return {}
+    last = np.argmax(acc.arrival, axis=1)
+    counts = np.bincount(last, minlength=len(ranks)) / acc.rows
+    return {str(int(r)): float(f) for r, f in zip(ranks, counts) if f > 0}
+
+
+def rank_offsets(acc: Account, ranks: np.ndarray) -> dict[str, Any]:
+    """Per rank the median arrival at the barrier and the median end, each after the launch's first (µs; the
+    corrected clocks, or the barrier's durations for arrivals): who comes late, and who ends late."""
+    if not acc.rows:
+        return {"ranks": [], "arrival_us_median": [], "end_us_median": [], "definition": "no complete launch"}
+    arrival = np.median(acc.arrival - acc.arrival.min(axis=1, keepdims=True), axis=0)
+    end = np.median(acc.end - acc.end.min(axis=1, keepdims=True), axis=0)
+    return {
+        "ranks": [int(r) for r in ranks],
+        "arrival_us_median": [round(float(v), 3) for v in arrival],
+        "end_us_median": [round(float(v), 3) for v in end],
+        "definition": f"median over launches of each rank's arrival after the launch's first ({acc.arrival_how}) and of its end after the first end "
+        f"({acc.end_how})",
+    }
+
+
+def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> dict[str, Any]:
+    """The ranks that wait: a median barrier (or entry) wait in the upper half of the ranks' and above the lowest by
+    more than half the spread between them; never a cause."""
+    wait = g.barrier_wait if g.has_barrier else kernel_entry_waits(g, correction)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per_rank = np.nanmedian(wait, axis=0)
+    ok = np.isfinite(per_rank)
+    if ok.sum() < 2:
+        return {"ranks": [], "definition": "no waits to compare"}
+    lo, hi = np.nanmin(per_rank), np.nanmax(per_rank)
+    long = [int(r) for r, w in zip(g.ranks, per_rank) if np.isfinite(w) and w > lo + 0.5 * (hi - lo)]
+    return {
+        "ranks": [r for r in long if r not in blamed],
+        "causes_left_out": [r for r in long if r in blamed],  # they wait as long, but are causes, named or listed
+        "compared": int(ok.sum() - len(blamed & set(g.ranks[ok].tolist()))),  # ranks with waits that are no cause
+        "definition": "ranks whose median wait at the barrier (its duration; else the kernel's entry wait) is above the lowest rank's by more than "
+        "half the spread over ranks; a cause, named or listed, is never among them",
+    }
+
+
+def awaited(
+    g: LaunchGrid,
+    correction: np.ndarray,
+    couple: Mapping[str, Any],
+    waits: Mapping[str, Any],
+    boot: Mapping[str, int] | None = None,
+    clocks: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The cost account: every cause with its cost, ranked by cost, and the top one as the straggler:
+    ``{rank, ranks, node, evidence, fraction, cost..., causes, explanation}``."""
+    boot = {"resamples": 2000, "seed": 0, **(boot or {})}
+    acc = account(g, correction, release_skew(clocks) if clocks else 0.0)
+    # Ranks shown to run independently wait for nobody: no group time to account. Unknown coupling (say, no barrier
+    # kernel across nodes) is accounted, and what the clocks cannot establish is listed, not named.
+    coupled = couple["state"] != "not_coupled"
+    where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
+    if coupled:
+        costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot)
+        inside = in_kernel(acc, waits, boot)
+        group = excess(acc, inside)
+    else:  # durations are own work and compare directly (shared/DESIGN.md): the longest's lead is what it costs
+        costs, inside, group = longest_own_work(g, waits, boot), None, duration_excess(g)
+    named = covered(costs)
+    add_shares(costs + ([inside] if inside else []), group)
+    if inside and inside["named"]:
+        named.append(inside)
+        named.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"]))
+    for c in named:
+        if c["evidence"] == "late_arrival":
+            c["where"] = where
+        c["explanation"] = describe(c)
+    unnamed = [c for c in costs if not c["named"]][:10]
+    # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
+    blamed = {r for c in named + unnamed for r in c["ranks"]}
+    answer, explanation = answer_of(named, unnamed, float(waits["min_cost_us"]))
+    return {
+        **answer,
+        "causes": named,
+        "unnamed": unnamed,
+        "explanation": explanation,
+        "excess": {**group, "definition": EXCESS_DEFINITION if coupled else EXCESS_NOT_COUPLED},
+        "arrived_last_fraction": arrived_last(acc, g.ranks),
+        "rank_offsets": rank_offsets(acc, g.ranks),
+        "waiting": waiting_ranks(g, correction, blamed),
+        "arrivals": acc.arrival_how,
+        "ends": acc.end_how,
+        "notes": notes_of(coupled, g.has_barrier),
+        "launches_compared": acc.rows,
+    }
+
+
+def add_shares(causes: list[dict[str, Any]], group: Mapping[str, float | None]) -> None:
+    """Each cause's share of the group's excess in both scopes (None where there is no excess)."""
+    for c in causes:
+        for key, scope, value in (
+            ("cost_share", "period_us_per_launch", c["cost_us_per_launch"]),
+            ("cost_timed_share", "timed_us_per_launch", c["cost_timed_us_per_launch"]),
+        ):
+            c[key] = value / group[scope] if group[scope] else None
+        if c.get("cost_bound_us"):
+            # the share and the waiting caused compare the same arrivals across nodes as the estimate: not established
+            c["cost_share"] = c["wait_caused_us_per_launch"] = None
+
+
+def answer_of(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], min_cost: float) -> tuple[dict[str, Any], str]:
+    """The straggler's keys (the top named cause's, or nobody's) and the explanation: the named causes' sentences, or
+    why nobody stands out with the listed causes and what the timeline cannot see."""
+    if named:
+        main = named[0]
+        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")}
+        explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
+        if len(named) > EXPLAINED:
+            explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
+        return answer, explanation
+    answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
+    explanation = f"no rank or node stands out: no cause costs the group more than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
+    listed = [c for c in unnamed if c.get("not_named")]
+    if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
+        explanation += ". Listed, not named: " + listed_text(listed[:3])
+    explanation += f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
+    return answer, explanation
+
+
+def notes_of(coupled: bool, has_barrier: bool) -> list[str]:
+    """What the account could not compare, said once beside it."""
+    notes = []
+    if not coupled:
+        notes.append("not coupled: the ranks do not wait for each other, so durations are own work and are compared directly")
+    if not has_barrier:
+        notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
+    return notes
+
+
+EXPLAINED = 5  # named causes spelled out in the explanation; the rest are in the causes table
+
+
+STRAGGLER_KEYS = (
+    "rank",
+    "ranks",
+    "node",
+    "evidence",
+    "fraction",
+    "cost_us_per_launch",
+    "cost_ci_us",
+    "cost_timed_us_per_launch",
+    "wait_caused_us_per_launch",
+    "cost_share",
+    "cost_bound_us",
+)
+
+
+CAUSE_KEYS = (
+    "evidence",
+    "rank",
+    "node",
+    "ranks",
+    "fraction",
+    "cost_us_per_launch",
+    "cost_ci_us",
+    "wait_caused_us_per_launch",
+    "cost_timed_us_per_launch",
+    "cost_share",
+    "cost_bound_us",
+    "explanation",
+)
+
+
+def analyse(g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], bootstrap: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, and the entry-wait
+    heat map."""
+    clocks, correction = node_clocks(g)
+    couple = coupling(g)
+    strag = awaited(g, correction, couple, waits, bootstrap, clocks)
+    if missing_ranks:
+        strag["coverage_note"] = f"{name_ranks(missing_ranks).capitalize()} without data: the awaited rank may be among them"
+    return {
+        "node_clock": clocks,
+        "coupling": couple,
+        "entry_wait_us": entry_waits(g, correction),
+        "straggler": strag,
+        "entry_wait_heatmap": entry_wait_grid(g, correction),
+    }

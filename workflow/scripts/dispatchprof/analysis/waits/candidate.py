@@ -1,0 +1,51 @@
+"""A candidate cause: the shifts that would remove a delay, per analysed launch, with the facts its explanation reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+import numpy as np
+
+
+class ChanceTest(TypedDict):
+    """stands_out: how often the ranks late in most launches are late, against the most often late of the others."""
+
+    fraction_late: float
+    others_fraction_late: float
+    z: float
+
+
+class Facts(TypedDict, total=False):
+    """What a candidate's explanation reads; spread into its cost-account entry in the order they were set (the stats
+    JSON keeps that order)."""
+
+    late_us_median: float  # late arrival: its median host-gap excess where it struck
+    cost_clocks: str  # late arrival without a pure barrier: why its estimate is uncertain (CLOCKS_FROM_ENDS)
+    cost_bound_us: list[float]  # ... and the bound that holds whatever the clocks: [0, mean delay per launch]
+    ahead_us_median: float  # late arrival: where it arrived last, its median lead over the next arrival
+    ahead_launches: int
+    lead_us_median: float  # own work and late-ending ranks or nodes: the median lead over the next end (or the others' last)
+    spike_launches: int  # own work: launches where it is a spike of the rank's own time in the kernel
+    late_ending_ranks: list[int]
+    persistent: bool  # late-ending ranks in most launches
+    with_ranks: list[int]  # the core of a late-ending set: the ranks late with it in at least 10% of its launches
+    followers_of: int  # late-ending ranks that end as one: the rank they follow
+    stands_out: ChanceTest
+    not_named: str  # listed, never named: why
+
+
+@dataclass(kw_only=True)
+class Candidate:
+    evidence: str
+    rank: int | None
+    node: int | None
+    ranks: list[int]
+    cols: np.ndarray  # the grid's columns of those ranks
+    arrival_shift: np.ndarray  # [row, len(cols)] lateness removed at the barrier (launch-period scope)
+    end_shift: np.ndarray  # [row, len(cols)] end delay removed in the timed kernel scope
+    struck: np.ndarray  # [row] bool
+    facts: Facts = field(default_factory=lambda: Facts())
+    period_extra: np.ndarray | None = None  # [row] a saving that moves the whole group (added to the shifts' saving)
+    timed_extra: np.ndarray | None = None
+    group: bool = False  # listed, never named (late-ending ranks; own work that the clocks cannot establish): facts["not_named"] says why

@@ -1,0 +1,119 @@
+"""How the ends of each analysed launch fall, as the own-work and late-ending causes read them: the rank that ends
+last and its lead, the ranks that end late apart from the others (a late set), the set late in most launches and the
+ranks that end as one with it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dispatchprof.analysis.waits.account import Account, top_two
+from dispatchprof.analysis.waits.candidate import Facts
+from dispatchprof.analysis.waits.naming import stands_out
+
+
+def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row the ranks that end late apart from the others: the largest gap between consecutive ends in the later
+    half, when it exceeds own_min and 3 times the median gap (the ends' own spacing). Returns per row the size of that
+    late set (0: none), its gap (its first end's lead over the others' last) and the end order (ascending)."""
+    n, world = acc.end.shape
+    if not n or world < 2:
+        return np.zeros(n, int), np.zeros(n), np.zeros((n, world), int)
+    order = np.argsort(acc.end, axis=1, kind="stable")
+    gaps = np.diff(np.take_along_axis(acc.end, order, axis=1), axis=1)  # [row, world - 1]
+    first = (world - 1) // 2  # a late set is at most half of the ranks
+    split = first + np.argmax(gaps[:, first:], axis=1)
+    gap = gaps[np.arange(n), split]
+    typical = np.median(gaps, axis=1)
+    clear = (gap > own_min) & (gap > 3.0 * typical)
+    return np.where(clear, world - 1 - split, 0), np.where(clear, gap, 0.0), order
+
+
+PERSISTENT_FRACTION = 0.5  # "in most launches": a majority, so that at most one set of ranks can be persistent
+
+
+def persistent_late_ranks(member: np.ndarray) -> np.ndarray:
+    """The grid columns that are in the late set (``member``, late_members) of most launches: a slowdown present in
+    every launch (a slow rank, a slow sender) splits into many per-launch sets (its receivers end late with it, in a
+    varying staircase), each rare, while its own ranks stay in nearly all of them."""
+    if not len(member):
+        return np.zeros(0, int)
+    return np.flatnonzero(member.mean(axis=0) > PERSISTENT_FRACTION)
+
+
+def late_members(size: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``[row, column]``: whether the column is in the row's late set (late_sets)."""
+    n, world = order.shape
+    member = np.zeros((n, world), bool)
+    if n:
+        np.put_along_axis(member, order, np.arange(world)[None, :] >= (world - size)[:, None], axis=1)
+    return member
+
+
+def followers(end: np.ndarray, core: int, own_min: float) -> np.ndarray:
+    """The columns whose end moves with the core's, launch after launch: the robust spread (1.4826 x MAD) of their lag
+    behind the core's end is below own_min, the resolution at which the account calls a lead own work, and below half
+    the spread of their own end about the launch's median end: the core's end explains most of the variation of theirs
+    (three quarters of its variance). A receiver that waits for the core's data to the end ends a constant
+    transfer-and-tail from it (a spread of 2 us in 3x4, where a receiver that waits for it only at times spreads
+    15-48 us), and so does a rank the core waits for: a lead over either is no lead. Ranks that merely end together,
+    each with its own jitter, are no followers: their lag spreads more than their own end (about 1.2x, the difference
+    of two jitters). Each end is taken about its launch's median end, not as the rank's time in the kernel: a kernel
+    whose time varies from launch to launch alike for every rank moves every end alike, and read as a rank's own time
+    that made every rank that ends with the others a follower of a core that leads them all by a constant (the whole
+    group, and then nobody was left to end before it)."""
+    if len(end) < 3:
+        return np.zeros(0, int)
+
+    def spread(values: np.ndarray) -> np.ndarray:
+        return 1.4826 * np.median(np.abs(values - np.median(values, axis=0)), axis=0)
+
+    lag = spread(end[:, [core]] - end)
+    tied = (lag < own_min) & (lag < 0.5 * spread(end - np.median(end, axis=1, keepdims=True)))
+    tied[core] = False
+    return np.flatnonzero(tied)
+
+
+@dataclass
+class EndOrder:
+    """The ends of the analysed launches, read once for every cause that needs them."""
+
+    last: np.ndarray  # [row] the column that ends last
+    first: np.ndarray  # [row] its end
+    second: np.ndarray  # [row] the next end
+    size: np.ndarray  # [row] the size of the row's late set (late_sets; 0: none)
+    gap: np.ndarray  # [row] the late set's lead over the others' last end
+    order: np.ndarray  # [row, rank] the columns in end order (ascending)
+    member: np.ndarray  # [row, rank] bool: in the row's late set
+    persistent: np.ndarray  # the columns in the late set of most launches (only where ends compare across nodes)
+    group: np.ndarray  # the persistent columns and, for one persistent rank, its followers
+    alone: bool  # one persistent rank whose group ends last in most launches where it is late
+    apart: Facts  # stands_out's chance test of the persistent set (empty without one)
+
+    @property
+    def established(self) -> bool:
+        """The persistent set is late more often than the others beyond chance: it may be named."""
+        return "not_named" not in self.apart
+
+
+def end_order(acc: Account, own_min: float, alpha: float) -> EndOrder:
+    """Who ends last and by how much, the late sets, and the set late in most launches with its followers.
+
+    One persistent rank and its followers (ranks whose end moves with its own launch after launch: a receiver that
+    waits for its data to the end, or the rank it waits for) end as one. When that group ends last in most launches
+    where the rank is late (nobody else ends after it waiting for its data): alone, the rank's own work; with
+    followers, late-ending ranks brought down together to the others' last (which of them keeps the other waiting,
+    the timeline cannot tell: the lag is the same either way). A lead over a follower is no lead: in 3x4 a x1.15
+    rank's lead over the very next end, a follower 2.4 us behind it, costed it at half its counterfactual truth. One
+    that is mostly late with others ending after it at varying lags (its receivers) is the core of a late-ending set
+    (core_candidate). A majority of launches can be the kernel's own structure over a short run: the set is named only
+    where it is late more often than the others beyond chance (stands_out); else listed, with why."""
+    last, first, second = top_two(acc.end)
+    size, gap, order = late_sets(acc, own_min)
+    member = late_members(size, order)
+    persistent = persistent_late_ranks(member) if acc.ends_across_nodes else np.zeros(0, int)
+    group = np.union1d(persistent, followers(acc.end, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
+    alone = len(persistent) == 1 and float(np.isin(last[member[:, persistent[0]]], group).mean()) > PERSISTENT_FRACTION
+    apart: Facts = stands_out(member, persistent, group, alpha) if len(persistent) else {}
+    return EndOrder(last, first, second, size, gap, order, member, persistent, group, alone, apart)
