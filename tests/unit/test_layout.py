@@ -9,6 +9,8 @@ node (runs on a node, standard library only) < formats (parsers) < shell (config
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 from conftest import ROOT
@@ -117,3 +119,16 @@ def test_every_sqlite_database_is_opened_by_read_only_db():
     one opener is formats/sqlite_read.read_only_db. (The simulator's writer, workflow/sim, writes its own dbs.)"""
     opened = sorted(str(p.relative_to(SCRIPTS)) for p in SCRIPTS.rglob("*.py") if "sqlite3.connect(" in p.read_text())
     assert opened == ["dispatchprof/formats/sqlite_read.py"]
+
+
+def test_the_design_the_code_cites_is_in_the_repository():
+    """A user who clones the project has docs/, not the team's notes beside it: no tracked file outside the fixtures
+    (whose SOURCE notes record where each file came from) points at them, and the docs the code cites exist."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\n")
+    pattern = "shared/" + "(DESIGN|STYLE|formats)"  # split so that this test does not find itself
+    pointing = [
+        f for f in tracked if f and not f.startswith("tests/fixtures/") and (ROOT / f).is_file() and re.search(pattern, (ROOT / f).read_text(errors="replace"))
+    ]
+    assert pointing == []
+    for doc in ("architecture.md", "formats.md", "glossary.md"):
+        assert (ROOT / "docs" / doc).is_file()

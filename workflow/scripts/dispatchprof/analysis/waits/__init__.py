@@ -1,7 +1,7 @@
 """What the group waits for: node clocks, coupling, entry waits and the awaited rank or node of a collective kernel.
 
 elastic_dispatch_kernel is a collective: a rank's duration is its own work plus its wait for the slowest peer, so
-"longest = slowest" is wrong (shared/DESIGN.md, "The kernel is a collective"). This module works on launch tables
+"longest = slowest" is wrong (docs/architecture.md, "The kernel is a collective"). This module works on launch tables
 aligned by launch index (``[launch, rank]`` arrays of µs on each node's own clock):
 - node clocks: ranks of one node share a host clock; each node's offset and drift against node 0 are estimated
   from a pure barrier (the ends of the synchronize_start barrier kernel, which release every rank together; else
@@ -12,7 +12,7 @@ aligned by launch index (``[launch, rank]`` arrays of µs on each node's own clo
 - the awaited: per launch who arrived last (the shortest barrier wait needs no clock at all), who ends last by
   itself, and whether the group ends far apart with nobody late (the wait is inside the kernel); each cause with its
   cost, the group time per launch its removal would save, ranked by that cost, never by how often it strikes; a
-  cause is named when it costs more than ``min_cost_us`` with a CI above zero (shared/DESIGN.md, "The answer is a
+  cause is named when it costs more than ``min_cost_us`` with a CI above zero (docs/architecture.md, "The answer is a
   cost account").
 
 The package, by concern (every name is re-exported here: import from ``dispatchprof.analysis.waits``):

@@ -87,7 +87,7 @@ def awaited(
         costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot)
         inside = in_kernel(acc, waits, boot)
         group = excess(acc, inside)
-    else:  # durations are own work and compare directly (shared/DESIGN.md): the longest's lead is what it costs
+    else:  # durations are own work and compare directly (docs/architecture.md): the longest's lead is what it costs
         costs, inside, group = longest_own_work(g, waits, boot), None, duration_excess(g)
     named = covered(costs)
     add_shares(costs + ([inside] if inside else []), group)

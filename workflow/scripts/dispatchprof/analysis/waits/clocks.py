@@ -25,7 +25,7 @@ def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
     last arrival's node first, the other nodes ``release_skew_us`` later (per launch, which node that is follows from
     the barrier's durations alone). Without it that skew would stay in the offsets, half a skew either way. A drift
     whose standard error is at least its size is reported as unresolved; one above DRIFT_IMPLAUSIBLE_PPM is flagged.
-    msprof's device time is the device counter anchored once to the host clock (shared/formats/msprof.md §5), so
+    msprof's device time is the device counter anchored once to the host clock (docs/formats.md §1), so
     chrony or PTP on the hosts does not correct it during a collection."""
     use_barrier = g.has_barrier
     ref = g.barrier_end if use_barrier else g.end
