@@ -1,0 +1,101 @@
+"""Each rule's config fingerprint, from one table: the config keys its script reads.
+
+A rule's param ``config_fingerprint`` is a hash of its row's values for the job's experiment (fingerprints.smk):
+Snakemake reruns the rule when one of them changes. A row names sections (``pmu``) or dotted keys
+(``timeline.waits``). A collection rule (collect, driver, import, env capture, build, correctness: what a cluster
+allocation costs) hashes only the collection keys of its row (x-phase in the schema), so that an analysis key's
+change never re-collects; its job sees only those keys (dispatchprof.shell.config.collection_config).
+
+tests/workflow/test_phases.py checks the table: a script that reads a key outside its rule's row fails it, and so
+does an analysis key in a collection rule's row (tests/unit/test_rule_keys.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping
+
+_COLLECTIVE = ("mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim")
+
+
+def _imported(kind: str) -> tuple[str, ...]:
+    return (f"analyze.{kind}", "analyze.checksums", "cluster")
+
+
+RULE_KEYS: dict[str, tuple[str, ...]] = {
+    # collection rules
+    "env_capture_node": ("mode", "toolchain", "launcher", "cann", "cluster", "deepep", "kernel", "pmu", "preflight"),
+    "build": ("mode", "toolchain", "cann", "deepep"),
+    "correctness": _COLLECTIVE,
+    "baseline_driver": ("mode", "toolchain", "deepep", "baseline", "cluster"),
+    "baseline_collect": (*_COLLECTIVE, "baseline"),
+    "timeline_collect": (*_COLLECTIVE, "timeline"),
+    "pmu_collect": (*_COLLECTIVE, "kernel", "pmu"),
+    "pcsampling_collect": (*_COLLECTIVE, "kernel", "pmu", "pcsampling"),
+    "pipe_timeline_collect": (*_COLLECTIVE, "kernel", "pmu", "pipe_timeline"),
+    "debugclock_collect": (*_COLLECTIVE, "kernel", "debugclock"),
+    "probe_collect": ("mode", "toolchain", "cann", "sim", "probe"),
+    "baseline_import": _imported("latency_csv"),
+    "timeline_import": _imported("timeline_dir"),
+    "pmu_import": _imported("pmu_dir"),
+    "pcsampling_import": _imported("pcsampling_dir"),
+    "pipe_timeline_import": _imported("pipe_timeline_dir"),
+    "probe_import": _imported("probe_dir"),
+    # analysis rules
+    "baseline": ("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "baseline", "stats", "hardware"),
+    "timeline_parse": ("mode", "cluster", "kernel.name", "timeline.barrier_kernel", "timeline.call_chain_launches", "analyze"),
+    "timeline_rank": ("mode", "cluster", "kernel.name", "analyze"),
+    "timeline": (
+        "mode",
+        "cluster",
+        "kernel.name",
+        "timeline.align_launch",
+        "timeline.call_chain_launches",
+        "timeline.known_kernels",
+        "timeline.trace_launches",
+        "timeline.waits",
+        "stats.min_rank_coverage",
+        "analyze",
+    ),
+    "pmu": ("mode", "cluster", "kernel", "analyze", "pmu", "stats.min_rank_coverage"),
+    "pcsampling": ("mode", "cluster", "kernel.name", "deepep.repo", "analyze", "stats.min_rank_coverage"),
+    "pipe_timeline": ("mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats.min_rank_coverage"),
+    "debugclock": ("mode", "cluster", "kernel", "analyze", "debugclock"),
+    "probe": ("mode", "analyze", "probe"),
+    "report": ("mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"),
+    "not_provided": ("mode", "analyze", "cluster"),  # also not_provided_2, ... (one rule per group of experiments)
+}
+
+# Rules whose script reads the config but that have no fingerprint param, and why (adding one would rerun them
+# once on every existing results/ directory; a change of behaviour kept out of the refactoring that made this table).
+NO_FINGERPRINT: dict[str, str] = {
+    "env_capture": "folds the per-node records of env_capture_node, whose fingerprint covers the keys it reads",
+    "timeline_crosscheck": "reads mode and analyze.timeline_dir, the inputs of the timeline it checks",
+    "compare": "reads every key of both runs, to list what differs; reruns when their results change",
+}
+
+COLLECTION_RULES = ("env_capture_node", "env_capture", "build", "correctness")
+COLLECTION_SUFFIXES = ("_collect", "_driver", "_import")
+
+
+def row_of(rule: str) -> str:
+    """The table's row name of a rule: not_provided_2 -> not_provided."""
+    if rule.startswith("not_provided_") and rule.removeprefix("not_provided_").isdigit():
+        return "not_provided"
+    return rule
+
+
+def is_collection_rule(rule: str) -> bool:
+    """Whether a rule belongs to the collection phase: its fingerprint and its job see collection keys only."""
+    return rule in COLLECTION_RULES or rule.endswith(COLLECTION_SUFFIXES)
+
+
+def fingerprint_phase(rule: str) -> str | None:
+    return "collection" if is_collection_rule(rule) else None
+
+
+def config_hash(view: Mapping[str, Any], repeat: Any) -> str:
+    """A short hash of a phase_view of a run's config and the run's repeat index."""
+    picked = {**view, "_repeat": repeat}
+    return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
