@@ -99,3 +99,40 @@ def config_hash(view: Mapping[str, Any], repeat: Any) -> str:
     """A short hash of a phase_view of a run's config and the run's repeat index."""
     picked = {**view, "_repeat": repeat}
     return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def phases_under(schema: Mapping[str, Any], key: str) -> set[str]:
+    """The phases (x-phase) of the keys a row entry covers: one for a key, the phases inside a section.
+    A name the schema does not have raises KeyError naming it."""
+    node: Mapping[str, Any] = schema
+    inherited: str | None = None
+    for part in key.split("."):
+        inherited = node.get("x-phase", inherited)
+        properties = node.get("properties", {})
+        if part not in properties:
+            raise KeyError(f"{key}: {part!r} is not a key of the config schema")
+        node = properties[part]
+
+    def walk(child: Mapping[str, Any], phase: str | None) -> set[str]:
+        own = child.get("x-phase", phase)
+        if own is not None or "properties" not in child:
+            return {own or "none"}
+        return set().union(*(walk(c, own) for c in child["properties"].values()))
+
+    return walk(node, inherited)
+
+
+def row_problems(schema: Mapping[str, Any], table: Mapping[str, tuple[str, ...]] = RULE_KEYS) -> list[str]:
+    """Entries of the table the schema does not have, and analysis keys in a collection rule's row (its
+    fingerprint drops them: listed there, they say the collection depends on them, and it must not)."""
+    problems = []
+    for rule, keys in table.items():
+        for key in keys:
+            try:
+                phases = phases_under(schema, key)
+            except KeyError as exc:
+                problems.append(f"RULE_KEYS[{rule!r}]: {exc.args[0]}")
+                continue
+            if is_collection_rule(rule) and "collection" not in phases:
+                problems.append(f"RULE_KEYS[{rule!r}]: {key} is an analysis key in a collection rule's row")
+    return problems
