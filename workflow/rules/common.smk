@@ -33,6 +33,8 @@ _note = tolerate_unwritable_results()
 if _note and workflow.is_main_process:
     sys.stderr.write(_note + "\n")
 CONFIG_SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+# when this Snakemake process began: a report older than this was not rebuilt (runtable.report_line)
+STARTED = __import__("time").time()
 
 
 def refuse(problems, what="Configuration"):

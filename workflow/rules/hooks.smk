@@ -1,53 +1,26 @@
 # Run hooks: what onstart, onsuccess and onerror call (the end-of-run table, the report line, the lock note,
 # the invocation record, the results/ write check). Included by common.smk; nothing here runs at load time.
 
-STARTED = __import__(
-    "time"
-).time()  # when this Snakemake process began: a report older than this was not rebuilt
-
-
-def report_line(path):
-    """The last line a person reads: the report's path, or why the one on disk is not from this run (--until, -n)."""
-    html = Path(path)
-    if not html.is_file():
-        return f"Report: not built in this run ({path} does not exist: a job failed, or --until or a target stopped before the report)"
-    if html.stat().st_mtime < STARTED:
-        stamp = (
-            __import__("datetime")
-            .datetime.fromtimestamp(html.stat().st_mtime)
-            .isoformat(timespec="seconds")
-        )
-        return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (a job failed, or --until or a target stopped before the report)"
-    # the same report for a terminal, a diff or a chat: say where it is
-    markdown = html.with_suffix(".md")
-    return f"Report: {path}" + (f" (Markdown: {markdown})" if markdown.is_file() else "")
-
-
-def release_requeue_timers():
-    """Snakemake's job rate limiter (max-jobs-per-timespan, default 100/1s) re-checks the queue on a threading.Timer
-    after every scheduling pass. When the run is over, the last one still waits out its second, and Python waits for
-    it before the process exits: ~1-1.5 s added to every run (the timespan's 'ms' unit cannot shorten it: '100ms'
-    parses as 100 minutes). Snakemake starts no other Timer."""
-    import threading
-
-    for thread in threading.enumerate():
-        if isinstance(thread, threading.Timer):
-            thread.cancel()
-
-
 def end_of_run():
     """What a person reads last: one line per experiment and stage, then the report paths. Then fail_on (by default
     failed, timeout, invalid): the process exits 1 when a stage ended in one of those states, so that a CI job or a
     script can tell (Snakemake's exit code otherwise).
     """
+    from dispatchprof.shell.runtable import (
+        failing,
+        format_lines,
+        release_requeue_timers,
+        report_line,
+        stage_lines,
+    )
+
     release_requeue_timers()
-    from dispatchprof.shell.runtable import failing, format_lines, stage_lines
 
     lines = stage_lines(Path("results"), EXPERIMENTS, (*STAGES, "report"))
     print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
     print(format_lines(lines))
     for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
-        print(report_line(path))
+        print(report_line(path, STARTED))
     bad = failing(lines, config["fail_on"])
     if bad:
         print(
