@@ -1,6 +1,7 @@
 # Run hooks: what onstart, onsuccess and onerror call (the end-of-run table, the report line, the lock note,
 # the invocation record, the results/ write check). Included by common.smk; nothing here runs at load time.
 
+
 def end_of_run():
     """What a person reads last: one line per experiment and stage, then the report paths. Then fail_on (by default
     failed, timeout, invalid): the process exits 1 when a stage ended in one of those states, so that a CI job or a
