@@ -23,6 +23,7 @@ include: "workflow/rules/not_provided.smk"  # after the rules whose outputs it w
 
 # After every include: each rule is placed by what it declares (NPU jobs submitted, the rest local or on a CPU partition).
 NPU_RULES, CANN_RULES, CPU_RULES = place_rules()
+check_fingerprints()
 note_lock_at_exit()
 
 

@@ -65,7 +65,7 @@ def parse_and_merge(tmp_path, raw, kernel):
     from dispatchprof.stages.timeline import timeline
 
     overlay = {**ONE_RANK, "kernel": {"name": kernel}, "analyze": {"timeline_dir": str(raw)}, "timeline": {"crosscheck": "off"}}
-    part = parse_run(tmp_path / "part", overlay, skip=0)  # analyze mode leaves no launch out (skip_launches in common.smk)
+    part = parse_run(tmp_path / "part", overlay, skip=0)  # analyze mode leaves no launch out (skip_launches in workflow/rules/fingerprints.smk)
     parsed = part.finish(timeline_parse(part))
     assert parsed.state == "ok", parsed.reason
     (tmp_path / "baseline.json").write_text(json.dumps({"placeholder": True}))

@@ -67,3 +67,19 @@ def test_fail_on_picks_only_the_states_asked_for(tmp_path):
     lines = stage_lines(tmp_path, ["exp"], ("correctness", "pmu", "pcsampling"))
     assert [line.stage for line in failing(lines, ["failed", "invalid", "timeout"])] == ["pmu"]
     assert failing(lines, []) == []
+
+
+def test_the_report_line_says_where_the_report_is_or_why_it_is_not_from_this_run(tmp_path):
+    import os
+
+    from dispatchprof.shell.runtable import report_line
+
+    html = tmp_path / "report.html"
+    assert report_line(str(html), 100.0).startswith(f"Report: not built in this run ({html} does not exist")
+    html.write_text("<html>")
+    os.utime(html, (50.0, 50.0))
+    assert "is from an earlier run (1970-01-01T" in report_line(str(html), 100.0)
+    os.utime(html, (200.0, 200.0))
+    assert report_line(str(html), 100.0) == f"Report: {html}"
+    html.with_suffix(".md").write_text("#")
+    assert report_line(str(html), 100.0) == f"Report: {html} (Markdown: {html.with_suffix('.md')})"

@@ -137,3 +137,13 @@ def test_with_an_analysis_partition_only_npu_jobs_go_to_the_npu_partition(workfl
     result = workflow_copy.snakemake("-n", "-j", "8", "--executor", "slurm", "--default-resources", "slurm_partition=npu", "slurm_account=a", overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     assert planned_partitions(result.stdout + result.stderr)["probe_collect"] == {"cpu"}
+
+
+def test_a_rule_that_takes_another_rules_fingerprint_row_is_refused(workflow_copy):
+    """A rule copied from another that kept its rule_fingerprint name would hash the other rule's keys
+    (RULE_KEYS, fingerprints.smk check_fingerprints)."""
+    rules = workflow_copy.root / "workflow" / "rules" / "timeline.smk"
+    rules.write_text(rules.read_text().replace('rule_fingerprint("timeline_rank")', 'rule_fingerprint("timeline")'))
+    result = workflow_copy.snakemake("-n", overlay=base_overlay())
+    assert result.returncode == 1
+    assert "rule timeline_rank: config_fingerprint=rule_fingerprint('timeline') names another rule's row" in result.stdout + result.stderr

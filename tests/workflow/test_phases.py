@@ -20,17 +20,13 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from conftest import ROOT, WorkflowCopy, assert_ended_by_fail_on, base_overlay, copy_workflow
+from conftest import ROOT, WorkflowCopy, assert_ended_by_fail_on, base_overlay, copy_workflow, without_slurm_probe
 from dispatchprof.shell.config import fill_defaults, load_schema, phase_problems
+from dispatchprof.shell.config_reads import ENV as READS_ENV
+from dispatchprof.shell.config_reads import outside_row
+from dispatchprof.shell.rule_keys import NO_FINGERPRINT, RULE_KEYS, UNFINGERPRINTED_READS, is_collection_rule, row_of
 
 SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
-
-# The rules of the collection phase: what a cluster allocation costs.
-COLLECTION_RULES = {"env_capture_node", "env_capture", "build", "correctness"}
-
-
-def is_collection_rule(name: str) -> bool:
-    return name in COLLECTION_RULES or name.endswith(("_collect", "_driver"))
 
 
 # A value for the keys whose new value the schema alone does not give (patterns, lists, objects), valid with the
@@ -265,9 +261,43 @@ def complete_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy
     """One complete run of the default demo with the short run settings, every stage."""
     copy_ = copy_workflow(tmp_path_factory.mktemp("phases") / "wf")
     overlay = base_overlay()
-    result = copy_.snakemake(overlay=overlay)
+    result = copy_.snakemake(overlay=overlay, env=recording(copy_))
     assert result.returncode == 0, result.stderr[-3000:]
     return copy_, overlay
+
+
+def recording(copy_: WorkflowCopy) -> dict:
+    """The environment of a run whose jobs write the config keys their scripts read (dispatchprof.shell.config_reads)."""
+    return without_slurm_probe({**os.environ, READS_ENV: str(reads_dir(copy_))})
+
+
+def reads_dir(copy_: WorkflowCopy) -> Path:
+    return copy_.root.parent / "config_reads"
+
+
+def read_problems(folder: Path) -> tuple[list[str], set[str]]:
+    """Per rule that ran: the keys its script read outside its row of RULE_KEYS (x-reruns: false keys, the run's
+    name and the gaps listed in UNFINGERPRINTED_READS aside), a rule that read keys with neither a row nor a reason
+    in NO_FINGERPRINT, and a listed gap no longer read (the list only shrinks)."""
+    reads: dict[str, set[str]] = {}
+    for path in folder.glob("*.json"):
+        record = json.loads(path.read_text())
+        reads.setdefault(row_of(record["rule"]), set()).update(record["keys"])
+    allowed = ["experiment", *(key for key, _, reruns, _ in leaves(SCHEMA) if not reruns)]
+    problems = []
+    for rule, keys in sorted(reads.items()):
+        if rule not in RULE_KEYS:
+            if rule not in NO_FINGERPRINT:
+                problems.append(f"{rule}: reads {sorted(keys)} and has no row in RULE_KEYS (nor a reason in NO_FINGERPRINT)")
+            continue
+        gaps = UNFINGERPRINTED_READS.get(rule, {})
+        outside = outside_row(keys, [*RULE_KEYS[rule], *gaps], allowed)
+        if outside:
+            problems.append(f"{rule}: its script reads {outside}, not in its row of RULE_KEYS: a change would not rerun it")
+        stale = sorted(gap for gap in gaps if not any(key == gap or key.startswith(gap + ".") for key in keys))
+        if stale:
+            problems.append(f"{rule}: UNFINGERPRINTED_READS lists {stale}, which it no longer reads: remove them")
+    return problems, set(reads)
 
 
 def test_every_schema_key_has_a_phase() -> None:
@@ -320,6 +350,24 @@ def test_each_key_plans_its_phase(complete_run: tuple[WorkflowCopy, dict]) -> No
             problems.append(f"{key} (collection) plans no collection: {planned}")
     assert not problems, "\n".join(problems)
     assert walked > 120
+
+
+def test_each_script_reads_only_its_rule_keys(complete_run: tuple[WorkflowCopy, dict]) -> None:
+    """RULE_KEYS against what the scripts of a complete run read (every stage of collect mode)."""
+    copy_, _ = complete_run
+    problems, ran = read_problems(reads_dir(copy_))
+    assert not problems, "\n".join(problems)
+    assert {"env_capture_node", "correctness", "baseline_collect", "timeline_collect", "timeline_parse", "pmu", "report"} <= ran
+
+
+def test_a_read_outside_the_row_fails_the_check(tmp_path: Path) -> None:
+    (tmp_path / "pmu.1.2.json").write_text(json.dumps({"rule": "pmu", "keys": ["pmu.metrics", "timeline.waits.own_work_min_us", "timeouts.pmu"]}))
+    (tmp_path / "newrule.1.2.json").write_text(json.dumps({"rule": "newrule", "keys": ["mode"]}))
+    problems, _ = read_problems(tmp_path)
+    assert problems == [
+        "newrule: reads ['mode'] and has no row in RULE_KEYS (nor a reason in NO_FINGERPRINT)",
+        "pmu: its script reads ['timeline.waits.own_work_min_us'], not in its row of RULE_KEYS: a change would not rerun it",
+    ]
 
 
 def _flatten(overlay: dict, key: str = "") -> Iterator[tuple[str, Any]]:
@@ -417,8 +465,11 @@ def test_analyze_mode_reimports_only_changed_inputs(workflow_copy: WorkflowCopy,
     csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + rows)
     synthetic_timeline(tmp_path / "timeline")
     overlay = base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(tmp_path / "timeline")})
-    result = workflow_copy.snakemake(overlay=overlay)
+    result = workflow_copy.snakemake(overlay=overlay, env=recording(workflow_copy))
     assert result.returncode == 0, result.stderr[-3000:]
+    problems, ran = read_problems(reads_dir(workflow_copy))  # the import rules' and not_provided's rows
+    assert not problems, "\n".join(problems)
+    assert {"baseline_import", "timeline_import", "not_provided"} <= ran
     planner = Planner(workflow_copy)
     assert planner.plan(overlay) == ([], set())
     for key, value, analysed in [

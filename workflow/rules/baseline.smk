@@ -12,9 +12,7 @@ if COLLECT:
         log:
             stage_log("baseline", "driver"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode", "toolchain", "deepep", "baseline", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("baseline_driver"),
         script:
             "../scripts/baseline_driver.py"
 
@@ -30,17 +28,7 @@ if COLLECT:
         resources:
             **collective_resources("baseline"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "shape",
-                "sim",
-                "baseline",
-            ),
+            config_fingerprint=rule_fingerprint("baseline_collect"),
             needed=NEEDS["baseline_collect"],
         script:
             "../scripts/baseline_collect.py"
@@ -54,9 +42,7 @@ else:
         log:
             stage_log("baseline", "import"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "analyze.latency_csv", "analyze.checksums", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("baseline_import"),
             input_fingerprint=input_fingerprint("latency_csv"),
             kind="latency_csv",
         script:
@@ -89,18 +75,7 @@ rule baseline:
     log:
         stage_log("baseline"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode",
-            "toolchain",
-            "cluster",
-            "deepep",
-            "shape",
-            "sim",
-            "analyze",
-            "baseline",
-            "stats",
-            "hardware",
-        ),
+        config_fingerprint=rule_fingerprint("baseline"),
         needed=NEEDS["baseline"],
         run_dir="results/{experiment}/baseline/run" if COLLECT else None,
     script:

@@ -12,7 +12,7 @@ rule build:
     resources:
         npu_node=1,  # the repository's build script needs the CANN toolkit of the NPU nodes
     params:
-        config_fingerprint=collection_fingerprint("mode", "toolchain", "cann", "deepep"),
+        config_fingerprint=rule_fingerprint("build"),
         needed=NEEDS["build"],
     script:
         "../scripts/build.py"

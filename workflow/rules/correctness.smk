@@ -21,9 +21,7 @@ rule correctness:
     resources:
         **collective_resources("correctness"),
     params:
-        config_fingerprint=collection_fingerprint(
-            "mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim"
-        ),
+        config_fingerprint=rule_fingerprint("correctness"),
         needed=NEEDS["correctness"],
     script:
         "../scripts/correctness.py"

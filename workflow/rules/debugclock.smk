@@ -38,18 +38,7 @@ if COLLECT:
         resources:
             **debugclock_resources(),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "shape",
-                "sim",
-                "kernel",
-                "debugclock",
-            ),
+            config_fingerprint=rule_fingerprint("debugclock_collect"),
             needed=NEEDS["debugclock_collect"],
             gate=gate_states("baseline", "pmu"),
         script:
@@ -83,7 +72,7 @@ rule debugclock:
     log:
         stage_log("debugclock"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel", "analyze", "debugclock"),
+        config_fingerprint=rule_fingerprint("debugclock"),
         input_fingerprint=input_fingerprint("debugclock_dir") if not COLLECT else "",
         needed=NEEDS["debugclock"],
         run_dir="results/{experiment}/debugclock/run" if COLLECT else None,

@@ -12,17 +12,7 @@ if COLLECT:
             npu_node=1,
             slurm_extra=node_resources,
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "kernel",
-                "pmu",
-                "preflight",
-            ),
+            config_fingerprint=rule_fingerprint("env_capture_node"),
             check_ports=lambda w: w.experiment == EXPERIMENTS[0],
         script:
             "../scripts/env_capture_node.py"

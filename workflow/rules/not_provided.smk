@@ -51,7 +51,7 @@ if not COLLECT:
                 experiment="|".join(re.escape(e) for e in _experiments),
             params:
                 stages=list(_stages),
-                config_fingerprint=config_fingerprint("mode", "analyze", "cluster"),
+                config_fingerprint=rule_fingerprint("not_provided"),
             script:
                 "../scripts/not_provided.py"
 

@@ -17,19 +17,7 @@ if COLLECT:
         resources:
             **collective_resources("pcsampling"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "shape",
-                "sim",
-                "kernel",
-                "pmu",
-                "pcsampling",
-            ),
+            config_fingerprint=rule_fingerprint("pcsampling_collect"),
             needed=NEEDS["pcsampling_collect"],
             gate=needed_states("pcsampling_collect"),
             kernel=timeline_kernel,
@@ -46,9 +34,7 @@ else:
         log:
             stage_log("pcsampling", "import"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "analyze.pcsampling_dir", "analyze.checksums", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("pcsampling_import"),
             input_fingerprint=input_fingerprint("pcsampling_dir"),
             kind="pcsampling_dir",
         script:
@@ -73,9 +59,7 @@ rule pcsampling:
     log:
         stage_log("pcsampling"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode", "cluster", "kernel.name", "deepep.repo", "analyze", "stats.min_rank_coverage"
-        ),
+        config_fingerprint=rule_fingerprint("pcsampling"),
         needed=NEEDS["pcsampling"],
         identity="results/{experiment}/pcsampling/run/identity" if COLLECT else None,
     script:

@@ -23,19 +23,7 @@ if COLLECT:
         resources:
             **collective_resources("pipe_timeline"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "shape",
-                "sim",
-                "kernel",
-                "pmu",
-                "pipe_timeline",
-            ),
+            config_fingerprint=rule_fingerprint("pipe_timeline_collect"),
             needed=NEEDS["pipe_timeline_collect"],
             gate=needed_states("pipe_timeline_collect"),
             kernel=timeline_kernel,
@@ -53,9 +41,7 @@ else:
         log:
             stage_log("pipe_timeline", "import"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "analyze.pipe_timeline_dir", "analyze.checksums", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("pipe_timeline_import"),
             input_fingerprint=input_fingerprint("pipe_timeline_dir"),
             kind="pipe_timeline_dir",
         script:
@@ -81,9 +67,7 @@ rule pipe_timeline:
     log:
         stage_log("pipe_timeline"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats.min_rank_coverage"
-        ),
+        config_fingerprint=rule_fingerprint("pipe_timeline"),
         parts=list(pipe_timeline_parts()),
     script:
         "../scripts/pipe_timeline.py"

@@ -17,18 +17,7 @@ if COLLECT:
         resources:
             **collective_resources("pmu"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "shape",
-                "sim",
-                "kernel",
-                "pmu",
-            ),
+            config_fingerprint=rule_fingerprint("pmu_collect"),
             needed=NEEDS["pmu_collect"],
             gate=needed_states("pmu_collect"),
             kernel=timeline_kernel,
@@ -45,9 +34,7 @@ else:
         log:
             stage_log("pmu", "import"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "analyze.pmu_dir", "analyze.checksums", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("pmu_import"),
             input_fingerprint=input_fingerprint("pmu_dir"),
             kind="pmu_dir",
         script:
@@ -81,9 +68,7 @@ rule pmu:
     log:
         stage_log("pmu"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode", "cluster", "kernel", "analyze", "pmu", "stats.min_rank_coverage"
-        ),
+        config_fingerprint=rule_fingerprint("pmu"),
         needed=NEEDS["pmu"],
         identity="results/{experiment}/pmu/run/identity" if COLLECT else None,
     script:

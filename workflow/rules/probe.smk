@@ -28,7 +28,7 @@ if COLLECT:
         resources:
             **PROBE_RESOURCES,
         params:
-            config_fingerprint=collection_fingerprint("mode", "toolchain", "cann", "sim", "probe"),
+            config_fingerprint=rule_fingerprint("probe_collect"),
         script:
             "../scripts/probe_collect.py"
 
@@ -41,9 +41,7 @@ else:
         log:
             stage_log("probe", "import"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "analyze.probe_dir", "analyze.checksums", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("probe_import"),
             input_fingerprint=input_fingerprint("probe_dir"),
             kind="probe_dir",
         script:
@@ -66,7 +64,7 @@ rule probe:
     log:
         stage_log("probe"),
     params:
-        config_fingerprint=config_fingerprint("mode", "analyze", "probe"),
+        config_fingerprint=rule_fingerprint("probe"),
         needed=NEEDS["probe"],
     script:
         "../scripts/probe.py"

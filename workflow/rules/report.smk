@@ -55,9 +55,7 @@ rule report:
     log:
         stage_log("report"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"
-        ),
+        config_fingerprint=rule_fingerprint("report"),
         stages=STAGES,
         analysis_settings=lambda w: settings_shown(w.experiment),
     script:

@@ -18,17 +18,7 @@ if COLLECT:
         resources:
             **collective_resources("timeline"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "mode",
-                "toolchain",
-                "launcher",
-                "cann",
-                "cluster",
-                "deepep",
-                "shape",
-                "sim",
-                "timeline",
-            ),
+            config_fingerprint=rule_fingerprint("timeline_collect"),
             needed=NEEDS["timeline_collect"],
             gate=needed_states("timeline_collect"),
         script:
@@ -43,9 +33,7 @@ else:
         log:
             stage_log("timeline", "import"),
         params:
-            config_fingerprint=collection_fingerprint(
-                "analyze.timeline_dir", "analyze.checksums", "cluster"
-            ),
+            config_fingerprint=rule_fingerprint("timeline_import"),
             input_fingerprint=input_fingerprint("timeline_dir"),
             kind="timeline_dir",
         script:
@@ -65,14 +53,7 @@ rule timeline_parse:
     log:
         stage_log("timeline", "parse_nodes{nodes}"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode",
-            "cluster",
-            "kernel.name",
-            "timeline.barrier_kernel",
-            "timeline.call_chain_launches",
-            "analyze",
-        ),
+        config_fingerprint=rule_fingerprint("timeline_parse"),
         needed=NEEDS["timeline_node"],
         identity="results/{experiment}/timeline/run/identity" if COLLECT else None,
         nodes=lambda w: node_range(w.nodes),
@@ -100,7 +81,7 @@ rule timeline_rank:
     log:
         stage_log("timeline", "rank{rank}"),
     params:
-        config_fingerprint=config_fingerprint("mode", "cluster", "kernel.name", "analyze"),
+        config_fingerprint=rule_fingerprint("timeline_rank"),
         rank=lambda w: int(w.rank),
         skip=lambda w: skip_launches(w.experiment),
     script:
@@ -146,18 +127,7 @@ rule timeline:
     log:
         stage_log("timeline"),
     params:
-        config_fingerprint=config_fingerprint(
-            "mode",
-            "cluster",
-            "kernel.name",
-            "timeline.align_launch",
-            "timeline.call_chain_launches",
-            "timeline.known_kernels",
-            "timeline.trace_launches",
-            "timeline.waits",
-            "stats.min_rank_coverage",
-            "analyze",
-        ),
+        config_fingerprint=rule_fingerprint("timeline"),
         needed=NEEDS["timeline"],
         groups=NODE_GROUPS,
     script:

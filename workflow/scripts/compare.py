@@ -12,6 +12,7 @@ import pandas as pd
 from dispatchprof.analysis.compare import compare
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import run_config
+from dispatchprof.shell.config_reads import recorded
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
 from dispatchprof.shell.status import read_input_status
 
@@ -19,7 +20,7 @@ skip_final_collection()
 setup_logging(snakemake.log[0])
 a, b = snakemake.wildcards.a, snakemake.wildcards.b
 runs = {"a": snakemake.params.a_runs, "b": snakemake.params.b_runs}
-configs = {side: run_config(snakemake.config, names[0]) for side, names in runs.items()}
+configs = {side: recorded(run_config(snakemake.config, names[0]), snakemake.rule) for side, names in runs.items()}
 mode = configs["a"]["mode"]
 result = {
     "schema": "dispatchprof.comparison/1",

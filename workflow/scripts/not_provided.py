@@ -11,13 +11,14 @@ sys.path.insert(0, snakemake.scriptdir)
 from dispatchprof.stages.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402
 from dispatchprof.shell.atomic import pyarrow_without_pandas_probe  # noqa: E402
 from dispatchprof.shell.config import run_config  # noqa: E402
+from dispatchprof.shell.config_reads import recorded  # noqa: E402
 from dispatchprof.shell.stage import finish_outputs, setup_logging, skip_final_collection  # noqa: E402
 
 pyarrow_without_pandas_probe()  # the placeholder tables are empty Parquet files
 skip_final_collection()
 setup_logging(snakemake.log[0])
 experiment = snakemake.wildcards.experiment
-config = run_config(snakemake.config, experiment)
+config = recorded(run_config(snakemake.config, experiment), snakemake.rule)
 # Outputs are named <rule>__<output> after the rules they stand in for (rules/not_provided.smk).
 by_rule: dict[str, dict[str, Path]] = {}
 for key, path in snakemake.output.items():

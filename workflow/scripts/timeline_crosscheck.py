@@ -9,6 +9,7 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.atomic import write_json_atomic
 from dispatchprof.shell.config import run_config
+from dispatchprof.shell.config_reads import recorded
 from dispatchprof.tools.crosscheck import compare_ranks, mirror_prof_tree, run_msprof_analyze, their_ranks
 from dispatchprof.formats.msprof import discover, read_prof_info
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
@@ -16,7 +17,7 @@ from dispatchprof.shell.status import read_input_status
 
 skip_final_collection()
 setup_logging(snakemake.log[0])
-cfg = run_config(snakemake.config, snakemake.wildcards.experiment)
+cfg = recorded(run_config(snakemake.config, snakemake.wildcards.experiment), snakemake.rule)
 out = {"tool": "msprof-analyze cluster -m compute_op_sum", "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"]}
 timeline = read_input_status(snakemake.input.status)
 root = Path(cfg["analyze"]["timeline_dir"] or "") if cfg["mode"] == "analyze" else Path(snakemake.params.raw)

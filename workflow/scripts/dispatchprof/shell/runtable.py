@@ -76,3 +76,31 @@ def failing(lines: Sequence[StageLine], fail_on: Iterable[str]) -> list[StageLin
     """The stages whose state the user asked to fail the process on (config fail_on, for CI)."""
     states = set(fail_on)
     return [line for line in lines if line.state in states]
+
+
+def report_line(path: str, started: float) -> str:
+    """The last line a person reads: the report's path, or why the one on disk is not from this run (--until, -n).
+    ``started``: when this Snakemake process began (a report older than that was not rebuilt)."""
+    html = Path(path)
+    if not html.is_file():
+        return f"Report: not built in this run ({path} does not exist: a job failed, or --until or a target stopped before the report)"
+    if html.stat().st_mtime < started:
+        from datetime import datetime
+
+        stamp = datetime.fromtimestamp(html.stat().st_mtime).isoformat(timespec="seconds")
+        return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (a job failed, or --until or a target stopped before the report)"
+    # the same report for a terminal, a diff or a chat: say where it is
+    markdown = html.with_suffix(".md")
+    return f"Report: {path}" + (f" (Markdown: {markdown})" if markdown.is_file() else "")
+
+
+def release_requeue_timers() -> None:
+    """Snakemake's job rate limiter (max-jobs-per-timespan, default 100/1s) re-checks the queue on a threading.Timer
+    after every scheduling pass. When the run is over, the last one still waits out its second, and Python waits for
+    it before the process exits: ~1-1.5 s added to every run (the timespan's 'ms' unit cannot shorten it: '100ms'
+    parses as 100 minutes). Snakemake starts no other Timer."""
+    import threading
+
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dispatchprof.shell.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
+from dispatchprof.shell.config_reads import recorded
 from dispatchprof.shell import lifeline
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.shell.status import Gate, Status, Validation, fold, gate, now_iso, read_input_status, write_status
@@ -103,6 +104,8 @@ class StageRun:
         if stage in COLLECTION_STAGES or (part or "").startswith(COLLECTION_PARTS):
             config = collection_config(config, load_schema(SCHEMA_PATH))
         toolchain = "none" if config["mode"] == "analyze" else config["toolchain"]
+        source = SOURCE_OF_MODE[config["mode"]]
+        config = recorded(config, smk.rule)  # the reads of the stage itself (RULE_KEYS check, test_phases.py)
         return cls(
             stage=stage,
             experiment=smk.wildcards.experiment,
@@ -114,7 +117,7 @@ class StageRun:
             params=dict(smk.params.items()),
             node=int(node) if node is not None else None,
             part=part,
-            source=SOURCE_OF_MODE[config["mode"]],
+            source=source,
         )
 
     @property

@@ -1,0 +1,82 @@
+# Run hooks: what onstart, onsuccess and onerror call (the end-of-run table, the report line, the lock note,
+# the invocation record, the results/ write check). Included by common.smk; nothing here runs at load time.
+
+
+def end_of_run():
+    """What a person reads last: one line per experiment and stage, then the report paths. Then fail_on (by default
+    failed, timeout, invalid): the process exits 1 when a stage ended in one of those states, so that a CI job or a
+    script can tell (Snakemake's exit code otherwise).
+    """
+    from dispatchprof.shell.runtable import (
+        failing,
+        format_lines,
+        release_requeue_timers,
+        report_line,
+        stage_lines,
+    )
+
+    release_requeue_timers()
+
+    lines = stage_lines(Path("results"), EXPERIMENTS, (*STAGES, "report"))
+    print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
+    print(format_lines(lines))
+    for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
+        print(report_line(path, STARTED))
+    bad = failing(lines, config["fail_on"])
+    if bad:
+        print(
+            f"fail_on [{', '.join(config['fail_on'])}]: "
+            + ", ".join(f"{b.experiment}/{b.stage} is {b.state}" for b in bad)
+            + "; exit status 1 (with fail_on: [] a run exits 0, the states only in the report and the table above)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+
+
+RUN_STARTED = []  # onstart appends: this run got past Snakemake's lock
+
+
+def note_lock_at_exit():
+    """After a kill -9, Snakemake refuses the directory ("Directory cannot be locked") and suggests --unlock. At the
+    exit of a run that never started while a lock is held, add whether any job of an earlier run still runs (pids on
+    this host, SLURM job ids by squeue), so that --unlock is known to be safe or not (shell/lifeline.py).
+    """
+    if not workflow.is_main_process or workflow.dryrun or "--unlock" in sys.argv:
+        return
+    import atexit
+    import shutil
+
+    from dispatchprof.shell import lifeline
+
+    def note():
+        if not RUN_STARTED and lifeline.lock_held():
+            squeue = lifeline.slurm_jobs_alive if shutil.which("squeue") else None
+            sys.stderr.write(lifeline.live_note(slurm_alive=squeue) + "\n")
+
+    atexit.register(note)
+
+
+def record_invocation():
+    """onstart (a run, not -n): results/<exp>/invocation.json, the words the report's printed commands carry."""
+    from dispatchprof.shell.invocation import write_invocation
+
+    for experiment in EXPERIMENTS:
+        write_invocation(Path("results") / experiment, INVOCATION)
+
+
+def refuse_unwritable_results():
+    """onstart (a run, not -n): results/ and its stage directories each take a file, as preflight checks on every
+    node. A read-only results/ is refused here, before any job: Snakemake would otherwise fail creating the first
+    job's output directory, and env_capture's preflight could not even start."""
+    from dispatchprof.node.preflight import write_probe
+    from dispatchprof.tools.preflight_plan import write_dirs
+
+    problems = [p for d in write_dirs(Path("results")) if (p := write_probe(d))]
+    if problems:
+        refuse(
+            [
+                *problems,
+                "every stage writes under results/: make it writable, or run in a copy of the workflow",
+            ],
+            "Results directory",
+        )
