@@ -436,10 +436,21 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
 def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
     """Checks that matter only when this workflow runs the collection (launch, simulator, iteration counts): an
     analyze run of someone else's data is not refused for a shape or a knob it does not use."""
+    return [
+        *cluster_problems(config),
+        *deepep_problems(config["deepep"]),
+        *sim_problems(config),
+        *run_problems(config),
+        *probe_problems(config["probe"]),
+        *output_path_problems(config, workdir, experiments),
+    ]
+
+
+def cluster_problems(config: Mapping[str, Any]) -> list[str]:
+    """Hosts, node 0's address and ports, and the ssh user: plain names and one host per node."""
     problems: list[str] = []
-    cluster, deepep, roles, sim = config["cluster"], config["deepep"], config["kernel"]["roles"], config["sim"]
-    nodes, rpn = int(cluster["nodes"]), int(cluster["ranks_per_node"])
-    world = nodes * rpn
+    cluster = config["cluster"]
+    nodes = int(cluster["nodes"])
     for i, host in enumerate(cluster["hosts"]):
         if not is_plain_host(host):
             problems.append(f"cluster.hosts[{i}] ({host!r}) is not a plain hostname or IP address")
@@ -455,7 +466,12 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     user = config["ssh"]["user"]
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
         problems.append(f"ssh.user ({user!r}) is not a plain user name")
+    return problems
 
+
+def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
+    """The test's log patterns (each with its rank group) and its command line's placeholders."""
+    problems: list[str] = []
     for key in ("pass_pattern", "fail_pattern", "start_pattern"):
         if deepep[key] is None:
             continue
@@ -468,7 +484,15 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
         unknown = placeholders_in(template) - PLACEHOLDERS
         if unknown:
             problems.append(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}")
+    return problems
 
+
+def sim_problems(config: Mapping[str, Any]) -> list[str]:
+    """The simulator's fault knobs name ranks, nodes and roles the cluster has."""
+    problems: list[str] = []
+    cluster, roles, sim = config["cluster"], config["kernel"]["roles"], config["sim"]
+    nodes, rpn = int(cluster["nodes"]), int(cluster["ranks_per_node"])
+    world = nodes * rpn
     for knob in ("precision_fail_rank", "die_rank"):
         if sim[knob] is not None and sim[knob] >= world:
             problems.append(f"sim.{knob} ({sim[knob]}) must be below the number of ranks ({world})")
@@ -489,15 +513,25 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     unknown_roles = sorted(set(sim["role_speedup"]) - {r["name"] for r in roles})
     if unknown_roles:
         problems.append(f"sim.role_speedup names {unknown_roles}, which are not in kernel.roles {[r['name'] for r in roles]}")
+    missing = sim["missing_device"]
+    if missing is not None and (missing["node"] >= nodes or missing["local_rank"] >= rpn):
+        problems.append(f"sim.missing_device {missing} is outside the cluster ({nodes} nodes x {rpn} ranks per node)")
+    if sim["icache_hot_role"] is not None and sim["icache_hot_role"] not in [r["name"] for r in roles]:
+        problems.append(f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}")
+    if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
+        problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
+    return problems
+
+
+def run_problems(config: Mapping[str, Any]) -> list[str]:
+    """Iteration counts that measure something, and profiler options the workflow can honour."""
+    problems: list[str] = []
     if config["baseline"]["iterations"] <= config["baseline"]["warmup"]:
         problems.append(
             f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
         )
     if config["timeline"]["iterations"] <= config["timeline"]["warmup"]:
         problems.append(f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})")
-    missing = sim["missing_device"]
-    if missing is not None and (missing["node"] >= nodes or missing["local_rank"] >= rpn):
-        problems.append(f"sim.missing_device {missing} is outside the cluster ({nodes} nodes x {rpn} ranks per node)")
     for option in config["timeline"]["msprof_options"]:
         if option.split("=")[0] in ("--hccl", "--model-execution", "--output", "--application"):
             problems.append(f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)")
@@ -520,12 +554,12 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
             f"pmu.launch_count ({pmu['launch_count']}) exceeds pmu.iterations ({pmu['iterations']}): the perf driver launches the kernel "
             "pmu.iterations times under msopprof, so some launches asked for would never be profiled; raise pmu.iterations"
         )
-    if sim["icache_hot_role"] is not None and sim["icache_hot_role"] not in [r["name"] for r in roles]:
-        problems.append(f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}")
-    if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
-        problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
-    problems += probe_problems(config["probe"])
+    return problems
 
+
+def output_path_problems(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
+    """The profilers' --output paths under results/: characters msprof refuses, lengths msopprof refuses."""
+    problems: list[str] = []
     refused = msprof_output_problem(workdir.resolve() / "results")
     if refused:  # every profiler stage writes its --output under results/
         problems.append(f"{refused}: run the workflow from a directory whose path has none of them")
