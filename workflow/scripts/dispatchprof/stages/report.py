@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pyarrow.parquet as pq
 
@@ -173,7 +173,40 @@ def answer_run(run: StageRun, ok: set[str], timeline: dict[str, Any] | None) -> 
     return Run(run.experiment, tuple(invocation), run.config["mode"], frozenset(ok), frozenset((timeline or {}).get("drilled") or ()))
 
 
+def correctness_context(run: StageRun, link: Link) -> dict[str, Any] | None:
+    """The precision test's per-rank table, linked, with its failed rows; None where it holds no ranks."""
+    ranks = pq.ParquetFile(run.inputs["correctness_ranks"]).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)
+    if "global_rank" not in ranks.column_names:
+        return None
+    return {"link": link(run.inputs["correctness_ranks"]), "failed_rows": [row for row in ranks.to_pylist() if not row["passed"]]}
+
+
+def comparisons_context(run: StageRun, link: Link) -> list[dict[str, Any]]:
+    """Each A/B comparison this experiment is part of, with links to its JSON and its page."""
+    comparisons = []
+    for path in run.inputs.get("comparisons", []):
+        data = json.loads(Path(path).read_text())
+        comparisons.append({**data, "link": link(path), "html": link(str(Path(path).with_name("comparison.html")))})
+    return comparisons
+
+
+def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mapping[str, Any]) -> None:
+    """summary.json: the stable keys for scripts (README, summary.json), from the same sections the pages show."""
+    summary = build_summary(
+        run.experiment,
+        run.toolchain,
+        run.config["mode"],
+        statuses,
+        {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")},
+    )
+    # pipe_timeline: present whenever a run was parsed (its runs' states inside), even if another run was refused
+    summary["pipe_timeline"] = sections["pipe_timeline"]
+    write_json_atomic(run.outputs["summary"], summary)
+
+
 def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
+    """The report stage: every stage's status and summary section read once, rendered as report.html and report.md
+    from one context (the Answer's verdict, the evidence, each stage's section, figures), and summary.json."""
     cfg = run.config
     out_dir = run.outputs["html"].parent
     figures = Path(run.outputs.get("figures") or out_dir / "figures")
@@ -184,11 +217,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     statuses = {stage: read_input_status(run.inputs[stage]) for stage in run.params["stages"]}
     env = json.loads(Path(run.inputs["env"]).read_text())
     build = json.loads(Path(run.inputs["build_record"]).read_text())
-    ranks = pq.ParquetFile(run.inputs["correctness_ranks"]).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)
-    correctness = None
-    if "global_rank" in ranks.column_names:
-        failed = [row for row in ranks.to_pylist() if not row["passed"]]
-        correctness = {"link": link(run.inputs["correctness_ranks"]), "failed_rows": failed}
+    correctness = correctness_context(run, link)
     env_nodes, env_warnings = environment_rows(env)
     sections: dict[str, Any] = {}
     baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
@@ -214,10 +243,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     pipe_timeline = shown["pipe_timeline"]
     render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
     figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], Path(run.inputs["baseline_plots"]) if baseline else None)
-    comparisons = []
-    for path in run.inputs.get("comparisons", []):
-        data = json.loads(Path(path).read_text())
-        comparisons.append({**data, "link": link(path), "html": link(str(Path(path).with_name("comparison.html")))})
+    comparisons = comparisons_context(run, link)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
     context = {
         "experiment": run.experiment,
@@ -261,16 +287,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     }
     write_text_atomic(run.outputs["html"], render(templates, context))
     write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
-    summary = build_summary(
-        run.experiment,
-        run.toolchain,
-        cfg["mode"],
-        statuses,
-        {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")},
-    )
-    # pipe_timeline: present whenever a run was parsed (its runs' states inside), even if another run was refused
-    summary["pipe_timeline"] = sections["pipe_timeline"]
-    write_json_atomic(run.outputs["summary"], summary)
+    write_summary(run, statuses, sections)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
     return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])
