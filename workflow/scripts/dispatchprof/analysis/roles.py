@@ -329,6 +329,30 @@ def _net_of_polling_table(known: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     return known, table, slopes
 
 
+def standing_out(table: pd.DataFrame, min_excess: float, alpha: float) -> pd.DataFrame:
+    """``table`` with z_min (the one-sided quantile of ``alpha`` shared over its rows, Bonferroni, Student's t at each
+    row's degrees of freedom) and ``out``: an excess above zero, at least ``min_excess`` of the peers' median and at
+    least z_min noise units."""
+    table = table.assign(z_min=[t_quantile(1.0 - alpha / max(len(table), 1), dof) for dof in table["dof"]])
+    return table.assign(out=(table["excess"] > 0) & (table["ratio"] >= min_excess) & (table["z"] >= table["z_min"]))
+
+
+def excess_entry(table: pd.DataFrame, rank: int, role: str) -> dict[str, Any] | None:
+    """One (rank, role) row of a comparison table as the summary gives it; None where the table has no such row."""
+    hit = table[(table["rank"] == rank) & (table["role"] == role)]
+    if hit.empty:
+        return None
+    h = hit.iloc[0]
+    return {
+        "us": float(h["value"]),
+        "peers_median_us": float(h["peers"]),
+        "excess_us": float(h["excess"]),
+        "excess_ratio": None if pd.isna(h["ratio"]) else float(h["ratio"]),
+        "noise_us": float(h["noise"]),
+        "z": None if pd.isna(h["z"]) else (float(h["z"]) if np.isfinite(h["z"]) else None),
+    }
+
+
 def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict[str, Any] | None:
     """The (rank, role) whose busy time exceeds the same role on the other ranks by the largest RELATIVE excess,
     among those that stand out of the noise; None when none does, no pipe time is provided or there are fewer than
@@ -363,37 +387,20 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
     ranked_by = "nonscalar_us_high" if not nonscalar.empty else "busy_us_high"
     table = nonscalar if ranked_by == "nonscalar_us_high" else busy
     net = "nonscalar_net_us" if ranked_by == "nonscalar_us_high" else "busy_us"  # the columns the excess is read from
-    table = table.assign(z_min=[t_quantile(1.0 - alpha / max(len(table), 1), dof) for dof in table["dof"]])
-    table = table.assign(out=(table["excess"] > 0) & (table["ratio"] >= min_excess) & (table["z"] >= table["z_min"]))
+    table = standing_out(table, min_excess, alpha)
     standing = table[table["out"]].sort_values(["ratio", "excess"], ascending=False)
     if standing.empty:
         return None
     top = standing.iloc[0]
     rank = int(top["rank"])
     # Once the rank is named, whether its other roles exceed too is a family of its own roles only.
-    mine = table[table["rank"] == rank]
-    mine = mine.assign(z_min=[t_quantile(1.0 - alpha / max(len(mine), 1), dof) for dof in mine["dof"]])
-    mine = mine.assign(out=(mine["excess"] > 0) & (mine["ratio"] >= min_excess) & (mine["z"] >= mine["z_min"]))
+    mine = standing_out(table[table["rank"] == rank], min_excess, alpha)
     pattern = _every_role(mine)
     role = "LocalWindowCopy" if pattern == "same_us" else str(top["role"])
     shared = list(mine["role"]) if pattern == "same_us" else [str(top["role"])]
 
-    def entry(t: pd.DataFrame, r: str) -> dict[str, Any] | None:
-        hit = t[(t["rank"] == rank) & (t["role"] == r)]
-        if hit.empty:
-            return None
-        h = hit.iloc[0]
-        return {
-            "us": float(h["value"]),
-            "peers_median_us": float(h["peers"]),
-            "excess_us": float(h["excess"]),
-            "excess_ratio": None if pd.isna(h["ratio"]) else float(h["ratio"]),
-            "noise_us": float(h["noise"]),
-            "z": None if pd.isna(h["z"]) else (float(h["z"]) if np.isfinite(h["z"]) else None),
-        }
-
     top_role = str(top["role"])
-    b = entry(busy, top_role)
+    b = excess_entry(busy, rank, top_role)
     return {
         "rank": rank,
         "role": role,
@@ -402,7 +409,7 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
         "peers_median_us": b["peers_median_us"],
         "excess_us": b["excess_us"],
         "excess_ratio": b["excess_ratio"],
-        "nonscalar": entry(nonscalar, top_role),
+        "nonscalar": excess_entry(nonscalar, rank, top_role),
         "ranked_by": ranked_by,
         "ranked_excess_ratio": float(top["ratio"]),
         # the role's cost side, per core and launch (for LocalWindowCopy the µs its rank's roles share), on the ranked
