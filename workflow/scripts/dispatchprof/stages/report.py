@@ -191,7 +191,7 @@ def comparisons_context(run: StageRun, link: Link) -> list[dict[str, Any]]:
 
 
 def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mapping[str, Any]) -> None:
-    """summary.json: the stable keys for scripts (README, summary.json), from the same sections the pages show."""
+    """summary.json: the stable keys for scripts (docs/summary.md), from the same sections the pages show."""
     summary = build_summary(
         run.experiment,
         run.toolchain,
