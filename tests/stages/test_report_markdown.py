@@ -52,14 +52,24 @@ REPORT_INPUTS = {
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     """report.html, report.md and the figures directory of the full-sections run, rendered once."""
-    root = tmp_path_factory.mktemp("report_full")
+    return render_full(tmp_path_factory.mktemp("report_full"), with_link_bound=True)
+
+
+@pytest.fixture(scope="module")
+def rendered_without_link_bound(tmp_path_factory):
+    """The same run as its baseline stats stand in the fixture: they predate the link bound (no bandwidth)."""
+    return render_full(tmp_path_factory.mktemp("report_full_no_bound"), with_link_bound=False)
+
+
+def render_full(root: Path, with_link_bound: bool) -> tuple[str, str, Path]:
     shutil.copytree(FIXTURES / "report_full" / "results", root / "results")
     exp = root / "results" / "baseline"
     plots = exp / "baseline" / "plots"  # the baseline stage's PNG plots: a tiny one stands for them
     plots.mkdir()
     for name in ("kernel_per_rank", "kernel_iteration_max"):
         (plots / f"{name}.png").write_bytes(png(np.zeros((2, 3, 3), dtype=np.uint8)))
-    add_link_bound(exp / "baseline" / "stats.json")
+    if with_link_bound:
+        add_link_bound(exp / "baseline" / "stats.json")
     inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
     # rule report's inputs (workflow/rules/report.smk), under results/baseline/
     inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
@@ -124,6 +134,32 @@ def test_the_links_section_shows_the_bound_in_both_formats(rendered):
         "achieved (average over the kernel)",
         "own efficiency",
     ) in headers
+
+
+LINK_FIGURES = {"links_bound": "Measured kernel time against each link class's bound", "links_node_pairs": "Bytes per launch from node to node"}
+
+
+def test_the_links_pictures_are_in_both_formats_when_the_bound_exists(rendered):
+    html, md, figures = rendered
+    links = md.split("## How far from the links' limit")[1].split("\n## ")[0]
+    for name, alt in LINK_FIGURES.items():
+        assert f"]({figures.name}/{name}.svg)" in links and f"![{alt}" in links
+        assert (figures / f"{name}.svg").read_text().startswith("<svg")
+    section = html.split('<section id="links">')[1].split("</section>")[0]
+    assert section.count("<figure><svg") == 2
+    assert "Kernel time against the links&#x27; bound (us per launch) (simulated)" in section and "inter-node bound (sets the bound)" in section
+    assert "Bytes per launch, node to node (simulated)" in section and "time per node pair: not measured" in section
+    pairs = re.findall(r"<title>node (\d) -&gt; node (\d): ([\d,]+) B per launch</title>", section)
+    assert sorted((a, b) for a, b, _ in pairs) == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
+
+
+def test_the_links_pictures_are_absent_without_the_bound(rendered_without_link_bound):
+    html, md, figures = rendered_without_link_bound
+    assert "## How far from the links' limit" in md and "Not available" in md.split("## How far from the links' limit")[1].split("\n## ")[0]
+    for name, alt in LINK_FIGURES.items():
+        assert name not in md and alt not in md and not (figures / f"{name}.svg").exists()
+    section = html.split('<section id="links">')[1].split("</section>")[0]
+    assert "<figure>" not in section and "<svg" not in section
 
 
 def tables(md: str) -> list[dict]:

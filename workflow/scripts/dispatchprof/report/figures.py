@@ -11,6 +11,7 @@ from dispatchprof.shell.atomic import atomic_path, write_text_atomic
 
 from dispatchprof.report.cost_svg import causes_svg, offsets_svg
 from dispatchprof.report.heatmap_svg import heatmap_svg
+from dispatchprof.report.link_svg import bound_bars_svg, node_pair_matrix, node_pairs_svg
 
 
 def render_figures(timeline: dict[str, Any] | None, pmu: dict[str, Any] | None, pcsampling: dict[str, Any] | None, figures: Path) -> None:
@@ -41,6 +42,19 @@ def render_figures(timeline: dict[str, Any] | None, pmu: dict[str, Any] | None, 
         pcsampling["per_role_img"] = embed_svg(path)
 
 
+def render_link_figures(baseline: dict[str, Any] | None, simulated: bool) -> None:
+    """Adds to the baseline's report context the links section's pictures (its stats' ``bandwidth``): the bytes per
+    node pair (``node_pairs_svg``) and the measured kernel time against each class's bound (``link_bound_svg``)."""
+    bandwidth = (baseline or {}).get("stats", {}).get("bandwidth")
+    if not baseline or not bandwidth:
+        return
+    if bandwidth.get("bytes"):
+        baseline["node_pairs_svg"] = node_pairs_svg(node_pair_matrix(bandwidth["bytes"]), simulated)
+    if bandwidth.get("links"):
+        measured = ((baseline["stats"].get("scopes") or {}).get("kernel") or {}).get("per_iteration_max_us")
+        baseline["link_bound_svg"] = bound_bars_svg(bandwidth, measured, simulated)
+
+
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")
 
@@ -51,6 +65,7 @@ def figure_files(
     pmu: dict[str, Any] | None,
     debugclock: dict[str, Any] | None,
     baseline_plots: Path | None,
+    baseline: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """Every chart of the report as a file in ``figures`` (written atomically), for report.md: the SVGs that
     ``render_figures`` and the DebugClock section drew, the baseline stage's PNG plots copied (the report directory
@@ -62,6 +77,9 @@ def figure_files(
     for name, key in (("pmu_busy", "busy_svg"), ("pmu_no_pipe", "no_pipe_svg")):
         if pmu and pmu.get(key):
             texts[name] = pmu[key]
+    for name, key in (("links_node_pairs", "node_pairs_svg"), ("links_bound", "link_bound_svg")):
+        if baseline and baseline.get(key):
+            texts[name] = baseline[key]
     for role, svg in ((debugclock or {}).get("charts") or {}).items():
         if svg:
             texts[f"debugclock_phases_{role}"] = svg

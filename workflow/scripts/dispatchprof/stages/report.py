@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from dispatchprof.report.artifacts import artifact_guide
 from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries
-from dispatchprof.report.figures import figure_files, render_figures
+from dispatchprof.report.figures import figure_files, render_figures, render_link_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
 from dispatchprof.shell.invocation import read_invocation
@@ -242,7 +242,8 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         sections[stage] = section.summary if section else None
     pipe_timeline = shown["pipe_timeline"]
     render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
-    figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], Path(run.inputs["baseline_plots"]) if baseline else None)
+    render_link_figures(baseline, run.toolchain == "sim")
+    figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], Path(run.inputs["baseline_plots"]) if baseline else None, baseline)
     comparisons = comparisons_context(run, link)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
     context = {
