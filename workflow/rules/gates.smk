@@ -147,3 +147,26 @@ def previous_analysis(stage, name="status.json"):
         return [f"results/{{experiment}}/{stage}/{name}".format(**values)]
 
     return pick
+
+
+class CollectPlan:
+    """A collect rule's message: "{PLAN:<rule>/{wildcards.experiment}[/<kind>]}" formats as the job's plan per node
+    (dispatchprof.tools.plan), which `snakemake -n` prints. The library is imported when a job is shown, not here.
+    """
+
+    def __format__(self, spec):
+        from types import SimpleNamespace
+        from dispatchprof.tools.plan import PROFILERS, planned_commands
+
+        rule_name, experiment, *kind = spec.split("/")
+        kernel = (
+            timeline_kernel(SimpleNamespace(experiment=experiment))
+            if PROFILERS[rule_name] == "op"
+            else None
+        )
+        return planned_commands(
+            RUNS[experiment], rule_name, experiment, kernel, kind[0] if kind else None
+        )
+
+
+PLAN = CollectPlan()
