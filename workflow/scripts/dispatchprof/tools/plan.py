@@ -55,7 +55,7 @@ def profiler_argv(config: Mapping[str, Any], rule: str, experiment: str, node: i
         options = list(config["timeline"]["msprof_options"])
         kept = decided(f"of {' '.join(options)}, those the node's msprof --help lists") if options else None
         argv = msprof_command(raw, [kept] if kept else [], probe, "trailing")
-        return [*argv[:-2], decided(f"`bash {probe}` or --application=\"bash {probe}\", the form its --help shows")]
+        return [*argv[:-2], decided(f'`bash {probe}` or --application="bash {probe}", the form its --help shows')]
     if PROFILERS[rule] == "op":
         base = Path("results", experiment, stage, *([kind] if kind else []), "raw", f"node{node}").resolve()
         metrics, extra = op_profiler_run(config, stage, kind)
