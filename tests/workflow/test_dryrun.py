@@ -147,3 +147,51 @@ def test_a_rule_that_takes_another_rules_fingerprint_row_is_refused(workflow_cop
     result = workflow_copy.snakemake("-n", overlay=base_overlay())
     assert result.returncode == 1
     assert "rule timeline_rank: config_fingerprint=rule_fingerprint('timeline') names another rule's row" in result.stdout + result.stderr
+
+
+def plans_of(out: str, rule: str) -> list[str]:
+    """The plan blocks a dry run prints for ``rule``'s jobs (the rule's message), each up to its Reason line."""
+    blocks = out.split("what this job runs, as the config decides it:")[1:]
+    return [b[: b.index("Reason:")] for b in blocks if b.lstrip().startswith(f"rule {rule}:")]
+
+
+def check_profiler_lines(out: str, nodes: int) -> None:
+    """Every node of every collect job has its profiler line: msprof with --output for the timeline, the op profiler
+    with --kernel-name for pmu, pcsampling and pipe_timeline; what env capture settles is marked."""
+    (timeline,) = plans_of(out, "timeline_collect")
+    for node in range(nodes):
+        line = next(x for x in timeline.splitlines() if x.strip().startswith("profiler:") and f"raw/node{node} " in x)
+        assert "msprof --output=" in line and "<decided on the node: of --task-time=on" in line, line
+    for rule in ("pmu_collect", "pcsampling_collect", "pipe_timeline_collect"):
+        plans = plans_of(out, rule)
+        assert plans, rule
+        for plan in plans:
+            lines = [x for x in plan.splitlines() if x.strip().startswith("profiler:")]
+            assert len(lines) == nodes, (rule, plan)
+            assert all("<decided on the node: `msopprof` or `msprof op`" in x and "--kernel-name=elastic_dispatch_kernel" in x for x in lines), plan
+    (baseline,) = plans_of(out, "baseline_collect")
+    assert "profiler:" not in baseline and baseline.count("test: python3 ") == nodes
+
+
+def test_dry_run_shows_each_collect_jobs_commands_per_node_under_sim(workflow_copy):
+    result = workflow_copy.snakemake("-n", overlay=base_overlay())
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    check_profiler_lines(out, 2)
+    (plan,) = plans_of(out, "timeline_collect")
+    assert "environment script: none (toolchain sim" in plan and "WARNING" not in out
+    names = next(x for x in plan.splitlines() if "variables set:" in x).split(":", 1)[1].split()
+    assert {"MASTER_PORT", "RANK", "DISPATCHPROF_OUT", "PATH"} <= set(names) and not [n for n in names if "=" in n]
+
+
+def test_dry_run_under_cann_shows_the_plan_and_warns_once_of_what_this_host_lacks(workflow_copy, tmp_path):
+    overlay = base_overlay(toolchain="cann", deepep={"repo": str(tmp_path)}, cann={"install_root": str(tmp_path / "Ascend")})
+    result = workflow_copy.snakemake("-n", overlay=overlay, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    check_profiler_lines(out, 2)
+    (plan,) = plans_of(out, "pmu_collect")
+    assert f"environment script: source the first existing of {tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh" in plan
+    assert "DEEPEP_SIM_" not in plan
+    for warned in ("WARNING: cann.set_env: none of", "WARNING: msprof: neither on PATH", "WARNING: deepep: the test"):
+        assert result.stderr.count(warned) == 1, (warned, result.stderr[:2000])

@@ -30,6 +30,8 @@ if COLLECT:
         params:
             config_fingerprint=rule_fingerprint("baseline_collect"),
             needed=NEEDS["baseline_collect"],
+        message:
+            "{PLAN:baseline_collect/{wildcards.experiment}}"
         script:
             "../scripts/baseline_collect.py"
 

@@ -68,6 +68,15 @@ _problems += results_of_other_mode(Path("results"), RUNS)
 if _problems:
     refuse(_problems)
 COMPARISONS = [tuple(pair) for pair in config["compare"]]
+if workflow.is_main_process and any(
+    r["mode"] == "collect" and r["toolchain"] == "cann" for r in RUNS.values()
+):
+    # toolchain cann: what this submit host lacks is a warning, once per run (dry runs included: Snakemake tells a dry run
+    # only after parsing), never a refusal: the nodes may hold it, and env capture checks each of them
+    from dispatchprof.tools.plan import submit_host_warnings  # noqa: E402
+
+    for _note in dict.fromkeys(w for run in RUNS.values() for w in submit_host_warnings(run)):
+        sys.stderr.write(f"WARNING: {_note}\n")
 for _note in dict.fromkeys(n for run in RUNS.values() for n in long_waits(run)):
     sys.stderr.write(f"Note: {_note}. Lower the timeout to shorten the wait.\n")
 

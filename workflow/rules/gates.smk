@@ -147,3 +147,50 @@ def previous_analysis(stage, name="status.json"):
         return [f"results/{{experiment}}/{stage}/{name}".format(**values)]
 
     return pick
+
+
+class CollectPlan:
+    """A collect rule's message: "{PLAN:<rule>/{wildcards.experiment}[/<kind>]}" formats as the job's plan per node
+    (dispatchprof.tools.plan), which `snakemake -n` prints. The library is imported when a job is shown, not here.
+    """
+
+    def __format__(self, spec):
+        from types import SimpleNamespace
+        from dispatchprof.tools.plan import PROFILERS, planned_commands
+
+        rule_name, experiment, *kind = spec.split("/")
+        kernel = (
+            timeline_kernel(SimpleNamespace(experiment=experiment))
+            if PROFILERS[rule_name] == "op"
+            else None
+        )
+        wildcards = {"experiment": experiment, **({"kind": kind[0]} if kind else {})}
+        plan = planned_commands(
+            RUNS[experiment], rule_name, experiment, kernel, kind[0] if kind else None
+        )
+        return "\n".join([*rule_block(rule_name, wildcards), plan])
+
+
+def rule_block(rule_name, wildcards):
+    """The lines a message takes the place of in Snakemake's job block: the rule, its wildcards and resources (what
+    a user checks placement by). A resource Snakemake evaluates from the job's inputs is left out.
+    """
+    from types import SimpleNamespace
+
+    shown = []
+    for name, resource in workflow.get_rule(rule_name).resources.items():
+        try:
+            value = resource.evaluate(SimpleNamespace(**wildcards)).value
+        except Exception:  # evaluated from the job's inputs or attempt: shown as given
+            value = resource.raw
+        if value is not None and not name.startswith("_"):
+            shown.append(f"{name}={value}")
+    return [
+        "what this job runs, as the config decides it:",
+        f"rule {rule_name}:",
+        "    wildcards: " + ", ".join(f"{k}={v}" for k, v in wildcards.items()),
+        "    resources: " + ", ".join(shown),
+    ]
+
+
+PLAN = CollectPlan()

@@ -22,6 +22,8 @@ if COLLECT:
             gate=needed_states("pcsampling_collect"),
             kernel=timeline_kernel,
             stage="pcsampling",
+        message:
+            "{PLAN:pcsampling_collect/{wildcards.experiment}}"
         script:
             "../scripts/op_profiler_collect.py"
 

@@ -29,6 +29,8 @@ if COLLECT:
             kernel=timeline_kernel,
             stage="pipe_timeline",
             kind=lambda wildcards: wildcards.kind,
+        message:
+            "{PLAN:pipe_timeline_collect/{wildcards.experiment}/{wildcards.kind}}"
         script:
             "../scripts/op_profiler_collect.py"
 

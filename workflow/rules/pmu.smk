@@ -22,6 +22,8 @@ if COLLECT:
             gate=needed_states("pmu_collect"),
             kernel=timeline_kernel,
             stage="pmu",
+        message:
+            "{PLAN:pmu_collect/{wildcards.experiment}}"
         script:
             "../scripts/op_profiler_collect.py"
 

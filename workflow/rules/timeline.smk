@@ -21,6 +21,8 @@ if COLLECT:
             config_fingerprint=rule_fingerprint("timeline_collect"),
             needed=NEEDS["timeline_collect"],
             gate=needed_states("timeline_collect"),
+        message:
+            "{PLAN:timeline_collect/{wildcards.experiment}}"
         script:
             "../scripts/timeline_collect.py"
 

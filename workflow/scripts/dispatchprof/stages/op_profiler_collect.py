@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dispatchprof.tools.collective import run_driver
 from dispatchprof.formats.msopprof import discover
-from dispatchprof.tools.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, timeline_run
+from dispatchprof.tools.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, op_profiler_run
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
 from dispatchprof.tools.launch import NodeResult
@@ -34,11 +34,7 @@ def op_profiler_collect(run: StageRun, kind: str | None = None) -> Status:
         return run.status("skipped", "env capture found no usable op profiler on every node (neither msopprof nor `msprof op`)", upstream=gate.upstream)
     timeline = json.loads(Path(run.inputs["timeline_stats"]).read_text())
     kernel = (timeline.get("kernel_name") or cfg["kernel"]["name"]).split(",")[0]
-    extra: list[str] = []
-    if kind is not None:
-        metrics, extra = timeline_run(kind, cfg["pipe_timeline"])
-    else:
-        metrics = cfg["pmu"]["metrics"] if run.stage == "pmu" else cfg["pcsampling"]["metrics"]
+    metrics, extra = op_profiler_run(cfg, run.stage, kind)
     raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
 
     def under_profiler(node: int, argv: list[str]) -> list[str]:

@@ -32,6 +32,14 @@ def timeline_run(kind: str, settings: Mapping[str, Any]) -> tuple[list[str], lis
     return [metric], ([f"--instr-timeline-pipe={pipes}"] if kind == "instr" and pipes else [])
 
 
+def op_profiler_run(config: Mapping[str, Any], stage: str, kind: str | None) -> tuple[list[str], list[str]]:
+    """(--aic-metrics, extra options) of one op-profiler run of ``stage`` (pmu, pcsampling, pipe_timeline with its
+    timeline ``kind``): what the collect stage passes and what the dry run's plan shows."""
+    if kind is not None:
+        return timeline_run(kind, config["pipe_timeline"])
+    return list(config["pmu"]["metrics"] if stage == "pmu" else config["pcsampling"]["metrics"]), []
+
+
 def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output: Path, settings: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
     """The profiler part of the command (the application goes last), with ``extra`` options (--instr-timeline-pipe)
     before --output. Never --kill=on."""
