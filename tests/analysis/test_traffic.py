@@ -39,7 +39,7 @@ def test_the_fp8_note_says_what_the_guide_says_and_cites_it():
     # transfer them" (no scales at all), which no source supports.
     note = DEFINITIONS["excluded"]
     assert "does not transfer or return complete scales" in note and "issue 15" in note
-    assert "deepep.md" in note and "§3" in note and "§4" in note
+    assert "docs/formats.md §3" in note and "--dtype fp8" in note and "QuantMode" in note
     assert "does not transfer them" not in note
 
 
@@ -79,7 +79,7 @@ def test_csv_bytes_are_compared_with_the_computed_accounting_per_rank():
     agreement = compare_bytes(computed, read)
     assert agreement["pairs"]["sent_bytes"]["agree"] is True
     assert agreement["pairs"]["processed_bytes"]["agree"] is False and agreement["pairs"]["processed_bytes"]["mismatch"] == {"1": [7001, 9]}
-    assert agreement["agree"] is False and "§1" in agreement["note"]
+    assert agreement["agree"] is False and "docs/formats.md §3" in agreement["note"]
 
 
 def test_csv_bytes_that_vary_between_calls_say_so():

@@ -1,4 +1,4 @@
-"""PipeTimeline / InstrTimeline trace.json (msopprof.md §5) and its TRACE block in visualize_data.bin (§7), on
+"""PipeTimeline / InstrTimeline trace.json (docs/formats.md §2) and its TRACE block in visualize_data.bin (§7), on
 hand-built fixtures; damaged input gives TraceFormatError naming the file and field, never a crash or an empty table."""
 
 import json

@@ -1,5 +1,5 @@
 """The stand-in's DEBUG_CLOCK_ON outputs: derived from the event model, readable by the workflow's parsers (written
-by separate code), each slot where deepep.md §2a puts it, and the fault knobs."""
+by separate code), each slot where docs/formats.md §3 puts it, and the fault knobs."""
 
 from __future__ import annotations
 

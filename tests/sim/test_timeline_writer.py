@@ -1,4 +1,4 @@
-"""The stand-in's PipeTimeline/InstrTimeline trace.json follows msopprof.md §5 (string core pids, pipe tids, µs) and is
+"""The stand-in's PipeTimeline/InstrTimeline trace.json follows docs/formats.md §2 (string core pids, pipe tids, µs) and is
 derived from the event model's phases: read back by the library, a sampled core's busy time per pipe is its model
 pipe time; InstrTimeline keeps only the --instr-timeline-pipe pipes; the TRACE block holds the same JSON."""
 

@@ -49,7 +49,7 @@ def test_judge_names_refusals_timeouts_and_missing_output():
     assert judge("", None, True, 0, 600, "msopprof").state == "timeout"
     assert judge("[INFO] done", 0, False, 0, 600, "msopprof").state == "invalid"
     assert judge("[INFO] done", 0, False, 1, 600, "msopprof").state == "ok"
-    # a run that says its results are incomplete is not ok, even with an OPPROF_ tree (msopprof.md §1 failure lines)
+    # a run that says its results are incomplete is not ok, even with an OPPROF_ tree (docs/formats.md §2 failure lines)
     partial = judge("[WARNING] May cause generating performance files to fail\n", 0, False, 1, 600, "msopprof")
     assert partial.state == "failed" and "May cause generating performance files to fail" in partial.reason
 

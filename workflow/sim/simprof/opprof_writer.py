@@ -205,7 +205,7 @@ def write_kernel_run(
     (directory / "visualize_data.bin").write_bytes(blob)
 
 
-TIMELINE_CORES = 6  # the device timelines are sampling-based: only 6 cores are shown (msopprof.md §5)
+TIMELINE_CORES = 6  # the device timelines are sampling-based: only 6 cores are shown (docs/formats.md §2)
 TRACE_PIPES = {"vec": "VECTOR", "scalar": "SCALAR", "mte2": "MTE2", "mte3": "MTE3"}
 SLICES = 4  # a work phase is drawn as this many slices; in each, every pipe starts at the slice start
 INSTRUCTIONS = {  # two instructions per pipe (simulated names); the PC differs per role's code
@@ -226,7 +226,7 @@ def sampled_cores(n: int) -> list[int]:
 
 
 def timeline_trace(cores: list[dict[str, Any]], instr: bool, instr_pipes: list[str] | None) -> dict[str, Any]:
-    """Device trace.json (msopprof.md §5) from the event model's phases: pid core<block_id>.veccore0, tid the pipe,
+    """Device trace.json (docs/formats.md §2) from the event model's phases: pid core<block_id>.veccore0, tid the pipe,
     ts/dur in µs from the kernel start. Each pipe of a phase is busy its share of every slice, so a core's busy time per
     pipe is the model's pipe time. InstrTimeline adds args pc_addr/code and keeps only the --instr-timeline-pipe pipes."""
     events = []

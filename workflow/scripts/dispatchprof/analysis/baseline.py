@@ -115,7 +115,7 @@ def link_section(routing: list[Mapping[str, Any]], config: Mapping[str, Any]) ->
 def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """The computed accounting, the CSV's own byte columns beside it, and the bandwidths from one of them. The computed
     accounting is used when every rank's routing was recorded (its definition is known); otherwise the CSV's
-    sent_bytes (deepep.md §1 names the column, not what it counts). Durations: kernel scope, complete measured iterations."""
+    sent_bytes (docs/formats.md §3 names the column, not what it counts). Durations: kernel scope, complete measured iterations."""
     shape = routing_shape(config)
     if routing and (shape.get("hidden") is None or shape.get("dtype") is None):
         traffic: dict[str, Any] = {
@@ -136,7 +136,7 @@ def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config
         traffic["used_why"] = "every rank's routing was recorded: the computed accounting, whose definition is known, is used"
     elif traffic["csv"]:
         per_call = kernel.work[["rank", "iteration", "sent_bytes"]].rename(columns={"sent_bytes": "bytes"})
-        traffic["used"], label = "csv", "the CSV's sent_bytes (deepep.md §1; what the work callback counts is not documented)"
+        traffic["used"], label = "csv", "the CSV's sent_bytes (docs/formats.md §3; what the work callback counts is not documented)"
         traffic["used_why"] = f"no computed accounting ({traffic['reason']}): the CSV's own sent_bytes are used"
     else:
         traffic["used"], traffic["used_why"] = None, "no bytes: neither routing nor CSV work columns"

@@ -6,7 +6,7 @@ would count a moment twice). The pipes run in parallel, so per-pipe busy times a
 time; instead the overlap of the memory pipes (MTE2, MTE3) with VECTOR and SCALAR says how much data movement was
 hidden behind compute. The tool samples a subset of cores (6 on 950), so every role carries its coverage: the cores
 seen against the cores of the role. Which AIV index a ``core<N>`` is, is a configured assumption
-(``pipe_timeline.core_mapping``): msopprof.md §5 does not say how ``core<N>`` relates to PipeUtilization's block_id.
+(``pipe_timeline.core_mapping``): docs/formats.md §2 does not say how ``core<N>`` relates to PipeUtilization's block_id.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ COMPUTE_PIPES = ("VECTOR", "SCALAR")
 INSTR_PC_LIMIT = 1024
 INSTR_NOTE = (
     f"InstrTimeline keeps at most {INSTR_PC_LIMIT} PCs per pipe and omits instructions inside SIMT/SIMD VF functions "
-    "(msopprof.md §5): dense code may drop data (narrow it with pipe_timeline.instr_timeline_pipe), and the SIMT send path is "
+    "(docs/formats.md §2): dense code may drop data (narrow it with pipe_timeline.instr_timeline_pipe), and the SIMT send path is "
     "not in this table"
 )
 PARALLEL_CAUTION = "pipes run in parallel: never sum the pipe columns into a busy time (a core's busy time lies between its largest pipe and the sum)"

@@ -6,7 +6,7 @@ Two definitions, always shown with their numbers:
 - logical output bytes: every (token, expert) row the receivers hold, top-k copies included, x hidden x dtype bytes.
 FP8 scales are not counted (DEFINITIONS["excluded"] says why). An allocated output capacity is never divided by a time.
 
-The latency CSV may carry the writer's own per-call byte counts (processed_bytes, sent_bytes; deepep.md §1):
+The latency CSV may carry the writer's own per-call byte counts (processed_bytes, sent_bytes; docs/formats.md §3):
 ``csv_bytes`` reads them per rank and ``compare_bytes`` sets them beside this accounting.
 Bandwidths (``bandwidths``): the group figure divides the bytes of all ranks by the per-iteration max duration, the
 per-rank figure a rank's bytes by its own duration; in a coupled kernel the two answer different questions.
@@ -27,8 +27,8 @@ DEFINITIONS = {
     # *complete* scales; docs/formats.md §3 has no sentence on FP8 scales (§3 --dtype fp8, §4 QuantMode only).
     "excluded": (
         "FP8 scales are not counted: the FP8 path does not transfer or return complete scales (the profiling guide, as quoted "
-        "in this project's issue 15; docs/formats.md §3 names FP8 only as the test's --dtype fp8, §3, and the kernel's "
-        "QuantMode template parameter, §4), so the scale bytes actually moved are unknown; with dtype fp8 the figures count "
+        "in this project's issue 15; docs/formats.md §3 names FP8 only as the test's --dtype fp8 and as the kernel's "
+        "QuantMode template parameter), so the scale bytes actually moved are unknown; with dtype fp8 the figures count "
         "1 byte per hidden element and nothing for scales"
     ),
 }
@@ -83,7 +83,7 @@ def csv_bytes(work: pd.DataFrame, measured: pd.DataFrame) -> dict[str, Any]:
         "processed_bytes": sum(v["processed_bytes"] for v in per_rank.values()),
         "sent_bytes": sum(v["sent_bytes"] for v in per_rank.values()),
         "calls": int(len(rows)),
-        "definition": "the latency CSV's processed_bytes / sent_bytes (deepep.md §1, written by the work callback): per rank the median per measured call",
+        "definition": "the latency CSV's processed_bytes / sent_bytes (docs/formats.md §3, written by the work callback): per rank the median per measured call",
     }
 
 
@@ -101,7 +101,7 @@ def compare_bytes(computed: Mapping[str, Any], read: Mapping[str, Any]) -> dict[
         "pairs": pairs,
         "agree": all(p["agree"] for p in pairs.values()),
         "note": (
-            "deepep.md §1 names processed_bytes and sent_bytes but not what the work callback counts: sent_bytes is set beside the "
+            "docs/formats.md §3 names processed_bytes and sent_bytes but not what the work callback counts: sent_bytes is set beside the "
             "cross-rank token bytes and processed_bytes beside the logical output bytes, the nearest definitions here; a mismatch "
             "[csv, computed] may be a different definition, not an error"
         ),

@@ -6,7 +6,7 @@ five-column form ``rank,iteration,elapsed_us,is_warmup,in_average``. Refused, wi
 mixed ``measurement`` or ``clock_hz``, duplicate (rank, iteration), unequal call counts across ranks,
 negative or non-finite values, rows marked both warm-up and in_average, wrong types, binary garbage.
 
-Work columns (deepep.md §1, written only when the session has a work callback): ``processed_bytes`` and
+Work columns (docs/formats.md §3, written only when the session has a work callback): ``processed_bytes`` and
 ``sent_bytes`` (uint64, per rank and call) come together or not at all (AKL's latency_plot refuses one byte column
 alone); ``processed_gbps``/``sent_gbps``, when present, must equal bytes/(ms*1e6) and be empty exactly when ms = 0.
 The file names the columns but not what the callback counts, so the parser keeps the bytes as they are

@@ -1,4 +1,4 @@
-"""The directory names the profilers write (docs/formats.md §1, msopprof.md): one rule for every reader.
+"""The directory names the profilers write (docs/formats.md §1, docs/formats.md §2): one rule for every reader.
 
 A module of its own, with nothing but the patterns: the import jobs and the report's artifact guide match names
 without importing the parsers (numpy, ~0.1 s of every such job)."""

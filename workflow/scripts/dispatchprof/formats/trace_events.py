@@ -1,7 +1,7 @@
 """Intervals of a Chrome trace event list: complete events (``ph:"X"``, ts + dur) and duration events (``ph:"B"`` /
 ``ph:"E"``), which the Chrome trace event format matches per thread (pid, tid) as a stack: an E ends the latest open B
 of its thread, so pairs may nest. The simulator's summary trace writes its SET_FLAG/WAIT_FLAG as B/E pairs
-(msopprof.md §6), and the trace.json of the first real run held most of its VECTOR time in pairs: a reader that kept
+(docs/formats.md §2), and the trace.json of the first real run held most of its VECTOR time in pairs: a reader that kept
 only X events reported 0.013 µs of VECTOR without a word.
 
 A B that no E ends, or an E with no open B, is not an interval: it is counted and named in ``Spans.unmatched``

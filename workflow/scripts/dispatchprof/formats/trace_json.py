@@ -104,7 +104,7 @@ def parse_trace(data: Any, source: str) -> Trace:
         events = data.get("traceEvents")
         version = data.get("schemaVersion")
     else:
-        raise TraceFormatError(f"{source}: top level is {type(data).__name__}, expected an object with traceEvents (msopprof.md §5)")
+        raise TraceFormatError(f"{source}: top level is {type(data).__name__}, expected an object with traceEvents (docs/formats.md §2)")
     if not isinstance(events, list):
         raise TraceFormatError(f"{source}: field 'traceEvents' is {type(events).__name__}, expected a list of events")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):

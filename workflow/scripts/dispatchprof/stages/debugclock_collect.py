@@ -20,7 +20,7 @@ from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, read_input_status
 from dispatchprof.tools.toolchain import Toolchain, resolve
 
-# The legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): a precision failure of the ON run
+# The legacy DEBUG build writes its clocks over tpSendCountsOut (docs/formats.md §3): a precision failure of the ON run
 # alone is the instrumentation's, not the kernel's. It still makes the stage invalid: an ON run whose results are
 # wrong is not the run the clocks were meant to time, and a lead reading "ok" would trust them.
 KNOWN_CAUSE = "the legacy DEBUG build overwrites tpSendCountsOut with its clocks (docs/formats.md §3): the instrumentation's failure, not the kernel's"

@@ -37,7 +37,7 @@ REFUSAL_NOTE = (
     "elastic_dispatch_kernel counts as one is not known"
 )
 CORE_MAPPING = {
-    "block_id": "assumed: trace.json's core<N>.veccore0 is block_id N, i.e. AIV index N of this AIV-only kernel (msopprof.md §5 does not say; "
+    "block_id": "assumed: trace.json's core<N>.veccore0 is block_id N, i.e. AIV index N of this AIV-only kernel (docs/formats.md §2 does not say; "
     "pipe_timeline.core_mapping); cube cores and veccore1 are not placed",
     "unknown": "unknown (pipe_timeline.core_mapping): cores are not placed on roles",
 }

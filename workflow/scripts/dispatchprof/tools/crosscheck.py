@@ -2,7 +2,7 @@
 
 msprof-analyze reads only the db of each PROF_ and keys ranks by info.json rank_id; when rank_id is -1 it keys
 them by sorted (hostUid, device id), so ranks of different nodes that share a device id are merged and all but
-one dropped without a warning (msprof.md §9 of the format notes). This module says which of its "ranks" are ours.
+one dropped without a warning (docs/formats.md §1 of the format notes). This module says which of its "ranks" are ours.
 
 msprof-analyze opens each db read-write (a plain connect, its prof_common/db_manager.py): on a WAL database that
 creates -shm and -wal files beside it and, at the last close, checkpoints the WAL into the database; on a read-only

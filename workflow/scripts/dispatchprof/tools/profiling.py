@@ -45,7 +45,7 @@ _TRAILING_USAGE = re.compile(r"msprof\s+\[-{0,2}options\]\s+(?!--application)[<\
 
 def msprof_application_form(help_text: str) -> tuple[str, str]:
     """How this msprof takes the application, from its captured --help, and why. ``trailing`` (``msprof [options]
-    <app> [args]``) is documented only from CANN 8.1.RC1 (msprof.md §1.1); 6.x/7.x print ``Usage: ./msprof
+    <app> [args]``) is documented only from CANN 8.1.RC1 (docs/formats.md §1); 6.x/7.x print ``Usage: ./msprof
     [--options]`` and take the application only as ``--application``. No help captured: trailing, said so."""
     if any(_TRAILING_USAGE.search(line) for line in help_text.splitlines()):
         return TRAILING, "the captured msprof --help shows the application after the options (msprof [options] <app>)"
@@ -57,7 +57,7 @@ def msprof_application_form(help_text: str) -> tuple[str, str]:
 
 
 def msprof_command(output: Path, options: Sequence[str], probe: Path, form: str = TRAILING) -> list[str]:
-    """msprof [options] bash <probe> (``trailing``, the form msprof.md §1.1 recommends: the probe is its own argument,
+    """msprof [options] bash <probe> (``trailing``, the form docs/formats.md §1 recommends: the probe is its own argument,
     so any path reaches msprof whole), or msprof [options] --application="bash <probe>" (``application``, the only
     form before CANN 8.1.RC1: msprof splits the string at its first space, so a probe path holding whitespace is
     refused here). An --output msprof refuses is refused here (check_config refuses it before the DAG)."""

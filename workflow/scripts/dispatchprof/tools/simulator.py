@@ -26,7 +26,7 @@ def tool_timeout_min(budget_s: float) -> int:
 
 def simulator_command(entry: str, soc_version: str, output: Path, budget_s: float, app: Sequence[str], kernel_name: str | None = None) -> list[str]:
     """The simulator's command line. Without --kernel-name it simulates only the first kernel the probe launches
-    (msopprof.md §1): probe.kernel_name names the kernel when the probe launches more than one."""
+    (docs/formats.md §2): probe.kernel_name names the kernel when the probe launches more than one."""
     if entry not in ENTRIES:
         raise ValueError(f"no usable op-profiler entry ({entry!r})")
     if len(str(output)) > MSOPPROF_OUTPUT_MAX:
@@ -44,7 +44,7 @@ class Outcome:
 def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels: int, budget_s: float, entry: str) -> Outcome:
     """The collect part's state from what the run left: killed by us, stopped by its own --timeout, refused
     ([ERROR] lines), no output, or ok."""
-    # The device side's failure lines hold for the simulator too (msopprof.md §1): it exits 0 after any attempt.
+    # The device side's failure lines hold for the simulator too (docs/formats.md §2): it exits 0 after any attempt.
     errors = [line.strip() for line in log_text.splitlines() if any(marker in line for marker in FAILURE_LINES)]
     tool = f"{entry} simulator"
     if killed:

@@ -60,7 +60,7 @@ SPIKY_PROB, SPIKY_RANGE = 0.08, (2.0, 3.0)  # sim.spiky_rank
 WARM_EXTRA, WARM_DECAY_CALLS = 1.5, 2.0  # the first calls of a process are slower (cold caches)
 REPLAY_SETUP_MAX_US = 40.0  # kernel replay: each rank's tool re-issues the kernel after its own set-up
 POLL_SCALAR = 0.02  # a polling core's scalar pipe share (the default of sim.poll_pipe_share)
-# sim.pre_kernels: stand-ins for kernels in the host window before the barrier (deepep.md §4, §7: layout/notify kernels
+# sim.pre_kernels: stand-ins for kernels in the host window before the barrier (docs/formats.md §3: layout/notify kernels
 # exist, their names and behaviour on hardware are not known). The plain one runs on its own; the collective one ends on
 # every rank only after the last rank started it, so it absorbs host lateness before cached_notify_combine sees it.
 PRE_PLAIN = "sim_layout_kernel"

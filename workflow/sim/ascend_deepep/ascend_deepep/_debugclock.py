@@ -8,9 +8,9 @@ Writes what the real DEBUG build writes (docs/formats.md §3), per launch:
 Where: ``AKL_TRACE_DIR`` (AKL traces), else ``DISPATCH_CLOCK_DIR``, else ``./clock_results``. Which:
 ``DEEPEP_SIM_DEBUGCLOCK_FORMAT`` legacy|akl|both. Fault knob ``DEEPEP_SIM_DEBUGCLOCK`` ok|missing|corrupt|overwrite (missing:
 nothing written; corrupt: a truncated trace.bin and a CSV row short of one field; overwrite: the legacy build's clocks
-overwrite tpSendCountsOut, deepep.md §7, so every rank's precision check fails while the clocks are fine).
+overwrite tpSendCountsOut, docs/formats.md §3, so every rank's precision check fails while the clocks are fine).
 
-Tick index -> marker per role follows deepep.md §2a (inferred there). Where the model has one phase for several
+Tick index -> marker per role follows docs/formats.md §3 (inferred there). Where the model has one phase for several
 markers, the markers sit at fixed fractions of it (a stand-in assumption). Overhead: each marker costs MARK_US on
 the core (kernel scope); the per-launch flush and export cost EXPORT_US after the kernel's end tick (API scope only).
 Standard library only; nothing here imports the workflow's parsers.
@@ -34,7 +34,7 @@ MAGIC = 0x414B4C5452433031
 RECORDER_CAPACITY = 256
 FORMATS = ("legacy", "akl", "both")
 
-ROLE_MARKERS = {  # ticks 2..5 per role (deepep.md §2a); TokenCopyToBuffer's tick 3 is overwritten by copy_complete
+ROLE_MARKERS = {  # ticks 2..5 per role (docs/formats.md §3); TokenCopyToBuffer's tick 3 is overwritten by copy_complete
     "TokenCopyToBuffer": ("buffers_ready", "copy_complete", "returned", "stage_published"),
     "URMASendToken": ("ids_ready", "mapping_ready", "queues_ready", "send_complete"),
     "SelfCopyToken": ("ids_ready", "mapping_ready", "copy_complete", "returned"),
@@ -118,7 +118,7 @@ class DebugClockWriter:
         if self.format not in FORMATS:
             raise RuntimeError(f"DEEPEP_SIM_DEBUGCLOCK_FORMAT={self.format!r}: expected one of {', '.join(FORMATS)}")
         self.fault = env.get("DEEPEP_SIM_DEBUGCLOCK") or "ok"
-        self.keep_last = env.get("AKL_TRACE_KEEP_LAST") == "1"  # the code acts only on "1" (deepep.md §2b, §7)
+        self.keep_last = env.get("AKL_TRACE_KEEP_LAST") == "1"  # the code acts only on "1" (docs/formats.md §3)
         base = env.get("DISPATCH_CLOCK_DIR") or "clock_results"
         self.legacy_dir = Path(base)
         self.akl_dir = Path(env.get("AKL_TRACE_DIR") or base)

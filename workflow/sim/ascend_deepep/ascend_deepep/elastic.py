@@ -294,7 +294,7 @@ class ElasticBuffer:
                 prev_end = self._summaries[-2].last_end if len(self._summaries) > 1 else None
                 self._truth.append(truth_launch(launch, prev_end))
         # A replay that corrupted the buffer's state corrupts every later result too. sim.debugclock: overwrite = the
-        # legacy DEBUG build writes its clocks over tpSendCountsOut (deepep.md §7): every rank's result is wrong.
+        # legacy DEBUG build writes its clocks over tpSendCountsOut (docs/formats.md §3): every rank's result is wrong.
         self._corrupt = self._corrupt or corrupt_by_replay or self._debugclock.overwrites_results
         if self._corrupt and recv_x:
             # Fault knob sim.precision_fail_rank: this rank's kernel writes one wrong value.

@@ -13,6 +13,6 @@ echo "[build] compiling kernels/elastic_dispatch.cpp with: $flags"
 printf 'stand-in kernel object\nflags: %s\n' "$flags" > "$build_dir/CMakeFiles/ascend_deepep_kernels.dir/kernels/elastic_dispatch.cpp.o"
 printf 'stand-in libascend_deepep_kernels.so\nflags: %s\n' "$flags" > "$build_dir/libascend_deepep_kernels.so"
 echo "$flags" > "$build_dir/device_compile_flags.txt"
-# A DEBUG_CLOCK_ON build stores the AKL event map where the real build.sh does (deepep.md §2b).
+# A DEBUG_CLOCK_ON build stores the AKL event map where the real build.sh does (docs/formats.md §3).
 [ "${DEBUG_CLOCK_ON:-OFF}" = "ON" ] && python3 -c 'import sys; from pathlib import Path; sys.path.insert(0, "."); from ascend_deepep._debugclock import write_event_map; write_event_map(Path("ascend_deepep/lib/event_map.json"))'
 echo "[build] done: $build_dir/libascend_deepep_kernels.so"
