@@ -9,7 +9,7 @@ from dispatchprof.report.verdict import open_step
 from dispatchprof.shell.invocation import read_invocation
 
 # what each printed command promises: a forced collect job, or a rank's drill-down
-FORCED = {rule: stage for stage, (rule, _, _) in EVIDENCE.items()} | {"baseline_collect": "baseline", "timeline_collect": "timeline"}
+FORCED = {f"{stage}_collect": stage for stage in (*EVIDENCE, "baseline", "timeline")}
 
 
 def printed_commands(md: str) -> list[str]:

@@ -14,11 +14,11 @@ from typing import Mapping, Sequence
 
 from dispatchprof.shell.invocation import snakemake_command
 
-# stage -> (the collect rule to force, the file its evidence is in, the analyze key that imports it)
+# stage -> (the file its evidence is in, the analyze key that imports it); its collect rule is <stage>_collect
 EVIDENCE = {
-    "pmu": ("pmu_collect", "pmu/roles.json", "analyze.pmu_dir"),
-    "debugclock": ("debugclock_collect", "debugclock/stats.json", "analyze.debugclock_dir"),
-    "pcsampling": ("pcsampling_collect", "pcsampling/stalls.json", "analyze.pcsampling_dir"),
+    "pmu": ("pmu/roles.json", "analyze.pmu_dir"),
+    "debugclock": ("debugclock/stats.json", "analyze.debugclock_dir"),
+    "pcsampling": ("pcsampling/stalls.json", "analyze.pcsampling_dir"),
 }
 # DebugClock runs only when the PMU is not ok (debugclock.when: fallback): a run asked for it runs it anyway. A nested
 # key on the command line is a YAML mapping (Snakemake merges it into the config files' debugclock section).
@@ -45,9 +45,9 @@ def with_config(invocation: Sequence[str], words: Sequence[str]) -> list[str]:
 
 
 def collect_command(stage: str, run: Run) -> str:
-    """The command that collects a stage's evidence again: its collect job forced (its status exists), DebugClock asked
-    for whatever the PMU did."""
-    rule = EVIDENCE[stage][0]
+    """The command that collects a stage's evidence again: its collect job (``<stage>_collect``) forced, since its status
+    exists; DebugClock asked for whatever the PMU did."""
+    rule = f"{stage}_collect"
     extra = [DEBUGCLOCK_ALWAYS] if stage == "debugclock" else []
     target = f"results/{run.experiment}/{stage}/status.json"
     return snakemake_command([target, "--forcerun", rule], with_config(run.invocation, extra))
@@ -56,7 +56,7 @@ def collect_command(stage: str, run: Run) -> str:
 def evidence_step(stage: str, run: Run) -> str:
     """A stage's evidence: its file when the stage is ok; else the command that collects it (the analyze key that
     imports it, for imported data: analyze mode collects nothing)."""
-    rule, path, key = EVIDENCE[stage]
+    path, key = EVIDENCE[stage]
     if stage in run.ok:
         return f"results/{run.experiment}/{path}"
     if run.mode != "collect":

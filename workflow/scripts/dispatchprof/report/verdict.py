@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from dispatchprof.report.steps import Run, cause_step, evidence_step
+from dispatchprof.report.steps import Run, cause_step, collect_command, evidence_step
 from dispatchprof.report.words import rank_list
 from dispatchprof.shell.status import Status
 
@@ -382,9 +382,7 @@ def open_step(stage: str, run: Run) -> str | None:
     """Baseline and timeline: their collect job forced (analyze mode: the key that imports them)."""
     if run.mode != "collect":
         return {"baseline": "analyze.latency_csv", "timeline": "analyze.timeline_dir"}[stage]
-    from dispatchprof.shell.invocation import snakemake_command
-
-    return snakemake_command([f"results/{run.experiment}/{stage}/status.json", "--forcerun", f"{stage}_collect"], run.invocation)
+    return collect_command(stage, run)
 
 
 ITEMS: list[Callable[[Facts], list[Item]]] = [
