@@ -181,6 +181,9 @@ def test_the_links_line_says_the_bound_and_the_share_and_points_at_debugclock_on
     assert "42% of that bound" in far.text and "slow link or slow senders" in far.text and far.step.endswith("--forcerun debugclock_collect")
     named = links_of(verdict(facts([cause("late_arrival", 30.0, rank=5)], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
     assert "slow link" not in named.text and named.step is None  # a cause stands out: it is the reading, not the links
+    ran = facts([], states=statuses(), ok=("pmu", "debugclock"), baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)}, debugclock=NODE1_SLOT)
+    after = links_of(verdict(ran))[0]
+    assert "slow link or slow senders (DebugClock below)" in after.text and after.step is None  # it ran: no command to collect it again
 
 
 def test_no_bound_no_links_line_and_an_efficiency_above_one_says_the_peak_is_wrong():

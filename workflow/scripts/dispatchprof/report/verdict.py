@@ -106,6 +106,8 @@ def links_line(f: Facts) -> list[Item]:
         return [Line("links", text + " Above 1: the peak or the byte definition is wrong.")]
     tl = f.section("timeline") or {}
     standing = (tl.get("straggler") or {}).get("evidence") not in (None, "none", "in_kernel")
+    if bw.get("far") and not standing and f.section("debugclock") is not None:  # it ran: its line below tells them apart
+        return [Line("links", text + " Nobody stands out in the timeline: a slow link or slow senders (DebugClock below).")]
     if bw.get("far") and not standing:
         return [Line("links", text + " Nobody stands out: a slow link or slow senders; DebugClock tells which:", bw.get("tell_apart_command"))]
     return [Line("links", text)]
