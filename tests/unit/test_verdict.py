@@ -251,3 +251,4 @@ def test_where_the_timeline_names_nobody_debugclocks_slot_is_the_top_cause_with_
     top = next(t for t in texts if t.startswith("Top cause (DebugClock)"))
     assert "node 1's URMASendToken send_complete, +978.5 us per launch" in top and "the link or its senders" in top and "critical path" in top
     assert texts.index(top) == texts.index("The timeline sees no rank or node costing over 1 us per launch.") + 1
+    assert not any(t.startswith("DebugClock:") for t in texts)  # said once, as the top cause

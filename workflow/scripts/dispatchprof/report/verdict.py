@@ -208,7 +208,7 @@ def top_cause_line(f: Facts) -> list[Item]:
             found = re.search(r"more than ([\d.]+) us per launch", tl["straggler"].get("explanation") or "")
             floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
             deeper = slot_top_line(f)
-            if deeper:
+            if deeper:  # debugclock_line leaves it out then (slot_is_top)
                 return [Line("timeline", f"The timeline sees no rank or node costing over {floor} per launch."), *deeper]
             return [
                 Line(
@@ -226,6 +226,14 @@ def top_cause_line(f: Facts) -> list[Item]:
     share = f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and established else ""
     more = f" {len(causes) - 1} more cause{'s' if len(causes) > 2 else ''} below." if len(causes) > 1 else ""
     return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more}")]
+
+
+def slot_is_top(f: Facts) -> bool:
+    """Whether DebugClock's slower slot heads the causes: the timeline compares coupled ranks and names nobody."""
+    tl = f.section("timeline")
+    dc = f.section("debugclock") or {}
+    compared = tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler")
+    return bool(compared and not named_causes(f) and (dc.get("busiest_node") or dc.get("busiest")))
 
 
 def slot_top_line(f: Facts) -> list[Item]:
@@ -323,7 +331,7 @@ def pmu_line(f: Facts) -> list[Item]:
 
 def debugclock_line(f: Facts) -> list[Item]:
     dc = f.section("debugclock")
-    if not dc:
+    if not dc or slot_is_top(f):  # the top cause line gave its slot already
         return []
     best, node = dc.get("busiest"), dc.get("busiest_node")
     lead = "DebugClock" if f.section("pmu") else f"DebugClock (PMU {f.statuses['pmu'].state})"
