@@ -38,6 +38,14 @@ COSTLIEST_BY_EXCESS_INSTEAD = (
     "the first, plus kernel time above the typical launch's)"
 )
 
+DEFINITION = (
+    "per rank of a typical launch (group time, first arrival to last end, nearest the median launch's) and of the costliest (costliest_by): "
+    "arrival_us (the barrier kernel's start; else the target's), barrier_release_us (the barrier kernel's end), kernel_start_us and end_us, "
+    "each after the launch's first arrival on corrected node clocks (null where the clocks are not established: why); barrier_wait_us and "
+    "kernel_us, durations that need no clock; last_arrival_rank (the shortest barrier wait), last_end_rank; cost_us: what the cause could at "
+    "most give back in that launch"
+)
+
 
 @dataclass
 class Times:
@@ -188,6 +196,7 @@ def launch_picture(g: LaunchGrid, correction: np.ndarray, clocks: Mapping[str, A
         "why": why,
         "cause": {k: top.get(k) for k in ("evidence", "rank", "node", "ranks", "cost_us_per_launch")} if top else None,
         "time_in_kernel": NOT_SPLIT,
+        "definition": DEFINITION,
         "typical": None,
         "costliest": None,
     }
