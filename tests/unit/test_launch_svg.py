@@ -145,3 +145,27 @@ def test_one_panel_when_the_typical_launch_is_the_costliest_and_nothing_without_
 
 def test_ticks_step_by_one_two_or_five():
     assert [nice_step(v) for v in (9.0, 330.0, 1200.0)] == [2.0, 100.0, 500.0]
+
+
+def test_a_long_kernel_body_is_cut_out_of_the_axis_and_the_cut_says_how_long():
+    long = {**PICTURE, "typical": launch(7, [0.0, 1.0, 2.0, 40.0], [1300.0, 1301.0, 1302.0, 1303.0])}
+    long["costliest"] = launch(9, [0.0, 2.0, 1.0, 70.0], [1330.0, 1345.0, 1332.0, 1333.0])
+    svg = launch_svg(long)
+    root = ET.fromstring(svg)
+    (cut,) = {t.text for t in root.iter(f"{NS}text") if t.get("class") == "cut"}
+    assert cut.startswith("// ") and 1100 < float(cut.split()[1]) < 1300
+    rows = panels(svg)[1]
+    # the arrivals get the width: rank 3's 70 us lateness spans more than a fifth of the 710 px of the plot
+    arrivals = [float(part(g, "arrival").get("x1")) for g in rows]
+    assert arrivals[3] - arrivals[0] > 710 / 5
+    ends = [right(part(g, "kernel")) for g in rows]
+    assert sorted(range(4), key=lambda r: ends[r]) == sorted(range(4), key=lambda r: long["costliest"]["ranks"][r]["end_us"])
+    assert len([p for p in root.iter(f"{NS}polygon") if p.get("class") == "break"]) == 2  # one per launch
+
+
+def test_a_short_kernel_body_keeps_one_unbroken_axis():
+    short = {**PICTURE, "typical": launch(7, [0.0, 1.0, 2.0, 40.0], [60.0, 61.0, 62.0, 63.0])}
+    short["costliest"] = launch(9, [0.0, 2.0, 1.0, 70.0], [90.0, 95.0, 92.0, 93.0])
+    root = ET.fromstring(launch_svg(short))
+    assert not [t for t in root.iter(f"{NS}text") if t.get("class") == "cut"]
+    assert not [p for p in root.iter(f"{NS}polygon") if p.get("class") == "break"]

@@ -2,20 +2,23 @@
 launch and the costliest one on one time axis (µs after the launch's first arrival), each rank a row: its wait at the
 barrier (arrival to release) and its time in the kernel, the cause's ranks in their own colour, dashed lines at the
 last arrival and the last end. A reader sees who waits for whom: the late rank's short barrier wait against everyone
-else's long one, or the one bar that ends after the rest. Without established clocks every row starts at 0 (durations
-only), and the picture says so."""
+else's long one, or the one bar that ends after the rest. The kernel's body, where every rank is inside the kernel, is
+cut out of the axis when it would take most of the width (a marked break with its length): the waiting happens at the
+arrivals and at the ends. Without established clocks every row starts at 0 (durations only), and the picture says so."""
 
 from __future__ import annotations
 
 import html
 import math
 import textwrap
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 FONT = 12
 WAIT, KERNEL, CAUSE, MARK = "#9ecbff", "#8c959f", "#cf222e", "#24292f"
 LEFT, RIGHT, ROW, HEAD, AXIS = 170, 120, 15, 34, 30
+GAP = 40  # px of the break where the kernel's body is cut out of the axis
 WRAP = 165  # characters of a note line at 11 px in 1000 px
 
 
@@ -72,7 +75,7 @@ def bars(row: Mapping[str, Any], placed: bool) -> tuple[float, float, float, flo
     return 0.0, wait, wait, wait + row["kernel_us"]
 
 
-def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: set[int], placed: bool, y0: float, x: Any) -> list[str]:
+def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: set[int], placed: bool, y0: float, x: TimeAxis) -> list[str]:
     """One launch: its heading, a row per shown rank (label, barrier wait, kernel bar, who is last), the dashed last
     arrival and last end."""
     rows = {r["rank"]: r for r in launch["ranks"]}
@@ -108,16 +111,73 @@ def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: se
     return parts
 
 
-def axis(y: float, high: float, x: Any, right_x: float) -> list[str]:
-    """The µs axis under a panel: ticks of a 1-2-5 step."""
-    step = nice_step(high)
-    parts = [f'<line x1="{LEFT}" x2="{right_x}" y1="{y}" y2="{y}" stroke="#57606a"/>']
-    for k in range(int(high / step) + 1):
-        v = k * step
-        parts.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{y}" y2="{y + 4}" stroke="#57606a"/>')
-        parts.append(f'<text x="{x(v):.1f}" y="{y + 16}" text-anchor="middle">{v:g}</text>')
+@dataclass
+class TimeAxis:
+    """µs to x: one scale for the whole picture. Where every rank is inside the kernel from well before the first end
+    to the last start (the kernel's body, most of a launch), that stretch is cut out of the axis (a break of ``GAP``
+    px), so that the arrivals and the ends, where ranks wait for each other, get the width."""
+
+    high: float
+    scale: float
+    cut: tuple[float, float] | None = None
+
+    def __call__(self, v: float) -> float:
+        v = max(0.0, v)
+        if self.cut is None or v <= self.cut[0]:
+            return LEFT + v * self.scale
+        before = LEFT + self.cut[0] * self.scale
+        return before + GAP + max(0.0, v - self.cut[1]) * self.scale if v >= self.cut[1] else before + GAP / 2
+
+    def segments(self) -> list[tuple[float, float]]:
+        return [(0.0, self.high)] if self.cut is None else [(0.0, self.cut[0]), (self.cut[1], self.high)]
+
+
+def time_axis(launches: Sequence[Mapping[str, Any]], placed: bool, width: int) -> TimeAxis:
+    """The picture's axis: up to the latest bar's end; with clocks, the kernel's body cut out where it would take more
+    than half the width (between the last kernel start and the first end, less a margin either side)."""
+    rows = [r for launch in launches for r in launch["ranks"]]
+    high = max(max(bars(r, placed)[3] for r in rows), 1e-6) * 1.02
+    plot = width - LEFT - RIGHT
+    if placed:
+        first_part = max(r["kernel_start_us"] for r in rows)
+        last_part = min(r["end_us"] for r in rows)
+        shown = first_part + (high - last_part)
+        pad = 0.1 * shown + 1.0
+        if last_part - first_part > 2 * pad and last_part - first_part - 2 * pad > 0.5 * high:
+            cut = (first_part + pad, last_part - pad)
+            return TimeAxis(high, (plot - GAP) / (high - (cut[1] - cut[0])), cut)
+    return TimeAxis(high, plot / high)
+
+
+def axis(y: float, x: TimeAxis, right_x: float) -> list[str]:
+    """The µs axis under a panel: ticks of a 1-2-5 step; a cut-out kernel body is a break marked with its length."""
+    visible = sum(b - a for a, b in x.segments())
+    step = nice_step(visible)
+    parts = []
+    for a, b in x.segments():
+        parts.append(f'<line x1="{x(a):.1f}" x2="{x(b):.1f}" y1="{y}" y2="{y}" stroke="#57606a"/>')
+        for k in range(math.ceil(a / step), math.floor(b / step) + 1):
+            v = k * step
+            parts.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{y}" y2="{y + 4}" stroke="#57606a"/>')
+            parts.append(f'<text x="{x(v):.1f}" y="{y + 16}" text-anchor="middle">{v:g}</text>')
+    if x.cut:
+        mid = x(x.cut[0]) + GAP / 2
+        parts.append(f'<text class="cut" x="{mid:.1f}" y="{y + 16}" text-anchor="middle" font-size="10">// {x.cut[1] - x.cut[0]:.0f} us</text>')
     parts.append(f'<text x="{right_x + 6}" y="{y + 16}">us</text>')
     return parts
+
+
+def breaks(x: TimeAxis, top: float, bottom: float) -> list[str]:
+    """Where the kernel's body is cut out, a white band with slanted edges across every row."""
+    if not x.cut:
+        return []
+    a = x(x.cut[0]) + 4
+    b = a + GAP - 8
+    return [
+        f'<polygon class="break" points="{a},{top} {b},{top - 4} {b},{bottom} {a},{bottom + 4}" fill="#ffffff"/>',
+        f'<line x1="{a}" x2="{a}" y1="{top}" y2="{bottom + 4}" stroke="#57606a" stroke-dasharray="2,2"/>',
+        f'<line x1="{b}" x2="{b}" y1="{top - 4}" y2="{bottom}" stroke="#57606a" stroke-dasharray="2,2"/>',
+    ]
 
 
 def legend(y: float, placed: bool, barrier: bool) -> list[str]:
@@ -169,12 +229,7 @@ def launch_svg(picture: Mapping[str, Any] | None, width: int = 1000, max_ranks: 
     world = len(picture["typical"]["ranks"])
     cause_ranks = set((picture.get("cause") or {}).get("ranks") or [])
     barrier = any(r.get("barrier_wait_us") is not None for r in picture["typical"]["ranks"])
-    high = max(max(bars(r, placed)[3] for _, launch in launches for r in launch["ranks"]), 1e-6) * 1.02
-    scale = (width - LEFT - RIGHT) / high
-
-    def x(v: float) -> float:
-        return LEFT + max(0.0, v) * scale
-
+    x = time_axis([launch for _, launch in launches], placed, width)
     what = "us after the launch's first arrival, corrected node clocks" if placed else "durations only: each rank's bars start at 0"
     title = f"The launch per rank ({what})"
     parts = [f'<text x="4" y="16" font-weight="bold" font-size="13">{html.escape(title)}</text>', *legend(36, placed, barrier)]
@@ -184,8 +239,9 @@ def launch_svg(picture: Mapping[str, Any] | None, width: int = 1000, max_ranks: 
         parts += lines
     for heading, launch in launches:
         parts += panel(heading, launch, ranks, cause_ranks, placed, y, x)
+        parts += breaks(x, y + HEAD, y + HEAD + len(ranks) * ROW)
         y += HEAD + len(ranks) * ROW + 4
-        parts += axis(y, high, x, width - RIGHT)
+        parts += axis(y, x, width - RIGHT)
         y += AXIS
     notes = [str(picture.get("time_in_kernel") or "")]
     if len(ranks) < world:
