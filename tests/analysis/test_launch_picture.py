@@ -1,9 +1,11 @@
 """The picture of the launch (analysis.waits.picture): which launch is typical, which is the costliest, who arrived and
-ended last, on hand-built grids; on generated grids of any shape it ends in a picture or a reason, never an exception."""
+ended last, on hand-built grids; on generated grids of any shape it ends in a picture or a reason, and its drawing in
+an SVG or nothing, never an exception."""
 
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from launch_grids import COLUMNS, Shape, simulate
 
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.waits.picture import CORRECTED, DURATIONS, launch_picture
+from dispatchprof.report.launch_svg import launch_svg
 
 SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
 
@@ -197,6 +200,8 @@ def test_any_grid_gives_a_picture_or_a_reason(shape: Shape):
     g = waits.grid(columns["rank"], columns["launch"], {c: columns[c].astype(float) for c in COLUMNS}, shape.ranks_per_node)
     p = waits.analyse(g, SETTINGS, [], {"resamples": 20, "seed": 0})["launch_picture"]
     json.dumps(p, allow_nan=False)
+    svg = launch_svg(p, max_ranks=8)  # the report draws whatever the analysis gives
+    assert (svg == "") == (p["typical"] is None) and (not svg or ET.fromstring(svg) is not None)
     several_nodes = len(np.unique(g.nodes)) > 1
     assert (p["clocks"] == DURATIONS) == (several_nodes and not g.has_barrier)
     if p["typical"] is None:
