@@ -152,24 +152,23 @@ def launch_record(t: Times, g: LaunchGrid, i: int, established: bool, cost: floa
     """One launch for the picture: per rank its events after the launch's first arrival (µs) and its durations; who
     arrived last (the shortest barrier wait, no clock needed) and who ended last (corrected clocks only)."""
     zero = float(t.arrival[i].min()) if established else 0.0
+    barrier = g.has_barrier  # a scan of the whole grid: once, not per rank (2,048 ranks)
 
-    def at(values: np.ndarray, j: int) -> float | None:
-        return round(float(values[i, j]) - zero, 3) if established else None
+    def at(values: np.ndarray, keep: bool = True) -> list[float | None]:
+        return [round(v - zero, 3) for v in values[i].tolist()] if established and keep else [None] * len(g.ranks)
 
-    ranks = [
-        {
-            "rank": int(r),
-            "node": int(g.nodes[j]),
-            "arrival_us": at(t.arrival, j),
-            "barrier_release_us": at(t.release, j) if g.has_barrier else None,
-            "kernel_start_us": at(t.start, j),
-            "end_us": at(t.end, j),
-            "barrier_wait_us": round(float(t.barrier_wait[i, j]), 3) if g.has_barrier else None,
-            "kernel_us": round(float(t.kernel[i, j]), 3),
-        }
-        for j, r in enumerate(g.ranks.tolist())
-    ]
-    if g.has_barrier:
+    columns = {
+        "rank": g.ranks.tolist(),
+        "node": g.nodes.tolist(),
+        "arrival_us": at(t.arrival),
+        "barrier_release_us": at(t.release, barrier),
+        "kernel_start_us": at(t.start),
+        "end_us": at(t.end),
+        "barrier_wait_us": [round(v, 3) for v in t.barrier_wait[i].tolist()] if barrier else [None] * len(g.ranks),
+        "kernel_us": [round(v, 3) for v in t.kernel[i].tolist()],
+    }
+    ranks = [dict(zip(columns, row)) for row in zip(*columns.values())]
+    if barrier:
         last_arrival: int | None = int(g.ranks[np.argmin(t.barrier_wait[i])])
     else:
         last_arrival = int(g.ranks[np.argmax(t.arrival[i])]) if established else None
