@@ -163,7 +163,7 @@ def axis(y: float, x: TimeAxis, right_x: float) -> list[str]:
     if x.cut:
         mid = x(x.cut[0]) + GAP / 2
         parts.append(f'<text class="cut" x="{mid:.1f}" y="{y + 16}" text-anchor="middle" font-size="10">// {x.cut[1] - x.cut[0]:.0f} us</text>')
-    parts.append(f'<text x="{right_x + 6}" y="{y + 16}">us</text>')
+    parts.append(f'<text x="{right_x + 24}" y="{y + 16}">us</text>')  # clear of a last tick's label
     return parts
 
 
