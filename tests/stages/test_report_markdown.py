@@ -259,7 +259,7 @@ def test_every_chart_is_a_file_beside_the_markdown_and_linked_from_it(rendered):
     files = sorted(p.name for p in figures.iterdir())
     links = re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", md)
     assert sorted(Path(link).name for link in links) == files
-    for expected in ("entry_wait.svg", "causes.svg", "rank_offsets.svg", "pmu_busy.svg", "pmu_no_pipe.svg", "pcsampling_stalls_per_role.svg"):
+    for expected in ("launch.svg", "entry_wait.svg", "causes.svg", "rank_offsets.svg", "pmu_busy.svg", "pmu_no_pipe.svg", "pcsampling_stalls_per_role.svg"):
         assert expected in files
     assert any(f.startswith("debugclock_phases_") for f in files) and "debugclock_wait_us.svg" in files
     assert "baseline_kernel_per_rank.png" in files
@@ -306,3 +306,13 @@ def test_the_answer_is_a_verdict_read_in_30_seconds(rendered):
     assert [row[0] for row in table["rows"]] == [f"rank {c['rank']}" for c in summary["causes"][:3]]
     assert "## The answer's evidence" in md and "What the group waits for (msprof timeline)" in md.split("## The answer's evidence", 1)[1]
     assert '<section id="answer">' in html and '<table class="causes">' in html
+
+
+def test_the_picture_of_the_launch_is_with_the_answer_in_both_formats(rendered):
+    """The Answer section holds the picture of the launch: inline in the HTML, a figure file linked in the Markdown."""
+    html, md, figures = rendered
+    answer_html = html[html.index('<section id="answer">') : html.index('<section id="evidence">')]
+    assert '<figure id="launch-picture">' in answer_html.replace(' style="margin: .8rem 0"', "") and "<svg" in answer_html
+    answer_md = md[md.index("## Answer") : md.index("## The answer's evidence")]
+    assert "](figures/launch.svg)" in answer_md
+    assert figures.joinpath("launch.svg").read_text().count('data-cause="true"') == 2  # rank 3, the cause, in each launch

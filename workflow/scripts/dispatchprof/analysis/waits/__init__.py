@@ -25,7 +25,8 @@ The package, by concern (every name is re-exported here: import from ``dispatchp
   wait for each other);
 - costing: what-if savings above the background, bootstrap CIs, the group's excess;
 - naming: named or listed (min_cost_us, the chance test), the order by cost, what a named node covers;
-- describe: the causes in words; awaited: the account assembled (awaited, analyse).
+- describe: the causes in words; awaited: the account assembled (awaited, analyse);
+- picture: a typical and the costliest launch per rank, for the report's picture of the launch.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from dispatchprof.analysis.waits.uncoupled import longest_own_work
 from dispatchprof.analysis.waits.costing import backgrounds, bootstrap_mean_ci, costed, duration_excess, excess
 from dispatchprof.analysis.waits.naming import covered, stands_out
 from dispatchprof.analysis.waits.describe import EVERY_LAUNCH_ALIKE, EXCESS_DEFINITION, EXCESS_NOT_COUPLED, describe, listed_clause, listed_text
+from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.awaited import CAUSE_KEYS, EXPLAINED, STRAGGLER_KEYS, analyse, arrived_last, awaited, rank_offsets, waiting_ranks
 
 __all__ = [
@@ -88,6 +90,7 @@ __all__ = [
     "last_arrival_node",
     "late_members",
     "late_sets",
+    "launch_picture",
     "lead_within_node",
     "listed_clause",
     "listed_text",

@@ -17,6 +17,7 @@ from dispatchprof.analysis.waits.coupling import coupling
 from dispatchprof.analysis.waits.describe import EVERY_LAUNCH_ALIKE, EXCESS_DEFINITION, EXCESS_NOT_COUPLED, describe, listed_text
 from dispatchprof.analysis.waits.in_kernel import in_kernel, is_group_wait
 from dispatchprof.analysis.waits.naming import covered
+from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.table import LaunchGrid, entry_wait_grid, entry_waits, kernel_entry_waits
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
 
@@ -195,8 +196,8 @@ CAUSE_KEYS = (
 
 
 def analyse(g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], bootstrap: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, and the entry-wait
-    heat map."""
+    """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, the entry-wait
+    heat map, and the picture of a typical and the costliest launch."""
     clocks, correction = node_clocks(g)
     couple = coupling(g)
     strag = awaited(g, correction, couple, waits, bootstrap, clocks)
@@ -208,4 +209,5 @@ def analyse(g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], b
         "entry_wait_us": entry_waits(g, correction),
         "straggler": strag,
         "entry_wait_heatmap": entry_wait_grid(g, correction),
+        "launch_picture": launch_picture(g, correction, clocks, strag["causes"]),
     }
