@@ -402,7 +402,16 @@ def test_an_analysis_change_reanalyses_without_collecting(complete_run: tuple[Wo
     assert ACCEPTANCE[key] <= set(planned)
 
 
-@pytest.mark.parametrize("key, value, collected", [("shape.num_tokens", 128, "correctness"), ("pmu.metrics", ["PipeUtilization", "Memory"], "pmu_collect")])
+@pytest.mark.parametrize(
+    "key, value, collected",
+    [
+        ("shape.num_tokens", 128, "correctness"),
+        ("pmu.metrics", ["PipeUtilization", "Memory"], "pmu_collect"),
+        # the perf driver's environment: without the barrier kernel the timeline measures another thing
+        ("baseline.synchronize_start", False, "timeline_collect"),
+        ("kernel.clock_hz", 50_000_000, "baseline_collect"),
+    ],
+)
 def test_a_collection_change_collects(complete_run: tuple[WorkflowCopy, dict], key: str, value: Any, collected: str) -> None:
     copy_, overlay = complete_run
     planned, _ = Planner(copy_).plan(overlay_with(overlay, key, value))
