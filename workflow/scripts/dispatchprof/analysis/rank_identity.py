@@ -40,7 +40,8 @@ class RankSource:
     node: int
     device: int | None
     pid: int | None
-    recorded_rank: int | None = None  # what the profiler wrote; None when -1 or absent
+    recorded_rank: int | None = None  # what the profiler wrote (or analyze.rank_map names); None when -1 or absent
+    recorded_from: str | None = None  # where it was read (e.g. "profiler_info_0.json rank_id")
 
 
 @dataclass(frozen=True)
