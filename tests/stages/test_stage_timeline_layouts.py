@@ -9,10 +9,10 @@ import shutil
 import sqlite3
 
 import pytest
+from test_stage_timeline_parse import parse_run, simulated_prof
 
 from conftest import FIXTURES
 from dispatchprof.stages.timeline_parse import timeline_parse
-from test_stage_timeline_parse import parse_run, simulated_prof
 
 TORCH = FIXTURES / "torch_npu-real" / "two_ranks_db"
 HELIX = FIXTURES / "msprof-real" / "custom_kernel_5_launches"
