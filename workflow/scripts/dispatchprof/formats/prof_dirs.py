@@ -41,20 +41,20 @@ def only_one(path: Path, names: list[str], what: str) -> str | None:
     return names[0] if names else None
 
 
-def db_recorded_ranks(db: Path) -> set[int]:
-    """The ranks a torch_npu db's RANK_DEVICE_MAP records (-1, "not recorded", left out); empty without the table."""
+def rank_device_map(db: Path) -> list[tuple[int, int]]:
+    """A torch_npu db's RANK_DEVICE_MAP rows (rankId, deviceId), -1 (not recorded) kept; [] without the table."""
 
-    def ranks(conn, _):  # type: ignore[no-untyped-def]
+    def rows(conn, _):  # type: ignore[no-untyped-def]
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='RANK_DEVICE_MAP'").fetchone():
-            return set()
-        return {r for (r,) in conn.execute("SELECT DISTINCT rankId FROM RANK_DEVICE_MAP") if isinstance(r, int) and r >= 0}
+            return []
+        return [(r, d) for r, d in conn.execute("SELECT DISTINCT rankId, deviceId FROM RANK_DEVICE_MAP") if isinstance(r, int) and isinstance(d, int)]
 
-    return query_db(db, ranks, strings=False)[0]
+    return query_db(db, rows, strings=False)[0]
 
 
-def torch_rank(path: Path, children: set[str], db: Path | None) -> tuple[int | None, str | None]:
-    """The rank a torch_npu directory records, and where: profiler_info, else the db's name, else its RANK_DEVICE_MAP.
-    Every place that names one must name the same."""
+def torch_rank(path: Path, children: set[str], db: Path | None, mapped: set[int]) -> tuple[int | None, str | None]:
+    """The rank a torch_npu directory records, and where: profiler_info, else the db's name, else its RANK_DEVICE_MAP
+    (``mapped``, the ranks it names). Every place that names one must name the same."""
     info_name = only_one(path, sorted(c for c in children if PROFILER_INFO_RE.match(c)), "profiler_info files")
     rank, where = profiler_info_rank(path / info_name) if info_name else (None, None)
     named = TORCH_DB_RE.match(db.name) if db is not None else None
@@ -63,7 +63,6 @@ def torch_rank(path: Path, children: set[str], db: Path | None) -> tuple[int | N
         if rank is not None and in_name != rank:
             raise MsprofFormatError(f"{db}: its name says rank {in_name} but {path / str(info_name)} says {rank}; expected one rank")
         rank, where = (in_name, f"{db.name} (its name)") if rank is None else (rank, where)
-    mapped = db_recorded_ranks(db) if db is not None else set()
     if len(mapped) > 1 or (mapped and rank is not None and mapped != {rank}):
         held = f"{rank} ({where})" if rank is not None else "one rank"
         raise MsprofFormatError(f"{db}: RANK_DEVICE_MAP.rankId holds {sorted(mapped)}; expected {held}")
@@ -81,10 +80,12 @@ def read_torch_dir(path: Path) -> ProfInfo:
     db = output / db_name if db_name else None
     profs = sorted(c for c in children if PROF_RE.match(c) and (path / c).is_dir())
     inner = read_prof_info(path / profs[-1]) if only_one(path, profs, "PROF_ directories") else None
-    rank, where = torch_rank(path, children, db)
+    pairs = rank_device_map(db) if db is not None else []
+    rank, where = torch_rank(path, children, db, {r for r, _ in pairs if r >= 0})
     devices, devices_from = (inner.devices, inner.devices_from) if inner is not None and inner.devices else ([], "none")
     if not devices and db is not None:
-        devices, devices_from = db_devices(db), "db"
+        # RANK_DEVICE_MAP, one row, before a scan of TASK (millions of rows in a long run)
+        devices, devices_from = sorted({d for _, d in pairs if d >= 0}) or db_devices(db), "db"
     missing = None
     if db is None and (inner is None or inner.text_dir is None):
         missing = (
