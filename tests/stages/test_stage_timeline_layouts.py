@@ -15,6 +15,7 @@ from conftest import FIXTURES
 from dispatchprof.stages.timeline_parse import timeline_parse
 
 TORCH = FIXTURES / "torch_npu-real" / "two_ranks_db"
+TORCH_TEXT = FIXTURES / "torch_npu-real" / "two_ranks_text"
 HELIX = FIXTURES / "msprof-real" / "custom_kernel_5_launches"
 MUL = "aclnnMuls_MulAiCore_Mul"  # 18 launches on each rank of the torch_npu sample (its SOURCE.md)
 
@@ -108,14 +109,28 @@ def test_torch_npu_files_that_disagree_on_the_rank_are_refused_naming_both(tmp_p
     assert "field 'rank_id' is 1 but the file name says rank 3" in ranks[1]["reason"]
 
 
-def test_a_torch_npu_text_only_export_says_what_is_not_read_and_how_to_get_a_db(tmp_path):
+def test_a_torch_npu_directory_with_nothing_to_read_says_what_is_missing_and_how_to_get_a_db(tmp_path):
     tree = tmp_path / "tree" / "n1_77_20250109071747123_ascend_pt"
     (tree / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
-    (tree / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").write_text("Step Id,Name,Type\n")
+    (tree / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("[]")
     (tree / "profiler_info_0.json").write_text('{"rank_id": 0}')
     status, ranks = analyze(tmp_path, tmp_path / "tree", ranks_per_node=1)
     assert status.state == "ok" and not ranks[0]["present"]
-    assert "kernel_details.csv and trace_view.json, are not read" in ranks[0]["reason"] and "export_type db" in ranks[0]["reason"]
+    assert "without ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler*.db" in ranks[0]["reason"] and "export_type db" in ranks[0]["reason"]
+
+
+def test_a_real_torch_npu_text_export_of_two_ranks_is_read_from_kernel_details(tmp_path):
+    before = snapshot(TORCH_TEXT)
+    status, ranks = analyze(tmp_path, TORCH_TEXT)
+    assert status.state == "ok", status.reason
+    # by hand (SOURCE.md): 18 launches each, medians of Duration(us) 1.47 us (rank 0) and 1.38 us (rank 1)
+    assert (ranks[0]["launches"], ranks[0]["median_us"], ranks[0]["source"]) == (18, pytest.approx(1.47, abs=1e-12), "kernel_details")
+    assert (ranks[1]["launches"], ranks[1]["median_us"]) == (18, pytest.approx(1.38, abs=1e-12))
+    assert ranks[1]["mapping"] == "recorded (profiler_info_1.json rank_id)"
+    # its HCCL rows are communication ops: not launches of a kernel.name that names them
+    status, ranks = analyze(tmp_path / "hccl", TORCH_TEXT, kernel="hcom_*")
+    assert not ranks[0]["present"] and "communication tasks (HCCL ops) are not part of the timeline stage" in ranks[0]["reason"]
+    assert snapshot(TORCH_TEXT) == before
 
 
 def test_an_hccl_kernel_name_says_communication_tasks_are_not_part_of_the_timeline(tmp_path):

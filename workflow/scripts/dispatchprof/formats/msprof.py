@@ -52,11 +52,12 @@ class ProfInfo:
     kind: str = "msprof"  # the layout it came in (formats/prof_tree.py): msprof | torch_npu | export
     rank_from: str | None = None  # where rank_id was read, when it was
     missing_why: str | None = None  # why it has no tables to read, where its layout says more than has_kernel_tables
+    kernel_details: Path | None = None  # torch_npu's text export of the kernels, read where there is no db or msprof export
 
     @property
     def has_kernel_tables(self) -> bool:
         """A db or a text export to read launches from."""
-        return self.db is not None or self.text_dir is not None
+        return self.db is not None or self.text_dir is not None or self.kernel_details is not None
 
 
 def discover(root: Path) -> list[Path]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, db_devices, export_devices, load_json, query_db, read_prof_info, recorded_rank
 from dispatchprof.formats.names import PROF_RE
-from dispatchprof.formats.prof_tree import EXPORT_DIR, PROFILER_INFO_RE, TORCH_DB_RE, TORCH_OUTPUT, DataDir, listing, normal
+from dispatchprof.formats.prof_tree import EXPORT_DIR, KERNEL_DETAILS, PROFILER_INFO_RE, TORCH_DB_RE, TORCH_OUTPUT, DataDir, listing, normal
 
 
 def read_data_dir(data: DataDir) -> ProfInfo:
@@ -86,12 +86,17 @@ def read_torch_dir(path: Path) -> ProfInfo:
     if not devices and db is not None:
         # RANK_DEVICE_MAP, one row, before a scan of TASK (millions of rows in a long run)
         devices, devices_from = sorted({d for _, d in pairs if d >= 0}) or db_devices(db), "db"
-    missing = None
+    missing, details = None, None
     if db is None and (inner is None or inner.text_dir is None):
+        details = output / KERNEL_DETAILS if (output / KERNEL_DETAILS).is_file() else None
         missing = (
-            f"torch_npu directory without {TORCH_OUTPUT}/ascend_pytorch_profiler*.db or PROF_*/{EXPORT_DIR}/ (its text files, "
-            "kernel_details.csv and trace_view.json, are not read): profile with experimental_config export_type db "
-            "(torch_npu.profiler.ExportType.Db), or run torch_npu.profiler.profiler.analyse on it"
+            None
+            if details is not None
+            else (
+                f"torch_npu directory without {TORCH_OUTPUT}/ascend_pytorch_profiler*.db, {TORCH_OUTPUT}/{KERNEL_DETAILS} or "
+                f"PROF_*/{EXPORT_DIR}/: profile with experimental_config export_type db (torch_npu.profiler.ExportType.Db), "
+                "or run torch_npu.profiler.profiler.analyse on it"
+            )
         )
     return ProfInfo(
         path=path,
@@ -109,6 +114,7 @@ def read_torch_dir(path: Path) -> ProfInfo:
         kind="torch_npu",
         rank_from=where,
         missing_why=missing,
+        kernel_details=details,
     )
 
 

@@ -31,6 +31,7 @@ TORCH_DIR_SUFFIX = "_ascend_pt"  # torch_npu _profiler_path_creator: "{worker}_{
 PROFILER_INFO_RE = re.compile(r"^profiler_info(?:_(\d+))?\.json$")  # profiler_info_<rank>.json; profiler_info.json without a rank
 TORCH_DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")  # the same with the db (torch_npu DbParser)
 TORCH_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+KERNEL_DETAILS = "kernel_details.csv"  # torch_npu's text export of the kernels, in TORCH_OUTPUT
 EXPORT_DIR = "mindstudio_profiler_output"
 MAX_DEPTH = 6  # msprof-analyze walks 5 levels below its -d; one more for a node<k> level above
 KINDS = ("msprof", "torch_npu", "export")
