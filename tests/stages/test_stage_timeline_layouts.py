@@ -156,3 +156,26 @@ def test_the_real_torch_npu_db_has_the_msprof_tables_the_timeline_reads():
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert conn.execute("SELECT rankId, deviceId FROM RANK_DEVICE_MAP").fetchall() == [(0, 0)]
     assert {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS", "COMMUNICATION_OP", "RANK_DEVICE_MAP", "SESSION_TIME_INFO"} <= tables
+
+
+def test_a_directory_under_no_node_directory_is_parsed_by_the_job_of_its_ranks_node(tmp_path):
+    from test_stage_timeline_parse import OUTPUTS
+
+    from conftest import stage_run
+
+    tree = tmp_path / "tree"
+    shutil.copytree(TORCH_TEXT / "rank0_ascend_pt", tree / "a_ascend_pt")
+    shutil.copytree(TORCH_TEXT / "rank1_ascend_pt", tree / "b_ascend_pt")
+    (tree / "b_ascend_pt" / "profiler_info_1.json").unlink()  # rank 9 of a 2 x 8 cluster (the profiler_info edited here)
+    (tree / "b_ascend_pt" / "profiler_info_9.json").write_text(json.dumps({"rank_id": 9}))
+    overlay = {"mode": "analyze", "cluster": {"nodes": 2, "ranks_per_node": 8}, "kernel": {"name": MUL}, "analyze": {"timeline_dir": str(tree)}}
+    seen = {}
+    for node in (0, 1):
+        run = stage_run(
+            tmp_path / f"n{node}", "timeline", outputs=OUTPUTS, params={"needed": [], "nodes": [node, node], "identity": None, "skip": 0}, overlay=overlay
+        )
+        status = timeline_parse(run)
+        assert status.state == "ok", status.reason
+        ranks = json.loads((tmp_path / f"n{node}" / "out" / "ranks.json").read_text())["ranks"]
+        seen[node] = {r["rank"]: r["prof"] for r in ranks if r["present"]}
+    assert seen == {0: {0: str(tree / "a_ascend_pt")}, 1: {9: str(tree / "b_ascend_pt")}}
