@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, db_devices, export_devices, load_json, query_db, read_prof_info, recorded_rank
 from dispatchprof.formats.names import PROF_RE
-from dispatchprof.formats.prof_tree import EXPORT_DIR, KERNEL_DETAILS, PROFILER_INFO_RE, TORCH_DB_RE, TORCH_OUTPUT, DataDir, listing, normal
+from dispatchprof.formats.prof_tree import EXPORT_DIR, KERNEL_DETAILS, PROFILER_INFO_RE, TORCH_DB_RE, TORCH_OUTPUT, DataDir, directory_kind, listing, normal
 
 
 def read_data_dir(data: DataDir) -> ProfInfo:
@@ -18,6 +18,13 @@ def read_data_dir(data: DataDir) -> ProfInfo:
     if data.kind == "export":
         return ProfInfo(data.path, None, None, None, export_devices(data.path), None, None, data.path, devices_from="export", kind="export")
     return read_torch_dir(data.path)
+
+
+def read_data_path(path: Path) -> ProfInfo:
+    """The ProfInfo of a data directory known by its path alone (a rank's recorded ``prof``: a drill-down), its kind
+    read from its name and entries as the walk reads it; a directory of no known kind is read as msprof's PROF_."""
+    kind = directory_kind(path.name, listing(path) or set()) or "msprof"
+    return read_data_dir(DataDir(path, kind, None))
 
 
 def profiler_info_rank(path: Path) -> tuple[int | None, str | None]:
