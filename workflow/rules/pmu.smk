@@ -48,6 +48,7 @@ rule pmu:
         **needed_inputs("pmu"),
         **gated_analyses("pmu"),
         previous_run=previous_analysis("pmu"),
+        env="results/{experiment}/env_capture/env.json",  # npu-smi's chip name per node, when no launch names its chip
     output:
         cores=reported(
             "results/{experiment}/pmu/cores.parquet",
