@@ -212,8 +212,12 @@ WRITERS: tuple[Writer, ...] = (
         f"{REAL_EXPORTS} tests/fixtures/real_default_vector_minimal (npu-smi 910B2, version.cfg 8.3.RC2) @bc4ae25",
         {m: _CANN_8[m] for m in ("PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB")},
     ),
-    Writer("msopprof *For910B_ e581c4a..d6c29df", "written for Atlas A2/A3, by its name", A2_A3, f"{MSO} @d6c29df", _910b("pipeFor910B_@e581c4a"), OPTIONAL_910B),
-    Writer("msopprof *For910B_ bac21ac..79ae61a", "written for Atlas A2/A3, by its name", A2_A3, f"{MSO} @bac21ac", _910b("pipeFor910B_@bac21ac"), OPTIONAL_910B),
+    Writer(
+        "msopprof *For910B_ e581c4a..d6c29df", "written for Atlas A2/A3, by its name", A2_A3, f"{MSO} @d6c29df", _910b("pipeFor910B_@e581c4a"), OPTIONAL_910B
+    ),
+    Writer(
+        "msopprof *For910B_ bac21ac..79ae61a", "written for Atlas A2/A3, by its name", A2_A3, f"{MSO} @bac21ac", _910b("pipeFor910B_@bac21ac"), OPTIONAL_910B
+    ),
     Writer(
         "msopprof *ForA5_ 44ba9d9..d6c29df",
         "written for Ascend 950, by its name",
