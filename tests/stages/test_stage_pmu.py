@@ -28,6 +28,9 @@ def test_an_imported_three_launch_run_gives_role_tables_and_a_reason(tmp_path):
     roles = json.loads(run.outputs["stats"].read_text())
     assert roles["entry"] == "import" and roles["launches"] == [0, 1, 2] and roles["roles"]["Stage"]["aiv_time_us_median"] == 185.0
     assert pq.read_table(run.outputs["cores"]).num_rows == 12
+    # The 950 header without dump/op_basic_info.txt: the writer is named, the chip is not.
+    a5 = "columns of the msopprof *ForA5_ 44ba9d9..d6c29df / msopprof *ForA5_ bac21ac writers (written for Ascend 950, by its name)"
+    assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": a5, "columns": a5}]
 
 
 def test_no_opprof_run_is_invalid_and_says_the_coverage(tmp_path):
