@@ -55,7 +55,7 @@ def test_a_header_of_no_writer_is_said_so():
 METRICS = sorted({m for w in WRITERS for m in w.files})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_any_shuffled_short_or_extended_header_ends_in_fitting_writers_or_no_known_writer(data):
     writer = data.draw(st.sampled_from(WRITERS))
