@@ -204,3 +204,24 @@ def test_one_rank_with_an_unreadable_metric_csv_is_left_out_named_and_the_others
     assert sorted(cores["rank"].unique()) == [0, 1, 3]
     kept = intact_cores[intact_cores["rank"] != 2].reset_index(drop=True)
     pd.testing.assert_frame_equal(cores.reset_index(drop=True)[kept.columns], kept)
+
+
+def test_the_runs_msprof_chip_names_the_launches_where_npu_smi_names_none(tmp_path):
+    from dispatchprof.stages.pmu import timeline_chip
+
+    stats = tmp_path / "timeline_stats.json"
+    # As formats/msprof.py prof_chips writes them: a chip id number in info.json names no chip; NPU_INFO does.
+    stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)", "platform_version 5 (info.json)"]}))
+    assert timeline_chip(stats).as_dict() == {"name": "Ascend910B2", "family": "A2/A3", "source": "NPU_INFO of the timeline's msprof db", "columns": ""}
+    stats.write_text(json.dumps({"chips": ["platform_version 5 (info.json)"]}))
+    assert timeline_chip(stats) is None
+    stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)", "Ascend950PR (NPU_INFO of the db)"]}))
+    assert timeline_chip(stats) is None  # two chips: which launch ran where is not said
+    stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)"]}))
+    target = tmp_path / "pmu" / "node0"
+    shutil.copytree(CANN_910B2 / "cann852_1block", target)
+    overlay = {**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "pmu")}, "pmu": {"metrics": NO_L0_UB}, "kernel": {**ONE_RANK["kernel"], "name": "main_kernel"}}
+    run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, inputs={"timeline_stats": str(stats)}, params={"identity": None}, overlay=overlay)
+    assert run.finish(pmu(run, {})).state == "ok"
+    chips = json.loads(run.outputs["stats"].read_text())["chips"]
+    assert chips == [{"name": "Ascend910B2", "family": "A2/A3", "source": "NPU_INFO of the timeline's msprof db", "columns": CANN_852}]

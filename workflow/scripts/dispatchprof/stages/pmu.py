@@ -8,6 +8,7 @@ only by a pmu job that has data to read.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -83,7 +84,8 @@ class RunRead:
 
 def read_run(r: RankRun, requested: list[str], named: dict[int, Chip]) -> RunRead:
     """One launch's metric CSVs. Its chip: as its dump/op_basic_info.txt names it, else as the env capture's npu-smi
-    names its node's (``named``), else unknown with the writer its columns fit. Raises OpprofFormatError or OSError."""
+    names its node's, else as the run's msprof data names it (``named``, per node), else unknown with the writer its
+    columns fit. Raises OpprofFormatError or OSError."""
     files = metric_files(r.run.directory)
     # The root layout (one launch in total) has no <n> folder: launch 0.
     keys = {"rank": r.rank, "node": r.node, "device": r.device, "launch": r.run.n if r.run.n is not None else 0, "kernel": r.kernel}
@@ -121,6 +123,35 @@ def env_chips(env_json: Path | None) -> dict[int, Chip]:
         if len(names) == 1:
             named[int(env["node"])] = Chip(names[0], soc_family(names[0]), f"npu-smi info Name on node {env['node']} (env capture)")
     return named
+
+
+# formats/msprof.py prof_chips writes the timeline's chips as "<name> (NPU_INFO of the db)" and "platform_version <v>
+# (info.json)"; platform_version is msprof's chip id (a number), a name only where it spells one (soc_family knows it).
+_TIMELINE_CHIP = re.compile(r"^(?:(?P<db>.+) \(NPU_INFO of the db\)|platform_version (?P<info>.+) \(info\.json\))$")
+
+
+def timeline_chip(stats_json: Path | str | None) -> Chip | None:
+    """The chip the collected run's msprof data names (timeline stats' chips), when it names exactly one by name: the
+    same run's PROF_ trees, so every launch of it. None otherwise, and in analyze mode (no such input)."""
+    if not stats_json or not Path(stats_json).is_file():
+        return None
+    found: dict[str, str] = {}
+    for said in json.loads(Path(stats_json).read_text()).get("chips") or []:
+        m = _TIMELINE_CHIP.match(str(said))
+        name = (m.group("db") or m.group("info")).strip() if m else ""
+        if name and soc_family(name) is not None:
+            found.setdefault(name, "NPU_INFO of the timeline's msprof db" if m.group("db") else "platform_version in the timeline's info.json")
+    if len(found) != 1:
+        return None
+    name, source = next(iter(found.items()))
+    return Chip(name, soc_family(name), source)
+
+
+def named_chips(inputs: Mapping[str, Any], nodes: int) -> dict[int, Chip]:
+    """Node -> the chip the run names outside the OPPROF_ trees: the node's npu-smi, else the run's msprof data."""
+    named = env_chips(inputs.get("env"))
+    from_timeline = timeline_chip(inputs.get("timeline_stats"))
+    return named if from_timeline is None else {node: named.get(node, from_timeline) for node in range(nodes)}
 
 
 def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any, named: dict[int, Chip] | None = None) -> PmuRead:
@@ -177,7 +208,7 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
     world = world_ranks(cfg)
     requested = requested_metric_csvs(cfg["pmu"]["metrics"])
     try:
-        read = read_pmu_runs(run.raw_dir("pmu_dir"), cfg, run.params["identity"], env_chips(run.inputs.get("env")))
+        read = read_pmu_runs(run.raw_dir("pmu_dir"), cfg, run.params["identity"], named_chips(run.inputs, cfg["cluster"]["nodes"]))
     except (OpprofFormatError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
     frames, ranks_with_data, absent_csvs, other_missing = read.frames, read.ranks_with_data, read.absent_csvs, read.other_missing
