@@ -196,7 +196,7 @@ def _a5(pipe: str, l2: str, memory: str, ub: str) -> dict[str, tuple[str, ...]]:
 
 A2_A3, ASCEND_950 = "A2/A3", "Ascend 950"
 _CANN_8 = _910b("pipeFor910B_@bac21ac") | {"PipeUtilization": PIPE_CANN_8, "ResourceConflictRatio": tuple(RESOURCE_CONFLICT_CANN_8)}
-# Shipped writers first: seen in real exports, they win a tie with a header version of the same columns.
+# Shipped writers first (seen in real exports): named first in a tie, and the measure of "not provided" when tied.
 WRITERS: tuple[Writer, ...] = (
     Writer(
         "CANN 8.5.2 msprof op",
