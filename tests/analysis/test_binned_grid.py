@@ -1,4 +1,5 @@
-"""The heat map's bins: each cell the NaN-aware max of its ranks and launches, as a per-cell nanmax gives it."""
+"""The heat map's bins: every rank and launch in exactly one bin, the bins even and in order; each cell the NaN-aware
+max of its ranks and launches, as a per-cell nanmax gives it."""
 
 import numpy as np
 from hypothesis import given, settings
