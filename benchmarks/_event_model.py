@@ -41,7 +41,8 @@ class Shape:
 
 
 def sends_of(shape: Shape, seed: int) -> list[list[int]]:
-    """Bytes rank src sends rank dst, routed as the stand-in routes with the default config (balanced top-k, bf16 rows)."""
+    """Bytes rank src sends rank dst, routed as the stand-in routes with the default config (balanced top-k, bf16
+    rows)."""
     per_rank = shape.num_experts // shape.world
     out = []
     for src in range(shape.world):

@@ -444,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
 def write(out: Path, rows: list[dict[str, Any]]) -> int:
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
-    out.with_suffix(".json").write_text(json.dumps({"settings": SETTINGS, "bootstrap": BOOT, "summary": summary, "rows": rows}, indent=1) + "\n")
+    payload = {"settings": SETTINGS, "bootstrap": BOOT, "summary": summary, "rows": rows}
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     lengths = ", ".join(str(n) for n in sorted({r["launches"] for r in rows}))
     head = f"# Localisation benchmark (benchmarks/localisation.py): {lengths} analysed launches per run\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n"
     out.with_suffix(".md").write_text(head + "## Per case\n\n" + case_table(rows) + "\n\n## Per run\n\n" + table(rows) + "\n")

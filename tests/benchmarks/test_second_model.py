@@ -52,9 +52,11 @@ def test_the_benchmarks_analyse_with_the_schemas_defaults():
     schema = yaml.safe_load((BENCH.parent / "workflow" / "schemas" / "config.schema.yaml").read_text())
 
     def defaults(section: str, key: str) -> dict:
-        return {name: entry["default"] for name, entry in schema["properties"][section]["properties"][key]["properties"].items()}
+        entries = schema["properties"][section]["properties"][key]["properties"]
+        return {name: entry["default"] for name, entry in entries.items()}
 
-    assert localisation.SETTINGS == defaults("timeline", "waits") and localisation.BOOT == defaults("stats", "bootstrap")
+    assert localisation.SETTINGS == defaults("timeline", "waits")
+    assert localisation.BOOT == defaults("stats", "bootstrap")
 
 
 LATE = model.Case("late", (model.Fault("late", "host", (1,), extra=50.0, prob=0.9),))

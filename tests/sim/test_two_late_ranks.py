@@ -85,7 +85,8 @@ def test_the_truth_lists_the_second_late_rank_as_a_late_arrival_of_its_own():
         struck = {call for call, _ in added if call in measured}
         entry = listed[cause]
         assert entry["evidence"] == "late_arrival" and entry["ranks"] == ranks, (cause, entry, added)
-        assert entry["node"] == launches[0].ranks[ranks[0]].node and {entry["late_us"]} == set(added.values()), (cause, entry)
+        assert entry["node"] == launches[0].ranks[ranks[0]].node, (cause, entry)
+        assert {entry["late_us"]} == set(added.values()), (cause, entry, added)
         assert entry["fraction"] == round(len(struck) / len(measured), 4), (cause, entry, sorted(struck))
     # of its own: the second is a cause apart from the first, on another rank, striking in fewer launches
     assert listed["late_rank2"]["ranks"] != listed["late_rank"]["ranks"]
