@@ -235,6 +235,22 @@ def test_a_bootstrap_ci_covers_the_mean_with_the_width_of_a_95_percent_interval_
 
 def test_a_bootstrap_ci_of_a_constant_is_that_constant():
     assert bootstrap_mean_ci(np.full(50, 2.5), 700, 1) == [2.5, 2.5]
+    for value in (1.0, 7.0, 3.0):  # few resamples: each one is a percentile's neighbour, none may be left unset
+        assert bootstrap_mean_ci(np.full(5, value), 3, 0) == [value, value]
+
+
+def test_each_end_of_a_bootstrap_ci_is_one_point_96_standard_errors_from_the_mean():
+    """Averaged over eight samples (one bootstrap's quantiles are noisy by a few percent): a 95% interval's ends, not a
+    93% or 97% one's (1.81 and 2.17 standard errors)."""
+    rng = np.random.default_rng(21)
+    below, above = [], []
+    for _ in range(8):
+        values = rng.normal(0.0, 1.0, 200)
+        lo, hi = bootstrap_mean_ci(values, 4000, int(rng.integers(1000)))
+        se = values.std() / math.sqrt(len(values))
+        below.append((values.mean() - lo) / se)
+        above.append((hi - values.mean()) / se)
+    assert 1.87 < np.mean(below) < 2.05 and 1.87 < np.mean(above) < 2.05, (np.mean(below), np.mean(above))
 
 
 # ---- the group's excess ---------------------------------------------------------------------------------------------
