@@ -2,7 +2,8 @@
 
 mutmut (3.x) mutates ``analysis/waits/costing.py``, ``naming.py`` and the what-if helpers of ``account.py`` (Maxima,
 top_two, carried; not the ``account()`` reader) and runs the fast timeline-analysis tests against each mutant; a mutant
-is killed when a test fails. The score is killed / (killed + survived + timed out).
+is killed when a test fails. The score is killed / every mutant checked (survived, timed out, no tests and the like
+count against it; only mutants not checked yet are left out).
 
 mutmut names a mutant after its file's path below the working directory (only a leading ``src/`` is dropped), and
 switches a mutant on only where that name equals the function's ``__module__``: the library is imported as
@@ -100,7 +101,7 @@ def statuses(workspace: Path) -> dict[str, str]:
 
 def summary(status: dict[str, str]) -> dict[str, object]:
     counts = Counter(status.values())
-    judged = counts["killed"] + counts["survived"] + counts["timeout"]
+    judged = len(status) - counts["not checked"]
     per_file: dict[str, Counter] = {}
     for name, state in status.items():
         per_file.setdefault(name.split(".x")[0], Counter())[state] += 1
@@ -109,7 +110,7 @@ def summary(status: dict[str, str]) -> dict[str, object]:
         "counts": dict(counts),
         "score": counts["killed"] / judged if judged else float("nan"),
         "per_module": {k: dict(v) for k, v in sorted(per_file.items())},
-        "survivors": sorted(n for n, s in status.items() if s in ("survived", "timeout")),
+        "survivors": sorted(n for n, s in status.items() if s not in ("killed", "not checked")),
     }
 
 
