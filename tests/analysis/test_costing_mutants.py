@@ -308,7 +308,7 @@ def cost_grid(seed: int) -> tuple[Account, np.ndarray, list[Candidate]]:
     cands.append(candidate("late_arrival", [4, 5, 6, 7], node_shift, node_shift, node=1))
     own = np.where(rng.random(rows) < 0.7, 4.0, 0.0)[:, None]
     end[:, 2] += own[:, 0]
-    cands.append(candidate("own_work", [2], carried(own, np.ones(rows, bool)), own, period_extra=np.full(rows, 0.5), timed_extra=np.full(rows, 0.25)))
+    cands.append(candidate("own_work", [2], carried(own, np.ones(rows, bool)), own, group_delay=np.full(rows, 0.5)))
     end[:, [1, 3]] += 2.0
     cands.append(candidate("late_ending_ranks", [1, 3], np.zeros((rows, 2)), np.full((rows, 2), 2.0), group=True))
     return account_of(arrival, end), nodes, cands
@@ -319,8 +319,8 @@ def test_every_cost_is_the_replay_without_the_delay_above_the_median_of_the_othe
     acc, nodes, cands = cost_grid(seed)
     waits = {"min_cost_us": 1.0}
     got = costed(acc, cands, nodes, waits, BOOT)
-    period = [brute_saving(acc.arrival, list(c.cols), c.arrival_shift) + (c.period_extra if c.period_extra is not None else 0) for c in cands]
-    timed = [brute_saving(acc.end, list(c.cols), c.end_shift) + (c.timed_extra if c.timed_extra is not None else 0) for c in cands]
+    period = [brute_saving(acc.arrival, list(c.cols), c.arrival_shift) + (c.group_delay if c.group_delay is not None else 0) for c in cands]
+    timed = [brute_saving(acc.end, list(c.cols), c.end_shift) + (c.group_delay if c.group_delay is not None else 0) for c in cands]
     kinds: dict[tuple[str, bool], list[int]] = {}
     for i, c in enumerate(cands):
         kinds.setdefault((c.evidence, c.node is None), []).append(i)
@@ -351,6 +351,8 @@ def test_every_cost_is_the_replay_without_the_delay_above_the_median_of_the_othe
         assert cause["launches"] == acc.rows
         assert cause["ranks"] == c.ranks
         waited = brute_waits_caused(acc.arrival, list(c.cols), c.arrival_shift).mean()
+        if c.group_delay is not None:  # every other rank waits the whole group's delay too
+            waited += c.group_delay.mean() * (acc.arrival.shape[1] - len(c.cols))
         assert cause["wait_caused_us_per_launch"] == pytest.approx(waited)
         ci = [x - bg[0] for x in bootstrap_mean_ci(period[i], BOOT["resamples"], BOOT["seed"])]
         ci_timed = [x - bg[1] for x in bootstrap_mean_ci(timed[i], BOOT["resamples"], BOOT["seed"])]

@@ -94,11 +94,11 @@ class Replay:
         longest = Maxima(durations, nodes)
         return Replay(longest, longest, len(durations), durations.shape[1], len(np.unique(nodes)), coupled=False)
 
-    def savings(self, c: Candidate) -> tuple[np.ndarray, np.ndarray]:
+    def savings(self, c: Candidate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per row, in the launch period and the timed scope: how much earlier the last arrival (the last end) comes
-        with the candidate's delay removed from the graph."""
+        with the candidate's shifts removed from the graph; and its group delay, which moves both alike."""
         group = c.group_delay if c.group_delay is not None else np.zeros(self.rows)
-        return self.arrivals.saving(c.cols, c.node, c.arrival_shift) + group, self.ends.saving(c.cols, c.node, c.end_shift) + group
+        return self.arrivals.saving(c.cols, c.node, c.arrival_shift), self.ends.saving(c.cols, c.node, c.end_shift), group
 
     def waits_caused(self, c: Candidate) -> np.ndarray:
         """Per row, Scalasca's delay cost: the waiting the delay made the others do (a group delay: every other rank
@@ -125,9 +125,11 @@ def replayed(replay: Replay, cands: list[Candidate], waits: Mapping[str, Any], b
     its background, where no cause is."""
     raw = [(c, *replay.savings(c)) for c in cands]
     min_cost = float(waits["min_cost_us"])
-    background = kind_backgrounds(raw, replay.world, replay.n_nodes)
+    # the background is of the shifts' savings: a whole-group delay is no jitter the other ranks have too
+    background = kind_backgrounds([(c, period, timed) for c, period, timed, _ in raw], replay.world, replay.n_nodes)
     causes = []
-    for i, (c, period, timed) in enumerate(raw):
+    for i, (c, shifts_period, shifts_timed, group) in enumerate(raw):
+        period, timed = shifts_period + group, shifts_timed + group
         # a spike (a launch 5 robust sigmas above the launch-to-launch spread) is no jitter: the background, what
         # jitter gives every rank now and then, is of the leads only. The CI resamples the launches, spikes
         # included: a spike seen in one to three launches is not a rate (its CI reaches zero) and is listed, not named
