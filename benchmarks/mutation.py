@@ -56,6 +56,8 @@ def config(tests: list[str]) -> str:
             # -n 0: one process (the conftest needs xdist loaded, not running); -x: the first failure kills
             'pytest_add_cli_args = ["-n", "0", "-x", "-q", "-p", "no:cacheprovider"]',
             "use_git_change_detection = false",
+            # the tests read the benchmarks' settings (benchmarks/_defaults.py) from the schema's defaults
+            'also_copy = ["benchmarks/", "workflow/schemas/"]',
             "",
             "[tool.pytest.ini_options]",
             'addopts = ""',
@@ -72,6 +74,9 @@ def build_workspace(workspace: Path, tests: list[str]) -> None:
     shutil.copytree(ROOT / "workflow" / "scripts" / "dispatchprof", workspace / "src" / "dispatchprof", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(ROOT / "tests" / "conftest.py", workspace / "tests" / "conftest.py")
     shutil.copytree(ROOT / "tests" / "analysis", workspace / "tests" / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
+    (workspace / "benchmarks").mkdir()
+    shutil.copy2(ROOT / "benchmarks" / "_defaults.py", workspace / "benchmarks" / "_defaults.py")
+    shutil.copytree(ROOT / "workflow" / "schemas", workspace / "workflow" / "schemas")
     path, first, after = NOT_MUTATED_SPAN
     text = (workspace / path).read_text()
     assert text.count(first) == 1 and text.count(after) == 1, f"{path}: the span not to mutate has moved"
