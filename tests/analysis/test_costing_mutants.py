@@ -574,3 +574,30 @@ def test_a_cost_account_without_launches_strikes_in_no_launch():
         warnings.simplefilter("ignore", RuntimeWarning)
         got = costed(acc, [candidate("late_arrival", [1], np.zeros((0, 1)), np.zeros((0, 1)))], np.zeros(3, int), {"min_cost_us": 1.0}, BOOT)
     assert all(c["fraction"] == 0.0 and c["launches"] == 0 and not c["named"] for c in got)
+
+
+def test_a_whole_group_delay_is_a_kind_of_its_own_beside_late_ending_sets_of_the_same_evidence():
+    """The group waiting inside the kernel (no rank's columns, a group delay) and sets of late-ending ranks share the
+    evidence in_kernel. No rank has a group delay: its background is 0; and the sets' backgrounds are the median over
+    the other set and the ranks without one (0 here), never the group's saving (with it, the median is the other
+    set's saving)."""
+    rows, ranks = 40, 4
+    rng = np.random.default_rng(5)
+    arrival = -rng.exponential(1.0, (rows, ranks))
+    end = -rng.exponential(1.0, (rows, ranks))
+    group = Candidate(
+        evidence="in_kernel", rank=None, node=None, ranks=[], cols=np.zeros(0, int), arrival_shift=np.zeros((rows, 0)),
+        end_shift=np.zeros((rows, 0)), struck=np.ones(rows, bool), group_delay=np.full(rows, 30.0),
+    )  # fmt: skip
+    # set (0, 1) ends 4 us late in even launches, set (2, 3) 6 us late in odd ones: each is last in its own
+    shifts = {(0, 1): np.where(np.arange(rows) % 2 == 0, 4.0, 0.0), (2, 3): np.where(np.arange(rows) % 2 == 1, 6.0, 0.0)}
+    for cols, shift in shifts.items():
+        end[:, list(cols)] += shift[:, None]
+    sets = [candidate("in_kernel", list(cols), np.zeros((rows, 2)), np.repeat(shift[:, None], 2, axis=1)) for cols, shift in shifts.items()]
+    got = {tuple(c["ranks"]): c for c in costed(account_of(arrival, end), [group, *sets], np.zeros(ranks, int), {"min_cost_us": 1.0}, BOOT)}
+    assert got[()]["background_us_per_launch"] == 0.0 and got[()]["cost_us_per_launch"] == pytest.approx(30.0)
+    assert got[()]["cost_timed_us_per_launch"] == pytest.approx(30.0)  # no set's saving taken off as a background
+    for cols, shift in shifts.items():
+        saving = float(brute_saving(end, list(cols), np.repeat(shift[:, None], 2, axis=1)).mean())
+        assert saving > 0.5  # the other set's saving is what a group joining the kind would make the median
+        assert got[cols]["cost_timed_us_per_launch"] == pytest.approx(saving)  # background 0: 2 sets, 2 zeros
