@@ -18,10 +18,11 @@ from typing import Any, Callable, Mapping
 import pyarrow.parquet as pq
 
 from dispatchprof.report.artifacts import artifact_guide
-from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries
+from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, ReportContext, environment_rows, open_boundaries
 from dispatchprof.report.figures import figure_files, render_figures, render_link_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
+from dispatchprof.report.parts import report_parts
 from dispatchprof.shell.invocation import read_invocation
 from dispatchprof.report.steps import Run, collect_command
 from dispatchprof.report.verdict import Facts, verdict
@@ -246,48 +247,49 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], Path(run.inputs["baseline_plots"]) if baseline else None, baseline)
     comparisons = comparisons_context(run, link)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
-    context = {
-        "experiment": run.experiment,
-        "mode": cfg["mode"],
-        "toolchain": run.toolchain,
-        "generated": datetime.datetime.now().isoformat(timespec="seconds"),
-        "kernel_name": cfg["kernel"]["name"],
-        "nodes": cfg["cluster"]["nodes"],
-        "ranks_per_node": cfg["cluster"]["ranks_per_node"],
-        "world": world_ranks(cfg),
-        "transport": cfg["deepep"]["transport"] if cfg["mode"] == "collect" else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
-        "shape": shown_shape(cfg),
-        "roles": cfg["kernel"]["roles"],
-        "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
-        "env_nodes": env_nodes,
-        "env_warnings": env_warnings,
-        "timeline": timeline,
-        "crosscheck": crosscheck,
-        "comparisons": comparisons,
-        "pmu": shown["pmu"],
-        "pcsampling": shown["pcsampling"],
-        "debugclock": shown["debugclock"],
-        "pipe_timeline": pipe_timeline,
-        "answer": verdict(Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))),
-        "evidence_parts": evidence_parts(evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)),
-        "baseline": baseline,
-        "correctness": correctness,
-        "probe": shown["probe"],
-        "open_boundaries": open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
-        "artifact_guide": artifact_guide(
+    context = ReportContext(
+        experiment=run.experiment,
+        mode=cfg["mode"],
+        toolchain=run.toolchain,
+        generated=datetime.datetime.now().isoformat(timespec="seconds"),
+        kernel_name=cfg["kernel"]["name"],
+        nodes=cfg["cluster"]["nodes"],
+        ranks_per_node=cfg["cluster"]["ranks_per_node"],
+        world=world_ranks(cfg),
+        transport=cfg["deepep"]["transport"] if cfg["mode"] == "collect" else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
+        shape=shown_shape(cfg),
+        roles=cfg["kernel"]["roles"],
+        build_summary=statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
+        env_nodes=env_nodes,
+        env_warnings=env_warnings,
+        timeline=timeline,
+        crosscheck=crosscheck,
+        comparisons=comparisons,
+        pmu=shown["pmu"],
+        pcsampling=shown["pcsampling"],
+        debugclock=shown["debugclock"],
+        pipe_timeline=pipe_timeline,
+        answer=verdict(Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))),
+        evidence_parts=evidence_parts(evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)),
+        baseline=baseline,
+        correctness=correctness,
+        probe=shown["probe"],
+        open_boundaries=open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
+        artifact_guide=artifact_guide(
             Path("results") / run.experiment,
             {k: v for k, v in cfg["analyze"].items() if k == "latency_csv" or k.endswith("_dir")} if cfg["mode"] == "analyze" else {},
             out_dir,
             cfg["report"]["insight_version"],
             run.toolchain,
         ),
-        "cautions": {"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
-        "analysis_settings": [(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
-        "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
-        "figures": figure_links,
-    }
-    write_text_atomic(run.outputs["html"], render(templates, context))
-    write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
+        cautions={"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
+        analysis_settings=[(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
+        stages={name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
+        figures=figure_links,
+    )
+    shown_context = {**context.fields(), "sections": report_parts(context)}  # one model, two renderers
+    write_text_atomic(run.outputs["html"], render(templates, shown_context))
+    write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, shown_context, "report.md.j2")))
     write_summary(run, statuses, sections)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
