@@ -88,8 +88,8 @@ def open_boundaries(
 @dataclass
 class ReportContext:
     """Everything report.html and report.md show, read once from the stages' outputs (stages/report.py). The
-    section builders (report/sections.py) turn it into the report model; the templates still written as template
-    pairs read its fields by name."""
+    section builders (report/parts.py) turn it into the report model; the templates' shells read the run's name,
+    kernel and cluster fields by name."""
 
     experiment: str
     """The experiment's name (results/<experiment>/)."""
@@ -157,5 +157,5 @@ class ReportContext:
     """Every chart's file beside report.md: name -> link relative to the report directory."""
 
     def fields(self) -> dict[str, Any]:
-        """The fields by name (shallow), as the template pairs read them."""
+        """The fields by name (shallow), as the templates' shells read them."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

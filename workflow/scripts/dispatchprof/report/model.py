@@ -110,15 +110,7 @@ class Section:
     level: int = 2
 
 
-@dataclass(frozen=True)
-class Included:
-    """A part of the report still written as a template pair (``<template>.html.j2`` / ``<template>.md.j2``, its own
-    headings inside), rendered with the report's context where it stands among the sections."""
-
-    template: str
-
-
-Part = Section | Included
+Part = Section  # a part of the report: one section (a stage's part may be several)
 
 
 HUGE = 1e9  # beyond this magnitude a number is printed in 4 significant digits ("%.1f" of 1e300 is 301 digits)

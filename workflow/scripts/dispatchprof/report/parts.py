@@ -1,10 +1,10 @@
-"""The report's parts in reading order: the sections built as data, and the template pairs still standing among
-them (model.Included). report.html.j2 and report.md.j2 loop over this list."""
+"""The report's sections in reading order, every one built as data (report/model.py): report.html.j2 and report.md.j2
+loop over this list, and render each section with the same model."""
 
 from __future__ import annotations
 
 from dispatchprof.report.context import ReportContext
-from dispatchprof.report.model import Included, Part
+from dispatchprof.report.model import Part
 from dispatchprof.report.sections import (
     answer_section,
     boundaries_section,
@@ -16,14 +16,11 @@ from dispatchprof.report.sections import (
     settings_section,
 )
 from dispatchprof.report.stage_sections import stage_parts
+from dispatchprof.report.tool_sections import artifact_section
 
 
 def report_parts(c: ReportContext) -> list[Part]:
     """The report's sections in reading order."""
     head = [answer_section(c.answer), evidence_section(c.evidence_parts), environment_section(c), correctness_section(c)]
-    tail = [comparison_section(c), *insight_parts(), settings_section(c), boundaries_section(c), ledger_section(c)]
+    tail = [comparison_section(c), artifact_section(c), settings_section(c), boundaries_section(c), ledger_section(c)]
     return [*head, *stage_parts(c), *tail]
-
-
-def insight_parts() -> list[Part]:
-    return [Included("_insight")]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from dispatchprof.report.context import ReportContext
-from dispatchprof.report.model import Code, Figure, Included, Link, Paragraph, Part, Section, Strong, Table, Text, num, state_line, text
+from dispatchprof.report.model import Code, Figure, Link, Paragraph, Part, Section, Strong, Table, Text, num, state_line, text
 from dispatchprof.report.timeline_section import timeline_section
 from dispatchprof.report.core_sections import pcsampling_section, pmu_section
+from dispatchprof.report.tool_sections import debugclock_sections, pipe_timeline_sections, probe_section
 
 PLOTS = (
     ("kernel_per_rank", "Kernel-scope latency per rank (warm-up marked x)"),
@@ -243,5 +244,5 @@ def links_section(c: ReportContext) -> Section:
 def stage_parts(c: ReportContext) -> list[Part]:
     """The baseline, the links' limit, and the localisation evidence stage by stage."""
     localisation = Section("Localisation evidence", "localisation", ())
-    included = [Included("pipe_timeline"), Included("_probe"), Included("debugclock")]
-    return [baseline_section(c), links_section(c), localisation, timeline_section(c), *pmu_section(c), pcsampling_section(c), *included]
+    tools = [*pipe_timeline_sections(c), probe_section(c), *debugclock_sections(c)]
+    return [baseline_section(c), links_section(c), localisation, timeline_section(c), *pmu_section(c), pcsampling_section(c), *tools]
