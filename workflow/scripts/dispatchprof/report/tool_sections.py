@@ -163,7 +163,8 @@ def artifact_section(c: ReportContext) -> Section:
         for i, a in enumerate(grp["artifacts"]):
             files += [", " if i else "", Link(a["shown"], a["href"]) if a["href"] else Code(a["shown"])]
             files += [] if a["href"] else [" (imported, read in place)"]
-        rows.append((text(grp["what"]), text(grp["view"]), text(*files)))
+        count = f"{grp['count']} path{'s' if grp['count'] != 1 else ''}: "
+        rows.append((text(grp["what"]), text(grp["view"]), text(count, *files)))
     blocks.append(Table(("artifact", "opens in", "files"), tuple(rows), anchor="artifacts"))
     return Section("Artifacts and where to open them (MindStudio Insight)", "artifact-guide", tuple(blocks))
 
