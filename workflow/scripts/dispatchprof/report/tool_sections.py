@@ -233,20 +233,24 @@ def phase_tables(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
 
 
 def wait_work_section(c: ReportContext, dc: dict[str, Any]) -> Section:
-    blocks: list[Any] = []
-    for k, svg in dc["wait_work_svgs"].items():
-        blocks.append(Figure(k, path=c.figures.get(f"debugclock_{k}"), svg=svg))
+    """Wait against work per role and rank: the heat maps, and the table they are drawn from (folded under them)."""
+    missing = sum(r["missing"] for r in dc["wait_work_rows"])
+    caption = (
+        "Compare a role (a column) down the ranks: a bright work cell is a rank whose role works longer than the same role elsewhere; "
+        f"a bright wait cell waits longer, for someone else. {missing} missing values in all."
+    )
+    svgs = list(dc["wait_work_svgs"].items())
+    blocks: list[Any] = [
+        Figure(k, path=c.figures.get(f"debugclock_{k}"), svg=svg, caption=caption if i == len(svgs) - 1 else "") for i, (k, svg) in enumerate(svgs)
+    ]
     rows = tuple(
         (text(r["role"]), text(str(r["rank"])), text(num(r["wait_slots_us"], ".2f")), text(num(r["work_slots_us"], ".2f")), text(str(r["missing"])))
         for r in dc["wait_work_rows"]
     )
     slots = "; ".join(f"{role} {', '.join(str(s) for s in ss)}" for role, ss in dc["wait_slots"].items())
-    note = (
-        "Compare a role down the ranks: a rank whose role works longer than the same role elsewhere has the larger work; a longer wait "
-        f"waits for someone else. Sums of per-rank medians. Wait slots per role: {slots} (debugclock.wait_slots)."
-    )
+    note = f"Sums of per-rank medians. Wait slots per role: {slots} (debugclock.wait_slots)."
     header = ("role", "rank", "wait slots, us (mixed)", "work slots, us", "missing values")
-    collapsed = "Wait and work per role and rank" if dc["wait_work_svgs"] else None
+    collapsed = "Wait and work per role and rank" if svgs else None
     blocks.append(Table(header, rows, footnotes=(text(note),), collapsed=collapsed))
     return Section("Wait versus work per role and rank", "debugclock-wait-work", tuple(blocks), level=4)
 
