@@ -120,7 +120,7 @@ def add_link_bound(path: Path) -> None:
 
 def test_the_links_section_shows_the_bound_in_both_formats(rendered):
     html, md, _figures = rendered
-    assert "## How far from the links' limit" in md and '<section id="links"><h2>How far from the links\' limit</h2>' in html
+    assert "## How far from the links' limit" in md and '<section id="links"><h2>How far from the links&#39; limit</h2>' in html
     for text in (html, md):
         assert "efficiency" in text and "not a link counter" in text and "not evidence of network congestion" in text
         assert "set by inter_node (rank 3 receives)" in text and "test figure" in text

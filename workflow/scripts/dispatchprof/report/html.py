@@ -13,9 +13,8 @@ import re
 
 import jinja2
 import jinja2.bccache
-import html as _html
-
 from markupsafe import Markup
+from markupsafe import escape as markupsafe_escape
 
 from dispatchprof.report import model
 from dispatchprof.report.markdown import markdown_cell, markdown_section
@@ -119,8 +118,8 @@ def render(template_dir: Path, context: dict[str, Any], template: str = "report.
 
 
 def escape(value: str) -> str:
-    """Text for an element or a double-quoted attribute: &, <, > and " escaped (an apostrophe stays as written)."""
-    return _html.escape(str(value), quote=False).replace('"', "&quot;")
+    """Text for an element or an attribute, escaped as the templates' autoescape did (&, <, >, ' and ")."""
+    return str(markupsafe_escape(value))
 
 
 def html_inline(piece: model.Inline) -> str:
