@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dispatchprof.report.context import ReportContext
-from dispatchprof.report.model import Code, Definitions, Items, Link, Paragraph, Section, State, Strong, Table, Text, state_line, text
+from dispatchprof.report.model import Code, Definitions, Items, Link, Paragraph, Section, Strong, Table, Text, state_line, text
 from dispatchprof.report.verdict import TABLE_HEADER, CauseTable, Line
 
 
@@ -113,7 +113,5 @@ def ledger_section(c: ReportContext) -> Section:
     for name, s in c.stages.items():
         failed = [f"{v['severity']}: {v['check']}, not met: {v['detail']}" for v in s.get("validations") or [] if not v["passed"]]
         reason = "; ".join([s["reason"], *failed])
-        rows.append(
-            (text(name), text(State(s["state"])), text(str(s["source"])), text(str(s["toolchain"])), text(reason), text(Link("status.json", s["link"])))
-        )
+        rows.append((text(name), text(s["state"]), text(str(s["source"])), text(str(s["toolchain"])), text(reason), text(Link("status.json", s["link"]))))
     return Section("Evidence ledger", "ledger", (Table(("stage", "state", "source", "toolchain", "reason", "status"), tuple(rows)),))
