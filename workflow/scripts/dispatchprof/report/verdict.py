@@ -144,12 +144,11 @@ def figures(cause: Mapping[str, Any], f: Facts) -> tuple[LayerFigure, list[Layer
     return best_figure(cause, found), found
 
 
-def cost_cell(cause: Mapping[str, Any], f: Facts) -> str:
+def cost_cell(cause: Mapping[str, Any], best: LayerFigure) -> str:
     """The cost per launch with its CI; a bound (a late arrival compared across nodes without a pure barrier) says so;
-    a lower layer's figure, where it is the best estimate, names its layer."""
+    a lower layer's figure, where it is the best estimate (``best``, figures), names its layer."""
     if cause.get("cost_bound_us"):
         return f"at most {cause['cost_bound_us'][1]:.1f}*"
-    best, _ = figures(cause, f)
     if best.layer != "timeline":
         return f"{best.us_per_launch:.1f} ({best.layer})†"
     lo, hi = cause["cost_ci_us"]
@@ -204,7 +203,7 @@ def top_cause_line(f: Facts) -> list[Item]:
     causes = named_causes(f)
     tl = f.section("timeline")
     if not causes:
-        if tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler"):
+        if timeline_compares(f):
             found = re.search(r"more than ([\d.]+) us per launch", tl["straggler"].get("explanation") or "")
             floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
             deeper = slot_top_line(f)
@@ -228,12 +227,17 @@ def top_cause_line(f: Facts) -> list[Item]:
     return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more}")]
 
 
-def slot_is_top(f: Facts) -> bool:
-    """Whether DebugClock's slower slot heads the causes: the timeline compares coupled ranks and names nobody."""
+def timeline_compares(f: Facts) -> bool:
+    """Whether the timeline compares ranks that wait for each other (coupled or unknown, more than one rank, with an
+    account): where it names nobody, that is a finding, not a gap."""
     tl = f.section("timeline")
+    return bool(tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler"))
+
+
+def slot_is_top(f: Facts) -> bool:
+    """Whether DebugClock's slower slot heads the causes: the timeline compares ranks and names nobody."""
     dc = f.section("debugclock") or {}
-    compared = tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler")
-    return bool(compared and not named_causes(f) and (dc.get("busiest_node") or dc.get("busiest")))
+    return bool(timeline_compares(f) and not named_causes(f) and (dc.get("busiest_node") or dc.get("busiest")))
 
 
 def slot_top_line(f: Facts) -> list[Item]:
@@ -256,15 +260,15 @@ def causes_table(f: Facts) -> list[Item]:
     causes = named_causes(f)
     if not causes:
         return []
-    rows = [CauseRow(who(c), kind(c), cost_cell(c, f), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c in causes[:TABLE_ROWS]]
+    shown = [(c, figures(c, f)[0]) for c in causes[:TABLE_ROWS]]  # each row's best figure, once
+    rows = [CauseRow(who(c), kind(c), cost_cell(c, best), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c, best in shown]
     notes = ["Cost: launch time saved without the cause alone (CI above zero); not additive."]
     untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
     if untimed:  # a late arrival waits before the kernel's timer: the dispatch latency would gain less
         notes.append("Dispatch latency saved: " + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed) + ".")
     if any(c.get("cost_bound_us") for c in causes[:TABLE_ROWS]):
         notes.append("* A bound, not established: a number needs baseline.synchronize_start.")
-    deeper = [(c, figures(c, f)[0]) for c in causes[:TABLE_ROWS]]
-    deeper = [(c, best) for c, best in deeper if best.layer != "timeline"]
+    deeper = [(c, best) for c, best in shown if best.layer != "timeline"]
     if deeper:  # the timeline's lead misses what the receivers waited with it: the lower layer's figure, its assumption
         notes.append(
             "\u2020 " + "; ".join(f"{who(c)}: {best.layer}'s {best.measures}; the timeline's lead {c['cost_us_per_launch']:.1f} us" for c, best in deeper) + "."
