@@ -31,14 +31,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKSPACE = ROOT / "benchmarks" / ".mutation"  # --workspace: another one (two runs must not share one)
-MUTATED = ["src/dispatchprof/analysis/waits/costing.py", "src/dispatchprof/analysis/waits/naming.py", "src/dispatchprof/analysis/waits/account.py"]
+MUTATED = [
+    "src/dispatchprof/analysis/waits/costing.py",
+    "src/dispatchprof/analysis/waits/naming.py",
+    "src/dispatchprof/analysis/waits/account.py",
+]
 # account.py: only the what-if helpers (top_two, Maxima, carried); the reader of the launches (the Account record and
 # account()) is not costing. mutmut's do_not_mutate_patterns spares single lines, so the workspace's copy has that span
 # between mutmut's pragmas (the repository's file is not changed)
 NOT_MUTATED_SPAN = ("src/dispatchprof/analysis/waits/account.py", "@dataclass\nclass Account:", "def top_two(")
 # the fast tests that exercise the cost account (a few seconds each mutant); test_costing_mutants.py is the one written
 # for this benchmark
-TESTS = ["tests/analysis/test_waits.py", "tests/analysis/test_own_work_costs.py", "tests/analysis/test_costing_mutants.py"]
+TESTS = [
+    "tests/analysis/test_waits.py",
+    "tests/analysis/test_own_work_costs.py",
+    "tests/analysis/test_costing_mutants.py",
+]
 
 
 def toml_list(values: list[str]) -> str:
@@ -71,16 +79,24 @@ def build_workspace(workspace: Path, tests: list[str]) -> None:
     if workspace.exists():
         shutil.rmtree(workspace)
     (workspace / "tests").mkdir(parents=True)
-    shutil.copytree(ROOT / "workflow" / "scripts" / "dispatchprof", workspace / "src" / "dispatchprof", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "workflow" / "scripts" / "dispatchprof",
+        workspace / "src" / "dispatchprof",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     shutil.copy2(ROOT / "tests" / "conftest.py", workspace / "tests" / "conftest.py")
-    shutil.copytree(ROOT / "tests" / "analysis", workspace / "tests" / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "tests" / "analysis", workspace / "tests" / "analysis", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (workspace / "benchmarks").mkdir()
     shutil.copy2(ROOT / "benchmarks" / "_defaults.py", workspace / "benchmarks" / "_defaults.py")
     shutil.copytree(ROOT / "workflow" / "schemas", workspace / "workflow" / "schemas")
     path, first, after = NOT_MUTATED_SPAN
     text = (workspace / path).read_text()
     assert text.count(first) == 1 and text.count(after) == 1, f"{path}: the span not to mutate has moved"
-    text = text.replace(first, "# pragma: no mutate start\n" + first).replace(after, "# pragma: no mutate end\n" + after)
+    text = text.replace(first, "# pragma: no mutate start\n" + first).replace(
+        after, "# pragma: no mutate end\n" + after
+    )
     (workspace / path).write_text(text)
     missing = [t for t in tests if not (workspace / t).exists()]
     if missing:
@@ -101,7 +117,9 @@ def statuses(workspace: Path) -> dict[str, str]:
     to mutate (a workspace built before the pragmas had them)."""
     out = mutmut(workspace, "results", "--all", "true", capture=True)
     found = {m.group(1): m.group(2) for m in re.finditer(r"^\s*(\S+__mutmut_\d+): (.+)$", out, re.M)}
-    return {name: state for name, state in found.items() if ".account.x_account__" not in name and "ǁAccountǁ" not in name}
+    return {
+        name: state for name, state in found.items() if ".account.x_account__" not in name and "ǁAccountǁ" not in name
+    }
 
 
 def summary(status: dict[str, str]) -> dict[str, object]:
@@ -123,7 +141,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", nargs="+", default=TESTS, help="test files (repository paths under tests/analysis/)")
     parser.add_argument("--output", type=Path, help="write the summary as JSON here")
-    parser.add_argument("--workspace", type=Path, default=WORKSPACE, help=f"where to build it (default {WORKSPACE.relative_to(ROOT)})")
+    parser.add_argument(
+        "--workspace", type=Path, default=WORKSPACE, help=f"where to build it (default {WORKSPACE.relative_to(ROOT)})"
+    )
     parser.add_argument("--summary-only", action="store_true", help="summarise the workspace's last run; run nothing")
     args = parser.parse_args()
     workspace = args.workspace.resolve()

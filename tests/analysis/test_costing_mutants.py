@@ -18,7 +18,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dispatchprof.analysis.waits import Account, Candidate, Maxima, backgrounds, bootstrap_mean_ci, carried, costed, duration_excess, excess, stands_out
+from dispatchprof.analysis.waits import (
+    Account,
+    Candidate,
+    Maxima,
+    backgrounds,
+    bootstrap_mean_ci,
+    carried,
+    costed,
+    duration_excess,
+    excess,
+    stands_out,
+)
 from dispatchprof.analysis.waits.account import top_two
 from dispatchprof.analysis.waits.costing import kind_backgrounds
 from dispatchprof.analysis.waits.naming import by_cost, covered, is_named, worth_costing
@@ -73,11 +84,21 @@ def account_of(arrival: np.ndarray, end: np.ndarray) -> Account:
     )
 
 
-def candidate(evidence: str, cols: list[int], arrival_shift: np.ndarray, end_shift: np.ndarray, *, node: int | None = None, **kw) -> Candidate:
+def candidate(
+    evidence: str, cols: list[int], arrival_shift: np.ndarray, end_shift: np.ndarray, *, node: int | None = None, **kw
+) -> Candidate:
     struck = (arrival_shift > 0).any(axis=1) | (end_shift > 0).any(axis=1)
     rank = cols[0] if node is None and len(cols) == 1 else None
     return Candidate(
-        evidence=evidence, rank=rank, node=node, ranks=list(cols), cols=np.array(cols), arrival_shift=arrival_shift, end_shift=end_shift, struck=struck, **kw
+        evidence=evidence,
+        rank=rank,
+        node=node,
+        ranks=list(cols),
+        cols=np.array(cols),
+        arrival_shift=arrival_shift,
+        end_shift=end_shift,
+        struck=struck,
+        **kw,
     )
 
 
@@ -104,7 +125,10 @@ def test_a_ranks_or_a_sets_saving_is_the_rows_last_value_recomputed_without_the_
         for chosen in ([rank], cols):
             got = maxima.saving(np.array(chosen), None, shift[:, chosen])
             np.testing.assert_allclose(got, brute_saving(values, chosen, shift[:, chosen]))
-            np.testing.assert_allclose(maxima.waits_caused(np.array(chosen), shift[:, chosen]), brute_waits_caused(values, chosen, shift[:, chosen]))
+            np.testing.assert_allclose(
+                maxima.waits_caused(np.array(chosen), shift[:, chosen]),
+                brute_waits_caused(values, chosen, shift[:, chosen]),
+            )
         for node in np.unique(nodes) if len(np.unique(nodes)) > 1 else []:  # one node: no other node waits for it
             members = list(np.flatnonzero(nodes == node))
             got = maxima.saving(np.array(members), int(node), shift[:, members])
@@ -175,7 +199,9 @@ def test_a_background_leaves_the_candidate_out_and_counts_ranks_without_one_as_z
     np.testing.assert_array_equal(backgrounds(np.array([5.0]), 0), [0.0])
     np.testing.assert_array_equal(backgrounds(np.array([5.0, 1.0]), 1), [1.0, 5.0])
     np.testing.assert_array_equal(backgrounds(np.array([5.0, 1.0]), 3), [0.0, 0.0])
-    np.testing.assert_array_equal(backgrounds(np.array([5.0, 1.0, 3.0]), 2), [2.0, 4.0, 3.0])  # the mean of the middle two
+    np.testing.assert_array_equal(
+        backgrounds(np.array([5.0, 1.0, 3.0]), 2), [2.0, 4.0, 3.0]
+    )  # the mean of the middle two
 
 
 def test_each_kind_of_evidence_has_its_own_background_and_nodes_are_the_peers_of_nodes():
@@ -217,7 +243,9 @@ def test_a_bootstrap_ci_needs_two_launches():
 
 
 @pytest.mark.parametrize("resamples", [1999, 4000])
-def test_a_bootstrap_ci_covers_the_mean_with_the_width_of_a_95_percent_interval_and_narrows_with_more_launches(resamples):
+def test_a_bootstrap_ci_covers_the_mean_with_the_width_of_a_95_percent_interval_and_narrows_with_more_launches(
+    resamples,
+):
     rng = np.random.default_rng(7)
     widths = []
     for n in (100, 400):
@@ -262,7 +290,10 @@ def test_the_groups_excess_is_the_last_values_lead_over_the_first_plus_the_kerne
     acc = account_of(arrival, end)
     assert excess(acc) == {"period_us_per_launch": 4.0, "timed_us_per_launch": 4.0}
     assert excess(acc, {"cost_us_per_launch": 2.5}) == {"period_us_per_launch": 6.5, "timed_us_per_launch": 6.5}
-    assert excess(acc, {"cost_us_per_launch": -2.0}) == {"period_us_per_launch": 4.0, "timed_us_per_launch": 4.0}  # never less
+    assert excess(acc, {"cost_us_per_launch": -2.0}) == {
+        "period_us_per_launch": 4.0,
+        "timed_us_per_launch": 4.0,
+    }  # never less
     empty = account_of(np.zeros((0, 3)), np.zeros((0, 3)))
     assert excess(empty) == {"period_us_per_launch": None, "timed_us_per_launch": None}
 
@@ -274,11 +305,16 @@ def launch_grid(duration: np.ndarray) -> LaunchGrid:
 
 
 def test_without_coupling_the_groups_excess_is_the_longest_durations_lead_over_the_median_rank():
-    duration = np.array([[10.0, 12.0, 11.0, 30.0], [10.0, np.nan, 10.0, 10.0], [5.0, 7.0, 9.0, 6.0], [1.0, 1.0, 1.0, 1.0]])
+    duration = np.array(
+        [[10.0, 12.0, 11.0, 30.0], [10.0, np.nan, 10.0, 10.0], [5.0, 7.0, 9.0, 6.0], [1.0, 1.0, 1.0, 1.0]]
+    )
     # complete launches 0, 2, 3: 30 - 11.5, 9 - 6.5, 0
     assert duration_excess(launch_grid(duration))["period_us_per_launch"] == pytest.approx((18.5 + 2.5 + 0.0) / 3)
     assert duration_excess(launch_grid(duration))["timed_us_per_launch"] == pytest.approx((18.5 + 2.5 + 0.0) / 3)
-    assert duration_excess(launch_grid(np.full((2, 3), np.nan))) == {"period_us_per_launch": None, "timed_us_per_launch": None}
+    assert duration_excess(launch_grid(np.full((2, 3), np.nan))) == {
+        "period_us_per_launch": None,
+        "timed_us_per_launch": None,
+    }
 
 
 # ---- costed: every kind costed by the same replay -------------------------------------------------------------------
@@ -319,8 +355,14 @@ def test_every_cost_is_the_replay_without_the_delay_above_the_median_of_the_othe
     acc, nodes, cands = cost_grid(seed)
     waits = {"min_cost_us": 1.0}
     got = costed(acc, cands, nodes, waits, BOOT)
-    period = [brute_saving(acc.arrival, list(c.cols), c.arrival_shift) + (c.group_delay if c.group_delay is not None else 0) for c in cands]
-    timed = [brute_saving(acc.end, list(c.cols), c.end_shift) + (c.group_delay if c.group_delay is not None else 0) for c in cands]
+    period = [
+        brute_saving(acc.arrival, list(c.cols), c.arrival_shift) + (c.group_delay if c.group_delay is not None else 0)
+        for c in cands
+    ]
+    timed = [
+        brute_saving(acc.end, list(c.cols), c.end_shift) + (c.group_delay if c.group_delay is not None else 0)
+        for c in cands
+    ]
     kinds: dict[tuple[str, bool], list[int]] = {}
     for i, c in enumerate(cands):
         kinds.setdefault((c.evidence, c.node is None), []).append(i)
@@ -330,17 +372,35 @@ def test_every_cost_is_the_replay_without_the_delay_above_the_median_of_the_othe
         for j, i in enumerate(members):
             # the background is of the saving the shifts give (a whole-group extra is no jitter of the others)
             bg = [
-                brute_background([float(brute_saving(acc.arrival, list(cands[m].cols), cands[m].arrival_shift).mean()) for m in members], j, peers),
-                brute_background([float(brute_saving(acc.end, list(cands[m].cols), cands[m].end_shift).mean()) for m in members], j, peers),
+                brute_background(
+                    [
+                        float(brute_saving(acc.arrival, list(cands[m].cols), cands[m].arrival_shift).mean())
+                        for m in members
+                    ],
+                    j,
+                    peers,
+                ),
+                brute_background(
+                    [float(brute_saving(acc.end, list(cands[m].cols), cands[m].end_shift).mean()) for m in members],
+                    j,
+                    peers,
+                ),
             ]
             c = cands[i]
-            expected[(c.evidence, c.rank, c.node)] = (float(period[i].mean()) - bg[0], float(timed[i].mean()) - bg[1], bg, i)
+            expected[(c.evidence, c.rank, c.node)] = (
+                float(period[i].mean()) - bg[0],
+                float(timed[i].mean()) - bg[1],
+                bg,
+                i,
+            )
     # the ranks' late arrivals have a background in both scopes, and a different one: a test of which is subtracted where
     per_rank = [expected[("late_arrival", r, None)][2] for r in range(8)]
     assert all(p > 0.05 and t > 0.005 for p, t in per_rank) and max(abs(p - t) for p, t in per_rank) > 0.05, per_rank
     listed = {(c["evidence"], c["rank"], c["node"]) for c in got}
     for key, (cost, cost_timed, _, _) in expected.items():
-        assert (key in listed) == (max(cost, cost_timed) >= 0.05 * waits["min_cost_us"]), key  # too small to cost: dropped
+        assert (key in listed) == (max(cost, cost_timed) >= 0.05 * waits["min_cost_us"]), (
+            key
+        )  # too small to cost: dropped
     for cause in got:
         cost, cost_timed, bg, i = expected[(cause["evidence"], cause["rank"], cause["node"])]
         c = cands[i]
@@ -362,10 +422,22 @@ def test_every_cost_is_the_replay_without_the_delay_above_the_median_of_the_othe
         assert cause["named_on"] == named_on
         low = (ci if named_on == "period" else ci_timed)[0]
         assert cause["named"] == (max(cost, cost_timed) > waits["min_cost_us"] and low > 0 and not c.group), cause
-    keys = [(-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"], c["evidence"], c["rank"] if c["rank"] is not None else -1) for c in got]
+    keys = [
+        (
+            -c["cost_us_per_launch"],
+            -c["cost_timed_us_per_launch"],
+            c["evidence"],
+            c["rank"] if c["rank"] is not None else -1,
+        )
+        for c in got
+    ]
     assert keys == sorted(keys)
     top = got[0]
-    assert (top["evidence"], top["rank"], top["named"]) == ("late_arrival", 5, True)  # rank 5, 25 us late in 30% of launches
+    assert (top["evidence"], top["rank"], top["named"]) == (
+        "late_arrival",
+        5,
+        True,
+    )  # rank 5, 25 us late in 30% of launches
     assert not next(c for c in got if c["evidence"] == "late_ending_ranks")["named"]  # a group is listed, never named
 
 
@@ -380,7 +452,9 @@ def test_a_candidate_exactly_at_five_percent_of_min_cost_is_costed_and_one_below
         shift = np.full((rows, 1), lead)
         acc.arrival[:, 1:] = -lead
         c = candidate("late_arrival", [0], shift, np.zeros((rows, 1)))
-        got = costed(acc, [c], nodes, {"min_cost_us": 20.0}, BOOT)  # 5% of 20 us: 1 us; the one candidate has no background
+        got = costed(
+            acc, [c], nodes, {"min_cost_us": 20.0}, BOOT
+        )  # 5% of 20 us: 1 us; the one candidate has no background
         assert bool(got) == kept
         if kept:
             assert got[0]["cost_us_per_launch"] == pytest.approx(1.0) and not got[0]["named"]
@@ -405,11 +479,15 @@ def test_a_cause_is_named_on_the_larger_scope_and_only_above_min_cost_with_its_c
     (cause,) = costed(acc, [candidate("late_arrival", [0], timed_lead, period_lead)], nodes, {"min_cost_us": 1.0}, BOOT)
     assert cause["named_on"] == "timed" and cause["named"]
     # no saving at the barrier (its CI is [0, 0]): named on its timed cost, with the timed CI
-    (cause,) = costed(acc, [candidate("late_arrival", [0], np.zeros((rows, 1)), period_lead)], nodes, {"min_cost_us": 1.0}, BOOT)
+    (cause,) = costed(
+        acc, [candidate("late_arrival", [0], np.zeros((rows, 1)), period_lead)], nodes, {"min_cost_us": 1.0}, BOOT
+    )
     assert cause["cost_ci_us"] == [0.0, 0.0] and cause["named_on"] == "timed" and cause["named"]
     # the same saving in both scopes: named on the launch period, the account's first scope
     same = account_of(arrival, arrival.copy())
-    (cause,) = costed(same, [candidate("late_arrival", [0], period_lead, period_lead)], nodes, {"min_cost_us": 1.0}, BOOT)
+    (cause,) = costed(
+        same, [candidate("late_arrival", [0], period_lead, period_lead)], nodes, {"min_cost_us": 1.0}, BOOT
+    )
     assert cause["cost_us_per_launch"] == cause["cost_timed_us_per_launch"] and cause["named_on"] == "period"
     # named on the period scope, whose cost is below min_cost_us: listed although its timed cost is above
     (cause,) = costed(acc, [candidate("late_arrival", [0], period_lead, timed_lead)], nodes, {"min_cost_us": 3.5}, BOOT)
@@ -446,8 +524,18 @@ def test_a_cause_is_named_strictly_above_min_cost_with_its_ci_strictly_above_zer
 def test_causes_are_ordered_by_period_cost_then_timed_cost_descending_then_evidence_and_rank(causes):
     ordered = sorted(causes, key=by_cost)
     for a, b in zip(ordered, ordered[1:]):
-        ka = (-a["cost_us_per_launch"], -a["cost_timed_us_per_launch"], a["evidence"], -1 if a["rank"] is None else a["rank"])
-        kb = (-b["cost_us_per_launch"], -b["cost_timed_us_per_launch"], b["evidence"], -1 if b["rank"] is None else b["rank"])
+        ka = (
+            -a["cost_us_per_launch"],
+            -a["cost_timed_us_per_launch"],
+            a["evidence"],
+            -1 if a["rank"] is None else a["rank"],
+        )
+        kb = (
+            -b["cost_us_per_launch"],
+            -b["cost_timed_us_per_launch"],
+            b["evidence"],
+            -1 if b["rank"] is None else b["rank"],
+        )
         assert ka <= kb
 
 
@@ -458,8 +546,23 @@ def test_a_node_or_a_group_sorts_before_rank_zero_of_the_same_cost_and_evidence(
     assert by_cost(node)[3] == -1
 
 
-def cause(evidence: str, rank: int | None, node: int | None, cost: float, *, ranks: list[int] | None = None, named: bool = True) -> dict:
-    return {"evidence": evidence, "rank": rank, "node": node, "ranks": ranks or [rank], "cost_us_per_launch": cost, "named": named}
+def cause(
+    evidence: str,
+    rank: int | None,
+    node: int | None,
+    cost: float,
+    *,
+    ranks: list[int] | None = None,
+    named: bool = True,
+) -> dict:
+    return {
+        "evidence": evidence,
+        "rank": rank,
+        "node": node,
+        "ranks": ranks or [rank],
+        "cost_us_per_launch": cost,
+        "named": named,
+    }
 
 
 def test_a_named_node_covers_its_ranks_late_arrivals_and_own_work_only_where_it_costs_as_much():
@@ -529,7 +632,9 @@ def test_the_late_set_is_named_exactly_where_its_z_passes_the_one_sided_threshol
 def test_a_late_set_without_outsiders_or_without_spread_is_judged_without_dividing_by_zero():
     n = 50
     alone = stands_out(late_matrix(n, [40, 45]), np.array([0, 1]), np.array([0, 1]), 0.01)
-    assert alone["stands_out"]["others_fraction_late"] == 0.0 and alone["stands_out"]["z"] == pytest.approx(z_by_hand(40, 0, n))
+    assert alone["stands_out"]["others_fraction_late"] == 0.0 and alone["stands_out"]["z"] == pytest.approx(
+        z_by_hand(40, 0, n)
+    )
     always = stands_out(late_matrix(n, [n, n]), np.array([0]), np.array([0]), 0.01)
     assert always["stands_out"]["z"] == 0.0 and "not_named" in always  # both late in every launch: nothing apart
     never = stands_out(late_matrix(n, [0, 0]), np.array([0]), np.array([0]), 0.01)
@@ -542,7 +647,11 @@ def test_a_late_set_not_named_says_both_fractions_and_the_settings_that_decide()
     assert not fact["stands_out"]["z"] > statistics.NormalDist().inv_cdf(0.99)
     text = fact["not_named"]
     assert text.startswith("late in 35% of 40 launches, the most often late of the other ranks in 30%"), text
-    assert f"z = {z_by_hand(14, 12, n):.1f}" in text and "timeline.waits.alpha 0.01" in text and text.endswith("more launches (timeline.iterations) can tell")
+    assert (
+        f"z = {z_by_hand(14, 12, n):.1f}" in text
+        and "timeline.waits.alpha 0.01" in text
+        and text.endswith("more launches (timeline.iterations) can tell")
+    )
 
 
 def test_a_grid_without_launches_saves_nothing_and_waits_for_nobody():
@@ -563,7 +672,13 @@ def test_a_delay_in_two_launches_of_forty_costs_more_than_min_cost_on_average_bu
     arrival[:, 0] = 0.0
     shift = np.zeros((rows, 1))
     shift[[7, 23], 0] = 40.0
-    (cause,) = costed(account_of(arrival, arrival.copy()), [candidate("late_arrival", [0], shift, shift)], np.zeros(4, int), {"min_cost_us": 1.0}, BOOT)
+    (cause,) = costed(
+        account_of(arrival, arrival.copy()),
+        [candidate("late_arrival", [0], shift, shift)],
+        np.zeros(4, int),
+        {"min_cost_us": 1.0},
+        BOOT,
+    )
     assert cause["cost_us_per_launch"] == pytest.approx(2.0) and cause["cost_ci_us"][0] == 0.0 < cause["cost_ci_us"][1]
     assert not cause["named"] and cause["fraction"] == pytest.approx(2 / 40)
 
@@ -572,7 +687,13 @@ def test_a_cost_account_without_launches_strikes_in_no_launch():
     acc = account_of(np.zeros((0, 3)), np.zeros((0, 3)))
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        got = costed(acc, [candidate("late_arrival", [1], np.zeros((0, 1)), np.zeros((0, 1)))], np.zeros(3, int), {"min_cost_us": 1.0}, BOOT)
+        got = costed(
+            acc,
+            [candidate("late_arrival", [1], np.zeros((0, 1)), np.zeros((0, 1)))],
+            np.zeros(3, int),
+            {"min_cost_us": 1.0},
+            BOOT,
+        )
     assert all(c["fraction"] == 0.0 and c["launches"] == 0 and not c["named"] for c in got)
 
 
@@ -590,11 +711,20 @@ def test_a_whole_group_delay_is_a_kind_of_its_own_beside_late_ending_sets_of_the
         end_shift=np.zeros((rows, 0)), struck=np.ones(rows, bool), group_delay=np.full(rows, 30.0),
     )  # fmt: skip
     # set (0, 1) ends 4 us late in even launches, set (2, 3) 6 us late in odd ones: each is last in its own
-    shifts = {(0, 1): np.where(np.arange(rows) % 2 == 0, 4.0, 0.0), (2, 3): np.where(np.arange(rows) % 2 == 1, 6.0, 0.0)}
+    shifts = {
+        (0, 1): np.where(np.arange(rows) % 2 == 0, 4.0, 0.0),
+        (2, 3): np.where(np.arange(rows) % 2 == 1, 6.0, 0.0),
+    }
     for cols, shift in shifts.items():
         end[:, list(cols)] += shift[:, None]
-    sets = [candidate("in_kernel", list(cols), np.zeros((rows, 2)), np.repeat(shift[:, None], 2, axis=1)) for cols, shift in shifts.items()]
-    got = {tuple(c["ranks"]): c for c in costed(account_of(arrival, end), [group, *sets], np.zeros(ranks, int), {"min_cost_us": 1.0}, BOOT)}
+    sets = [
+        candidate("in_kernel", list(cols), np.zeros((rows, 2)), np.repeat(shift[:, None], 2, axis=1))
+        for cols, shift in shifts.items()
+    ]
+    got = {
+        tuple(c["ranks"]): c
+        for c in costed(account_of(arrival, end), [group, *sets], np.zeros(ranks, int), {"min_cost_us": 1.0}, BOOT)
+    }
     assert got[()]["background_us_per_launch"] == 0.0 and got[()]["cost_us_per_launch"] == pytest.approx(30.0)
     assert got[()]["cost_timed_us_per_launch"] == pytest.approx(30.0)  # no set's saving taken off as a background
     for cols, shift in shifts.items():

@@ -17,10 +17,18 @@ from dispatchprof.analysis import waits
 from dispatchprof.analysis.waits.picture import CORRECTED, DURATIONS, launch_picture
 from dispatchprof.report.launch_svg import launch_svg
 
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+SETTINGS = {
+    "alpha": 0.001,
+    "late_min_us": 20.0,
+    "own_work_min_us": 5.0,
+    "in_kernel_min_fraction": 0.1,
+    "min_cost_us": 1.0,
+}
 
 
-def hand_grid(arrive: np.ndarray, end: np.ndarray, ranks_per_node: int, barrier: bool = True, offset_us: float = 0.0) -> waits.LaunchGrid:
+def hand_grid(
+    arrive: np.ndarray, end: np.ndarray, ranks_per_node: int, barrier: bool = True, offset_us: float = 0.0
+) -> waits.LaunchGrid:
     """``[launch, rank]`` arrivals and ends (µs, one true clock); the barrier releases every rank 3 us after the last
     arrival, the kernel starts 1 us after that (or at the arrival without the barrier). Node 1's clock reads
     ``offset_us`` more."""
@@ -91,7 +99,10 @@ def test_a_clock_offset_between_nodes_is_taken_out():
     p = picture(late_rank_grid([10.0, 50.0, 20.0, 15.0, 30.0], offset_us=2.5e6), [LATE_3])
     ranks = by_rank(p["costliest"])
     assert ranks[3]["arrival_us"] == pytest.approx(50.5, abs=0.05)  # not 2.5 s
-    assert max(r["barrier_release_us"] for r in ranks.values()) - min(r["barrier_release_us"] for r in ranks.values()) < 0.05
+    assert (
+        max(r["barrier_release_us"] for r in ranks.values()) - min(r["barrier_release_us"] for r in ranks.values())
+        < 0.05
+    )
 
 
 def test_a_rank_that_ends_late_makes_the_costliest_launch_where_it_leads_most():
@@ -110,7 +121,10 @@ def test_the_whole_group_inside_the_kernel_makes_the_longest_kernel_the_costlies
     n = 5
     arrive = np.tile([0.0, 1.0, 2.0, 0.5], (n, 1))
     end = np.tile([110.0, 110.3, 110.1, 110.2], (n, 1)) + np.array([0.0, 0.0, 70.0, 0.0, 2.0])[:, None]
-    p = picture(hand_grid(arrive, end, 2), [{"evidence": "in_kernel", "rank": None, "node": None, "ranks": [], "cost_us_per_launch": 14.0}])
+    p = picture(
+        hand_grid(arrive, end, 2),
+        [{"evidence": "in_kernel", "rank": None, "node": None, "ranks": [], "cost_us_per_launch": 14.0}],
+    )
     assert p["costliest"]["launch"] == 2
     assert p["cause"]["ranks"] == []
 
@@ -197,7 +211,9 @@ def test_any_grid_gives_a_picture_or_a_reason(shape: Shape):
     columns, _ = simulate(shape)
     if not len(columns["rank"]):
         return
-    g = waits.grid(columns["rank"], columns["launch"], {c: columns[c].astype(float) for c in COLUMNS}, shape.ranks_per_node)
+    g = waits.grid(
+        columns["rank"], columns["launch"], {c: columns[c].astype(float) for c in COLUMNS}, shape.ranks_per_node
+    )
     p = waits.analyse(g, SETTINGS, [], {"resamples": 20, "seed": 0})["launch_picture"]
     json.dumps(p, allow_nan=False)
     svg = launch_svg(p, max_ranks=8)  # the report draws whatever the analysis gives

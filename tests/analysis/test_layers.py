@@ -8,12 +8,35 @@ from hypothesis import strategies as st
 from dispatchprof.analysis.layers import LEAD_ONLY, best_figure, layer_figures
 
 
-def cause(evidence: str, cost: float, rank: int | None = None, node: int | None = None, ranks: list[int] | None = None, **more) -> dict:
-    return {"evidence": evidence, "rank": rank, "node": node, "ranks": ranks or ([] if rank is None else [rank]), "cost_us_per_launch": cost, **more}
+def cause(
+    evidence: str, cost: float, rank: int | None = None, node: int | None = None, ranks: list[int] | None = None, **more
+) -> dict:
+    return {
+        "evidence": evidence,
+        "rank": rank,
+        "node": node,
+        "ranks": ranks or ([] if rank is None else [rank]),
+        "cost_us_per_launch": cost,
+        **more,
+    }
 
 
-NODE1_SENDS = {"busiest_node": {"node": 1, "ranks": list(range(8, 16)), "role": "URMASendToken", "phase": "send_complete", "excess_us": 978.5}}
-RANK11_URMA = {"rank": 11, "role": "URMASendToken", "excess_us": 70.0, "excess_us_per_launch": 88.0, "excess_us_per_launch_low": 58.8}
+NODE1_SENDS = {
+    "busiest_node": {
+        "node": 1,
+        "ranks": list(range(8, 16)),
+        "role": "URMASendToken",
+        "phase": "send_complete",
+        "excess_us": 978.5,
+    }
+}
+RANK11_URMA = {
+    "rank": 11,
+    "role": "URMASendToken",
+    "excess_us": 70.0,
+    "excess_us_per_launch": 88.0,
+    "excess_us_per_launch_low": 58.8,
+}
 
 
 def test_a_late_ending_node_takes_debugclocks_larger_slot_excess_of_the_same_node():
@@ -81,10 +104,20 @@ COST = st.floats(0, 1e6, allow_nan=False)
     pmu_high=COST,
     pmu_low=st.one_of(st.none(), COST),
 )
-def test_the_best_figure_is_one_of_the_layers_that_saw_the_cause(evidence, cost, rank, node, ranks, dc_excess, dc_node, pmu_rank, pmu_high, pmu_low):
+def test_the_best_figure_is_one_of_the_layers_that_saw_the_cause(
+    evidence, cost, rank, node, ranks, dc_excess, dc_node, pmu_rank, pmu_high, pmu_low
+):
     c = cause(evidence, cost, rank=rank, node=node, ranks=ranks)
-    dc = None if dc_excess is None else {"busiest_node": {"node": dc_node, "ranks": [], "role": "URMASendToken", "excess_us": dc_excess}}
-    pmu = None if pmu_rank is None else {"rank": pmu_rank, "role": "CalCumSum", "excess_us": pmu_high, "excess_us_per_launch_low": pmu_low}
+    dc = (
+        None
+        if dc_excess is None
+        else {"busiest_node": {"node": dc_node, "ranks": [], "role": "URMASendToken", "excess_us": dc_excess}}
+    )
+    pmu = (
+        None
+        if pmu_rank is None
+        else {"rank": pmu_rank, "role": "CalCumSum", "excess_us": pmu_high, "excess_us_per_launch_low": pmu_low}
+    )
     figures = layer_figures(c, pmu, dc)
     best = best_figure(c, figures)
     assert figures[0].layer == "timeline" and figures[0].us_per_launch == cost

@@ -28,9 +28,15 @@ def test_each_export_holds_its_cann_writers_columns_verbatim_and_in_order(export
 
 
 def test_the_cann_8_pipe_and_conflict_sets_are_what_no_open_source_header_version_writes():
-    pipe, conflict = BY_NAME["CANN 8.5.2 msprof op"].files["PipeUtilization"], BY_NAME["CANN 8.5.2 msprof op"].files["ResourceConflictRatio"]
+    pipe, conflict = (
+        BY_NAME["CANN 8.5.2 msprof op"].files["PipeUtilization"],
+        BY_NAME["CANN 8.5.2 msprof op"].files["ResourceConflictRatio"],
+    )
     # The open-source A2 header before e581c4a, then the DBI columns it appends; and aiv_mte1_wait_ratio, which no version has.
-    assert pipe == BY_NAME["msopprof *For910B_ bac21ac..79ae61a"].files["PipeUtilization"] + ("aic_mte1_active_bw(GB/s)", "aic_mte2_active_bw(GB/s)")
+    assert pipe == BY_NAME["msopprof *For910B_ bac21ac..79ae61a"].files["PipeUtilization"] + (
+        "aic_mte1_active_bw(GB/s)",
+        "aic_mte2_active_bw(GB/s)",
+    )
     assert "aiv_mte1_wait_ratio" in conflict and all(
         "aiv_mte1_wait_ratio" not in w.files["ResourceConflictRatio"] for w in WRITERS if w.name.startswith("msopprof")
     )
@@ -46,10 +52,15 @@ def test_a_cann_export_without_a_chip_gives_chip_unknown_with_its_writers():
 
 
 def test_a_header_of_no_writer_is_said_so():
-    verdict = judge_columns({"PipeUtilization": ["block_id", "sub_block_id", "aiv_time(us)", "aiv_brand_new(us)"]}, None)
+    verdict = judge_columns(
+        {"PipeUtilization": ["block_id", "sub_block_id", "aiv_time(us)", "aiv_brand_new(us)"]}, None
+    )
     assert verdict.writers == () and columns_chip(verdict).source == "columns of no known writer"
     assert verdict.new == {"PipeUtilization": ["aiv_brand_new(us)"]}
-    assert verdict.expected["PipeUtilization"] == ["aiv_time(us)", "aiv_brand_new(us)"]  # the file's own header: nothing judged absent
+    assert verdict.expected["PipeUtilization"] == [
+        "aiv_time(us)",
+        "aiv_brand_new(us)",
+    ]  # the file's own header: nothing judged absent
 
 
 METRICS = sorted({m for w in WRITERS for m in w.files})
@@ -71,9 +82,13 @@ def test_any_shuffled_short_or_extended_header_ends_in_fitting_writers_or_no_kno
     chip = columns_chip(verdict)
     assert chip.name == UNKNOWN_CHIP and chip.family is None  # never a chip from columns
     assert set(verdict.new[metric]) >= set(extra)  # what no writer writes is listed, never dropped
-    assert set(verdict.expected[metric]) <= set(body) or verdict.expected[metric] == body  # judged against a fitting writer or itself
+    assert (
+        set(verdict.expected[metric]) <= set(body) or verdict.expected[metric] == body
+    )  # judged against a fitting writer or itself
     if metric == "PipeUtilization" and verdict.writers:
-        assert chip.source == describe(verdict.writers) and all(fit(w, metric, header) is not None for w in verdict.writers)
+        assert chip.source == describe(verdict.writers) and all(
+            fit(w, metric, header) is not None for w in verdict.writers
+        )
         if not dropped and not extra:
             assert writer in verdict.writers or any(fit(w, metric, header).in_order for w in verdict.writers)
     elif metric == "PipeUtilization":

@@ -58,7 +58,11 @@ def write_tree(root: Path, dirs: list[dict]) -> dict[Path, dict]:
         elif d["info"] == "no_rank_json":
             (path / "profiler_info.json").write_text(json.dumps({"rank_id": -1}))
         if d["db"] != "absent":
-            name = "ascend_pytorch_profiler.db" if d["info"] in ("missing", "no_rank_json") else f"ascend_pytorch_profiler_{rank}.db"
+            name = (
+                "ascend_pytorch_profiler.db"
+                if d["info"] in ("missing", "no_rank_json")
+                else f"ascend_pytorch_profiler_{rank}.db"
+            )
             write_db(path / "ASCEND_PROFILER_OUTPUT" / name, i, rank if d["db"] == "mapped" else -1)
         written[path] = d
     return written
@@ -72,7 +76,10 @@ def recorded(d: dict) -> int | None:
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir", p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+    return {
+        str(p): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir", p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -26,7 +26,11 @@ def test_an_imported_three_launch_run_gives_role_tables_and_a_reason(tmp_path):
     assert status.state == "ok", status.reason
     assert "4 vector cores on" in status.reason and "3 launches each" in status.reason
     roles = json.loads(run.outputs["stats"].read_text())
-    assert roles["entry"] == "import" and roles["launches"] == [0, 1, 2] and roles["roles"]["Stage"]["aiv_time_us_median"] == 185.0
+    assert (
+        roles["entry"] == "import"
+        and roles["launches"] == [0, 1, 2]
+        and roles["roles"]["Stage"]["aiv_time_us_median"] == 185.0
+    )
     assert pq.read_table(run.outputs["cores"]).num_rows == 12
     # The 950 header without dump/op_basic_info.txt: the writer is named, the chip is not.
     a5 = "columns of the msopprof *ForA5_ 44ba9d9..d6c29df / msopprof *ForA5_ bac21ac writers (written for Ascend 950, by its name)"
@@ -35,7 +39,13 @@ def test_an_imported_three_launch_run_gives_role_tables_and_a_reason(tmp_path):
 
 def test_no_opprof_run_is_invalid_and_says_the_coverage(tmp_path):
     (tmp_path / "empty").mkdir()
-    run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, params={"identity": None}, overlay={**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "empty")}})
+    run = stage_run(
+        tmp_path,
+        "pmu",
+        outputs=OUTPUTS,
+        params={"identity": None},
+        overlay={**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "empty")}},
+    )
     status = pmu(run, {})
     assert status.state == "invalid" and "stats.min_rank_coverage" in status.reason
     assert not run.outputs["stats"].exists()
@@ -50,12 +60,21 @@ def test_ranks_with_unequal_launches_are_named():
 
 A2_DEFAULT = FIXTURES / "msopprof" / "a2_910b2_default"
 # The 950's own columns (pipeForA5_ / *ForA5_), which an A2 tool never writes: never "not provided" on a 910B2.
-ONLY_950 = {"aiv_vec_sfu_ratio", "aiv_ub_read_bw_gm(GB/s)", "aiv_ub_write_bw_gm(GB/s)", "aiv_vec_ldu_cflt_ratio", "aiv_read_close_hit", "aiv_vec_vf_ratio"}
+ONLY_950 = {
+    "aiv_vec_sfu_ratio",
+    "aiv_ub_read_bw_gm(GB/s)",
+    "aiv_ub_write_bw_gm(GB/s)",
+    "aiv_vec_ldu_cflt_ratio",
+    "aiv_read_close_hit",
+    "aiv_vec_vf_ratio",
+}
 
 
 def import_a2(tmp_path, without_dump=False):
     target = tmp_path / "pmu" / "node0"
-    shutil.copytree(A2_DEFAULT, target, ignore=shutil.ignore_patterns("*.py", "*.md", *(["dump"] if without_dump else [])))
+    shutil.copytree(
+        A2_DEFAULT, target, ignore=shutil.ignore_patterns("*.py", "*.md", *(["dump"] if without_dump else []))
+    )
     overlay = {**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "pmu")}, "pmu": {"metrics": ["Default"]}}
     run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, params={"identity": None}, overlay=overlay)
     return run.finish(pmu(run, {})), json.loads(run.outputs["stats"].read_text())
@@ -71,13 +90,24 @@ def test_a_910b2_default_run_names_its_chip_from_the_data_and_measures_not_provi
     assert roles["chips"] == [{"name": "Ascend910B2", "family": "A2/A3", "source": source, "columns": A2_WRITER}]
     assert roles["summary"]["chips"] == roles["chips"]  # summary.json's pmu.chips
     # Hand-checked (SOURCE.md): Stage = AIV 0-1 (20.5, 21.0 us) -> median 20.75; Send = AIV 2 (30.0 us).
-    assert roles["roles"]["Stage"]["aiv_time_us_median"] == 20.75 and roles["roles"]["Send"]["aiv_time_us_median"] == 30.0
+    assert (
+        roles["roles"]["Stage"]["aiv_time_us_median"] == 20.75 and roles["roles"]["Send"]["aiv_time_us_median"] == 30.0
+    )
     # Its PipeUtilization holds the columns of the open-source A2 header before e581c4a (other order): that writer wrote no
     # scalar detail columns, so none is "not provided"; nor is any 950 column.
     assert roles["missing_columns"] == [] and roles["new_columns"] == {}
-    not_provided = set(roles["missing_columns"]).union(*(set(m["missing_columns"]) for m in roles["metric_sets"].values()))
+    not_provided = set(roles["missing_columns"]).union(
+        *(set(m["missing_columns"]) for m in roles["metric_sets"].values())
+    )
     assert not not_provided & ONLY_950
-    assert sorted(roles["metric_sets"]) == ["ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio"]
+    assert sorted(roles["metric_sets"]) == [
+        "ArithmeticUtilization",
+        "L2Cache",
+        "Memory",
+        "MemoryL0",
+        "MemoryUB",
+        "ResourceConflictRatio",
+    ]
     assert all(m["missing_columns"] == [] for m in roles["metric_sets"].values())
 
 
@@ -98,8 +128,15 @@ def import_cann(tmp_path, export, metrics, env=None, edit=None):
     if edit:
         edit(next(target.glob("OPPROF_*")))
     kernel = "main_kernel" if export.startswith("cann852") else "add_custom"
-    overlay = {**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "pmu")}, "pmu": {"metrics": metrics}, "kernel": {**ONE_RANK["kernel"], "name": kernel}}
-    run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, inputs={"env": env} if env else {}, params={"identity": None}, overlay=overlay)
+    overlay = {
+        **ONE_RANK,
+        "analyze": {"pmu_dir": str(tmp_path / "pmu")},
+        "pmu": {"metrics": metrics},
+        "kernel": {**ONE_RANK["kernel"], "name": kernel},
+    }
+    run = stage_run(
+        tmp_path, "pmu", outputs=OUTPUTS, inputs={"env": env} if env else {}, params={"identity": None}, overlay=overlay
+    )
     return run.finish(pmu(run, {})), json.loads(run.outputs["stats"].read_text()), run
 
 
@@ -107,7 +144,9 @@ NO_L0_UB = ["PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization",
 
 
 @pytest.mark.parametrize("export,stage_median,send", [("cann852_1block", 5.25, None), ("cann852_2blocks", 5.5, 5.5)])
-def test_cann_852_910b2_exports_without_op_basic_info_are_ok_and_never_called_a_950(tmp_path, export, stage_median, send):
+def test_cann_852_910b2_exports_without_op_basic_info_are_ok_and_never_called_a_950(
+    tmp_path, export, stage_median, send
+):
     status, roles, _ = import_cann(tmp_path, export, NO_L0_UB)
     assert status.state == "ok", status.reason
     assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": CANN_852, "columns": CANN_852}]
@@ -117,7 +156,10 @@ def test_cann_852_910b2_exports_without_op_basic_info_are_ok_and_never_called_a_
     assert roles["roles"]["Stage"]["aiv_time_us_median"] == stage_median
     assert send is None or roles["roles"]["Send"]["aiv_time_us_median"] == send
     # Judged against the 8.x writer: the DBI columns it writes are NA (aic side, counted for a mix kernel); nothing is new.
-    assert roles["missing_columns"] == ["aic_mte1_active_bw(GB/s)", "aic_mte2_active_bw(GB/s)"] and roles["new_columns"] == {}
+    assert (
+        roles["missing_columns"] == ["aic_mte1_active_bw(GB/s)", "aic_mte2_active_bw(GB/s)"]
+        and roles["new_columns"] == {}
+    )
     assert "aiv_mte1_wait_ratio" in roles["metric_sets"]["ResourceConflictRatio"]["columns"]
     warnings = {v.check: v.detail for v in status.validations if not v.passed}
     assert warnings["chip named by the data"] == f"chip unknown ({CANN_852})"
@@ -137,7 +179,9 @@ def test_columns_of_no_catalogued_writer_are_listed_as_new_and_kept_in_the_table
     def add_column(opprof):
         path = opprof / "ResourceConflictRatio.csv"
         lines = path.read_text().splitlines()
-        path.write_text("".join(line + ("aiv_vec_future_ratio," if i == 0 else "0.25,") + "\n" for i, line in enumerate(lines)))
+        path.write_text(
+            "".join(line + ("aiv_vec_future_ratio," if i == 0 else "0.25,") + "\n" for i, line in enumerate(lines))
+        )
 
     status, roles, run = import_cann(tmp_path, "cann852_1block", NO_L0_UB, edit=add_column)
     assert status.state == "ok", status.reason
@@ -164,7 +208,9 @@ def test_the_env_captures_npu_smi_names_the_chip_of_a_node_whose_launches_do_not
     env.write_text(json.dumps({"nodes": [{"node": 0, "probes": {"npu_smi_info": probe}}]}))
     status, roles, _ = import_cann(tmp_path, "cann852_1block", NO_L0_UB, env=env)
     assert status.state == "ok", status.reason
-    assert roles["chips"] == [{"name": "910B2", "family": "A2/A3", "source": "npu-smi info Name on node 0 (env capture)", "columns": CANN_852}]
+    assert roles["chips"] == [
+        {"name": "910B2", "family": "A2/A3", "source": "npu-smi info Name on node 0 (env capture)", "columns": CANN_852}
+    ]
 
 
 def four_ranks(tmp_path):
@@ -200,7 +246,10 @@ def test_one_rank_with_an_unreadable_metric_csv_is_left_out_named_and_the_others
     roles = json.loads(run.outputs["stats"].read_text())
     assert roles["coverage"]["missing"] == [2] and str(bad) in roles["coverage"]["refused"]["2"]
     # rank 2 is out whole (its two readable launches too); the other ranks' numbers are the intact run's
-    cores, intact_cores = pq.read_table(run.outputs["cores"]).to_pandas(), pq.read_table(intact_run.outputs["cores"]).to_pandas()
+    cores, intact_cores = (
+        pq.read_table(run.outputs["cores"]).to_pandas(),
+        pq.read_table(intact_run.outputs["cores"]).to_pandas(),
+    )
     assert sorted(cores["rank"].unique()) == [0, 1, 3]
     kept = intact_cores[intact_cores["rank"] != 2].reset_index(drop=True)
     pd.testing.assert_frame_equal(cores.reset_index(drop=True)[kept.columns], kept)
@@ -212,7 +261,12 @@ def test_the_runs_msprof_chip_names_the_launches_where_npu_smi_names_none(tmp_pa
     stats = tmp_path / "timeline_stats.json"
     # As formats/msprof.py prof_chips writes them: a chip id number in info.json names no chip; NPU_INFO does.
     stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)", "platform_version 5 (info.json)"]}))
-    assert timeline_chip(stats).as_dict() == {"name": "Ascend910B2", "family": "A2/A3", "source": "NPU_INFO of the timeline's msprof db", "columns": ""}
+    assert timeline_chip(stats).as_dict() == {
+        "name": "Ascend910B2",
+        "family": "A2/A3",
+        "source": "NPU_INFO of the timeline's msprof db",
+        "columns": "",
+    }
     stats.write_text(json.dumps({"chips": ["platform_version 5 (info.json)"]}))
     assert timeline_chip(stats) is None
     stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)", "Ascend950PR (NPU_INFO of the db)"]}))
@@ -220,8 +274,27 @@ def test_the_runs_msprof_chip_names_the_launches_where_npu_smi_names_none(tmp_pa
     stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)"]}))
     target = tmp_path / "pmu" / "node0"
     shutil.copytree(CANN_910B2 / "cann852_1block", target)
-    overlay = {**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "pmu")}, "pmu": {"metrics": NO_L0_UB}, "kernel": {**ONE_RANK["kernel"], "name": "main_kernel"}}
-    run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, inputs={"timeline_stats": str(stats)}, params={"identity": None}, overlay=overlay)
+    overlay = {
+        **ONE_RANK,
+        "analyze": {"pmu_dir": str(tmp_path / "pmu")},
+        "pmu": {"metrics": NO_L0_UB},
+        "kernel": {**ONE_RANK["kernel"], "name": "main_kernel"},
+    }
+    run = stage_run(
+        tmp_path,
+        "pmu",
+        outputs=OUTPUTS,
+        inputs={"timeline_stats": str(stats)},
+        params={"identity": None},
+        overlay=overlay,
+    )
     assert run.finish(pmu(run, {})).state == "ok"
     chips = json.loads(run.outputs["stats"].read_text())["chips"]
-    assert chips == [{"name": "Ascend910B2", "family": "A2/A3", "source": "NPU_INFO of the timeline's msprof db", "columns": CANN_852}]
+    assert chips == [
+        {
+            "name": "Ascend910B2",
+            "family": "A2/A3",
+            "source": "NPU_INFO of the timeline's msprof db",
+            "columns": CANN_852,
+        }
+    ]

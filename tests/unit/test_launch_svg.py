@@ -31,7 +31,14 @@ def launch(number: int, arrivals: list[float], ends: list[float], per_node: int 
     rows = [rank_row(r, r // per_node, a, e, release) for r, (a, e) in enumerate(zip(arrivals, ends))]
     last_arrival = max(range(len(rows)), key=lambda r: arrivals[r])
     last_end = max(range(len(rows)), key=lambda r: ends[r])
-    return {"launch": number, "group_us": max(ends), "cost_us": max(arrivals), "last_arrival_rank": last_arrival, "last_end_rank": last_end, "ranks": rows}
+    return {
+        "launch": number,
+        "group_us": max(ends),
+        "cost_us": max(arrivals),
+        "last_arrival_rank": last_arrival,
+        "last_end_rank": last_end,
+        "ranks": rows,
+    }
 
 
 CAUSE = {"evidence": "late_arrival", "rank": 3, "node": None, "ranks": [3], "cost_us_per_launch": 40.0}
@@ -98,7 +105,10 @@ def test_positions_are_ordered_as_the_times(which):
 def test_who_arrives_and_ends_last_is_written_beside_their_bars():
     svg = launch_svg(PICTURE)
     rows = panels(svg)[1]
-    notes = {int(g.get("data-rank")): "".join(t.text or "" for t in g.iter(f"{NS}text") if "last" in (t.text or "")) for g in rows}
+    notes = {
+        int(g.get("data-rank")): "".join(t.text or "" for t in g.iter(f"{NS}text") if "last" in (t.text or ""))
+        for g in rows
+    }
     assert notes[3] == "arrives last" and notes[1] == "ends last" and notes[0] == ""
 
 
@@ -108,7 +118,12 @@ def test_a_big_world_shows_the_ranks_that_matter_and_says_how_many_are_left_out(
     arrivals[150] = 90.0
     ends = [300.0 + (r % 5) for r in range(world)]
     ends[17] = 360.0
-    big = {**PICTURE, "cause": {**CAUSE, "rank": 150, "ranks": [150]}, "typical": launch(1, arrivals, ends, 8), "costliest": launch(2, arrivals, ends, 8)}
+    big = {
+        **PICTURE,
+        "cause": {**CAUSE, "rank": 150, "ranks": [150]},
+        "typical": launch(1, arrivals, ends, 8),
+        "costliest": launch(2, arrivals, ends, 8),
+    }
     svg = launch_svg(big, max_ranks=32)
     rows = panels(svg)[0]
     shown = [int(g.get("data-rank")) for g in rows]
@@ -120,10 +135,18 @@ def test_a_big_world_shows_the_ranks_that_matter_and_says_how_many_are_left_out(
 
 def test_without_clocks_durations_start_together_and_the_picture_says_why():
     def durations(lch: dict) -> dict:
-        rows = [{**r, "arrival_us": None, "barrier_release_us": None, "kernel_start_us": None, "end_us": None} for r in lch["ranks"]]
+        rows = [
+            {**r, "arrival_us": None, "barrier_release_us": None, "kernel_start_us": None, "end_us": None}
+            for r in lch["ranks"]
+        ]
         return {**lch, "ranks": rows, "last_end_rank": None}
 
-    picture = {**PICTURE, "clocks": "durations only", "why": "no barrier kernel", "typical": durations(PICTURE["typical"])}
+    picture = {
+        **PICTURE,
+        "clocks": "durations only",
+        "why": "no barrier kernel",
+        "typical": durations(PICTURE["typical"]),
+    }
     picture["costliest"] = durations(PICTURE["costliest"])
     svg = launch_svg(picture)
     texts = [t.text or "" for t in ET.fromstring(svg).iter(f"{NS}text") if t.get("class") == "durations-only"]
@@ -159,7 +182,9 @@ def test_a_long_kernel_body_is_cut_out_of_the_axis_and_the_cut_says_how_long():
     arrivals = [float(part(g, "arrival").get("x1")) for g in rows]
     assert arrivals[3] - arrivals[0] > 710 / 5
     ends = [right(part(g, "kernel")) for g in rows]
-    assert sorted(range(4), key=lambda r: ends[r]) == sorted(range(4), key=lambda r: long["costliest"]["ranks"][r]["end_us"])
+    assert sorted(range(4), key=lambda r: ends[r]) == sorted(
+        range(4), key=lambda r: long["costliest"]["ranks"][r]["end_us"]
+    )
     assert len([p for p in root.iter(f"{NS}polygon") if p.get("class") == "break"]) == 2  # one per launch
 
 

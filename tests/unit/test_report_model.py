@@ -11,7 +11,15 @@ from dispatchprof.report.markdown import spaced_tables
 from dispatchprof.stages.report import TEMPLATES
 
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><title>a test chart</title></svg>'
-SHELL = {"experiment": "e1", "toolchain": "sim", "kernel_name": "k", "nodes": 2, "ranks_per_node": 8, "mode": "collect", "generated": "now"}
+SHELL = {
+    "experiment": "e1",
+    "toolchain": "sim",
+    "kernel_name": "k",
+    "nodes": 2,
+    "ranks_per_node": 8,
+    "mode": "collect",
+    "generated": "now",
+}
 
 
 def added_section() -> model.Section:
@@ -19,9 +27,23 @@ def added_section() -> model.Section:
         "Queue depth per rank",
         "queue-depth",
         (
-            model.Paragraph(model.text("Rank 5 holds ", model.Strong("3x"), " the queue of its peers; run ", model.Code("snakemake -n q"), ".")),
-            model.Table(("rank", "depth (<entries>)"), ((("5",), ("12 | 4",)), (("6",), ("4",))), footnotes=(model.text("Depth: a test's column."),)),
-            model.Figure("Queue depth per rank", path="figures/queue.svg", svg=SVG, caption="A bright row is a deep queue."),
+            model.Paragraph(
+                model.text(
+                    "Rank 5 holds ",
+                    model.Strong("3x"),
+                    " the queue of its peers; run ",
+                    model.Code("snakemake -n q"),
+                    ".",
+                )
+            ),
+            model.Table(
+                ("rank", "depth (<entries>)"),
+                ((("5",), ("12 | 4",)), (("6",), ("4",))),
+                footnotes=(model.text("Depth: a test's column."),),
+            ),
+            model.Figure(
+                "Queue depth per rank", path="figures/queue.svg", svg=SVG, caption="A bright row is a deep queue."
+            ),
         ),
     )
 
@@ -42,7 +64,9 @@ def test_a_section_added_to_the_model_is_in_both_the_html_and_the_markdown():
     assert "Depth: a test's column." in md and "Depth: a test&#39;s column." in html
     assert "![Queue depth per rank](figures/queue.svg)\n\nA bright row is a deep queue." in md
     assert f"<figure>{SVG}<figcaption" in html and "A bright row is a deep queue." in html
-    assert md.index("## Answer") < md.index("## Queue depth") and html.index('id="answer"') < html.index('id="queue-depth"')
+    assert md.index("## Answer") < md.index("## Queue depth") and html.index('id="answer"') < html.index(
+        'id="queue-depth"'
+    )
 
 
 def test_a_section_without_it_leaves_neither_with_its_words():
@@ -54,7 +78,9 @@ def test_a_section_without_it_leaves_neither_with_its_words():
 def test_every_text_of_the_model_is_escaped_in_the_html():
     section = model.Section("<b>x</b>", "x", (model.Paragraph(model.text('a <script> & "b"', model.Link("l", 'p"q'))),))
     html, _md = rendered([section])
-    assert "<h2>&lt;b&gt;x&lt;/b&gt;</h2>" in html and 'a &lt;script&gt; &amp; &#34;b&#34;<a href="p&#34;q">l</a>' in html
+    assert (
+        "<h2>&lt;b&gt;x&lt;/b&gt;</h2>" in html and 'a &lt;script&gt; &amp; &#34;b&#34;<a href="p&#34;q">l</a>' in html
+    )
 
 
 def test_no_template_line_is_over_200_characters_and_the_report_templates_are_shells():

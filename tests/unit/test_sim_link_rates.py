@@ -19,13 +19,20 @@ def test_the_sim_queue_rates_are_the_stand_ins():
 
 def test_a_sim_ranks_rate_is_the_queue_rate_times_its_destinations_of_the_class():
     peaks = sim_link_peaks(nodes=2, ranks_per_node=8)
-    assert peaks["intra_node"]["peak_gbps"] == pytest.approx(2.4 * 7) and peaks["inter_node"]["peak_gbps"] == pytest.approx(1.4 * 8)
+    assert peaks["intra_node"]["peak_gbps"] == pytest.approx(2.4 * 7) and peaks["inter_node"][
+        "peak_gbps"
+    ] == pytest.approx(1.4 * 8)
     assert all(p["kind"] == "simulator" and "not a hardware figure" in p["source"] for p in peaks.values())
     assert sim_link_peaks(nodes=1, ranks_per_node=8)["inter_node"]["peak_gbps"] is None  # one node: no inter-node link
 
 
 def test_configured_peaks_keep_null_as_not_configured():
-    hw = {"links": {"intra_node": {"peak_gbps": 50.0, "source": "a datasheet"}, "inter_node": {"peak_gbps": None, "source": None}}}
+    hw = {
+        "links": {
+            "intra_node": {"peak_gbps": 50.0, "source": "a datasheet"},
+            "inter_node": {"peak_gbps": None, "source": None},
+        }
+    }
     peaks = configured_link_peaks(hw)
     assert peaks["intra_node"] == {"peak_gbps": 50.0, "source": "a datasheet", "kind": "configured"}
     assert peaks["inter_node"]["peak_gbps"] is None

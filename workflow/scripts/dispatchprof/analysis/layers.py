@@ -35,7 +35,12 @@ class LayerFigure:
     measures: str  # what the figure is, and the assumption it rests on
 
     def as_json(self) -> dict[str, Any]:
-        return {"layer": self.layer, "us_per_launch": self.us_per_launch, "low_us": self.low_us, "measures": self.measures}
+        return {
+            "layer": self.layer,
+            "us_per_launch": self.us_per_launch,
+            "low_us": self.low_us,
+            "measures": self.measures,
+        }
 
 
 def cause_ranks(cause: Mapping[str, Any]) -> set[int]:
@@ -64,12 +69,18 @@ def pmu_figure(cause: Mapping[str, Any], busiest: Mapping[str, Any] | None) -> L
         return None
     high = float(busiest.get("excess_us_per_launch", busiest["excess_us"]))
     low = busiest.get("excess_us_per_launch_low")
-    return LayerFigure(layer="PMU", us_per_launch=high, low_us=float(low) if low is not None and low < high else None, measures=PMU)
+    return LayerFigure(
+        layer="PMU", us_per_launch=high, low_us=float(low) if low is not None and low < high else None, measures=PMU
+    )
 
 
-def layer_figures(cause: Mapping[str, Any], pmu_busiest: Mapping[str, Any] | None, debugclock: Mapping[str, Any] | None) -> list[LayerFigure]:
+def layer_figures(
+    cause: Mapping[str, Any], pmu_busiest: Mapping[str, Any] | None, debugclock: Mapping[str, Any] | None
+) -> list[LayerFigure]:
     """The timeline's figure first, then each lower layer that saw the same ranks or node."""
-    timeline = LayerFigure(layer="timeline", us_per_launch=float(cause["cost_us_per_launch"]), low_us=None, measures=TIMELINE)
+    timeline = LayerFigure(
+        layer="timeline", us_per_launch=float(cause["cost_us_per_launch"]), low_us=None, measures=TIMELINE
+    )
     lower = [debugclock_figure(cause, debugclock), pmu_figure(cause, pmu_busiest)]
     return [timeline, *(f for f in lower if f is not None)]
 
@@ -87,7 +98,9 @@ def best_figure(cause: Mapping[str, Any], figures: list[LayerFigure]) -> LayerFi
     return deeper[0] if deeper else timeline
 
 
-def with_layer_figures(timeline: Mapping[str, Any], pmu: Mapping[str, Any] | None, debugclock: Mapping[str, Any] | None) -> dict[str, Any]:
+def with_layer_figures(
+    timeline: Mapping[str, Any], pmu: Mapping[str, Any] | None, debugclock: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """A copy of the timeline's summary section whose costed causes (and straggler) carry ``layer_figures`` (each
     layer's figure, timeline first) and ``cost_layer`` (the layer whose figure best estimates the cost)."""
     busiest = (pmu or {}).get("busiest")

@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     import pandas as pd
 
-from dispatchprof.formats.msopprof_writers import A2_A3, ASCEND_950, WRITERS, Writer, describe, file_fit, launch_writers, unknown_columns
+from dispatchprof.formats.msopprof_writers import (
+    A2_A3,
+    ASCEND_950,
+    WRITERS,
+    Writer,
+    describe,
+    file_fit,
+    launch_writers,
+    unknown_columns,
+)
 from dispatchprof.formats.names import OPPROF_RE
 from dispatchprof.formats.text import read_text_file
 
@@ -33,7 +42,8 @@ NA = {"NA", "N/A", ""}
 # writer's columns fit its files. Without block_id/sub_block_id.
 _NEWEST = {A2_A3: "msopprof *For910B_ e581c4a..d6c29df", ASCEND_950: "msopprof *ForA5_ 44ba9d9..d6c29df"}
 CATALOGUE: dict[str, dict[str, list[str]]] = {
-    family: {metric: list(cols) for metric, cols in next(w for w in WRITERS if w.name == name).files.items()} for family, name in _NEWEST.items()
+    family: {metric: list(cols) for metric, cols in next(w for w in WRITERS if w.name == name).files.items()}
+    for family, name in _NEWEST.items()
 }
 PIPE_950, PIPE_A2 = CATALOGUE[ASCEND_950]["PipeUtilization"], CATALOGUE[A2_A3]["PipeUtilization"]
 OTHER_950 = {name: cols for name, cols in CATALOGUE[ASCEND_950].items() if name != "PipeUtilization"}
@@ -41,10 +51,21 @@ OTHER_950 = {name: cols for name, cols in CATALOGUE[ASCEND_950].items() if name 
 # The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, docs/formats.md §2);
 # `Default` turns on all seven. Each is parsed and shown; any other --aic-metrics value writes no per-core CSV whose
 # format is documented, and the config schema refuses it for pmu.metrics.
-PMU_METRIC_CSVS = ("PipeUtilization", "ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio")
+PMU_METRIC_CSVS = (
+    "PipeUtilization",
+    "ArithmeticUtilization",
+    "L2Cache",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+)
 # Soc names (msopprof's `Run Soc Version`, acl.get_soc_name(), npu-smi's Name, a db's NPU_INFO) -> chip family.
 # npu-smi writes the name without "Ascend" (910B2).
-_SOC_FAMILIES = ((re.compile(r"^(Ascend ?)?910(B|_93|C)", re.I), A2_A3), (re.compile(r"^(Ascend ?)?950", re.I), ASCEND_950))
+_SOC_FAMILIES = (
+    (re.compile(r"^(Ascend ?)?910(B|_93|C)", re.I), A2_A3),
+    (re.compile(r"^(Ascend ?)?950", re.I), ASCEND_950),
+)
 UNKNOWN_CHIP = "chip unknown"
 
 
@@ -100,7 +121,9 @@ def discover(root: Path) -> list[Path]:
 
 
 def _has_run_files(directory: Path) -> bool:
-    return any(p.is_file() and (p.name == "visualize_data.bin" or METRIC_FILE_RE.match(p.name)) for p in directory.iterdir())
+    return any(
+        p.is_file() and (p.name == "visualize_data.bin" or METRIC_FILE_RE.match(p.name)) for p in directory.iterdir()
+    )
 
 
 def kernel_runs(opprof: Path) -> list[KernelRun]:
@@ -112,10 +135,19 @@ def kernel_runs(opprof: Path) -> list[KernelRun]:
         device = re.fullmatch(r"device(\d+)", first.name)
         kernel_dirs = sorted(p for p in first.iterdir() if p.is_dir()) if device else [first]
         for kernel_dir in kernel_dirs:
-            for n_dir in sorted((p for p in kernel_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
+            for n_dir in sorted(
+                (p for p in kernel_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+            ):
                 if _has_run_files(n_dir):
                     runs.append(
-                        KernelRun(opprof, n_dir, "device" if device else "kernel", int(device.group(1)) if device else None, kernel_dir.name, int(n_dir.name))
+                        KernelRun(
+                            opprof,
+                            n_dir,
+                            "device" if device else "kernel",
+                            int(device.group(1)) if device else None,
+                            kernel_dir.name,
+                            int(n_dir.name),
+                        )
                     )
     return runs
 
@@ -165,7 +197,9 @@ def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
     header, rows = _rows(path)
     for needed in ("block_id", "sub_block_id"):
         if needed not in header:
-            raise OpprofFormatError(f"{path}: line 1: header lacks {needed} (per-core CSVs of A2/A3/950 have it; 310P files are not supported)")
+            raise OpprofFormatError(
+                f"{path}: line 1: header lacks {needed} (per-core CSVs of A2/A3/950 have it; 310P files are not supported)"
+            )
     if len(set(header)) != len(header):
         raise OpprofFormatError(f"{path}: line 1: duplicate column names in the header")
     metrics = [h for h in header if h not in ("block_id", "sub_block_id")]
@@ -173,17 +207,34 @@ def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
     records = []
     for line, row in rows:
         if len(row) != len(header):
-            raise OpprofFormatError(f"{path}: line {line}: {len(row)} fields, expected {len(header)} as in the header (truncated row?)")
+            raise OpprofFormatError(
+                f"{path}: line {line}: {len(row)} fields, expected {len(header)} as in the header (truncated row?)"
+            )
         try:
             block = int(row[bi])
         except ValueError:
-            raise OpprofFormatError(f"{path}: line {line}: field 'block_id' is {row[bi]!r}, expected an integer") from None
+            raise OpprofFormatError(
+                f"{path}: line {line}: field 'block_id' is {row[bi]!r}, expected an integer"
+            ) from None
         sub = SUB_BLOCK_RE.match(row[si].strip())
         if not sub:
-            raise OpprofFormatError(f"{path}: line {line}: field 'sub_block_id' is {row[si]!r}, expected cube<k> or vector<k>")
+            raise OpprofFormatError(
+                f"{path}: line {line}: field 'sub_block_id' is {row[si]!r}, expected cube<k> or vector<k>"
+            )
         for name in metrics:
-            records.append((block, row[si].strip(), sub.group(1), int(sub.group(2)), name, _number(path, line, name, row[header.index(name)])))
-    frame = pd.DataFrame.from_records(records, columns=["block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"])
+            records.append(
+                (
+                    block,
+                    row[si].strip(),
+                    sub.group(1),
+                    int(sub.group(2)),
+                    name,
+                    _number(path, line, name, row[header.index(name)]),
+                )
+            )
+    frame = pd.DataFrame.from_records(
+        records, columns=["block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"]
+    )
     return header, frame
 
 
@@ -258,7 +309,9 @@ def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
     return [m for m in PMU_METRIC_CSVS if m.lower() in lowered]
 
 
-def missing_columns(header: list[str], frame: pd.DataFrame, op_type: str | None, expected: Sequence[str] | None = None) -> list[str]:
+def missing_columns(
+    header: list[str], frame: pd.DataFrame, op_type: str | None, expected: Sequence[str] | None = None
+) -> list[str]:
     """Columns of the tool's set for this chip that the file lacks or leaves NA in every row: "not provided
     by this tool version". Only the side the kernel runs on counts (aiv_* for vector, aic_* for cube, both for mix);
     columns of neither side (Memory's data volumes) never count, as the docs do not say which side fills them.

@@ -155,7 +155,9 @@ RESOURCE_CONFLICT_CANN_8 = (
 OPTIONAL_910B = re.compile(r"^(aic|aiv)_scalar_wait_id\d+_time\(us\)$|^aic_mte[12]_active_bw\(GB/s\)$")
 NEVER_OPTIONAL = re.compile(r"^$")
 MSO = "Ascend/msopprof csrc/op_profiling/profiling/device/data_parse/metric_csv_header.h"
-REAL_EXPORTS = "neo-pan/ascend-msprof-skill"  # public, but without a licence: its files are read, not copied (docs/formats.md §5)
+REAL_EXPORTS = (
+    "neo-pan/ascend-msprof-skill"  # public, but without a licence: its files are read, not copied (docs/formats.md §5)
+)
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,10 @@ def _a5(pipe: str, l2: str, memory: str, ub: str) -> dict[str, tuple[str, ...]]:
 
 
 A2_A3, ASCEND_950 = "A2/A3", "Ascend 950"
-_CANN_8 = _910b("pipeFor910B_@bac21ac") | {"PipeUtilization": PIPE_CANN_8, "ResourceConflictRatio": tuple(RESOURCE_CONFLICT_CANN_8)}
+_CANN_8 = _910b("pipeFor910B_@bac21ac") | {
+    "PipeUtilization": PIPE_CANN_8,
+    "ResourceConflictRatio": tuple(RESOURCE_CONFLICT_CANN_8),
+}
 # Shipped writers first (seen in real exports): named first in a tie, and the measure of "not provided" when tied.
 WRITERS: tuple[Writer, ...] = (
     Writer(
@@ -203,27 +208,55 @@ WRITERS: tuple[Writer, ...] = (
         "seen on Ascend910B2",
         A2_A3,
         f"{REAL_EXPORTS} tests/fixtures/real_cann852_workload_pair (npu-smi 910B2, toolkit 8.5.2) @0b4836b",
-        {m: _CANN_8[m] for m in ("PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization", "L2Cache", "Memory")},
+        {
+            m: _CANN_8[m]
+            for m in ("PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization", "L2Cache", "Memory")
+        },
     ),
     Writer(
         "CANN 8.3.RC2 msprof op",
         "seen on Ascend910B2",
         A2_A3,
         f"{REAL_EXPORTS} tests/fixtures/real_default_vector_minimal (npu-smi 910B2, version.cfg 8.3.RC2) @bc4ae25",
-        {m: _CANN_8[m] for m in ("PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB")},
+        {
+            m: _CANN_8[m]
+            for m in (
+                "PipeUtilization",
+                "ResourceConflictRatio",
+                "ArithmeticUtilization",
+                "Memory",
+                "MemoryL0",
+                "MemoryUB",
+            )
+        },
     ),
     Writer(
-        "msopprof *For910B_ e581c4a..d6c29df", "written for Atlas A2/A3, by its name", A2_A3, f"{MSO} @d6c29df", _910b("pipeFor910B_@e581c4a"), OPTIONAL_910B
+        "msopprof *For910B_ e581c4a..d6c29df",
+        "written for Atlas A2/A3, by its name",
+        A2_A3,
+        f"{MSO} @d6c29df",
+        _910b("pipeFor910B_@e581c4a"),
+        OPTIONAL_910B,
     ),
     Writer(
-        "msopprof *For910B_ bac21ac..79ae61a", "written for Atlas A2/A3, by its name", A2_A3, f"{MSO} @bac21ac", _910b("pipeFor910B_@bac21ac"), OPTIONAL_910B
+        "msopprof *For910B_ bac21ac..79ae61a",
+        "written for Atlas A2/A3, by its name",
+        A2_A3,
+        f"{MSO} @bac21ac",
+        _910b("pipeFor910B_@bac21ac"),
+        OPTIONAL_910B,
     ),
     Writer(
         "msopprof *ForA5_ 44ba9d9..d6c29df",
         "written for Ascend 950, by its name",
         ASCEND_950,
         f"{MSO} @d6c29df",
-        _a5("pipeForA5_@bac21ac, @44ba9d9", "l2CacheForA5_@79ae61a, @44ba9d9", "memoryForA5_@bac21ac, @44ba9d9", "memoryUbForA5_@bac21ac, @44ba9d9"),
+        _a5(
+            "pipeForA5_@bac21ac, @44ba9d9",
+            "l2CacheForA5_@79ae61a, @44ba9d9",
+            "memoryForA5_@bac21ac, @44ba9d9",
+            "memoryUbForA5_@bac21ac, @44ba9d9",
+        ),
     ),
     Writer(
         "msopprof *ForA5_ 79ae61a..e581c4a",
@@ -237,7 +270,12 @@ WRITERS: tuple[Writer, ...] = (
         "written for Ascend 950, by its name",
         ASCEND_950,
         f"{MSO} @bac21ac",
-        _a5("pipeForA5_@bac21ac, @44ba9d9", "l2CacheForA5_@bac21ac", "memoryForA5_@bac21ac, @44ba9d9", "memoryUbForA5_@bac21ac, @44ba9d9"),
+        _a5(
+            "pipeForA5_@bac21ac, @44ba9d9",
+            "l2CacheForA5_@bac21ac",
+            "memoryForA5_@bac21ac, @44ba9d9",
+            "memoryUbForA5_@bac21ac, @44ba9d9",
+        ),
     ),
 )
 

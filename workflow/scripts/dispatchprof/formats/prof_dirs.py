@@ -5,9 +5,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, db_devices, export_devices, load_json, query_db, read_prof_info, recorded_rank
+from dispatchprof.formats.msprof import (
+    MsprofFormatError,
+    ProfInfo,
+    db_devices,
+    export_devices,
+    load_json,
+    query_db,
+    read_prof_info,
+    recorded_rank,
+)
 from dispatchprof.formats.names import PROF_RE
-from dispatchprof.formats.prof_tree import EXPORT_DIR, KERNEL_DETAILS, PROFILER_INFO_RE, TORCH_DB_RE, TORCH_OUTPUT, DataDir, directory_kind, listing, normal
+from dispatchprof.formats.prof_tree import (
+    EXPORT_DIR,
+    KERNEL_DETAILS,
+    PROFILER_INFO_RE,
+    TORCH_DB_RE,
+    TORCH_OUTPUT,
+    DataDir,
+    directory_kind,
+    listing,
+    normal,
+)
 
 
 def read_data_dir(data: DataDir) -> ProfInfo:
@@ -16,7 +35,18 @@ def read_data_dir(data: DataDir) -> ProfInfo:
     if data.kind == "msprof":
         return read_prof_info(data.path)
     if data.kind == "export":
-        return ProfInfo(data.path, None, None, None, export_devices(data.path), None, None, data.path, devices_from="export", kind="export")
+        return ProfInfo(
+            data.path,
+            None,
+            None,
+            None,
+            export_devices(data.path),
+            None,
+            None,
+            data.path,
+            devices_from="export",
+            kind="export",
+        )
     return read_torch_dir(data.path)
 
 
@@ -36,7 +66,9 @@ def profiler_info_rank(path: Path) -> tuple[int | None, str | None]:
     in_name = int(named.group(1)) if named and named.group(1) else None
     field = recorded_rank(info.get("rank_id"))
     if field is not None and in_name is not None and field != in_name:
-        raise MsprofFormatError(f"{path}: field 'rank_id' is {field} but the file name says rank {in_name}; expected one rank")
+        raise MsprofFormatError(
+            f"{path}: field 'rank_id' is {field} but the file name says rank {in_name}; expected one rank"
+        )
     if field is not None:
         return field, f"{path.name} rank_id"
     return (in_name, f"{path.name} (its name)") if in_name is not None else (None, None)
@@ -44,7 +76,9 @@ def profiler_info_rank(path: Path) -> tuple[int | None, str | None]:
 
 def only_one(path: Path, names: list[str], what: str) -> str | None:
     if len(names) > 1:
-        raise MsprofFormatError(f"{path}: {len(names)} {what} ({', '.join(names)}); expected one per torch_npu profiler directory")
+        raise MsprofFormatError(
+            f"{path}: {len(names)} {what} ({', '.join(names)}); expected one per torch_npu profiler directory"
+        )
     return names[0] if names else None
 
 
@@ -54,7 +88,11 @@ def rank_device_map(db: Path) -> list[tuple[int, int]]:
     def rows(conn, _):  # type: ignore[no-untyped-def]
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='RANK_DEVICE_MAP'").fetchone():
             return []
-        return [(r, d) for r, d in conn.execute("SELECT DISTINCT rankId, deviceId FROM RANK_DEVICE_MAP") if isinstance(r, int) and isinstance(d, int)]
+        return [
+            (r, d)
+            for r, d in conn.execute("SELECT DISTINCT rankId, deviceId FROM RANK_DEVICE_MAP")
+            if isinstance(r, int) and isinstance(d, int)
+        ]
 
     return query_db(db, rows, strings=False)[0]
 
@@ -68,7 +106,9 @@ def torch_rank(path: Path, children: set[str], db: Path | None, mapped: set[int]
     if db is not None and named and named.group(1) is not None:
         in_name = int(named.group(1))
         if rank is not None and in_name != rank:
-            raise MsprofFormatError(f"{db}: its name says rank {in_name} but {path / str(info_name)} says {rank}; expected one rank")
+            raise MsprofFormatError(
+                f"{db}: its name says rank {in_name} but {path / str(info_name)} says {rank}; expected one rank"
+            )
         rank, where = (in_name, f"{db.name} (its name)") if rank is None else (rank, where)
     if len(mapped) > 1 or (mapped and rank is not None and mapped != {rank}):
         held = f"{rank} ({where})" if rank is not None else "one rank"
@@ -133,5 +173,7 @@ def resolve_rank_map(root: Path, rank_map: dict[str, int] | None, found: list[Da
     stray = [str(p) for p in resolved if p not in known]
     if stray:
         listed = ", ".join(str(d.path) for d in found[:6]) or "none"
-        raise MsprofFormatError(f"analyze.rank_map names {stray[0]}, which is no data directory of {root} (found: {listed})")
+        raise MsprofFormatError(
+            f"analyze.rank_map names {stray[0]}, which is no data directory of {root} (found: {listed})"
+        )
     return resolved

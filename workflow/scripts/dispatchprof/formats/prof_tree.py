@@ -28,7 +28,9 @@ from dispatchprof.formats.names import PROF_RE
 
 NODE_DIR_RE = re.compile(r"^node(\d+)$")
 TORCH_DIR_SUFFIX = "_ascend_pt"  # torch_npu _profiler_path_creator: "{worker}_{pid}_{%Y%m%d%H%M%S%f[:-3]}_ascend_pt"
-PROFILER_INFO_RE = re.compile(r"^profiler_info(?:_(\d+))?\.json$")  # profiler_info_<rank>.json; profiler_info.json without a rank
+PROFILER_INFO_RE = re.compile(
+    r"^profiler_info(?:_(\d+))?\.json$"
+)  # profiler_info_<rank>.json; profiler_info.json without a rank
 TORCH_DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")  # the same with the db (torch_npu DbParser)
 TORCH_OUTPUT = "ASCEND_PROFILER_OUTPUT"
 KERNEL_DETAILS = "kernel_details.csv"  # torch_npu's text export of the kernels, in TORCH_OUTPUT

@@ -27,13 +27,32 @@ BUSY_NOTE = (
 
 
 def role_row(role: str, v: dict[str, Any]) -> tuple[Text, ...]:
-    aiv = NP if v["aiv_time_us_median"] is None else " / ".join(num(v[k]) for k in ("aiv_time_us_median", "aiv_time_us_max", "aiv_time_us_spread"))
-    busy = NP if v.get("busy_us_median_low") is None else f"{num(v['busy_us_median_low'])} - {num(v['busy_us_median_high'])}"
+    aiv = (
+        NP
+        if v["aiv_time_us_median"] is None
+        else " / ".join(num(v[k]) for k in ("aiv_time_us_median", "aiv_time_us_max", "aiv_time_us_spread"))
+    )
+    busy = (
+        NP
+        if v.get("busy_us_median_low") is None
+        else f"{num(v['busy_us_median_low'])} - {num(v['busy_us_median_high'])}"
+    )
     icache = NP
     if v["aiv_icache_miss_rate_median"] is not None:
         icache = f"{num(100 * v['aiv_icache_miss_rate_median'], '.2f')}% / {num(100 * v['aiv_icache_miss_rate_max'], '.2f')}%"
-    ratios = " / ".join(num(v[k], ".2f", "n/p") for k in ("aiv_vec_ratio_median", "aiv_mte2_ratio_median", "aiv_mte3_ratio_median"))
-    cells = (role, str(v["cores"]), aiv, busy, num(v.get("no_pipe_us_median"), ".1f", NP), num(v["aiv_total_cycles_median"], ".0f", NP), icache, ratios)
+    ratios = " / ".join(
+        num(v[k], ".2f", "n/p") for k in ("aiv_vec_ratio_median", "aiv_mte2_ratio_median", "aiv_mte3_ratio_median")
+    )
+    cells = (
+        role,
+        str(v["cores"]),
+        aiv,
+        busy,
+        num(v.get("no_pipe_us_median"), ".1f", NP),
+        num(v["aiv_total_cycles_median"], ".0f", NP),
+        icache,
+        ratios,
+    )
     return tuple(text(x) for x in cells)
 
 
@@ -56,12 +75,22 @@ def launch_table(pmu: dict[str, Any]) -> Table:
 def metric_set_sections(pmu: dict[str, Any]) -> list[Section]:
     sections = []
     for name, t in (pmu.get("metric_sets") or {}).items():
-        rows = tuple((text(role), *(text(num(vals[col], ".4g", NP)) for col in t["columns"])) for role, vals in t["roles"].items())
+        rows = tuple(
+            (text(role), *(text(num(vals[col], ".4g", NP)) for col in t["columns"]))
+            for role, vals in t["roles"].items()
+        )
         note: list[Any] = [f"{t['definition']}; ratios are fractions 0-1, only (%) columns are percent."]
         absent = list(dict.fromkeys((t.get("not_provided") or []) + (t.get("missing_columns") or [])))
         if absent:
             note += [" Not provided (absent or NA on every vector row; never read as 0): ", Code(", ".join(absent))]
-        sections.append(Section(f"{name} per role", f"pmu-{name}", (Table(("role", *t["columns"]), rows, footnotes=(text(*note),)),), level=4))
+        sections.append(
+            Section(
+                f"{name} per role",
+                f"pmu-{name}",
+                (Table(("role", *t["columns"]), rows, footnotes=(text(*note),)),),
+                level=4,
+            )
+        )
     return sections
 
 
@@ -81,12 +110,18 @@ def busiest_paragraph(pmu: dict[str, Any]) -> Paragraph:
     said.append(pattern.get(b.get("every_role_pattern") or "", "") + ": ")
     if b.get("nonscalar") and b["ranked_by"] == "nonscalar_us_high":
         ns = b["nonscalar"]
-        few = ", from its cores only: too few ranks to measure the spread between ranks" if b.get("spread_measured") is False else ""
+        few = (
+            ", from its cores only: too few ranks to measure the spread between ranks"
+            if b.get("spread_measured") is False
+            else ""
+        )
         said.append(
             f"+{num(100 * ns['excess_ratio'], '.0f')}% without the scalar pipe ({num(ns['us'])} us against {num(ns['peers_median_us'])} us; "
             f"the role's spread {num(ns['noise_us'], '.2f')} us{few}); "
         )
-    said.append(f"busy {num(b['busy_us_high'])} us against the same role's median of {num(b['peers_median_us'])} us over ranks (+{num(b['excess_us'])} us)")
+    said.append(
+        f"busy {num(b['busy_us_high'])} us against the same role's median of {num(b['peers_median_us'])} us over ranks (+{num(b['excess_us'])} us)"
+    )
     if b.get("excess_us_per_launch") is not None:
         low = f"+{num(b['excess_us_per_launch_low'])} to " if b.get("excess_us_per_launch_low") is not None else ""
         said.append(f"; {low}+{num(b['excess_us_per_launch'])} us per core and launch (pipes overlap)")
@@ -101,17 +136,38 @@ def busiest_paragraph(pmu: dict[str, Any]) -> Paragraph:
 def pmu_head(pmu: dict[str, Any]) -> list[Any]:
     blocks: list[Any] = []
     if (pmu.get("coverage") or {}).get("missing"):
-        blocks.append(Paragraph(text(Strong(f"Partial coverage: {pmu['coverage']['sentence']}."), " Roles are compared over the ranks present."), "warning"))
+        blocks.append(
+            Paragraph(
+                text(
+                    Strong(f"Partial coverage: {pmu['coverage']['sentence']}."),
+                    " Roles are compared over the ranks present.",
+                ),
+                "warning",
+            )
+        )
     if pmu.get("inferred_ranks"):
         inferred = ", ".join(str(r) for r in pmu["inferred_ranks"])
         blocks.append(
-            Paragraph(text(Strong("Rank numbers are inferred"), f" for ranks {inferred}: from device ids (cluster.infer_rank), not recorded."), "warning")
+            Paragraph(
+                text(
+                    Strong("Rank numbers are inferred"),
+                    f" for ranks {inferred}: from device ids (cluster.infer_rank), not recorded.",
+                ),
+                "warning",
+            )
         )
-    chips = "; ".join(c["name"] + (f" ({c['family']})" if c.get("family") and c["family"] != c["name"] else "") + f", {c['source']}" for c in pmu["chips"])
+    chips = "; ".join(
+        c["name"] + (f" ({c['family']})" if c.get("family") and c["family"] != c["name"] else "") + f", {c['source']}"
+        for c in pmu["chips"]
+    )
     entry = f"Entry: {pmu['entry']} · chip: {chips or 'not known'} · kernel {', '.join(pmu['kernel'])} · rank mapping: {', '.join(pmu['rank_mapping'])} · "
     blocks.append(Paragraph(text(entry, Link("roles.json", pmu["link"]), f". {pmu['roles_assumption']}."), "muted"))
     rows = tuple(role_row(role, pmu["roles"][role]) for role in pmu["order_by_aiv_time"])
-    pooled = (text(f"{len(pmu['launches'])} profiled launch(es) per rank; {pmu['roles_pooling']}."),) if pmu.get("launches") else ()
+    pooled = (
+        (text(f"{len(pmu['launches'])} profiled launch(es) per rank; {pmu['roles_pooling']}."),)
+        if pmu.get("launches")
+        else ()
+    )
     blocks.append(Table(ROLE_HEADER, rows, footnotes=pooled))
     if len(pmu.get("launches") or []) > 1:
         blocks.append(launch_table(pmu))
@@ -130,7 +186,14 @@ def pmu_tail(c: ReportContext, pmu: dict[str, Any]) -> list[Any]:
             "as a bright row segment. No-pipe time holds waiting for peers, so it is not a measure of slowness."
         )
         blocks.append(Figure("Busy time per rank and AIV core", path=c.figures.get("pmu_busy"), svg=pmu["busy_svg"]))
-        blocks.append(Figure("No pipe active per rank and AIV core", path=c.figures.get("pmu_no_pipe"), svg=pmu["no_pipe_svg"], caption=caption))
+        blocks.append(
+            Figure(
+                "No pipe active per rank and AIV core",
+                path=c.figures.get("pmu_no_pipe"),
+                svg=pmu["no_pipe_svg"],
+                caption=caption,
+            )
+        )
     order = " > ".join(pmu["order_by_icache_miss_rate"])
     note = f"Roles by I-cache miss rate: {order}. No threshold verdict: a high miss rate on a role that spends little time matters little; read it beside the absolute times."
     rows = tuple(
@@ -152,11 +215,18 @@ def pmu_tail(c: ReportContext, pmu: dict[str, Any]) -> list[Any]:
     blocks += [Paragraph(text(note), "muted"), Table(header, rows)]
     if pmu["missing_columns"]:
         blocks.append(
-            Paragraph(text("Not provided by this tool version (absent or NA in every row; never read as 0): ", Code(", ".join(pmu["missing_columns"]))))
+            Paragraph(
+                text(
+                    "Not provided by this tool version (absent or NA in every row; never read as 0): ",
+                    Code(", ".join(pmu["missing_columns"])),
+                )
+            )
         )
     if pmu.get("new_columns"):  # columns no catalogued writer writes (formats/msopprof_writers.py): kept, listed
         listed = "; ".join(f"{metric}: {', '.join(cols)}" for metric, cols in pmu["new_columns"].items())
-        blocks.append(Paragraph(text("New columns (no catalogued writer writes them; kept in the tables): ", Code(listed))))
+        blocks.append(
+            Paragraph(text("New columns (no catalogued writer writes them; kept in the tables): ", Code(listed)))
+        )
     blocks += [Paragraph(text("Pipeline trace: ", Code(t)), "muted") for t in pmu["traces"]]
     return blocks
 
@@ -184,13 +254,29 @@ def stall_tables(c: ReportContext, pcs: dict[str, Any]) -> list[Any]:
         for st in pcs["states"]
     )
     dens = pcs["denominators"]
-    note = text(f"Two denominators, never mixed: {dens['all_samples']}; {dens['not_issue']}. ", Link("stalls.json", pcs["link"]))
-    blocks: list[Any] = [Table(("state", "all samples (Active included)", "not issued (Active excluded)"), rows, footnotes=(note,))]
+    note = text(
+        f"Two denominators, never mixed: {dens['all_samples']}; {dens['not_issue']}. ", Link("stalls.json", pcs["link"])
+    )
+    blocks: list[Any] = [
+        Table(("state", "all samples (Active included)", "not issued (Active excluded)"), rows, footnotes=(note,))
+    ]
     hot = pcs["hot_lines"]
     if hot:
-        header = ("hot line", "share of all PC samples (Active included; mean over ranks with samples)", "ranks", "top stall", "active", "SIMT function")
+        header = (
+            "hot line",
+            "share of all PC samples (Active included; mean over ranks with samples)",
+            "ranks",
+            "top stall",
+            "active",
+            "SIMT function",
+        )
         rows = tuple(
-            (text(Code(f"{h['file']}:{h['line']}")), text(f"{num(100 * h['share_of_samples'])}%"), text(str(h["ranks"])), text(h["top_stall"]))
+            (
+                text(Code(f"{h['file']}:{h['line']}")),
+                text(f"{num(100 * h['share_of_samples'])}%"),
+                text(str(h["ranks"])),
+                text(h["top_stall"]),
+            )
             + (text(f"{num(100 * h['active_fraction'], '.0f')}%"), text(h["function"] or ""))
             for h in hot
         )
@@ -201,13 +287,29 @@ def stall_tables(c: ReportContext, pcs: dict[str, Any]) -> list[Any]:
         blocks.append(Paragraph(text("No source lines: see the source-mapping warning in the ledger.")))
     if pcs.get("per_role"):
         if pcs.get("per_role_img") or c.figures.get("pcsampling_stalls_per_role"):
-            blocks.append(Figure("Reasons not to issue, per role", path=c.figures.get("pcsampling_stalls_per_role"), src=pcs.get("per_role_img")))
+            blocks.append(
+                Figure(
+                    "Reasons not to issue, per role",
+                    path=c.figures.get("pcsampling_stalls_per_role"),
+                    src=pcs.get("per_role_img"),
+                )
+            )
         rows = tuple(
-            (text(role), text(", ".join(r["functions"])), text(", ".join(f"{st} {num(100 * v, '.0f')}%" for st, v in list(r["stalls"].items())[:3])))
+            (
+                text(role),
+                text(", ".join(r["functions"])),
+                text(", ".join(f"{st} {num(100 * v, '.0f')}%" for st, v in list(r["stalls"].items())[:3])),
+            )
             for role, r in pcs["per_role"].items()
         )
         note = f"{pcs['per_role_definition']}. Roles without SIMT code (TokenCopyToBuffer, CalCumSum) have no row."
-        blocks.append(Table(("role", "SIMT functions", "main reasons not to issue (share of its not-issued samples)"), rows, footnotes=(text(note),)))
+        blocks.append(
+            Table(
+                ("role", "SIMT functions", "main reasons not to issue (share of its not-issued samples)"),
+                rows,
+                footnotes=(text(note),),
+            )
+        )
     return blocks
 
 
@@ -219,7 +321,10 @@ def pcsampling_section(c: ReportContext) -> Section:
     if cov:
         gap = (f"; {cov['text']}. Every table below describes only the ranks with samples.",) if cov["missing"] else ()
         blocks.append(
-            Paragraph(text(Strong(f"Rank coverage: {cov['found']} of {cov['expected']} ranks have PC samples"), *gap), "warning" if cov["missing"] else "")
+            Paragraph(
+                text(Strong(f"Rank coverage: {cov['found']} of {cov['expected']} ranks have PC samples"), *gap),
+                "warning" if cov["missing"] else "",
+            )
         )
     pcs = c.pcsampling
     if pcs and pcs.get("stalls"):

@@ -37,7 +37,12 @@ def embed_svg(path: Path) -> str:
 
 # Everything that is compiled into a template besides its source: a cached template is used only where all of it is
 # the same (the cache files are named after it).
-_SETTINGS = {"trim_blocks": True, "lstrip_blocks": True, "autoescape": (("html", "html.j2"), False, False), "jinja": jinja2.__version__}
+_SETTINGS = {
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "autoescape": (("html", "html.j2"), False, False),
+    "jinja": jinja2.__version__,
+}
 
 
 class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
@@ -86,7 +91,9 @@ _FIXED = re.compile(r"%(\.\d+)?f")
 
 def human_format(spec: str, *args: Any, **kwargs: Any) -> str:
     """Jinja's ``format`` filter, with fixed-point conversions turned into ``%.4g`` when an argument is huge."""
-    if not kwargs and any(isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) >= HUMAN_LIMIT for a in args):
+    if not kwargs and any(
+        isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) >= HUMAN_LIMIT for a in args
+    ):
         spec = _FIXED.sub("%.4g", spec)
     return jinja2.filters.do_format(spec, *args, **kwargs)
 
@@ -152,7 +159,11 @@ def html_table(table: model.Table) -> str:
 
 
 def html_figure(figure: model.Figure) -> str:
-    picture = figure.svg if figure.svg else f'<img alt="{escape(figure.alt)}" src="{escape(figure.src or "")}" style="max-width:100%">'
+    picture = (
+        figure.svg
+        if figure.svg
+        else f'<img alt="{escape(figure.alt)}" src="{escape(figure.src or "")}" style="max-width:100%">'
+    )
     caption = figure.caption or figure.alt
     return f'<figure>{picture}<figcaption class="muted">{escape(caption)}</figcaption></figure>'
 
@@ -175,4 +186,6 @@ def html_section(section: model.Section) -> Markup:
     """One section as HTML: its anchor, heading and blocks."""
     level = section.level
     body = "\n".join(html_block(b) for b in section.blocks)
-    return Markup(f'<section id="{escape(section.anchor)}"><h{level}>{escape(section.heading)}</h{level}>\n{body}\n</section>')
+    return Markup(
+        f'<section id="{escape(section.anchor)}"><h{level}>{escape(section.heading)}</h{level}>\n{body}\n</section>'
+    )

@@ -75,7 +75,9 @@ def bars(row: Mapping[str, Any], placed: bool) -> tuple[float, float, float, flo
     return 0.0, wait, wait, wait + row["kernel_us"]
 
 
-def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: set[int], placed: bool, y0: float, x: TimeAxis) -> list[str]:
+def panel(
+    title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: set[int], placed: bool, y0: float, x: TimeAxis
+) -> list[str]:
     """One launch: its heading, a row per shown rank (label, barrier wait, kernel bar, who is last), the dashed last
     arrival and last end."""
     rows = {r["rank"]: r for r in launch["ranks"]}
@@ -83,7 +85,10 @@ def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: se
     top = y0 + HEAD
     bottom = top + len(ranks) * ROW
     if placed:
-        for value, label in ((max(r["arrival_us"] for r in rows.values()), "last arrival"), (max(r["end_us"] for r in rows.values()), "last end")):
+        for value, label in (
+            (max(r["arrival_us"] for r in rows.values()), "last arrival"),
+            (max(r["end_us"] for r in rows.values()), "last end"),
+        ):
             parts.append(
                 f'<line class="{label.replace(" ", "-")}" x1="{x(value):.1f}" x2="{x(value):.1f}" y1="{top - 4}" y2="{bottom}" stroke="{MARK}" stroke-dasharray="4,3"/>'
             )
@@ -95,7 +100,11 @@ def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: se
         mine = rank in cause
         colour, weight = (CAUSE, ' font-weight="bold"') if mine else (KERNEL, "")
         label = f"rank {rank} (node {row['node']})" + (" cause" if mine else "")
-        notes = [n for n, r in (("arrives last", launch.get("last_arrival_rank")), ("ends last", launch.get("last_end_rank"))) if r == rank]
+        notes = [
+            n
+            for n, r in (("arrives last", launch.get("last_arrival_rank")), ("ends last", launch.get("last_end_rank")))
+            if r == rank
+        ]
         tip = f"rank {rank}: barrier wait {release - arrival:.1f} us, in the kernel {end - start:.1f} us"
         parts += [
             f'<g class="rank" data-rank="{rank}" data-cause="{str(mine).lower()}"><title>{html.escape(tip)}</title>',
@@ -104,9 +113,13 @@ def panel(title: str, launch: Mapping[str, Any], ranks: Sequence[int], cause: se
             f'<rect class="kernel" x="{x(start):.1f}" y="{y + 2}" width="{max(0.5, x(end) - x(start)):.1f}" height="10" fill="{colour}"/>',
         ]
         if placed:
-            parts.append(f'<line class="arrival" x1="{x(arrival):.1f}" x2="{x(arrival):.1f}" y1="{y + 1}" y2="{y + 13}" stroke="{MARK}" stroke-width="1.5"/>')
+            parts.append(
+                f'<line class="arrival" x1="{x(arrival):.1f}" x2="{x(arrival):.1f}" y1="{y + 1}" y2="{y + 13}" stroke="{MARK}" stroke-width="1.5"/>'
+            )
         if notes:
-            parts.append(f'<text x="{x(end) + 4:.1f}" y="{y + 11}" font-size="10" fill="{CAUSE if mine else MARK}">{", ".join(notes)}</text>')
+            parts.append(
+                f'<text x="{x(end) + 4:.1f}" y="{y + 11}" font-size="10" fill="{CAUSE if mine else MARK}">{", ".join(notes)}</text>'
+            )
         parts.append("</g>")
     return parts
 
@@ -162,7 +175,9 @@ def axis(y: float, x: TimeAxis, right_x: float) -> list[str]:
             parts.append(f'<text x="{x(v):.1f}" y="{y + 16}" text-anchor="middle">{v:g}</text>')
     if x.cut:
         mid = x(x.cut[0]) + GAP / 2
-        parts.append(f'<text class="cut" x="{mid:.1f}" y="{y + 16}" text-anchor="middle" font-size="10">// {x.cut[1] - x.cut[0]:.0f} us</text>')
+        parts.append(
+            f'<text class="cut" x="{mid:.1f}" y="{y + 16}" text-anchor="middle" font-size="10">// {x.cut[1] - x.cut[0]:.0f} us</text>'
+        )
     parts.append(f'<text x="{right_x + 24}" y="{y + 16}">us</text>')  # clear of a last tick's label
     return parts
 
@@ -185,13 +200,19 @@ def legend(y: float, placed: bool, barrier: bool) -> list[str]:
     items = [
         (f'<line x1="9" x2="9" y1="-11" y2="1" stroke="{MARK}" stroke-width="1.5"/>', "arrival", placed),
         (f'<rect x="0" y="-8" width="18" height="6" fill="{WAIT}"/>', "waiting at the barrier", barrier),
-        (f'<rect x="0" y="-10" width="18" height="10" fill="{KERNEL}"/>', "in the kernel (own work + waiting for peers' tokens)", True),
+        (
+            f'<rect x="0" y="-10" width="18" height="10" fill="{KERNEL}"/>',
+            "in the kernel (own work + waiting for peers' tokens)",
+            True,
+        ),
         (f'<rect x="0" y="-10" width="18" height="10" fill="{CAUSE}"/>', "the cause's ranks", True),
     ]
     parts, xx = [], 4.0
     for mark, text, shown in items:
         if shown:
-            parts.append(f'<g class="legend" transform="translate({xx:.0f},{y})">{mark}<text x="22" y="0">{html.escape(text)}</text></g>')
+            parts.append(
+                f'<g class="legend" transform="translate({xx:.0f},{y})">{mark}<text x="22" y="0">{html.escape(text)}</text></g>'
+            )
             xx += 36 + 6.2 * len(text)
     return parts
 
@@ -200,7 +221,9 @@ def note_lines(text: str, y: float, colour: str = "#57606a", kind: str = "note")
     """A note wrapped to the picture's width: its text lines and the y below them."""
     parts = []
     for line in textwrap.wrap(text, WRAP):
-        parts.append(f'<text class="{kind}" x="4" y="{y + 10}" font-size="11" fill="{colour}">{html.escape(line)}</text>')
+        parts.append(
+            f'<text class="{kind}" x="4" y="{y + 10}" font-size="11" fill="{colour}">{html.escape(line)}</text>'
+        )
         y += 15
     return parts, y
 
@@ -210,7 +233,11 @@ def headings(picture: Mapping[str, Any], placed: bool) -> list[tuple[str, Mappin
     there at most; one panel when both are the same launch."""
     typical, costliest = picture["typical"], picture["costliest"]
     group = "from the first arrival to the last end" if placed else "the longest barrier wait plus kernel"
-    cost = f"{who(picture.get('cause'))} costs up to {costliest['cost_us']:.1f} us here" if picture.get("cause") else f"excess {costliest['cost_us']:.1f} us"
+    cost = (
+        f"{who(picture.get('cause'))} costs up to {costliest['cost_us']:.1f} us here"
+        if picture.get("cause")
+        else f"excess {costliest['cost_us']:.1f} us"
+    )
     if typical["launch"] == costliest["launch"]:
         return [(f"Typical and costliest launch {typical['launch']} (the same): {cost}", typical)]
     return [
@@ -230,9 +257,16 @@ def launch_svg(picture: Mapping[str, Any] | None, width: int = 1000, max_ranks: 
     cause_ranks = set((picture.get("cause") or {}).get("ranks") or [])
     barrier = any(r.get("barrier_wait_us") is not None for r in picture["typical"]["ranks"])
     x = time_axis([launch for _, launch in launches], placed, width)
-    what = "us after the launch's first arrival, corrected node clocks" if placed else "durations only: each rank's bars start at 0"
+    what = (
+        "us after the launch's first arrival, corrected node clocks"
+        if placed
+        else "durations only: each rank's bars start at 0"
+    )
     title = f"The launch per rank ({what})"
-    parts = [f'<text x="4" y="16" font-weight="bold" font-size="13">{html.escape(title)}</text>', *legend(36, placed, barrier)]
+    parts = [
+        f'<text x="4" y="16" font-weight="bold" font-size="13">{html.escape(title)}</text>',
+        *legend(36, placed, barrier),
+    ]
     y = 44.0
     if not placed:
         lines, y = note_lines("Clocks not established: " + str(picture.get("why", "")), y, CAUSE, "durations-only")
@@ -246,7 +280,8 @@ def launch_svg(picture: Mapping[str, Any] | None, width: int = 1000, max_ranks: 
     notes = [str(picture.get("time_in_kernel") or "")]
     if len(ranks) < world:
         notes.insert(
-            0, f"{len(ranks)} of {world} ranks shown (the cause's, who arrives or ends last, who arrives first, a few typical); {world - len(ranks)} left out"
+            0,
+            f"{len(ranks)} of {world} ranks shown (the cause's, who arrives or ends last, who arrives first, a few typical); {world - len(ranks)} left out",
         )
     for note in notes:
         lines, y = note_lines(note, y)

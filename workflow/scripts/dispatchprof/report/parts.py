@@ -22,6 +22,11 @@ from dispatchprof.report.tool_sections import artifact_section
 
 def report_parts(c: ReportContext) -> list[Part]:
     """The report's sections in reading order."""
-    head = [answer_section(c.answer, launch_figure(c)), evidence_section(c.evidence_parts), environment_section(c), correctness_section(c)]
+    head = [
+        answer_section(c.answer, launch_figure(c)),
+        evidence_section(c.evidence_parts),
+        environment_section(c),
+        correctness_section(c),
+    ]
     tail = [comparison_section(c), artifact_section(c), settings_section(c), boundaries_section(c), ledger_section(c)]
     return [*head, *stage_parts(c), *tail]

@@ -7,7 +7,20 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dispatchprof.report.context import ReportContext
-from dispatchprof.report.model import Code, Definitions, Figure, Items, Link, Paragraph, Section, Strong, Table, Text, state_line, text
+from dispatchprof.report.model import (
+    Code,
+    Definitions,
+    Figure,
+    Items,
+    Link,
+    Paragraph,
+    Section,
+    Strong,
+    Table,
+    Text,
+    state_line,
+    text,
+)
 from dispatchprof.report.verdict import TABLE_HEADER, CauseTable, Line
 
 
@@ -23,8 +36,15 @@ def answer_section(answer: Sequence[Line | CauseTable], launch: Figure | None = 
         if lines:
             blocks.append(Items(tuple(lines), css="answer"))
             lines = []
-        rows = tuple((text(r.who), text(r.kind), text(r.cost), text(r.share), text(r.seen_by), text(Code(r.step))) for r in item.rows)
-        blocks.append(Table(TABLE_HEADER, rows, footnotes=(text(" ".join(item.footnotes)),) if item.footnotes else (), css="causes"))
+        rows = tuple(
+            (text(r.who), text(r.kind), text(r.cost), text(r.share), text(r.seen_by), text(Code(r.step)))
+            for r in item.rows
+        )
+        blocks.append(
+            Table(
+                TABLE_HEADER, rows, footnotes=(text(" ".join(item.footnotes)),) if item.footnotes else (), css="causes"
+            )
+        )
     if lines:
         blocks.append(Items(tuple(lines), css="answer"))
     if launch is not None:
@@ -41,7 +61,12 @@ def launch_figure(c: ReportContext) -> Figure | None:
 
 def evidence_section(parts: Sequence[dict[str, str]]) -> Section:
     """Each question of the answer with every qualification of its numbers."""
-    intro = Paragraph(text("Each question of the answer with every qualification of its numbers (the sections below hold the tables)."), "muted")
+    intro = Paragraph(
+        text(
+            "Each question of the answer with every qualification of its numbers (the sections below hold the tables)."
+        ),
+        "muted",
+    )
     terms = Definitions(tuple((p["title"], text(p["text"])) for p in parts), css="evidence")
     return Section("The answer's evidence", "evidence", (intro, terms))
 
@@ -57,16 +82,47 @@ def environment_section(c: ReportContext) -> Section:
         ("AIV count", text(str(shape["num_aiv"]))),
     ]
     if shape["known"]:
-        rows.append(("T / H / K / E", text(f"{shape['num_tokens']} / {shape['hidden']} / {shape['num_topk']} / {shape['num_experts']}")))
+        rows.append(
+            (
+                "T / H / K / E",
+                text(f"{shape['num_tokens']} / {shape['hidden']} / {shape['num_topk']} / {shape['num_experts']}"),
+            )
+        )
         rows.append(("dtype, routing, seed", text(f"{shape['dtype']}, {shape['route']}, {shape['seed']}")))
     else:
-        rows.append(("shape", text("not known: imported data; give ", Code("analyze.shape"), " when you know what was run")))
-    rows.append(("roles (AIV order)", text(roles, " (configured assumption; verify against the tiling of your commit)")))
+        rows.append(
+            ("shape", text("not known: imported data; give ", Code("analyze.shape"), " when you know what was run"))
+        )
+    rows.append(
+        ("roles (AIV order)", text(roles, " (configured assumption; verify against the tiling of your commit)"))
+    )
     rows.append(("build", text(c.build_summary)))
     blocks: list[Any] = [Table(("input", "value"), tuple((text(k), v) for k, v in rows))]
     if c.env_nodes:
-        header = ("node", "hostname", "CANN", "driver", "firmware", "repo commit", "device flags", "op profiler", "clock sync", "unavailable probes")
-        keys = ("node", "hostname", "cann", "driver", "firmware", "commit", "flags", "op_entry", "clock_sync", "unavailable")
+        header = (
+            "node",
+            "hostname",
+            "CANN",
+            "driver",
+            "firmware",
+            "repo commit",
+            "device flags",
+            "op profiler",
+            "clock sync",
+            "unavailable probes",
+        )
+        keys = (
+            "node",
+            "hostname",
+            "cann",
+            "driver",
+            "firmware",
+            "commit",
+            "flags",
+            "op_entry",
+            "clock_sync",
+            "unavailable",
+        )
         nodes = tuple(tuple(text(Code(e[k])) if k == "commit" else text(str(e[k])) for k in keys) for e in c.env_nodes)
         blocks.append(Table(header, nodes))
         blocks += [Paragraph(text(f"warning: {w}"), "muted") for w in c.env_warnings]
@@ -83,7 +139,13 @@ def correctness_section(c: ReportContext) -> Section:
     failed = (c.correctness or {}).get("failed_rows") or []
     if failed:
         header = ("global rank", "node", "local rank", "passed", "node exit code", "log")
-        rows = tuple((*(text(str(r[k])) for k in ("global_rank", "node", "local_rank", "passed", "exit_code")), text(Code(str(r["log_path"])))) for r in failed)
+        rows = tuple(
+            (
+                *(text(str(r[k])) for k in ("global_rank", "node", "local_rank", "passed", "exit_code")),
+                text(Code(str(r["log_path"]))),
+            )
+            for r in failed
+        )
         blocks.append(Table(header, rows))
     return Section("Correctness gate", "correctness", tuple(blocks))
 
@@ -92,15 +154,30 @@ def comparison_section(c: ReportContext) -> Section:
     """Each A/B comparison this experiment is part of, with its verdict and its page."""
     if not c.comparisons:
         return Section(
-            "Controlled comparison", "comparison", (Paragraph(text("No comparison configured for this experiment (config ", Code("compare"), ")."), "muted"),)
+            "Controlled comparison",
+            "comparison",
+            (Paragraph(text("No comparison configured for this experiment (config ", Code("compare"), ")."), "muted"),),
         )
     rows = []
     for cmp in c.comparisons:
         verdict = cmp["verdict"] if cmp["state"] == "ok" else cmp["state"]
         detail = " ".join([cmp["reason"], *(f"({n})" for n in cmp["notes"])])
         artifacts = text(Link("comparison.html", cmp["html"]), " · ", Link("json", cmp["link"]))
-        rows.append((text(cmp["a"]), text(cmp["b"]), text(Strong(verdict)), text(detail), text("; ".join(cmp["warnings"] or [])), artifacts))
-    return Section("Controlled comparison", "comparison", (Table(("A", "B", "verdict", "detail", "warnings", "artifacts"), tuple(rows)),))
+        rows.append(
+            (
+                text(cmp["a"]),
+                text(cmp["b"]),
+                text(Strong(verdict)),
+                text(detail),
+                text("; ".join(cmp["warnings"] or [])),
+                artifacts,
+            )
+        )
+    return Section(
+        "Controlled comparison",
+        "comparison",
+        (Table(("A", "B", "verdict", "detail", "warnings", "artifacts"), tuple(rows)),),
+    )
 
 
 def settings_section(c: ReportContext) -> Section:
@@ -121,7 +198,24 @@ def ledger_section(c: ReportContext) -> Section:
     """Every stage's state, source and reason, with every validation it did not meet, linked to its status.json."""
     rows = []
     for name, s in c.stages.items():
-        failed = [f"{v['severity']}: {v['check']}, not met: {v['detail']}" for v in s.get("validations") or [] if not v["passed"]]
+        failed = [
+            f"{v['severity']}: {v['check']}, not met: {v['detail']}"
+            for v in s.get("validations") or []
+            if not v["passed"]
+        ]
         reason = "; ".join([s["reason"], *failed])
-        rows.append((text(name), text(s["state"]), text(str(s["source"])), text(str(s["toolchain"])), text(reason), text(Link("status.json", s["link"]))))
-    return Section("Evidence ledger", "ledger", (Table(("stage", "state", "source", "toolchain", "reason", "status"), tuple(rows)),))
+        rows.append(
+            (
+                text(name),
+                text(s["state"]),
+                text(str(s["source"])),
+                text(str(s["toolchain"])),
+                text(reason),
+                text(Link("status.json", s["link"])),
+            )
+        )
+    return Section(
+        "Evidence ledger",
+        "ledger",
+        (Table(("stage", "state", "source", "toolchain", "reason", "status"), tuple(rows)),),
+    )

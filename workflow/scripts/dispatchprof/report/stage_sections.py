@@ -7,7 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from dispatchprof.report.context import ReportContext
-from dispatchprof.report.model import Code, Figure, Link, Paragraph, Part, Section, Strong, Table, Text, num, state_line, text
+from dispatchprof.report.model import (
+    Code,
+    Figure,
+    Link,
+    Paragraph,
+    Part,
+    Section,
+    Strong,
+    Table,
+    Text,
+    num,
+    state_line,
+    text,
+)
 from dispatchprof.report.timeline_section import timeline_section
 from dispatchprof.report.core_sections import pcsampling_section, pmu_section
 from dispatchprof.report.tool_sections import debugclock_sections, pipe_timeline_sections, probe_section
@@ -34,7 +47,9 @@ def scope_rows(st: dict[str, Any]) -> tuple[tuple[Text, ...], ...]:
             continue
         median = f"{num(q['median'])} us [{num(q['median_ci95'][0])}, {num(q['median_ci95'][1])}]"
         p95 = f"{num(q['p95'])} us [{num(q['p95_ci95'][0])}, {num(q['p95_ci95'][1])}]"
-        rows.append((text(name), text(sc["boundary"]), text(median), text(p95), text(f"{num(q['mean'])} us"), text(str(q["n"]))))
+        rows.append(
+            (text(name), text(sc["boundary"]), text(median), text(p95), text(f"{num(q['mean'])} us"), text(str(q["n"])))
+        )
     return tuple(rows)
 
 
@@ -44,7 +59,9 @@ def kernel_paragraphs(k: dict[str, Any]) -> list[Any]:
     if "slowest_named" in k:
         spread = k["per_iteration_spread_us"]
         named = k["slowest_named"]
-        who = Strong(f"Rank {named['rank']} is slow by itself") if named["rank"] is not None else "No rank is named slow"
+        who = (
+            Strong(f"Rank {named['rank']} is slow by itself") if named["rank"] is not None else "No rank is named slow"
+        )
         blocks.append(
             Paragraph(
                 text(
@@ -66,10 +83,20 @@ def bytes_blocks(b: dict[str, Any]) -> list[Any]:
     if b["available"]:
         d = b["definitions"]
         rows = (
-            (text("cross-rank token bytes"), text(thousands(b["cross_rank_token_bytes"])), text(d["cross_rank_token_bytes"])),
+            (
+                text("cross-rank token bytes"),
+                text(thousands(b["cross_rank_token_bytes"])),
+                text(d["cross_rank_token_bytes"]),
+            ),
             (text("logical output bytes"), text(thousands(b["logical_output_bytes"])), text(d["logical_output_bytes"])),
         )
-        blocks.append(Table(("bytes per dispatch call (all ranks)", "value", "definition"), rows, footnotes=(text(f"{d['excluded']}."),)))
+        blocks.append(
+            Table(
+                ("bytes per dispatch call (all ranks)", "value", "definition"),
+                rows,
+                footnotes=(text(f"{d['excluded']}."),),
+            )
+        )
     else:
         blocks.append(Paragraph(text(f"Byte accounting not available: {b['reason']}"), "muted"))
     if b.get("csv"):
@@ -83,7 +110,11 @@ def bytes_blocks(b: dict[str, Any]) -> list[Any]:
                 said += [f" {col} against {q['against']}: ", Strong("agree"), " on every rank."]
             else:
                 mismatch = ", ".join(str(r) for r in q["mismatch"])
-                said += [f" {col} against {q['against']}: ", Strong("differ"), f" on ranks {mismatch} ([csv, computed] {q['mismatch']})."]
+                said += [
+                    f" {col} against {q['against']}: ",
+                    Strong("differ"),
+                    f" on ranks {mismatch} ([csv, computed] {q['mismatch']}).",
+                ]
         if b.get("agreement"):
             said.append(f" {b['agreement']['note']}.")
         blocks.append(Paragraph(text(*said)))
@@ -92,9 +123,19 @@ def bytes_blocks(b: dict[str, Any]) -> list[Any]:
         per_rank = ", ".join(f"rank {r}: {num(g, '.2f')}" for r, g in bw["per_rank"].items())
         rows = (
             (text("group"), text(f"{num(bw['group']['gbps_median'], '.2f')} GB/s"), text(bw["group"]["definition"])),
-            (text("per rank"), text(f"{per_rank} GB/s"), text(f"{bw['per_rank_definition']}. ", Strong("Caution:"), f" {bw['per_rank_caveat']}.")),
+            (
+                text("per rank"),
+                text(f"{per_rank} GB/s"),
+                text(f"{bw['per_rank_definition']}. ", Strong("Caution:"), f" {bw['per_rank_caveat']}."),
+            ),
         )
-        blocks.append(Table(("bandwidth (kernel scope)", "value", "definition"), rows, footnotes=(text(f"Bytes used: {b['used']} ({b['used_why']})."),)))
+        blocks.append(
+            Table(
+                ("bandwidth (kernel scope)", "value", "definition"),
+                rows,
+                footnotes=(text(f"Bytes used: {b['used']} ({b['used_why']})."),),
+            )
+        )
     return blocks
 
 
@@ -139,10 +180,23 @@ def baseline_section(c: ReportContext) -> Section:
         if base["plots"].get(name) or c.figures.get(f"baseline_{name}"):
             blocks.append(Figure(title, path=c.figures.get(f"baseline_{name}"), src=base["plots"].get(name)))
     rows = tuple(
-        (text(r), text(num(v["median_us"])), text(num(v["p95_us"])), text(num(v["max_us"])), text(num(v["fraction_slowest"], ".2f")), text(str(v["n"])))
+        (
+            text(r),
+            text(num(v["median_us"])),
+            text(num(v["p95_us"])),
+            text(num(v["max_us"])),
+            text(num(v["fraction_slowest"], ".2f")),
+            text(str(v["n"])),
+        )
         for r, v in k["per_rank"].items()
     )
-    blocks.append(Table(("rank", "median (us)", "P95 (us)", "max (us)", "fraction longest", "n"), rows, collapsed="Per-rank statistics (kernel scope)"))
+    blocks.append(
+        Table(
+            ("rank", "median (us)", "P95 (us)", "max (us)", "fraction longest", "n"),
+            rows,
+            collapsed="Per-rank statistics (kernel scope)",
+        )
+    )
     return Section("Performance baseline", "baseline", tuple(blocks))
 
 
@@ -154,14 +208,18 @@ def link_rows(bw: dict[str, Any]) -> tuple[tuple[Text, ...], ...]:
         at_peak = f"{num(v['bound_us'])} us" if v["bound_us"] is not None else "-"
         achieved = f"{num(v['achieved_gbps'], '.2f')} GB/s" if v["achieved_gbps"] is not None else "-"
         own = num(v["efficiency"], ".2f", "not established (below)")
-        rows.append(tuple(text(x) for x in (cls, thousands(v["bytes_per_launch"]), peak, busiest, at_peak, achieved, own)))
+        rows.append(
+            tuple(text(x) for x in (cls, thousands(v["bytes_per_launch"]), peak, busiest, at_peak, achieved, own))
+        )
     return tuple(rows)
 
 
 def peak_sources(bw: dict[str, Any]) -> str:
     parts = []
     for cls, v in bw["links"].items():
-        source = v["peak_source"] or ("no source given" if v["peak_gbps"] is not None else f"not configured (hardware.links.{cls}.peak_gbps)")
+        source = v["peak_source"] or (
+            "no source given" if v["peak_gbps"] is not None else f"not configured (hardware.links.{cls}.peak_gbps)"
+        )
         if v["peak_kind"] == "simulator":
             configured = v.get("configured_peak_gbps")
             source += f" (hardware.links.{cls}.peak_gbps is {configured if configured is not None else 'null'}: not used under the simulator)"
@@ -188,7 +246,15 @@ def bytes_per_rank(bw: dict[str, Any]) -> Table:
     ranks = sorted({int(r) for b in bw["bytes"].values() for r in [*b["sent_per_rank"], *b["received_per_rank"]]})
     header = ("rank", *(f"{c} {d}" for c in classes for d in ("sent", "received")))
     rows = tuple(
-        (text(str(r)), *(text(thousands(bw["bytes"][c][k].get(str(r), 0))) for c in classes for k in ("sent_per_rank", "received_per_rank"))) for r in ranks
+        (
+            text(str(r)),
+            *(
+                text(thousands(bw["bytes"][c][k].get(str(r), 0)))
+                for c in classes
+                for k in ("sent_per_rank", "received_per_rank")
+            ),
+        )
+        for r in ranks
     )
     return Table(header, rows, collapsed="Bytes per rank and link class (sent / received per launch)")
 
@@ -197,14 +263,26 @@ def links_section(c: ReportContext) -> Section:
     """How far the measured kernel time is from the time its bytes need at the links' peaks."""
     bw = (c.baseline or {}).get("stats", {}).get("bandwidth")
     if not bw:
-        why = f"Not available: the baseline is {c.stages['baseline']['state']}" + (" (its statistics predate the link bound)" if c.baseline else "")
+        why = f"Not available: the baseline is {c.stages['baseline']['state']}" + (
+            " (its statistics predate the link bound)" if c.baseline else ""
+        )
         return Section("How far from the links' limit", "links", (Paragraph(text(why + "."), "muted"),))
     simulated = ", simulated" if c.toolchain == "sim" else ""
     blocks: list[Any] = []
     if bw.get("links"):
-        header = ("link class", "bytes per launch (all ranks)", "peak (per rank, one direction)", "busiest", "time at peak")
+        header = (
+            "link class",
+            "bytes per launch (all ranks)",
+            "peak (per rank, one direction)",
+            "busiest",
+            "time at peak",
+        )
         header += ("achieved (average over the kernel)", "own efficiency")
-        own = f"A class's own efficiency {bw['links']['inter_node']['efficiency_why']}." if "inter_node" in bw["links"] else None
+        own = (
+            f"A class's own efficiency {bw['links']['inter_node']['efficiency_why']}."
+            if "inter_node" in bw["links"]
+            else None
+        )
         blocks.append(Table(header, link_rows(bw), footnotes=(text(own),) if own else ()))
     blocks.append(bound_paragraph(bw))
     if bw.get("warning"):
@@ -219,13 +297,19 @@ def links_section(c: ReportContext) -> Section:
     )
     blocks.append(Paragraph(text(f"Bytes: {bw['definition']}."), "muted"))
     if bw.get("bytes"):
-        pairs = "; ".join(f"{cls} " + ", ".join(f"{p}: {thousands(n)}" for p, n in b["per_node_pair"].items()) for cls, b in bw["bytes"].items())
-        blocks.append(Paragraph(text(f"Bytes per launch per node pair (source node -> destination node): {pairs}."), "muted"))
+        pairs = "; ".join(
+            f"{cls} " + ", ".join(f"{p}: {thousands(n)}" for p, n in b["per_node_pair"].items())
+            for cls, b in bw["bytes"].items()
+        )
+        blocks.append(
+            Paragraph(text(f"Bytes per launch per node pair (source node -> destination node): {pairs}."), "muted")
+        )
         blocks.append(bytes_per_rank(bw))
     if c.baseline.get("link_bound_svg"):
         caption = (
             "The measured kernel time (median per-iteration max over ranks, whisker at its 95% CI) against the time each link class's "
-            "bytes need at its peak on its busiest rank; the longest of those is the bound" + (". Simulated data." if simulated else ".")
+            "bytes need at its peak on its busiest rank; the longest of those is the bound"
+            + (". Simulated data." if simulated else ".")
         )
         alt = f"Measured kernel time against each link class's bound (us per launch){simulated}"
         blocks.append(Figure(alt, path=c.figures.get("links_bound"), svg=c.baseline["link_bound_svg"], caption=caption))
@@ -235,7 +319,9 @@ def links_section(c: ReportContext) -> Section:
             "not measured, so no GB/s per pair is drawn" + (". Simulated data." if simulated else ".")
         )
         alt = f"Bytes per launch from node to node{simulated}; time per node pair: not measured"
-        blocks.append(Figure(alt, path=c.figures.get("links_node_pairs"), svg=c.baseline["node_pairs_svg"], caption=caption))
+        blocks.append(
+            Figure(alt, path=c.figures.get("links_node_pairs"), svg=c.baseline["node_pairs_svg"], caption=caption)
+        )
     if bw.get("links"):
         blocks.append(Paragraph(text(peak_sources(bw)), "muted"))
     return Section("How far from the links' limit", "links", tuple(blocks))
@@ -245,4 +331,12 @@ def stage_parts(c: ReportContext) -> list[Part]:
     """The baseline, the links' limit, and the localisation evidence stage by stage."""
     localisation = Section("Localisation evidence", "localisation", ())
     tools = [*pipe_timeline_sections(c), probe_section(c), *debugclock_sections(c)]
-    return [baseline_section(c), links_section(c), localisation, timeline_section(c), *pmu_section(c), pcsampling_section(c), *tools]
+    return [
+        baseline_section(c),
+        links_section(c),
+        localisation,
+        timeline_section(c),
+        *pmu_section(c),
+        pcsampling_section(c),
+        *tools,
+    ]

@@ -6,7 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from dispatchprof.report.context import ReportContext
-from dispatchprof.report.model import Code, Figure, Items, Link, Paragraph, Section, Strong, Table, Text, num, state_line, text
+from dispatchprof.report.model import (
+    Code,
+    Figure,
+    Items,
+    Link,
+    Paragraph,
+    Section,
+    Strong,
+    Table,
+    Text,
+    num,
+    state_line,
+    text,
+)
 
 PIPES = ("VECTOR", "SCALAR", "MTE2", "MTE3", "MTE1", "CUBE", "FIXP")
 SPAN = "core span (first to last event, waits included), us"
@@ -16,7 +29,11 @@ OVERLAPS = ("MTE2&VECTOR", "MTE2&SCALAR", "MTE3&VECTOR", "MTE3&SCALAR")
 def run_rows(pt: dict[str, Any]) -> tuple[tuple[Text, ...], ...]:
     rows = []
     for name, r in pt["runs"].items():
-        state = r["state"] + (f": {r['reason']}" if r["state"] not in ("ok", "disabled") else "") + (f" ({r['note']})" if r.get("note") else "")
+        state = (
+            r["state"]
+            + (f": {r['reason']}" if r["state"] not in ("ok", "disabled") else "")
+            + (f" ({r['note']})" if r.get("note") else "")
+        )
         options = text(Code(" ".join(r["options"]))) if r.get("options") else text("none")
         coverage = (r.get("rank_coverage") or {}).get("sentence", "")
         links = r.get("trace_links") or []
@@ -42,7 +59,10 @@ def role_tables(pt: dict[str, Any]) -> list[Any]:
             cells = [text(v["note"]), *(text("") for _ in shown)]
         rows.append((text(role), text(str(v["coverage"])), text(str(v["ranks_seen"])), *cells))
     intro = f"Busy time per pipe (µs, union of the pipe's intervals on a core), median over the role's sampled cores, from {pt['roles_from']}:"
-    blocks: list[Any] = [Paragraph(text(intro)), Table(("role", "coverage", "ranks", *(f"{p} busy" for p in shown), SPAN), tuple(rows))]
+    blocks: list[Any] = [
+        Paragraph(text(intro)),
+        Table(("role", "coverage", "ranks", *(f"{p} busy" for p in shown), SPAN), tuple(rows)),
+    ]
     blocks.append(Paragraph(text(Strong(f"Caution: {pt['cautions']['parallel_pipes']}.")), "warning"))
     overlap_rows = []
     for role, v in roles.items():
@@ -54,14 +74,24 @@ def role_tables(pt: dict[str, Any]) -> list[Any]:
             if o.get("overlap_us_median") is None:
                 cells.append(text("not provided"))
                 continue
-            share = f" ({num(100 * o['fraction_of_mte_median'], '.0f')}% of the MTE pipe)" if o.get("fraction_of_mte_median") is not None else ""
+            share = (
+                f" ({num(100 * o['fraction_of_mte_median'], '.0f')}% of the MTE pipe)"
+                if o.get("fraction_of_mte_median") is not None
+                else ""
+            )
             cells.append(text(f"{num(o['overlap_us_median'])} us{share}"))
         overlap_rows.append((text(role), *cells))
     note = (
         "Overlap: the time a memory pipe (MTE2 GM→UB, MTE3 UB→GM) was busy while VECTOR or SCALAR also was (median per role): data "
         "movement hidden behind compute."
     )
-    blocks.append(Table(("role", "MTE2 & VECTOR", "MTE2 & SCALAR", "MTE3 & VECTOR", "MTE3 & SCALAR"), tuple(overlap_rows), footnotes=(text(note),)))
+    blocks.append(
+        Table(
+            ("role", "MTE2 & VECTOR", "MTE2 & SCALAR", "MTE3 & VECTOR", "MTE3 & SCALAR"),
+            tuple(overlap_rows),
+            footnotes=(text(note),),
+        )
+    )
     blocks.append(Paragraph(text(Strong(f"Caution: {pt['cautions']['mte_bandwidth']}.")), "warning"))
     return blocks
 
@@ -69,11 +99,27 @@ def role_tables(pt: dict[str, Any]) -> list[Any]:
 def instr_section(instr: dict[str, Any]) -> Section:
     blocks: list[Any] = [Paragraph(text(Strong(f"{instr['instr_note']}.")), "warning")]
     for pipe, rows in instr["top_instructions"].items():
-        cells = tuple((text(r["name"]), text(Code(r["pc_addr"])), text(Code(r["code"] or "")), text(num(r["total_us"])), text(str(r["count"]))) for r in rows)
+        cells = tuple(
+            (
+                text(r["name"]),
+                text(Code(r["pc_addr"])),
+                text(Code(r["code"] or "")),
+                text(num(r["total_us"])),
+                text(str(r["count"])),
+            )
+            for r in rows
+        )
         blocks.append(Table((f"{pipe} instruction", "PC", "code", "total, us", "events"), cells))
     pcs = ", ".join(f"{p} {n}" for p, n in instr["pcs_per_pipe_max"].items())
-    blocks.append(Paragraph(text(f"Distinct PCs per pipe on one core, at most: {pcs} (the tool keeps at most 1024)."), "muted"))
-    return Section("InstrTimeline: top instructions per pipe (total time over every rank, core and launch)", "instr-timeline", tuple(blocks), level=4)
+    blocks.append(
+        Paragraph(text(f"Distinct PCs per pipe on one core, at most: {pcs} (the tool keeps at most 1024)."), "muted")
+    )
+    return Section(
+        "InstrTimeline: top instructions per pipe (total time over every rank, core and launch)",
+        "instr-timeline",
+        tuple(blocks),
+        level=4,
+    )
 
 
 def pipe_timeline_sections(c: ReportContext) -> list[Section]:
@@ -88,7 +134,9 @@ def pipe_timeline_sections(c: ReportContext) -> list[Section]:
         unplaced = ((pt["runs"].get(pt["roles_from"]) or {}).get("unassigned") or {}).get("cores")
         note = pt["sampling_note"][:1].upper() + pt["sampling_note"][1:] + f". core→role: {pt['core_mapping_note']}."
         note += f" Not placed on a role: {', '.join(str(x) for x in unplaced)}." if unplaced else ""
-        blocks.append(Paragraph(text(note + f" Times: {pt['time_unit']}. ", Link("pipe_timeline.json", pt["link"])), "muted"))
+        blocks.append(
+            Paragraph(text(note + f" Times: {pt['time_unit']}. ", Link("pipe_timeline.json", pt["link"])), "muted")
+        )
         instr = pt["runs"].get("InstrTimeline")
         if instr and instr.get("top_instructions"):
             sections.append(instr_section(instr))
@@ -97,30 +145,55 @@ def pipe_timeline_sections(c: ReportContext) -> list[Section]:
 
 
 def probe_blocks(probe: dict[str, Any]) -> list[Any]:
-    blocks: list[Any] = [Paragraph(text(Strong(probe["label"]), f": {probe['scope']}. Source: ", Link("probe.json", probe["link"]), "."), "warning")]
+    blocks: list[Any] = [
+        Paragraph(
+            text(Strong(probe["label"]), f": {probe['scope']}. Source: ", Link("probe.json", probe["link"]), "."),
+            "warning",
+        )
+    ]
     cm = probe.get("cachemiss")
     if cm:
         per_core = ", ".join(f"{core} {n}" for core, n in cm["per_core"].items())
-        blocks.append(Paragraph(text("I-cache misses (CACHEMISS events): ", Strong(str(cm["total"])), f", per core {per_core}.")))
+        blocks.append(
+            Paragraph(text("I-cache misses (CACHEMISS events): ", Strong(str(cm["total"])), f", per core {per_core}."))
+        )
         rows = tuple((text(Code(p["pc"])), text(str(p["count"]))) for p in cm["top_pcs"])
         blocks.append(Table(("missed line (PC)", "CACHEMISS events"), rows, anchor="probe-top-pcs"))
     else:
-        blocks.append(Paragraph(text("I-cache misses: not provided (no CACHEMISS lane in the simulator's traces; never read as 0).")))
+        blocks.append(
+            Paragraph(
+                text("I-cache misses: not provided (no CACHEMISS lane in the simulator's traces; never read as 0).")
+            )
+        )
     if probe.get("pipe_busy_us"):
         pipes = sorted({p for v in probe["pipe_busy_us"].values() for p in v})
         rows = tuple(
-            (text(core), text(num(probe["span_us"][core], ".3f")), *(text(num(v[p], ".3f") if p in v else "-") for p in pipes))
+            (
+                text(core),
+                text(num(probe["span_us"][core], ".3f")),
+                *(text(num(v[p], ".3f") if p in v else "-") for p in pipes),
+            )
             for core, v in probe["pipe_busy_us"].items()
         )
         note = text(
             Strong("Pipes run in parallel: never sum them."),
             " Busy time: per core and pipe, the union of the pipe's event intervals (µs, simulated); span: first event to last end on the core.",
         )
-        blocks.append(Table(("core", "span (us)", *(f"{p} busy (us)" for p in pipes)), rows, footnotes=(note,), anchor="probe-pipes"))
+        blocks.append(
+            Table(
+                ("core", "span (us)", *(f"{p} busy (us)" for p in pipes)), rows, footnotes=(note,), anchor="probe-pipes"
+            )
+        )
     if probe.get("instr_top"):
         keys = ("core", "instr", "addr")
         rows = tuple(
-            (*(text(str(r[k])) for k in keys), text(Code(r["pc"])), text(str(r["pipe"])), text(str(r["cycles"])), text(str(r["call_count"])))
+            (
+                *(text(str(r[k])) for k in keys),
+                text(Code(r["pc"])),
+                text(str(r["pipe"])),
+                text(str(r["cycles"])),
+                text(str(r["call_count"])),
+            )
             + (text(Code(str(r["detail"]))),)
             for r in probe["instr_top"]
         )
@@ -155,7 +228,11 @@ def artifact_section(c: ReportContext) -> Section:
         Items(tuple(text(n) for n in g["notes"])),
     ]
     if not g["groups"]:
-        blocks.append(Paragraph(text("No artifact of a kind MindStudio Insight opens was produced or imported in this run."), "muted"))
+        blocks.append(
+            Paragraph(
+                text("No artifact of a kind MindStudio Insight opens was produced or imported in this run."), "muted"
+            )
+        )
         return Section("Artifacts and where to open them (MindStudio Insight)", "artifact-guide", tuple(blocks))
     rows = []
     for grp in g["groups"]:
@@ -171,7 +248,9 @@ def artifact_section(c: ReportContext) -> Section:
 
 def debugclock_head(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
     """Where the phases come from, the slot busier than its peers, and the node slower on every rank."""
-    simulated = (" ", Strong("Simulated"), ": the stand-in's DEBUG build, not a measurement.") if c.toolchain == "sim" else ()
+    simulated = (
+        (" ", Strong("Simulated"), ": the stand-in's DEBUG build, not a measurement.") if c.toolchain == "sim" else ()
+    )
     found = f" ({dc['found']['legacy_csv']} legacy CSV file(s), {dc['found']['akl_trace']} AKL capture(s)); {dc['ranks']} ranks, {dc['cores']} cores, "
     found += f"{dc['launches']} rank-launches. Cycles to us at {num(dc['clock_hz'], '.0f')} Hz ({dc['clock_key']}). {dc['statistics']}."
     blocks: list[Any] = [Paragraph(text("Source: ", Strong(dc["source"]), found, *simulated))]
@@ -180,9 +259,20 @@ def debugclock_head(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
         slot = b["slot"] if b["slot"] is not None else "-"
         said = f": median {num(b['median_us'], '.2f')} us against {num(b['peers_median_us'], '.2f')} us on the other ranks (+{num(b['excess_us'], '.2f')} us)."
         said += " Wait slots are left out: a rank that waits longer waits for someone else."
-        blocks.append(Paragraph(text(Strong(f"Busiest against its peers: rank {b['rank']}, {b['role']}, slot {slot} ({b['phase']})"), said)))
+        blocks.append(
+            Paragraph(
+                text(
+                    Strong(f"Busiest against its peers: rank {b['rank']}, {b['role']}, slot {slot} ({b['phase']})"),
+                    said,
+                )
+            )
+        )
     else:
-        blocks.append(Paragraph(text("No work slot exceeds the same role and slot on the other ranks by debugclock.busiest_min_excess.")))
+        blocks.append(
+            Paragraph(
+                text("No work slot exceeds the same role and slot on the other ranks by debugclock.busiest_min_excess.")
+            )
+        )
     bn = dc.get("busiest_node")
     if bn:
         where = f"slot {bn['slot']}" if bn["slot"] is not None else "phase"
@@ -192,12 +282,17 @@ def debugclock_head(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
             f"{num(bn['peers_spread_us'], '.2f')} us, gate debugclock.busiest_node_alpha). A slowdown the node's ranks share: for URMASendToken, "
             "its sends out of the node (the link from it, or its senders)."
         )
-        blocks.append(Paragraph(text(Strong(f"Slower on every rank of a node: node {bn['node']}, {bn['role']}, {where} ({bn['phase']})"), said)))
+        blocks.append(
+            Paragraph(
+                text(
+                    Strong(f"Slower on every rank of a node: node {bn['node']}, {bn['role']}, {where} ({bn['phase']})"),
+                    said,
+                )
+            )
+        )
     if dc.get("role_mismatches"):
         m = dc["role_mismatches"][0]
-        first = (
-            f" on {len(dc['role_mismatches'])} cores (first: rank {m['rank']} AIV {m['block']}: configured {m['kernel_roles']}, paths say {m['event_paths']})."
-        )
+        first = f" on {len(dc['role_mismatches'])} cores (first: rank {m['rank']} AIV {m['block']}: configured {m['kernel_roles']}, paths say {m['event_paths']})."
         blocks.append(Paragraph(text(Strong("kernel.roles disagrees with the AKL event paths"), first), "warning"))
     return blocks
 
@@ -227,7 +322,17 @@ def phase_tables(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
             )
             for k, v in dc["roles"][role][dc["key"]].items()
         )
-        header = (f"{role} {unit}", "phase", "wait", "start us", "median us", "P25-P75 us", "min-max us", "n", "missing")
+        header = (
+            f"{role} {unit}",
+            "phase",
+            "wait",
+            "start us",
+            "median us",
+            "P25-P75 us",
+            "min-max us",
+            "n",
+            "missing",
+        )
         blocks.append(Table(header, rows))
     return blocks
 
@@ -241,10 +346,17 @@ def wait_work_section(c: ReportContext, dc: dict[str, Any]) -> Section:
     )
     svgs = list(dc["wait_work_svgs"].items())
     blocks: list[Any] = [
-        Figure(k, path=c.figures.get(f"debugclock_{k}"), svg=svg, caption=caption if i == len(svgs) - 1 else "") for i, (k, svg) in enumerate(svgs)
+        Figure(k, path=c.figures.get(f"debugclock_{k}"), svg=svg, caption=caption if i == len(svgs) - 1 else "")
+        for i, (k, svg) in enumerate(svgs)
     ]
     rows = tuple(
-        (text(r["role"]), text(str(r["rank"])), text(num(r["wait_slots_us"], ".2f")), text(num(r["work_slots_us"], ".2f")), text(str(r["missing"])))
+        (
+            text(r["role"]),
+            text(str(r["rank"])),
+            text(num(r["wait_slots_us"], ".2f")),
+            text(num(r["work_slots_us"], ".2f")),
+            text(str(r["missing"])),
+        )
         for r in dc["wait_work_rows"]
     )
     slots = "; ".join(f"{role} {', '.join(str(s) for s in ss)}" for role, ss in dc["wait_slots"].items())
@@ -266,16 +378,30 @@ def overhead_section(dc: dict[str, Any]) -> Section:
             if not o:
                 rows.append((text(scope), text("not collected"), (), (), (), ()))
                 continue
-            values = (num(o["off_median_us"]), num(o["on_median_us"]), num(o["off_p95_us"]), num(o["on_p95_us"]), num(o["ratio"], ".4f", "-"))
+            values = (
+                num(o["off_median_us"]),
+                num(o["on_median_us"]),
+                num(o["off_p95_us"]),
+                num(o["on_p95_us"]),
+                num(o["ratio"], ".4f", "-"),
+            )
             rows.append((text(scope), *(text(v) for v in values)))
         note = f"Per-iteration max over ranks, us. {o_all['note']}."
         if dc["collect"].get("precision_on"):
             note += f" Precision of the ON run: {dc['collect']['precision_on']}."
-        blocks.append(Table(("scope", "OFF median", "ON median", "OFF P95", "ON P95", "ON / OFF"), tuple(rows), footnotes=(text(note),)))
+        blocks.append(
+            Table(
+                ("scope", "OFF median", "ON median", "OFF P95", "ON P95", "ON / OFF"),
+                tuple(rows),
+                footnotes=(text(note),),
+            )
+        )
     cautions = " ".join(dc["cautions"])
     clipped = f"Clipped by the old analyzer (reported here): {dc['clipped']['missing']} missing, {dc['clipped']['above_500000_cycles']} above 500000 cycles."
     blocks.append(Paragraph(text(f"Cautions: {cautions} {clipped}"), "muted"))
-    return Section("Instrumentation overhead (DebugClock ON vs OFF, same inputs)", "debugclock-overhead", tuple(blocks), level=4)
+    return Section(
+        "Instrumentation overhead (DebugClock ON vs OFF, same inputs)", "debugclock-overhead", tuple(blocks), level=4
+    )
 
 
 def debugclock_sections(c: ReportContext) -> list[Section]:

@@ -106,10 +106,20 @@ def links_line(f: Facts) -> list[Item]:
         return [Line("links", text + " Above 1: the peak or the byte definition is wrong.")]
     tl = f.section("timeline") or {}
     standing = (tl.get("straggler") or {}).get("evidence") not in (None, "none", "in_kernel")
-    if bw.get("far") and not standing and f.section("debugclock") is not None:  # it ran: its line below tells them apart
-        return [Line("links", text + " Nobody stands out in the timeline: a slow link or slow senders (DebugClock below).")]
+    if (
+        bw.get("far") and not standing and f.section("debugclock") is not None
+    ):  # it ran: its line below tells them apart
+        return [
+            Line("links", text + " Nobody stands out in the timeline: a slow link or slow senders (DebugClock below).")
+        ]
     if bw.get("far") and not standing:
-        return [Line("links", text + " Nobody stands out: a slow link or slow senders; DebugClock tells which:", bw.get("tell_apart_command"))]
+        return [
+            Line(
+                "links",
+                text + " Nobody stands out: a slow link or slow senders; DebugClock tells which:",
+                bw.get("tell_apart_command"),
+            )
+        ]
     return [Line("links", text)]
 
 
@@ -127,7 +137,12 @@ def who(cause: Mapping[str, Any]) -> str:
     return "the group"
 
 
-KINDS = {"late_arrival": "late host", "own_work": "own work", "late_ending_node": "ends late (link or own work)", "in_kernel": "ends late inside the kernel"}
+KINDS = {
+    "late_arrival": "late host",
+    "own_work": "own work",
+    "late_ending_node": "ends late (link or own work)",
+    "in_kernel": "ends late inside the kernel",
+}
 
 
 def kind(cause: Mapping[str, Any]) -> str:
@@ -167,7 +182,9 @@ def seen_by(cause: Mapping[str, Any], f: Facts) -> str:
     if busy and busy["rank"] in ranks:
         layers.append("PMU")
     dc = f.section("debugclock") or {}
-    if (dc.get("busiest") or {}).get("rank") in ranks or (dc.get("busiest_node") and dc["busiest_node"]["node"] == cause.get("node")):
+    if (dc.get("busiest") or {}).get("rank") in ranks or (
+        dc.get("busiest_node") and dc["busiest_node"]["node"] == cause.get("node")
+    ):
         layers.append("DebugClock")
     return ", ".join(layers)
 
@@ -189,11 +206,18 @@ def timeline_scope_lines(f: Facts) -> list[Item]:
     lines = []
     coverage = tl.get("coverage") or {}
     if coverage.get("missing"):
-        lines.append(Line("timeline", f"The timeline covers {coverage.get('sentence') or coverage['found']}: a rank without data may be the one waited for."))
+        lines.append(
+            Line(
+                "timeline",
+                f"The timeline covers {coverage.get('sentence') or coverage['found']}: a rank without data may be the one waited for.",
+            )
+        )
     if (tl.get("rank_mapping") or {}).get("note"):
         lines.append(Line("timeline", "Rank numbers are inferred, not recorded (see System timeline)."))
     if coverage.get("found") == 1:
-        lines.append(Line("timeline", "The timeline holds one rank: which rank is slow, and who waits, are not established."))
+        lines.append(
+            Line("timeline", "The timeline holds one rank: which rank is slow, and who waits, are not established.")
+        )
     elif (tl.get("coupling") or {}).get("state") == "not_coupled":
         lines.append(Line("timeline", "Ranks are not seen to wait for each other: no cause costs the group."))
     return lines
@@ -208,7 +232,10 @@ def top_cause_line(f: Facts) -> list[Item]:
             floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
             deeper = slot_top_line(f)
             if deeper:  # debugclock_line leaves it out then (slot_is_top)
-                return [Line("timeline", f"The timeline sees no rank or node costing over {floor} per launch."), *deeper]
+                return [
+                    Line("timeline", f"The timeline sees no rank or node costing over {floor} per launch."),
+                    *deeper,
+                ]
             return [
                 Line(
                     "timeline",
@@ -218,11 +245,17 @@ def top_cause_line(f: Facts) -> list[Item]:
         return []
     top = causes[0]
     best, _ = figures(top, f)
-    cost = f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)" if top.get("cost_bound_us") else f"{best.us_per_launch:.1f} us per launch"
+    cost = (
+        f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)"
+        if top.get("cost_bound_us")
+        else f"{best.us_per_launch:.1f} us per launch"
+    )
     if best.layer != "timeline":
         cost += f" ({best.layer}; the timeline's lead {top['cost_us_per_launch']:.1f})"
     established = best.layer == "timeline" and not top.get("cost_bound_us")
-    share = f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and established else ""
+    share = (
+        f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and established else ""
+    )
     more = f" {len(causes) - 1} more cause{'s' if len(causes) > 2 else ''} below." if len(causes) > 1 else ""
     return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more}")]
 
@@ -231,7 +264,12 @@ def timeline_compares(f: Facts) -> bool:
     """Whether the timeline compares ranks that wait for each other (coupled or unknown, more than one rank, with an
     account): where it names nobody, that is a finding, not a gap."""
     tl = f.section("timeline")
-    return bool(tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler"))
+    return bool(
+        tl
+        and (tl.get("coupling") or {}).get("state") != "not_coupled"
+        and (tl.get("coverage") or {}).get("found") != 1
+        and tl.get("straggler")
+    )
 
 
 def slot_is_top(f: Facts) -> bool:
@@ -247,13 +285,19 @@ def slot_top_line(f: Facts) -> list[Item]:
     dc = f.section("debugclock") or {}
     node, best = dc.get("busiest_node"), dc.get("busiest")
     if node:
-        where = "its sends out of the node: the link or its senders" if node["role"] == "URMASendToken" else "the node's own work in that role"
+        where = (
+            "its sends out of the node: the link or its senders"
+            if node["role"] == "URMASendToken"
+            else "the node's own work in that role"
+        )
         what = f"node {node['node']}'s {node['role']} {node['phase']}, +{node['excess_us']:.1f} us per launch ({where})"
     elif best:
         what = f"rank {best['rank']}'s {best['role']} {best['phase']}, +{best['excess_us']:.1f} us per launch"
     else:
         return []
-    return [Line("timeline", f"Top cause (DebugClock): {what}; the group's saving if that slot is on the critical path.")]
+    return [
+        Line("timeline", f"Top cause (DebugClock): {what}; the group's saving if that slot is on the critical path.")
+    ]
 
 
 def causes_table(f: Facts) -> list[Item]:
@@ -261,17 +305,29 @@ def causes_table(f: Facts) -> list[Item]:
     if not causes:
         return []
     shown = [(c, figures(c, f)[0]) for c in causes[:TABLE_ROWS]]  # each row's best figure, once
-    rows = [CauseRow(who(c), kind(c), cost_cell(c, best), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c, best in shown]
+    rows = [
+        CauseRow(who(c), kind(c), cost_cell(c, best), share_cell(c), seen_by(c, f), cause_step(c, f.run))
+        for c, best in shown
+    ]
     notes = ["Cost: launch time saved without the cause alone (CI above zero); not additive."]
     untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
     if untimed:  # a late arrival waits before the kernel's timer: the dispatch latency would gain less
-        notes.append("Dispatch latency saved: " + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed) + ".")
+        notes.append(
+            "Dispatch latency saved: "
+            + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed)
+            + "."
+        )
     if any(c.get("cost_bound_us") for c in causes[:TABLE_ROWS]):
         notes.append("* A bound, not established: a number needs baseline.synchronize_start.")
     deeper = [(c, best) for c, best in shown if best.layer != "timeline"]
     if deeper:  # the timeline's lead misses what the receivers waited with it: the lower layer's figure, its assumption
         notes.append(
-            "\u2020 " + "; ".join(f"{who(c)}: {best.layer}'s {best.measures}; the timeline's lead {c['cost_us_per_launch']:.1f} us" for c, best in deeper) + "."
+            "\u2020 "
+            + "; ".join(
+                f"{who(c)}: {best.layer}'s {best.measures}; the timeline's lead {c['cost_us_per_launch']:.1f} us"
+                for c, best in deeper
+            )
+            + "."
         )
     if len(causes) > TABLE_ROWS:
         notes.append(f"{len(causes) - TABLE_ROWS} smaller: Causes ranked by cost.")
@@ -358,7 +414,9 @@ def icache_line(f: Facts) -> list[Item]:
     pmu = f.section("pmu")
     if not pmu:
         return []
-    roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
+    roles = {
+        r: v for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None
+    }
     if not roles:
         return []
     rate = {r: v["aiv_icache_miss_rate_median"] for r, v in roles.items()}
@@ -373,7 +431,9 @@ def icache_line(f: Facts) -> list[Item]:
     time = roles[role].get("aiv_time_us_median")
     spent = f", cores {time:.0f} us" if time is not None else ""
     step = None if f.section("probe") else PROBE_STEP
-    return [Line("icache", f"I-cache: {role} misses {100 * rate[role]:.1f}%{span}{spent}; a ranking, not a verdict.", step)]
+    return [
+        Line("icache", f"I-cache: {role} misses {100 * rate[role]:.1f}%{span}{spent}; a ranking, not a verdict.", step)
+    ]
 
 
 # The stage that tests an I-cache hypothesis (a local piece under msopprof simulator); under cann it needs a command.
@@ -409,7 +469,9 @@ def ab_line(f: Facts) -> list[Item]:
     for c in f.comparisons:
         kernel = c.get("kernel") if isinstance(c.get("kernel"), Mapping) else {}
         q = (kernel or {}).get("per_iteration_max_median") or {}
-        delta = f" ({q['difference']:+.1f} us, 95% CI {q['ci95'][0]:+.1f} to {q['ci95'][1]:+.1f})" if q.get("ci95") else ""
+        delta = (
+            f" ({q['difference']:+.1f} us, 95% CI {q['ci95'][0]:+.1f} to {q['ci95'][1]:+.1f})" if q.get("ci95") else ""
+        )
         verdict = c.get("verdict") if c.get("state") == "ok" else f"{c.get('state')} (see Controlled comparison)"
         lines.append(Line("ab", f"A/B {c['a']} vs {c['b']}: {verdict}{delta if c.get('state') == 'ok' else ''}."))
     return lines
@@ -417,7 +479,13 @@ def ab_line(f: Facts) -> list[Item]:
 
 # --- what is not known, with the command that collects it
 
-OPEN = {"baseline": "Latency", "timeline": "Timeline", "pmu": "PMU", "debugclock": "DebugClock", "pcsampling": "SIMT stalls"}
+OPEN = {
+    "baseline": "Latency",
+    "timeline": "Timeline",
+    "pmu": "PMU",
+    "debugclock": "DebugClock",
+    "pcsampling": "SIMT stalls",
+}
 
 
 def open_lines(f: Facts) -> list[Item]:
@@ -428,7 +496,15 @@ def open_lines(f: Facts) -> list[Item]:
         if status is None or status.ok or f.statuses["correctness"].state not in ("ok", "disabled"):
             continue
         step = evidence_step(stage, f.run) if stage in ("pmu", "debugclock", "pcsampling") else open_step(stage, f.run)
-        lines.append(Line("open", f"{label} not run ({status.state}):" if status.state in ("disabled", "skipped") else f"{label} {status.state}:", step))
+        lines.append(
+            Line(
+                "open",
+                f"{label} not run ({status.state}):"
+                if status.state in ("disabled", "skipped")
+                else f"{label} {status.state}:",
+                step,
+            )
+        )
     return lines
 
 

@@ -36,7 +36,10 @@ def excess(acc: Account, inside: Mapping[str, Any] | None = None) -> dict[str, f
     if not acc.rows:
         return {"period_us_per_launch": None, "timed_us_per_launch": None}
     extra = max(0.0, inside["cost_us_per_launch"]) if inside else 0.0
-    return {"period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra, "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra}
+    return {
+        "period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra,
+        "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra,
+    }
 
 
 def backgrounds(costs: np.ndarray, peers: int) -> np.ndarray:
@@ -87,7 +90,9 @@ class Replay:
 
     @staticmethod
     def of(acc: Account, nodes: np.ndarray) -> Replay:
-        return Replay(Maxima(acc.arrival, nodes), Maxima(acc.end, nodes), acc.rows, acc.arrival.shape[1], len(np.unique(nodes)))
+        return Replay(
+            Maxima(acc.arrival, nodes), Maxima(acc.end, nodes), acc.rows, acc.arrival.shape[1], len(np.unique(nodes))
+        )
 
     @staticmethod
     def of_durations(durations: np.ndarray, nodes: np.ndarray) -> Replay:
@@ -98,7 +103,11 @@ class Replay:
         """Per row, in the launch period and the timed scope: how much earlier the last arrival (the last end) comes
         with the candidate's shifts removed from the graph; and its group delay, which moves both alike."""
         group = c.group_delay if c.group_delay is not None else np.zeros(self.rows)
-        return self.arrivals.saving(c.cols, c.node, c.arrival_shift), self.ends.saving(c.cols, c.node, c.end_shift), group
+        return (
+            self.arrivals.saving(c.cols, c.node, c.arrival_shift),
+            self.ends.saving(c.cols, c.node, c.end_shift),
+            group,
+        )
 
     def waits_caused(self, c: Candidate) -> np.ndarray:
         """Per row, Scalasca's delay cost: the waiting the delay made the others do (a group delay: every other rank
@@ -109,12 +118,16 @@ class Replay:
         return self.arrivals.waits_caused(c.cols, c.arrival_shift) + group
 
 
-def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
+def costed(
+    acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]
+) -> list[dict[str, Any]]:
     """The candidates of ranks that wait for each other, costed on their launches' replay (replayed)."""
     return replayed(Replay.of(acc, nodes), cands, waits, boot)
 
 
-def replayed(replay: Replay, cands: list[Candidate], waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
+def replayed(
+    replay: Replay, cands: list[Candidate], waits: Mapping[str, Any], boot: Mapping[str, int]
+) -> list[dict[str, Any]]:
     """Each candidate with its costs, whatever its kind: the graph replayed without its delay, the saving per launch
     (averaged over every analysed launch, zero where it did not strike) in the launch period and in the timed scope,
     Scalasca's delay cost, and a bootstrap CI over launches. Ranked by cost (launch period first, then timed); costs
@@ -144,7 +157,12 @@ def replayed(replay: Replay, cands: list[Candidate], waits: Mapping[str, Any], b
 
 
 def cause_entry(
-    c: Candidate, replay: Replay, period: tuple[float, list[float]], timed: tuple[float, list[float]], background: float, min_cost: float
+    c: Candidate,
+    replay: Replay,
+    period: tuple[float, list[float]],
+    timed: tuple[float, list[float]],
+    background: float,
+    min_cost: float,
 ) -> dict[str, Any]:
     """One costed candidate as the cost account holds it. Named on one scope, the larger, and said in it: its
     explanation leads with that scope (cost_text), so that a cause named on its timed cost never reads as a

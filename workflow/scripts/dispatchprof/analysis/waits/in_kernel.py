@@ -46,7 +46,10 @@ def in_kernel(acc: Account, own_min: float) -> Candidate | None:
         end_shift=no_rank,
         struck=mine,
         group_delay=np.where(mine, above, 0.0),
-        facts={"kernel_us_median": float(np.median(acc.kernel)), "above_us_median": float(np.median(above[mine])) if mine.any() else 0.0},
+        facts={
+            "kernel_us_median": float(np.median(acc.kernel)),
+            "above_us_median": float(np.median(above[mine])) if mine.any() else 0.0,
+        },
     )
 
 

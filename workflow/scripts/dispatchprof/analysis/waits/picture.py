@@ -29,10 +29,10 @@ NOT_SPLIT = (
     "run (another build and other launches), not from these launches"
 )
 
-COSTLIEST_BY_CAUSE = "the launch where the top named cause's ranks lead the others most (what removing it could at most give back there)"
-COSTLIEST_BY_EXCESS = (
-    "no cause is named: the launch with the largest excess (the last arrival's lead over the first, plus kernel time above the typical launch's)"
+COSTLIEST_BY_CAUSE = (
+    "the launch where the top named cause's ranks lead the others most (what removing it could at most give back there)"
 )
+COSTLIEST_BY_EXCESS = "no cause is named: the launch with the largest excess (the last arrival's lead over the first, plus kernel time above the typical launch's)"
 COSTLIEST_BY_EXCESS_INSTEAD = (
     "the top named cause's ranks lead the others in none of these launches: the launch with the largest excess (the last arrival's lead over "
     "the first, plus kernel time above the typical launch's)"
@@ -73,7 +73,10 @@ def clocks_of(g: LaunchGrid, clocks: Mapping[str, Any]) -> tuple[str, str]:
         )
     unfitted = sorted(int(n) for n, c in clocks.items() if c.get("offset_us") is None)
     if unfitted:
-        return DURATIONS, f"node {unfitted[0]}'s clock has no fit against node 0's (no launch both have): durations only"
+        return (
+            DURATIONS,
+            f"node {unfitted[0]}'s clock has no fit against node 0's (no launch both have): durations only",
+        )
     return CORRECTED, "node clocks corrected by the barrier kernel's ends (offset and drift against node 0)"
 
 
@@ -85,7 +88,9 @@ def times_of(g: LaunchGrid, correction: np.ndarray, established: bool) -> Times:
     release = g.barrier_end - correction if g.has_barrier else g.start - correction
     start, end = g.start - correction, g.end - correction
     needed = [barrier_wait, g.duration] + ([arrival, release, start, end] if established else [])
-    rows = np.flatnonzero(np.logical_and.reduce([g.complete(v) for v in needed])) if len(g.launches) else np.zeros(0, int)
+    rows = (
+        np.flatnonzero(np.logical_and.reduce([g.complete(v) for v in needed])) if len(g.launches) else np.zeros(0, int)
+    )
     if not established:
         arrival = release = start = end = np.full_like(g.duration, np.nan)
     return Times(rows, arrival[rows], release[rows], start[rows], end[rows], barrier_wait[rows], g.duration[rows])
@@ -182,7 +187,9 @@ def launch_record(t: Times, g: LaunchGrid, i: int, established: bool, cost: floa
     }
 
 
-def launch_picture(g: LaunchGrid, correction: np.ndarray, clocks: Mapping[str, Any], causes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def launch_picture(
+    g: LaunchGrid, correction: np.ndarray, clocks: Mapping[str, Any], causes: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     """The typical and the costliest launch per rank (see the module), with the top named cause (``causes`` ranked by
     cost, the named ones) whose ranks the picture highlights; ``typical``/``costliest`` None without a launch every
     rank has."""
