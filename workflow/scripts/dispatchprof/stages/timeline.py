@@ -25,6 +25,7 @@ from dispatchprof.analysis.timeline import (
     timeline_minus_kernel,
     used_launches,
 )
+from dispatchprof.report.cause_text import in_words
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.shell.stage import StageRun
@@ -162,7 +163,10 @@ def timeline_stats(
         {c: used[c].astype(float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
         cfg["cluster"]["ranks_per_node"],
     )
-    waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], fold_.summary["missing"], cfg["stats"]["bootstrap"])
+    settings = cfg["timeline"]["waits"]  # the causes in words (explanation) where the stats are written
+    waited = in_words(
+        waits.analyse(launch_grid, settings, fold_.summary["missing"], cfg["stats"]["bootstrap"]), settings
+    )
     strag = waited["straggler"]
     causes = strag.pop("causes")
     longest = longest_of(launch_grid, waited, causes)
