@@ -1,4 +1,5 @@
-"""The workflow's copy of the simulator's link rates equals the stand-in's own (the sim imports nothing from the library)."""
+"""The workflow's copy of the simulator's link rates equals the
+stand-in's own (the sim imports nothing from the library)."""
 
 from __future__ import annotations
 

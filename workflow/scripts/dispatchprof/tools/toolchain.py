@@ -19,8 +19,9 @@ from dispatchprof.node.nodeenv import merge
 
 # The simulated cluster's link rates, GB/s of ONE URMA send queue (one destination rank), same node / across nodes: the
 # stand-in's LINK_BYTES_PER_US (workflow/sim/ascend_deepep/ascend_deepep/_collective.py; bytes per us / 1e3 = GB/s;
-# tests/unit/test_sim_link_rates.py keeps them equal). The simulator has no shared link capacity: every queue runs at its
-# rate whatever the others carry, so a rank's rate for a class is the queue rate x its destination ranks of that class.
+# tests/unit/test_sim_link_rates.py keeps them equal). The simulator has no shared link capacity: every queue runs at
+# its rate whatever the others carry, so a rank's rate for a
+# class is the queue rate x its destination ranks of that class.
 SIM_QUEUE_GBPS = {"intra_node": 2.4, "inter_node": 1.4}
 
 
@@ -32,8 +33,9 @@ def sim_link_peaks(nodes: int, ranks_per_node: int) -> dict[str, dict[str, Any]]
         c: {
             "peak_gbps": SIM_QUEUE_GBPS[c] * queues[c] if queues[c] else None,
             "source": (
-                f"the simulator's own link rate, not a hardware figure: {SIM_QUEUE_GBPS[c]} GB/s per destination queue (the stand-in's "
-                f"LINK_BYTES_PER_US) x {queues[c]} destination ranks of this class per rank; the simulator has no shared link capacity"
+                f"the simulator's own link rate, not a hardware figure: {SIM_QUEUE_GBPS[c]} GB/s per destination queue "
+                f"(the stand-in's LINK_BYTES_PER_US) x {queues[c]} destination ranks "
+                "of this class per rank; the simulator has no shared link capacity"
             ),
             "kind": "simulator",
         }
@@ -172,16 +174,18 @@ WORKFLOW_ROOT = Path(__file__).resolve().parents[4]
 # bash: source the first existing of the $0 candidates that follow (shifted off); set_env.sh's stdout is dropped, its
 # stderr kept in a file and shown when sourcing fails, so a broken install says why instead of "cannot source".
 SOURCE_FIRST = (
-    'n=$0; f=; tried=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; tried="$tried $1"; shift; n=$((n-1)); done; '
-    'if [ -z "$f" ]; then echo "dispatchprof: no CANN set_env.sh: none of$tried exists (cann.set_env)" >&2; exit 127; fi; '
-    'e=$(mktemp); if ! source "$f" >/dev/null 2>"$e"; then cat "$e" >&2; rm -f "$e"; echo "dispatchprof: cannot source $f" >&2; exit 127; fi; rm -f "$e"; '
+    'n=$0; f=; tried=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; tried="$tried $1"; '
+    'shift; n=$((n-1)); done; if [ -z "$f" ]; then echo "dispatchprof: no CANN set_env.sh: none of$tried exists '
+    '(cann.set_env)" >&2; exit 127; fi; e=$(mktemp); if ! source "$f" >/dev/null 2>"$e"; then cat '
+    '"$e" >&2; rm -f "$e"; echo "dispatchprof: cannot source $f" >&2; exit 127; fi; rm -f "$e"; '
 )
 # CANN 8.5+ installs under <install_root>/cann/; older releases under <install_root>/ascend-toolkit/ (latest/ links).
 AUTO_SET_ENV = ("cann/set_env.sh", "ascend-toolkit/set_env.sh")
 
 
 def set_env_candidates(setting: str | list[str], install_root: Path) -> tuple[str, ...]:
-    """cann.set_env as the candidates tried in order: ``auto`` (AUTO_SET_ENV under install_root), one path, or a list."""
+    """cann.set_env as the candidates tried in order: ``auto``
+    (AUTO_SET_ENV under install_root), one path, or a list."""
     if setting == "auto":
         return tuple(str(install_root / rel) for rel in AUTO_SET_ENV)
     return (setting,) if isinstance(setting, str) else tuple(setting)
