@@ -35,7 +35,7 @@ def test_the_line_gives_the_time_the_bound_and_the_share():
     )
     assert "50% of the bound (95% CI 48.0-53.0%" in line and "not a link counter" in line
     assert "slow link" not in line
-    assert "the simulator's link rate" in bandwidth_line(section(far=False, kind="simulator"))
+    assert "the simulator's capacity" in bandwidth_line(section(far=False, kind="simulator"))
 
 
 def test_far_from_the_bound_with_nobody_standing_out_names_the_step_that_tells_link_from_senders():
