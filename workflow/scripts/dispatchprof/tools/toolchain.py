@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.node.nodeenv import merge
 
+
 def sim_link_peaks(sim: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Per link class, the simulated cluster's capacity (sim.link_gbps: GB/s of one rank's send port and of its receive
     port, one direction; the stand-in reads it from DEEPEP_SIM_LINK_GBPS) with where it comes from: the peak under
