@@ -69,7 +69,13 @@ def measure(argv: list[str], cwd: Path | None = None, env: dict | None = None) -
 def workflow_copy(dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", ".venv", "benchmarks", "tests", "build"))
+    shutil.copytree(
+        ROOT,
+        dest,
+        ignore=shutil.ignore_patterns(
+            "results", ".snakemake", ".git", "__pycache__", ".venv", "benchmarks", "tests", "build"
+        ),
+    )
     return dest
 
 

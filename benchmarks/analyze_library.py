@@ -26,7 +26,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as workflow/scripts/timeli
 import numpy as np  # noqa: E402
 
 from dispatchprof.analysis.rank_identity import assign_ranks  # noqa: E402
-from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary, longest_duration, prof_sources  # noqa: E402
+from dispatchprof.analysis.timeline import (
+    calls_between,
+    kernel_regex,
+    launch_columns,
+    launch_summary,
+    longest_duration,
+    prof_sources,
+)  # noqa: E402
 from dispatchprof.formats.msprof import discover, read_prof_info  # noqa: E402
 from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E402
 
@@ -39,7 +46,9 @@ class NodeGroup(NamedTuple):
     chains: int
 
 
-def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, call_chain_launches: int, barrier: str | None) -> NodeGroup:
+def parse_nodes(
+    root: Path, nodes: range, ranks_per_node: int, pattern: str, call_chain_launches: int, barrier: str | None
+) -> NodeGroup:
     regex = kernel_regex(pattern)
     barrier_regex = kernel_regex(barrier) if barrier else None
     is_barrier = (lambda name: bool(barrier_regex.match(name))) if barrier_regex else None
@@ -51,7 +60,12 @@ def parse_nodes(root: Path, nodes: range, ranks_per_node: int, pattern: str, cal
             info = infos[assignment.source.path]
             device = assignment.source.device if len(info.devices) > 1 else None
             kernels = read_target_kernels(
-                info, lambda name: bool(regex.match(name)), call_chain_launches, is_barrier=is_barrier, device=device, skip_unended=True
+                info,
+                lambda name: bool(regex.match(name)),
+                call_chain_launches,
+                is_barrier=is_barrier,
+                device=device,
+                skip_unended=True,
             )
             columns = launch_columns(kernels, 0)
             durations[assignment.rank] = columns["dur_ns"][columns["used"]] / 1000
@@ -89,10 +103,18 @@ def analyse(
     per_rank = {rank: s for part in parts for rank, s in part.per_rank.items()}
     ranks = sorted(durations)
     longest = max(len(d) for d in durations.values())
-    wide = np.column_stack([np.pad(durations[r], (0, longest - len(durations[r])), constant_values=np.nan) for r in ranks])
+    wide = np.column_stack(
+        [np.pad(durations[r], (0, longest - len(durations[r])), constant_values=np.nan) for r in ranks]
+    )
     strag = longest_duration(ranks, wide)
     chains = sum(part.chains for part in parts)
-    return {"ranks": len(per_rank), "straggler": strag["rank"], "fraction": strag["fraction"], "call_chain_entries": chains, "jobs": len(groups)}
+    return {
+        "ranks": len(per_rank),
+        "straggler": strag["rank"],
+        "fraction": strag["fraction"],
+        "call_chain_entries": chains,
+        "jobs": len(groups),
+    }
 
 
 if __name__ == "__main__":
@@ -100,6 +122,8 @@ if __name__ == "__main__":
     parser.add_argument("collection", type=Path)
     parser.add_argument("nodes", type=int)
     parser.add_argument("ranks_per_node", type=int)
-    parser.add_argument("--jobs", type=int, default=2, help="node groups parsed side by side (default 2, the workflow's two parse jobs)")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="node groups parsed side by side (default 2, the workflow's two parse jobs)"
+    )
     cli = parser.parse_args()
     print(json.dumps(analyse(cli.collection, cli.nodes, cli.ranks_per_node, jobs=cli.jobs)))

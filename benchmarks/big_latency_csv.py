@@ -64,7 +64,9 @@ def write_csv(path: Path, rows: int, seed: int = 1) -> None:
 def parse_once(scripts: Path, csv: Path) -> dict:
     """One parse in a fresh interpreter: its seconds (parse only) and the child's own peak RSS in bytes (``os.wait4``'s
     rusage of that child: ``getrusage(RUSAGE_CHILDREN)`` keeps the largest child so far and would hide a smaller one)."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(scripts), str(csv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(scripts), str(csv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     out, err = proc.stdout.read(), proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -94,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--reference", type=Path, help="another checkout whose workflow/scripts parse the same file (the 'before')")
+    parser.add_argument(
+        "--reference", type=Path, help="another checkout whose workflow/scripts parse the same file (the 'before')"
+    )
     args = parser.parse_args(argv)
     codes = {"this checkout": ROOT / "workflow" / "scripts"}
     if args.reference:

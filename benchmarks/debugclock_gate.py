@@ -40,7 +40,11 @@ from dispatchprof.shell.config import fill_defaults, load_schema  # noqa: E402
 
 LAUNCHES = 12  # calls of the DEBUG run (debugclock.iterations is 20; fewer keep the benchmark short)
 WARMUP = 4  # debugclock.warmup: the model's first calls are slower (cold caches)
-SHAPES = {"2x8": Shape(2, 8), "3x4": Shape(3, 4), "2x8, 56 AIV (workflow default)": Shape(2, 8, num_aiv=56, num_experts=384, num_tokens=256)}
+SHAPES = {
+    "2x8": Shape(2, 8),
+    "3x4": Shape(3, 4),
+    "2x8, 56 AIV (workflow default)": Shape(2, 8, num_aiv=56, num_experts=384, num_tokens=256),
+}
 FAULTS: dict[str, dict[str, Any]] = {
     "no_fault": {},
     "slow_link x2": {"slow_link": (0, 1, 2.0)},
@@ -100,7 +104,9 @@ def node_gate(shape: Shape, knobs: Knobs, launches: int = LAUNCHES, warmup: int 
         loaded = load_tree(tmp)
     seg, _ = debugclock.akl_segments(loaded.captures, dc["phase_names"], 1e9, warmup)
     table = debugclock.slowest_core_table(seg, "akl_trace")
-    return debugclock.busiest_node(table, "akl_trace", dc["busiest_min_excess"], dc["busiest_node_alpha"], dc["wait_slots"])
+    return debugclock.busiest_node(
+        table, "akl_trace", dc["busiest_min_excess"], dc["busiest_node_alpha"], dc["wait_slots"]
+    )
 
 
 def score(shape: Shape, fault: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -112,7 +118,10 @@ def score(shape: Shape, fault: dict[str, Any], seed: int) -> dict[str, Any]:
         "named": named,
         "excess_us": None if best is None else round(best["excess_us"], 2),
         "false_alarm": best is not None and (link is None or best["node"] != link[0]),
-        "detected": link is not None and best is not None and best["node"] == link[0] and best["role"] == "URMASendToken",
+        "detected": link is not None
+        and best is not None
+        and best["node"] == link[0]
+        and best["role"] == "URMASendToken",
     }
 
 
@@ -146,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         det = "-" if r["detected"] is None else str(r["detected"])
         rng = "-" if not r["excess_us_range"] else f"{r['excess_us_range'][0]:.0f} to {r['excess_us_range'][1]:.0f}"
-        lines.append(f"| {r['shape']} | {r['fault']} | {r['runs']} | {r['named']} | {det} | {rng} | {r['false_alarms']} |")
+        lines.append(
+            f"| {r['shape']} | {r['fault']} | {r['runs']} | {r['named']} | {det} | {rng} | {r['false_alarms']} |"
+        )
     total = sum(r["runs"] for r in rows)
     fas = sum(r["false_alarms"] for r in rows)
     lines += ["", f"False alarms: {fas} in {total} runs."]

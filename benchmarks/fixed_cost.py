@@ -48,7 +48,11 @@ def profile_once(data: Path, work: Path, env: dict) -> dict:
         )
     )
     started = time.time()
-    result = measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env)
+    result = measure(
+        [PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(overlay)],
+        cwd=wf,
+        env=env,
+    )
     ended = started + result["wall_s"]
     jobs = job_spans(wf)
     return {
@@ -65,7 +69,19 @@ def tiny_collection(work: Path) -> Path:
     data = work / "data" / "fixed_1x2x10"
     if not data.exists():
         subprocess.run(
-            [PY, str(ROOT / "benchmarks" / "generate.py"), "--nodes", "1", "--ranks-per-node", "2", "--launches", "10", "--out", str(data)], check=True
+            [
+                PY,
+                str(ROOT / "benchmarks" / "generate.py"),
+                "--nodes",
+                "1",
+                "--ranks-per-node",
+                "2",
+                "--launches",
+                "10",
+                "--out",
+                str(data),
+            ],
+            check=True,
         )
     return data
 
@@ -89,7 +105,9 @@ def main() -> int:
     print(f"  Snakemake start until the first job: {typical['start_to_first_job_s']:.2f} s")
     for job in typical["jobs"]:
         print(f"  {job['offset_s']:6.2f} s  +{job['span_s']:5.2f} s  {job['rule']}")
-    print(f"  {len(typical['jobs'])} jobs, {typical['job_seconds']:.2f} job-seconds; last job end until exit: {typical['last_job_to_exit_s']:.2f} s")
+    print(
+        f"  {len(typical['jobs'])} jobs, {typical['job_seconds']:.2f} job-seconds; last job end until exit: {typical['last_job_to_exit_s']:.2f} s"
+    )
     return 0
 
 

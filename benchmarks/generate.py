@@ -26,7 +26,16 @@ def events_for(rank: int, launches: int, start_ns: int) -> list[dict]:
     for _ in range(launches):
         for name in OTHER[:2]:
             dur = int(rng.uniform(5_000, 15_000))
-            events.append({"name": name, "task_type": "AI_VECTOR_CORE", "stream": 1332, "task_id": task % 65536, "start_ns": t, "dur_ns": dur})
+            events.append(
+                {
+                    "name": name,
+                    "task_type": "AI_VECTOR_CORE",
+                    "stream": 1332,
+                    "task_id": task % 65536,
+                    "start_ns": t,
+                    "dur_ns": dur,
+                }
+            )
             t, task = t + dur + 2_000, task + 1
         dur = int(1_000_000 * slow * rng.lognormvariate(0, 0.02))
         events.append(
@@ -42,7 +51,16 @@ def events_for(rank: int, launches: int, start_ns: int) -> list[dict]:
         )
         t, task = t + dur + 3_000, task + 1
         dur = int(rng.uniform(3_000, 8_000))
-        events.append({"name": OTHER[2], "task_type": "AI_VECTOR_CORE", "stream": 1332, "task_id": task % 65536, "start_ns": t, "dur_ns": dur})
+        events.append(
+            {
+                "name": OTHER[2],
+                "task_type": "AI_VECTOR_CORE",
+                "stream": 1332,
+                "task_id": task % 65536,
+                "start_ns": t,
+                "dur_ns": dur,
+            }
+        )
         t, task = t + dur + 50_000, task + 1
     return events
 
@@ -52,7 +70,13 @@ def generate(out: Path, nodes: int, ranks_per_node: int, launches: int, text: bo
         for local in range(ranks_per_node):
             rank = node * ranks_per_node + local
             start = 1_795_977_981_000_000_000 + node * 1_700_000
-            proc = {"pid": 10_000 + rank, "hostname": f"node{node}", "device_id": local, "rank_id": rank, "start_ns": start}
+            proc = {
+                "pid": 10_000 + rank,
+                "hostname": f"node{node}",
+                "device_id": local,
+                "rank_id": rank,
+                "start_ns": start,
+            }
             write_prof(out / f"node{node}", proc, events_for(rank, launches, start), export=text)
 
 
@@ -70,7 +94,9 @@ def main() -> int:
     started = time.perf_counter()
     generate(args.out, args.nodes, args.ranks_per_node, args.launches, args.text)
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
-    print(f"generated {args.nodes}x{args.ranks_per_node}x{args.launches} in {time.perf_counter() - started:.1f} s: {size / 1e6:.0f} MB in {args.out}")
+    print(
+        f"generated {args.nodes}x{args.ranks_per_node}x{args.launches} in {time.perf_counter() - started:.1f} s: {size / 1e6:.0f} MB in {args.out}"
+    )
     return 0
 
 

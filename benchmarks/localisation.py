@@ -49,7 +49,13 @@ from ascend_deepep.elastic import make_inputs  # noqa: E402
 
 from dispatchprof.analysis import waits  # noqa: E402
 
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+SETTINGS = {
+    "alpha": 0.001,
+    "late_min_us": 20.0,
+    "own_work_min_us": 5.0,
+    "in_kernel_min_fraction": 0.1,
+    "min_cost_us": 1.0,
+}
 BOOT = {"resamples": 400, "seed": 0}
 TIE = 0.15  # the issue's goal for the median cost error: causes whose true costs differ by less are tied at that precision
 SKIP = 15  # warm-up launches left out (timeline.skip_launches): the model's first calls are slower (cold caches)
@@ -100,8 +106,13 @@ def msprof_view(launches: list[Any], knobs: Knobs, shape: Shape) -> waits.Launch
     node clock (the simulator's own msprof view), as the timeline's grid."""
     cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
     rows = [r for r in model_msprof_view(launches, knobs, cluster) if r["call"] >= SKIP]
-    cols = {k: np.array([np.nan if r[k] is None else r[k] for r in rows], dtype=float) for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
-    return waits.grid(np.array([r["rank"] for r in rows]), np.array([r["call"] for r in rows]), cols, shape.ranks_per_node)
+    cols = {
+        k: np.array([np.nan if r[k] is None else r[k] for r in rows], dtype=float)
+        for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")
+    }
+    return waits.grid(
+        np.array([r["rank"] for r in rows]), np.array([r["call"] for r in rows]), cols, shape.ranks_per_node
+    )
 
 
 @dataclass
@@ -117,17 +128,37 @@ def cases(shape: Shape) -> list[Case]:
     r1, r2, last_node = 5 % w, (w - 2), shape.nodes - 1
     out = [
         Case("no_fault", {}, []),
-        Case("late_rank_100", {"late_rank": r1, "late_us": 50.0, "late_prob": 1.0}, [("late_arrival", {"rank": r1, "late_rank": None})]),
-        Case("late_rank_30", {"late_rank": r1, "late_us": 50.0, "late_prob": 0.3}, [("late_arrival", {"rank": r1, "late_rank": None})]),
-        Case("late_rank_10", {"late_rank": r1, "late_us": 50.0, "late_prob": 0.1}, [("late_arrival", {"rank": r1, "late_rank": None})]),
-        Case("late_node", {"late_node": last_node, "late_us": 50.0}, [("late_arrival_node", {"node": last_node, "late_node": None})]),
+        Case(
+            "late_rank_100",
+            {"late_rank": r1, "late_us": 50.0, "late_prob": 1.0},
+            [("late_arrival", {"rank": r1, "late_rank": None})],
+        ),
+        Case(
+            "late_rank_30",
+            {"late_rank": r1, "late_us": 50.0, "late_prob": 0.3},
+            [("late_arrival", {"rank": r1, "late_rank": None})],
+        ),
+        Case(
+            "late_rank_10",
+            {"late_rank": r1, "late_us": 50.0, "late_prob": 0.1},
+            [("late_arrival", {"rank": r1, "late_rank": None})],
+        ),
+        Case(
+            "late_node",
+            {"late_node": last_node, "late_us": 50.0},
+            [("late_arrival_node", {"node": last_node, "late_node": None})],
+        ),
         Case("slow_rank", {"slow_rank": r2, "slow_factor": 1.15}, [("own_work", {"rank": r2, "slow_rank": None})]),
         Case("spiky_rank", {"spiky_rank": r2}, [("own_work", {"rank": r2, "spiky_rank": None})]),
         Case("slow_link", {"slow_link": (0, 1, 2.0)}, [("late_ending_node", {"node": 1, "slow_link": None})]),
     ]
     for role in ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum", "LocalWindowCopy"):
         out.append(
-            Case(f"slow_role_{role}", {"slow_role": (6 % w, role, 1.5 if role != "LocalWindowCopy" else 10.0)}, [("role", {"rank": 6 % w, "slow_role": None})])
+            Case(
+                f"slow_role_{role}",
+                {"slow_role": (6 % w, role, 1.5 if role != "LocalWindowCopy" else 10.0)},
+                [("role", {"rank": 6 % w, "slow_role": None})],
+            )
         )
     # two causes of different cost and frequency: a rank 8 us late in 90% of launches, and a rank whose own work is
     # 2-3x slower in 8%
@@ -138,7 +169,14 @@ def cases(shape: Shape) -> list[Case]:
     out.append(
         Case(
             "two_late_ranks",
-            {"late_rank": 3 % w, "late_us": 8.0, "late_prob": 0.9, "late_rank2": r3, "late_us2": 120.0, "late_prob2": 0.15},
+            {
+                "late_rank": 3 % w,
+                "late_us": 8.0,
+                "late_prob": 0.9,
+                "late_rank2": r3,
+                "late_us2": 120.0,
+                "late_prob2": 0.15,
+            },
             [("late_arrival", {"rank": r3, "late_rank2": None}), ("late_arrival", {"rank": 3 % w, "late_rank": None})],
         )
     )
@@ -171,14 +209,24 @@ def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: Shape) 
     if named["evidence"] == "late_arrival" and named.get("rank") is not None:
         found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
     elif named["evidence"] == "late_arrival":
-        found = [t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]]
+        found = [
+            t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]
+        ]
     elif named["evidence"] == "own_work":
         found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] == [named["rank"]]]
     elif named["evidence"] == "late_ending_node":
         found = [t for t in truths if t["knob"] == "slow_link" and named["node"] in (t["src_node"], t["dst_node"])]
-        found += [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and all(node_of(r) == named["node"] for r in t["ranks"])]
+        found += [
+            t
+            for t in truths
+            if t["evidence"] != "late_arrival" and t["ranks"] and all(node_of(r) == named["node"] for r in t["ranks"])
+        ]
     elif named.get("late_ending_ranks"):
-        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])]
+        found = [
+            t
+            for t in truths
+            if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])
+        ]
     else:
         found = [t for t in truths if t["evidence"] != "late_arrival"]
     best = max(found, key=lambda t: max(t["period"], t["timed"]), default=None)
@@ -223,10 +271,17 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     right_answer = bool(
         answer is not None
         and knob_real
-        and (matches(answer, knob_real[0], shape) or (pmu_names(pmu, knob_real[0]) and (top is None or top["evidence"] in ("in_kernel", "late_ending_node"))))
+        and (
+            matches(answer, knob_real[0], shape)
+            or (pmu_names(pmu, knob_real[0]) and (top is None or top["evidence"] in ("in_kernel", "late_ending_node")))
+        )
     )
     matched = top_truth if right else knob_real[0] if right_knob else None
-    error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
+    error = (
+        abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost)
+        if matched and top
+        else None
+    )
     # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits/arrivals.py cost_bound_us): the
     # answer gives "at most", so the bound must hold; its estimate on clocks fitted to the ends is kept, not scored
     bound = top.get("cost_bound_us") if top else None
@@ -243,7 +298,11 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     # link's sending node (the cause in event truth: the link's removal gives the time back)
     dc_right = bool(dc and knob_real and knob_real[0]["knob"] == "slow_link" and dc["node"] == knob_real[0]["src_node"])
     answer_truth = matched or (knob_real[0] if dc_right else None)
-    answer_error = abs(answer_cost - answer_truth["period"]) / max(answer_truth["period"], min_cost) if answer_truth and answer_cost is not None else None
+    answer_error = (
+        abs(answer_cost - answer_truth["period"]) / max(answer_truth["period"], min_cost)
+        if answer_truth and answer_cost is not None
+        else None
+    )
     false_alarms, victims = [], []
     culprits = {r for t in real for r in culprit_of(t, shape)}
     knob_ranks = {r for t in truths if t["knob"] != "spikes" for r in t["ranks"]}
@@ -259,7 +318,11 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         "sync": sync,
         "seed": seed,
         "launches": n - SKIP,
-        "truth": [{k: t[k] for k in ("cause", "knob", "evidence", "rank", "node", "period", "timed")} for t in truths if max(t["period"], t["timed"]) >= 0.1],
+        "truth": [
+            {k: t[k] for k in ("cause", "knob", "evidence", "rank", "node", "period", "timed")}
+            for t in truths
+            if max(t["period"], t["timed"]) >= 0.1
+        ],
         "named": [
             {
                 "cause": label(c),
@@ -277,7 +340,9 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         "answer_right_knob": right_answer,
         # the answer points at the PMU's rank while no knob and no spike of the replay raised it
         # (a knob's rank is busier on the device even where it costs the group nothing: no false alarm of the PMU)
-        "answer_false_alarm": bool(top is None and pmu and int(pmu["rank"]) not in knob_ranks | culprits | set(pmu["spiked_in_replay"])),
+        "answer_false_alarm": bool(
+            top is None and pmu and int(pmu["rank"]) not in knob_ranks | culprits | set(pmu["spiked_in_replay"])
+        ),
         "pmu_busiest": None if pmu is None else {k: pmu[k] for k in ("rank", "role", "excess_us_per_launch")},
         "cost_error": error,
         "cost_bound": bound,
@@ -309,7 +374,12 @@ def dc_node(shape: Shape, knobs: Knobs) -> dict[str, Any] | None:
 
 def pmu_names(pmu: dict[str, Any] | None, truth: dict[str, Any]) -> bool:
     """The PMU's busiest rank is the true cause's rank (a slow rank, role or sender: the device-side causes it sees)."""
-    return pmu is not None and truth["evidence"] != "late_arrival" and truth["rank"] is not None and int(pmu["rank"]) == truth["rank"]
+    return (
+        pmu is not None
+        and truth["evidence"] != "late_arrival"
+        and truth["rank"] is not None
+        and int(pmu["rank"]) == truth["rank"]
+    )
 
 
 def late_ending_node(launches: list[Any], shape: Shape) -> int:
@@ -322,21 +392,33 @@ def culprit_of(cause: dict[str, Any], shape: Shape) -> set[int]:
     if cause["rank"] is not None:
         return {cause["rank"]}
     if cause.get("knob") == "slow_link":  # the senders, and the node that ends late
-        return {r for r in range(shape.world) if r // shape.ranks_per_node in (cause["src_node"], cause["dst_node"], cause["node"])}
+        return {
+            r
+            for r in range(shape.world)
+            if r // shape.ranks_per_node in (cause["src_node"], cause["dst_node"], cause["node"])
+        }
     return {r for r in range(shape.world) if r // shape.ranks_per_node == cause["node"]}
 
 
 def label(cause: dict[str, Any]) -> str:
     if cause.get("late_ending_ranks"):
         return f"{cause['evidence']} late-ending ranks {','.join(map(str, cause['late_ending_ranks']))}"
-    who = f"rank {cause['rank']}" if cause.get("rank") is not None else f"node {cause['node']}" if cause.get("node") is not None else "group"
+    who = (
+        f"rank {cause['rank']}"
+        if cause.get("rank") is not None
+        else f"node {cause['node']}"
+        if cause.get("node") is not None
+        else "group"
+    )
     return f"{cause['evidence']} {who}"
 
 
 def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
     """The analysis's top cause is the true top cause: the same evidence and rank or node. A slow sender or counting
     role shows as the receivers' late ends: a late-ending node or an in-kernel wait, without blame, is right there."""
-    if truth["evidence"] == "in_kernel":  # a slow sender or counting role: the receivers wait, the timeline blames nobody
+    if (
+        truth["evidence"] == "in_kernel"
+    ):  # a slow sender or counting role: the receivers wait, the timeline blames nobody
         return named["evidence"] in ("in_kernel", "late_ending_node")
     if truth["evidence"] == "own_work" and named.get("late_ending_ranks"):  # localised to late-ending ranks, no blame
         return truth["rank"] in named["late_ending_ranks"]
@@ -356,16 +438,25 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "runs": len(rows),
         "fault_runs": len(faults),
         "top_right_fault_runs": sum(r["top_right"] for r in faults) / max(1, len(faults)),
-        "top_right_strict_fault_runs": sum(r.get("top_right_strict", r["top_right"]) for r in faults) / max(1, len(faults)),
+        "top_right_strict_fault_runs": sum(r.get("top_right_strict", r["top_right"]) for r in faults)
+        / max(1, len(faults)),
         "top_is_the_top_knob_cause_fault_runs": sum(r["top_right_knob"] for r in faults) / max(1, len(faults)),
-        "answer_with_pmu_is_the_top_knob_cause_fault_runs": sum(r.get("answer_right_knob", r["top_right_knob"]) for r in faults) / max(1, len(faults)),
+        "answer_with_pmu_is_the_top_knob_cause_fault_runs": sum(
+            r.get("answer_right_knob", r["top_right_knob"]) for r in faults
+        )
+        / max(1, len(faults)),
         "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
         "cost_error_median": statistics.median(errors) if errors else None,
         "cost_error_max": max(errors) if errors else None,
         "top_right_fault_runs_with_synchronize_start": sum(r["top_right"] for r in synced) / max(1, len(synced)),
-        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in synced) / max(1, len(synced)),
-        "cost_error_max_with_synchronize_start": max((r["cost_error"] for r in rows if r["sync"] and r["cost_error"] is not None), default=None),
-        "answer_with_pmu_and_debugclock_is_the_top_knob_cause_fault_runs": sum(r.get("answer_with_debugclock_right_knob", False) for r in faults)
+        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in synced)
+        / max(1, len(synced)),
+        "cost_error_max_with_synchronize_start": max(
+            (r["cost_error"] for r in rows if r["sync"] and r["cost_error"] is not None), default=None
+        ),
+        "answer_with_pmu_and_debugclock_is_the_top_knob_cause_fault_runs": sum(
+            r.get("answer_with_debugclock_right_knob", False) for r in faults
+        )
         / max(1, len(faults)),
         "answer_with_debugclock_cost_error_median": statistics.median(answer_errors) if answer_errors else None,
         "answer_with_debugclock_cost_error_max": max(answer_errors) if answer_errors else None,
@@ -376,7 +467,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         # hold; the estimate on clocks fitted to the ends stays in the rows (estimate_error), not among the costs
         "bounded_fault_runs": sum(r.get("bound_holds") is not None for r in faults),
         "bounds_holding": sum(bool(r.get("bound_holds")) for r in faults),
-        "bounded_estimate_error_max": max((r["estimate_error"] for r in rows if r.get("estimate_error") is not None), default=None),
+        "bounded_estimate_error_max": max(
+            (r["estimate_error"] for r in rows if r.get("estimate_error") is not None), default=None
+        ),
         "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
         "answer_false_alarms_pmu": sum(r.get("answer_false_alarm", False) for r in rows),
         "false_alarms": sum(len(r["false_alarms"]) for r in rows),
@@ -396,16 +489,25 @@ def case_table(rows: list[dict[str, Any]]) -> str:
         errors = [r["cost_error"] for r in mine if r["cost_error"] is not None]
         knob = f"{sum(r['top_right_knob'] for r in faults)}/{len(faults)}" if faults else "-"
         true = f"{sum(r['top_right'] for r in faults)}/{len(faults)}" if faults else "-"
-        answer = f"{sum(r.get('answer_right_knob', r['top_right_knob']) for r in faults)}/{len(faults)}" if faults else "-"
+        answer = (
+            f"{sum(r.get('answer_right_knob', r['top_right_knob']) for r in faults)}/{len(faults)}" if faults else "-"
+        )
         med = f"{100 * statistics.median(errors):.0f}%" if errors else "-"
         top = f"{100 * max(errors):.0f}%" if errors else "-"
         answer_errors = [r["answer_cost_error"] for r in mine if r.get("answer_cost_error") is not None]
         with_dc = f"{100 * max(answer_errors):.0f}%" if answer_errors else "-"
-        right_dc = f"{sum(r.get('answer_with_debugclock_right_knob', False) for r in faults)}/{len(faults)}" if faults else "-"
+        right_dc = (
+            f"{sum(r.get('answer_with_debugclock_right_knob', False) for r in faults)}/{len(faults)}" if faults else "-"
+        )
         fa, vb = sum(len(r["false_alarms"]) for r in mine), sum(len(r["victims_blamed"]) for r in mine)
         bounded = [r for r in faults if r.get("bound_holds") is not None]
         estimates = [r["estimate_error"] for r in bounded if r.get("estimate_error") is not None]
-        within = f"{sum(r['bound_holds'] for r in bounded)}/{len(bounded)}" + (f" ({100 * max(estimates):.0f}%)" if estimates else "") if bounded else "-"
+        within = (
+            f"{sum(r['bound_holds'] for r in bounded)}/{len(bounded)}"
+            + (f" ({100 * max(estimates):.0f}%)" if estimates else "")
+            if bounded
+            else "-"
+        )
         lines.append(
             f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {answer} | {true} | {med} | {top} | {within} | {right_dc} | {with_dc} | {fa} | {vb} |"
         )
@@ -448,7 +550,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one seed, 2x8 only, synchronize_start on")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--shapes", default="2x8,3x4", help="comma-separated NODESxRANKS_PER_NODE")
-    parser.add_argument("--merge", nargs="*", default=[], help="no runs: write the table of these .jsonl files (runs split over processes)")
+    parser.add_argument(
+        "--merge",
+        nargs="*",
+        default=[],
+        help="no runs: write the table of these .jsonl files (runs split over processes)",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "localisation_results"))
     args = parser.parse_args(argv)
     shapes = [Shape(2, 8)] if args.quick else [Shape(*map(int, shape.split("x"))) for shape in args.shapes.split(",")]
@@ -483,10 +590,18 @@ def main(argv: list[str] | None = None) -> int:
 def write(out: Path, rows: list[dict[str, Any]]) -> int:
     summary = summarise(rows)
     print(json.dumps(summary, indent=1))
-    out.with_suffix(".json").write_text(json.dumps({"settings": SETTINGS, "summary": summary, "rows": rows}, indent=1) + "\n")
+    out.with_suffix(".json").write_text(
+        json.dumps({"settings": SETTINGS, "summary": summary, "rows": rows}, indent=1) + "\n"
+    )
     lengths = ", ".join(str(n) for n in sorted({r["launches"] for r in rows}))
-    head = f"# Localisation benchmark (benchmarks/localisation.py): {lengths} analysed launches per run\n\n```\n" + json.dumps(summary, indent=1) + "\n```\n\n"
-    out.with_suffix(".md").write_text(head + "## Per case\n\n" + case_table(rows) + "\n\n## Per run\n\n" + table(rows) + "\n")
+    head = (
+        f"# Localisation benchmark (benchmarks/localisation.py): {lengths} analysed launches per run\n\n```\n"
+        + json.dumps(summary, indent=1)
+        + "\n```\n\n"
+    )
+    out.with_suffix(".md").write_text(
+        head + "## Per case\n\n" + case_table(rows) + "\n\n## Per run\n\n" + table(rows) + "\n"
+    )
     return 0
 
 

@@ -73,9 +73,13 @@ def replay_cores(shape: Shape, knobs: Knobs) -> tuple[pd.DataFrame, set[int]]:
     with tempfile.TemporaryDirectory() as tmp:
         for rl in replay.ranks:
             path = Path(tmp) / f"PipeUtilization_{rl.rank}.csv"
-            path.write_text(csv_text(PIPE_950, pipe_rows(pmu_cores(rl, knobs, random.Random(f"pmu/{knobs.seed}/{rl.rank}/0")))))
+            path.write_text(
+                csv_text(PIPE_950, pipe_rows(pmu_cores(rl, knobs, random.Random(f"pmu/{knobs.seed}/{rl.rank}/0"))))
+            )
             _, long = read_metric_csv(path)
-            frames.append(long.assign(rank=rl.rank, node=rl.rank // shape.ranks_per_node, device=rl.rank % shape.ranks_per_node))
+            frames.append(
+                long.assign(rank=rl.rank, node=rl.rank // shape.ranks_per_node, device=rl.rank % shape.ranks_per_node)
+            )
     spiked = {rl.rank for rl in replay.ranks if rl.work_factor != 1.0 and rl.rank != knobs.slow_rank}
     return per_core(pd.concat(frames, ignore_index=True), roles), spiked
 
@@ -137,10 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         det = "-" if r["detected"] is None else str(r["detected"])
         role = "-" if r["role_right"] is None else str(r["role_right"])
-        lines.append(f"| {r['shape']} | {r['fault']} | {r['runs']} | {r['named']} | {det} | {role} | {r['false_alarms']} | {r['spike_runs']} |")
+        lines.append(
+            f"| {r['shape']} | {r['fault']} | {r['runs']} | {r['named']} | {det} | {role} | {r['false_alarms']} | {r['spike_runs']} |"
+        )
     total_runs = sum(r["runs"] for r in rows)
     total_fa = sum(r["false_alarms"] for r in rows)
-    lines += ["", f"False alarms: {total_fa} in {total_runs} runs ({100 * total_fa / total_runs:.2f}%; the gate's design rate is alpha = {args.alpha})."]
+    lines += [
+        "",
+        f"False alarms: {total_fa} in {total_runs} runs ({100 * total_fa / total_runs:.2f}%; the gate's design rate is alpha = {args.alpha}).",
+    ]
     write_results(Path(args.out), lines, {"alpha": args.alpha, "seeds": args.seeds, "rows": rows})
     return 0
 

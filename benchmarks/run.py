@@ -31,10 +31,22 @@ from _common import PY, ROOT, measure, scontrol_stub_env, workflow_copy  # noqa:
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {"wall_s": statistics.median(r["wall_s"] for r in runs), "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs), "runs": len(runs)}
+    return {
+        "wall_s": statistics.median(r["wall_s"] for r in runs),
+        "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs),
+        "runs": len(runs),
+    }
 
 
-def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None, env: dict, keep_data: bool = True, reanalysis: bool = False) -> dict:
+def bench_scale(
+    scale: str,
+    work: Path,
+    repeat: int,
+    msprof_analyze: str | None,
+    env: dict,
+    keep_data: bool = True,
+    reanalysis: bool = False,
+) -> dict:
     nodes, rpn, launches = (int(x) for x in scale.split("x"))
     data = work / "data" / scale
     if not data.exists():
@@ -67,18 +79,29 @@ def bench_scale(scale: str, work: Path, repeat: int, msprof_analyze: str | None,
     # (a shared VM), and a ratio should compare runs made at the same time.
     runs: dict[str, list[dict]] = {"library": [], "end_to_end": [], "msprof_analyze": []}
     for i in range(repeat):
-        runs["library"].append(measure([PY, str(ROOT / "benchmarks" / "analyze_library.py"), str(data), str(nodes), str(rpn)], env=env))
+        runs["library"].append(
+            measure([PY, str(ROOT / "benchmarks" / "analyze_library.py"), str(data), str(nodes), str(rpn)], env=env)
+        )
         wf = workflow_copy(work / "wf")
         (wf / "bench.yaml").write_text(json.dumps(overlay))
         runs["end_to_end"].append(
-            measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", "bench.yaml"], cwd=wf, env=env)
+            measure(
+                [PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", "bench.yaml"],
+                cwd=wf,
+                env=env,
+            )
         )
         if reanalysis and i == repeat - 1:
             result["reanalysis"] = bench_reanalysis(wf, overlay, env, runs["end_to_end"][-1])
         if msprof_analyze:
             out = work / "msprof_analyze_out" / f"{scale}_{i}"
             shutil.rmtree(out, ignore_errors=True)
-            runs["msprof_analyze"].append(measure([msprof_analyze, "cluster", "-d", str(data), "-m", "compute_op_sum", "-o", str(out), "--force"], env=env))
+            runs["msprof_analyze"].append(
+                measure(
+                    [msprof_analyze, "cluster", "-d", str(data), "-m", "compute_op_sum", "-o", str(out), "--force"],
+                    env=env,
+                )
+            )
     result.update({part: median_of(measured) for part, measured in runs.items() if measured})
     if msprof_analyze:
         ref = result["msprof_analyze"]
@@ -98,9 +121,21 @@ def bench_dry_run(scale: str, work: Path, env: dict) -> dict:
     wf = workflow_copy(work / "wf_dry")
     overlay = wf / "dry.yaml"
     overlay.write_text(
-        json.dumps({"cluster": {"nodes": nodes, "ranks_per_node": rpn}, "shape": {"num_experts": nodes * rpn * 2, "num_max_tokens_per_rank": 256}})
+        json.dumps(
+            {
+                "cluster": {"nodes": nodes, "ranks_per_node": rpn},
+                "shape": {"num_experts": nodes * rpn * 2, "num_max_tokens_per_rank": 256},
+            }
+        )
     )
-    return {"scale": scale, **measure([PY, "-m", "snakemake", "-n", "--quiet", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env)}
+    return {
+        "scale": scale,
+        **measure(
+            [PY, "-m", "snakemake", "-n", "--quiet", "--configfile", "config/config.yaml", str(overlay)],
+            cwd=wf,
+            env=env,
+        ),
+    }
 
 
 # Re-analysis (issue "Analysis changes never re-collect"): one key of each kind changed after a complete run.
@@ -115,9 +150,18 @@ COLLECTION_RULES = ("_collect", "_driver", "_import", "env_capture", "build", "c
 def planned_rules(wf: Path, overlay: Path, env: dict) -> list[str]:
     """The rules `snakemake -n` plans (one name per job)."""
     out = subprocess.run(
-        [PY, "-m", "snakemake", "-n", "--configfile", "config/config.yaml", str(overlay)], cwd=wf, env=env, capture_output=True, text=True, check=True
+        [PY, "-m", "snakemake", "-n", "--configfile", "config/config.yaml", str(overlay)],
+        cwd=wf,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    return sorted(line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith(("rule ", "localrule ")) and not line.startswith("rule all"))
+    return sorted(
+        line.split()[1].rstrip(":")
+        for line in out.splitlines()
+        if line.startswith(("rule ", "localrule ")) and not line.startswith("rule all")
+    )
 
 
 def with_section(overlay: dict, section: str, values: dict) -> dict:
@@ -137,10 +181,16 @@ def bench_reanalysis(wf: Path, overlay: dict, env: dict, first: dict) -> dict:
         changed = with_section(overlay, section, values)
         path.write_text(json.dumps(changed))
         rules = planned_rules(wf, path, env)
-        run = measure([PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(path)], cwd=wf, env=env)
+        run = measure(
+            [PY, "-m", "snakemake", "--cores", "2", "--quiet", "--configfile", "config/config.yaml", str(path)],
+            cwd=wf,
+            env=env,
+        )
         out[kind] = {
             "planned": rules,
-            "collections_planned": [r for r in rules if any(r.endswith(c) or r.startswith(c) for c in COLLECTION_RULES)],
+            "collections_planned": [
+                r for r in rules if any(r.endswith(c) or r.startswith(c) for c in COLLECTION_RULES)
+            ],
             "wall_s": run["wall_s"],
             "fraction_of_first": run["wall_s"] / first["wall_s"],
         }
@@ -195,7 +245,14 @@ def goals(record: dict) -> list[dict]:
     rows = [
         ("1", "end to end vs msprof-analyze at 2x8x1000", ratio("2x8x1000", "end_to_end_speedup"), ">=", 0.8, "x"),
         ("1", "end to end vs msprof-analyze at 32x8x2000", ratio("32x8x2000", "end_to_end_speedup"), ">=", 2.0, "x"),
-        ("1", "end-to-end peak memory / msprof-analyze's at 32x8x2000", ratio("32x8x2000", "end_to_end_memory_fraction"), "<=", 0.5, ""),
+        (
+            "1",
+            "end-to-end peak memory / msprof-analyze's at 32x8x2000",
+            ratio("32x8x2000", "end_to_end_memory_fraction"),
+            "<=",
+            0.5,
+            "",
+        ),
         ("1", "fixed cost (analyze run of a tiny collection)", fixed, "<=", 3.0, " s"),
         ("2", "library vs msprof-analyze at 32x8x2000", ratio("32x8x2000", "library_speedup"), ">=", 10.0, "x"),
         ("3", "end to end at 128x16x2000 (2,048 ranks)", e2e("128x16x2000", "wall_s"), "<=", 60.0, " s"),
@@ -203,7 +260,14 @@ def goals(record: dict) -> list[dict]:
         ("3", "time growth 256 -> 2,048 ranks (linear = 8)", grown and grown["time"], "<=", 8.0, "x"),
         ("3", "memory growth 256 -> 2,048 ranks (linear = 8)", grown and grown["memory"], "<=", 8.0, "x"),
         ("3", f"snakemake -n at {record.get('dry_run', {}).get('scale', '128x16')}", dry, "<", 10.0, " s"),
-        ("R", "demo re-analysis after a pmu key (2 cores)", reanalysis(record.get("demo_reanalysis"), "pmu", "wall_s"), "<=", 15.0, " s"),
+        (
+            "R",
+            "demo re-analysis after a pmu key (2 cores)",
+            reanalysis(record.get("demo_reanalysis"), "pmu", "wall_s"),
+            "<=",
+            15.0,
+            " s",
+        ),
         (
             "R",
             "32x8x2000 re-analysis after a report key, of the first run",
@@ -223,7 +287,11 @@ def goals(record: dict) -> list[dict]:
     ]
     out = []
     for goal, what, value, op, target, unit in rows:
-        met = None if value is None else (value >= target if op == ">=" else value <= target if op == "<=" else value < target)
+        met = (
+            None
+            if value is None
+            else (value >= target if op == ">=" else value <= target if op == "<=" else value < target)
+        )
         out.append({"goal": goal, "what": what, "value": value, "op": op, "target": target, "unit": unit, "met": met})
     return out
 
@@ -264,7 +332,10 @@ def python_defaults(env: dict) -> tuple[dict, str | None]:
     if not env.get("PYTHONDONTWRITEBYTECODE"):
         return env, None
     env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return env, "note: PYTHONDONTWRITEBYTECODE is set here; the timed runs go without it (Python's default: compiled modules are cached)."
+    return (
+        env,
+        "note: PYTHONDONTWRITEBYTECODE is set here; the timed runs go without it (Python's default: compiled modules are cached).",
+    )
 
 
 def main() -> int:
@@ -274,11 +345,31 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=Path("/tmp/dispatchprof-bench"))
     p.add_argument("--dry-run-scale", default="128x16")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.jsonl")
-    p.add_argument("--reference-max-ranks", type=int, default=256, help="run msprof-analyze only up to this many ranks (it is the slow side)")
-    p.add_argument("--keep-data-max-ranks", type=int, default=256, help="delete generated collections above this many ranks after measuring")
-    p.add_argument("--no-fixed-cost", action="store_true", help="skip the fixed-cost profile (benchmarks/fixed_cost.py)")
-    p.add_argument("--reanalysis-scale", default="32x8x2000", help="the scale (of --scales) whose analyze run is followed by the re-analysis runs; '' = none")
-    p.add_argument("--no-demo-reanalysis", action="store_true", help="skip the demo's re-analysis (a complete simulated run first, ~50 s)")
+    p.add_argument(
+        "--reference-max-ranks",
+        type=int,
+        default=256,
+        help="run msprof-analyze only up to this many ranks (it is the slow side)",
+    )
+    p.add_argument(
+        "--keep-data-max-ranks",
+        type=int,
+        default=256,
+        help="delete generated collections above this many ranks after measuring",
+    )
+    p.add_argument(
+        "--no-fixed-cost", action="store_true", help="skip the fixed-cost profile (benchmarks/fixed_cost.py)"
+    )
+    p.add_argument(
+        "--reanalysis-scale",
+        default="32x8x2000",
+        help="the scale (of --scales) whose analyze run is followed by the re-analysis runs; '' = none",
+    )
+    p.add_argument(
+        "--no-demo-reanalysis",
+        action="store_true",
+        help="skip the demo's re-analysis (a complete simulated run first, ~50 s)",
+    )
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     msprof_analyze = shutil.which("msprof-analyze")
@@ -337,7 +428,9 @@ def main() -> int:
         )
     if not args.no_demo_reanalysis:
         record["demo_reanalysis"] = bench_demo_reanalysis(args.work, env)
-    for where, data in [("demo", record.get("demo_reanalysis"))] + [(r["scale"], r.get("reanalysis")) for r in record["scales"]]:
+    for where, data in [("demo", record.get("demo_reanalysis"))] + [
+        (r["scale"], r.get("reanalysis")) for r in record["scales"]
+    ]:
         for kind in REANALYSIS_KEYS:
             if data:
                 k = data[kind]
@@ -351,7 +444,10 @@ def main() -> int:
     for g in record["goals"]:
         shown = "not measured in this run" if g["value"] is None else f"{g['value']:.2f}{g['unit']}"
         verdict = "" if g["met"] is None else ("met" if g["met"] else "NOT met")
-        print(f"  goal {g['goal']}: {g['what']}: {shown} (goal {g['op']} {g['target']:g}{g['unit']}) {verdict}", flush=True)
+        print(
+            f"  goal {g['goal']}: {g['what']}: {shown} (goal {g['op']} {g['target']:g}{g['unit']}) {verdict}",
+            flush=True,
+        )
     with open(args.results, "a") as handle:
         handle.write(json.dumps(record) + "\n")
     return 0

@@ -171,7 +171,14 @@ def work_of(faults: list[Fault], draws: Draws, i: int, base: np.ndarray) -> np.n
     return work
 
 
-def simulate(shape: Shape, draws: Draws, faults: list[Fault], coupled: bool = True, p: Params = Params(), quiet: tuple[int, ...] = ()) -> Events:
+def simulate(
+    shape: Shape,
+    draws: Draws,
+    faults: list[Fault],
+    coupled: bool = True,
+    p: Params = Params(),
+    quiet: tuple[int, ...] = (),
+) -> Events:
     """The run with ``faults`` (a subset of those drawn for), the OS hiccups of ``quiet`` ranks removed."""
     launches, world = draws.jitter.shape
     hiccup = draws.hiccup.copy()
@@ -212,17 +219,33 @@ def removed(fault: Fault) -> Fault:
     return replace(fault, extra=0.0, prob=0.0, factor=1.0)
 
 
-def truth(shape: Shape, draws: Draws, faults: list[Fault], coupled: bool = True, p: Params = Params()) -> dict[str, Any]:
+def truth(
+    shape: Shape, draws: Draws, faults: list[Fault], coupled: bool = True, p: Params = Params()
+) -> dict[str, Any]:
     """The counterfactual costs: every fault removed (the case's cost), each fault removed alone, and each rank's OS
     hiccups removed alone (built-in causes, as a rank's spikes are)."""
     full = simulate(shape, draws, faults, coupled, p)
     causes = []
     for f in faults:
         rest = [removed(g) if g is f else g for g in faults]
-        causes.append({"fault": f.name, "kind": f.kind, "ranks": list(f.ranks), **cost(full, simulate(shape, draws, rest, coupled, p))})
+        causes.append(
+            {
+                "fault": f.name,
+                "kind": f.kind,
+                "ranks": list(f.ranks),
+                **cost(full, simulate(shape, draws, rest, coupled, p)),
+            }
+        )
     for rank in range(shape.world):
         if draws.hiccup[:, rank].any():
-            causes.append({"fault": "os_hiccups", "kind": "host", "ranks": [rank], **cost(full, simulate(shape, draws, faults, coupled, p, quiet=(rank,)))})
+            causes.append(
+                {
+                    "fault": "os_hiccups",
+                    "kind": "host",
+                    "ranks": [rank],
+                    **cost(full, simulate(shape, draws, faults, coupled, p, quiet=(rank,))),
+                }
+            )
     return {"total": cost(full, simulate(shape, draws, [removed(f) for f in faults], coupled, p)), "causes": causes}
 
 
@@ -262,7 +285,14 @@ def rank_tasks(shape: Shape, events: Events, rank: int, p: Params = Params()) ->
 def prof_name(seed: int, node: int, device: int, first_ns: int) -> str:
     """PROF_<6 digits>_<17 digits: collection start, ms>_<16 capitals> (shared by msprof and msprof-analyze's regexes)."""
     letters = "".join(chr(ord("A") + (seed * 7 + node * 3 + device + k * 5) % 26) for k in range(16))
-    stamp = np.datetime64(first_ns // 1_000_000, "ms").astype(str).replace("-", "").replace("T", "").replace(":", "").replace(".", "")
+    stamp = (
+        np.datetime64(first_ns // 1_000_000, "ms")
+        .astype(str)
+        .replace("-", "")
+        .replace("T", "")
+        .replace(":", "")
+        .replace(".", "")
+    )
     return f"PROF_{1 + device:06d}_{stamp[:17]}_{letters}"
 
 
@@ -289,13 +319,19 @@ def write_rank(prof: Path, node: int, device: int, pid: int, tasks: list[Task]) 
     (prof / "host" / "info.json").write_text(json.dumps(info))
     (prof / f"device_{device}" / f"info.json.{device}").write_text(json.dumps(info))
     begin_us = tasks[0].start_ns // 1000 - 1000
-    start_info = {"collectionTimeBegin": str(begin_us), "clockMonotonicRaw": str(begin_us * 1000 % 10**13), "collectionDateBegin": STAMP}
+    start_info = {
+        "collectionTimeBegin": str(begin_us),
+        "clockMonotonicRaw": str(begin_us * 1000 % 10**13),
+        "collectionDateBegin": STAMP,
+    }
     (prof / "host" / "start_info").write_text(json.dumps(start_info))
     (prof / f"device_{device}" / f"start_info.{device}").write_text(json.dumps(start_info))
     write_db(prof / f"msprof_{STAMP}.db", device, pid, tasks)
     write_op_summary(prof / "mindstudio_profiler_output" / f"op_summary_{STAMP}.csv", device, tasks)
     write_trace(prof / "mindstudio_profiler_output" / f"msprof_{STAMP}.json", device, pid, tasks)
-    (prof / "mindstudio_profiler_log" / f"msprof_analysis_{pid}.log").write_text(f"[INFO] Export all data in {prof.name}. done.\n")
+    (prof / "mindstudio_profiler_log" / f"msprof_analysis_{pid}.log").write_text(
+        f"[INFO] Export all data in {prof.name}. done.\n"
+    )
 
 
 STREAM = 2
@@ -326,18 +362,41 @@ def write_db(path: Path, device: int, pid: int, tasks: list[Task]) -> None:
             conn.execute(f"CREATE TABLE {table} ({columns})")
         conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(i, v) for v, i in strings.items()])
         conn.execute("INSERT INTO META_DATA VALUES ('SCHEMA_VERSION', '1.2.0')")
-        conn.execute("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)", (tasks[0].start_ns - 1_000_000, tasks[-1].end_ns + 1_000_000))
+        conn.execute(
+            "INSERT INTO SESSION_TIME_INFO VALUES (?, ?)", (tasks[0].start_ns - 1_000_000, tasks[-1].end_ns + 1_000_000)
+        )
         conn.execute("INSERT INTO NPU_INFO VALUES (?, 'Ascend950PR')", (device,))
         conn.execute("INSERT INTO RANK_DEVICE_MAP VALUES (-1, ?)", (device,))
         kind = strings["AI_VECTOR_CORE"]
         conn.executemany(
             "INSERT INTO TASK VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(t.start_ns, t.end_ns, device, g, g, pid, kind, 0, STREAM, t.task_id, 4294967295) for g, t in enumerate(tasks)],
+            [
+                (t.start_ns, t.end_ns, device, g, g, pid, kind, 0, STREAM, t.task_id, 4294967295)
+                for g, t in enumerate(tasks)
+            ],
         )
         conn.executemany(
             "INSERT INTO COMPUTE_TASK_INFO VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (strings[t.name], g, 48, 0, kind, strings[t.name], na, na, na, na, na, na, na, strings["dynamic"], strings["NO"], 0, 48)
+                (
+                    strings[t.name],
+                    g,
+                    48,
+                    0,
+                    kind,
+                    strings[t.name],
+                    na,
+                    na,
+                    na,
+                    na,
+                    na,
+                    na,
+                    na,
+                    strings["dynamic"],
+                    strings["NO"],
+                    0,
+                    48,
+                )
                 for g, t in enumerate(tasks)
             ],
         )
@@ -361,8 +420,34 @@ def write_op_summary(path: Path, device: int, tasks: list[Task]) -> None:
         previous_end = None
         for t in tasks:
             wait = 0 if previous_end is None else max(0, t.start_ns - previous_end)
-            row = [device, 4294967295, t.task_id, STREAM, t.name, t.name, "dynamic", "AI_VECTOR_CORE", us_text(t.start_ns)]
-            out.writerow(row + [f"{(t.end_ns - t.start_ns) / 1000:.3f}", f"{wait / 1000:.3f}", 48, 0, "NO", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A"])
+            row = [
+                device,
+                4294967295,
+                t.task_id,
+                STREAM,
+                t.name,
+                t.name,
+                "dynamic",
+                "AI_VECTOR_CORE",
+                us_text(t.start_ns),
+            ]
+            out.writerow(
+                row
+                + [
+                    f"{(t.end_ns - t.start_ns) / 1000:.3f}",
+                    f"{wait / 1000:.3f}",
+                    48,
+                    0,
+                    "NO",
+                    "N/A",
+                    "N/A",
+                    "N/A",
+                    "N/A",
+                    "N/A",
+                    "N/A",
+                    "N/A",
+                ]
+            )
             previous_end = t.end_ns
 
 
@@ -375,9 +460,26 @@ def write_trace(path: Path, device: int, pid: int, tasks: list[Task]) -> None:
         {"name": "thread_name", "pid": track, "tid": STREAM, "ph": "M", "args": {"name": f"Stream {STREAM}"}},
     ]
     for g, t in enumerate(tasks):
-        args = {"Model Id": 4294967295, "Task Type": "AI_VECTOR_CORE", "Physic Stream Id": STREAM, "Task Id": t.task_id, "Batch Id": 0, "connection_id": g}
+        args = {
+            "Model Id": 4294967295,
+            "Task Type": "AI_VECTOR_CORE",
+            "Physic Stream Id": STREAM,
+            "Task Id": t.task_id,
+            "Batch Id": 0,
+            "connection_id": g,
+        }
         ts = us_text(t.start_ns).strip()
-        events.append({"name": t.name, "pid": track, "tid": STREAM, "ts": ts, "dur": (t.end_ns - t.start_ns) / 1000, "ph": "X", "args": args})
+        events.append(
+            {
+                "name": t.name,
+                "pid": track,
+                "tid": STREAM,
+                "ts": ts,
+                "dur": (t.end_ns - t.start_ns) / 1000,
+                "ph": "X",
+                "args": args,
+            }
+        )
     path.write_text(json.dumps(events))
 
 
@@ -430,7 +532,14 @@ def generate(root: Path, shape: Shape, case: Case, seed: int, launches: int = 30
     draws = draw(shape, launches, seed, faults)
     events = simulate(shape, draws, faults, case.coupled)
     write_tree(root, shape, events, seed)
-    found = {"shape": shape.label, "case": case.name, "seed": seed, "launches": launches, "coupled": case.coupled, **truth(shape, draws, faults, case.coupled)}
+    found = {
+        "shape": shape.label,
+        "case": case.name,
+        "seed": seed,
+        "launches": launches,
+        "coupled": case.coupled,
+        **truth(shape, draws, faults, case.coupled),
+    }
     (root / "truth.json").write_text(json.dumps(found, indent=1) + "\n")
     return found
 
@@ -446,7 +555,12 @@ def main(argv: list[str] | None = None) -> int:
     shape = Shape(*map(int, args.shape.split("x")))
     case = {c.name: c for c in cases(shape)}[args.case]
     found = generate(args.out, shape, case, args.seed, args.launches)
-    print(json.dumps({"shape": found["shape"], "seed": found["seed"], "cost": found["total"], "causes": found["causes"]}, indent=1))
+    print(
+        json.dumps(
+            {"shape": found["shape"], "seed": found["seed"], "cost": found["total"], "causes": found["causes"]},
+            indent=1,
+        )
+    )
     return 0
 
 

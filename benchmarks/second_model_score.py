@@ -46,7 +46,13 @@ from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E40
 from dispatchprof.stages.timeline_parse import launch_columns_of  # noqa: E402
 
 # benchmarks/localisation.py's (tests/benchmarks/test_second_model.py holds them equal), so that the scores compare
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+SETTINGS = {
+    "alpha": 0.001,
+    "late_min_us": 20.0,
+    "own_work_min_us": 5.0,
+    "in_kernel_min_fraction": 0.1,
+    "min_cost_us": 1.0,
+}
 BOOT = {"resamples": 400, "seed": 0}
 TIE = 0.15
 # config/config.yaml's, as the timeline parse reads them
@@ -110,13 +116,25 @@ def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: model.S
     if named["evidence"] == "late_arrival" and named.get("rank") is not None:
         found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
     elif named["evidence"] == "late_arrival":
-        found = [t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]]
+        found = [
+            t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]
+        ]
     elif named["evidence"] == "own_work":
         found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] == [named["rank"]]]
     elif named["evidence"] == "late_ending_node":
-        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and all(shape.node_of(r) == named["node"] for r in t["ranks"])]
+        found = [
+            t
+            for t in truths
+            if t["evidence"] != "late_arrival"
+            and t["ranks"]
+            and all(shape.node_of(r) == named["node"] for r in t["ranks"])
+        ]
     elif named.get("late_ending_ranks"):
-        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])]
+        found = [
+            t
+            for t in truths
+            if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])
+        ]
     else:
         found = [t for t in truths if t["evidence"] != "late_arrival"]
     best = max(found, key=lambda t: max(t["period"], t["timed"]), default=None)
@@ -134,13 +152,23 @@ def matches(named: dict[str, Any], truth: dict[str, Any]) -> bool:
 
 
 def culprit_of(cause: dict[str, Any], shape: model.Shape) -> set[int]:
-    return {cause["rank"]} if cause["rank"] is not None else {r for r in range(shape.world) if shape.node_of(r) == cause["node"]}
+    return (
+        {cause["rank"]}
+        if cause["rank"] is not None
+        else {r for r in range(shape.world) if shape.node_of(r) == cause["node"]}
+    )
 
 
 def label(cause: dict[str, Any]) -> str:
     if cause.get("late_ending_ranks"):
         return f"{cause['evidence']} late-ending ranks {','.join(map(str, cause['late_ending_ranks']))}"
-    who = f"rank {cause['rank']}" if cause.get("rank") is not None else f"node {cause['node']}" if cause.get("node") is not None else "group"
+    who = (
+        f"rank {cause['rank']}"
+        if cause.get("rank") is not None
+        else f"node {cause['node']}"
+        if cause.get("node") is not None
+        else "group"
+    )
     return f"{cause['evidence']} {who}"
 
 
@@ -165,8 +193,14 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
     some_error = abs(top["cost_us_per_launch"] - some["period"]) / max(some["period"], min_cost) if some else None
     # localisation.matches counts a rank's own work as found when it is among the late-ending ranks of an in-kernel
     # cause, however many ranks that list holds: "exact" asks the top to name the cause itself
-    exact = right and (top is None or not (top.get("late_ending_ranks") and set(top["late_ending_ranks"]) != set(matched["ranks"])))
-    error = abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost) if matched and top else None
+    exact = right and (
+        top is None or not (top.get("late_ending_ranks") and set(top["late_ending_ranks"]) != set(matched["ranks"]))
+    )
+    error = (
+        abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost)
+        if matched and top
+        else None
+    )
     bound = top.get("cost_bound_us") if top else None
     bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None
     estimate_error, error = (error, None) if bound else (None, error)
@@ -205,13 +239,17 @@ def clock_errors(clocks: dict[str, Any]) -> dict[str, Any]:
     drift = clocks.get(str(p.drift_node), {})
     return {
         "offset_error_us_max": max((abs(e) for e in offsets.values()), default=None),
-        "drift_error_ppm": drift["drift_ppm"] - p.drift_ppm if drift.get("drift_ppm") is not None else drift.get("drift_state"),
+        "drift_error_ppm": drift["drift_ppm"] - p.drift_ppm
+        if drift.get("drift_ppm") is not None
+        else drift.get("drift_state"),
     }
 
 
 def raised_in(exc: BaseException) -> str:
     """The deepest frame of the workflow's library (or of this benchmark) the exception passed: where to look."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "dispatchprof" in f.filename or "benchmarks" in f.filename]
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if "dispatchprof" in f.filename or "benchmarks" in f.filename
+    ]
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno} {frames[-1].name}" if frames else "?"
 
 
@@ -226,7 +264,11 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
         "launches": launches,
         "coupled": case.coupled,
         "case_cost": round(found["total"]["period"], 3),
-        "truth": [{k: t[k] for k in ("knob", "evidence", "rank", "node", "period", "timed")} for t in truths if max(t["period"], t["timed"]) >= 0.1],
+        "truth": [
+            {k: t[k] for k in ("knob", "evidence", "rank", "node", "period", "timed")}
+            for t in truths
+            if max(t["period"], t["timed"]) >= 0.1
+        ],
     }
     t0 = time.perf_counter()
     try:
@@ -244,7 +286,15 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
             bound_holds=None,
             estimate_error=None,
         )
-        row.update(false_alarms=[], victims_blamed=[], named_below_min_cost=[], named=[], straggler=None, coupling=None, node_clock=None)
+        row.update(
+            false_alarms=[],
+            victims_blamed=[],
+            named_below_min_cost=[],
+            named=[],
+            straggler=None,
+            coupling=None,
+            node_clock=None,
+        )
         row.update(top_is_a_true_cause=False, top_cost_error_against_its_cause=None)
         row["error"] = f"{type(exc).__name__}: {exc}"
         row["error_at"] = raised_in(exc)
@@ -276,7 +326,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     faults = [r for r in rows if r["fault_run"]]
     errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
     clocked = [r for r in rows if r.get("node_clock")]
-    drifts = [r["node_clock"]["drift_error_ppm"] for r in clocked if isinstance(r["node_clock"]["drift_error_ppm"], float)]
+    drifts = [
+        r["node_clock"]["drift_error_ppm"] for r in clocked if isinstance(r["node_clock"]["drift_error_ppm"], float)
+    ]
     return {
         "runs": len(rows),
         "fault_runs": len(faults),
@@ -295,10 +347,19 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "analysis_errors": sum(r["error"] is not None for r in rows),
         # the node clocks fitted from the barrier's ends against the model's (+1.7 ms x node; node 2 15 ppm fast)
         "node_offset_error_us_max": max(
-            (r["node_clock"]["offset_error_us_max"] for r in clocked if r["node_clock"]["offset_error_us_max"] is not None), default=None
+            (
+                r["node_clock"]["offset_error_us_max"]
+                for r in clocked
+                if r["node_clock"]["offset_error_us_max"] is not None
+            ),
+            default=None,
         ),
         "node2_drift_error_ppm_max": max((abs(e) for e in drifts), default=None),
-        "node2_drift_not_resolved_runs": sum(1 for r in clocked if r["shape"].startswith("3x") and not isinstance(r["node_clock"]["drift_error_ppm"], float)),
+        "node2_drift_not_resolved_runs": sum(
+            1
+            for r in clocked
+            if r["shape"].startswith("3x") and not isinstance(r["node_clock"]["drift_error_ppm"], float)
+        ),
     }
 
 
@@ -321,9 +382,13 @@ def case_table(rows: list[dict[str, Any]]) -> str:
         cost = f"{statistics.mean(r['case_cost'] for r in mine):.1f}"
         err = f"{100 * statistics.median(errors):.0f}% | {100 * max(errors):.0f}%" if errors else "- | -"
         within = f"{sum(r['bound_holds'] for r in bounded)}/{len(bounded)}" if bounded else "-"
-        counts = " | ".join(str(sum(len(r[k]) for r in mine)) for k in ("false_alarms", "victims_blamed", "named_below_min_cost"))
+        counts = " | ".join(
+            str(sum(len(r[k]) for r in mine)) for k in ("false_alarms", "victims_blamed", "named_below_min_cost")
+        )
         raised = sum(r["error"] is not None for r in mine)
-        own = [r["top_cost_error_against_its_cause"] for r in faults if r["top_cost_error_against_its_cause"] is not None]
+        own = [
+            r["top_cost_error_against_its_cause"] for r in faults if r["top_cost_error_against_its_cause"] is not None
+        ]
         some = share(faults, "top_is_a_true_cause") + (f" ({100 * max(own):.0f}%)" if own else "")
         lines.append(
             f"| {case} | {shape} | {len(mine)} | {cost} | {share(faults, 'top_right_knob')} | {share(faults, 'top_right')} | {share(faults, 'top_right_exact')} | {some} | {err} | {within} | {counts} | {raised} |"
@@ -358,14 +423,21 @@ def run_table(rows: list[dict[str, Any]]) -> str:
 
 def commit() -> str:
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
-    dirty = [line for line in status.splitlines() if "second_model_results" not in line]  # its own output is no change of the code
+    status = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout
+    dirty = [
+        line for line in status.splitlines() if "second_model_results" not in line
+    ]  # its own output is no change of the code
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
 def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dict[str, Any] | None) -> None:
     summary = summarise(rows)
-    when, at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), commit()  # before this writes its own results
+    when, at = (
+        datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        commit(),
+    )  # before this writes its own results
     head = [
         "# Second model benchmark (benchmarks/second_model_score.py): the timeline's cost account on data it was never tuned on",
         "",
@@ -382,7 +454,14 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
         "",
     ]
     if workflow:
-        head += ["## One case through the workflow's analyze mode", "", "```", json.dumps(workflow, indent=1), "```", ""]
+        head += [
+            "## One case through the workflow's analyze mode",
+            "",
+            "```",
+            json.dumps(workflow, indent=1),
+            "```",
+            "",
+        ]
     shapes = [model.Shape(*map(int, label.split("x"))) for label in dict.fromkeys(r["shape"] for r in rows)]
     body = legend(shapes) + ["## Per case", "", case_table(rows), "", "## Per run", "", run_table(rows), ""]
     out.with_suffix(".md").write_text("\n".join(head + body))
@@ -409,7 +488,11 @@ def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int,
     tree = work / f"workflow-{case.name}"
     model.generate(tree, shape, case, seed, launches)
     copy = work / "workflow-copy"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", "benchmarks", "tests", "build"))
+    shutil.copytree(
+        ROOT,
+        copy,
+        ignore=shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", "benchmarks", "tests", "build"),
+    )
     overlay = {
         "mode": "analyze",
         "cluster": {"nodes": shape.nodes, "ranks_per_node": shape.ranks_per_node},
@@ -417,7 +500,18 @@ def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int,
         "timeline": {"crosscheck": "off", "waits": {k: v for k, v in SETTINGS.items()}},
     }
     (copy / "overlay.yaml").write_text(yaml.safe_dump(overlay))
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--until", "timeline", "--configfile", "config/config.yaml", "overlay.yaml"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "1",
+        "--until",
+        "timeline",
+        "--configfile",
+        "config/config.yaml",
+        "overlay.yaml",
+    ]
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=copy, capture_output=True, text=True, timeout=1800)
     stats_path = copy / "results" / "baseline" / "timeline" / "stats.json"
@@ -450,7 +544,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launches", type=int, default=300)
     parser.add_argument("--shapes", default="3x8,2x8", help="comma-separated NODESxRANKS_PER_NODE")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    parser.add_argument("--workflow", default="", help="also run this case (first shape, first seed) through the workflow's analyze mode")
+    parser.add_argument(
+        "--workflow",
+        default="",
+        help="also run this case (first shape, first seed) through the workflow's analyze mode",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "second_model_results"))
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -485,18 +583,29 @@ def legend(shapes: list[model.Shape]) -> list[str]:
     lines = ["## The cases", "", "| case | shape | coupled | faults (us) |", "|---|---|---|---|"]
     for shape in shapes:
         for case in model.cases(shape):
-            faults = "; ".join(describe(f, shape) for f in case.faults) or "none (a false-alarm check: only the built-in jitter and OS hiccups)"
-            lines.append(f"| {case.name} | {shape.label} | {'yes' if case.coupled else 'no: ranks do not wait for each other in the kernel'} | {faults} |")
+            faults = (
+                "; ".join(describe(f, shape) for f in case.faults)
+                or "none (a false-alarm check: only the built-in jitter and OS hiccups)"
+            )
+            lines.append(
+                f"| {case.name} | {shape.label} | {'yes' if case.coupled else 'no: ranks do not wait for each other in the kernel'} | {faults} |"
+            )
     return lines + [""]
 
 
 def describe(f: model.Fault, shape: model.Shape) -> str:
-    who = f"node {shape.node_of(f.ranks[0])}" if len(f.ranks) == shape.ranks_per_node else f"rank {', '.join(map(str, f.ranks))}"
+    who = (
+        f"node {shape.node_of(f.ranks[0])}"
+        if len(f.ranks) == shape.ranks_per_node
+        else f"rank {', '.join(map(str, f.ranks))}"
+    )
     when = "every launch" if f.prob >= 1.0 else f"{f.prob:.0%} of launches"
     if f.kind == "host":
         return f"{f.name}: the host of {who} late by {f.extra:g} in {when}"
     if f.kind == "work":
-        return f"{f.name}: own work of {who} +{f.extra:g} in {when}" + (", peers tied (they end with it)" if f.tied else "")
+        return f"{f.name}: own work of {who} +{f.extra:g} in {when}" + (
+            ", peers tied (they end with it)" if f.tied else ""
+        )
     if f.kind == "spikes":
         return f"{f.name}: own work of {who} +{f.spike[0]:g}-{f.spike[1]:g} in {when}"
     return f"{f.name}: own work of {who} x {f.factor:g}"

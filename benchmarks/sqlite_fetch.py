@@ -68,12 +68,18 @@ def fetchall_today(path: Path) -> Arrays:
     targets, barriers = id_lists(conn)
     cols = f"{strict_int('c.name')}, {strict_int('t.startNs')}, {strict_int('t.endNs')}"
     match = f"(c.name IN ({targets}) OR c.opType IN ({targets}))"
-    barrier = np.array(conn.execute(f"SELECT {cols} {JOIN} WHERE c.name IN ({barriers}) ORDER BY t.startNs").fetchall(), np.int64).reshape(-1, 3)
-    target = np.array(conn.execute(f"SELECT {cols} {JOIN} WHERE {match} ORDER BY t.startNs").fetchall(), np.int64).reshape(-1, 3)
+    barrier = np.array(
+        conn.execute(f"SELECT {cols} {JOIN} WHERE c.name IN ({barriers}) ORDER BY t.startNs").fetchall(), np.int64
+    ).reshape(-1, 3)
+    target = np.array(
+        conn.execute(f"SELECT {cols} {JOIN} WHERE {match} ORDER BY t.startNs").fetchall(), np.int64
+    ).reshape(-1, 3)
     bounds = window(target[:, 1])
     others = np.zeros((0, 3), np.int64)
     if bounds:
-        query = f"SELECT {cols} {JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs"
+        query = (
+            f"SELECT {cols} {JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ? ORDER BY t.startNs"
+        )
         others = np.array(conn.execute(query, bounds).fetchall(), np.int64).reshape(-1, 3)
     conn.close()
     return Arrays(target, barrier[:, 1:], others)
@@ -97,12 +103,18 @@ def fetchall_numpy_sort(path: Path) -> Arrays:
     barrier = rows(f"SELECT {cols} {JOIN} WHERE c.name IN ({barriers})")
     target = rows(f"SELECT {cols} {JOIN} WHERE {match}")
     bounds = window(target[:, 1])
-    others = rows(f"SELECT {cols} {JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?", *bounds) if bounds else np.zeros((0, 3), np.int64)
+    others = (
+        rows(f"SELECT {cols} {JOIN} WHERE {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?", *bounds)
+        if bounds
+        else np.zeros((0, 3), np.int64)
+    )
     conn.close()
     return Arrays(target, barrier[:, 1:], others)
 
 
-def concat_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple = (), check: str = "iif") -> np.ndarray:
+def concat_columns(
+    conn: sqlite3.Connection, columns: list[str], where: str, args: tuple = (), check: str = "iif"
+) -> np.ndarray:
     """One row out of SQLite: count(*) and each column as one comma-joined string, parsed by numpy.
     check 'iif': non-integers become NULL, which group_concat drops, so a column comes out short;
     'max': a TEXT or BLOB sorts above every number, so typeof(max(column)) tells (a REAL or NULL is caught by
@@ -132,7 +144,12 @@ def scan_order(rows: np.ndarray) -> np.ndarray:
 
 
 def concat_variant(
-    check: str, one_scan: bool = False, mmap: bool = False, id_bound: bool = False, stable: bool = False, immutable: bool = False
+    check: str,
+    one_scan: bool = False,
+    mmap: bool = False,
+    id_bound: bool = False,
+    stable: bool = False,
+    immutable: bool = False,
 ) -> Callable[[Path], Arrays]:
     def read(path: Path) -> Arrays:
         conn = connect(path, mmap, immutable)
@@ -143,7 +160,12 @@ def concat_variant(
         if one_scan:
             # One pass over COMPUTE_TASK_INFO for target and barrier launches; a kind column splits them.
             kind = f"(c.name IN ({barriers}) IS TRUE) + 2 * ({match} IS TRUE)"
-            both = concat_columns(conn, ["c.name", "t.startNs", "t.endNs", kind, "t.globalTaskId"], f"c.name IN ({barriers}) OR {match}", check=check)
+            both = concat_columns(
+                conn,
+                ["c.name", "t.startNs", "t.endNs", kind, "t.globalTaskId"],
+                f"c.name IN ({barriers}) OR {match}",
+                check=check,
+            )
             both = in_start_order(both)
             target, barrier = both[both[:, 3] & 2 != 0][:, :3], both[both[:, 3] & 1 != 0][:, :3]
         else:
@@ -154,11 +176,15 @@ def concat_variant(
         if bounds and id_bound:
             # The window's globalTaskIds from one TASK scan, so that only COMPUTE_TASK_INFO rows in that id range
             # are joined (exact: every task starting in the window has an id in that range).
-            low, high = conn.execute("SELECT min(globalTaskId), max(globalTaskId) FROM TASK WHERE startNs >= ? AND startNs < ?", bounds).fetchone()
+            low, high = conn.execute(
+                "SELECT min(globalTaskId), max(globalTaskId) FROM TASK WHERE startNs >= ? AND startNs < ?", bounds
+            ).fetchone()
             where = f"c.globalTaskId BETWEEN ? AND ? AND {match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?"
             others = in_start_order(concat_columns(conn, cols, where, (low, high, *bounds), check))
         elif bounds:
-            others = in_start_order(concat_columns(conn, cols, f"{match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?", bounds, check))
+            others = in_start_order(
+                concat_columns(conn, cols, f"{match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?", bounds, check)
+            )
         conn.close()
         return Arrays(target, barrier[:, 1:], others)
 
@@ -254,7 +280,9 @@ def main() -> None:
         note = {True: "yes", False: "NO"}.get(agree.get(name), "-")
         cpu_text = f"{'-':>11s} {'-':>6s}" if pooled_row else f"{cpu:11.2f} {cpu / cpu_base:6.2f}"
         print(f"{name:58s} {wall:12.2f} {wall / wall_base:6.2f} {cpu_text}  {note}")
-    print(f"pool rows: {args.jobs} processes share the ranks: parallelism, not a faster read (wall / ranks; their CPU is in the workers).")
+    print(
+        f"pool rows: {args.jobs} processes share the ranks: parallelism, not a faster read (wall / ranks; their CPU is in the workers)."
+    )
     print("cpu: this process's CPU time, steadier than wall on a shared machine. device rows: the device check alone.")
 
 

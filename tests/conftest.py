@@ -38,12 +38,16 @@ class WorkflowCopy:
         path.write_text(yaml.safe_dump(data))
         return path
 
-    def snakemake(self, *args: str, overlay: dict | None = None, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    def snakemake(
+        self, *args: str, overlay: dict | None = None, timeout: float = 600, env: dict | None = None
+    ) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "snakemake", "--cores", "2"]
         if overlay is not None:
             cmd += ["--configfile", "config/config.yaml", str(self.overlay(overlay))]
         cmd += list(args)
-        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=without_slurm_probe(env))
+        return subprocess.run(
+            cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=without_slurm_probe(env)
+        )
 
     def status(self, stage: str, experiment: str = "baseline") -> dict:
         import json
@@ -69,7 +73,9 @@ def _write_scontrol_stub() -> Path:
 
     stub_dir = Path(tempfile.mkdtemp(prefix="scontrol-stub-"))
     stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\necho 'scontrol stub (tests/conftest.py): no SLURM controller for local runs' >&2\nexit 1\n")
+    stub.write_text(
+        "#!/bin/sh\necho 'scontrol stub (tests/conftest.py): no SLURM controller for local runs' >&2\nexit 1\n"
+    )
     stub.chmod(0o755)
     os.environ["PYTEST_SCONTROL_STUB_DIR"] = str(stub_dir)
     return stub_dir
@@ -77,7 +83,9 @@ def _write_scontrol_stub() -> Path:
 
 def copy_workflow(dest: Path) -> WorkflowCopy:
     """A clean copy of the workflow, as a fresh clone would be (no results, no Snakemake state)."""
-    ignore = shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", "build", ".venv")
+    ignore = shutil.ignore_patterns(
+        "results", ".snakemake", ".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", "build", ".venv"
+    )
     shutil.copytree(ROOT, dest, ignore=ignore)
     return WorkflowCopy(dest)
 
@@ -159,10 +167,18 @@ SERVICE_FILES = ("test_slurm.py", "test_ssh.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "xdist_group(name): run on the same pytest-xdist worker as the group's other tests")
-    if config.getvalue("dist") == "loadgroup" and not hasattr(config, "workerinput") and int(pytest.__version__.split(".")[0]) >= 9:
+    config.addinivalue_line(
+        "markers", "xdist_group(name): run on the same pytest-xdist worker as the group's other tests"
+    )
+    if (
+        config.getvalue("dist") == "loadgroup"
+        and not hasattr(config, "workerinput")
+        and int(pytest.__version__.split(".")[0]) >= 9
+    ):
         # pytest 9 keeps node ids where pytest-xdist 3.8 appends the group: groups would be silently ignored
-        raise pytest.UsageError(f"--dist loadgroup needs pytest < 9 with this pytest-xdist (pytest {pytest.__version__}; requirements-dev.txt pins it)")
+        raise pytest.UsageError(
+            f"--dist loadgroup needs pytest < 9 with this pytest-xdist (pytest {pytest.__version__}; requirements-dev.txt pins it)"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
@@ -176,7 +192,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.xdist_group(group))
     # Longest first, so the two workers end together: the services group (~4 min on one worker, its files last in
     # name order) used to start last and run alone at the end; the hundreds of short tests now fill the gaps.
-    items.sort(key=lambda item: 0 if item.path.name in SERVICE_FILES else 1 if item.path.parent.name == "workflow" else 2)
+    items.sort(
+        key=lambda item: 0 if item.path.name in SERVICE_FILES else 1 if item.path.parent.name == "workflow" else 2
+    )
 
 
 @pytest.hookimpl(trylast=True)  # after xdist's hook: its group suffix must be on the ids of grouped tests
@@ -192,7 +210,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def stage_run(
-    tmp_path: Path, stage: str, inputs: dict | None = None, outputs: dict | None = None, params: dict | None = None, overlay: dict | None = None, **fields
+    tmp_path: Path,
+    stage: str,
+    inputs: dict | None = None,
+    outputs: dict | None = None,
+    params: dict | None = None,
+    overlay: dict | None = None,
+    **fields,
 ):
     """A StageRun as a stage's entry script would build it, without Snakemake: the default config (schema defaults
     filled) with ``overlay`` merged on, outputs under ``tmp_path`` (``status`` included), for the stages' unit tests."""
@@ -224,5 +248,7 @@ def write_part_status(path: Path, stage: str, state: str, reason: str = "a test'
     from dispatchprof.shell.status import Status, write_status
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_status(path, Status(stage=stage, experiment="baseline", state=state, reason=reason, toolchain="sim", **fields))
+    write_status(
+        path, Status(stage=stage, experiment="baseline", state=state, reason=reason, toolchain="sim", **fields)
+    )
     return path

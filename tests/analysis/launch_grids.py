@@ -90,7 +90,9 @@ def simulate(shape: Shape) -> tuple[dict[str, np.ndarray], Events]:
         cols["start_ns"].append(np.round(start * 1000.0 + clock))
         cols["dur_ns"].append(np.round((end - start) * 1000.0))
         cols["barrier_start_ns"].append(np.round(arrive * 1000.0 + clock) if shape.barrier else np.full(world, np.nan))
-        cols["barrier_dur_ns"].append(np.round((release - arrive) * 1000.0) if shape.barrier else np.full(world, np.nan))
+        cols["barrier_dur_ns"].append(
+            np.round((release - arrive) * 1000.0) if shape.barrier else np.full(world, np.nan)
+        )
         starts.append(start)
         ends.append(end)
         durations.append(end - start)

@@ -7,7 +7,12 @@ from dispatchprof.analysis.baseline import analyse
 from dispatchprof.formats.latency_csv import LatencyTable
 
 CONFIG = {
-    "stats": {"bootstrap": {"resamples": 200, "seed": 0}, "akl_last_n": 5, "tail_ci_ratio": 10.0, "own_excess_min_us": 5.0},
+    "stats": {
+        "bootstrap": {"resamples": 200, "seed": 0},
+        "akl_last_n": 5,
+        "tail_ci_ratio": 10.0,
+        "own_excess_min_us": 5.0,
+    },
     "shape": {"hidden": 10, "dtype": "bf16"},
     "mode": "collect",
     "cluster": {"nodes": 1, "ranks_per_node": 2},
@@ -15,19 +20,32 @@ CONFIG = {
 }
 # rank 0 sends 5 remote tokens, rank 1 sends 15: 100 and 300 cross-rank token bytes per call (hidden 10 x 2 bytes)
 ROUTING = [
-    {"global_rank": 0, "available": True, "destinations": {"1": {"tokens": 5, "pairs": 6, "remote": True, "same_node": True}}},
-    {"global_rank": 1, "available": True, "destinations": {"0": {"tokens": 15, "pairs": 20, "remote": True, "same_node": True}}},
+    {
+        "global_rank": 0,
+        "available": True,
+        "destinations": {"1": {"tokens": 5, "pairs": 6, "remote": True, "same_node": True}},
+    },
+    {
+        "global_rank": 1,
+        "available": True,
+        "destinations": {"0": {"tokens": 15, "pairs": 20, "remote": True, "same_node": True}},
+    },
 ]
 DURATIONS = {0: [1.0, 2.0, 1.0], 1: [2.0, 1.0, 4.0]}
 
 
 def kernel(work=None):
     rows = [(r, i, us, False, True) for r, values in DURATIONS.items() for i, us in enumerate(values)]
-    return LatencyTable(pd.DataFrame(rows, columns=["rank", "iteration", "us", "warmup", "in_average"]), "kernel", "1", "x.csv", work)
+    return LatencyTable(
+        pd.DataFrame(rows, columns=["rank", "iteration", "us", "warmup", "in_average"]), "kernel", "1", "x.csv", work
+    )
 
 
 def work(sent):
-    return pd.DataFrame([(r, i, 999, sent[r]) for r in (0, 1) for i in range(3)], columns=["rank", "iteration", "processed_bytes", "sent_bytes"])
+    return pd.DataFrame(
+        [(r, i, 999, sent[r]) for r in (0, 1) for i in range(3)],
+        columns=["rank", "iteration", "processed_bytes", "sent_bytes"],
+    )
 
 
 def test_bandwidth_uses_the_computed_accounting_per_rank_and_per_group():
@@ -41,11 +59,15 @@ def test_bandwidth_uses_the_computed_accounting_per_rank_and_per_group():
 def test_csv_byte_columns_are_compared_and_used_when_routing_is_missing():
     agreeing = analyse(kernel(work({0: 100, 1: 300})), None, ROUTING, CONFIG, "none")["bytes"]
     assert agreeing["used"] == "computed" and agreeing["agreement"]["pairs"]["sent_bytes"]["agree"] is True
-    assert agreeing["agreement"]["pairs"]["processed_bytes"]["agree"] is False  # 999 against 120 / 400 logical output bytes
+    assert (
+        agreeing["agreement"]["pairs"]["processed_bytes"]["agree"] is False
+    )  # 999 against 120 / 400 logical output bytes
     differing = analyse(kernel(work({0: 100, 1: 600})), None, ROUTING, CONFIG, "none")["bytes"]
     assert differing["agreement"]["pairs"]["sent_bytes"]["mismatch"] == {"1": [600, 300]}
     only_csv = analyse(kernel(work({0: 100, 1: 600})), None, [], CONFIG, "none")["bytes"]
-    assert only_csv["used"] == "csv" and only_csv["agreement"] is None and "sent_bytes" in only_csv["bandwidth"]["bytes"]
+    assert (
+        only_csv["used"] == "csv" and only_csv["agreement"] is None and "sent_bytes" in only_csv["bandwidth"]["bytes"]
+    )
     assert only_csv["bandwidth"]["per_rank"]["1"] == pytest.approx(0.3)  # 600 B / 2, 1, 4 us -> median 0.3 GB/s
     assert "routing" in only_csv["used_why"]
 

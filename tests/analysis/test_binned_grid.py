@@ -37,7 +37,9 @@ def per_cell_max(values: np.ndarray, max_rows: int, max_columns: int) -> list[li
 def test_every_cell_is_the_max_of_its_bin_ignoring_nan(values, max_rows, max_columns):
     grid = binned_grid(values, np.arange(values.shape[0]), np.arange(values.shape[1]), max_rows, max_columns)
     assert grid["values"] == per_cell_max(values, max_rows, max_columns)
-    assert len(grid["rows"]) == min(values.shape[0], max_rows) and len(grid["columns"]) == min(values.shape[1], max_columns)
+    assert len(grid["rows"]) == min(values.shape[0], max_rows) and len(grid["columns"]) == min(
+        values.shape[1], max_columns
+    )
 
 
 def test_labels_name_the_ranks_of_each_bin_and_say_when_cells_are_aggregated():

@@ -57,7 +57,9 @@ def test_repeats_that_differ_by_offsets_widen_the_ci_and_warn():
     d = hierarchical_ci(a, b, 50, 1000, 0)
     flat = diff_ci(np.concatenate(a), np.concatenate(b), 50, 1000, 0)
     assert d["flat_ci95"] == flat["ci95"]
-    assert d["ci95"][1] - d["ci95"][0] > 2 * (flat["ci95"][1] - flat["ci95"][0])  # repeats, not iterations, set the width
+    assert d["ci95"][1] - d["ci95"][0] > 2 * (
+        flat["ci95"][1] - flat["ci95"][0]
+    )  # repeats, not iterations, set the width
     assert d["ratio_ci95"][0] < d["ratio"] < d["ratio_ci95"][1]
     split = variance_split(a)
     assert split["between_fraction"] > BETWEEN_REPEAT_WARN and split["between"] > split["within"] > 0
@@ -76,7 +78,14 @@ def test_identical_or_same_distribution_repeats_do_not_warn():
     split = variance_split([one_a] * 3)
     assert split["between"] == 0 and split["within"] > 0 and split["between_fraction"] == 0
     # same-distribution repeats (independent draws, no offsets) do not warn either
-    fresh = compare([table({0: rng.normal(100, 1, 60)}) for _ in range(3)], [table({0: rng.normal(97, 1, 60)}) for _ in range(3)], {}, {}, 500, 0)
+    fresh = compare(
+        [table({0: rng.normal(100, 1, 60)}) for _ in range(3)],
+        [table({0: rng.normal(97, 1, 60)}) for _ in range(3)],
+        {},
+        {},
+        500,
+        0,
+    )
     assert not any("between-repeat" in w for w in fresh["warnings"]) and fresh["verdict"] == "improved"
 
 
@@ -101,9 +110,18 @@ def test_the_comparison_page_shows_the_variance_split_and_both_cis():
     import jinja2
 
     rng = np.random.default_rng(6)
-    result = compare([table({0: x}) for x in offset_runs(rng, 100, [0, 9])], [table({0: x}) for x in offset_runs(rng, 95, [0, -9])], {}, {}, 300, 0)
+    result = compare(
+        [table({0: x}) for x in offset_runs(rng, 100, [0, 9])],
+        [table({0: x}) for x in offset_runs(rng, 95, [0, -9])],
+        {},
+        {},
+        300,
+        0,
+    )
     templates = Path(__file__).resolve().parents[2] / "workflow" / "templates"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True)
-    page = env.get_template("comparison.html.j2").render(c={**result, "a": "x", "b": "y", "state": "ok", "reason": "r", "notes": [], "toolchain": "sim"})
+    page = env.get_template("comparison.html.j2").render(
+        c={**result, "a": "x", "b": "y", "state": "ok", "reason": "r", "notes": [], "toolchain": "sim"}
+    )
     assert "between share" in page and "flat CI" in page and "B / A" in page
     assert f"{100 * result['kernel']['variance']['a']['between_fraction']:.0f}%" in page

@@ -18,7 +18,11 @@ def test_ranks_map_one_to_one_only_when_rank_id_is_set():
 def test_a_rank_without_launches_is_not_counted_as_found():
     # ours lists every expected rank; before, a missing rank (0 launches) made "we found 3" beside their 2
     theirs = {0: {"op": "k", "count": 5, "median_us": 10.0}, 1: {"op": "k", "count": 5, "median_us": 11.0}}
-    ours = {"0": {"median_us": 9.5, "launches": 5}, "1": {"median_us": 10.5, "launches": 5}, "2": {"median_us": None, "launches": 0}}
+    ours = {
+        "0": {"median_us": 9.5, "launches": 5},
+        "1": {"median_us": 10.5, "launches": 5},
+        "2": {"median_us": None, "launches": 0},
+    }
     result = compare_ranks(theirs, ours, rank_ids_set=True)
     assert result["our_ranks"] == 2 and result["note"] is None
 

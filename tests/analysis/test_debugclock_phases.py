@@ -26,8 +26,24 @@ from dispatchprof.tools.debugbuild import decide
 ROOT = FIXTURES / "deepep" / "debugclock"
 ROLES = ["URMASendToken", "URMASendToken", "CalCumSum"]
 PHASES = {
-    "URMASendToken": ["init", "ids_ready", "mapping_ready", "queues_ready", "send_complete", "pipe_barrier", "local_window_copy"],
-    "CalCumSum": ["init", "counts_sent", "dispatch_ready", "recv_counts_ready", "experts_written", "pipe_barrier", "local_window_copy"],
+    "URMASendToken": [
+        "init",
+        "ids_ready",
+        "mapping_ready",
+        "queues_ready",
+        "send_complete",
+        "pipe_barrier",
+        "local_window_copy",
+    ],
+    "CalCumSum": [
+        "init",
+        "counts_sent",
+        "dispatch_ready",
+        "recv_counts_ready",
+        "experts_written",
+        "pipe_barrier",
+        "local_window_copy",
+    ],
 }
 WAIT = {"CalCumSum": [2, 6], "URMASendToken": [6]}
 
@@ -49,7 +65,9 @@ def test_legacy_slot_medians_are_exact(legacy):
     table = per_rank_table(legacy, "legacy_csv")
     row = table[(table["rank"] == 1) & (table.role == "URMASendToken") & (table.slot == 4)].iloc[0]
     assert row.median_us == pytest.approx(6.0) and row.phase == "send_complete" and row.n == 2
-    assert table[(table["rank"] == 0) & (table.role == "URMASendToken") & (table.slot == 4)].median_us.iloc[0] == pytest.approx(2.0)
+    assert table[(table["rank"] == 0) & (table.role == "URMASendToken") & (table.slot == 4)].median_us.iloc[
+        0
+    ] == pytest.approx(2.0)
     missing = table[(table["rank"] == 1) & (table.role == "URMASendToken") & (table.slot == 6)].iloc[0]
     assert (missing.n, missing.missing, missing.median_us) == (1, 1, pytest.approx(0.6))
     roles = pooled(legacy, "legacy_csv", WAIT)
@@ -87,7 +105,10 @@ def test_busiest_names_the_slow_sender_not_the_waiters(akl):
 
 
 def test_a_rank_waiting_less_than_its_peers_is_not_busiest():
-    rows = [{"rank": r, "role": "CalCumSum", "slot": 2, "phase": "dispatch_ready", "slot_of_phase": 2, "median_us": 10.0} for r in range(4)]
+    rows = [
+        {"rank": r, "role": "CalCumSum", "slot": 2, "phase": "dispatch_ready", "slot_of_phase": 2, "median_us": 10.0}
+        for r in range(4)
+    ]
     rows[2]["median_us"] = 1.0  # rank 2 waits less (it is the slow one the others wait for)
     assert busiest(pd.DataFrame(rows), "legacy_csv", 0.1) is None
 
@@ -139,7 +160,17 @@ def test_decision(when, pmu, runs):
 
 
 def test_wait_slots_never_make_a_rank_busiest():
-    rows = [{"rank": r, "role": "URMASendToken", "slot": 6, "phase": "local_window_copy", "slot_of_phase": 6, "median_us": 10.0} for r in range(4)]
+    rows = [
+        {
+            "rank": r,
+            "role": "URMASendToken",
+            "slot": 6,
+            "phase": "local_window_copy",
+            "slot_of_phase": 6,
+            "median_us": 10.0,
+        }
+        for r in range(4)
+    ]
     rows[1]["median_us"] = 30.0  # rank 1 waits longest for incoming tokens: a waiter, not the slow rank
     frame = pd.DataFrame(rows)
     assert busiest(frame, "legacy_csv", 0.1, {"URMASendToken": [6]}) is None
@@ -164,12 +195,18 @@ def test_akl_captures_of_two_runs_and_two_subblocks_stay_separate_cores(tmp_path
     doubled["sub_block"] = 1
     capture.events = pd.concat([capture.events, doubled], ignore_index=True)
     split, _ = akl_segments([(0, capture)], PHASES, 1e9)
-    single, _ = akl_segments([(0, loaded.captures[0][1].__class__(**{**capture.__dict__, "events": capture.events.iloc[: len(doubled)]}))], PHASES, 1e9)
+    single, _ = akl_segments(
+        [(0, loaded.captures[0][1].__class__(**{**capture.__dict__, "events": capture.events.iloc[: len(doubled)]}))],
+        PHASES,
+        1e9,
+    )
     assert len(split) == 2 * len(single) and split["us"].max() == pytest.approx(single["us"].max())
 
 
 def test_a_missing_legacy_slot_leaves_later_starts_unknown_not_shifted():
-    frame = pd.DataFrame({"rank": 0, "aiv_id": 0, "slot": [0, 1, 2, 3], "cycles": pd.array([100, None, 300, 400], dtype="Int64")})
+    frame = pd.DataFrame(
+        {"rank": 0, "aiv_id": 0, "slot": [0, 1, 2, 3], "cycles": pd.array([100, None, 300, 400], dtype="Int64")}
+    )
     seg = legacy_segments([(0, 0, frame)], ["URMASendToken"], PHASES, 1e9).sort_values("slot")
     assert seg["start_us"].tolist()[:2] == pytest.approx([0.0, 0.1])
     assert seg["start_us"].iloc[2:].isna().all()
@@ -201,21 +238,54 @@ def test_the_local_window_copy_slot_per_rank_adds_wait_and_copy_against_the_othe
                 rows += [
                     {"rank": rank, "launch": launch, "block": block, "phase": "LW:wait", "us": wait},
                     {"rank": rank, "launch": launch, "block": block, "phase": "LW:copy", "us": copy},
-                    {"rank": rank, "launch": launch, "block": block, "phase": "send_complete", "us": 50.0},  # not the slot
+                    {
+                        "rank": rank,
+                        "launch": launch,
+                        "block": block,
+                        "phase": "send_complete",
+                        "us": 50.0,
+                    },  # not the slot
                 ]
     lw = local_window_copy(pd.DataFrame(rows))
     two, three = lw["per_rank"]["2"], lw["per_rank"]["3"]
-    assert (two["median_us"], two["peers_median_us"], two["excess_us"]) == (pytest.approx(16.0), pytest.approx(13.5), pytest.approx(2.5))
+    assert (two["median_us"], two["peers_median_us"], two["excess_us"]) == (
+        pytest.approx(16.0),
+        pytest.approx(13.5),
+        pytest.approx(2.5),
+    )
     assert two["peers_spread_us"] == pytest.approx(1.4826 * 0.5) and two["stands_out"]  # 2.5 us > 2.33 x 0.74 us
-    assert three["excess_us"] == pytest.approx(0.5) and not three["stands_out"] and lw["phases"] == ["LW:copy", "LW:wait"]
-    grids = wait_work_grids([{"rank": r, "role": role, "wait_slots_us": 1.0 + r, "work_slots_us": 2.0 * r} for r in range(3) for role in ("A", "B")])
+    assert (
+        three["excess_us"] == pytest.approx(0.5) and not three["stands_out"] and lw["phases"] == ["LW:copy", "LW:wait"]
+    )
+    grids = wait_work_grids(
+        [
+            {"rank": r, "role": role, "wait_slots_us": 1.0 + r, "work_slots_us": 2.0 * r}
+            for r in range(3)
+            for role in ("A", "B")
+        ]
+    )
     assert grids["wait_us"]["rows"] == ["0", "1", "2"] and grids["wait_us"]["columns"] == ["A", "B"]
     assert grids["work_us"]["values"][2] == [4.0, 4.0] and grids["wait_us"]["unit"] == "us"
 
 
-def _node_table(values: dict[int, float], ranks_per_node: int, role: str = "URMASendToken", slot: int = 4, phase: str = "send_complete") -> pd.DataFrame:
+def _node_table(
+    values: dict[int, float],
+    ranks_per_node: int,
+    role: str = "URMASendToken",
+    slot: int = 4,
+    phase: str = "send_complete",
+) -> pd.DataFrame:
     rows = [
-        {"rank": r, "node": r // ranks_per_node, "role": role, "slot": slot, "phase": phase, "slot_of_phase": slot, "median_us": us} for r, us in values.items()
+        {
+            "rank": r,
+            "node": r // ranks_per_node,
+            "role": role,
+            "slot": slot,
+            "phase": phase,
+            "slot_of_phase": slot,
+            "median_us": us,
+        }
+        for r, us in values.items()
     ]
     return pd.DataFrame(rows)
 
@@ -229,7 +299,9 @@ def test_busiest_node_names_a_node_whose_every_rank_sends_slower_than_the_other_
     best = busiest_node(table, "legacy_csv", 0.1, 0.01)
     assert (best["node"], best["role"], best["slot"], best["phase"]) == (0, "URMASendToken", 4, "send_complete")
     assert best["ranks"] == list(range(8))
-    assert best["excess_us"] == pytest.approx(float(np.median([values[r] for r in range(8)]) - np.median([values[r] for r in range(8, 16)])))
+    assert best["excess_us"] == pytest.approx(
+        float(np.median([values[r] for r in range(8)]) - np.median([values[r] for r in range(8, 16)]))
+    )
     # per rank, seven of its fifteen peers share the slowdown: the rank-level comparison names one rank, as if alone
     assert busiest(table, "legacy_csv", 0.1)["rank"] in range(8)
 
@@ -249,7 +321,9 @@ def test_busiest_node_needs_the_floor_and_leaves_wait_slots_out():
         values[r] += 5.0  # far beyond the ranks' spread, but 5% of the peers' median: below busiest_min_excess 0.1
     assert busiest_node(_node_table(values, 4), "legacy_csv", 0.1, 0.01) is None
     assert busiest_node(_node_table(values, 4), "legacy_csv", 0.0, 0.01)["node"] == 0
-    waits = _node_table(values, 4, slot=6, phase="local_window_copy")  # the receivers wait longer: waiters, not the cause
+    waits = _node_table(
+        values, 4, slot=6, phase="local_window_copy"
+    )  # the receivers wait longer: waiters, not the cause
     assert busiest_node(waits, "legacy_csv", 0.0, 0.01, {"URMASendToken": [6]}) is None
 
 
@@ -263,10 +337,25 @@ def test_the_slowest_core_table_takes_each_launchs_slowest_core_then_the_median_
     rows = []
     for launch, (fast, slow) in enumerate([(10.0, 30.0), (11.0, 50.0), (12.0, 40.0)]):
         for block, us in ((0, fast), (1, slow), (2, fast)):  # one slow sender core among same-node ones
-            rows.append({"rank": 0, "node": 0, "launch": launch, "block": block, "role": "URMASendToken", "slot": 4, "phase": "send_complete", "us": us})
+            rows.append(
+                {
+                    "rank": 0,
+                    "node": 0,
+                    "launch": launch,
+                    "block": block,
+                    "role": "URMASendToken",
+                    "slot": 4,
+                    "phase": "send_complete",
+                    "us": us,
+                }
+            )
     table = slowest_core_table(pd.DataFrame(rows), "akl_trace")
-    assert table[["rank", "role", "phase", "median_us"]].values.tolist() == [[0, "URMASendToken", "send_complete", 40.0]]
-    assert per_rank_table(pd.DataFrame(rows).assign(start_us=0.0, cycles=0), "akl_trace")["median_us"].tolist() == [12.0]  # the median core: a fast one
+    assert table[["rank", "role", "phase", "median_us"]].values.tolist() == [
+        [0, "URMASendToken", "send_complete", 40.0]
+    ]
+    assert per_rank_table(pd.DataFrame(rows).assign(start_us=0.0, cycles=0), "akl_trace")["median_us"].tolist() == [
+        12.0
+    ]  # the median core: a fast one
     for seg, source in ((legacy, "legacy_csv"), (akl[0], "akl_trace")):  # both formats' segment tables
         table = slowest_core_table(seg, source)
         assert len(table) == len(per_rank_table(seg, source)) and (table["median_us"] >= 0).all()

@@ -39,7 +39,9 @@ def test_per_rank_statistics_and_slowest_fractions_match_hand_computation():
     assert [s["per_rank"][r]["fraction_slowest"] for r in ("0", "1", "2")] == [0.5, 0.25, 0.25]
     # rank 0 leads by 1 us (iteration 3) and 20 us (iteration 4): median 10.5; spreads 2, 2, 2, 20
     assert s["slowest_rank"] == {"rank": 0, "ranks": [0], "fraction": 0.5, "lead_us_median": 10.5}
-    assert s["per_iteration_spread_us"]["median"] == pytest.approx(2.0) and s["per_iteration_spread_us"]["p95"] == pytest.approx(2 + 0.85 * 18)
+    assert s["per_iteration_spread_us"]["median"] == pytest.approx(2.0) and s["per_iteration_spread_us"][
+        "p95"
+    ] == pytest.approx(2 + 0.85 * 18)
 
 
 def test_a_slowest_rank_is_named_only_when_its_excess_is_its_own():
@@ -72,7 +74,11 @@ def test_a_tie_at_the_top_fraction_names_both_ranks_and_neither_is_called_slow_b
 
     # ranks 0 and 1 alternate as the longest, by 8 us each time: both longest in half the iterations
     s = stats(table({0: [9, 1, 9, 1], 1: [1, 9, 1, 9], 2: [1, 1, 1, 1]}, warmup=0))
-    assert s["slowest_rank"]["ranks"] == [0, 1] and s["slowest_rank"]["rank"] is None and s["slowest_rank"]["fraction"] == 0.5
+    assert (
+        s["slowest_rank"]["ranks"] == [0, 1]
+        and s["slowest_rank"]["rank"] is None
+        and s["slowest_rank"]["fraction"] == 0.5
+    )
     named = name_slowest(s, "kernel", 5.0)
     assert named["rank"] is None and "ranks 0, 1" in named["why"] and "tied" in named["why"]
 
@@ -120,6 +126,8 @@ def test_the_api_scope_names_its_clock_when_it_is_not_wall_time(tmp_path):
     clock.write_text('{"clock": "time.perf_counter", "wall_time": true}')
     assert api_boundary(tmp_path) == API_SCOPE
     clock.write_text('{"clock": "ascend_deepep.elastic:host_clock", "wall_time": false}')
-    assert api_boundary(tmp_path).endswith("timed on ascend_deepep.elastic:host_clock (DISPATCHPROF_HOST_CLOCK), a modelled host path, not wall time")
+    assert api_boundary(tmp_path).endswith(
+        "timed on ascend_deepep.elastic:host_clock (DISPATCHPROF_HOST_CLOCK), a modelled host path, not wall time"
+    )
     clock.write_bytes(b"\xff\x00garbage")
     assert "clock unknown" in api_boundary(tmp_path) and str(clock) in api_boundary(tmp_path)

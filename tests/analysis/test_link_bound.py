@@ -16,7 +16,12 @@ PEAKS = {
 def table(intra_sent, inter_sent, intra_recv=None, inter_recv=None):
     def link(sent, recv):
         recv = recv if recv is not None else sent
-        return {"bytes_per_launch": sum(sent.values()), "sent_per_rank": sent, "received_per_rank": recv, "per_node_pair": {}}
+        return {
+            "bytes_per_launch": sum(sent.values()),
+            "sent_per_rank": sent,
+            "received_per_rank": recv,
+            "per_node_pair": {},
+        }
 
     links = {"intra_node": link(intra_sent, intra_recv), "inter_node": link(inter_sent, inter_recv)}
     return {"available": True, "links": links, "definition": "test bytes"}
@@ -33,7 +38,10 @@ def test_the_bound_is_the_largest_class_time_on_the_busiest_rank():
     assert out["efficiency_ci95"] == pytest.approx([1000 / 2100, 1000 / 1900])
     # achieved: the busiest rank's bytes over the whole kernel (2000 us): 1e6 B / 2e6 B/ms... = 0.5 GB/s
     assert out["links"]["inter_node"]["achieved_gbps"] == pytest.approx(0.5)
-    assert out["links"]["inter_node"]["efficiency"] is None and "DebugClock" in out["links"]["inter_node"]["efficiency_why"]
+    assert (
+        out["links"]["inter_node"]["efficiency"] is None
+        and "DebugClock" in out["links"]["inter_node"]["efficiency_why"]
+    )
     assert "not a link counter" in out["not"] and "congestion" in out["not"]
 
 
@@ -77,4 +85,7 @@ def test_far_below_marks_a_group_far_from_its_bound():
 def test_an_even_load_names_no_single_rank():
     even = {str(r): 1_000_000 for r in range(4)}
     out = link_bound(table({}, even), PEAKS, MEASURED)
-    assert out["busiest"]["where"] == "rank 0 sends and receives, as much as 3 other ranks" and out["busiest"]["ranks_at_max"] == 4
+    assert (
+        out["busiest"]["where"] == "rank 0 sends and receives, as much as 3 other ranks"
+        and out["busiest"]["ranks_at_max"] == 4
+    )

@@ -16,7 +16,15 @@ def record(rank: int, topk: list[list[int]], experts_per_rank: int, ranks_per_no
             if e >= 0:
                 per_rank[e // experts_per_rank] = per_rank.get(e // experts_per_rank, 0) + 1
         for r, pairs in per_rank.items():
-            d = dest.setdefault(str(r), {"tokens": 0, "pairs": 0, "remote": r != rank, "same_node": r // ranks_per_node == rank // ranks_per_node})
+            d = dest.setdefault(
+                str(r),
+                {
+                    "tokens": 0,
+                    "pairs": 0,
+                    "remote": r != rank,
+                    "same_node": r // ranks_per_node == rank // ranks_per_node,
+                },
+            )
             d["tokens"] += 1
             d["pairs"] += pairs
     return {"global_rank": rank, "available": True, "destinations": dest}
@@ -70,4 +78,8 @@ def test_a_rank_without_a_record_leaves_the_link_bytes_not_provided():
 def test_a_cluster_that_does_not_match_the_recorded_topology_is_refused():
     routing = [record(r, [[(r + 4) % 16 * 2]], 2, 8) for r in range(16)]  # recorded on 2 nodes of 8
     out = link_bytes(routing, HIDDEN, "bf16", ranks_per_node=4, world=16)  # analysed as 4 nodes of 4
-    assert out["available"] is False and "rank 0 -> 4: the driver recorded same_node=True" in out["reason"] and "ranks_per_node 4" in out["reason"]
+    assert (
+        out["available"] is False
+        and "rank 0 -> 4: the driver recorded same_node=True" in out["reason"]
+        and "ranks_per_node 4" in out["reason"]
+    )

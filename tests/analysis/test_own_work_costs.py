@@ -24,7 +24,11 @@ def answer_and_truth(shape: Shape, without: Shape, settings=SETTINGS) -> tuple[d
     columns, events = simulate(shape)
     _, reference = simulate(without)
     result = analyse_as_the_stage(columns, shape.ranks_per_node, [], BOOT, settings)
-    truth = {"period": events.period_us(reference), "timed": events.timed_us(reference), "longest": events.longest_us(reference)}
+    truth = {
+        "period": events.period_us(reference),
+        "timed": events.timed_us(reference),
+        "longest": events.longest_us(reference),
+    }
     return result, truth
 
 
@@ -81,7 +85,15 @@ def test_without_coupling_a_rank_whose_kernel_takes_longer_is_named_with_its_lea
 
 
 def test_without_coupling_and_without_a_slow_rank_nobody_is_named():
-    shape = Shape(nodes=3, ranks_per_node=8, launches=300, coupled=False, barrier=False, rank_work_sd_us=10.0, clock_offset_us=(0.0, 350_000.0, -200_000.0))
+    shape = Shape(
+        nodes=3,
+        ranks_per_node=8,
+        launches=300,
+        coupled=False,
+        barrier=False,
+        rank_work_sd_us=10.0,
+        clock_offset_us=(0.0, 350_000.0, -200_000.0),
+    )
     result, _ = answer_and_truth(shape, shape)
     assert result["straggler"]["evidence"] == "none" and result["causes"] == []
 
@@ -92,9 +104,13 @@ def test_a_cause_named_on_its_timed_cost_is_said_in_that_scope(seed):
     (the next barrier absorbs most of it in the host gaps' jitter), below min_cost_us. It is named on its timed cost,
     and its explanation leads with that scope, not with a period cost below min_cost_us."""
     shape = Shape(nodes=3, ranks_per_node=8, launches=300, own_extra={5: 2.0}, end_jitter_us=0.2, seed=seed)
-    result, truth = answer_and_truth(shape, dataclasses.replace(shape, own_extra={}), {**SETTINGS, "own_work_min_us": 1.0})
+    result, truth = answer_and_truth(
+        shape, dataclasses.replace(shape, own_extra={}), {**SETTINGS, "own_work_min_us": 1.0}
+    )
     (cause,) = [c for c in result["causes"] if c["rank"] == 5]
     assert cause["cost_us_per_launch"] < SETTINGS["min_cost_us"] < cause["cost_timed_us_per_launch"]
     assert cause["named_on"] == "timed" and shown_cost(cause) > SETTINGS["min_cost_us"]
-    assert f"costs {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope per launch" in cause["explanation"]
+    assert (
+        f"costs {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope per launch" in cause["explanation"]
+    )
     assert cause["cost_timed_us_per_launch"] == pytest.approx(truth["timed"], rel=COST_ERROR_MAX)

@@ -67,13 +67,24 @@ def test_medians_pool_ranks():
 def test_top_instructions_by_total_time_per_pipe():
     ev = events("trace_instr.json")
     top = top_instructions(ev, 1)
-    assert top["MTE2"] == [{"name": "MOV_OUT_TO_UB", "pc_addr": "0x10f86a80", "code": "elastic_dispatch.cpp:120", "total_us": 3.5, "count": 2}]
+    assert top["MTE2"] == [
+        {
+            "name": "MOV_OUT_TO_UB",
+            "pc_addr": "0x10f86a80",
+            "code": "elastic_dispatch.cpp:120",
+            "total_us": 3.5,
+            "count": 2,
+        }
+    ]
     assert [t["name"] for t in top["VECTOR"]] == ["VMUL"]
     assert pcs_per_pipe(ev) == {"MTE2": 1, "MTE3": 1, "VECTOR": 2}
     assert top_instructions(events("trace_pipe.json"), 5) == {}
 
 
-INTERVALS = st.lists(st.tuples(st.floats(0, 100, allow_nan=False), st.floats(0, 20, allow_nan=False)).map(lambda t: (t[0], t[0] + t[1])), max_size=12)
+INTERVALS = st.lists(
+    st.tuples(st.floats(0, 100, allow_nan=False), st.floats(0, 20, allow_nan=False)).map(lambda t: (t[0], t[0] + t[1])),
+    max_size=12,
+)
 
 
 @settings(max_examples=200)

@@ -45,7 +45,12 @@ def test_instr_top_ranks_by_cycles_over_cores_with_decimal_addr():
         {"core": "core0.veccore0", "instr": "MOV_SRC_TO_DST_ALIGN", "addr": 284715584, "cycles": 2560},
         {"core": "core0.veccore0", "instr": "VADD", "addr": 284715648, "cycles": 768},
     ]
-    assert result["code_top"][0] == {"code": "csrc/kernels/elastic_dispatch/descriptor.h:49", "cycles": 4000, "call_count": 32, "cores": 1}
+    assert result["code_top"][0] == {
+        "code": "csrc/kernels/elastic_dispatch/descriptor.h:49",
+        "cycles": 4000,
+        "call_count": 32,
+        "cores": 1,
+    }
 
 
 def test_a_tree_without_traces_has_no_cachemiss_evidence_not_zero():
@@ -85,7 +90,10 @@ def test_a_declared_but_empty_cachemiss_lane_is_zero_for_that_core(tmp_path):
         return [e for e in events if not (core == "core0.veccore1" and e.get("ph") == "X" and e.get("pid") == 110)]
 
     result = probe_result(simulator_runs(edited_copy(tmp_path, edit)), top=3)
-    assert result["cachemiss"]["per_core"] == {"core0.veccore0": 3, "core0.veccore1": 0} and result["cachemiss"]["total"] == 3
+    assert (
+        result["cachemiss"]["per_core"] == {"core0.veccore0": 3, "core0.veccore1": 0}
+        and result["cachemiss"]["total"] == 3
+    )
 
 
 def test_the_core_count_covers_the_instruction_csvs_and_quoted_details_are_unquoted(tmp_path):
@@ -95,7 +103,9 @@ def test_the_core_count_covers_the_instruction_csvs_and_quoted_details_are_unquo
     csv = sim / "core0.veccore0" / "core0.veccore0_instr_exe.csv"
     lines = csv.read_text().splitlines()
     head, _, detail = lines[1].partition(",dst:")
-    csv.write_text("\n".join([lines[0], f'{head},"dst:{detail}"', *lines[2:]]) + "\n")  # as sim_pc_to_code.cpp quotes it
+    csv.write_text(
+        "\n".join([lines[0], f'{head},"dst:{detail}"', *lines[2:]]) + "\n"
+    )  # as sim_pc_to_code.cpp quotes it
     result = probe_result(simulator_runs(root), top=5)
     assert result["cores"] == ["core0.veccore0", "core0.veccore1"]  # veccore1 has no trace, its instruction CSVs count
     first = next(r for r in result["instr_top"] if r["instr"] == "MOV_SRC_TO_DST_ALIGN")

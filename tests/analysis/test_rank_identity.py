@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from dispatchprof.analysis.rank_identity import RankIdentityError, RankSource, assign_ranks, coverage_of, load_identities
+from dispatchprof.analysis.rank_identity import (
+    RankIdentityError,
+    RankSource,
+    assign_ranks,
+    coverage_of,
+    load_identities,
+)
 
 
 def source(node, device, pid=None, recorded=None, name=None):
@@ -29,7 +35,9 @@ def test_device_order_numbers_by_position_as_msprof_analyze_does():
 
 def test_the_same_pid_on_two_nodes_is_two_processes(tmp_path):
     for node, rank in ((0, 3), (1, 11)):
-        (tmp_path / f"rank{rank}.json").write_text(json.dumps({"node": node, "pid": 777, "global_rank": rank, "device_id": 3}))
+        (tmp_path / f"rank{rank}.json").write_text(
+            json.dumps({"node": node, "pid": 777, "global_rank": rank, "device_id": 3})
+        )
     identities = load_identities(tmp_path)
     out = assign_ranks([source(0, 3, pid=777), source(1, 3, pid=777)], 8, identities)
     assert [(a.rank, a.how) for a in out] == [(3, "sidecar"), (11, "sidecar")]

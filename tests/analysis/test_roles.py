@@ -23,7 +23,11 @@ def long_table(rank, times, misses, order=None):
     rows = []
     for block, k in order or cores:
         i = cores.index((block, k))
-        for metric, value in (("aiv_time(us)", times[i]), ("aiv_icache_miss_rate", misses[i]), ("aic_time(us)", math.nan)):
+        for metric, value in (
+            ("aiv_time(us)", times[i]),
+            ("aiv_icache_miss_rate", misses[i]),
+            ("aic_time(us)", math.nan),
+        ):
             rows.append(
                 {
                     "rank": rank,
@@ -49,10 +53,19 @@ def test_aiv_index_orders_by_block_then_vector_sub_block_whatever_the_file_order
 
 
 def test_role_statistics_pool_every_rank_and_keep_not_provided_as_none():
-    frame = pd.concat([long_table(0, [10, 12, 30, 5], [0.01, 0.03, 0.2, math.nan]), long_table(1, [14, 16, 40, 6], [0.02, 0.04, 0.4, math.nan])])
+    frame = pd.concat(
+        [
+            long_table(0, [10, 12, 30, 5], [0.01, 0.03, 0.2, math.nan]),
+            long_table(1, [14, 16, 40, 6], [0.02, 0.04, 0.4, math.nan]),
+        ]
+    )
     cores = per_core(frame, ROLES)
     stats = role_statistics(cores)
-    assert stats["Stage"]["cores"] == 4 and stats["Stage"]["aiv_time_us_median"] == 13.0 and stats["Stage"]["aiv_time_us_spread"] == 6.0
+    assert (
+        stats["Stage"]["cores"] == 4
+        and stats["Stage"]["aiv_time_us_median"] == 13.0
+        and stats["Stage"]["aiv_time_us_spread"] == 6.0
+    )
     assert stats["Send"]["aiv_icache_miss_rate_max"] == pytest.approx(0.4)
     assert stats["Sum"]["aiv_icache_miss_rate_median"] is None  # NA everywhere: not provided, not 0
     assert stats["Stage"]["aiv_vec_ratio_median"] is None
@@ -101,8 +114,14 @@ def pipe_table(rank, rows):
 def test_busy_time_is_a_range_between_the_largest_pipe_and_the_capped_sum():
     from dispatchprof.analysis.roles import with_busy
 
-    cores = per_core(pipe_table(0, [(100, 30, 20, 40, 10), (50, 30, 20, 40, 10), (80, math.nan, math.nan, math.nan, math.nan)]), [{"name": "A", "count": 3}])
-    assert cores["busy_us_low"].tolist()[:2] == [40, 40] and cores["busy_us_high"].tolist()[:2] == [100, 50]  # sum 100, capped at aiv 50
+    cores = per_core(
+        pipe_table(0, [(100, 30, 20, 40, 10), (50, 30, 20, 40, 10), (80, math.nan, math.nan, math.nan, math.nan)]),
+        [{"name": "A", "count": 3}],
+    )
+    assert cores["busy_us_low"].tolist()[:2] == [40, 40] and cores["busy_us_high"].tolist()[:2] == [
+        100,
+        50,
+    ]  # sum 100, capped at aiv 50
     assert cores["no_pipe_us"].tolist()[:2] == [0, 0] and math.isnan(cores["busy_us_high"][2])  # not provided, never 0
     ratio_only = with_busy(pd.DataFrame({"aiv_time_us": [200.0], "aiv_vec_ratio": [0.1], "aiv_mte2_ratio": [0.2]}))
     assert (
@@ -149,7 +168,9 @@ def test_every_launch_of_a_three_launch_run_is_kept_by_launch():
     # Before: per_core keyed cores without the launch, so .first() folded launches 1 and 2 into launch 0.
     cores = per_core(fixture_long_table(), ROLES)
     assert len(cores) == 12 and sorted(cores["launch"].unique()) == [0, 1, 2]
-    assert cores.groupby("launch")["aiv_index"].apply(list).tolist() == [[0, 1, 2, 3]] * 3  # AIV order within each launch
+    assert (
+        cores.groupby("launch")["aiv_index"].apply(list).tolist() == [[0, 1, 2, 3]] * 3
+    )  # AIV order within each launch
     # The fixture's launch n runs 100 us longer than launch n-1 on every core.
     assert cores[cores["launch"] == 2]["aiv_time_us"].tolist() == [280.0, 290.0, 300.0, 310.0]
     assert launches_per_rank(cores) == {0: [0, 1, 2]}
@@ -187,7 +208,9 @@ def test_another_metric_csv_is_shown_per_role_with_na_columns_listed_not_provide
     table = metric_set_by_role(memory.assign(**keys), cores)
     assert table["roles"]["A"]["aiv_gm_to_ub_bw(GB/s)"] == 20.0 and table["roles"]["B"]["aiv_gm_to_ub_bw(GB/s)"] == 21.0
     assert table["roles"]["B"]["GM_to_UB_bw_usage_rate(%)"] == 50.0
-    assert not any(c.startswith("aic_") for c in table["columns"] + table["not_provided"])  # NA on vector rows by design
+    assert not any(
+        c.startswith("aic_") for c in table["columns"] + table["not_provided"]
+    )  # NA on vector rows by design
     assert table["not_provided"] == [
         "GM_to_L1_datas(KB)",
         "GM_to_L1_bw_usage_rate(%)",
@@ -200,7 +223,11 @@ def test_another_metric_csv_is_shown_per_role_with_na_columns_listed_not_provide
 
 # -- busiest: relative excess, without the scalar pipe, against the role's measured spread ---------------------------
 # Per role: (cores per rank, busy vec, scalar, mte2, mte3 in us per core); aiv_time holds a long poll besides.
-SHAPES = {"Stage": (8, 200.0, 300.0, 1400.0, 1300.0), "Send": (8, 25.0, 35.0, 12.0, 10.0), "Sum": (4, 12.0, 30.0, 12.0, 10.0)}
+SHAPES = {
+    "Stage": (8, 200.0, 300.0, 1400.0, 1300.0),
+    "Send": (8, 25.0, 35.0, 12.0, 10.0),
+    "Sum": (4, 12.0, 30.0, 12.0, 10.0),
+}
 
 
 def noisy_cores(seed, ranks=16, slow=None, extra_us=None, sigma=0.02, poll=None, rank_sigma=0.0):
@@ -260,7 +287,12 @@ def test_every_role_by_the_same_us_is_local_window_copy_by_the_same_fraction_the
     from dispatchprof.analysis.roles import busiest
 
     lwc = busiest(noisy_cores(1, extra_us={6: 12.0}), 0.0)
-    assert (lwc["rank"], lwc["role"], lwc["every_role"], lwc["every_role_pattern"]) == (6, "LocalWindowCopy", True, "same_us")
+    assert (lwc["rank"], lwc["role"], lwc["every_role"], lwc["every_role_pattern"]) == (
+        6,
+        "LocalWindowCopy",
+        True,
+        "same_us",
+    )
     assert lwc["excess_us_per_launch"] == pytest.approx(12.0, rel=0.3)
     whole = busiest(noisy_cores(1, slow={(2, r): 1.3 for r in SHAPES}), 0.0)
     assert (whole["rank"], whole["every_role_pattern"]) == (2, "same_fraction") and whole["role"] in SHAPES
@@ -270,17 +302,26 @@ def test_every_role_by_the_same_us_is_local_window_copy_by_the_same_fraction_the
 def test_no_fault_names_nobody_over_many_seeds_even_when_whole_ranks_differ(ranks, rank_sigma):
     from dispatchprof.analysis.roles import busiest
 
-    named = [seed for seed in range(30) if busiest(noisy_cores(seed, ranks=ranks, rank_sigma=rank_sigma), 0.0) is not None]
-    assert len(named) <= 2  # alpha = 0.01 per run: about 0.3 expected in 30 runs (the MAD-and-normal gate: ~6 at 16 ranks)
+    named = [
+        seed for seed in range(30) if busiest(noisy_cores(seed, ranks=ranks, rank_sigma=rank_sigma), 0.0) is not None
+    ]
+    assert (
+        len(named) <= 2
+    )  # alpha = 0.01 per run: about 0.3 expected in 30 runs (the MAD-and-normal gate: ~6 at 16 ranks)
     # and a 10% slower role still stands out of ranks that differ by 1% as a whole
-    found = [busiest(noisy_cores(seed, ranks=ranks, rank_sigma=rank_sigma, slow={(ranks - 1, "Sum"): 1.1}), 0.0) for seed in range(10)]
+    found = [
+        busiest(noisy_cores(seed, ranks=ranks, rank_sigma=rank_sigma, slow={(ranks - 1, "Sum"): 1.1}), 0.0)
+        for seed in range(10)
+    ]
     assert sum(f is not None and (f["rank"], f["role"]) == (ranks - 1, "Sum") for f in found) >= 8
 
 
 def test_few_ranks_two_name_nobody_three_name_by_the_cores_spread_and_say_the_ranks_spread_is_not_measured():
     from dispatchprof.analysis.roles import busiest
 
-    assert busiest(noisy_cores(0, ranks=2, slow={(1, "Sum"): 2.0}), 0.0) is None  # which of two is slow: not established
+    assert (
+        busiest(noisy_cores(0, ranks=2, slow={(1, "Sum"): 2.0}), 0.0) is None
+    )  # which of two is slow: not established
     three = busiest(noisy_cores(0, ranks=3, slow={(1, "Sum"): 1.5}), 0.0)
     assert (three["rank"], three["role"], three["spread_measured"]) == (1, "Sum", False)
     assert busiest(noisy_cores(0, ranks=8, slow={(1, "Sum"): 1.5}), 0.0)["spread_measured"] is True
@@ -292,7 +333,10 @@ def test_many_ranks_take_the_fast_path_with_the_same_answer():
     from dispatchprof.analysis.roles import LARGE_GROUP, _median_without, busiest
 
     values = np.random.default_rng(0).normal(size=11)
-    assert all(_median_without(np.sort(values), v) == pytest.approx(float(np.median(np.delete(values, i)))) for i, v in enumerate(values))
+    assert all(
+        _median_without(np.sort(values), v) == pytest.approx(float(np.median(np.delete(values, i))))
+        for i, v in enumerate(values)
+    )
     top = busiest(noisy_cores(3, ranks=2 * LARGE_GROUP, rank_sigma=0.01, slow={(77, "Sum"): 1.1}), 0.0)
     assert (top["rank"], top["role"], top["spread_measured"]) == (77, "Sum", True)
 
@@ -306,7 +350,9 @@ def waiting_cores(seed, share, victim=None, **faults):
 
     cores = noisy_cores(seed, **faults)
     rng = np.random.default_rng(500 + seed)
-    wait = cores["rank"].map({r: rng.uniform(0, 20) + (60.0 if r == victim else 0.0) for r in sorted(cores["rank"].unique())})
+    wait = cores["rank"].map(
+        {r: rng.uniform(0, 20) + (60.0 if r == victim else 0.0) for r in sorted(cores["rank"].unique())}
+    )
     cores["aiv_time_us"] += wait
     cores["aiv_mte2_time(us)"] += share * wait
     return with_busy(cores)
@@ -329,13 +375,24 @@ def test_a_change_of_profile_inside_a_role_is_described_by_how_busy_the_cores_on
 
     # three Send cores, the last with no destination left (it only polls: 1% scalar), then one Sum core
     send, idle, cumsum = (1000, 200, 50, 20, 30), (1000, 0, 10, 0, 0), (1000, 10, 40, 150, 100)
-    cores = per_core(pd.concat([pipe_table(r, [send, send, idle, cumsum]) for r in range(3)]), [{"name": "Send", "count": 3}, {"name": "Sum", "count": 1}])
+    cores = per_core(
+        pd.concat([pipe_table(r, [send, send, idle, cumsum]) for r in range(3)]),
+        [{"name": "Send", "count": 3}, {"name": "Sum", "count": 1}],
+    )
     check = role_boundaries(cores, [{"name": "Send", "count": 3}, {"name": "Sum", "count": 1}])
     assert check["configured"] == [3] and check["observed"] == [2, 3] and check["unexpected"] == [2]
     (d,) = check["unexpected_detail"]
     assert (d["aiv"], d["role"], d["role_aiv"]) == (2, "Send", [0, 2])
     assert d["busy_share_before"] == pytest.approx(0.30) and d["busy_share_from"] == pytest.approx(0.01)
-    assert "Inside Send (AIV 0-2) the profile changes at AIV 2: AIV 2 keep their pipes busy 1% of the time against 30% for AIV 0-1" in check["sentence"]
-    assert "idle cores of the role" in check["sentence"] and "Check kernel.roles where that is not what the kernel does" in check["sentence"]
-    agree = role_boundaries(cores, [{"name": "Send", "count": 2}, {"name": "Idle", "count": 1}, {"name": "Sum", "count": 1}])
+    assert (
+        "Inside Send (AIV 0-2) the profile changes at AIV 2: AIV 2 keep their pipes busy 1% of the time against 30% for AIV 0-1"
+        in check["sentence"]
+    )
+    assert (
+        "idle cores of the role" in check["sentence"]
+        and "Check kernel.roles where that is not what the kernel does" in check["sentence"]
+    )
+    agree = role_boundaries(
+        cores, [{"name": "Send", "count": 2}, {"name": "Idle", "count": 1}, {"name": "Sum", "count": 1}]
+    )
     assert agree["unexpected"] == [] and agree["sentence"].endswith("changes at 2, 3: they agree.")

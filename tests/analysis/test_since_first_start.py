@@ -30,7 +30,9 @@ def two_ranks(barrier: bool, used: list[bool] | None = None) -> pa.Table:
 
 
 def start_grid(columns: dict[str, np.ndarray]) -> waits.LaunchGrid:
-    floats = {c: np.asarray(columns[c], dtype=float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
+    floats = {
+        c: np.asarray(columns[c], dtype=float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")
+    }
     return waits.grid(columns["rank"], columns["launch"], floats, ranks_per_node=8)
 
 
@@ -95,7 +97,11 @@ def test_int64_columns_are_read_exactly_from_sliced_and_chunked_arrays():
         int64_column(pa.chunked_array([pa.array([1.5])]))
 
 
-@given(st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), max_size=80), st.integers(0, 80), st.integers(0, 80))
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), max_size=80),
+    st.integers(0, 80),
+    st.integers(0, 80),
+)
 def test_int64_column_reads_any_slice_of_any_nullable_column_as_to_pylist_does(values, offset, length):
     array = pa.array(values, pa.int64()).slice(offset, length)
     got, valid = int64_column(pa.chunked_array([array], pa.int64()))

@@ -57,17 +57,36 @@ def test_coverage_names_missing_device_data_and_absent_ranks():
     sources = [s for i in infos for s in prof_sources(1, {i.path: i})]
     assigned = assign_ranks(sources, 4, {(1, 100): {"global_rank": 4}, (1, 101): {"global_rank": 5}})
     table = coverage_rows(range(1, 2), 4, assigned, {i.path: i for i in infos})
-    assert [r["state"] for r in table] == ["found", "missing", "found", "missing"] and [r["global_rank"] for r in table] == [4, 5, 6, 7]
+    assert [r["state"] for r in table] == ["found", "missing", "found", "missing"] and [
+        r["global_rank"] for r in table
+    ] == [4, 5, 6, 7]
     assert "no device data" in table[1]["detail"] and "no PROF_" in table[3]["detail"]
-    assert table[0]["mapping"] == "sidecar" and table[2]["mapping"] == "inferred (device_id)" and table[3]["device"] is None
+    assert (
+        table[0]["mapping"] == "sidecar"
+        and table[2]["mapping"] == "inferred (device_id)"
+        and table[3]["device"] is None
+    )
 
 
 def test_a_read_tells_an_unended_session_before_a_missing_kernel():
     def kernels(launches, ended):
-        return TargetKernels("db", np.array(["k"] * launches, dtype=object), *[np.zeros(launches, np.int64)] * 4, *[np.zeros(0)] * 3, 0, session_ended=ended)
+        return TargetKernels(
+            "db",
+            np.array(["k"] * launches, dtype=object),
+            *[np.zeros(launches, np.int64)] * 4,
+            *[np.zeros(0)] * 3,
+            0,
+            session_ended=ended,
+        )
 
-    assert read_state(kernels(0, False), "k")[0] == "incomplete" and "SESSION_TIME_INFO" in read_state(kernels(0, False), "k")[1]
-    assert read_state(kernels(0, True), "elastic*") == ("no_kernel", "no launch of a kernel matching kernel.name 'elastic*'")
+    assert (
+        read_state(kernels(0, False), "k")[0] == "incomplete"
+        and "SESSION_TIME_INFO" in read_state(kernels(0, False), "k")[1]
+    )
+    assert read_state(kernels(0, True), "elastic*") == (
+        "no_kernel",
+        "no launch of a kernel matching kernel.name 'elastic*'",
+    )
     assert read_state(kernels(0, None), "k")[0] == "no_kernel"  # a text export tells no session
     assert read_state(kernels(3, True), "k") is None and read_state(kernels(3, None), "k") is None
 
@@ -119,7 +138,9 @@ def test_calls_between_target_launches_are_counted_per_iteration():
     target = target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 0)
     chain = {c["name"]: c for c in calls_between(target)}
     assert chain["barrier"]["per_iteration"] == 1.0 and chain["layout"]["per_iteration"] == 0.5
-    assert chain["barrier"]["median_us"] == 0.0065  # 6 and 7 ns: the one before launch 0 and the one after the last do not count
+    assert (
+        chain["barrier"]["median_us"] == 0.0065
+    )  # 6 and 7 ns: the one before launch 0 and the one after the last do not count
     first_interval = target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 1)
     assert {c["name"]: c["per_iteration"] for c in calls_between(first_interval)} == {"barrier": 1.0, "layout": 1.0}
 
@@ -129,14 +150,24 @@ def test_the_call_chain_lists_the_longest_median_first_and_equal_medians_by_name
         rows = [("elastic_dispatch_kernel", 0, 10)]
         for i, (name, dur) in enumerate(between):
             rows += [(name, 20 + 100 * i, dur), ("elastic_dispatch_kernel", 60 + 100 * i, 10)]
-        kernels = pd.DataFrame(rows, columns=["name", "start_ns", "dur_ns"]).assign(op_type="x", stream=1, task_id=range(len(rows)), source="op_summary")
+        kernels = pd.DataFrame(rows, columns=["name", "start_ns", "dur_ns"]).assign(
+            op_type="x", stream=1, task_id=range(len(rows)), source="op_summary"
+        )
         return [
-            (c["name"], c["median_us"], c["per_iteration"]) for c in calls_between(target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 0))
+            (c["name"], c["median_us"], c["per_iteration"])
+            for c in calls_between(target_kernels_of(kernels, kernel_regex("elastic_dispatch_kernel").match, 0))
         ]
 
     # zeta first seen, alpha's median equal to it: alpha before zeta all the same
-    assert chain_of([("zeta", 4), ("alpha", 5), ("mid", 9), ("zeta", 6), ("alpha", 5)]) == [("mid", 0.009, 0.2), ("alpha", 0.005, 0.4), ("zeta", 0.005, 0.4)]
-    assert chain_of([("zeta", 4), ("alpha", 2), ("alpha", 3), ("alpha", 9)]) == [("zeta", 0.004, 0.25), ("alpha", 0.003, 0.75)]
+    assert chain_of([("zeta", 4), ("alpha", 5), ("mid", 9), ("zeta", 6), ("alpha", 5)]) == [
+        ("mid", 0.009, 0.2),
+        ("alpha", 0.005, 0.4),
+        ("zeta", 0.005, 0.4),
+    ]
+    assert chain_of([("zeta", 4), ("alpha", 2), ("alpha", 3), ("alpha", 9)]) == [
+        ("zeta", 0.004, 0.25),
+        ("alpha", 0.003, 0.75),
+    ]
 
 
 def test_a_kernel_overlapping_the_previous_launch_is_not_between_launches():
@@ -195,8 +226,14 @@ def test_merged_trace_puts_the_chosen_launch_end_of_every_rank_at_zero_and_draws
     assert set(xs) == {(0, 5), (0, 6), (9, 5)} and "first 2" in trace.metadata["launches_drawn"]
     assert xs[(0, 5)]["ts"] + xs[(0, 5)]["dur"] == 0 and xs[(9, 5)]["ts"] + xs[(9, 5)]["dur"] == 0
     assert xs[(0, 6)]["ts"] == 998.0 and xs[(0, 6)]["args"]["gap_us"] == 998.0 and xs[(0, 5)]["args"]["gap_us"] is None
-    assert len([e for e in merged_trace(used, details, 0, 0, toolchain="none").as_dict()["traceEvents"] if e["ph"] == "X"]) == 4
-    assert trace.metadata["toolchain"] == "none" and merged_trace(used, details, 0, 0, toolchain="sim").metadata["toolchain"] == "sim"
+    assert (
+        len([e for e in merged_trace(used, details, 0, 0, toolchain="none").as_dict()["traceEvents"] if e["ph"] == "X"])
+        == 4
+    )
+    assert (
+        trace.metadata["toolchain"] == "none"
+        and merged_trace(used, details, 0, 0, toolchain="sim").metadata["toolchain"] == "sim"
+    )
 
 
 def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_come_in():
@@ -261,10 +298,16 @@ def test_the_call_chain_merges_ranks_by_median_and_names_unknown_kernels_unident
         {"calls_between": None},
     ]
     chain = {c["name"]: c for c in merged_call_chain(ranks, {"cached_notify_combine": "barrier"})}
-    assert chain["cached_notify_combine"] == {"name": "cached_notify_combine", "per_iteration": 1.0, "median_us": 30.0, "role": "barrier"}
+    assert chain["cached_notify_combine"] == {
+        "name": "cached_notify_combine",
+        "per_iteration": 1.0,
+        "median_us": 30.0,
+        "role": "barrier",
+    }
     assert chain["mystery"]["role"].startswith("unidentified")
     assert timeline_minus_kernel(
-        {0: {"median_us": 105.0}, 1: {"median_us": None}, 2: {"median_us": 50.0}}, {"0": {"median_us": 100.0}, "1": {"median_us": 9.0}}
+        {0: {"median_us": 105.0}, 1: {"median_us": None}, 2: {"median_us": 50.0}},
+        {"0": {"median_us": 100.0}, "1": {"median_us": 9.0}},
     ) == {"0": 5.0}
 
 
@@ -296,7 +339,16 @@ def test_a_clock_corrected_trace_takes_out_the_drift_as_well_as_the_offset():
         "gap_ns": np.full(8, np.nan),
     }
     details = {0: {"node": 0, "device": 0, "symbol": "k"}, 9: {"node": 1, "device": 1, "symbol": "k"}}
-    drifted = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0}, toolchain="none", node_drift_ppm={1: 100.0}, drift_reference_us=0.0)
+    drifted = merged_trace(
+        used,
+        details,
+        0,
+        0,
+        node_offset_us={0: 0.0, 1: 5000.0},
+        toolchain="none",
+        node_drift_ppm={1: 100.0},
+        drift_reference_us=0.0,
+    )
     xs = [e for e in drifted.as_dict()["traceEvents"] if e["ph"] == "X"]
     ts = {(e["pid"], e["args"]["launch"]): e["ts"] for e in xs}
     assert all(ts[(9, k)] == pytest.approx(ts[(0, k)], abs=0.002) for k in range(4))

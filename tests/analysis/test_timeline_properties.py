@@ -19,12 +19,20 @@ from launch_grids import COLUMNS, Shape, simulate
 from dispatchprof.analysis import waits
 from dispatchprof.stages.timeline import longest_of
 
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+SETTINGS = {
+    "alpha": 0.001,
+    "late_min_us": 20.0,
+    "own_work_min_us": 5.0,
+    "in_kernel_min_fraction": 0.1,
+    "min_cost_us": 1.0,
+}
 BOOT = {"resamples": 40, "seed": 0}  # the bootstrap's size changes no path through the analysis
 EXAMPLES = int(os.environ.get("TIMELINE_GRIDS", "150"))
 
 
-def analyse_as_the_stage(columns: dict[str, np.ndarray], ranks_per_node: int, missing: list[int], boot=BOOT, settings=SETTINGS) -> dict:
+def analyse_as_the_stage(
+    columns: dict[str, np.ndarray], ranks_per_node: int, missing: list[int], boot=BOOT, settings=SETTINGS
+) -> dict:
     """What stages/timeline.timeline_stats does with the used launches: the grid, the waits, the longest view, and
     the stats as JSON text (a NaN or an object JSON cannot hold would fail there too)."""
     g = waits.grid(columns["rank"], columns["launch"], {c: columns[c].astype(float) for c in COLUMNS}, ranks_per_node)
@@ -64,20 +72,28 @@ def shapes(draw: st.DrawFn) -> Shape:
         own_factor=draw(st.dictionaries(rank, st.sampled_from([1.05, 1.15, 2.0]), max_size=2)),
         rank_work_sd_us=draw(st.sampled_from([0.0, 10.0])),
         host_late=host,
-        clock_offset_us=tuple(draw(st.lists(st.sampled_from([0.0, 350_000.0, -2e6, 5e6]), min_size=nodes, max_size=nodes))),
+        clock_offset_us=tuple(
+            draw(st.lists(st.sampled_from([0.0, 350_000.0, -2e6, 5e6]), min_size=nodes, max_size=nodes))
+        ),
         missing_ranks=tuple(lost_ranks),
-        missing_launches=tuple(draw(st.lists(st.integers(0, launches - 1), max_size=min(launches - 1, 20), unique=True))),
+        missing_launches=tuple(
+            draw(st.lists(st.integers(0, launches - 1), max_size=min(launches - 1, 20), unique=True))
+        ),
         nan_cells=draw(st.sampled_from([0, 0, 1, 7])),
         seed=draw(st.integers(0, 2**16)),
     )
 
 
 # The grids that failed before issue 45's fixes, kept as they were drawn.
-@example(Shape(nodes=3, ranks_per_node=8, own_extra={5: 40.0}))  # one rank slower in every launch, the others end together
+@example(
+    Shape(nodes=3, ranks_per_node=8, own_extra={5: 40.0})
+)  # one rank slower in every launch, the others end together
 @example(Shape(nodes=2, ranks_per_node=8, own_extra={5: 40.0}))
 @example(Shape(nodes=3, ranks_per_node=8, own_extra={5: 8.0}))
 @example(Shape(nodes=3, ranks_per_node=8, own_extra={5: 40.0, 13: 15.0}))  # two such ranks
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(shapes())
 def test_every_generated_grid_ends_in_a_result(shape: Shape):
     columns, _ = simulate(shape)

@@ -1,7 +1,14 @@
 import pandas as pd
 import pytest
 
-from dispatchprof.analysis.traffic import DEFINITIONS, bandwidth_gbps, bandwidths, byte_accounting, compare_bytes, csv_bytes
+from dispatchprof.analysis.traffic import (
+    DEFINITIONS,
+    bandwidth_gbps,
+    bandwidths,
+    byte_accounting,
+    compare_bytes,
+    csv_bytes,
+)
 
 
 def test_bytes_follow_their_definitions():
@@ -14,7 +21,11 @@ def test_bytes_follow_their_definitions():
                 "1": {"tokens": 1, "pairs": 2, "remote": True, "same_node": False},
             },
         },
-        {"global_rank": 1, "available": True, "destinations": {"0": {"tokens": 4, "pairs": 4, "remote": True, "same_node": False}}},
+        {
+            "global_rank": 1,
+            "available": True,
+            "destinations": {"0": {"tokens": 4, "pairs": 4, "remote": True, "same_node": False}},
+        },
     ]
     acc = byte_accounting(routing, hidden=10, dtype="bf16")
     assert acc["cross_rank_token_bytes"] == (1 + 4) * 10 * 2
@@ -48,7 +59,9 @@ def frame(rows, columns):
 
 
 # 2 ranks x 3 measured iterations; rank 0 moves 1000 B per call, rank 1 3000 B
-MEASURED = frame([(0, 0, 1.0), (1, 0, 2.0), (0, 1, 2.0), (1, 1, 1.0), (0, 2, 1.0), (1, 2, 4.0)], ["rank", "iteration", "us"])
+MEASURED = frame(
+    [(0, 0, 1.0), (1, 0, 2.0), (0, 1, 2.0), (1, 1, 1.0), (0, 2, 1.0), (1, 2, 4.0)], ["rank", "iteration", "us"]
+)
 PER_CALL = frame([(r, i, 1000 if r == 0 else 3000) for r in (0, 1) for i in range(3)], ["rank", "iteration", "bytes"])
 
 
@@ -59,7 +72,11 @@ def test_group_and_per_rank_bandwidths_follow_their_definitions():
     # per rank: its own bytes / its own duration per call: rank 0 1.0, 0.5, 1.0 -> 1.0; rank 1 1.5, 3.0, 0.75 -> 1.5
     assert bw["per_rank"] == {"0": pytest.approx(1.0), "1": pytest.approx(1.5)}
     assert "all ranks" in bw["group"]["definition"] and "max" in bw["group"]["definition"]
-    assert "its own" in bw["per_rank_definition"] and "late rank" in bw["per_rank_caveat"] and "fastest" in bw["per_rank_caveat"]
+    assert (
+        "its own" in bw["per_rank_definition"]
+        and "late rank" in bw["per_rank_caveat"]
+        and "fastest" in bw["per_rank_caveat"]
+    )
 
 
 def test_a_zero_duration_gives_no_bandwidth_for_that_call():
@@ -69,20 +86,31 @@ def test_a_zero_duration_gives_no_bandwidth_for_that_call():
 
 
 def test_csv_bytes_are_compared_with_the_computed_accounting_per_rank():
-    work = frame([(r, i, 7000 + r, 1000 if r == 0 else 3000) for r in (0, 1) for i in range(3)], ["rank", "iteration", "processed_bytes", "sent_bytes"])
+    work = frame(
+        [(r, i, 7000 + r, 1000 if r == 0 else 3000) for r in (0, 1) for i in range(3)],
+        ["rank", "iteration", "processed_bytes", "sent_bytes"],
+    )
     read = csv_bytes(work, MEASURED)
     assert read["per_rank"]["1"] == {"processed_bytes": 7001, "sent_bytes": 3000, "constant": True}
     computed = {
         "available": True,
-        "per_rank": {"0": {"cross_rank_token_bytes": 1000, "logical_output_bytes": 7000}, "1": {"cross_rank_token_bytes": 3000, "logical_output_bytes": 9}},
+        "per_rank": {
+            "0": {"cross_rank_token_bytes": 1000, "logical_output_bytes": 7000},
+            "1": {"cross_rank_token_bytes": 3000, "logical_output_bytes": 9},
+        },
     }
     agreement = compare_bytes(computed, read)
     assert agreement["pairs"]["sent_bytes"]["agree"] is True
-    assert agreement["pairs"]["processed_bytes"]["agree"] is False and agreement["pairs"]["processed_bytes"]["mismatch"] == {"1": [7001, 9]}
+    assert agreement["pairs"]["processed_bytes"]["agree"] is False and agreement["pairs"]["processed_bytes"][
+        "mismatch"
+    ] == {"1": [7001, 9]}
     assert agreement["agree"] is False and "docs/formats.md §3" in agreement["note"]
 
 
 def test_csv_bytes_that_vary_between_calls_say_so():
-    work = frame([(0, i, 10, 100 * (i + 1)) for i in range(3)] + [(1, i, 10, 5) for i in range(3)], ["rank", "iteration", "processed_bytes", "sent_bytes"])
+    work = frame(
+        [(0, i, 10, 100 * (i + 1)) for i in range(3)] + [(1, i, 10, 5) for i in range(3)],
+        ["rank", "iteration", "processed_bytes", "sent_bytes"],
+    )
     read = csv_bytes(work, MEASURED)
     assert read["per_rank"]["0"]["constant"] is False and read["per_rank"]["0"]["sent_bytes"] == 200

@@ -3,9 +3,24 @@
 import numpy as np
 import pytest
 
-from dispatchprof.analysis.waits import analyse, coupling, followers, grid, host_gaps, listed_text, node_clocks, stands_out
+from dispatchprof.analysis.waits import (
+    analyse,
+    coupling,
+    followers,
+    grid,
+    host_gaps,
+    listed_text,
+    node_clocks,
+    stands_out,
+)
 
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+SETTINGS = {
+    "alpha": 0.001,
+    "late_min_us": 20.0,
+    "own_work_min_us": 5.0,
+    "in_kernel_min_fraction": 0.1,
+    "min_cost_us": 1.0,
+}
 BOOT = {"resamples": 300, "seed": 0}
 RPN = 4
 
@@ -63,7 +78,10 @@ def table(
         if truth is not None:
             truth.append({"arrive": arrive.copy(), "end": end.copy()})
         prev_end = end + 8.0
-    columns = {k: np.array([row[k] for row in rows], dtype=float) for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
+    columns = {
+        k: np.array([row[k] for row in rows], dtype=float)
+        for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")
+    }
     return grid(np.array([row["rank"] for row in rows]), np.array([row["launch"] for row in rows]), columns, RPN)
 
 
@@ -81,7 +99,9 @@ def test_coupling_is_seen_in_the_barrier_and_independent_ranks_are_not_coupled()
     independent.barrier_start[:] = np.nan
     independent.barrier_end[:] = np.nan
     rng = np.random.default_rng(0)
-    independent.start[:] = rng.uniform(0, 100, independent.start.shape) + np.arange(len(independent.start))[:, None] * 5000
+    independent.start[:] = (
+        rng.uniform(0, 100, independent.start.shape) + np.arange(len(independent.start))[:, None] * 5000
+    )
     independent.end[:] = independent.start + rng.uniform(900, 1100, independent.start.shape)
     assert coupling(independent)["state"] == "not_coupled"
 
@@ -104,12 +124,26 @@ def test_the_late_rank_is_named_with_its_cost_and_the_ranks_that_wait_for_it_are
     assert strag["cost_us_per_launch"] == pytest.approx(truth, rel=0.05)
     lo, hi = strag["cost_ci_us"]
     assert lo <= strag["cost_us_per_launch"] <= hi and lo > 0
-    assert strag["cost_timed_us_per_launch"] == pytest.approx(0.0, abs=0.5)  # before the entry barrier: the timed scope pays nothing
+    assert strag["cost_timed_us_per_launch"] == pytest.approx(
+        0.0, abs=0.5
+    )  # before the entry barrier: the timed scope pays nothing
     assert strag["wait_caused_us_per_launch"] > 5 * strag["cost_us_per_launch"]  # seven ranks waited for it
     assert 0 < strag["cost_share"] <= 1
-    assert 6 not in result["straggler"]["waiting"]["ranks"] and set(result["straggler"]["waiting"]["ranks"]) == {0, 1, 2, 3, 4, 5, 7}
+    assert 6 not in result["straggler"]["waiting"]["ranks"] and set(result["straggler"]["waiting"]["ranks"]) == {
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        7,
+    }
     assert result["straggler"]["waiting"]["compared"] == 7 and result["straggler"]["waiting"]["causes_left_out"] == []
-    assert result["entry_wait_us"]["per_rank"]["6"]["sync_barrier_median"] < 5.0 < result["entry_wait_us"]["per_rank"]["0"]["sync_barrier_median"]
+    assert (
+        result["entry_wait_us"]["per_rank"]["6"]["sync_barrier_median"]
+        < 5.0
+        < result["entry_wait_us"]["per_rank"]["0"]["sync_barrier_median"]
+    )
 
 
 def test_causes_are_ranked_by_cost_not_by_frequency():
@@ -125,7 +159,10 @@ def test_causes_are_ranked_by_cost_not_by_frequency():
     assert costs == sorted(costs, reverse=True)
     for c in strag["causes"][1:]:
         assert c["rank"] != 5 and c["cost_us_per_launch"] < strag["cost_us_per_launch"]
-    assert f"in {100 * strag['fraction']:.0f}% of launches: it costs {strag['cost_us_per_launch']:.1f} us per launch" in strag["explanation"]
+    assert (
+        f"in {100 * strag['fraction']:.0f}% of launches: it costs {strag['cost_us_per_launch']:.1f} us per launch"
+        in strag["explanation"]
+    )
 
 
 def test_a_rank_that_returns_late_because_it_waited_is_not_late_itself():
@@ -144,7 +181,10 @@ def test_nothing_stands_out_without_a_cause_and_missing_ranks_are_mentioned():
     result = analyse(table(offset_us=(0.0, 3000.0)), SETTINGS, [9], BOOT)
     assert result["straggler"]["evidence"] == "none" and result["straggler"]["rank"] is None
     assert "Rank 9 without data" in result["straggler"]["coverage_note"]
-    assert all(c["cost_us_per_launch"] < SETTINGS["min_cost_us"] or c["cost_ci_us"][0] <= 0 for c in result["straggler"]["unnamed"])
+    assert all(
+        c["cost_us_per_launch"] < SETTINGS["min_cost_us"] or c["cost_ci_us"][0] <= 0
+        for c in result["straggler"]["unnamed"]
+    )
     # in sentences: what is not named, then what the timeline cannot see, each its own
     assert result["straggler"]["explanation"].startswith(
         "no rank or node stands out: no cause costs the group more than 1 us per launch (timeline.waits.min_cost_us). "
@@ -165,8 +205,14 @@ def test_a_node_that_ends_late_together_is_no_blame_and_a_late_rank_behind_it_co
     returns 300 us late): removing rank 1's lateness would give nothing back."""
     result = analyse(table(late=1, late_us=80.0, work={r: 1300.0 for r in range(4, 8)}), SETTINGS, [], BOOT)
     strag = result["straggler"]
-    assert (strag["evidence"], strag["node"], strag["ranks"]) == ("late_ending_node", 1, [4, 5, 6, 7]) and strag["rank"] is None
-    assert "not established" in strag["explanation"] and "DebugClock" in strag["explanation"] and "PMU" in strag["explanation"]
+    assert (strag["evidence"], strag["node"], strag["ranks"]) == ("late_ending_node", 1, [4, 5, 6, 7]) and strag[
+        "rank"
+    ] is None
+    assert (
+        "not established" in strag["explanation"]
+        and "DebugClock" in strag["explanation"]
+        and "PMU" in strag["explanation"]
+    )
     assert strag["cost_timed_us_per_launch"] == pytest.approx(300.0, abs=5.0)
     assert not any(c["evidence"] == "own_work" for c in strag["causes"])  # late-ending ranks, no claim about why
     assert not any(c["rank"] == 1 for c in strag["causes"])
@@ -182,9 +228,15 @@ def test_without_a_pure_barrier_ends_are_not_compared_across_nodes():
     assert any("not established" in n and "synchronize_start" in n for n in strag["notes"])
     # a rank that ends last by 40 us (less than the 80 us rank 6 is late): listed with its lead over its own node's ranks, not named (it compares ends
     # across nodes); a late arrival is still named without the barrier kernel
-    both = analyse(table(late=6, late_us=80.0, work={3: 1040.0}, barrier=False, sync=False), SETTINGS, [], BOOT)["straggler"]
-    assert [(c["evidence"], c["rank"]) for c in both["causes"]] == [("late_arrival", 6)] and "entry barrier" in both["explanation"]
-    assert any(c["evidence"] == "own_work" and c["rank"] == 3 and "not established" in c["not_named"] for c in both["unnamed"])
+    both = analyse(table(late=6, late_us=80.0, work={3: 1040.0}, barrier=False, sync=False), SETTINGS, [], BOOT)[
+        "straggler"
+    ]
+    assert [(c["evidence"], c["rank"]) for c in both["causes"]] == [("late_arrival", 6)] and "entry barrier" in both[
+        "explanation"
+    ]
+    assert any(
+        c["evidence"] == "own_work" and c["rank"] == 3 and "not established" in c["not_named"] for c in both["unnamed"]
+    )
 
 
 def test_without_a_pure_barrier_a_late_arrivals_cost_across_nodes_is_given_as_a_bound_it_keeps():
@@ -200,9 +252,15 @@ def test_without_a_pure_barrier_a_late_arrivals_cost_across_nodes_is_given_as_a_
     # the host gaps' excess in every launch but the first (no host gap there): 60 us, plus up to 4 us of host jitter
     # (its latest rank's)
     assert strag["fraction"] == pytest.approx(59 / 60) and 60.0 * strag["fraction"] <= hi <= 64.0 * strag["fraction"]
-    assert f"costs at most {hi:.1f} us per launch" in strag["explanation"] and "synchronize_start" in strag["explanation"]
+    assert (
+        f"costs at most {hi:.1f} us per launch" in strag["explanation"] and "synchronize_start" in strag["explanation"]
+    )
     # its share of the excess and the waiting it caused compare the same arrivals: not established either
-    assert strag["cost_share"] is None and strag["wait_caused_us_per_launch"] is None and strag["causes"][0]["cost_share"] is None
+    assert (
+        strag["cost_share"] is None
+        and strag["wait_caused_us_per_launch"] is None
+        and strag["causes"][0]["cost_share"] is None
+    )
     # with the barrier kernel the saving is established: a number, no bound
     synced = analyse(table(late=late, offset_us=(0.0, 2500.0), launches=60), SETTINGS, [], BOOT)["straggler"]
     assert synced["node"] == 1 and synced["cost_bound_us"] is None and "at most" not in synced["explanation"]
@@ -266,7 +324,11 @@ def test_a_late_set_of_most_launches_is_named_only_when_it_is_late_more_often_th
     fractions and the test. The same rates over 400 launches are apart: named, the same set."""
     short, long = recurring_set(25), recurring_set(400)
     assert short["late_ending_ranks"] == long["late_ending_ranks"] == [2, 5]
-    assert not short["named"] and "not apart beyond chance" in short["not_named"] and "timeline.iterations" in short["not_named"]
+    assert (
+        not short["named"]
+        and "not apart beyond chance" in short["not_named"]
+        and "timeline.iterations" in short["not_named"]
+    )
     assert short["stands_out"]["fraction_late"] > 0.5 and short["stands_out"]["z"] < 3.09
     assert long["named"] and "not_named" not in long and long["stands_out"]["z"] > 3.09
 
@@ -282,7 +344,11 @@ def test_stands_out_compares_the_least_often_late_of_the_set_with_the_most_often
     chance = np.zeros((25, 4), bool)
     chance[:13, 0] = chance[:13, 1] = chance[12:21, 2] = True  # 52% and 36%: the 3x4 short run's fractions
     out = stands_out(chance, np.array([0, 1]), np.array([0, 1]), 0.001)
-    assert out["stands_out"]["fraction_late"] == 0.52 and out["stands_out"]["others_fraction_late"] == 0.36 and "52% of 25" in out["not_named"]
+    assert (
+        out["stands_out"]["fraction_late"] == 0.52
+        and out["stands_out"]["others_fraction_late"] == 0.36
+        and "52% of 25" in out["not_named"]
+    )
     # a follower (column 2, late with the set) is no other: the set is compared with the rest only
     led = np.zeros((100, 4), bool)
     led[:60, 0] = led[:58, 2] = led[60:80, 3] = True
@@ -339,13 +405,36 @@ def test_listed_causes_that_share_a_reason_say_it_once():
     reason once (a new user read it twice in a row), a cause with another reason keeps its own."""
     structure = "the timeline cannot tell a slow rank among late-ending ranks"
     sets = [
-        {"rank": None, "ranks": [], "late_ending_ranks": [3, 8], "lead_us_median": 22.7, "fraction": 0.01, "not_named": structure},
-        {"rank": None, "ranks": [], "late_ending_ranks": [6, 9], "lead_us_median": 20.8, "fraction": 0.01, "not_named": structure},
-        {"rank": 15, "ranks": [15], "evidence": "own_work", "lead_us_median": 40.0, "fraction": 0.2, "not_named": "not established"},
+        {
+            "rank": None,
+            "ranks": [],
+            "late_ending_ranks": [3, 8],
+            "lead_us_median": 22.7,
+            "fraction": 0.01,
+            "not_named": structure,
+        },
+        {
+            "rank": None,
+            "ranks": [],
+            "late_ending_ranks": [6, 9],
+            "lead_us_median": 20.8,
+            "fraction": 0.01,
+            "not_named": structure,
+        },
+        {
+            "rank": 15,
+            "ranks": [15],
+            "evidence": "own_work",
+            "lead_us_median": 40.0,
+            "fraction": 0.2,
+            "not_named": "not established",
+        },
     ]
     text = listed_text(sets)
     assert text.count(structure) == 1 and text.count("not established") == 1
-    assert text.startswith("ranks 3, 8 end late together (22.7 us after the others' last, in 1% of launches) and ranks 6, 9 end late together")
+    assert text.startswith(
+        "ranks 3, 8 end late together (22.7 us after the others' last, in 1% of launches) and ranks 6, 9 end late together"
+    )
     assert "rank 15 own_work (40.0 us lead" in text
 
 
@@ -353,10 +442,15 @@ def test_a_late_arrival_that_costs_less_than_its_lateness_says_how_far_ahead_of_
     # rank 6 is 80 us late and rank 2 50 us: removing rank 6's lateness brings the last arrival back to rank 2, ~30 us
     kw = {"late": {6: (80.0, 1.0), 2: (50.0, 1.0)}, "launches": 40}
     strag = analyse(table(**kw), SETTINGS, [], BOOT)["straggler"]
-    assert strag["rank"] == 6 and strag["cost_us_per_launch"] == pytest.approx(true_cost(**kw, removed={"late": {2: (50.0, 1.0)}}), rel=0.15)
+    assert strag["rank"] == 6 and strag["cost_us_per_launch"] == pytest.approx(
+        true_cost(**kw, removed={"late": {2: (50.0, 1.0)}}), rel=0.15
+    )
     (top,) = [c for c in strag["causes"] if c["rank"] == 6]
     assert top["ahead_us_median"] == pytest.approx(30.0, abs=4.0)
-    assert f"where it arrives last, the next arrival is a median {top['ahead_us_median']:.0f} us before it" in strag["explanation"]
+    assert (
+        f"where it arrives last, the next arrival is a median {top['ahead_us_median']:.0f} us before it"
+        in strag["explanation"]
+    )
     # a late rank far ahead of every other arrival costs about its lateness: nothing to explain
     alone = analyse(table(late=6, late_us=80.0), SETTINGS, [], BOOT)["straggler"]
     assert "where it arrives last" not in alone["explanation"]
@@ -365,7 +459,16 @@ def test_a_late_arrival_that_costs_less_than_its_lateness_says_how_far_ahead_of_
 def test_a_fraction_that_rounds_to_every_launch_is_not_said_to_be_every_launch():
     from dispatchprof.analysis.waits import describe
 
-    cause = {"evidence": "late_arrival", "rank": 5, "node": None, "ranks": [5], "late_us_median": 50.0, "cost_us_per_launch": 20.0}
+    cause = {
+        "evidence": "late_arrival",
+        "rank": 5,
+        "node": None,
+        "ranks": [5],
+        "late_us_median": 50.0,
+        "cost_us_per_launch": 20.0,
+    }
     cause |= {"cost_ci_us": [18.0, 22.0], "cost_timed_us_per_launch": 0.0}
     assert "in 99.5% of launches" in describe({**cause, "fraction": 0.995})
-    assert "in 100% of launches" in describe({**cause, "fraction": 1.0}) and "in 42% of launches" in describe({**cause, "fraction": 0.42})
+    assert "in 100% of launches" in describe({**cause, "fraction": 1.0}) and "in 42% of launches" in describe(
+        {**cause, "fraction": 0.42}
+    )

@@ -26,14 +26,20 @@ SMALL = model.Shape(2, 4)
 
 def imported_modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
-    found = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    return found | {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    found = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    return found | {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
 
 
 def test_the_generator_imports_only_the_standard_library_and_numpy():
     found = imported_modules(BENCH / "second_model.py")
     assert found - {"numpy"} <= set(sys.stdlib_module_names), found
-    assert "sys.path" not in (BENCH / "second_model.py").read_text()  # no path added to reach workflow/sim or the library
+    assert (
+        "sys.path" not in (BENCH / "second_model.py").read_text()
+    )  # no path added to reach workflow/sim or the library
     assert not {"dispatchprof", "ascend_deepep", "localisation", "_account", "_collective"} & found
 
 
@@ -60,7 +66,9 @@ def test_every_rank_is_a_plain_msprof_prof_directory(tree):
         assert len(profs) == SMALL.ranks_per_node and all(PROF_RE.match(p.name) for p in profs)
         infos = [read_prof_info(p) for p in profs]
         assert sorted(d for i in infos for d in i.devices) == list(range(SMALL.ranks_per_node))
-        assert all(i.rank_id is None and i.db is not None and i.text_dir is not None and not i.error_lines for i in infos)
+        assert all(
+            i.rank_id is None and i.db is not None and i.text_dir is not None and not i.error_lines for i in infos
+        )
         assert {i.hostname for i in infos} == {f"node{node}"}
 
 
@@ -105,9 +113,14 @@ def test_without_a_fault_the_truth_costs_nothing():
     found = model.truth(SMALL, draws, [])
     assert found["total"] == {"period": 0.0, "timed": 0.0}
     # a fault that never strikes is no cause either: its removal gives nothing back
-    never = [model.Fault("never", "host", (2,), extra=50.0, prob=0.0), model.Fault("zero", "work", (3,), extra=0.0, tied=True)]
+    never = [
+        model.Fault("never", "host", (2,), extra=50.0, prob=0.0),
+        model.Fault("zero", "work", (3,), extra=0.0, tied=True),
+    ]
     found = model.truth(SMALL, model.draw(SMALL, 100, seed=5, faults=never), never)
-    assert found["total"]["period"] == 0.0 and all(c["period"] == 0.0 for c in found["causes"] if c["fault"] != "os_hiccups")
+    assert found["total"]["period"] == 0.0 and all(
+        c["period"] == 0.0 for c in found["causes"] if c["fault"] != "os_hiccups"
+    )
 
 
 def test_a_rank_40_us_slower_in_every_launch_with_tied_peers_costs_40_us_a_launch():
@@ -134,7 +147,10 @@ def test_untied_its_lateness_carries_into_the_next_barrier_where_the_others_host
 
 def test_two_slow_ranks_cost_alone_what_the_other_does_not_cover():
     shape = model.Shape(2, 8)
-    faults = [model.Fault("a", "work", (5,), extra=40.0, tied=True), model.Fault("b", "work", (13,), extra=15.0, tied=True)]
+    faults = [
+        model.Fault("a", "work", (5,), extra=40.0, tied=True),
+        model.Fault("b", "work", (13,), extra=15.0, tied=True),
+    ]
     found = model.truth(shape, model.draw(shape, 300, seed=2, faults=faults), faults)
     alone = {c["fault"]: c["period"] for c in found["causes"]}
     assert 38.5 <= found["total"]["period"] <= 40.5
@@ -151,11 +167,26 @@ def test_the_scorer_names_a_late_rank_at_its_cost(tmp_path):
 
 
 def cause(evidence: str, rank: int | None, cost: float, **extra) -> dict:
-    return {"evidence": evidence, "rank": rank, "node": None, "ranks": [rank] if rank is not None else [], "cost_us_per_launch": cost, **extra}
+    return {
+        "evidence": evidence,
+        "rank": rank,
+        "node": None,
+        "ranks": [rank] if rank is not None else [],
+        "cost_us_per_launch": cost,
+        **extra,
+    }
 
 
 def truth_row(knob: str, evidence: str, rank: int, period: float) -> dict:
-    return {"knob": knob, "evidence": evidence, "ranks": [rank], "rank": rank, "node": None, "period": period, "timed": period}
+    return {
+        "knob": knob,
+        "evidence": evidence,
+        "ranks": [rank],
+        "rank": rank,
+        "node": None,
+        "period": period,
+        "timed": period,
+    }
 
 
 def test_nothing_named_where_nothing_costs_is_right():
@@ -166,7 +197,11 @@ def test_nothing_named_where_nothing_costs_is_right():
 def test_a_victim_named_is_a_false_alarm_and_a_victim_and_a_lenient_match_is_not_exact():
     truths = [truth_row("slow", "own_work", 5, 20.0), truth_row("spikes", "late_arrival", 2, 0.2)]
     scored = score.score([cause("own_work", 3, 4.0)], truths, SMALL)
-    assert not scored["top_right"] and scored["false_alarms"] == ["own_work rank 3"] and scored["victims_blamed"] == ["own_work rank 3"]
+    assert (
+        not scored["top_right"]
+        and scored["false_alarms"] == ["own_work rank 3"]
+        and scored["victims_blamed"] == ["own_work rank 3"]
+    )
     lenient = cause("in_kernel", None, 21.0, late_ending_ranks=[1, 3, 5, 6])
     scored = score.score([lenient], truths, SMALL)
     assert scored["top_right"] and not scored["top_right_exact"] and scored["cost_error"] == pytest.approx(0.05)

@@ -60,7 +60,11 @@ READERS = [
         debugclock.parse_legacy_csv,
     ),
     ("DebugClock event_map.json", AKL / "event_map.json", debugclock.parse_event_map),
-    ("DebugClock capture.json", CAPTURE / "capture.json", lambda p: debugclock.parse_capture(p.parent, debugclock.parse_event_map(AKL / "event_map.json"))),
+    (
+        "DebugClock capture.json",
+        CAPTURE / "capture.json",
+        lambda p: debugclock.parse_capture(p.parent, debugclock.parse_event_map(AKL / "event_map.json")),
+    ),
     ("identity sidecar", None, lambda p: load_identities(p.parent), write_identity),
     ("rank log", None, lambda p: find_pass_lines([p], r"\[rank (?P<rank>\d+)\].*precision check passed"), write_log),
 ]
@@ -75,13 +79,19 @@ def comparable(value):
     if isinstance(value, dict):
         return {k: comparable(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value):
-        return {f.name: comparable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in ("source", "path")}
+        return {
+            f.name: comparable(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.name not in ("source", "path")
+        }
     return value
 
 
 def place(tmp_path: Path, case: tuple, bom: bool) -> Path:
     source, writer = case[1], (case[3] if len(case) > 3 else None)
-    directory = tmp_path / ("bom" if bom else "plain") / (source.parent.name if source else "files")  # names a reader reads
+    directory = (
+        tmp_path / ("bom" if bom else "plain") / (source.parent.name if source else "files")
+    )  # names a reader reads
     directory.mkdir(parents=True)
     if source is None:
         path = writer(directory)

@@ -25,7 +25,13 @@ def test_any_int_float_and_bool_columns_are_written_as_pandas_wrote_them(data, r
 def test_a_launch_table_with_missing_gaps_is_the_same_text():
     dur_ns = np.array([355962, 348697, 346544], dtype=np.int64)
     gap_ns = np.array([np.nan, 1367972.0, 66086.0])
-    columns = {"launch": np.arange(3), "used": np.array([False, True, True]), "dur_ns": dur_ns, "dur_us": dur_ns / 1000, "gap_us": gap_ns / 1000}
+    columns = {
+        "launch": np.arange(3),
+        "used": np.array([False, True, True]),
+        "dur_ns": dur_ns,
+        "dur_us": dur_ns / 1000,
+        "gap_us": gap_ns / 1000,
+    }
     text = csv_text(columns)
     assert text == pd.DataFrame(columns).to_csv(index=False)
     assert text.splitlines()[1] == "0,False,355962,355.962,"  # NaN is an empty field, never 0

@@ -38,7 +38,10 @@ def test_legacy_csvs_are_found_by_both_name_forms(tmp_path):
     shutil.copy(RANK0, tmp_path / "dispatch_clock_rank_0.csv")
     shutil.copy(RANK1, tmp_path / "dispatch_clock_run7_rank_1.csv")
     (tmp_path / "dispatch_latency.csv").write_text("x\n")
-    assert [p.name for p in find_legacy_csvs(tmp_path)] == ["dispatch_clock_rank_0.csv", "dispatch_clock_run7_rank_1.csv"]
+    assert [p.name for p in find_legacy_csvs(tmp_path)] == [
+        "dispatch_clock_rank_0.csv",
+        "dispatch_clock_run7_rank_1.csv",
+    ]
 
 
 def test_legacy_csv_keeps_missing_slots_missing_and_large_values():
@@ -128,7 +131,10 @@ def test_event_map_and_capture_decode_in_tick_order():
     cap = parse_capture(CAPTURE0, events)
     assert (cap.rank, cap.pid, cap.launch, cap.dropped) == (0, 4000, 0, 0)
     core1 = cap.events[cap.events.block == 1]
-    assert core1["path"].iloc[0] == "dispatch/Init/entry" and core1["path"].iloc[-1] == "dispatch/Process/LocalWindowCopy/end"
+    assert (
+        core1["path"].iloc[0] == "dispatch/Init/entry"
+        and core1["path"].iloc[-1] == "dispatch/Process/LocalWindowCopy/end"
+    )
     assert core1["tick"].diff().dropna().ge(0).all()
     assert [p.name for p in find_captures(ROOT / "akl")] == ["rank0-pid4000-launch0", "rank1-pid4001-launch0"]
 
@@ -172,7 +178,10 @@ def test_garbage_trace_bin_is_refused_or_decoded(data):
 def test_event_id_missing_from_map_is_refused(tmp_path):
     target, events = _copy_capture(tmp_path)
     del events[0x5FB50072]
-    with pytest.raises(DebugClockFormatError, match=r"trace.bin: row 0: event \d+: id 1605697650 \(0x5fb50072\) is not in the event map"):
+    with pytest.raises(
+        DebugClockFormatError,
+        match=r"trace.bin: row 0: event \d+: id 1605697650 \(0x5fb50072\) is not in the event map",
+    ):
         parse_capture(target, events)
 
 

@@ -22,7 +22,12 @@ def write(tmp_path, text, name="dispatch_latency.csv"):
 def test_legacy_five_column_form_is_accepted_with_unspecified_boundary():
     table = parse_latency_csv(LEGACY)
     assert table.measurement is None and table.clock_hz is None
-    assert table.frame[["rank", "iteration", "us"]].values.tolist() == [[0, 0, 1000.0], [1, 0, 20.0], [0, 1, 10.0], [1, 1, 40.0]]
+    assert table.frame[["rank", "iteration", "us"]].values.tolist() == [
+        [0, 0, 1000.0],
+        [1, 0, 20.0],
+        [0, 1, 10.0],
+        [1, 1, 40.0],
+    ]
 
 
 def test_full_form_with_metadata_columns_is_accepted():
@@ -35,7 +40,12 @@ def test_full_form_with_metadata_columns_is_accepted():
 def test_columns_are_found_by_name_not_position(tmp_path):
     text = "in_average,elapsed_us,is_warmup,iteration,rank\n0,1000,1,0,0\n1,20,0,0,1\n1,10,0,1,0\n1,40,0,1,1\n"
     table = parse_latency_csv(write(tmp_path, text))
-    assert sorted(table.frame[["rank", "iteration", "us"]].values.tolist()) == [[0, 0, 1000.0], [0, 1, 10.0], [1, 0, 20.0], [1, 1, 40.0]]
+    assert sorted(table.frame[["rank", "iteration", "us"]].values.tolist()) == [
+        [0, 0, 1000.0],
+        [0, 1, 10.0],
+        [1, 0, 20.0],
+        [1, 1, 40.0],
+    ]
 
 
 def test_elapsed_ms_alone_is_converted_to_microseconds(tmp_path):
@@ -49,9 +59,15 @@ HEADER = "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,measurement,
 @pytest.mark.parametrize(
     "body,message",
     [
-        ("0,0,0.1,100,0,1,kernel,50000000\n1,0,0.1,100,0,1,event,50000000\n", "line 3: field 'measurement' is 'event' but line 2 has 'kernel'"),
+        (
+            "0,0,0.1,100,0,1,kernel,50000000\n1,0,0.1,100,0,1,event,50000000\n",
+            "line 3: field 'measurement' is 'event' but line 2 has 'kernel'",
+        ),
         ("0,0,0.1,100,0,1,kernel,50000000\n1,0,0.1,100,0,1,kernel,1000000000\n", "line 3: field 'clock_hz'"),
-        ("0,0,0.1,100,0,1,kernel,1\n0,0,0.1,100,0,1,kernel,1\n", "line 3: field 'iteration': rank 0 iteration 0 duplicates line 2"),
+        (
+            "0,0,0.1,100,0,1,kernel,1\n0,0,0.1,100,0,1,kernel,1\n",
+            "line 3: field 'iteration': rank 0 iteration 0 duplicates line 2",
+        ),
         (
             "0,0,0.1,100,0,1,kernel,1\n0,1,0.1,100,0,1,kernel,1\n1,0,0.1,100,0,1,kernel,1\n",
             "field 'rank': unequal call counts across ranks (rank 0: 2, rank 1: 1)",
@@ -148,9 +164,14 @@ def test_work_byte_columns_are_read_by_header_name(tmp_path):
     text = WORK_HEADER + "0,0,0.5,500,1,0,1000,400,0.002,0.0008,kernel,1\n1,0,0,0,1,0,2000,800,,,kernel,1\n"
     table = parse_latency_csv(write(tmp_path, text))
     assert table.work is not None
-    assert table.work[["rank", "iteration", "processed_bytes", "sent_bytes"]].values.tolist() == [[0, 0, 1000, 400], [1, 0, 2000, 800]]
+    assert table.work[["rank", "iteration", "processed_bytes", "sent_bytes"]].values.tolist() == [
+        [0, 0, 1000, 400],
+        [1, 0, 2000, 800],
+    ]
     shuffled = "sent_bytes,rank,processed_bytes,iteration,elapsed_us,is_warmup,in_average\n400,0,1000,0,500,0,1\n"
-    assert parse_latency_csv(write(tmp_path, shuffled, "s.csv")).work[["processed_bytes", "sent_bytes"]].values.tolist() == [[1000, 400]]
+    assert parse_latency_csv(write(tmp_path, shuffled, "s.csv")).work[
+        ["processed_bytes", "sent_bytes"]
+    ].values.tolist() == [[1000, 400]]
     assert parse_latency_csv(LEGACY).work is None
 
 
@@ -162,13 +183,21 @@ def test_work_byte_columns_are_read_by_header_name(tmp_path):
             "0,0,1,0,1,5\n",
             "line 1: field 'sent_bytes' missing but 'processed_bytes' present",
         ),
-        ("rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n", "0,0,1,0,1,-1,5\n", "line 2: field 'sent_bytes' is -1"),
+        (
+            "rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n",
+            "0,0,1,0,1,-1,5\n",
+            "line 2: field 'sent_bytes' is -1",
+        ),
         (
             "rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n",
             "0,0,1,0,1,1.5,5\n",
             "line 2: field 'sent_bytes' is '1.5', expected an integer",
         ),
-        ("rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n", f"0,0,1,0,1,{2**64},5\n", "expected a uint64"),
+        (
+            "rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n",
+            f"0,0,1,0,1,{2**64},5\n",
+            "expected a uint64",
+        ),
         (
             "rank,iteration,elapsed_us,is_warmup,in_average,sent_bytes,processed_bytes\n",
             "0,0,1,0,1,,5\n",
@@ -176,8 +205,16 @@ def test_work_byte_columns_are_read_by_header_name(tmp_path):
         ),
         (WORK_HEADER, "0,0,0.5,500,0,1,1000,400,0.002,9,kernel,1\n", "line 2: field 'sent_gbps' is 9"),
         (WORK_HEADER, "0,0,0.5,500,0,1,1000,400,,0.0008,kernel,1\n", "line 2: field 'processed_gbps' is empty"),
-        (WORK_HEADER, "0,0,0.5,500,0,1,1000,400,x,0.0008,kernel,1\n", "line 2: field 'processed_gbps' is 'x', expected a number"),
-        (WORK_HEADER, "0,0,0,0,0,1,1000,400,0.002,,kernel,1\n", "line 2: field 'processed_gbps' is 0.002 but elapsed_ms is 0"),
+        (
+            WORK_HEADER,
+            "0,0,0.5,500,0,1,1000,400,x,0.0008,kernel,1\n",
+            "line 2: field 'processed_gbps' is 'x', expected a number",
+        ),
+        (
+            WORK_HEADER,
+            "0,0,0,0,0,1,1000,400,0.002,,kernel,1\n",
+            "line 2: field 'processed_gbps' is 0.002 but elapsed_ms is 0",
+        ),
     ],
 )
 def test_each_work_column_refusal_names_file_line_and_field(tmp_path, header, body, message):
@@ -204,7 +241,11 @@ def test_each_work_column_refusal_names_file_line_and_field(tmp_path, header, bo
 def test_wrong_values_in_the_work_columns_end_in_a_clear_error_or_consistent_bytes(tmp_path_factory, rows):
     path = tmp_path_factory.mktemp("work") / "dispatch_latency.csv"
     lines = [f"0,{i},{ms},0,1,{pb},{sb},{pg},{sg}" for i, (ms, pb, sb, pg, sg) in enumerate(rows)]
-    path.write_text("rank,iteration,elapsed_ms,is_warmup,in_average,processed_bytes,sent_bytes,processed_gbps,sent_gbps\n" + "\n".join(lines) + "\n")
+    path.write_text(
+        "rank,iteration,elapsed_ms,is_warmup,in_average,processed_bytes,sent_bytes,processed_gbps,sent_gbps\n"
+        + "\n".join(lines)
+        + "\n"
+    )
     try:
         table = parse_latency_csv(path)
     except LatencyCsvError as exc:

@@ -37,7 +37,12 @@ def row_fields(form: str, rank: int, iteration: int, us: float, warmup: bool, qu
     fields = {"rank": str(rank), "iteration": str(iteration), "elapsed_ms": repr(ms), "elapsed_us": repr(us)}
     fields |= {"is_warmup": str(int(warmup)), "in_average": str(int(not warmup))}
     processed, sent = 1000 * (rank + 1), 400 * (iteration + 1)
-    fields |= {"processed_bytes": str(processed), "sent_bytes": str(sent), "processed_gbps": repr(processed / (ms * 1e6)), "sent_gbps": repr(sent / (ms * 1e6))}
+    fields |= {
+        "processed_bytes": str(processed),
+        "sent_bytes": str(sent),
+        "processed_gbps": repr(processed / (ms * 1e6)),
+        "sent_gbps": repr(sent / (ms * 1e6)),
+    }
     fields |= {"measurement": '"kernel"' if quoted else "kernel", "clock_hz": "50000000"}
     return [fields[name] for name in HEADERS[form].split(",")]
 
@@ -56,7 +61,11 @@ def latency_files(draw, bad: bool) -> tuple[str, int | None, str | None]:
             rows.append(row_fields(form, rank, iteration, us, iteration < 1, quoted))
     line, message = None, None
     if bad:
-        field, value, message = draw(st.sampled_from([b for b in BAD if b[0] in HEADERS[form].split(",") and (b[0] != "measurement" or len(rows) > 1)]))
+        field, value, message = draw(
+            st.sampled_from(
+                [b for b in BAD if b[0] in HEADERS[form].split(",") and (b[0] != "measurement" or len(rows) > 1)]
+            )
+        )
         index = draw(st.integers(int(field == "measurement"), len(rows) - 1))
         rows[index][HEADERS[form].split(",").index(field)] = value
         line = index + 2
@@ -120,5 +129,8 @@ def test_a_duplicate_before_a_bad_value_in_a_later_piece_is_named_first(tmp_path
 def test_rank_beyond_int64_is_refused_naming_line_and_field(tmp_path):
     path = tmp_path / "dispatch_latency.csv"
     path.write_text(f"rank,iteration,elapsed_us,is_warmup,in_average\n{2**63},0,1,0,1\n")
-    with pytest.raises(LatencyCsvError, match=r"line 2: field 'rank' is 9223372036854775808, expected an integer of at most 9223372036854775807"):
+    with pytest.raises(
+        LatencyCsvError,
+        match=r"line 2: field 'rank' is 9223372036854775808, expected an integer of at most 9223372036854775807",
+    ):
         parse_latency_csv(path)

@@ -30,7 +30,9 @@ def values(frame, metric):
     return frame[frame["metric"] == metric].sort_values(["block_id", "core_index"])["value"].tolist()
 
 
-@pytest.mark.parametrize("name", ["PipeUtilization_950_34col.csv", "PipeUtilization_950_33col.csv", "PipeUtilization_950_old_order.csv"])
+@pytest.mark.parametrize(
+    "name", ["PipeUtilization_950_34col.csv", "PipeUtilization_950_33col.csv", "PipeUtilization_950_old_order.csv"]
+)
 def test_the_950_variants_give_the_same_values_by_header_name(name):
     header, frame = read_metric_csv(F / name)
     assert header_set(header)[0] == "Ascend 950"
@@ -59,7 +61,12 @@ def test_a2_a3_file_with_cube_and_vector_rows_and_dynamic_columns():
 
 def test_op_basic_info_reads_the_documented_row():
     info = read_op_basic_info(F / "OpBasicInfo.csv")
-    assert info["Op Name"] == "matmul_leakyrelu_custom_0_mix_aic" and info["Device Id"] == "0" and info["Pid"] == "521012" and info["Rated Freq"] == "1650"
+    assert (
+        info["Op Name"] == "matmul_leakyrelu_custom_0_mix_aic"
+        and info["Device Id"] == "0"
+        and info["Pid"] == "521012"
+        and info["Rated Freq"] == "1650"
+    )
 
 
 def make_run(directory, stamp=None):
@@ -75,7 +82,11 @@ def test_the_three_layouts_are_found(tmp_path):
     root = tmp_path / "a" / OPPROF
     make_run(root)
     [run] = kernel_runs(root)
-    assert run.layout == "root" and run.kernel is None and set(metric_files(run.directory)) == {"PipeUtilization", "OpBasicInfo"}
+    assert (
+        run.layout == "root"
+        and run.kernel is None
+        and set(metric_files(run.directory)) == {"PipeUtilization", "OpBasicInfo"}
+    )
 
     one_device = tmp_path / "b" / OPPROF
     for n in (0, 1):
@@ -127,10 +138,19 @@ def clear_error_or_table(path):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.binary(max_size=600), st.integers(min_value=0, max_value=len((F / "PipeUtilization_950_34col.csv").read_bytes()))))
+@given(
+    st.one_of(
+        st.binary(max_size=600),
+        st.integers(min_value=0, max_value=len((F / "PipeUtilization_950_34col.csv").read_bytes())),
+    )
+)
 def test_garbage_or_truncated_metric_csv_ends_in_a_clear_error_or_a_table(tmp_path_factory, blob_or_cut):
     path = tmp_path_factory.mktemp("m") / "PipeUtilization.csv"
-    data = blob_or_cut if isinstance(blob_or_cut, bytes) else (F / "PipeUtilization_950_34col.csv").read_bytes()[:blob_or_cut]
+    data = (
+        blob_or_cut
+        if isinstance(blob_or_cut, bytes)
+        else (F / "PipeUtilization_950_34col.csv").read_bytes()[:blob_or_cut]
+    )
     path.write_bytes(data)
     clear_error_or_table(path)
 
@@ -142,7 +162,9 @@ OTHER_SETS = [m for m in PMU_METRIC_CSVS if m != "PipeUtilization"]
 def test_the_other_950_metric_csvs_are_read_by_header_name_with_their_documented_columns(metric):
     header, frame = read_metric_csv(F / f"{metric}_950.csv")
     assert header[2:] == OTHER_950[metric]  # the fixture is the doc's header, verbatim
-    assert frame[frame["metric"].str.startswith("aic_")]["value"].isna().all() == (metric != "L2Cache")  # L2Cache has the doc's cube row
+    assert frame[frame["metric"].str.startswith("aic_")]["value"].isna().all() == (
+        metric != "L2Cache"
+    )  # L2Cache has the doc's cube row
     assert missing_columns(header, frame, "vector", expected_columns(metric, header, "Ascend 950")) == [
         c for c in OTHER_950[metric] if c.startswith("aiv_") and frame[frame["metric"] == c]["value"].isna().all()
     ]
@@ -164,14 +186,19 @@ def test_a_column_absent_from_an_older_memory_csv_is_not_provided(tmp_path):
     older = tmp_path / "Memory.csv"
     older.write_text("".join(",".join(c for i, c in enumerate(line) if i != drop) + ",\n" for line in lines))
     header, frame = read_metric_csv(older)
-    assert missing_columns(header, frame, "vector", expected_columns("Memory", header, "Ascend 950")) == ["aiv_gm_to_ub_bw(GB/s)"]
+    assert missing_columns(header, frame, "vector", expected_columns("Memory", header, "Ascend 950")) == [
+        "aiv_gm_to_ub_bw(GB/s)"
+    ]
 
 
 @pytest.mark.parametrize(
     "metrics,expected",
     [
         (["PipeUtilization"], ["PipeUtilization"]),
-        (["memory", "PipeUtilization", "L2Cache"], ["PipeUtilization", "L2Cache", "Memory"]),  # case-insensitive, as the tool
+        (
+            ["memory", "PipeUtilization", "L2Cache"],
+            ["PipeUtilization", "L2Cache", "Memory"],
+        ),  # case-insensitive, as the tool
         (["Default"], list(PMU_METRIC_CSVS)),
         (["PipeTimeline"], []),
     ],
@@ -199,7 +226,9 @@ def test_garbage_or_truncated_other_metric_csv_ends_in_a_clear_error_or_a_table(
 def test_the_soc_name_gives_the_chip_family_and_unknown_names_none():
     from dispatchprof.formats.msopprof import soc_family
 
-    assert [soc_family(s) for s in ("Ascend910B2", "Ascend910B4-1", "Ascend910_9392", "Ascend950PR_9599", "Ascend310P3", "")] == [
+    assert [
+        soc_family(s) for s in ("Ascend910B2", "Ascend910B4-1", "Ascend910_9392", "Ascend950PR_9599", "Ascend310P3", "")
+    ] == [
         "A2/A3",
         "A2/A3",
         "A2/A3",
@@ -212,7 +241,9 @@ def test_the_soc_name_gives_the_chip_family_and_unknown_names_none():
 def test_an_a2_header_without_the_scalar_detail_columns_is_still_inferred_a2_by_its_order():
     from dispatchprof.formats.msopprof import PIPE_A2
 
-    header = ["block_id", "sub_block_id"] + [c for c in PIPE_A2 if "_scalar_" not in c or c.endswith(("scalar_time(us)", "scalar_ratio"))]
+    header = ["block_id", "sub_block_id"] + [
+        c for c in PIPE_A2 if "_scalar_" not in c or c.endswith(("scalar_time(us)", "scalar_ratio"))
+    ]
     assert header_set(header)[0] == "A2/A3"
     header_950, _ = read_metric_csv(F / "PipeUtilization_950_old_order.csv")
     assert header_set(header_950)[0] == "Ascend 950"
@@ -225,6 +256,8 @@ def test_the_chip_is_read_from_dump_op_basic_info_of_the_launch_or_the_root(tmp_
     launch.mkdir(parents=True)
     assert run_chip(launch, tmp_path / "OPPROF_x") is None
     (tmp_path / "OPPROF_x" / "dump").mkdir()
-    (tmp_path / "OPPROF_x" / "dump" / "op_basic_info.txt").write_bytes(b"\xef\xbb\xbfOp Name=k\nRun Soc Version=Ascend910B2\n")
+    (tmp_path / "OPPROF_x" / "dump" / "op_basic_info.txt").write_bytes(
+        b"\xef\xbb\xbfOp Name=k\nRun Soc Version=Ascend910B2\n"
+    )
     chip = run_chip(launch, tmp_path / "OPPROF_x")
     assert (chip.name, chip.family) == ("Ascend910B2", "A2/A3")

@@ -16,7 +16,13 @@ from conftest import FIXTURES, ROOT
 from dispatchprof.analysis.timeline import kernel_regex
 from dispatchprof.formats import msprof_tables
 from dispatchprof.formats.msprof import MsprofFormatError, discover, op_summary_files, read_db_target, read_prof_info
-from dispatchprof.formats.msprof_tables import read_db, read_msprof_json, read_op_summary, read_prof_kernels, target_kernels_of
+from dispatchprof.formats.msprof_tables import (
+    read_db,
+    read_msprof_json,
+    read_op_summary,
+    read_prof_kernels,
+    target_kernels_of,
+)
 from dispatchprof.formats.sqlite_read import read_only_db
 from dispatchprof.formats.target_kernels import read_target_kernels
 
@@ -37,7 +43,9 @@ def test_real_op_summary_with_trailing_tabs_quoted_shapes_and_na_is_read_exactly
 def test_real_csv_and_json_agree_row_for_row():
     csv = read_op_summary(op_summary_files(SINGLE))
     js = read_msprof_json(next(SINGLE.glob("msprof_*.json")))
-    pd.testing.assert_frame_equal(csv[COMPARED].reset_index(drop=True), js[COMPARED].reset_index(drop=True), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        csv[COMPARED].reset_index(drop=True), js[COMPARED].reset_index(drop=True), check_dtype=False
+    )
 
 
 def test_the_custom_kernels_five_launches_are_found_with_their_durations():
@@ -63,7 +71,11 @@ def test_json_pid_decoding_follows_the_documented_encoding():
 
 
 def test_block_num_header_variant_and_slices_are_accepted(tmp_path):
-    text = (FIVE / "op_summary_20260402160352.csv").read_text().replace("Block Dim,Mix Block Dim", "Block Num,Mix Block Num")
+    text = (
+        (FIVE / "op_summary_20260402160352.csv")
+        .read_text()
+        .replace("Block Dim,Mix Block Dim", "Block Num,Mix Block Num")
+    )
     lines = text.splitlines(keepends=True)
     (tmp_path / "op_summary_slice_1_20260402160352.csv").write_text(lines[0] + "".join(lines[5:]))
     (tmp_path / "op_summary_slice_0_20260402160352.csv").write_text("".join(lines[:5]))
@@ -105,7 +117,16 @@ def sim_prof(tmp_path_factory):
                 "input_shapes": "256,7168;256,6",
             }
         )
-        events.append({"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": 1332, "task_id": 3 * i + 3, "start_ns": t + 1_100_000, "dur_ns": 2_100})
+        events.append(
+            {
+                "name": "N/A",
+                "task_type": "MEMCPY_ASYNC",
+                "stream": 1332,
+                "task_id": 3 * i + 3,
+                "start_ns": t + 1_100_000,
+                "dur_ns": 2_100,
+            }
+        )
         t += 50_000_007
     proc = {"pid": 4242, "hostname": "n0", "device_id": 3, "rank_id": "11", "start_ns": events[0]["start_ns"]}
     return write_prof(root, proc, events)
@@ -119,7 +140,9 @@ def test_simulated_db_csv_and_json_agree_row_for_row(sim_prof):
     js = read_msprof_json(next(info.text_dir.glob("msprof_*.json")))
     assert len(db) == 8
     for other in (csv, js):
-        pd.testing.assert_frame_equal(db[COMPARED].reset_index(drop=True), other[COMPARED].reset_index(drop=True), check_dtype=False)
+        pd.testing.assert_frame_equal(
+            db[COMPARED].reset_index(drop=True), other[COMPARED].reset_index(drop=True), check_dtype=False
+        )
     assert read_prof_kernels(info)["source"].iloc[0] == "db"
 
 
@@ -132,8 +155,17 @@ def test_target_read_from_the_db_matches_the_whole_table_and_the_text_export(sim
     fast = read_db_target(info.db, is_dispatch, 0, with_ids=True)
     whole = read_db(info.db)
     hit = whole[whole["name"] == "elastic_dispatch_kernel"]
-    assert fast.start_ns.tolist() == hit["start_ns"].tolist() and fast.dur_ns.tolist() == [1_070_555, 1_070_556, 1_070_557, 1_070_558]
-    assert fast.task_id.tolist() == [2, 5, 8, 11] and set(fast.stream) == {1332} and fast.symbols == ["elastic_dispatch_kernel"]
+    assert fast.start_ns.tolist() == hit["start_ns"].tolist() and fast.dur_ns.tolist() == [
+        1_070_555,
+        1_070_556,
+        1_070_557,
+        1_070_558,
+    ]
+    assert (
+        fast.task_id.tolist() == [2, 5, 8, 11]
+        and set(fast.stream) == {1332}
+        and fast.symbols == ["elastic_dispatch_kernel"]
+    )
     # Only compute kernels between launch 0 and the last launch: the barriers of iterations 1..3 (MEMCPY is not compute).
     assert fast.other_name.tolist() == ["cached_notify_combine"] * 3 and fast.context_intervals == 3
     text = target_kernels_of(read_op_summary(op_summary_files(info.text_dir), info.pid), is_dispatch, 0)
@@ -217,7 +249,9 @@ def test_malformed_op_summary_names_file_line_and_field(tmp_path, edit, message)
 
 
 @pytest.mark.parametrize("rows", [1, 3, 20_000])
-def test_op_summary_read_in_runs_of_rows_is_the_table_read_whole_and_a_long_row_keeps_its_line(tmp_path, monkeypatch, rows):
+def test_op_summary_read_in_runs_of_rows_is_the_table_read_whole_and_a_long_row_keeps_its_line(
+    tmp_path, monkeypatch, rows
+):
     """read_op_summary keeps only the columns it uses, run by run (issue 46: an op_summary has ~50 columns of text):
     the table is the same whatever the run's length, and a row with one field too many is refused at its line."""
     whole = read_op_summary(op_summary_files(SINGLE))
@@ -234,7 +268,9 @@ def test_reordered_op_summary_columns_give_the_same_table(tmp_path):
     original = pd.read_csv(SINGLE / "op_summary_20260511093035.csv", dtype=str, keep_default_na=False)
     path = tmp_path / "op_summary_20260511093035.csv"
     original[list(reversed(original.columns))].to_csv(path, index=False)
-    pd.testing.assert_frame_equal(read_op_summary([path])[COMPARED], read_op_summary(op_summary_files(SINGLE))[COMPARED])
+    pd.testing.assert_frame_equal(
+        read_op_summary([path])[COMPARED], read_op_summary(op_summary_files(SINGLE))[COMPARED]
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -263,10 +299,19 @@ def test_truncated_op_summary_never_crashes(tmp_path_factory, cut):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.one_of(st.binary(max_size=400), st.integers(min_value=0, max_value=len((SINGLE / "msprof_20260511093035.json").read_bytes()))))
+@given(
+    st.one_of(
+        st.binary(max_size=400),
+        st.integers(min_value=0, max_value=len((SINGLE / "msprof_20260511093035.json").read_bytes())),
+    )
+)
 def test_msprof_json_garbage_or_truncation_ends_in_a_clear_error(tmp_path_factory, blob_or_cut):
     path = tmp_path_factory.mktemp("js") / "msprof_20260511093035.json"
-    data = blob_or_cut if isinstance(blob_or_cut, bytes) else (SINGLE / "msprof_20260511093035.json").read_bytes()[:blob_or_cut]
+    data = (
+        blob_or_cut
+        if isinstance(blob_or_cut, bytes)
+        else (SINGLE / "msprof_20260511093035.json").read_bytes()[:blob_or_cut]
+    )
     path.write_bytes(data)
     try:
         frame = read_msprof_json(path)
@@ -301,7 +346,13 @@ def test_msprof_json_with_wrong_types_ends_in_a_clear_error(tmp_path_factory, ev
         assert str(path) in str(exc)
 
 
-db_value = st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=5), st.floats(allow_nan=True), st.none(), st.binary(max_size=4))
+db_value = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.text(max_size=5),
+    st.floats(allow_nan=True),
+    st.none(),
+    st.binary(max_size=4),
+)
 
 
 @settings(max_examples=120, deadline=None)
@@ -312,7 +363,9 @@ def test_db_with_wrong_types_in_times_or_names_ends_in_a_clear_error(tmp_path_fa
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
         conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier")])
-        conn.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)")
+        conn.execute(
+            "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)"
+        )
         conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
         for i, (name, start, end) in enumerate([(1, 0, 10), *rows, (1, 100, 110)]):
             conn.execute("INSERT INTO TASK VALUES (?, ?, ?, 0, ?)", (start, end, i, i))
@@ -364,9 +417,13 @@ def test_one_non_integer_value_in_a_selected_row_is_refused(tmp_path_factory, ro
 
 
 def test_a_null_end_or_a_real_start_in_one_launch_is_refused(tmp_path):
-    for case, (start, end, column) in enumerate(((200, None, "t.endNs"), (200.5, 210, "t.startNs"), (1e20, 210, "t.startNs"))):
+    for case, (start, end, column) in enumerate(
+        ((200, None, "t.endNs"), (200.5, 210, "t.startNs"), (1e20, 210, "t.startNs"))
+    ):
         (tmp_path / str(case)).mkdir()
-        db = untyped_kernel_db(tmp_path / str(case) / "msprof_20260101000000.db", [(1, 0, 10, 0), (1, start, end, 1), (1, 300, 310, 2)])
+        db = untyped_kernel_db(
+            tmp_path / str(case) / "msprof_20260101000000.db", [(1, 0, 10, 0), (1, start, end, 1), (1, 300, 310, 2)]
+        )
         with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer.*{column} holds a REAL or NULL"):
             read_db_target(db, is_dispatch, 0)
 
@@ -374,7 +431,9 @@ def test_a_null_end_or_a_real_start_in_one_launch_is_refused(tmp_path):
 def test_a_duration_that_does_not_fit_in_int64_is_refused_never_wrapped(tmp_path):
     """The duration is computed in SQLite (t.endNs - t.startNs): an overflow becomes a REAL there, which is refused,
     where int64 arithmetic would wrap it into a plausible number."""
-    db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, -(2**62) * 2, 2**62 * 2 - 1, 0), (1, 10**18, 10**18 + 5, 1)])
+    db = untyped_kernel_db(
+        tmp_path / "msprof_20260101000000.db", [(1, -(2**62) * 2, 2**62 * 2 - 1, 0), (1, 10**18, 10**18 + 5, 1)]
+    )
     with pytest.raises(MsprofFormatError, match=f"{db}.*endNs - startNs does not fit"):
         read_db_target(db, is_dispatch, 0)
 
@@ -395,7 +454,10 @@ def test_launches_starting_together_come_in_task_id_order(tmp_path):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 50), st.integers(0, 5)), min_size=2, max_size=12), st.randoms())
+@given(
+    st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 50), st.integers(0, 5)), min_size=2, max_size=12),
+    st.randoms(),
+)
 def test_the_context_window_holds_every_other_kernel_starting_in_it(tmp_path_factory, tasks, random):
     """Task ids in any order against start times (the read bounds the window's ids from TASK first): the other
     kernels are exactly those starting from launch 0 up to the last launch, in (start, task id) order."""
@@ -405,18 +467,28 @@ def test_the_context_window_holds_every_other_kernel_starting_in_it(tmp_path_fac
     kernels = read_db_target(db, is_dispatch, 0)
     target = sorted((start, task) for name, start, _, task in rows if name == 1)
     low, high = (target[0][0], target[-1][0]) if len(target) > 1 else (0, 0)
-    expected = sorted((start, task, end - start) for name, start, end, task in rows if name != 1 and low <= start < high)
-    assert kernels.other_start_ns.tolist() == [e[0] for e in expected] and kernels.other_dur_ns.tolist() == [e[2] for e in expected]
+    expected = sorted(
+        (start, task, end - start) for name, start, end, task in rows if name != 1 and low <= start < high
+    )
+    assert kernels.other_start_ns.tolist() == [e[0] for e in expected] and kernels.other_dur_ns.tolist() == [
+        e[2] for e in expected
+    ]
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3]), st.integers(0, 40), st.integers(0, 5)), min_size=1, max_size=14),
+    st.lists(
+        st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3]), st.integers(0, 40), st.integers(0, 5)),
+        min_size=1,
+        max_size=14,
+    ),
     st.integers(0, 3),
     st.sampled_from([{2}, {1, 2}]),
     st.randoms(),
 )
-def test_the_barrier_the_target_and_the_window_are_each_every_row_they_name(tmp_path_factory, tasks, context, barrier_names, random):
+def test_the_barrier_the_target_and_the_window_are_each_every_row_they_name(
+    tmp_path_factory, tasks, context, barrier_names, random
+):
     """Rows of three names (1 the target, 2 the barrier, 3 another) and opTypes: the target is every row named or
     typed 1, the barrier every row of its names (2, or a pattern that matches the target's name too; a row typed 1
     is a target as well), the other kernels every non-target row starting in the window, each in (start, task id)
@@ -427,8 +499,12 @@ def test_the_barrier_the_target_and_the_window_are_each_every_row_they_name(tmp_
     db = tmp_path_factory.mktemp("db") / "msprof_20260101000000.db"
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
-        conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier"), (3, "other")])
-        conn.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)")
+        conn.executemany(
+            "INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier"), (3, "other")]
+        )
+        conn.execute(
+            "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)"
+        )
         conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
         for name, op, start, end, task in random.sample(rows, len(rows)):  # any scan order
             conn.execute("INSERT INTO TASK VALUES (?, ?, ?, 0, ?)", (start, end, task, task))
@@ -442,8 +518,13 @@ def test_the_barrier_the_target_and_the_window_are_each_every_row_they_name(tmp_
     target = ordered([r for r in rows if 1 in r[:2]])
     intervals = min(len(target) - 1, context) if context and target else max(len(target) - 1, 0)
     low, high = (target[0][0], target[intervals][0]) if intervals else (0, 0)
-    assert list(zip(kernels.start_ns.tolist(), kernels.dur_ns.tolist())) == target and kernels.context_intervals == intervals
-    assert list(zip(kernels.barrier_start_ns.tolist(), kernels.barrier_dur_ns.tolist())) == ordered([r for r in rows if r[0] in barrier_names])
+    assert (
+        list(zip(kernels.start_ns.tolist(), kernels.dur_ns.tolist())) == target
+        and kernels.context_intervals == intervals
+    )
+    assert list(zip(kernels.barrier_start_ns.tolist(), kernels.barrier_dur_ns.tolist())) == ordered(
+        [r for r in rows if r[0] in barrier_names]
+    )
     others = [r for r in rows if 1 not in r[:2] and low <= r[2] < high]
     assert list(zip(kernels.other_start_ns.tolist(), kernels.other_dur_ns.tolist())) == ordered(others)
     assert kernels.other_name.tolist() == [names[r[0]] for r in sorted(others, key=lambda r: (r[2], r[4]))]
@@ -477,7 +558,12 @@ def test_the_db_path_needs_no_pandas():
 
     lib = ROOT / "workflow" / "scripts"
     code = "import sys; sys.path.insert(0, sys.argv[1]); import dispatchprof.formats.target_kernels; print('pandas' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code, str(lib)], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code, str(lib)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "False"
+    )
 
 
 def test_a_shared_export_without_info_files_takes_its_device_from_the_csv(tmp_path):
@@ -494,7 +580,9 @@ def test_a_json_only_export_takes_its_device_from_the_pid_encoding(tmp_path):
     prof = tmp_path / "PROF_000001_20260511093035000_ABCDEFGHIJ"
     out = prof / "mindstudio_profiler_output"
     out.mkdir(parents=True)
-    shutil.copy(next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")), out)
+    shutil.copy(
+        next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")), out
+    )
     assert read_prof_info(prof).devices == [0]
 
 
@@ -553,7 +641,12 @@ def test_schema_version_is_recorded_and_an_unended_session_is_told(tmp_path, sim
     conn.execute("UPDATE TASK SET endNs = 'cut short'")  # a table that stops short anywhere: not read at all
     conn.commit()
     skipped = read_target_kernels(read_prof_info(prof), is_dispatch, 0, skip_unended=True)
-    assert (skipped.schema_version, skipped.session_ended, len(skipped.start_ns), len(skipped.barrier_start_ns)) == ("1.2.0", False, 0, 0)
+    assert (skipped.schema_version, skipped.session_ended, len(skipped.start_ns), len(skipped.barrier_start_ns)) == (
+        "1.2.0",
+        False,
+        0,
+        0,
+    )
     with pytest.raises(MsprofFormatError, match="t.endNs holds a TEXT"):  # read all the same when not skipped
         read_target_kernels(read_prof_info(prof), is_dispatch, 0)
     conn.execute("DROP TABLE STRING_IDS")  # nor its names
@@ -567,9 +660,13 @@ def test_schema_version_is_recorded_and_an_unended_session_is_told(tmp_path, sim
 def test_a_string_id_that_is_no_integer_is_refused_where_its_name_is_looked_for(tmp_path):
     db = untyped_kernel_db(tmp_path / "msprof_20260101000000.db", [(1, 0, 10, 0), (1, 100, 110, 1)])
     with sqlite3.connect(db) as conn:
-        conn.execute("INSERT INTO STRING_IDS VALUES ('x', 'unrelated'), ('9a', 'cached_notify_combine')")  # TEXT, not converted
+        conn.execute(
+            "INSERT INTO STRING_IDS VALUES ('x', 'unrelated'), ('9a', 'cached_notify_combine')"
+        )  # TEXT, not converted
     assert read_db_target(db, is_dispatch, 0).start_ns.tolist() == [0, 100]  # an odd id of another name is no matter
-    with pytest.raises(MsprofFormatError, match=f"{db}: STRING_IDS.id '9a' .of 'cached_notify_combine'. is not an integer"):
+    with pytest.raises(
+        MsprofFormatError, match=f"{db}: STRING_IDS.id '9a' .of 'cached_notify_combine'. is not an integer"
+    ):
         read_db_target(db, is_dispatch, 0, is_barrier=lambda name: name == "cached_notify_combine")
 
 
@@ -590,7 +687,11 @@ def test_garbage_op_summary_without_info_files_ends_in_a_clear_error(tmp_path_fa
 
 def dir_state(root):
     """Names, sizes, mtimes and bytes of every file under ``root``: a -shm or -wal created beside a db changes it."""
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -607,7 +708,9 @@ def wal_db(tmp_path, sim_prof):
 
 def test_mode_ro_writes_beside_a_wal_db_which_is_why_readers_open_it_immutable(wal_db):
     before = dir_state(wal_db.parent)
-    conn = sqlite3.connect(f"file:{wal_db.as_posix().replace('%', '%25').replace('#', '%23').replace('?', '%3f')}?mode=ro", uri=True)
+    conn = sqlite3.connect(
+        f"file:{wal_db.as_posix().replace('%', '%25').replace('#', '%23').replace('?', '%3f')}?mode=ro", uri=True
+    )
     conn.execute("SELECT COUNT(*) FROM TASK").fetchone()
     conn.close()
     assert dir_state(wal_db.parent) != before  # the hazard: mode=ro created the -shm of a user's db

@@ -55,7 +55,10 @@ def test_per_core_trace_maps_integer_pids_to_pipes_by_process_name():
     misses = frame[frame["pipe"] == "CACHEMISS"]
     assert misses["pc"].tolist() == ["0x10f86a00", "0x10f86a80", "0x10f86a00"]
     assert sorted(frame[frame["pipe"] != "CACHEMISS"]["pipe"]) == ["MTE2", "MTE2", "SCALAR", "VECTOR"]
-    assert frame[frame["name"] == "VADD"]["pc"].item() == "0x10f86a80" and frame[frame["name"] == "VADD"]["dur_us"].item() == 0.25
+    assert (
+        frame[frame["name"] == "VADD"]["pc"].item() == "0x10f86a80"
+        and frame[frame["name"] == "VADD"]["dur_us"].item() == 0.25
+    )
 
 
 def test_summary_trace_keeps_x_events_and_b_e_pairs_with_core_and_pipe_strings():
@@ -93,9 +96,15 @@ def test_malformed_json_names_the_file_and_line(tmp_path):
 
 
 def test_a_pid_without_process_name_is_an_error_not_a_guess(tmp_path):
-    events = [{"name": "process_name", "ph": "M", "pid": 30, "args": {"name": "VECTOR"}}, {"name": "VADD", "ph": "X", "pid": 60, "tid": 0, "ts": 0, "dur": 1}]
+    events = [
+        {"name": "process_name", "ph": "M", "pid": 30, "args": {"name": "VECTOR"}},
+        {"name": "VADD", "ph": "X", "pid": 60, "tid": 0, "ts": 0, "dur": 1},
+    ]
     path = write(tmp_path, "trace.json", json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    with pytest.raises(SimulatorFormatError, match=r"traceEvents\[1\]: pid 60 has no process_name metadata event; declared pids: \[30\]"):
+    with pytest.raises(
+        SimulatorFormatError,
+        match=r"traceEvents\[1\]: pid 60 has no process_name metadata event; declared pids: \[30\]",
+    ):
         read_core_trace(path)
 
 
@@ -107,7 +116,11 @@ def test_a_summary_trace_given_as_a_per_core_one_is_refused_by_field(tmp_path):
 
 
 def test_a_reordered_or_missing_header_is_refused(tmp_path):
-    path = write(tmp_path, "core0.veccore0_instr_exe.csv", "addr,instr,pipe,call_count,cycles,running_time(us),detail\n1,A,V,1,1,0.1,x\n")
+    path = write(
+        tmp_path,
+        "core0.veccore0_instr_exe.csv",
+        "addr,instr,pipe,call_count,cycles,running_time(us),detail\n1,A,V,1,1,0.1,x\n",
+    )
     with pytest.raises(SimulatorFormatError, match=r"line 1: header \['addr', 'instr'"):
         read_instr_exe(path)
     with pytest.raises(SimulatorFormatError, match="line 1: empty file"):
@@ -115,8 +128,14 @@ def test_a_reordered_or_missing_header_is_refused(tmp_path):
 
 
 def test_a_hex_addr_is_refused_not_read_as_another_number(tmp_path):
-    path = write(tmp_path, "core0.veccore0_instr_exe.csv", "instr,addr,pipe,call_count,cycles,running_time(us),detail\nVADD,0x10f86a80,VECTOR,1,8,0.1,a, b\n")
-    with pytest.raises(SimulatorFormatError, match=r"line 2: field 'addr' is '0x10f86a80', expected a non-negative decimal integer"):
+    path = write(
+        tmp_path,
+        "core0.veccore0_instr_exe.csv",
+        "instr,addr,pipe,call_count,cycles,running_time(us),detail\nVADD,0x10f86a80,VECTOR,1,8,0.1,a, b\n",
+    )
+    with pytest.raises(
+        SimulatorFormatError, match=r"line 2: field 'addr' is '0x10f86a80', expected a non-negative decimal integer"
+    ):
         read_instr_exe(path)
 
 
@@ -173,11 +192,17 @@ def test_truncated_or_binary_traces_are_a_clear_error(tmp_path, cut, garbage):
     outcome(read_core_trace, path)
 
 
-WRONG = st.one_of(st.none(), st.booleans(), st.text(max_size=5), st.lists(st.integers(), max_size=2), st.floats(allow_nan=True))
+WRONG = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=5), st.lists(st.integers(), max_size=2), st.floats(allow_nan=True)
+)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(field=st.sampled_from(["ts", "dur", "pid", "name", "args"]), value=WRONG, index=st.integers(min_value=5, max_value=11))
+@given(
+    field=st.sampled_from(["ts", "dur", "pid", "name", "args"]),
+    value=WRONG,
+    index=st.integers(min_value=5, max_value=11),
+)
 def test_wrong_types_in_an_event_are_a_clear_error_never_a_silent_value(tmp_path, field, value, index):
     data = json.loads(TRACE_BYTES)
     data["traceEvents"][index][field] = value
@@ -198,13 +223,21 @@ def test_simulator_traces_read_b_e_pairs_and_name_the_unmatched(tmp_path):
     ]
     summary.write_text(json.dumps({"schemaVersion": 2, "traceEvents": events}))
     frame = read_summary_trace(summary)
-    assert frame[["name", "ts_us", "dur_us", "pc", "code"]].values.tolist() == [["VADD", 0.5, 0.013, "", ""], ["VMAX", 1.0, 2.0, "0x10", "a.cpp:1"]]
+    assert frame[["name", "ts_us", "dur_us", "pc", "code"]].values.tolist() == [
+        ["VADD", 0.5, 0.013, "", ""],
+        ["VMAX", 1.0, 2.0, "0x10", "a.cpp:1"],
+    ]
     assert len(frame.attrs["unmatched"]) == 1 and "traceEvents[3] B 'WAIT_FLAG'" in frame.attrs["unmatched"][0]
     per_core = tmp_path / "core0.veccore0" / "trace.json"
     per_core.parent.mkdir()
     meta = {"name": "process_name", "ph": "M", "pid": 30, "args": {"name": "VECTOR"}}
-    pairs = [{"name": "VADD", "ph": "B", "pid": 30, "tid": 1, "ts": 1.0}, {"name": "VADD", "ph": "E", "pid": 30, "tid": 1, "ts": 1.5}]
-    per_core.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [meta, *pairs, {"ph": "E", "pid": 30, "tid": 1, "ts": 2.0}]}))
+    pairs = [
+        {"name": "VADD", "ph": "B", "pid": 30, "tid": 1, "ts": 1.0},
+        {"name": "VADD", "ph": "E", "pid": 30, "tid": 1, "ts": 1.5},
+    ]
+    per_core.write_text(
+        json.dumps({"schemaVersion": 1, "traceEvents": [meta, *pairs, {"ph": "E", "pid": 30, "tid": 1, "ts": 2.0}]})
+    )
     core = read_core_trace(per_core)
     assert core[["pipe", "ts_us", "dur_us"]].values.tolist() == [["VECTOR", 1.0, 0.5]]
     assert len(core.attrs["unmatched"]) == 1 and "an E with no open B" in core.attrs["unmatched"][0]

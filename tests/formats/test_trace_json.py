@@ -10,7 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dispatchprof.analysis.pipe_timeline import core_table
-from dispatchprof.formats.trace_json import TraceFormatError, parse_trace, read_run_trace, read_trace_block, read_trace_json
+from dispatchprof.formats.trace_json import (
+    TraceFormatError,
+    parse_trace,
+    read_run_trace,
+    read_trace_block,
+    read_trace_json,
+)
 
 FIX = Path(__file__).parents[1] / "fixtures/msopprof/pipe_timeline"
 
@@ -45,13 +51,17 @@ def test_declared_integer_pid_and_tid_are_resolved_by_metadata():
 
 
 def test_pid_without_process_name_is_refused_by_name():
-    with pytest.raises(TraceFormatError, match=r"trace_undeclared_pid.json: traceEvents\[0\]: field 'pid' is 5.*process_name"):
+    with pytest.raises(
+        TraceFormatError, match=r"trace_undeclared_pid.json: traceEvents\[0\]: field 'pid' is 5.*process_name"
+    ):
         read_trace_json(FIX / "trace_undeclared_pid.json")
 
 
 def test_visualize_bin_trace_block_equals_trace_json(tmp_path):
     payload = (FIX / "trace_pipe.json").read_bytes()
-    (tmp_path / "visualize_data.bin").write_bytes(block(0x5, b'{"Op Name":"k"}') + block(0x2, payload) + block(0x9, b"{}"))
+    (tmp_path / "visualize_data.bin").write_bytes(
+        block(0x5, b'{"Op Name":"k"}') + block(0x2, payload) + block(0x9, b"{}")
+    )
     from_bin = read_trace_block(tmp_path / "visualize_data.bin")
     assert from_bin is not None
     assert from_bin.events.equals(read_trace_json(FIX / "trace_pipe.json").events)
@@ -147,7 +157,12 @@ def test_begin_end_pairs_are_intervals_matched_per_thread_as_a_stack():
     trace = read_trace_json(FIX / "trace_be_pairs.json")
     ev = trace.events
     vector = ev[(ev["core"] == 0) & (ev["pipe"] == "VECTOR")].sort_values("ts_us")
-    assert vector[["name", "ts_us"]].values.tolist() == [["VADD", 0.5], ["WAIT_FLAG", 1.2], ["VMAX", 3.0], ["VCONV", 3.5]]
+    assert vector[["name", "ts_us"]].values.tolist() == [
+        ["VADD", 0.5],
+        ["WAIT_FLAG", 1.2],
+        ["VMAX", 3.0],
+        ["VCONV", 3.5],
+    ]
     assert vector["dur_us"].round(6).tolist() == [0.013, 1.7, 4.0, 0.5]
     assert vector[vector["name"] == "VCONV"]["code"].item() == "dispatch.cpp:88"  # the E's args merge over the B's
     assert vector[vector["name"] == "VMAX"]["pc_addr"].item() == "0x10f86b00"
@@ -179,7 +194,9 @@ def test_pairs_match_in_time_order_and_a_bad_ts_names_the_field():
         {"name": "W", "ph": "E", "ts": 3.5, "pid": "core0.veccore0", "tid": "VECTOR"},
     ]
     trace = parse_trace({"traceEvents": events}, "t.json")
-    assert trace.events[["name", "dur_us"]].values.tolist() == [["V", 1.0]]  # an E written before its B in the file still ends it
+    assert trace.events[["name", "dur_us"]].values.tolist() == [
+        ["V", 1.0]
+    ]  # an E written before its B in the file still ends it
     assert [u.split(":")[0] for u in trace.unmatched] == [
         "traceEvents[3] E 'W' on pid 'core0.veccore0' tid 'VECTOR' at ts 3.5",
         "traceEvents[2] B 'W' on pid 'core0.veccore0' tid 'VECTOR' at ts 4.0",
@@ -191,7 +208,10 @@ def test_pairs_match_in_time_order_and_a_bad_ts_names_the_field():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["B", "E"]), st.integers(0, 1), st.integers(0, 20)), max_size=30))
 def test_every_begin_and_end_is_either_in_a_pair_or_named_unmatched(marks):
-    events = [{"name": f"e{i}", "ph": ph, "ts": float(ts), "pid": "core0.veccore0", "tid": ["VECTOR", "MTE2"][lane]} for i, (ph, lane, ts) in enumerate(marks)]
+    events = [
+        {"name": f"e{i}", "ph": ph, "ts": float(ts), "pid": "core0.veccore0", "tid": ["VECTOR", "MTE2"][lane]}
+        for i, (ph, lane, ts) in enumerate(marks)
+    ]
     trace = parse_trace({"traceEvents": events}, "t.json")
     assert 2 * len(trace.events) + len(trace.unmatched) == len(events)
     assert (trace.events["dur_us"] >= 0).all()

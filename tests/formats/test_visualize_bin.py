@@ -38,7 +38,12 @@ def file_api(lines, dtype=STALL_DTYPES):
 def test_blocks_are_read_with_padding_removed_and_unknown_types_skipped(tmp_path):
     path = tmp_path / "visualize_data.bin"
     top = {"top_stall_reason_table": {"IBuf_Empty": 3, "Scoreboard_Not_Ready": 9}}
-    path.write_bytes(block(0xF, js(top)) + block(0x9, b'{"x":1}') + block(0x1, b"int main(){}", path="/src/k.cpp") + block(0x3, file_api([LINE])))
+    path.write_bytes(
+        block(0xF, js(top))
+        + block(0x9, b'{"x":1}')
+        + block(0x1, b"int main(){}", path="/src/k.cpp")
+        + block(0x3, file_api([LINE]))
+    )
     blocks = read_blocks(path)
     assert [b.kind for b in blocks] == [0xF, 0x9, 0x1, 0x3]
     assert blocks[2].path == "/src/k.cpp" and blocks[2].content == b"int main(){}"
@@ -94,7 +99,9 @@ def test_the_format_doc_fixture_yields_shares_as_fractions_of_all_samples():
     # Details are counts per state; the mix is each record's own samples
     counts = {"IBuf_Empty": 10, "Scoreboard_Not_Ready": 40, "Active": 20}
     assert pc.lines[0]["mix"] == pytest.approx({s: counts.get(s, 0) / 70 for s in STATES})
-    assert "Active" not in pc.lines[0]["not_issue_mix"] and pc.lines[0]["not_issue_mix"]["Scoreboard_Not_Ready"] == pytest.approx(40 / 50)
+    assert "Active" not in pc.lines[0]["not_issue_mix"] and pc.lines[0]["not_issue_mix"][
+        "Scoreboard_Not_Ready"
+    ] == pytest.approx(40 / 50)
     assert [r["Address"] for r in pc.instructions] == ["0x10f86a00", "0x10f86a40"]
     assert pc.instructions[1]["share"] == pytest.approx(0.305)
     assert sum(pc.top_stall.values()) == 150
@@ -113,13 +120,27 @@ def test_a_percentage_dtype_is_read_on_its_own_scale_and_never_scaled_twice(tmp_
     [
         ({}, LINE, r"'Files Dtype'\['Stall Sampling\(All Samples\)'\] is None, expected 100 \(CUSTOM_PERCENTAGE"),
         ({"Lines": {"Stall Sampling(All Samples)": 2, "Stall Sampling(Not Issue)": 100}}, LINE, r"is 2, expected 100"),
-        (STALL_DTYPES, {**LINE, "Stall Sampling(All Samples)": {"Percent": 35.0, "Details": {}}}, r"Percent is 35.0, expected a number in \[0, 1\]"),
+        (
+            STALL_DTYPES,
+            {**LINE, "Stall Sampling(All Samples)": {"Percent": 35.0, "Details": {}}},
+            r"Percent is 35.0, expected a number in \[0, 1\]",
+        ),
         (STALL_DTYPES, {**LINE, "Stall Sampling(All Samples)": {"Percent": "x", "Details": {}}}, r"Percent is 'x'"),
-        (STALL_DTYPES, {**LINE, "Stall Sampling(All Samples)": {"Percent": 0.1, "Details": {"Active": -1}}}, r"Details .* non-negative sample counts"),
-        (STALL_DTYPES, {**LINE, "Stall Sampling(Not Issue)": [1, 2]}, r"'Stall Sampling\(Not Issue\)' is list, expected an object"),
+        (
+            STALL_DTYPES,
+            {**LINE, "Stall Sampling(All Samples)": {"Percent": 0.1, "Details": {"Active": -1}}},
+            r"Details .* non-negative sample counts",
+        ),
+        (
+            STALL_DTYPES,
+            {**LINE, "Stall Sampling(Not Issue)": [1, 2]},
+            r"'Stall Sampling\(Not Issue\)' is list, expected an object",
+        ),
     ],
 )
-def test_stall_columns_without_a_known_unit_or_with_bad_numbers_are_errors_naming_the_field(tmp_path, dtype, line, message):
+def test_stall_columns_without_a_known_unit_or_with_bad_numbers_are_errors_naming_the_field(
+    tmp_path, dtype, line, message
+):
     path = tmp_path / "visualize_data.bin"
     path.write_bytes(block(0x3, file_api([line], dtype)))
     with pytest.raises(VisualizeBinError, match=message) as caught:
@@ -129,14 +150,21 @@ def test_stall_columns_without_a_known_unit_or_with_bad_numbers_are_errors_namin
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 300) | st.floats(allow_nan=True) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["Percent", "Details", "Active", "Line", "x"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["Percent", "Details", "Active", "Line", "x"]), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.dictionaries(st.sampled_from(["Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Line", "File"]), JSON_VALUES, max_size=4),
+    st.dictionaries(
+        st.sampled_from(["Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Line", "File"]),
+        JSON_VALUES,
+        max_size=4,
+    ),
     st.one_of(JSON_VALUES, st.just(STALL_DTYPES)),
 )
 def test_arbitrary_stall_records_end_in_a_clear_error_or_fractions(tmp_path_factory, record, dtype):

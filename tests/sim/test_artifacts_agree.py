@@ -29,7 +29,20 @@ from dispatchprof.tools.toolchain import SIM_ENV, Toolchain
 SIM = ROOT / "workflow" / "sim"
 REPO = SIM / "ascend_deepep"
 NODES, RPN, ITERATIONS, WARMUP = 2, 2, 14, 2
-SHAPE = ["--num-tokens", "64", "--num-max-tokens-per-rank", "64", "--hidden", "1024", "--num-topk", "3", "--num-experts", "16", "--num-aiv", "16"]
+SHAPE = [
+    "--num-tokens",
+    "64",
+    "--num-max-tokens-per-rank",
+    "64",
+    "--hidden",
+    "1024",
+    "--num-topk",
+    "3",
+    "--num-experts",
+    "16",
+    "--num-aiv",
+    "16",
+]
 
 
 def driver(tmp: Path, rpn: int = RPN) -> Path:
@@ -55,7 +68,10 @@ def run_cluster(
     """Both nodes of the stand-in cluster; returns the driver's output directory."""
     tmp.mkdir(parents=True, exist_ok=True)
     script = driver(tmp, rpn)
-    sim_env = {SIM_ENV[k]: (",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else str(v)) for k, v in knobs.items()}
+    sim_env = {
+        SIM_ENV[k]: (",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else str(v))
+        for k, v in knobs.items()
+    }
     chain = Toolchain("sim", REPO, SIM / "Ascend", bin_dir=SIM / "bin", sim_env=sim_env)
     port = free_port()
     out = tmp / "out"
@@ -78,13 +94,31 @@ def run_cluster(
                 **(extra_env or {}),
             }
         )
-        argv = [sys.executable, str(script), "--ep-size", str(rpn), *SHAPE, "--log-dir", str(tmp / "logs"), "--run-tag", "t"]
+        argv = [
+            sys.executable,
+            str(script),
+            "--ep-size",
+            str(rpn),
+            *SHAPE,
+            "--log-dir",
+            str(tmp / "logs"),
+            "--run-tag",
+            "t",
+        ]
         if profiler == "msprof":
             argv = ["msprof", f"--output={tmp / 'prof' / f'node{node}'}", "--task-time=on", *argv]
         elif profiler == "msopprof":
-            argv = ["msopprof", "--kernel-name=elastic_dispatch_kernel", *opprof_args, f"--output={tmp / 'opprof' / f'node{node}'}", *argv]
+            argv = [
+                "msopprof",
+                "--kernel-name=elastic_dispatch_kernel",
+                *opprof_args,
+                f"--output={tmp / 'opprof' / f'node{node}'}",
+                *argv,
+            ]
         log = open(tmp / f"node{node}.log", "w")
-        procs.append(subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(
+            subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        )
         if node == 0:
             time.sleep(0.5)  # node 0 serves the store
     try:
@@ -176,7 +210,9 @@ def test_msprof_tasks_latency_csv_and_api_times_are_the_truths_events(tmp_path, 
             assert dur_ns / 1000 == pytest.approx(r["task_us"] * rate, abs=0.002)
             # what the node's clock says = true time + offset + drift
             true_start = r["kernel_start_us"]
-            assert (start_ns - epoch) / 1000 == pytest.approx(true_start + clock["offset_us"] + clock["drift_ppm"] * 1e-6 * true_start, abs=0.01)
+            assert (start_ns - epoch) / 1000 == pytest.approx(
+                true_start + clock["offset_us"] + clock["drift_ppm"] * 1e-6 * true_start, abs=0.01
+            )
             barrier_start, barrier_dur = tasks[r["rank"]]["cached_notify_combine"][i]
             assert barrier_dur / 1000 == pytest.approx(r["barrier_wait_us"] * rate, abs=0.002)
     # each knob's fingerprint in the truth, so that the agreement above is about a case that shows something
@@ -185,17 +221,31 @@ def test_msprof_tasks_latency_csv_and_api_times_are_the_truths_events(tmp_path, 
         assert causes["late_rank"]["ranks"] == [1]
         assert all(launch["barrier"]["last_rank"] == 1 for launch in truth["launches"][WARMUP:])
     if name == "late_rank2":
-        assert causes["late_rank2"]["ranks"] == [2] and truth["knobs"]["late_rank2"] == 2 and truth["knobs"]["late_us2"] == 120.0
+        assert (
+            causes["late_rank2"]["ranks"] == [2]
+            and truth["knobs"]["late_rank2"] == 2
+            and truth["knobs"]["late_us2"] == 120.0
+        )
         assert all(launch["barrier"]["last_rank"] == 2 for launch in truth["launches"][WARMUP:])
     if name == "late_node":
         late = [launch for launch in truth["launches"] if launch["barrier"]["last_rank"] in (2, 3)]
         assert 0.2 < causes["late_node"]["fraction"] < 0.9 and late
     if name == "slow_sender":
-        assert all(r["tokens_awaited_rank"] == 3 for launch in truth["launches"][WARMUP:] for r in launch["ranks"] if r["node"] == 0)
+        assert all(
+            r["tokens_awaited_rank"] == 3
+            for launch in truth["launches"][WARMUP:]
+            for r in launch["ranks"]
+            if r["node"] == 0
+        )
     if name == "slow_link":
         # node 0's ranks wait for node 1's tokens, not in every launch: a same-node send queued on a core behind a
         # cross-node one that shares a receive port (two senders into rank 2) can land later still
-        awaited = [r["tokens_awaited_rank"] in (2, 3) for launch in truth["launches"][WARMUP:] for r in launch["ranks"] if r["node"] == 0]
+        awaited = [
+            r["tokens_awaited_rank"] in (2, 3)
+            for launch in truth["launches"][WARMUP:]
+            for r in launch["ranks"]
+            if r["node"] == 0
+        ]
         assert sum(awaited) >= 0.8 * len(awaited)
 
 
@@ -227,7 +277,9 @@ def test_kernel_mode_without_the_clock_fails_every_rank_before_launch(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(KNOBS))
 def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path, name):
-    out = run_cluster(tmp_path, {**KNOBS[name], "noise_seed": 5, "icache_hot_role": "SelfCopyToken"}, profiler="msopprof")
+    out = run_cluster(
+        tmp_path, {**KNOBS[name], "noise_seed": 5, "icache_hot_role": "SelfCopyToken"}, profiler="msopprof"
+    )
     truth = truth_of(out)
     assert len(truth["replays"]) == 1 and truth["replays"][0]["replay"]
     replay = {r["rank"]: r for r in truth["replays"][0]["ranks"]}
@@ -241,7 +293,11 @@ def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path, name):
                 for core in replay[rank]["cores"]:
                     row = values.loc[core["block_id"]]
                     assert row["aiv_time(us)"] == pytest.approx(core["aiv_time_us"], abs=0.002)
-                    for pipe, column in (("vec", "aiv_vec_time(us)"), ("scalar", "aiv_scalar_time(us)"), ("mte2", "aiv_mte2_time(us)")):
+                    for pipe, column in (
+                        ("vec", "aiv_vec_time(us)"),
+                        ("scalar", "aiv_scalar_time(us)"),
+                        ("mte2", "aiv_mte2_time(us)"),
+                    ):
                         assert row[column] == pytest.approx(core["pipes_us"][pipe], abs=0.002)
                     assert core["busy_us"] + core["polling_us"] == pytest.approx(core["aiv_time_us"], abs=0.01)
                     assert (row["aiv_icache_miss_rate"] > 0.1) == (core["role"] == "SelfCopyToken")
@@ -255,7 +311,12 @@ def test_pmu_rows_are_the_replayed_launch_of_the_truth(tmp_path, name):
 
 def test_every_launch_is_written_in_its_own_folder_with_every_requested_metric_csv(tmp_path):
     # Before: the stand-in wrote PipeUtilization only, whatever --aic-metrics asked for.
-    out = run_cluster(tmp_path, {"noise_seed": 5}, profiler="msopprof", opprof_args=("--launch-count=3", "--aic-metrics=PipeUtilization,memory,L2Cache"))
+    out = run_cluster(
+        tmp_path,
+        {"noise_seed": 5},
+        profiler="msopprof",
+        opprof_args=("--launch-count=3", "--aic-metrics=PipeUtilization,memory,L2Cache"),
+    )
     replays = truth_of(out)["replays"]
     assert len(replays) == 3  # three replayed launches, each profiled
     fixtures = ROOT / "tests" / "fixtures" / "msopprof"
@@ -267,19 +328,28 @@ def test_every_launch_is_written_in_its_own_folder_with_every_requested_metric_c
                 launches.setdefault(rank, []).append(run.n)
                 files = metric_files(run.directory)
                 assert {"PipeUtilization", "Memory", "L2Cache"} <= set(files)
-                for metric in ("Memory", "L2Cache"):  # the documented 950 header (the fixtures are written from the doc)
+                for metric in (
+                    "Memory",
+                    "L2Cache",
+                ):  # the documented 950 header (the fixtures are written from the doc)
                     header, frame = read_metric_csv(files[metric])
                     assert header == (fixtures / f"{metric}_950.csv").read_text().splitlines()[0].rstrip(",").split(",")
                     assert frame[frame["metric"] == "aiv_time(us)"]["value"].notna().all()
                 _, pipe = read_metric_csv(files["PipeUtilization"])
                 times = pipe[pipe["metric"] == "aiv_time(us)"].sort_values("block_id")["value"].tolist()
                 truth = next(r for r in replays[run.n]["ranks"] if r["rank"] == rank)
-                assert times == pytest.approx([c["aiv_time_us"] for c in sorted(truth["cores"], key=lambda c: c["block_id"])], abs=0.002)
+                assert times == pytest.approx(
+                    [c["aiv_time_us"] for c in sorted(truth["cores"], key=lambda c: c["block_id"])], abs=0.002
+                )
     assert {rank: sorted(ns) for rank, ns in launches.items()} == {rank: [0, 1, 2] for rank in range(NODES * RPN)}
 
 
 def test_under_replay_a_slow_counting_rank_is_awaited_and_host_lateness_is_gone(tmp_path):
-    out = run_cluster(tmp_path, {"slow_role": {"rank": 1, "role": "CalCumSum", "factor": 30.0}, "late_rank": 3, "late_us": 400}, profiler="msopprof")
+    out = run_cluster(
+        tmp_path,
+        {"slow_role": {"rank": 1, "role": "CalCumSum", "factor": 30.0}, "late_rank": 3, "late_us": 400},
+        profiler="msopprof",
+    )
     truth = truth_of(out)
     live = truth["launches"][0]["ranks"]
     replay = truth["replays"][0]["ranks"]
@@ -294,7 +364,10 @@ def test_kernels_before_the_barrier_are_msprof_tasks_of_the_truth(tmp_path):
     truth = truth_of(out)
     tasks = msprof_tasks(tmp_path)
     for i, launch in enumerate(truth["launches"]):
-        assert launch["barrier"]["which"] == "sim_notify_kernel" and launch["last_arrival"]["kernel"] == "sim_notify_kernel"
+        assert (
+            launch["barrier"]["which"] == "sim_notify_kernel"
+            and launch["last_arrival"]["kernel"] == "sim_notify_kernel"
+        )
         for r in launch["ranks"]:
             rate = 1 + truth["clocks"][str(r["node"])]["drift_ppm"] * 1e-6
             for pre in r["pre_tasks"]:
@@ -308,20 +381,37 @@ def test_kernels_before_the_barrier_are_msprof_tasks_of_the_truth(tmp_path):
 
 
 def test_the_truths_per_launch_events_and_costs_add_up(tmp_path):
-    out = run_cluster(tmp_path, {"late_rank": 2, "late_us": 80, "slow_role": {"rank": 0, "role": "SelfCopyToken", "factor": 1.5}, "noise_seed": 4})
+    out = run_cluster(
+        tmp_path,
+        {
+            "late_rank": 2,
+            "late_us": 80,
+            "slow_role": {"rank": 0, "role": "SelfCopyToken", "factor": 1.5},
+            "noise_seed": 4,
+        },
+    )
     truth = truth_of(out)
     launches = truth["launches"]
     assert truth["measured_calls"] == [launch["call"] for launch in launches[WARMUP:]]
     for before, launch in zip(launches, launches[1:]):
         ends = {r["rank"]: r["kernel_end_us"] for r in launch["ranks"]}
-        assert launch["period_us"] == pytest.approx(max(ends.values()) - max(r["kernel_end_us"] for r in before["ranks"]), abs=0.002)
+        assert launch["period_us"] == pytest.approx(
+            max(ends.values()) - max(r["kernel_end_us"] for r in before["ranks"]), abs=0.002
+        )
         assert launch["timed_us"] == pytest.approx(max(r["kernel_mode_us"] for r in launch["ranks"]), abs=0.001)
-        assert launch["last_end"]["rank"] == max(ends, key=ends.get) and launch["last_arrival"]["rank"] == launch["barrier"]["last_rank"]
+        assert (
+            launch["last_end"]["rank"] == max(ends, key=ends.get)
+            and launch["last_arrival"]["rank"] == launch["barrier"]["last_rank"]
+        )
     # a cause's cost per launch is the mean of its per-launch savings over the measured launches
     for cause in truth["causes"]:
         per = [launch["costs"].get(cause["cause"], {}) for launch in launches[WARMUP:]]
-        assert cause["cost_us_per_launch"] == pytest.approx(sum(p.get("period_us") or 0.0 for p in per) / len(per), abs=1e-5)
-        assert cause["cost_timed_us_per_launch"] == pytest.approx(sum(p.get("timed_us", 0.0) for p in per) / len(per), abs=1e-5)
+        assert cause["cost_us_per_launch"] == pytest.approx(
+            sum(p.get("period_us") or 0.0 for p in per) / len(per), abs=1e-5
+        )
+        assert cause["cost_timed_us_per_launch"] == pytest.approx(
+            sum(p.get("timed_us", 0.0) for p in per) / len(per), abs=1e-5
+        )
     assert truth["root_causes"][0]["cause"] == "late_rank" and truth["root_causes"][0]["cost_us_per_launch"] > 20.0
     # SelfCopyToken x1.5 is off the critical path here: listed, with nothing saved, and no root cause
     idle = next(c for c in truth["causes"] if c["cause"] == "slow_role")

@@ -32,7 +32,9 @@ CLUSTER = Cluster(world=16, ranks_per_node=8, num_aiv=56, num_experts=384)
 SENDS = [[96 * ROW] * 16 for _ in range(16)]  # balanced routing: 96 tokens from every rank to every rank
 
 
-def run(knobs: Knobs | None = None, launches: int = 60, sync_start: bool = True, cluster: Cluster = CLUSTER, sends=SENDS):
+def run(
+    knobs: Knobs | None = None, launches: int = 60, sync_start: bool = True, cluster: Cluster = CLUSTER, sends=SENDS
+):
     model = CollectiveModel(cluster, knobs or Knobs())
     return model, [model.launch(call, sends, sync_start) for call in range(launches)]
 
@@ -50,7 +52,9 @@ def test_a_barrier_releases_every_rank_at_the_last_arrival_plus_its_latency():
         for r in launch.ranks:
             assert r.barrier_end >= launch.sync_release and r.kernel_start > r.barrier_end
         # the entry barrier inside the kernel: no core starts its role before the last rank's kernel started
-        assert launch.entry_release == pytest.approx(max(r.kernel_start for r in launch.ranks) + ENTRY_BARRIER_LATENCY_US)
+        assert launch.entry_release == pytest.approx(
+            max(r.kernel_start for r in launch.ranks) + ENTRY_BARRIER_LATENCY_US
+        )
         assert min(c.start_tick for r in launch.ranks for c in r.cores) >= launch.entry_release
 
 
@@ -101,7 +105,11 @@ def test_a_late_rank_with_synchronize_start_shows_in_the_barrier_kernel_not_in_t
     # After a rare spike (a rank's own work 1.3-1.8x) its peers return late and arrive last at the next barrier.
     last_is_late = [b for b in late[10:] if b.arrival_order()[-1] == 5]
     assert len(last_is_late) / len(late[10:]) > 0.9
-    spiked_before = {launch.call + 1 for launch in late if max(r.work_factor for r in launch.ranks) > min(r.work_factor for r in launch.ranks)}
+    spiked_before = {
+        launch.call + 1
+        for launch in late
+        if max(r.work_factor for r in launch.ranks) > min(r.work_factor for r in launch.ranks)
+    }
     for b in last_is_late:
         barrier = [r.barrier_us for r in b.ranks]
         assert min(range(16), key=lambda r: barrier[r]) == 5  # the late rank waits least
@@ -132,7 +140,12 @@ def test_late_prob_makes_a_rank_late_in_that_fraction_of_launches_and_late_node_
     fraction = sum(launch.arrival_order()[-1] == 3 for launch in launches) / len(launches)
     assert 0.2 < fraction < 0.4
     cause = simulate(CLUSTER, Knobs(late_rank=3, late_prob=0.3), 200, sends=SENDS)[1]["root_causes"][0]  # by cost
-    assert cause["cause"] == "late_rank" and cause["evidence"] == "late_arrival" and cause["ranks"] == [3] and 0.2 < cause["fraction"] < 0.4
+    assert (
+        cause["cause"] == "late_rank"
+        and cause["evidence"] == "late_arrival"
+        and cause["ranks"] == [3]
+        and 0.2 < cause["fraction"] < 0.4
+    )
     _, node_late = run(Knobs(late_node=1, late_us=100.0))
     for before, launch in zip([None, *node_late], node_late):
         if before is not None and max(r.work_factor for r in before.ranks) > min(r.work_factor for r in before.ranks):
@@ -148,7 +161,11 @@ def test_a_slow_sender_role_stretches_the_receivers_it_bounds_and_they_await_it(
     _, plain = run()
     _, slow = run(Knobs(slow_role=(3, "URMASendToken", 2.0)))
     pairs = list(zip(plain, slow))[10:]
-    as_expected = [[rb.rank for ra, rb in zip(a.ranks, b.ranks) if rb.kernel_mode_us > ra.kernel_mode_us + 40] == [3, *range(8, 16)] for a, b in pairs]
+    as_expected = [
+        [rb.rank for ra, rb in zip(a.ranks, b.ranks) if rb.kernel_mode_us > ra.kernel_mode_us + 40]
+        == [3, *range(8, 16)]
+        for a, b in pairs
+    ]
     assert sum(as_expected) / len(pairs) > 0.9  # not where a rare spike elsewhere already bounds the plain run
     awaited = [r.awaited_sender for _, b in pairs for r in b.ranks[8:]]
     assert awaited.count(3) / len(awaited) > 0.95
@@ -233,7 +250,10 @@ def test_kernel_replay_has_no_host_lateness_and_is_warm():
     assert replay.replay and max(replay.arrivals) < 100.0  # the tools' set-up skew, not the 500 us host lateness
     # call 0 is cold live: its work (not the wire) is 1 + 1.5 = 2.5x; the warm replay saves at least half of that 1.5x
     work = statistics.median(max(c.busy_us() for c in r.cores) for r in replay.ranks)
-    assert statistics.median(r.kernel_mode_us for r in replay.ranks) < statistics.median(r.kernel_mode_us for r in live.ranks) - 0.5 * 1.5 * work
+    assert (
+        statistics.median(r.kernel_mode_us for r in replay.ranks)
+        < statistics.median(r.kernel_mode_us for r in live.ranks) - 0.5 * 1.5 * work
+    )
     # aiv_time includes the entry barrier: the rank whose tool set up first waits longest in it
     first = min(range(16), key=lambda r: replay.arrivals[r])
     entry = [min(c.start_tick - c.start for c in r.cores) for r in replay.ranks]
@@ -246,7 +266,13 @@ def test_truth_records_arrival_order_waits_and_role_times():
     assert truth["barrier"]["last_rank"] == 9 and truth["barrier"]["arrival_order"][-1] == 9
     rank0 = truth["ranks"][0]
     assert rank0["barrier_wait_us"] > 90.0 and truth["ranks"][9]["barrier_wait_us"] < 10.0
-    assert set(rank0["roles"]) == {"TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum", "LocalWindowCopy"}
+    assert set(rank0["roles"]) == {
+        "TokenCopyToBuffer",
+        "URMASendToken",
+        "SelfCopyToken",
+        "CalCumSum",
+        "LocalWindowCopy",
+    }
     urma = rank0["roles"]["URMASendToken"]
     assert urma["polling_us_max"] > urma["busy_us_max"]  # URMA cores mostly wait for the link
     replay = replay_truth(model.replay(11, SENDS))
@@ -272,8 +298,15 @@ def test_knobs_come_from_the_environment_the_workflow_sets():
         }
     )
     assert knobs.slow_role == (3, "LocalWindowCopy", 1.5) and knobs.slow_link == (0, 1, 2.0)
-    assert knobs.clock_offset_us == {1: 2500.0} and knobs.late_rank == 4 and knobs.late_prob == 0.5 and knobs.late_us == 50.0
-    assert knobs.late_rank2 == 11 and knobs.late_us2 == 120.0 and knobs.late_prob2 == 1.0  # the second knob's own defaults
+    assert (
+        knobs.clock_offset_us == {1: 2500.0}
+        and knobs.late_rank == 4
+        and knobs.late_prob == 0.5
+        and knobs.late_us == 50.0
+    )
+    assert (
+        knobs.late_rank2 == 11 and knobs.late_us2 == 120.0 and knobs.late_prob2 == 1.0
+    )  # the second knob's own defaults
 
 
 def test_poll_pipe_share_is_what_a_polling_core_shows_per_pipe_and_defaults_to_two_percent_scalar():
@@ -293,7 +326,9 @@ def test_poll_pipe_share_is_what_a_polling_core_shows_per_pipe_and_defaults_to_t
             assert b["vec_ratio"] - a["vec_ratio"] == pytest.approx(0.05 * poll)
             assert b["scalar_ratio"] - a["scalar_ratio"] == pytest.approx((0.1 - 0.02) * poll)
             assert (b["mte2_ratio"], b["mte3_ratio"]) == (a["mte2_ratio"], a["mte3_ratio"])
-            assert a["scalar_ratio"] * a["aiv_time_us"] == pytest.approx(core.pipe_us()["scalar"])  # the default: 2% scalar
+            assert a["scalar_ratio"] * a["aiv_time_us"] == pytest.approx(
+                core.pipe_us()["scalar"]
+            )  # the default: 2% scalar
 
 
 def test_a_collective_kernel_before_the_barrier_absorbs_host_lateness_and_a_plain_one_does_not():
@@ -311,7 +346,9 @@ def test_a_collective_kernel_before_the_barrier_absorbs_host_lateness_and_a_plai
             continue  # after a rare spike (see above)
         # plain: ~5 us on every rank, then cached_notify_combine still sees the late rank (its task is the shortest)
         assert all(5.0 <= r.pre_tasks[0][2] - r.pre_tasks[0][1] <= 5.5 for r in p.ranks)
-        assert min(range(16), key=lambda r: p.ranks[r].barrier_us) == 5 and p.first_collective == "cached_notify_combine"
+        assert (
+            min(range(16), key=lambda r: p.ranks[r].barrier_us) == 5 and p.first_collective == "cached_notify_combine"
+        )
         # collective: the late rank's sim_notify_kernel is the shortest, and every rank leaves it together, so the
         # barrier kernel's tasks no longer show who was late (they differ by the releases' skews only)
         notify = [r.pre_tasks[0][2] - r.pre_tasks[0][1] for r in c.ranks]
@@ -321,7 +358,12 @@ def test_a_collective_kernel_before_the_barrier_absorbs_host_lateness_and_a_plai
         assert c.first_collective == "sim_notify_kernel" and c.arrival_order()[-1] == 5
     both = CollectiveModel(CLUSTER, Knobs(pre_kernels="both"))
     rows = msprof_view([both.launch(0, SENDS, True)], both.knobs, CLUSTER)
-    assert [t[0] for t in rows[0]["tasks"]] == ["sim_layout_kernel", "sim_notify_kernel", "cached_notify_combine", "elastic_dispatch_kernel"]
+    assert [t[0] for t in rows[0]["tasks"]] == [
+        "sim_layout_kernel",
+        "sim_notify_kernel",
+        "cached_notify_combine",
+        "elastic_dispatch_kernel",
+    ]
     starts = [t[1] for t in rows[0]["tasks"]]
     assert starts == sorted(starts)
     with pytest.raises(ValueError, match="PRE_KERNELS"):

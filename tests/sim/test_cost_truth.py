@@ -76,7 +76,9 @@ def test_without_synchronize_start_a_late_rank_costs_the_timed_scope_nothing_eit
     for launch in measured(truth):
         if launch["last_arrival"]["rank"] == 5:
             assert launch["last_arrival"]["kernel"] == "elastic_dispatch_kernel"
-            assert saving(launch, "late_rank", "period_us") == pytest.approx(min(50.0, launch["last_arrival"]["lead_us"]), abs=PERIOD_SLACK_US)
+            assert saving(launch, "late_rank", "period_us") == pytest.approx(
+                min(50.0, launch["last_arrival"]["lead_us"]), abs=PERIOD_SLACK_US
+            )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -85,7 +87,11 @@ def test_a_slow_role_off_the_critical_path_is_no_cause_and_on_it_is_one(seed):
     off = truth_of(Knobs(seed=seed, slow_role=(6, "SelfCopyToken", 1.5)))
     idle = cause(off, "slow_role")
     assert idle["fraction"] == 1.0 and idle["fraction_saving"] == 0.0
-    assert (idle["cost_us_per_launch"], idle["cost_timed_us_per_launch"], idle["wait_caused_us_per_launch"]) == (0.0, 0.0, 0.0)
+    assert (idle["cost_us_per_launch"], idle["cost_timed_us_per_launch"], idle["wait_caused_us_per_launch"]) == (
+        0.0,
+        0.0,
+        0.0,
+    )
     assert "slow_role" not in [c["cause"] for c in off["root_causes"]]
     # the same knob where it bounds the end: rank 6's receive side 3x is a cause, its own work
     on = truth_of(Knobs(seed=seed, slow_role=(6, "LocalWindowCopy", 3.0)))
@@ -115,7 +121,9 @@ def test_a_knob_free_run_costs_only_its_spikes_where_they_struck(seed):
     launches, truth = simulate(CLUSTER, Knobs(seed=seed), 150, warmup=WARMUP)
     # the truth's spikes are the events': a rank whose work factor exceeds the warm-up factor of that call
     warm = {launch.call: min(r.work_factor for r in launch.ranks) for launch in launches}
-    spiked = {(launch.call, r.rank) for launch in launches for r in launch.ranks if r.work_factor > warm[launch.call] * 1.2}
+    spiked = {
+        (launch.call, r.rank) for launch in launches for r in launch.ranks if r.work_factor > warm[launch.call] * 1.2
+    }
     assert all(c["cause"].startswith("spikes/") and c["knob"] is None for c in truth["causes"])
     assert {int(c["cause"].split("/")[1]) for c in truth["causes"]} == {rank for _, rank in spiked}
     for c in truth["root_causes"]:
@@ -123,11 +131,16 @@ def test_a_knob_free_run_costs_only_its_spikes_where_they_struck(seed):
         struck = {call for call, r in spiked if r == rank}
         # a spike costs in its launch and in the next one (its rank returns late and arrives last); later launches
         # differ by no more than a release's cross-node skew carried in the host clocks
-        paid = {launch["call"]: launch["costs"][c["cause"]] for launch in truth["launches"] if c["cause"] in launch["costs"]}
+        paid = {
+            launch["call"]: launch["costs"][c["cause"]] for launch in truth["launches"] if c["cause"] in launch["costs"]
+        }
         assert set(paid) & struck
         for call, costs in paid.items():
             if call not in struck | {s + 1 for s in struck}:
-                assert abs(costs["period_us"]) <= PERIOD_SLACK_US and abs(costs["timed_us"]) <= END_SLACK_US, (call, costs)
+                assert abs(costs["period_us"]) <= PERIOD_SLACK_US and abs(costs["timed_us"]) <= END_SLACK_US, (
+                    call,
+                    costs,
+                )
         assert c["evidence"] == "own_work" and c["cost_us_per_launch"] > 0.0
     assert sum(c["cost_us_per_launch"] for c in truth["causes"]) < 0.01 * statistics.fmean(
         launch["period_us"] for launch in truth["launches"][WARMUP:]
@@ -164,6 +177,8 @@ def test_msprof_view_is_the_launch_on_each_nodes_clock():
         rl = launches[row["call"]].ranks[row["rank"]]
         node = CLUSTER.node(row["rank"])
         offset, drift = (2500.0, 40.0) if node == 1 else (0.0, 0.0)
-        assert (row["start_ns"] - 10**18) / 1000 == pytest.approx(rl.kernel_start + offset + drift * 1e-6 * rl.kernel_start, abs=0.001)
+        assert (row["start_ns"] - 10**18) / 1000 == pytest.approx(
+            rl.kernel_start + offset + drift * 1e-6 * rl.kernel_start, abs=0.001
+        )
         assert row["dur_ns"] / 1000 == pytest.approx(rl.task_us * (1 + drift * 1e-6), abs=0.002)
         assert row["barrier_dur_ns"] / 1000 == pytest.approx(rl.barrier_us * (1 + drift * 1e-6), abs=0.002)

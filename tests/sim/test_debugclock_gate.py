@@ -22,7 +22,12 @@ def test_without_a_fault_no_node_is_named_beyond_the_gates_false_alarm_rate():
     routing (each rank sends a different share across nodes). Over 10 seeds of each shape, and a slow rank (one rank
     of a node, not the node), the nodes named stay below the count that rate reaches with probability 0.001."""
     alpha = bench.settings()["busiest_node_alpha"]
-    runs = [bench.score(shape, fault, seed) for shape in bench.SHAPES.values() for fault in ({}, bench.FAULTS["slow_rank x1.15"]) for seed in range(1, 11)]
+    runs = [
+        bench.score(shape, fault, seed)
+        for shape in bench.SHAPES.values()
+        for fault in ({}, bench.FAULTS["slow_rank x1.15"])
+        for seed in range(1, 11)
+    ]
     bound = next(k for k in range(len(runs) + 1) if binomial_tail(k, len(runs), alpha) <= 0.001)
     alarms = [r for r in runs if r["false_alarm"]]
     assert len(alarms) < bound, (bound, alarms)
@@ -39,6 +44,10 @@ def test_a_slow_link_names_the_sending_node_with_the_time_its_removal_gives_back
         best = bench.node_gate(shape, knobs)
         _, truth = localisation.run(shape, knobs, 60 + localisation.SKIP, True)
         (cost,) = [c["cost_us_per_launch"] for c in truth["causes"] if c["cause"] == "slow_link"]
-        assert best is not None and (best["node"], best["role"], best["phase"]) == (0, "URMASendToken", "send_complete"), best
+        assert best is not None and (best["node"], best["role"], best["phase"]) == (
+            0,
+            "URMASendToken",
+            "send_complete",
+        ), best
         assert best["ranks"] == [r for r in range(shape.world) if r // shape.ranks_per_node == 0]
         assert abs(best["excess_us"] - cost) <= 0.35 * cost, (best["excess_us"], cost)

@@ -13,7 +13,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow" / "sim" 
 from ascend_deepep._collective import Cluster, CollectiveModel, Knobs  # noqa: E402
 from ascend_deepep._debugclock import DebugClockWriter, event_paths, path_hash, write_event_map  # noqa: E402
 
-from dispatchprof.formats.debugclock import DebugClockFormatError, find_captures, parse_capture, parse_event_map, parse_legacy_csv  # noqa: E402
+from dispatchprof.formats.debugclock import (
+    DebugClockFormatError,
+    find_captures,
+    parse_capture,
+    parse_event_map,
+    parse_legacy_csv,
+)  # noqa: E402
 
 ROW = 7168 * 2
 CLUSTER = Cluster(world=4, ranks_per_node=4, num_aiv=56, num_experts=32)
@@ -64,9 +70,13 @@ def test_legacy_slots_follow_the_model(tmp_path, monkeypatch):
         assert sum(slots) / 1000 == pytest.approx(core[aiv].end - core[aiv].start_tick, abs=0.35)
     cum = roles.index("CalCumSum")
     wait = sum(p.us for p in core[cum].phases if p.name == "wait_dispatch")
-    assert int(frame[(frame.aiv_id == cum) & (frame.slot == 2)]["cycles"].iloc[0]) / 1000 == pytest.approx(wait, abs=0.05)
+    assert int(frame[(frame.aiv_id == cum) & (frame.slot == 2)]["cycles"].iloc[0]) / 1000 == pytest.approx(
+        wait, abs=0.05
+    )
     assert not find_captures(tmp_path / "clock")
-    assert sorted(p.name for p in (tmp_path / "clock").glob("dispatch_clock*.csv")) == [f"dispatch_clock_rank_{r}.csv" for r in range(4)]
+    assert sorted(p.name for p in (tmp_path / "clock").glob("dispatch_clock*.csv")) == [
+        f"dispatch_clock_rank_{r}.csv" for r in range(4)
+    ]
 
 
 def test_akl_captures_decode_one_per_launch(tmp_path, monkeypatch):

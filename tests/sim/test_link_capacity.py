@@ -40,7 +40,15 @@ def routing_record(rank: int, topk: list[list[int]], experts_per_rank: int, rank
             if e >= 0:
                 per_rank[e // experts_per_rank] = per_rank.get(e // experts_per_rank, 0) + 1
         for r, pairs in per_rank.items():
-            d = dest.setdefault(str(r), {"tokens": 0, "pairs": 0, "remote": r != rank, "same_node": r // ranks_per_node == rank // ranks_per_node})
+            d = dest.setdefault(
+                str(r),
+                {
+                    "tokens": 0,
+                    "pairs": 0,
+                    "remote": r != rank,
+                    "same_node": r // ranks_per_node == rank // ranks_per_node,
+                },
+            )
             d["tokens"] += 1
             d["pairs"] += pairs
     return {"global_rank": rank, "available": True, "destinations": dest}
@@ -52,7 +60,10 @@ def stand_in_run(nodes: int, rpn: int, route: str, seed: int, tokens: int, topk:
     experts = experts_per_rank * world
     inputs = {r: make_inputs(seed, r, tokens, topk, experts, world, route) for r in range(world)}
     row = HIDDEN * DTYPE_BYTES
-    sends = [[len(tok) * row for _, tok in sorted(destinations(inputs[r].topk_idx, experts_per_rank, world).items())] for r in range(world)]
+    sends = [
+        [len(tok) * row for _, tok in sorted(destinations(inputs[r].topk_idx, experts_per_rank, world).items())]
+        for r in range(world)
+    ]
     records = [routing_record(r, inputs[r].topk_idx, experts_per_rank, rpn) for r in range(world)]
     return sends, records
 
@@ -73,10 +84,15 @@ def by_class(sends: list[list[int]], rpn: int) -> dict[str, dict[str, dict[str, 
 def busiest_port_us(sends: list[list[int]], rpn: int, gbps: dict[str, float]) -> float:
     """The longest any rank's send or receive port of a class needs for its bytes at the simulator's capacity."""
     classes = by_class(sends, rpn)
-    return max((max([0, *v["sent"].values(), *v["received"].values()]) / (gbps[c] * 1e3) for c, v in classes.items()), default=0.0)
+    return max(
+        (max([0, *v["sent"].values(), *v["received"].values()]) / (gbps[c] * 1e3) for c, v in classes.items()),
+        default=0.0,
+    )
 
 
-def timed_per_launch(nodes: int, rpn: int, num_aiv: int, knobs: Knobs, sends: list[list[int]], launches: int, sync: bool = True) -> list[float]:
+def timed_per_launch(
+    nodes: int, rpn: int, num_aiv: int, knobs: Knobs, sends: list[list[int]], launches: int, sync: bool = True
+) -> list[float]:
     cluster = Cluster(world=nodes * rpn, ranks_per_node=rpn, num_aiv=num_aiv, num_experts=nodes * rpn)
     model = CollectiveModel(cluster, knobs)
     return [max(r.kernel_mode_us for r in model.launch(call, sends, sync).ranks) for call in range(launches)]
@@ -94,10 +110,16 @@ def test_bytes_per_class_are_the_bytes_the_stand_in_sent(nodes, rpn, route):
     out = link_bytes(records, HIDDEN, DTYPE, ranks_per_node=rpn)
     truth = by_class(sends, rpn)
     for c, v in truth.items():
-        assert out["links"][c]["sent_per_rank"] == v["sent"] and out["links"][c]["received_per_rank"] == v["received"], c
+        assert (
+            out["links"][c]["sent_per_rank"] == v["sent"] and out["links"][c]["received_per_rank"] == v["received"]
+        ), c
         assert out["links"][c]["bytes_per_launch"] == sum(v["sent"].values())
     cross = sum(nbytes for src, row in enumerate(sends) for dst, nbytes in enumerate(row) if src != dst)
-    assert out["links"]["intra_node"]["bytes_per_launch"] + out["links"]["inter_node"]["bytes_per_launch"] == cross == out["cross_rank_token_bytes"]
+    assert (
+        out["links"]["intra_node"]["bytes_per_launch"] + out["links"]["inter_node"]["bytes_per_launch"]
+        == cross
+        == out["cross_rank_token_bytes"]
+    )
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -113,13 +135,17 @@ def test_bytes_per_class_are_the_bytes_the_stand_in_sent(nodes, rpn, route):
     slow=st.none() | st.floats(1.0, 4.0),
     sync=st.booleans(),
 )
-def test_no_simulated_launch_beats_the_bound_of_its_bytes_at_the_simulator_capacity(shape, route, seed, tokens, topk, num_aiv, intra, inter, slow, sync):
+def test_no_simulated_launch_beats_the_bound_of_its_bytes_at_the_simulator_capacity(
+    shape, route, seed, tokens, topk, num_aiv, intra, inter, slow, sync
+):
     nodes, rpn = shape
     sends, records = stand_in_run(nodes, rpn, route, seed, tokens, topk, experts_per_rank=6)
     gbps = {"intra_node": intra, "inter_node": inter}
     knobs = Knobs(seed=seed, link_gbps=gbps, slow_link=(0, nodes - 1, slow) if slow else None)
     timed = timed_per_launch(nodes, rpn, num_aiv, knobs, sends, launches=3, sync=sync)
-    section = link_bound(link_bytes(records, HIDDEN, DTYPE, ranks_per_node=rpn), sim_link_peaks({"link_gbps": gbps}), measured(timed))
+    section = link_bound(
+        link_bytes(records, HIDDEN, DTYPE, ranks_per_node=rpn), sim_link_peaks({"link_gbps": gbps}), measured(timed)
+    )
     assert section["bound_us"] == pytest.approx(busiest_port_us(sends, rpn, gbps), rel=1e-12)
     assert all(t >= section["bound_us"] for t in timed), (timed, section["bound_us"])
     if section["efficiency"] is not None:
@@ -136,7 +162,9 @@ def test_the_demo_efficiency_is_the_event_models_and_a_slow_link_lowers_it_to_at
         timed = timed_per_launch(2, 8, 56, knobs, sends, launches=24)[4:]  # the first calls are cold
         section = link_bound(bytes_, peaks, measured(timed))
         assert section["sets_bound"] == "inter_node"
-        assert section["efficiency"] == pytest.approx(busiest_port_us(sends, 8, dict(DEFAULT_LINK_GBPS)) / statistics.median(timed), rel=1e-12)
+        assert section["efficiency"] == pytest.approx(
+            busiest_port_us(sends, 8, dict(DEFAULT_LINK_GBPS)) / statistics.median(timed), rel=1e-12
+        )
         effs[name] = section["efficiency"]
     assert 0 < effs["plain"] <= 1
     assert effs["slow_link"] <= 0.65 * effs["plain"], effs

@@ -14,8 +14,18 @@ from dispatchprof.formats.visualize_bin import decode_pc_sampling
 sys.path.insert(0, str(ROOT / "workflow" / "sim"))
 from simprof.opprof_writer import pc_samples, write_kernel_run  # noqa: E402
 
-FUNCTION_US = {"simt_prepare_mapping": 20.0, "buildRemoteWqeDesc": 30.0, "simt_nw_mj_vf": 15.0, "simt_write_wqe_v4": 25.0}
-SIMT = {"repo": str(ROOT / "workflow/sim/ascend_deepep"), "source": "kernels/elastic_dispatch.cpp", "has_debug_line": True, "function_us": FUNCTION_US}
+FUNCTION_US = {
+    "simt_prepare_mapping": 20.0,
+    "buildRemoteWqeDesc": 30.0,
+    "simt_nw_mj_vf": 15.0,
+    "simt_write_wqe_v4": 25.0,
+}
+SIMT = {
+    "repo": str(ROOT / "workflow/sim/ascend_deepep"),
+    "source": "kernels/elastic_dispatch.cpp",
+    "has_debug_line": True,
+    "function_us": FUNCTION_US,
+}
 ALL, NOT_ISSUE = "Stall Sampling(All Samples)", "Stall Sampling(Not Issue)"
 
 
@@ -46,7 +56,9 @@ def test_the_parser_reads_the_stand_ins_block_as_fractions(tmp_path):
             "icache_miss_rate": 0.01,
         }
     ]
-    write_kernel_run(tmp_path, "elastic_dispatch_0", proc, cores, ["PcSampling", "Source"], None, pc_samples(3, SIMT, "ok"))
+    write_kernel_run(
+        tmp_path, "elastic_dispatch_0", proc, cores, ["PcSampling", "Source"], None, pc_samples(3, SIMT, "ok")
+    )
     decoded = decode_pc_sampling(tmp_path / "visualize_data.bin")
     assert sum(r["share"] for r in decoded.lines) == pytest.approx(1.0)
     assert max(r["share"] for r in decoded.lines) < 0.5  # 24 lines: no single line holds most samples

@@ -31,6 +31,9 @@ def test_without_a_fault_the_pmu_names_a_rank_at_about_its_false_alarm_rate():
 def test_a_slower_counting_role_is_named_with_its_role_in_most_runs_of_the_workflows_shape():
     """The +29% CalCumSum on rank 6 that the absolute-µs ranking missed: in the workflow's default shape (2x8, 56 AIV)
     rank 6's CalCumSum is named in most of ten seeds, and nobody else is named without a spike."""
-    runs = [bench.score(bench.SHAPES["2x8, 56 AIV (workflow default)"], bench.FAULTS["CalCumSum x1.3"], seed) for seed in range(1, 11)]
+    runs = [
+        bench.score(bench.SHAPES["2x8, 56 AIV (workflow default)"], bench.FAULTS["CalCumSum x1.3"], seed)
+        for seed in range(1, 11)
+    ]
     assert sum(r["role_right"] for r in runs) > len(runs) / 2, runs
     assert not any(r["false_alarm"] for r in runs), runs

@@ -24,7 +24,12 @@ def run(tmp_path, *opts, knob=None, args=()):
 
 
 def test_parsed_cachemiss_counts_equal_the_events_the_stand_in_wrote(tmp_path):
-    out = run(tmp_path, "--soc-version=Ascend950PR_9599", "--timeout=1", args=("--descriptors", "40", "--cores", "3", "--slow-every", "5"))
+    out = run(
+        tmp_path,
+        "--soc-version=Ascend950PR_9599",
+        "--timeout=1",
+        args=("--descriptors", "40", "--cores", "3", "--slow-every", "5"),
+    )
     assert out.returncode == 0 and "Profiling results saved in" in out.stdout, out.stdout
     truth = json.loads((tmp_path / "sim_truth.json").read_text())["cachemiss"]
     result = probe_result(simulator_runs(tmp_path), top=100)

@@ -30,7 +30,13 @@ def cores(n):
                 "role": "TokenCopyToBuffer",
                 "phases": [
                     {"name": "stage", "work": "stage", "start": 2.0, "end": 12.0 + i, "pipes": shares},
-                    {"name": "lwc_wait", "work": None, "start": 12.0 + i, "end": 40.0, "pipes": {"vec": 0.0, "scalar": 0.02, "mte2": 0.0, "mte3": 0.0}},
+                    {
+                        "name": "lwc_wait",
+                        "work": None,
+                        "start": 12.0 + i,
+                        "end": 40.0,
+                        "pipes": {"vec": 0.0, "scalar": 0.02, "mte2": 0.0, "mte3": 0.0},
+                    },
                 ],
             }
         )
@@ -63,7 +69,11 @@ def write(tmp_path, metrics, pipes=None, n=20):
 def test_pipe_timeline_shows_six_cores_whose_busy_time_is_the_model(tmp_path):
     proc = write(tmp_path, ["PipeTimeline"])
     raw = json.loads((tmp_path / "trace.json").read_text())
-    assert {k: raw[k] for k in ("profilingType", "displayTimeUnit", "schemaVersion")} == {"profilingType": "op", "displayTimeUnit": "ns", "schemaVersion": 1}
+    assert {k: raw[k] for k in ("profilingType", "displayTimeUnit", "schemaVersion")} == {
+        "profilingType": "op",
+        "displayTimeUnit": "ns",
+        "schemaVersion": 1,
+    }
     trace = read_trace_json(tmp_path / "trace.json")
     table = core_table(trace.events.assign(rank=0, launch=0))
     assert sorted(table["core"]) == sampled_cores(20) and len(table) == 6

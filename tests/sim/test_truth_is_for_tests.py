@@ -9,7 +9,9 @@ def test_no_rule_script_library_or_template_mentions_the_truth_file():
     readers = []
     for top in ANALYSIS_SIDE:
         path = ROOT / top
-        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        files = (
+            [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        )
         assert files, top
         readers += [str(f.relative_to(ROOT)) for f in files if "sim_truth" in f.read_text(errors="replace")]
     assert readers == []

@@ -26,7 +26,14 @@ SHAPE = bench.Shape(2, 8)
 CLUSTER = Cluster(SHAPE.world, SHAPE.ranks_per_node, SHAPE.num_aiv, SHAPE.num_experts)
 LAUNCHES = 200 + bench.SKIP  # 200 analysed launches after the warm-up the benchmark leaves out
 FREQUENT, RARE = 3, 11  # rank 3 on node 0, rank 11 on node 1
-TWO_LATE = {"late_rank": FREQUENT, "late_us": 8.0, "late_prob": 0.9, "late_rank2": RARE, "late_us2": 120.0, "late_prob2": 0.15}
+TWO_LATE = {
+    "late_rank": FREQUENT,
+    "late_us": 8.0,
+    "late_prob": 0.9,
+    "late_rank2": RARE,
+    "late_us2": 120.0,
+    "late_prob2": 0.15,
+}
 # The benchmark goal for a named cost: within 35% of its true cost (benchmarks/localisation.py's cost error).
 COST_ERROR_MAX = 0.35
 
@@ -38,7 +45,10 @@ def launches_of(knobs: Knobs, calls: int = 60, without: frozenset[str] = frozens
 
 
 def events(launches: list) -> list[tuple]:
-    return [(launch.arrivals, [r.kernel_end for r in launch.ranks], [r.late_us for r in launch.ranks]) for launch in launches]
+    return [
+        (launch.arrivals, [r.kernel_end for r in launch.ranks], [r.late_us for r in launch.ranks])
+        for launch in launches
+    ]
 
 
 def test_the_second_late_rank_moves_no_other_draw():
@@ -65,7 +75,12 @@ def test_a_rank_late_by_both_knobs_is_late_by_the_sum():
 def test_the_truth_lists_the_second_late_rank_as_a_late_arrival_of_its_own():
     _, truth = simulate(CLUSTER, Knobs(seed=1, **TWO_LATE), 40, True, bench.sends_of(SHAPE, 1), warmup=5, detail=False)
     second = next(c for c in truth["causes"] if c["cause"] == "late_rank2")
-    assert second["evidence"] == "late_arrival" and second["ranks"] == [RARE] and second["node"] == 1 and second["late_us"] == 120.0
+    assert (
+        second["evidence"] == "late_arrival"
+        and second["ranks"] == [RARE]
+        and second["node"] == 1
+        and second["late_us"] == 120.0
+    )
     assert truth["knobs"]["late_rank2"] == RARE and truth["knobs"]["late_prob2"] == 0.15
     assert 0.0 < second["fraction"] < 0.5 and second["knob"] == "late_rank2"
 
@@ -79,7 +94,10 @@ def test_two_late_ranks_the_rare_long_one_heads_the_answer_with_its_true_cost(se
     assert true["late_rank2"] > true["late_rank"], true
     result = waits.analyse(bench.msprof_view(launches, knobs, SHAPE), bench.SETTINGS, [], bench.BOOT)["straggler"]
     named = result["causes"]
-    seen = [(c["evidence"], c["rank"], round(c["cost_us_per_launch"], 2), [round(x, 2) for x in c["cost_ci_us"]]) for c in named]
+    seen = [
+        (c["evidence"], c["rank"], round(c["cost_us_per_launch"], 2), [round(x, 2) for x in c["cost_ci_us"]])
+        for c in named
+    ]
     assert named and named[0]["evidence"] == "late_arrival" and named[0]["rank"] == RARE, (seen, true)
     top = named[0]
     lo, hi = top["cost_ci_us"]

@@ -16,25 +16,40 @@ from dispatchprof.formats.msprof import discover, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
 
 RPN, ITERATIONS, SKIP = 4, 40, 3
-SETTINGS = {"alpha": 0.001, "late_min_us": 20.0, "own_work_min_us": 5.0, "in_kernel_min_fraction": 0.1, "min_cost_us": 1.0}
+SETTINGS = {
+    "alpha": 0.001,
+    "late_min_us": 20.0,
+    "own_work_min_us": 5.0,
+    "in_kernel_min_fraction": 0.1,
+    "min_cost_us": 1.0,
+}
 BOOT = {"resamples": 500, "seed": 0}
 
 
 def analysed(tmp_path, knobs: dict, synchronize_start: bool = True) -> tuple[dict, dict]:
     extra = {"DISPATCHPROF_SYNCHRONIZE_START": "1" if synchronize_start else "0"}
-    out = run_cluster(tmp_path, {**knobs, "noise_seed": 3}, profiler="msprof", rpn=RPN, iterations=ITERATIONS, extra_env=extra)
+    out = run_cluster(
+        tmp_path, {**knobs, "noise_seed": 3}, profiler="msprof", rpn=RPN, iterations=ITERATIONS, extra_env=extra
+    )
     truth = json.loads((out / "latency" / "sim_truth.json").read_text())
     rank, launch, columns = [], [], {k: [] for k in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")}
     target, barrier = kernel_regex("elastic_dispatch_kernel"), kernel_regex("cached_notify_combine")
     for node in range(NODES):
         for prof in discover(tmp_path / "prof" / f"node{node}"):
             info = read_prof_info(prof)
-            kernels = read_target_kernels(info, lambda n: bool(target.match(n)), 0, is_barrier=lambda n: bool(barrier.match(n)))
+            kernels = read_target_kernels(
+                info, lambda n: bool(target.match(n)), 0, is_barrier=lambda n: bool(barrier.match(n))
+            )
             bstart, bdur = barrier_before(kernels)
             n = len(kernels.start_ns)
             rank += [info.rank_id] * (n - SKIP)
             launch += list(range(SKIP, n))
-            for key, values in (("start_ns", kernels.start_ns), ("dur_ns", kernels.dur_ns), ("barrier_start_ns", bstart), ("barrier_dur_ns", bdur)):
+            for key, values in (
+                ("start_ns", kernels.start_ns),
+                ("dur_ns", kernels.dur_ns),
+                ("barrier_start_ns", bstart),
+                ("barrier_dur_ns", bdur),
+            ):
                 columns[key] += [float(v) if v != -1 else np.nan for v in values[SKIP:]]
     grid = waits.grid(np.array(rank), np.array(launch), {k: np.array(v) for k, v in columns.items()}, RPN)
     return waits.analyse(grid, SETTINGS, [], BOOT), truth
@@ -68,11 +83,16 @@ def test_a_late_rank_is_named_through_the_barrier_kernel_never_a_waiting_rank(tm
 
 def test_without_synchronize_start_a_late_rank_is_named_through_the_kernels_entry_barrier(tmp_path):
     result, truth = analysed(tmp_path, {"late_rank": 5, "late_us": 60}, synchronize_start=False)
-    assert truth["run"]["synchronize_start"] is False and truth["launches"][0]["barrier"]["which"] == "elastic_dispatch_kernel entry"
+    assert (
+        truth["run"]["synchronize_start"] is False
+        and truth["launches"][0]["barrier"]["which"] == "elastic_dispatch_kernel entry"
+    )
     strag = result["straggler"]
     assert strag["evidence"] == "late_arrival" and strag["rank"] == 5 and "entry barrier" in strag["explanation"]
     waits_of = {int(r): w["kernel_entry_median"] for r, w in result["entry_wait_us"]["per_rank"].items()}
-    assert min(waits_of, key=waits_of.get) == 5 and all(w is None for w in (x["sync_barrier_median"] for x in result["entry_wait_us"]["per_rank"].values()))
+    assert min(waits_of, key=waits_of.get) == 5 and all(
+        w is None for w in (x["sync_barrier_median"] for x in result["entry_wait_us"]["per_rank"].values())
+    )
 
 
 def test_a_late_node_is_named_as_a_node(tmp_path):
@@ -91,7 +111,12 @@ def test_a_slow_sender_is_never_blamed_on_its_waiting_peers(tmp_path):
     for cause in [strag, *result["straggler"]["causes"]]:
         assert cause["evidence"] in ("none", "late_ending_node", "in_kernel") or cause["rank"] == 2
     # the truth: which ranks waited for rank 2's tokens last; none of them is blamed
-    victims = {r["rank"] for launch in truth["launches"][SKIP:] for r in launch["ranks"] if r["tokens_awaited_rank"] == 2 and r["rank"] != 2}
+    victims = {
+        r["rank"]
+        for launch in truth["launches"][SKIP:]
+        for r in launch["ranks"]
+        if r["tokens_awaited_rank"] == 2 and r["rank"] != 2
+    }
     blamed = {c["rank"] for c in strag["causes"] if c["evidence"] in ("own_work", "late_arrival")}
     assert victims and not blamed & victims
 
@@ -133,7 +158,13 @@ def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
     from dispatchprof.formats.msopprof import discover as discover_opprof
     from dispatchprof.formats.msopprof import kernel_runs, metric_files, read_metric_csv
 
-    out = run_cluster(tmp_path, {"slow_role": {"rank": 5, "role": "URMASendToken", "factor": 1.6}, "noise_seed": 4}, profiler="msopprof", rpn=RPN, iterations=4)
+    out = run_cluster(
+        tmp_path,
+        {"slow_role": {"rank": 5, "role": "URMASendToken", "factor": 1.6}, "noise_seed": 4},
+        profiler="msopprof",
+        rpn=RPN,
+        iterations=4,
+    )
     truth = json.loads((out / "latency" / "sim_truth.json").read_text())
     # PMU sees one replayed launch: with this seed no rank has a random spike in it (a spike is a cause of its own)
     assert all(r["work_factor"] == 1.0 for r in truth["replays"][0]["ranks"])
@@ -154,5 +185,7 @@ def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
     # most of a URMA core's time in every shape.
     polling = {(r["rank"], c["block_id"]): c["polling_us"] for r in truth["replays"][0]["ranks"] for c in r["cores"]}
     urma = cores[cores["role"] == "URMASendToken"]
-    assert all(0 < row.no_pipe_us <= polling[(row.rank, row.aiv_index)] + 0.01 * row.aiv_time_us for row in urma.itertuples())
+    assert all(
+        0 < row.no_pipe_us <= polling[(row.rank, row.aiv_index)] + 0.01 * row.aiv_time_us for row in urma.itertuples()
+    )
     assert role_boundaries(cores, roles)["unexpected"] == []

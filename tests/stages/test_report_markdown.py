@@ -24,7 +24,18 @@ from dispatchprof.shell.config import analysis_settings, load_schema
 from dispatchprof.shell.stage import SCHEMA_PATH
 from dispatchprof.stages.report import report
 
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")
+STAGES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "pipe_timeline",
+    "debugclock",
+    "probe",
+)
 OVERLAY = {
     "cluster": {"nodes": 2, "ranks_per_node": 2},
     "pmu": {"metrics": ["Default"]},
@@ -73,7 +84,10 @@ def render_full(root: Path, with_link_bound: bool) -> tuple[str, str, Path]:
     inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
     # rule report's inputs (workflow/rules/report.smk), under results/baseline/
     inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
-    inputs.update(timeline_ranks=["results/baseline/timeline/ranks/rank0/detail.json"], comparisons=["results/compare/baseline_vs_faster/comparison.json"])
+    inputs.update(
+        timeline_ranks=["results/baseline/timeline/ranks/rank0/detail.json"],
+        comparisons=["results/compare/baseline_vs_faster/comparison.json"],
+    )
     outputs = {
         "html": "report/report.html",
         "markdown": "report/report.md",
@@ -104,7 +118,11 @@ def add_link_bound(path: Path) -> None:
     from dispatchprof.analysis.traffic import link_bytes
 
     def dests(r: int) -> dict:
-        return {str(d): {"tokens": 10 * (d + 1), "pairs": 10 * (d + 1), "remote": True, "same_node": d // 2 == r // 2} for d in range(4) if d != r}
+        return {
+            str(d): {"tokens": 10 * (d + 1), "pairs": 10 * (d + 1), "remote": True, "same_node": d // 2 == r // 2}
+            for d in range(4)
+            if d != r
+        }
 
     routing = [{"global_rank": r, "available": True, "destinations": dests(r)} for r in range(4)]
     peaks = {
@@ -112,15 +130,22 @@ def add_link_bound(path: Path) -> None:
         "inter_node": {"peak_gbps": 50.0, "source": None, "kind": "configured"},
     }
     stats = json.loads(path.read_text())
-    stats["bandwidth"] = link_bound(link_bytes(routing, 7168, "bf16", 2), peaks, stats["scopes"]["kernel"]["per_iteration_max_us"])
-    assert stats["bandwidth"]["efficiency"] < 1 and "warning" not in stats["bandwidth"]  # the common case: no warning key
+    stats["bandwidth"] = link_bound(
+        link_bytes(routing, 7168, "bf16", 2), peaks, stats["scopes"]["kernel"]["per_iteration_max_us"]
+    )
+    assert (
+        stats["bandwidth"]["efficiency"] < 1 and "warning" not in stats["bandwidth"]
+    )  # the common case: no warning key
     stats["summary"]["bandwidth"] = bandwidth_summary(stats["bandwidth"])
     path.write_text(json.dumps(stats))
 
 
 def test_the_links_section_shows_the_bound_in_both_formats(rendered):
     html, md, _figures = rendered
-    assert "## How far from the links' limit" in md and '<section id="links"><h2>How far from the links\' limit</h2>' in html
+    assert (
+        "## How far from the links' limit" in md
+        and '<section id="links"><h2>How far from the links\' limit</h2>' in html
+    )
     for text in (html, md):
         assert "efficiency" in text and "not a link counter" in text and "not evidence of network congestion" in text
         assert "set by inter_node (rank 3 receives)" in text and "test figure" in text
@@ -136,7 +161,10 @@ def test_the_links_section_shows_the_bound_in_both_formats(rendered):
     ) in headers
 
 
-LINK_FIGURES = {"links_bound": "Measured kernel time against each link class's bound", "links_node_pairs": "Bytes per launch from node to node"}
+LINK_FIGURES = {
+    "links_bound": "Measured kernel time against each link class's bound",
+    "links_node_pairs": "Bytes per launch from node to node",
+}
 
 
 def test_the_links_pictures_are_in_both_formats_when_the_bound_exists(rendered):
@@ -147,7 +175,10 @@ def test_the_links_pictures_are_in_both_formats_when_the_bound_exists(rendered):
         assert (figures / f"{name}.svg").read_text().startswith("<svg")
     section = html.split('<section id="links">')[1].split("</section>")[0]
     assert section.count("<figure><svg") == 2
-    assert "Kernel time against the links&#x27; bound (us per launch) (simulated)" in section and "inter-node bound (sets the bound)" in section
+    assert (
+        "Kernel time against the links&#x27; bound (us per launch) (simulated)" in section
+        and "inter-node bound (sets the bound)" in section
+    )
     assert "Bytes per launch, node to node (simulated)" in section and "time per node pair: not measured" in section
     pairs = re.findall(r"<title>node (\d) -&gt; node (\d): ([\d,]+) B per launch</title>", section)
     assert sorted((a, b) for a, b, _ in pairs) == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
@@ -155,7 +186,10 @@ def test_the_links_pictures_are_in_both_formats_when_the_bound_exists(rendered):
 
 def test_the_links_pictures_are_absent_without_the_bound(rendered_without_link_bound):
     html, md, figures = rendered_without_link_bound
-    assert "## How far from the links' limit" in md and "Not available" in md.split("## How far from the links' limit")[1].split("\n## ")[0]
+    assert (
+        "## How far from the links' limit" in md
+        and "Not available" in md.split("## How far from the links' limit")[1].split("\n## ")[0]
+    )
     for name, alt in LINK_FIGURES.items():
         assert name not in md and alt not in md and not (figures / f"{name}.svg").exists()
     section = html.split('<section id="links">')[1].split("</section>")[0]
@@ -259,7 +293,14 @@ def test_every_chart_is_a_file_beside_the_markdown_and_linked_from_it(rendered):
     files = sorted(p.name for p in figures.iterdir())
     links = re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", md)
     assert sorted(Path(link).name for link in links) == files
-    for expected in ("entry_wait.svg", "causes.svg", "rank_offsets.svg", "pmu_busy.svg", "pmu_no_pipe.svg", "pcsampling_stalls_per_role.svg"):
+    for expected in (
+        "entry_wait.svg",
+        "causes.svg",
+        "rank_offsets.svg",
+        "pmu_busy.svg",
+        "pmu_no_pipe.svg",
+        "pcsampling_stalls_per_role.svg",
+    ):
         assert expected in files
     assert any(f.startswith("debugclock_phases_") for f in files) and "debugclock_wait_us.svg" in files
     assert "baseline_kernel_per_rank.png" in files
@@ -304,5 +345,8 @@ def test_the_answer_is_a_verdict_read_in_30_seconds(rendered):
     assert f"rank {top['rank']}" in first and f"{top['cost_us_per_launch']:.1f} us per launch" in first
     [table] = [t for t in tables(answer) if t["header"][0][0] == "cause"]
     assert [row[0] for row in table["rows"]] == [f"rank {c['rank']}" for c in summary["causes"][:3]]
-    assert "## The answer's evidence" in md and "What the group waits for (msprof timeline)" in md.split("## The answer's evidence", 1)[1]
+    assert (
+        "## The answer's evidence" in md
+        and "What the group waits for (msprof timeline)" in md.split("## The answer's evidence", 1)[1]
+    )
     assert '<section id="answer">' in html and '<table class="causes">' in html

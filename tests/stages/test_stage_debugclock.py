@@ -11,7 +11,10 @@ ANALYZE = {"mode": "analyze", "cluster": {"nodes": 2, "ranks_per_node": 1}}
 
 def test_imported_legacy_csvs_are_summarised(tmp_path):
     run = stage_run(
-        tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(FIXTURES / "deepep" / "debugclock" / "legacy")}}
+        tmp_path,
+        "debugclock",
+        outputs=OUTPUTS,
+        overlay={**ANALYZE, "analyze": {"debugclock_dir": str(FIXTURES / "deepep" / "debugclock" / "legacy")}},
     )
     status = debugclock(run, {})
     assert status.state == "ok", status.reason
@@ -23,14 +26,19 @@ def test_imported_legacy_csvs_are_summarised(tmp_path):
 def test_no_directory_given_is_skipped_and_an_empty_one_is_invalid(tmp_path):
     run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay=ANALYZE)
     assert debugclock(run, {}).state == "skipped"
-    run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tmp_path)}})
+    run = stage_run(
+        tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tmp_path)}}
+    )
     status = debugclock(run, {})
     assert status.state == "invalid" and status.reason.startswith("no DebugClock file under")
 
 
 def test_clipping_and_dropped_markers_are_warnings():
     checks = debugclock_validations({"role_mismatches": [], "clipped": {"missing": 1}, "dropped_markers": 3})
-    assert [(v.check, v.severity) for v in checks] == [("legacy analyzer clipping", "warning"), ("AKL recorder capacity", "warning")]
+    assert [(v.check, v.severity) for v in checks] == [
+        ("legacy analyzer clipping", "warning"),
+        ("AKL recorder capacity", "warning"),
+    ]
 
 
 def test_imported_akl_traces_of_a_slow_link_name_the_sending_node_in_the_status_and_the_stats(tmp_path):
@@ -50,7 +58,12 @@ def test_imported_akl_traces_of_a_slow_link_name_the_sending_node_in_the_status_
     assert status.state == "ok", status.reason
     assert "every rank of node 0: URMASendToken send_complete +" in status.reason
     node = json.loads(run.outputs["stats"].read_text())["summary"]["busiest_node"]
-    assert (node["node"], node["role"], node["phase"], node["ranks"]) == (0, "URMASendToken", "send_complete", list(range(8)))
+    assert (node["node"], node["role"], node["phase"], node["ranks"]) == (
+        0,
+        "URMASendToken",
+        "send_complete",
+        list(range(8)),
+    )
     assert node["excess_us"] > 10 * node["peers_spread_us"]
     # both reports' DebugClock sections render it (the templates are included by report.html.j2 and report.md.j2)
     from dispatchprof.report.debugclock import section
@@ -72,7 +85,9 @@ def test_an_imported_tree_with_a_file_link_loop_is_invalid_naming_the_link(tmp_p
     shutil.copytree(FIXTURES / "deepep" / "debugclock" / "legacy", tree)
     (tree / "dispatch_clock_loop.csv").symlink_to(tree / "other.csv")
     (tree / "other.csv").symlink_to(tree / "dispatch_clock_loop.csv")
-    run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}})
+    run = stage_run(
+        tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}}
+    )
     status = debugclock(run, {})
     assert status.state == "invalid" and status.source == "import", status.reason
     assert f"{tree / 'dispatch_clock_loop.csv'}: a symbolic link loop" in status.reason
@@ -85,10 +100,15 @@ def test_one_rank_with_a_garbled_clock_csv_is_left_out_named_and_the_other_is_su
     shutil.copytree(FIXTURES / "deepep" / "debugclock" / "legacy", tree)
     bad = tree / "node1" / "dispatch_clock" / "dispatch_clock_rank_1.csv"
     bad.write_bytes(b"\x00\x01garbage")
-    run = stage_run(tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}})
+    run = stage_run(
+        tmp_path, "debugclock", outputs=OUTPUTS, overlay={**ANALYZE, "analyze": {"debugclock_dir": str(tree)}}
+    )
     status = run.finish(debugclock(run, {}))
     assert status.state == "ok", status.reason
-    assert status.reason.startswith("legacy_csv: 1 ranks") and f"Left out, their files refused: rank 1 (node1) ({bad}: " in status.reason, status.reason
+    assert (
+        status.reason.startswith("legacy_csv: 1 ranks")
+        and f"Left out, their files refused: rank 1 (node1) ({bad}: " in status.reason
+    ), status.reason
     assert any(not v.passed and str(bad) in v.detail for v in status.validations)
     stats = json.loads(run.outputs["stats"].read_text())
     assert list(stats["refused"]) == ["1 (node1)"] and str(bad) in stats["refused"]["1 (node1)"]

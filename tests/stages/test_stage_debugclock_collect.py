@@ -10,7 +10,14 @@ OUTPUTS = {"raw": "raw", "run": "run"}
 def test_a_needed_input_not_ok_skips_the_part(tmp_path):
     build = write_part_status(tmp_path / "build" / "status.json", "build", "failed", "the build failed")
     pmu = write_part_status(tmp_path / "pmu" / "status.json", "pmu", "ok")
-    run = stage_run(tmp_path, "debugclock", inputs={"build": build, "pmu": pmu}, outputs=OUTPUTS, params={"needed": ["build"]}, part="collect")
+    run = stage_run(
+        tmp_path,
+        "debugclock",
+        inputs={"build": build, "pmu": pmu},
+        outputs=OUTPUTS,
+        params={"needed": ["build"]},
+        part="collect",
+    )
     status = debugclock_collect(run, tmp_path)
     assert status.state == "skipped" and status.upstream["build"] == "failed"
 
@@ -18,7 +25,14 @@ def test_a_needed_input_not_ok_skips_the_part(tmp_path):
 def test_the_fallback_is_not_needed_when_pmu_is_ok(tmp_path):
     build = write_part_status(tmp_path / "build" / "status.json", "build", "ok")
     pmu = write_part_status(tmp_path / "pmu" / "status.json", "pmu", "ok")
-    run = stage_run(tmp_path, "debugclock", inputs={"build": build, "pmu": pmu}, outputs=OUTPUTS, params={"needed": ["build"]}, part="collect")
+    run = stage_run(
+        tmp_path,
+        "debugclock",
+        inputs={"build": build, "pmu": pmu},
+        outputs=OUTPUTS,
+        params={"needed": ["build"]},
+        part="collect",
+    )
     status = debugclock_collect(run, tmp_path)
     assert status.state == "disabled" and status.details == {"pmu": "ok"}
     assert not (tmp_path / "out" / "raw").exists()  # nothing built, nothing run

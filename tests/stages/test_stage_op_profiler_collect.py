@@ -21,7 +21,14 @@ def test_no_usable_op_profiler_skips_the_run(tmp_path):
     timeline = write_part_status(tmp_path / "timeline" / "status.json", "timeline", "ok")
     env = tmp_path / "env.json"
     env.write_text(json.dumps({"op_profiler_entry": "none"}))
-    run = stage_run(tmp_path, "pmu", inputs={"timeline": timeline, "env": env}, outputs=OUTPUTS, params={"needed": ["timeline"]}, part="collect")
+    run = stage_run(
+        tmp_path,
+        "pmu",
+        inputs={"timeline": timeline, "env": env},
+        outputs=OUTPUTS,
+        params={"needed": ["timeline"]},
+        part="collect",
+    )
     status = op_profiler_collect(run)
     assert status.state == "skipped" and "no usable op profiler" in status.reason
 

@@ -25,7 +25,12 @@ def imported_tree(tmp_path):
 
 
 def test_an_imported_pipe_timeline_is_tabulated_per_role(tmp_path):
-    run = stage_run(tmp_path, "pipe_timeline", outputs=OUTPUTS, overlay={**ONE_RANK, "analyze": {"pipe_timeline_dir": str(imported_tree(tmp_path))}})
+    run = stage_run(
+        tmp_path,
+        "pipe_timeline",
+        outputs=OUTPUTS,
+        overlay={**ONE_RANK, "analyze": {"pipe_timeline_dir": str(imported_tree(tmp_path))}},
+    )
     status = pipe_timeline(run, {"pipe_timeline_import": part("ok")})
     assert status.state == "ok", status.reason
     stats = json.loads(run.outputs["stats"].read_text())
@@ -58,13 +63,18 @@ def test_one_rank_with_a_truncated_trace_is_left_out_named_and_the_others_are_ta
             basic.write_text(basic.read_text().replace(",2,NA,0,4242,", f",2,NA,{device},{4242 + device},"))
     bad = next(node.glob("OPPROF_20250317011813_*")) / "elastic_dispatch_kernel" / "0" / "trace.json"
     bad.write_text(bad.read_text()[:300])
-    overlay = {**ONE_RANK, "cluster": {"nodes": 1, "ranks_per_node": 4}, "analyze": {"pipe_timeline_dir": str(tmp_path / "pt")}}
+    overlay = {
+        **ONE_RANK,
+        "cluster": {"nodes": 1, "ranks_per_node": 4},
+        "analyze": {"pipe_timeline_dir": str(tmp_path / "pt")},
+    }
     run = stage_run(tmp_path, "pipe_timeline", outputs=OUTPUTS, overlay=overlay)
     status = run.finish(pipe_timeline(run, {"pipe_timeline_import": part("ok")}))
     assert status.state == "ok", status.reason
-    assert "3/4 ranks (missing rank 3)" in status.reason and f"left out, their files refused: rank 3 ({bad}: line 4: not valid JSON" in status.reason, (
-        status.reason
-    )
+    assert (
+        "3/4 ranks (missing rank 3)" in status.reason
+        and f"left out, their files refused: rank 3 ({bad}: line 4: not valid JSON" in status.reason
+    ), status.reason
     assert any(not v.passed and str(bad) in v.detail for v in status.validations)
     stats = json.loads(run.outputs["stats"].read_text())
     assert str(bad) in stats["runs"]["import"]["rank_coverage"]["refused"]["3"]

@@ -25,13 +25,23 @@ def test_an_imported_three_launch_run_gives_role_tables_and_a_reason(tmp_path):
     assert status.state == "ok", status.reason
     assert "4 vector cores on" in status.reason and "3 launches each" in status.reason
     roles = json.loads(run.outputs["stats"].read_text())
-    assert roles["entry"] == "import" and roles["launches"] == [0, 1, 2] and roles["roles"]["Stage"]["aiv_time_us_median"] == 185.0
+    assert (
+        roles["entry"] == "import"
+        and roles["launches"] == [0, 1, 2]
+        and roles["roles"]["Stage"]["aiv_time_us_median"] == 185.0
+    )
     assert pq.read_table(run.outputs["cores"]).num_rows == 12
 
 
 def test_no_opprof_run_is_invalid_and_says_the_coverage(tmp_path):
     (tmp_path / "empty").mkdir()
-    run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, params={"identity": None}, overlay={**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "empty")}})
+    run = stage_run(
+        tmp_path,
+        "pmu",
+        outputs=OUTPUTS,
+        params={"identity": None},
+        overlay={**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "empty")}},
+    )
     status = pmu(run, {})
     assert status.state == "invalid" and "stats.min_rank_coverage" in status.reason
     assert not run.outputs["stats"].exists()
@@ -46,12 +56,21 @@ def test_ranks_with_unequal_launches_are_named():
 
 A2_DEFAULT = FIXTURES / "msopprof" / "a2_910b2_default"
 # The 950's own columns (pipeForA5_ / *ForA5_), which an A2 tool never writes: never "not provided" on a 910B2.
-ONLY_950 = {"aiv_vec_sfu_ratio", "aiv_ub_read_bw_gm(GB/s)", "aiv_ub_write_bw_gm(GB/s)", "aiv_vec_ldu_cflt_ratio", "aiv_read_close_hit", "aiv_vec_vf_ratio"}
+ONLY_950 = {
+    "aiv_vec_sfu_ratio",
+    "aiv_ub_read_bw_gm(GB/s)",
+    "aiv_ub_write_bw_gm(GB/s)",
+    "aiv_vec_ldu_cflt_ratio",
+    "aiv_read_close_hit",
+    "aiv_vec_vf_ratio",
+}
 
 
 def import_a2(tmp_path, without_dump=False):
     target = tmp_path / "pmu" / "node0"
-    shutil.copytree(A2_DEFAULT, target, ignore=shutil.ignore_patterns("*.py", "*.md", *(["dump"] if without_dump else [])))
+    shutil.copytree(
+        A2_DEFAULT, target, ignore=shutil.ignore_patterns("*.py", "*.md", *(["dump"] if without_dump else []))
+    )
     overlay = {**ONE_RANK, "analyze": {"pmu_dir": str(tmp_path / "pmu")}, "pmu": {"metrics": ["Default"]}}
     run = stage_run(tmp_path, "pmu", outputs=OUTPUTS, params={"identity": None}, overlay=overlay)
     return run.finish(pmu(run, {})), json.loads(run.outputs["stats"].read_text())
@@ -60,17 +79,31 @@ def import_a2(tmp_path, without_dump=False):
 def test_a_910b2_default_run_names_its_chip_from_the_data_and_measures_not_provided_against_the_a2_writer(tmp_path):
     status, roles = import_a2(tmp_path)
     assert status.state == "ok", status.reason
-    assert roles["chips"] == [{"name": "Ascend910B2", "family": "A2/A3", "source": "Run Soc Version in dump/op_basic_info.txt"}]
+    assert roles["chips"] == [
+        {"name": "Ascend910B2", "family": "A2/A3", "source": "Run Soc Version in dump/op_basic_info.txt"}
+    ]
     assert roles["summary"]["chips"] == roles["chips"]  # summary.json's pmu.chips
     # Hand-checked (SOURCE.md): Stage = AIV 0-1 (20.5, 21.0 us) -> median 20.75; Send = AIV 2 (30.0 us).
-    assert roles["roles"]["Stage"]["aiv_time_us_median"] == 20.75 and roles["roles"]["Send"]["aiv_time_us_median"] == 30.0
+    assert (
+        roles["roles"]["Stage"]["aiv_time_us_median"] == 20.75 and roles["roles"]["Send"]["aiv_time_us_median"] == 30.0
+    )
     # The file leaves out the A2 writer's aiv scalar detail columns: those, and only those, are not provided.
     assert roles["missing_columns"] == sorted(
-        f"aiv_scalar_{c}_time(us)" for c in ("single", "dual", "mte2_stall", "mte3_stall", "stall_by_ub", "vector_stall", "wait_ib", "wait")
+        f"aiv_scalar_{c}_time(us)"
+        for c in ("single", "dual", "mte2_stall", "mte3_stall", "stall_by_ub", "vector_stall", "wait_ib", "wait")
     )
-    not_provided = set(roles["missing_columns"]).union(*(set(m["missing_columns"]) for m in roles["metric_sets"].values()))
+    not_provided = set(roles["missing_columns"]).union(
+        *(set(m["missing_columns"]) for m in roles["metric_sets"].values())
+    )
     assert not not_provided & ONLY_950
-    assert sorted(roles["metric_sets"]) == ["ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio"]
+    assert sorted(roles["metric_sets"]) == [
+        "ArithmeticUtilization",
+        "L2Cache",
+        "Memory",
+        "MemoryL0",
+        "MemoryUB",
+        "ResourceConflictRatio",
+    ]
     assert all(m["missing_columns"] == [] for m in roles["metric_sets"].values())
 
 
@@ -114,7 +147,10 @@ def test_one_rank_with_an_unreadable_metric_csv_is_left_out_named_and_the_others
     roles = json.loads(run.outputs["stats"].read_text())
     assert roles["coverage"]["missing"] == [2] and str(bad) in roles["coverage"]["refused"]["2"]
     # rank 2 is out whole (its two readable launches too); the other ranks' numbers are the intact run's
-    cores, intact_cores = pq.read_table(run.outputs["cores"]).to_pandas(), pq.read_table(intact_run.outputs["cores"]).to_pandas()
+    cores, intact_cores = (
+        pq.read_table(run.outputs["cores"]).to_pandas(),
+        pq.read_table(intact_run.outputs["cores"]).to_pandas(),
+    )
     assert sorted(cores["rank"].unique()) == [0, 1, 3]
     kept = intact_cores[intact_cores["rank"] != 2].reset_index(drop=True)
     pd.testing.assert_frame_equal(cores.reset_index(drop=True)[kept.columns], kept)

@@ -35,7 +35,10 @@ def test_a_placeholder_or_a_stage_not_ok_has_no_section(tmp_path):
 
 
 def test_the_pipe_timeline_is_shown_whatever_its_state_with_its_trace_links(tmp_path):
-    runs = {"PipeTimeline": {"state": "ok", "traces": ["results/x/trace.json", "/abs/trace.json"]}, "InstrTimeline": {"state": "failed"}}
+    runs = {
+        "PipeTimeline": {"state": "ok", "traces": ["results/x/trace.json", "/abs/trace.json"]},
+        "InstrTimeline": {"state": "failed"},
+    }
     path = stats_file(tmp_path, {"runs": runs, "summary": {"roles_from": "PipeTimeline"}})
     section = pipe_timeline_section(path, status("failed"), link)
     assert section.summary == {"roles_from": "PipeTimeline"}

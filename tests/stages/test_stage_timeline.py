@@ -26,7 +26,10 @@ def test_coverage_folds_the_groups_and_says_why_a_rank_is_missing():
 
 
 def test_a_part_not_ok_folds_into_the_stage_and_writes_the_coverage_it_has(tmp_path):
-    parts = [write_part_status(tmp_path / f"nodes{g}" / "status.json", "timeline", state, part=f"nodes{g}") for g, state in (("0-0", "ok"), ("1-1", "failed"))]
+    parts = [
+        write_part_status(tmp_path / f"nodes{g}" / "status.json", "timeline", state, part=f"nodes{g}")
+        for g, state in (("0-0", "ok"), ("1-1", "failed"))
+    ]
     coverage = []
     for g, rows in (
         ("0-0", [{"global_rank": 0, "state": "found", "detail": ""}]),
@@ -34,7 +37,13 @@ def test_a_part_not_ok_folds_into_the_stage_and_writes_the_coverage_it_has(tmp_p
     ):
         coverage.append(tmp_path / f"nodes{g}" / "coverage.parquet")
         pq.write_table(coverage_table(rows), coverage[-1])
-    run = stage_run(tmp_path, "timeline", inputs={"parts": parts, "coverage": coverage}, outputs=OUTPUTS, params={"needed": [], "groups": ["0-0", "1-1"]})
+    run = stage_run(
+        tmp_path,
+        "timeline",
+        inputs={"parts": parts, "coverage": coverage},
+        outputs=OUTPUTS,
+        params={"needed": [], "groups": ["0-0", "1-1"]},
+    )
     status = timeline(run)
     assert status.state == "failed" and status.upstream == {"nodes0-0": "ok", "nodes1-1": "failed"}
     assert pq.read_table(run.outputs["coverage"]).num_rows == 2
@@ -45,10 +54,16 @@ def test_a_part_not_ok_folds_into_the_stage_and_writes_the_coverage_it_has(tmp_p
 
 def test_too_few_ranks_is_invalid_and_names_the_coverage_key(tmp_path):
     part = write_part_status(tmp_path / "nodes0-1" / "status.json", "timeline", "ok", part="nodes0-1")
-    rows = [{"global_rank": 0, "state": "found", "detail": ""}] + [{"global_rank": r, "state": "missing", "detail": "no launches"} for r in range(1, 16)]
+    rows = [{"global_rank": 0, "state": "found", "detail": ""}] + [
+        {"global_rank": r, "state": "missing", "detail": "no launches"} for r in range(1, 16)
+    ]
     pq.write_table(coverage_table(rows), tmp_path / "coverage.parquet")
     run = stage_run(
-        tmp_path, "timeline", inputs={"parts": [part], "coverage": [tmp_path / "coverage.parquet"]}, outputs=OUTPUTS, params={"needed": [], "groups": ["0-1"]}
+        tmp_path,
+        "timeline",
+        inputs={"parts": [part], "coverage": [tmp_path / "coverage.parquet"]},
+        outputs=OUTPUTS,
+        params={"needed": [], "groups": ["0-1"]},
     )
     status = timeline(run)
     assert status.state == "invalid" and "stats.min_rank_coverage" in status.reason

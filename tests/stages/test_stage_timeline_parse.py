@@ -22,14 +22,32 @@ def simulated_prof(root, launches=5, device=0, rank_id="0"):
 
     events, t = [], 1_795_977_981_065_797_700
     for i in range(launches):
-        events.append({"name": "elastic_dispatch_kernel", "task_type": "AI_VECTOR_CORE", "stream": 1, "task_id": i + 1, "start_ns": t, "dur_ns": 100_000 + i})
+        events.append(
+            {
+                "name": "elastic_dispatch_kernel",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": 1,
+                "task_id": i + 1,
+                "start_ns": t,
+                "dur_ns": 100_000 + i,
+            }
+        )
         t += 1_000_000
-    return write_prof(root, {"pid": 4242, "hostname": "n0", "device_id": device, "rank_id": rank_id, "start_ns": events[0]["start_ns"]}, events)
+    return write_prof(
+        root,
+        {"pid": 4242, "hostname": "n0", "device_id": device, "rank_id": rank_id, "start_ns": events[0]["start_ns"]},
+        events,
+    )
 
 
 def parse_run(tmp_path, overlay, skip=1):
     return stage_run(
-        tmp_path, "timeline", outputs=OUTPUTS, params={"needed": [], "nodes": [0, 0], "identity": None, "skip": skip}, overlay=overlay, part="nodes0-0"
+        tmp_path,
+        "timeline",
+        outputs=OUTPUTS,
+        params={"needed": [], "nodes": [0, 0], "identity": None, "skip": skip},
+        overlay=overlay,
+        part="nodes0-0",
     )
 
 
@@ -56,7 +74,14 @@ def test_a_node_without_prof_directories_is_ok_and_says_who_is_missing(tmp_path)
 
 def test_a_needed_input_not_ok_skips_the_part(tmp_path):
     collect = write_part_status(tmp_path / "collect" / "status.json", "timeline", "failed", part="collect")
-    run = stage_run(tmp_path, "timeline", inputs={"timeline_collect": collect}, outputs=OUTPUTS, params={"needed": ["timeline_collect"]}, part="nodes0-0")
+    run = stage_run(
+        tmp_path,
+        "timeline",
+        inputs={"timeline_collect": collect},
+        outputs=OUTPUTS,
+        params={"needed": ["timeline_collect"]},
+        part="nodes0-0",
+    )
     assert timeline_parse(run).state == "skipped"
 
 
@@ -64,8 +89,15 @@ def parse_and_merge(tmp_path, raw, kernel):
     """Analyze mode at library level: the node's parse part, then the merge, as the two rules run them."""
     from dispatchprof.stages.timeline import timeline
 
-    overlay = {**ONE_RANK, "kernel": {"name": kernel}, "analyze": {"timeline_dir": str(raw)}, "timeline": {"crosscheck": "off"}}
-    part = parse_run(tmp_path / "part", overlay, skip=0)  # analyze mode leaves no launch out (skip_launches in workflow/rules/fingerprints.smk)
+    overlay = {
+        **ONE_RANK,
+        "kernel": {"name": kernel},
+        "analyze": {"timeline_dir": str(raw)},
+        "timeline": {"crosscheck": "off"},
+    }
+    part = parse_run(
+        tmp_path / "part", overlay, skip=0
+    )  # analyze mode leaves no launch out (skip_launches in workflow/rules/fingerprints.smk)
     parsed = part.finish(timeline_parse(part))
     assert parsed.state == "ok", parsed.reason
     (tmp_path / "baseline.json").write_text(json.dumps({"placeholder": True}))
@@ -77,7 +109,14 @@ def parse_and_merge(tmp_path, raw, kernel):
         "ranks": [part.outputs["ranks"]],
         "baseline_stats": tmp_path / "baseline.json",
     }
-    merge = stage_run(tmp_path / "merge", "timeline", inputs=inputs, outputs=merge_outputs, params={"needed": [], "groups": ["0-0"]}, overlay=overlay)
+    merge = stage_run(
+        tmp_path / "merge",
+        "timeline",
+        inputs=inputs,
+        outputs=merge_outputs,
+        params={"needed": [], "groups": ["0-0"]},
+        overlay=overlay,
+    )
     status = merge.finish(timeline(merge))
     return status, json.loads(merge.outputs["stats"].read_text())
 
@@ -92,7 +131,9 @@ def test_a_json_only_prof_gives_the_timeline_with_exact_medians(tmp_path):
     status, stats = parse_and_merge(tmp_path, raw, "matmul_kernel")
     assert status.state == "ok", status.reason
     # Hand-checked (SOURCE.md): durations 355.962, 348.697, 346.544, 350.332, 347.903 us -> median 348.697 us.
-    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(
+        348.697, abs=1e-9
+    )
     assert stats["chips"] == [] and stats["summary"]["chips"] == []  # a bare JSON export names no chip: none is guessed
 
 
@@ -101,12 +142,17 @@ def test_the_real_helix_json_alone_gives_the_timeline(tmp_path):
 
     prof = tmp_path / "raw" / "node0" / "PROF_000001_20260511093035000_HELIXJSONA" / "mindstudio_profiler_output"
     prof.mkdir(parents=True)
-    shutil.copy(next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")), prof)
+    shutil.copy(
+        next((FIXTURES / "msprof-real" / "single_kernel_run" / "mindstudio_profiler_output").glob("msprof_*.json")),
+        prof,
+    )
     status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
     assert status.state == "ok", status.reason
     # Hand-checked: the five matmul_kernel events have "dur" 6.56, 6.2, 5.78, 6.122, 5.482 (us) -> median 6.122 us,
     # as op_summary's Task Duration(us) of the same run.
-    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(6.122, abs=1e-9)
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(
+        6.122, abs=1e-9
+    )
 
 
 def test_an_op_summary_resaved_with_a_bom_gives_the_timeline(tmp_path):
@@ -119,7 +165,9 @@ def test_an_op_summary_resaved_with_a_bom_gives_the_timeline(tmp_path):
     csv.write_bytes(b"\xef\xbb\xbf" + csv.read_bytes())
     status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "matmul_kernel")
     assert status.state == "ok", status.reason
-    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(
+        348.697, abs=1e-9
+    )
 
 
 def test_a_prof_of_a_device_that_maps_to_no_rank_says_so_not_that_there_is_no_prof(tmp_path):
@@ -129,7 +177,12 @@ def test_a_prof_of_a_device_that_maps_to_no_rank_says_so_not_that_there_is_no_pr
     status, stats = parse_and_merge(tmp_path, tmp_path / "raw", "elastic_dispatch_kernel")
     assert status.state == "invalid"
     assert "no PROF_ directory for this rank" not in status.reason
-    for said in ("holds device 2", "ranks_per_node is 1", "cluster.infer_rank: device_id", "cluster.infer_rank: device_order"):
+    for said in (
+        "holds device 2",
+        "ranks_per_node is 1",
+        "cluster.infer_rank: device_id",
+        "cluster.infer_rank: device_order",
+    ):
         assert said in status.reason, status.reason
 
 
@@ -141,13 +194,23 @@ def json_that_breaks_the_reader(tmp_path):
     hw = 4242 << 10
     events = [
         {"name": "process_name", "pid": hw, "tid": 0, "ph": "M", "args": {"name": "Ascend Hardware"}},
-        {"name": "matmul_kernel", "pid": hw, "tid": 1, "ts": "1.000", "dur": 1.0, "ph": "X", "args": {"Task Type": ["AI_CORE"]}},
+        {
+            "name": "matmul_kernel",
+            "pid": hw,
+            "tid": 1,
+            "ts": "1.000",
+            "dur": 1.0,
+            "ph": "X",
+            "args": {"Task Type": ["AI_CORE"]},
+        },
     ]
     (prof / "msprof_20260402160352.json").write_text(json.dumps(events))
     return prof / "msprof_20260402160352.json"
 
 
-def test_a_reader_that_raises_makes_the_part_invalid_with_the_reader_and_file_and_the_traceback_in_the_log(tmp_path, monkeypatch, caplog):
+def test_a_reader_that_raises_makes_the_part_invalid_with_the_reader_and_file_and_the_traceback_in_the_log(
+    tmp_path, monkeypatch, caplog
+):
     from dispatchprof.shell.stage import guarded
 
     path = json_that_breaks_the_reader(tmp_path)
@@ -237,7 +300,10 @@ def test_an_implausible_duration_in_the_text_export_never_reaches_the_statistics
         assert f"line {launch + 1}:" in refused
 
 
-@pytest.mark.parametrize("duration,message", [(1e300, "not 64-bit integers"), (5e6, "duration 5000000000 ns, 5e+06 us, above stats.max_plausible_us")])
+@pytest.mark.parametrize(
+    "duration,message",
+    [(1e300, "not 64-bit integers"), (5e6, "duration 5000000000 ns, 5e+06 us, above stats.max_plausible_us")],
+)
 def test_an_implausible_duration_in_the_msprof_json_never_reaches_the_statistics(tmp_path, duration, message):
     """A PROF_ whose only kernel table is the msprof JSON (db and op_summary removed): the third launch's 'dur'."""
     prof, db, _ = implausible_prof(tmp_path, dur_ns=100_002)

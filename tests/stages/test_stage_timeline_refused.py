@@ -21,7 +21,11 @@ from dispatchprof.stages.timeline_parse import timeline_parse
 
 NODES, PER_NODE, LAUNCHES = 2, 8, 7
 WORLD = NODES * PER_NODE
-CLUSTER = {"mode": "analyze", "cluster": {"nodes": NODES, "ranks_per_node": PER_NODE}, "timeline": {"crosscheck": "off"}}
+CLUSTER = {
+    "mode": "analyze",
+    "cluster": {"nodes": NODES, "ranks_per_node": PER_NODE},
+    "timeline": {"crosscheck": "off"},
+}
 
 
 def durations_ns(rank: int) -> list[int]:
@@ -43,7 +47,14 @@ def simulated_run(root: Path) -> dict[int, Path]:
         node, local = divmod(rank, PER_NODE)
         t = 1_795_977_981_065_797_700 + node * 3_000_000 + local * 1_000
         events = [
-            {"name": "elastic_dispatch_kernel", "task_type": "AI_VECTOR_CORE", "stream": 1, "task_id": i + 1, "start_ns": t + i * 2_000_000, "dur_ns": d}
+            {
+                "name": "elastic_dispatch_kernel",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": 1,
+                "task_id": i + 1,
+                "start_ns": t + i * 2_000_000,
+                "dur_ns": d,
+            }
             for i, d in enumerate(durations_ns(rank))
         ]
         (root / f"node{node}").mkdir(parents=True, exist_ok=True)
@@ -57,7 +68,9 @@ def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
     overlay = {**CLUSTER, "analyze": {"timeline_dir": str(raw)}}
     outputs = {"coverage": "coverage.parquet", "launches": "launches.parquet", "ranks": "ranks.json", "plots": "plots"}
     params = {"needed": [], "nodes": [0, NODES - 1], "identity": None, "skip": 0}
-    part = stage_run(work / "part", "timeline", outputs=outputs, params=params, overlay=overlay, part=f"nodes0-{NODES - 1}")
+    part = stage_run(
+        work / "part", "timeline", outputs=outputs, params=params, overlay=overlay, part=f"nodes0-{NODES - 1}"
+    )
     parsed = part.finish(timeline_parse(part))
     (work / "baseline.json").write_text(json.dumps({"placeholder": True}))
     inputs = {
@@ -68,7 +81,14 @@ def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
         "baseline_stats": work / "baseline.json",
     }
     merge_outputs = {"coverage": "coverage.parquet", "stats": "stats.json", "trace": "trace.json"}
-    merge = stage_run(work / "merge", "timeline", inputs=inputs, outputs=merge_outputs, params={"needed": [], "groups": [f"0-{NODES - 1}"]}, overlay=overlay)
+    merge = stage_run(
+        work / "merge",
+        "timeline",
+        inputs=inputs,
+        outputs=merge_outputs,
+        params={"needed": [], "groups": [f"0-{NODES - 1}"]},
+        overlay=overlay,
+    )
     status = merge.finish(timeline(merge))
     return parsed, status, json.loads(merge.outputs["stats"].read_text())
 
@@ -147,7 +167,9 @@ def intact(tmp_path_factory):
 def test_the_intact_run_gives_every_rank_its_written_median(intact):
     _, _, stats = intact
     assert stats["coverage"]["found"] == WORLD and stats["coverage"]["refused"] == {}
-    assert {int(r): v["median_us"] for r, v in stats["per_rank"].items()} == pytest.approx({r: truth_median_us(r) for r in range(WORLD)}, abs=1e-9)
+    assert {int(r): v["median_us"] for r, v in stats["per_rank"].items()} == pytest.approx(
+        {r: truth_median_us(r) for r in range(WORLD)}, abs=1e-9
+    )
 
 
 def test_16_ranks_with_one_corrupt_db_give_a_timeline_on_15_with_the_bad_one_named(intact, tmp_path):
@@ -157,10 +179,13 @@ def test_16_ranks_with_one_corrupt_db_give_a_timeline_on_15_with_the_bad_one_nam
     db = db_of(tmp_path / "raw" / profs[bad].relative_to(raw))
     malformed(db)
     parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
-    assert parsed.state == "ok" and f"rank {bad} refused: {db}: not a readable msprof database" in parsed.reason, parsed.reason
+    assert parsed.state == "ok" and f"rank {bad} refused: {db}: not a readable msprof database" in parsed.reason, (
+        parsed.reason
+    )
     assert status.state == "ok", status.reason
     assert (
-        "15/16 ranks (missing rank 11)" in status.reason and f"Left out, their files refused: rank {bad} ({db}: not a readable msprof database" in status.reason
+        "15/16 ranks (missing rank 11)" in status.reason
+        and f"Left out, their files refused: rank {bad} ({db}: not a readable msprof database" in status.reason
     ), status.reason
     assert "database disk image is malformed" in status.reason
     coverage = stats["coverage"]
@@ -190,10 +215,15 @@ def test_a_garbled_identity_file_refuses_that_prof_and_names_it_for_the_rank_it_
     on_identity(prof)
     parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
     assert status.state == "ok" and "15/16 ranks (missing rank 3)" in status.reason, status.reason
-    assert "no readable PROF_ directory maps to this rank" in stats["coverage"]["refused"]["3"] and str(prof) in stats["coverage"]["refused"]["3"]
+    assert (
+        "no readable PROF_ directory maps to this rank" in stats["coverage"]["refused"]["3"]
+        and str(prof) in stats["coverage"]["refused"]["3"]
+    )
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     bad=st.dictionaries(st.integers(0, WORLD - 1), st.sampled_from(sorted(CORRUPTIONS)), min_size=1, max_size=WORLD),
 )
@@ -211,10 +241,16 @@ def test_any_set_of_corrupt_ranks_leaves_a_result_over_the_rest_or_a_stated_refu
             assert str(path) in coverage["refused"][str(rank)], (rank, bad[rank], coverage["refused"][str(rank)])
         left = WORLD - len(bad)
         if left == 0:
-            assert status.state == "invalid" and status.reason.startswith("no rank has usable timeline data: every rank's files were refused"), status.reason
+            assert status.state == "invalid" and status.reason.startswith(
+                "no rank has usable timeline data: every rank's files were refused"
+            ), status.reason
             return
         if left / WORLD < coverage["min_fraction"]:
-            assert status.state == "invalid" and "below stats.min_rank_coverage" in status.reason and "Left out, their files refused" in status.reason
+            assert (
+                status.state == "invalid"
+                and "below stats.min_rank_coverage" in status.reason
+                and "Left out, their files refused" in status.reason
+            )
             return
         assert status.state == "ok" and f"{left}/{WORLD} ranks" in status.reason, status.reason
         present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}

@@ -47,13 +47,36 @@ def test_the_timeline_is_never_stood_in_for():
 def test_statuses_are_those_the_stages_own_jobs_wrote():
     cfg = analyze_config(timeline_dir="/data")
     seen = {
-        rule: (s.state, s.reason, s.upstream, s.source, s.part) for stage in absent_stages(cfg) for rule, s in absent_statuses(stage, "baseline", cfg).items()
+        rule: (s.state, s.reason, s.upstream, s.source, s.part)
+        for stage in absent_stages(cfg)
+        for rule, s in absent_statuses(stage, "baseline", cfg).items()
     }
-    assert seen["env_capture"] == ("disabled", "env capture is not part of analyze mode: the artifacts were collected elsewhere", {}, "import", None)
+    assert seen["env_capture"] == (
+        "disabled",
+        "env capture is not part of analyze mode: the artifacts were collected elsewhere",
+        {},
+        "import",
+        None,
+    )
     assert seen["build"][:2] == ("disabled", "no build in analyze mode: the artifacts were collected elsewhere")
-    assert seen["correctness"][:2] == ("disabled", "precision is not checked in analyze mode: the artifacts were collected elsewhere")
-    assert seen["pmu_import"] == ("skipped", "not provided in analyze mode (analyze.pmu_dir is null)", {}, "import", "import")
-    assert seen["pmu"] == ("skipped", "pmu_import: not provided in analyze mode (analyze.pmu_dir is null)", {"pmu_import": "skipped"}, "import", None)
+    assert seen["correctness"][:2] == (
+        "disabled",
+        "precision is not checked in analyze mode: the artifacts were collected elsewhere",
+    )
+    assert seen["pmu_import"] == (
+        "skipped",
+        "not provided in analyze mode (analyze.pmu_dir is null)",
+        {},
+        "import",
+        "import",
+    )
+    assert seen["pmu"] == (
+        "skipped",
+        "pmu_import: not provided in analyze mode (analyze.pmu_dir is null)",
+        {"pmu_import": "skipped"},
+        "import",
+        None,
+    )
     assert seen["baseline"][1] == "baseline_import: not provided in analyze mode (analyze.latency_csv is null)"
     assert seen["debugclock"] == ("skipped", "not provided: analyze.debugclock_dir is not set", {}, "import", None)
     assert set(seen) == {"env_capture", "build", "correctness", "debugclock"} | {
@@ -63,5 +86,9 @@ def test_statuses_are_those_the_stages_own_jobs_wrote():
 
 def test_pipe_timeline_lists_its_import_run_as_its_own_job_did():
     status = absent_statuses("pipe_timeline", "baseline", analyze_config(timeline_dir="/data"))["pipe_timeline"]
-    assert status.details == {"runs": {"import": {"state": "skipped", "reason": "not provided in analyze mode (analyze.pipe_timeline_dir is null)"}}}
+    assert status.details == {
+        "runs": {
+            "import": {"state": "skipped", "reason": "not provided in analyze mode (analyze.pipe_timeline_dir is null)"}
+        }
+    }
     assert status.validations == [] and status.root_cause is None

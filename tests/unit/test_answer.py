@@ -28,7 +28,12 @@ PMU = {
 PCS = {
     "stalls": {"not_issue": {"Scoreboard_Not_Ready": 0.4, "IBuf_Empty": 0.6}},
     "hot_lines": [{"file": "k.cpp", "line": 7, "function": "simt_prepare_mapping"}],
-    "per_role": {"URMASendToken": {"functions": ["buildRemoteWqeDesc"], "stalls": {"Scoreboard_Not_Ready": 0.7, "IBuf_Empty": 0.3}}},
+    "per_role": {
+        "URMASendToken": {
+            "functions": ["buildRemoteWqeDesc"],
+            "stalls": {"Scoreboard_Not_Ready": 0.7, "IBuf_Empty": 0.3},
+        }
+    },
 }
 
 
@@ -41,12 +46,22 @@ def test_each_link_of_the_chain_names_its_evidence():
         and "does not make it slow" in text
     )
     assert "rank 5's URMASendToken cores are the busiest against the same role" in text
-    assert "The timeline finds the cause inside the kernel, without a rank: this names it; the role's excess is 50.0 us per launch" in text
+    assert (
+        "The timeline finds the cause inside the kernel, without a rank: this names it; the role's excess is 50.0 us per launch"
+        in text
+    )
     assert "The URMASendToken role's I-cache miss rate is 2.5% (median), rank 2 of 2 roles" in text
-    assert "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), the main reasons not to issue are Scoreboard_Not_Ready (70%)" in text
+    assert (
+        "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), the main reasons not to issue are Scoreboard_Not_Ready (70%)"
+        in text
+    )
     assert "no A/B comparison is configured" in text
     ab = evidence_paragraph(
-        statuses(), "sim", 16, {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS}, [{"a": "x", "b": "y", "state": "ok", "reason": "faster"}]
+        statuses(),
+        "sim",
+        16,
+        {"timeline": TIMELINE, "pmu": PMU, "pcsampling": PCS},
+        [{"a": "x", "b": "y", "state": "ok", "reason": "faster"}],
     )
     assert "Whether a change helped: x vs y: ok: faster." in ab
 
@@ -65,7 +80,10 @@ def test_a_precision_test_that_never_ran_is_not_reported_as_failing():
     states["correctness"].reason = "not run: node 1 never became ready (none of its ranks 8-15 started)"
     states["correctness"].details = {"cause": "infrastructure"}
     text = evidence_paragraph(states, "sim", 16)
-    assert "The precision test was not run because node 1 never became ready (none of its ranks 8-15 started) (failed)" in text
+    assert (
+        "The precision test was not run because node 1 never became ready (none of its ranks 8-15 started) (failed)"
+        in text
+    )
     assert "did not pass" not in text
 
 
@@ -73,7 +91,10 @@ def test_a_skipped_precision_test_names_its_root_cause_once():
     states = statuses(correctness="skipped")
     states["correctness"].root_cause = {"stage": "build", "state": "failed", "reason": "cmake exited 2"}
     text = evidence_paragraph(states, "sim", 16)
-    assert "The precision test was not run because build is failed: cmake exited 2" in text and text.count("cmake exited 2") == 1
+    assert (
+        "The precision test was not run because build is failed: cmake exited 2" in text
+        and text.count("cmake exited 2") == 1
+    )
 
 
 def test_a_failing_rank_is_still_a_precision_failure():
@@ -87,12 +108,18 @@ def test_a_crashed_precision_test_is_not_reported_as_a_precision_failure():
     states["correctness"].reason = "rank 1 (node 0, local rank 1) died first: exit code 1"
     states["correctness"].details = {"cause": "crash"}
     text = evidence_paragraph(states, "sim", 16)
-    assert "The precision test crashed before every rank gave its verdict: no precision failure is known (rank 1 (node 0" in text
+    assert (
+        "The precision test crashed before every rank gave its verdict: no precision failure is known (rank 1 (node 0"
+        in text
+    )
     assert "did not pass" not in text
 
 
 def test_a_partial_timeline_states_its_coverage_before_what_it_concludes():
-    partial = {**TIMELINE, "coverage": {"expected": 16, "found": 15, "missing": [3], "sentence": "15/16 ranks (missing rank 3)"}}
+    partial = {
+        **TIMELINE,
+        "coverage": {"expected": 16, "found": 15, "missing": [3], "sentence": "15/16 ranks (missing rank 3)"},
+    }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": partial})
     covered = text.index("The msprof timeline covers 15/16 ranks (missing rank 3)")
     assert covered < text.index("wait inside the kernel") and "may be the one the others wait for" in text
@@ -118,7 +145,9 @@ def test_ranks_tied_for_the_longest_durations_are_all_named():
     # longest_duration names a shared top as ranks [3, 7] with rank None; the answer used to drop the sentence
     tied = dict(TIMELINE, longest_duration={"rank": None, "ranks": [3, 7], "fraction": 0.5, "label": "waits longest"})
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": tied})
-    assert "Ranks 3 and 7 share the longest durations (each 50% of launches)" in text and "does not make them slow" in text
+    assert (
+        "Ranks 3 and 7 share the longest durations (each 50% of launches)" in text and "does not make them slow" in text
+    )
 
 
 def test_a_named_cause_is_never_called_a_waiting_rank_and_the_answer_is_ranked_by_cost():
@@ -127,7 +156,11 @@ def test_a_named_cause_is_never_called_a_waiting_rank_and_the_answer_is_ranked_b
     waiting."""
     own = {
         **TIMELINE,
-        "straggler": {"evidence": "own_work", "rank": 6, "explanation": "rank 6 ends last by itself ... it costs 12.0 us per launch"},
+        "straggler": {
+            "evidence": "own_work",
+            "rank": 6,
+            "explanation": "rank 6 ends last by itself ... it costs 12.0 us per launch",
+        },
         "longest_duration": {"rank": 6, "fraction": 0.9, "label": "longest, a named cause"},
         "waiting": {"ranks": [0, 1, 2]},
     }
@@ -149,7 +182,10 @@ def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied()
     ]
     steps = next_steps(causes, "baseline")
     assert len(steps) == 3  # the top causes only
-    assert steps[0]["commands"] == ["snakemake --cores 2 results/baseline/timeline/ranks/rank7/detail.json"] and "host gap" in steps[0]["confirm"]
+    assert (
+        steps[0]["commands"] == ["snakemake --cores 2 results/baseline/timeline/ranks/rank7/detail.json"]
+        and "host gap" in steps[0]["confirm"]
+    )
     assert "DebugClock" in steps[1]["confirm"] and "PMU of the senders" in steps[1]["confirm"]
     # a stage whose status exists without evidence: its collect job forced, DebugClock asked for whatever the PMU did
     dclk = "snakemake --cores 2 results/baseline/debugclock/status.json --forcerun debugclock_collect --config 'debugclock={when: always}'"
@@ -157,7 +193,9 @@ def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied()
     assert "snakemake --cores 2 results/baseline/timeline/ranks/rank3/detail.json" in steps[2]["commands"]
     (late_set,) = next_steps([{"evidence": "in_kernel", "rank": None, "node": None, "ranks": [13, 14]}], "baseline")
     assert "which of ranks 13 and 14 is slow and which waits for it" in late_set["confirm"]
-    assert late_set["commands"][-2:] == [f"snakemake --cores 2 results/baseline/timeline/ranks/rank{r}/detail.json" for r in (13, 14)]
+    assert late_set["commands"][-2:] == [
+        f"snakemake --cores 2 results/baseline/timeline/ranks/rank{r}/detail.json" for r in (13, 14)
+    ]
     (alone,) = next_steps([{"evidence": "in_kernel", "rank": None, "node": None, "ranks": [9]}], "baseline")
     assert "whether rank 9 is slow" in alone["confirm"]  # not "which of ranks 9"
     # evidence the run holds is its file; a drilled rank's table, not a command that rebuilds nothing
@@ -178,20 +216,49 @@ BUSY_NEW = {
     "peers_median_us": 72.6,
     "excess_us": 4.6,
     "excess_ratio": 0.063,
-    "nonscalar": {"us": 44.9, "peers_median_us": 42.4, "excess_us": 2.5, "excess_ratio": 0.06, "noise_us": 0.31, "z": 8.1},
+    "nonscalar": {
+        "us": 44.9,
+        "peers_median_us": 42.4,
+        "excess_us": 2.5,
+        "excess_ratio": 0.06,
+        "noise_us": 0.31,
+        "z": 8.1,
+    },
     "ranked_by": "nonscalar_us_high",
     "ranked_excess_ratio": 0.06,
     "excess_us_per_launch": 2.5,
     "every_role": False,
     "every_role_pattern": None,
 }
-OWN_WORK = {**TIMELINE, "straggler": {"evidence": "own_work", "rank": 6, "explanation": "rank 6 ends last by itself", "cost_us_per_launch": 9.5}}
+OWN_WORK = {
+    **TIMELINE,
+    "straggler": {
+        "evidence": "own_work",
+        "rank": 6,
+        "explanation": "rank 6 ends last by itself",
+        "cost_us_per_launch": 9.5,
+    },
+}
 DC = {
     "source": "akl_trace",
-    "busiest": {"rank": 6, "role": "CalCumSum", "slot": 4, "phase": "experts_written", "median_us": 5.2, "peers_median_us": 4.0, "excess_us": 1.2},
+    "busiest": {
+        "rank": 6,
+        "role": "CalCumSum",
+        "slot": 4,
+        "phase": "experts_written",
+        "median_us": 5.2,
+        "peers_median_us": 4.0,
+        "excess_us": 1.2,
+    },
     "local_window_copy": {
         "per_rank": {
-            "6": {"median_us": 30.0, "peers_median_us": 20.0, "excess_us": 10.0, "peers_spread_us": 2.0, "stands_out": True},
+            "6": {
+                "median_us": 30.0,
+                "peers_median_us": 20.0,
+                "excess_us": 10.0,
+                "peers_spread_us": 2.0,
+                "stands_out": True,
+            },
             "0": {"median_us": 20.0, "peers_median_us": 20.0, "excess_us": 0.0},
         }
     },
@@ -202,14 +269,22 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}})
     assert "waiting excluded" not in text and "the scalar pipe included" in text
     assert "rank 6's CalCumSum cores are the busiest against the same role" in text
-    assert "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)" in text
+    assert (
+        "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)"
+        in text
+    )
     assert (
         "The role's excess on its vector and MTE pipes (its scalar work not counted), 2.5 us per launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)"
         in text
     )
-    few = evidence_paragraph(statuses(), "sim", 3, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": {**BUSY_NEW, "spread_measured": False}}})
+    few = evidence_paragraph(
+        statuses(), "sim", 3, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": {**BUSY_NEW, "spread_measured": False}}}
+    )
     assert "the spread between ranks is not measured (only the cores' spread)" in few and "not measured" not in text
-    before_costs = {**OWN_WORK, "straggler": {k: v for k, v in OWN_WORK["straggler"].items() if k != "cost_us_per_launch"}}
+    before_costs = {
+        **OWN_WORK,
+        "straggler": {k: v for k, v in OWN_WORK["straggler"].items() if k != "cost_us_per_launch"},
+    }
     assert "The timeline names rank 6 too (own_work)" in evidence_paragraph(
         statuses(), "sim", 16, {"timeline": before_costs, "pmu": {**PMU, "busiest": BUSY_NEW}}
     )
@@ -222,13 +297,20 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
         "excess_us_per_launch_low": 5.0,
     }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": lwc}})
-    assert "every role of rank 6 is busier than the same role on the other ranks by about the same time, 10.1 us per core and launch: LocalWindowCopy" in text
-    assert "(its scalar work not counted), 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text  # pipes overlap: a range
+    assert (
+        "every role of rank 6 is busier than the same role on the other ranks by about the same time, 10.1 us per core and launch: LocalWindowCopy"
+        in text
+    )
+    assert (
+        "(its scalar work not counted), 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text
+    )  # pipes overlap: a range
 
 
 def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_local_window_copy():
     states = {**statuses(), "debugclock": Status("debugclock", "e", "ok", "dc reason", "sim")}
-    text = evidence_paragraph(states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC})
+    text = evidence_paragraph(
+        states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC}
+    )
     assert (
         "DebugClock also ran (a DEBUG_CLOCK_ON build): rank 6's CalCumSum slot 4 (experts_written) exceeds the same role and slot on the other ranks by 1.2 us per launch"
         in text
@@ -239,14 +321,22 @@ def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_loc
     )
     states["pmu"] = Status("pmu", "e", "timeout", "replay hung", "sim")
     text = evidence_paragraph(states, "sim", 16, {"timeline": OWN_WORK, "debugclock": DC})
-    assert "the role link uses the DebugClock fallback" in text and "stands beside rank 6's cost to the group in the timeline, 9.5 us per launch" in text
+    assert (
+        "the role link uses the DebugClock fallback" in text
+        and "stands beside rank 6's cost to the group in the timeline, 9.5 us per launch" in text
+    )
     assert "LocalWindowCopy slot (wait plus copy" in text
-    hidden = {**DC, "local_window_copy": {"per_rank": {"6": {**DC["local_window_copy"]["per_rank"]["6"], "stands_out": False}}}}
+    hidden = {
+        **DC,
+        "local_window_copy": {"per_rank": {"6": {**DC["local_window_copy"]["per_rank"]["6"], "stands_out": False}}},
+    }
     assert "within that spread, so DebugClock does not single out its LocalWindowCopy" in evidence_paragraph(
         states, "sim", 16, {"timeline": OWN_WORK, "debugclock": hidden}
     )
     waiting = {**TIMELINE, "straggler": {"evidence": "late_arrival", "rank": 3, "explanation": "rank 3 arrives late"}}
-    assert "LocalWindowCopy slot" not in evidence_paragraph(states, "sim", 16, {"timeline": waiting, "debugclock": DC})  # only for own_work
+    assert "LocalWindowCopy slot" not in evidence_paragraph(
+        states, "sim", 16, {"timeline": waiting, "debugclock": DC}
+    )  # only for own_work
 
 
 def test_a_long_rank_list_says_how_many_other_ranks_it_leaves_out():
@@ -259,19 +349,45 @@ def test_a_long_rank_list_says_how_many_other_ranks_it_leaves_out():
 def test_the_role_link_places_the_busiest_rank_against_late_ending_ranks_and_a_late_ending_node():
     late_set = {
         **TIMELINE,
-        "straggler": {"evidence": "in_kernel", "rank": None, "node": None, "ranks": [5, 6], "cost_us_per_launch": 210.0, "explanation": "x"},
+        "straggler": {
+            "evidence": "in_kernel",
+            "rank": None,
+            "node": None,
+            "ranks": [5, 6],
+            "cost_us_per_launch": 210.0,
+            "explanation": "x",
+        },
     }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": late_set, "pmu": PMU})
     assert (
-        "The timeline names ranks 5 and 6 ending late together, 210.0 us per launch, with no claim about why; rank 5 is one of them: this names which" in text
+        "The timeline names ranks 5 and 6 ending late together, 210.0 us per launch, with no claim about why; rank 5 is one of them: this names which"
+        in text
     )
-    alone = {**late_set, "straggler": {**late_set["straggler"], "ranks": [5]}}  # one rank: no "ranks 5 ending late together"
+    alone = {
+        **late_set,
+        "straggler": {**late_set["straggler"], "ranks": [5]},
+    }  # one rank: no "ranks 5 ending late together"
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": alone, "pmu": PMU})
-    assert "The timeline names rank 5 ending late, 210.0 us per launch, with no claim about why; rank 5 is that rank" in text
-    node = {"evidence": "late_ending_node", "rank": None, "node": 1, "ranks": [8, 9, 10, 11], "cost_us_per_launch": 17.0, "explanation": "x"}
+    assert (
+        "The timeline names rank 5 ending late, 210.0 us per launch, with no claim about why; rank 5 is that rank"
+        in text
+    )
+    node = {
+        "evidence": "late_ending_node",
+        "rank": None,
+        "node": 1,
+        "ranks": [8, 9, 10, 11],
+        "cost_us_per_launch": 17.0,
+        "explanation": "x",
+    }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": {**TIMELINE, "straggler": node}, "pmu": PMU})
-    assert "The timeline's top cause is node 1's late end, 17.0 us per launch (the link into it, or its own work: not established)" in text
-    assert "rank 5 is on another node: a sender into it, so the link or that sender, not the late node's own work" in text
+    assert (
+        "The timeline's top cause is node 1's late end, 17.0 us per launch (the link into it, or its own work: not established)"
+        in text
+    )
+    assert (
+        "rank 5 is on another node: a sender into it, so the link or that sender, not the late node's own work" in text
+    )
 
 
 def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_ending_node_with_its_excess():
@@ -287,29 +403,55 @@ def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_e
         "peers_spread_us": 39.0,
         "excess_us": 1931.0,
     }
-    dc = {**DC, "busiest": {"rank": 3, "role": "URMASendToken", "slot": 4, "phase": "send_complete", "excess_us": 1920.0}, "busiest_node": node_best}
-    late = {"evidence": "late_ending_node", "rank": None, "node": 0, "ranks": list(range(8)), "cost_us_per_launch": 17.0, "explanation": "x"}
-    text = evidence_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": dc})
+    dc = {
+        **DC,
+        "busiest": {"rank": 3, "role": "URMASendToken", "slot": 4, "phase": "send_complete", "excess_us": 1920.0},
+        "busiest_node": node_best,
+    }
+    late = {
+        "evidence": "late_ending_node",
+        "rank": None,
+        "node": 0,
+        "ranks": list(range(8)),
+        "cost_us_per_launch": 17.0,
+        "explanation": "x",
+    }
+    text = evidence_paragraph(
+        states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": dc}
+    )
     assert (
         "Every rank of node 0 runs URMASendToken slot 4 (send_complete) longer than the other nodes' ranks: 5845.0 us against 3914.0 us (each rank's slowest core, median over launches; "
         "+1931.0 us per launch; 50x their spread). A slowdown the node's ranks share: its sends out of the node (the link from it, or its senders), not one rank"
     ) in text
-    assert "The timeline's top cause is the same node's late end at 17.0 us per launch: a late end counts only its lead over the others" in text
+    assert (
+        "The timeline's top cause is the same node's late end at 17.0 us per launch: a late end counts only its lead over the others"
+        in text
+    )
     # the rank-level busiest on that node with that slot is the node's excess, not the rank's alone
     assert (
-        "rank 3's URMASendToken slot 4 (send_complete) exceeds the same role and slot on the other ranks by 1920.0 us per launch (one of node 0's ranks" in text
+        "rank 3's URMASendToken slot 4 (send_complete) exceeds the same role and slot on the other ranks by 1920.0 us per launch (one of node 0's ranks"
+        in text
     )
     receiving = {**late, "node": 1, "ranks": list(range(8, 16))}
-    text = evidence_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": receiving}, "pmu": PMU, "debugclock": dc})
-    assert "The timeline's top cause is node 1's late end (it may receive those sends: the link into it, not its own work) at 17.0 us per launch" in text
-    assert "Every rank of node" not in evidence_paragraph(states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": DC})
+    text = evidence_paragraph(
+        states, "sim", 16, {"timeline": {**TIMELINE, "straggler": receiving}, "pmu": PMU, "debugclock": dc}
+    )
+    assert (
+        "The timeline's top cause is node 1's late end (it may receive those sends: the link into it, not its own work) at 17.0 us per launch"
+        in text
+    )
+    assert "Every rank of node" not in evidence_paragraph(
+        states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": DC}
+    )
 
 
 def test_a_top_cause_whose_cost_is_only_bounded_is_given_beside_the_role_as_at_most():
     # without a pure barrier a late arrival across nodes costs "at most" its lateness (analysis/waits/arrivals.py cost_bound_us)
     late = {"rank": 5, "evidence": "late_arrival", "cost_us_per_launch": 13.0, "cost_bound_us": [0.0, 54.5]}
     assert "another rank, 5 (late_arrival, at most 54.5 us per launch)" in cost_beside(6, 2.5, late)
-    assert "rank 5's cost to the group in the timeline, at most 54.5 us per launch (late_arrival)" in cost_beside(5, 2.5, late)
+    assert "rank 5's cost to the group in the timeline, at most 54.5 us per launch (late_arrival)" in cost_beside(
+        5, 2.5, late
+    )
     assert "another rank, 5 (late_arrival, 13.0 us per launch)" in cost_beside(6, 2.5, {**late, "cost_bound_us": None})
 
 
@@ -325,26 +467,44 @@ def test_the_answer_is_one_item_per_question_in_the_chains_order_and_loses_no_se
     (role,) = [p for p in parts if p["topic"] == "role"]
     assert role["text"].startswith("Which role is busiest is not established: the PMU stage is failed")
     (evidence,) = [p for p in parts if p["topic"] == "evidence"]
-    assert "No conclusion about what is slow can be drawn from stages without evidence: pmu is failed" in evidence["text"]
+    assert (
+        "No conclusion about what is slow can be drawn from stages without evidence: pmu is failed" in evidence["text"]
+    )
 
     # PMU and DebugClock both ran: every word on which role is one item, before the I-cache's
     states = {**statuses(), "debugclock": Status("debugclock", "e", "ok", "dc reason", "sim")}
-    both = evidence_parts(evidence_sentences(states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC}))
+    both = evidence_parts(
+        evidence_sentences(
+            states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC}
+        )
+    )
     assert [p["topic"] for p in both] == ["data", "timeline", "role", "icache", "simt", "ab", "evidence"]
-    assert "DebugClock also ran" in both[2]["text"] and both[2]["text"].index("Per core") < both[2]["text"].index("DebugClock also ran")
+    assert "DebugClock also ran" in both[2]["text"] and both[2]["text"].index("Per core") < both[2]["text"].index(
+        "DebugClock also ran"
+    )
 
 
 def test_the_waiting_ranks_name_only_ranks_that_wait_and_most_of_the_group_is_a_count():
     def waiting(causes=(), **w):
-        tl = {**TIMELINE, "straggler": {"evidence": "none", "explanation": "no rank or node stands out"}, "waiting": w, "causes": list(causes)}
+        tl = {
+            **TIMELINE,
+            "straggler": {"evidence": "none", "explanation": "no rank or node stands out"},
+            "waiting": w,
+            "causes": list(causes),
+        }
         return evidence_paragraph(statuses(), "sim", 16, {"timeline": tl})
 
     # issue 48: "(ranks 12 and 13, as long, are among the causes above)" pointed at causes that were listed, not named
     few = waiting(ranks=[1, 4, 7], causes_left_out=[2, 13], compared=14)
     assert "Ranks 1, 4 and 7 wait longest at the barrier: waiting is not blame." in few and "above" not in few
     assert "Ranks 2 and 13 also wait as long at the barrier, and are causes listed, not named." in few
-    named = waiting([{"evidence": "own_work", "rank": 2, "ranks": [2]}], ranks=[1], causes_left_out=[2, 13], compared=14)
-    assert "Rank 1 waits longest at the barrier" in named and "Rank 2 also waits as long at the barrier, and is a named cause." in named
+    named = waiting(
+        [{"evidence": "own_work", "rank": 2, "ranks": [2]}], ranks=[1], causes_left_out=[2, 13], compared=14
+    )
+    assert (
+        "Rank 1 waits longest at the barrier" in named
+        and "Rank 2 also waits as long at the barrier, and is a named cause." in named
+    )
     assert (
         "Rank 2 also waits as long at the barrier, and is a named cause." in named
         and "Rank 13 also waits as long at the barrier, and is a cause listed, not named." in named

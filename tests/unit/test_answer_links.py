@@ -12,7 +12,14 @@ PER_ITER = {"median": 2000.0, "median_ci95": [1900.0, 2100.0], "p95": 2200.0, "n
 
 
 def section(efficiency=0.5, far=True, kind="configured", warning=None, command="snakemake ..."):
-    link = {"bytes_per_launch": 8_000_000, "peak_gbps": 1.0, "peak_kind": kind, "bound_us": 1000.0, "achieved_gbps": 0.5, "efficiency": None}
+    link = {
+        "bytes_per_launch": 8_000_000,
+        "peak_gbps": 1.0,
+        "peak_kind": kind,
+        "bound_us": 1000.0,
+        "achieved_gbps": 0.5,
+        "efficiency": None,
+    }
     bw = {
         "links": {"inter_node": link, "intra_node": {**link, "bound_us": 600.0}},
         "bound_us": 1000.0,
@@ -24,7 +31,14 @@ def section(efficiency=0.5, far=True, kind="configured", warning=None, command="
         "warning": warning,
         "tell_apart_command": command,
     }
-    return {"baseline": {"per_iteration_max_us": PER_ITER, "slowest_named": {"rank": None, "why": "-"}, "slowest_rank": None, "bandwidth": bw}}
+    return {
+        "baseline": {
+            "per_iteration_max_us": PER_ITER,
+            "slowest_named": {"rank": None, "why": "-"},
+            "slowest_rank": None,
+            "bandwidth": bw,
+        }
+    }
 
 
 def test_the_line_gives_the_time_the_bound_and_the_share():
@@ -40,7 +54,9 @@ def test_the_line_gives_the_time_the_bound_and_the_share():
 
 def test_far_from_the_bound_with_nobody_standing_out_names_the_step_that_tells_link_from_senders():
     line = bandwidth_line(section())
-    assert "a slow link or slow senders on every rank would look like this" in line and line.endswith(": snakemake ....")
+    assert "a slow link or slow senders on every rank would look like this" in line and line.endswith(
+        ": snakemake ...."
+    )
     named = section()
     named["baseline"]["slowest_named"] = {"rank": 4}
     assert "slow senders" not in bandwidth_line(named)
@@ -49,13 +65,20 @@ def test_far_from_the_bound_with_nobody_standing_out_names_the_step_that_tells_l
 
 
 def test_an_efficiency_above_one_carries_its_warning():
-    line = bandwidth_line(section(efficiency=1.4, far=False, warning="efficiency 1.40 > 1: the peak ... is wrong; the value is not clamped"))
+    line = bandwidth_line(
+        section(
+            efficiency=1.4, far=False, warning="efficiency 1.40 > 1: the peak ... is wrong; the value is not clamped"
+        )
+    )
     assert "140% of the bound" in line and "Efficiency 1.40 > 1" in line
 
 
 def test_no_bound_says_why_and_no_bytes_say_nothing():
     data = section()
-    data["baseline"]["bandwidth"] = {"efficiency": None, "reason": "peak not configured for inter_node (hardware.links.inter_node.peak_gbps)"}
+    data["baseline"]["bandwidth"] = {
+        "efficiency": None,
+        "reason": "peak not configured for inter_node (hardware.links.inter_node.peak_gbps)",
+    }
     assert bandwidth_line(data) == (
         "Dispatch takes 2000 us (median per-iteration max); how long its links allow is not established: "
         "peak not configured for inter_node (hardware.links.inter_node.peak_gbps)."
@@ -64,7 +87,10 @@ def test_no_bound_says_why_and_no_bytes_say_nothing():
 
 
 def test_the_line_is_its_own_item_after_the_latency():
-    states = {s: Status(s, "e", "ok", "r", "sim") for s in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")}
+    states = {
+        s: Status(s, "e", "ok", "r", "sim")
+        for s in ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling")
+    }
     parts = evidence_parts(evidence_sentences(states, "sim", 16, section()))
     topics = [p["topic"] for p in parts]
     assert topics.index("links") == topics.index("latency") + 1

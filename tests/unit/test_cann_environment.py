@@ -8,7 +8,14 @@ import pytest
 
 from dispatchprof.node.preflight import run_checks
 from dispatchprof.tools.envinfo import VERSION_FILES, _read_version, set_env_record
-from dispatchprof.tools.profiling import APPLICATION, TRAILING, msprof_application_form, msprof_command, render_probe, supported_options
+from dispatchprof.tools.profiling import (
+    APPLICATION,
+    TRAILING,
+    msprof_application_form,
+    msprof_command,
+    render_probe,
+    supported_options,
+)
 from dispatchprof.tools.toolchain import Toolchain, set_env_candidates
 
 TEMPLATES = Path(__file__).parents[2] / "workflow/templates"
@@ -49,12 +56,17 @@ def test_the_command_line_of_each_form(tmp_path):
     with pytest.raises(ValueError, match="holds whitespace"):
         msprof_command(tmp_path / "out", [], tmp_path / "a b" / "probe.sh", APPLICATION)
     # the options of the old help are found in its own line layout
-    assert supported_options(["--task-time=on", "--aic-metrics=PipeUtilization"], HELP_APPLICATION)[0] == ["--task-time=on"]
+    assert supported_options(["--task-time=on", "--aic-metrics=PipeUtilization"], HELP_APPLICATION)[0] == [
+        "--task-time=on"
+    ]
 
 
 def test_set_env_candidates_auto_one_path_or_a_list():
     root = Path("/usr/local/Ascend")
-    assert set_env_candidates("auto", root) == ("/usr/local/Ascend/cann/set_env.sh", "/usr/local/Ascend/ascend-toolkit/set_env.sh")
+    assert set_env_candidates("auto", root) == (
+        "/usr/local/Ascend/cann/set_env.sh",
+        "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+    )
     assert set_env_candidates("/opt/x.sh", root) == ("/opt/x.sh",)
     assert set_env_candidates(["/a.sh", "/b.sh"], root) == ("/a.sh", "/b.sh")
 
@@ -71,7 +83,9 @@ def layout(root: Path, old: bool, script: str = "export ASCEND_HOME_PATH={home}\
 def test_the_wrapped_command_sources_the_first_existing_candidate(tmp_path):
     set_env = layout(tmp_path, old=True)
     chain = Toolchain("cann", tmp_path, tmp_path, set_env=set_env_candidates("auto", tmp_path))
-    done = subprocess.run(chain.wrap(["sh", "-c", 'echo "$ASCEND_HOME_PATH"']), capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        chain.wrap(["sh", "-c", 'echo "$ASCEND_HOME_PATH"']), capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 0 and done.stdout.strip() == str(tmp_path / "ascend-toolkit/latest"), done.stderr
     broken = Toolchain("cann", tmp_path, tmp_path, set_env=(str(tmp_path / "none.sh"), str(set_env)))
     set_env.write_text("echo 'set_env.sh: /usr/local/Ascend/x: No such file' >&2\nfalse\n")
@@ -83,7 +97,11 @@ def test_the_wrapped_command_sources_the_first_existing_candidate(tmp_path):
 
 
 def test_env_capture_records_which_set_env_ran_and_what_it_said_on_stderr(tmp_path):
-    set_env = layout(tmp_path / "Ascend", old=False, script="echo 'warning: driver older than toolkit' >&2\necho noise\nexport ASCEND_HOME_PATH={home}\n")
+    set_env = layout(
+        tmp_path / "Ascend",
+        old=False,
+        script="echo 'warning: driver older than toolkit' >&2\necho noise\nexport ASCEND_HOME_PATH={home}\n",
+    )
     chain = Toolchain("cann", tmp_path, tmp_path / "Ascend", set_env=set_env_candidates("auto", tmp_path / "Ascend"))
     record = set_env_record(chain, tmp_path, 30)
     assert record["sourced"] == str(set_env) and record["exit_code"] == 0 and "error" not in record
@@ -102,7 +120,9 @@ def test_the_cann_version_is_read_from_the_85_layout_and_the_older_ones(tmp_path
     assert _read_version(new, VERSION_FILES["cann"])["version"] == "8.5.2"
     old = tmp_path / "old"
     (old / "ascend-toolkit/latest/aarch64-linux").mkdir(parents=True)
-    (old / "ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info").write_text("package_name=Ascend-cann-toolkit\nversion=7.0.0\n")
+    (old / "ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info").write_text(
+        "package_name=Ascend-cann-toolkit\nversion=7.0.0\n"
+    )
     found = _read_version(old, VERSION_FILES["cann"])
     assert found["version"] == "7.0.0" and found["file"].endswith("ascend_toolkit_install.info")
     assert not _read_version(tmp_path / "empty", VERSION_FILES["cann"])["available"]
@@ -111,7 +131,16 @@ def test_the_cann_version_is_read_from_the_85_layout_and_the_older_ones(tmp_path
 def test_preflight_and_the_probe_script_take_the_candidates(tmp_path):
     set_env = layout(tmp_path, old=True)
     candidates = list(set_env_candidates("auto", tmp_path))
-    spec = {"node": 0, "timeout_s": 10, "flags": [], "set_env": candidates, "disk": None, "ports": [], "shared_token": None, "write_dirs": []}
+    spec = {
+        "node": 0,
+        "timeout_s": 10,
+        "flags": [],
+        "set_env": candidates,
+        "disk": None,
+        "ports": [],
+        "shared_token": None,
+        "write_dirs": [],
+    }
     finding = next(f for f in run_checks(spec, environ={}) if f["check"] == "CANN set_env.sh")
     assert finding["ok"] and str(set_env) in finding["detail"] and "first of 2 candidates" in finding["detail"]
     script = render_probe(TEMPLATES, 0, tmp_path, ["python3", "driver.py"], candidates)

@@ -56,14 +56,20 @@ def test_an_empty_config_gets_every_default_from_the_schema():
 @pytest.mark.parametrize(
     "overlay,expected",
     [
-        ({"shape": {"num_experts": 100}}, "shape.num_experts (100) must be divisible by cluster.nodes x cluster.ranks_per_node (2 x 8 = 16)"),
+        (
+            {"shape": {"num_experts": 100}},
+            "shape.num_experts (100) must be divisible by cluster.nodes x cluster.ranks_per_node (2 x 8 = 16)",
+        ),
         ({"shape": {"num_aiv": 80}}, "shape.num_aiv (80) is out of range"),
         ({"kernel": {"roles": [{"name": "A", "count": 10}]}}, "kernel.roles counts sum to 10 but shape.num_aiv is 56"),
         ({"kernel": {"name": "elastic-dispatch"}}, "kernel.name ('elastic-dispatch') must match ^[A-Za-z0-9_*]+$"),
         ({"cluster": {"hosts": ["node0", "x; rm -rf /"]}}, "cluster.hosts[1] ('x; rm -rf /') is not a plain hostname"),
         ({"cluster": {"master_port": 70000}}, "cluster.master_port: 70000 is greater than the maximum of 65535"),
         ({"cluster": {"shmem_port": 0}}, "cluster.shmem_port: 0 is less than the minimum of 1"),
-        ({"cluster": {"infer_rank": "sorted"}}, "cluster.infer_rank: 'sorted' is not one of ['device_id', 'device_order']"),
+        (
+            {"cluster": {"infer_rank": "sorted"}},
+            "cluster.infer_rank: 'sorted' is not one of ['device_id', 'device_order']",
+        ),
         ({"stats": {"min_rank_coverage": 0}}, "stats.min_rank_coverage: 0 is less than or equal to the minimum of 0"),
         ({"surprise": 1}, "unknown key(s) ['surprise']"),
         ({"shape": {"hiden": 7168}}, "shape: unknown key(s) ['hiden']"),
@@ -84,13 +90,22 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ({"sim": {"late_prob2": 1.5}}, "sim.late_prob2: 1.5 is greater than the maximum of 1"),
         ({"sim": {"late_us2": -1}}, "sim.late_us2: -1 is less than the minimum of 0"),
         ({"sim": {"slow_role": {"rank": 3, "role": "Send", "factor": 2}}}, "sim.slow_role.role: 'Send' is not one of"),
-        ({"sim": {"slow_role": {"rank": 30, "role": "CalCumSum", "factor": 2}}}, "sim.slow_role.rank (30) must be below the number of ranks (16)"),
+        (
+            {"sim": {"slow_role": {"rank": 30, "role": "CalCumSum", "factor": 2}}},
+            "sim.slow_role.rank (30) must be below the number of ranks (16)",
+        ),
         ({"sim": {"slow_role": {"rank": 3, "role": "CalCumSum"}}}, "sim.slow_role: 'factor' is a required property"),
-        ({"sim": {"slow_link": {"src_node": 0, "dst_node": 5, "factor": 2}}}, "names a node outside the cluster's 2 nodes (0..1)"),
+        (
+            {"sim": {"slow_link": {"src_node": 0, "dst_node": 5, "factor": 2}}},
+            "names a node outside the cluster's 2 nodes (0..1)",
+        ),
         ({"sim": {"clock_offset_us": {7: 100}}}, "sim.clock_offset_us: nodes [7] are outside the cluster's 2 nodes"),
         ({"sim": {"clock_drift_ppm": {"one": 5}}}, "sim.clock_drift_ppm: 'one' does not match"),
         # Before: any name was accepted, collected by msopprof and never read (the pmu stage parsed PipeUtilization only).
-        ({"pmu": {"metrics": ["PipeUtilization", "Occupancy"]}}, "pmu.metrics.1: 'Occupancy' is not one of ['PipeUtilization', 'ArithmeticUtilization',"),
+        (
+            {"pmu": {"metrics": ["PipeUtilization", "Occupancy"]}},
+            "pmu.metrics.1: 'Occupancy' is not one of ['PipeUtilization', 'ArithmeticUtilization',",
+        ),
         ({"pmu": {"metrics": ["Memory"]}}, "pmu.metrics (['Memory']) must include PipeUtilization or Default"),
         ({"pmu": {"launch_count": 3, "iterations": 2}}, "pmu.launch_count (3) exceeds pmu.iterations (2)"),
     ],
@@ -102,18 +117,32 @@ def test_refusals_name_the_key_and_the_rule(overlay, expected):
 
 def test_an_analyze_path_that_does_not_exist_is_refused_before_anything_runs(tmp_path):
     (tmp_path / "prof").mkdir()
-    found = problems({"mode": "analyze", "analyze": {"timeline_dir": "prof", "pmu_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path)
-    assert found == [f"analyze.pmu_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"]
+    found = problems(
+        {"mode": "analyze", "analyze": {"timeline_dir": "prof", "pmu_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path
+    )
+    assert found == [
+        f"analyze.pmu_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"
+    ]
     (tmp_path / "a.csv").write_text("")
-    assert "is a file; expected a directory" in problems({"mode": "analyze", "analyze": {"timeline_dir": "a.csv"}}, workdir=tmp_path)[0]
+    assert (
+        "is a file; expected a directory"
+        in problems({"mode": "analyze", "analyze": {"timeline_dir": "a.csv"}}, workdir=tmp_path)[0]
+    )
 
 
 def test_collect_only_checks_do_not_refuse_an_analyze_run_of_someone_elses_data():
-    collect_only = {"shape": {"num_experts": 100}, "sim": {"precision_fail_rank": 99}, "baseline": {"iterations": 5, "warmup": 10}}
+    collect_only = {
+        "shape": {"num_experts": 100},
+        "sim": {"precision_fail_rank": 99},
+        "baseline": {"iterations": 5, "warmup": 10},
+    }
     assert any("num_experts" in p for p in problems(collect_only))
     assert problems({**collect_only, "mode": "analyze"}) == []
     # what the analysis itself uses is still checked
-    assert any("kernel.roles counts" in p for p in problems({"mode": "analyze", "kernel": {"roles": [{"name": "A", "count": 10}]}}))
+    assert any(
+        "kernel.roles counts" in p
+        for p in problems({"mode": "analyze", "kernel": {"roles": [{"name": "A", "count": 10}]}})
+    )
 
 
 def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
@@ -142,10 +171,16 @@ def test_the_collective_knobs_are_accepted_and_reach_the_simulated_cluster():
     assert env["DEEPEP_SIM_SLOW_LINK"] == "src_node=0,dst_node=1,factor=2.0"
     assert env["DEEPEP_SIM_CLOCK_OFFSET_US"] == "1=2500" and env["DEEPEP_SIM_CLOCK_DRIFT_PPM"] == "1=20"
     assert env["DEEPEP_SIM_LATE_RANK"] == "5" and env["DEEPEP_SIM_LATE_US"] == "80"
-    assert env["DEEPEP_SIM_LATE_RANK2"] == "11" and env["DEEPEP_SIM_LATE_US2"] == "120" and env["DEEPEP_SIM_LATE_PROB2"] == "0.15"
+    assert (
+        env["DEEPEP_SIM_LATE_RANK2"] == "11"
+        and env["DEEPEP_SIM_LATE_US2"] == "120"
+        and env["DEEPEP_SIM_LATE_PROB2"] == "0.15"
+    )
     assert env["DEEPEP_SIM_POLL_PIPE_SHARE"] == "scalar=0.1,vec=0.05" and env["DEEPEP_SIM_PRE_KERNELS"] == "collective"
     assert problems({"sim": {"pre_kernels": "layout"}})
-    assert problems({"sim": {"poll_pipe_share": {"cube": 0.1}}}) and problems({"sim": {"poll_pipe_share": {"vec": 1.5}}})
+    assert problems({"sim": {"poll_pipe_share": {"cube": 0.1}}}) and problems(
+        {"sim": {"poll_pipe_share": {"vec": 1.5}}}
+    )
 
 
 def test_a_knob_set_to_zero_reaches_the_stand_in_and_an_unset_one_does_not():
@@ -156,9 +191,15 @@ def test_a_knob_set_to_zero_reaches_the_stand_in_and_an_unset_one_does_not():
     config = merged({"sim": {"late_rank": 0, "late_us": 0, "late_prob": 0, "slow_rank": 0, "late_node": 0}})
     validate(config, str(SCHEMA_PATH), set_default=True)
     env = resolve(config, ROOT).sim_env
-    assert env["DEEPEP_SIM_LATE_RANK"] == "0" and env["DEEPEP_SIM_SLOW_RANK"] == "0" and env["DEEPEP_SIM_LATE_NODE"] == "0"
+    assert (
+        env["DEEPEP_SIM_LATE_RANK"] == "0" and env["DEEPEP_SIM_SLOW_RANK"] == "0" and env["DEEPEP_SIM_LATE_NODE"] == "0"
+    )
     assert float(env["DEEPEP_SIM_LATE_US"]) == 0.0 and float(env["DEEPEP_SIM_LATE_PROB"]) == 0.0
-    assert "DEEPEP_SIM_LATE_RANK2" not in env and "DEEPEP_SIM_SLOW_ROLE" not in env and "DEEPEP_SIM_EXPORT_MISSING" not in env
+    assert (
+        "DEEPEP_SIM_LATE_RANK2" not in env
+        and "DEEPEP_SIM_SLOW_ROLE" not in env
+        and "DEEPEP_SIM_EXPORT_MISSING" not in env
+    )
 
 
 def test_output_paths_beyond_msopprof_limit_are_refused(tmp_path):
@@ -174,7 +215,10 @@ def test_hosts_must_be_plain_names_or_addresses():
 
 
 def test_render_args_fills_placeholders_and_refuses_unknown_ones():
-    assert render_args(["--ep-size", "{ranks_per_node}", "tcp://{master_addr}:{shmem_port}"], {"ranks_per_node": 8, "master_addr": "h", "shmem_port": 1}) == [
+    assert render_args(
+        ["--ep-size", "{ranks_per_node}", "tcp://{master_addr}:{shmem_port}"],
+        {"ranks_per_node": 8, "master_addr": "h", "shmem_port": 1},
+    ) == [
         "--ep-size",
         "8",
         "tcp://h:1",
@@ -191,7 +235,9 @@ def test_an_experiment_cannot_change_the_timeline_job_graph():
 
 def test_yaml_booleans_are_read_as_the_documented_on_off_words():
     # Unquoted, YAML 1.1 reads these as booleans: before, "False is not of type 'string'".
-    config = merged(yaml.safe_load("timeline: {crosscheck: off}\ndeepep: {build_env: {DEBUG_CLOCK_ON: OFF, DEVICE_DEBUG_INFO: on}}"))
+    config = merged(
+        yaml.safe_load("timeline: {crosscheck: off}\ndeepep: {build_env: {DEBUG_CLOCK_ON: OFF, DEVICE_DEBUG_INFO: on}}")
+    )
     config["experiments"] = yaml.safe_load("quiet: {timeline: {crosscheck: no}}")
     assert schema_problems(copy.deepcopy(config), SCHEMA) != []
     changed = yaml_booleans_as_words(config, SCHEMA)
@@ -260,7 +306,9 @@ def test_instr_timeline_pipe_without_an_instr_timeline_run_is_refused():
 
 def test_a_missing_pipe_timeline_dir_is_refused_before_anything_runs(tmp_path):
     found = problems({"mode": "analyze", "analyze": {"pipe_timeline_dir": str(tmp_path / "nowhere")}}, workdir=tmp_path)
-    assert found == [f"analyze.pipe_timeline_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"]
+    assert found == [
+        f"analyze.pipe_timeline_dir: {tmp_path / 'nowhere'} does not exist (relative paths are read from {tmp_path})"
+    ]
 
 
 def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
@@ -277,14 +325,18 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
     fill_defaults(ours, load_schema(schema_path))
     validate(theirs, str(schema_path), set_default=True)
     assert ours == theirs
-    assert ours["timeline"]["iterations"] == 7 and ours["cluster"]["ready_timeout"] == DEFAULT["cluster"]["ready_timeout"]
+    assert (
+        ours["timeline"]["iterations"] == 7 and ours["cluster"]["ready_timeout"] == DEFAULT["cluster"]["ready_timeout"]
+    )
     assert ours["pmu"] == DEFAULT["pmu"]  # an empty section gets every default of its own
 
 
 def write_status(results, experiment, stage, source):
     from dispatchprof.shell.status import Status, write_status
 
-    write_status(results / experiment / stage / "status.json", Status(stage, experiment, "ok", "ran", "sim", source=source))
+    write_status(
+        results / experiment / stage / "status.json", Status(stage, experiment, "ok", "ran", "sim", source=source)
+    )
 
 
 def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refused_naming_them(tmp_path):
@@ -298,16 +350,30 @@ def test_a_run_in_the_other_mode_under_an_experiment_that_holds_results_is_refus
     (results / "baseline" / "report" / "status.json").write_text("{not json")  # unreadable: left to its stage
     analyze = {"baseline": {"mode": "analyze"}, "shared": {"mode": "analyze"}, "fresh": {"mode": "analyze"}}
     [problem] = results_of_other_mode(results, analyze)
-    assert problem.startswith("experiment 'baseline':") and "holds collect-mode results (baseline, pmu, timeline)" in problem
-    assert "e.g. baseline_analyzed, as `experiment:` or as a key of `experiments:`" in problem and f"move {results / 'baseline'}/ away" in problem
-    repeated = {"baseline_r2": {"mode": "analyze", "_experiment": "baseline"}}  # repeats: the name to change is the experiment's
+    assert (
+        problem.startswith("experiment 'baseline':")
+        and "holds collect-mode results (baseline, pmu, timeline)" in problem
+    )
+    assert (
+        "e.g. baseline_analyzed, as `experiment:` or as a key of `experiments:`" in problem
+        and f"move {results / 'baseline'}/ away" in problem
+    )
+    repeated = {
+        "baseline_r2": {"mode": "analyze", "_experiment": "baseline"}
+    }  # repeats: the name to change is the experiment's
     write_status(results, "baseline_r2", "pmu", "collected")
     (results / "baseline_r2" / "timeline").mkdir(parents=True)
-    (results / "baseline_r2" / "timeline" / "status.json").write_text(json.dumps({"source": "collected"}))  # damaged: not counted
+    (results / "baseline_r2" / "timeline" / "status.json").write_text(
+        json.dumps({"source": "collected"})
+    )  # damaged: not counted
     [problem] = results_of_other_mode(results, repeated)
     assert "e.g. baseline_analyzed," in problem and "holds collect-mode results (pmu)" in problem
     [problem] = results_of_other_mode(results, {"shared": {"mode": "collect"}, "baseline": {"mode": "collect"}})
-    assert problem.startswith("experiment 'shared':") and "analyze-mode results (timeline)" in problem and "shared_collected" in problem
+    assert (
+        problem.startswith("experiment 'shared':")
+        and "analyze-mode results (timeline)" in problem
+        and "shared_collected" in problem
+    )
     assert results_of_other_mode(tmp_path / "nowhere", analyze) == []
 
 
@@ -328,7 +394,10 @@ def test_phase_view_keeps_the_collection_keys_of_a_section_and_the_named_keys() 
     assert "busiest_min_excess" not in view["pmu"] and view["pmu"]["metrics"] == config["pmu"]["metrics"]
     analysis = phase_view(config, SCHEMA, ["pmu", "timeline.waits", "stats.min_rank_coverage"], "analysis")
     assert analysis == {
-        "pmu": {"busiest_min_excess": config["pmu"]["busiest_min_excess"], "busiest_alpha": config["pmu"]["busiest_alpha"]},
+        "pmu": {
+            "busiest_min_excess": config["pmu"]["busiest_min_excess"],
+            "busiest_alpha": config["pmu"]["busiest_alpha"],
+        },
         "timeline.waits": config["timeline"]["waits"],
         "stats.min_rank_coverage": 0.5,
     }
@@ -339,8 +408,17 @@ def test_a_collection_job_cannot_read_an_analysis_key() -> None:
 
     config = {**_default_config(), "_repeat": 1}
     seen = collection_config(config, SCHEMA)
-    assert seen["_repeat"] == 1 and seen["shape"] == config["shape"] and seen["timeline"]["iterations"] == config["timeline"]["iterations"]
-    for section, key in [("timeline", "waits"), ("pmu", "busiest_min_excess"), ("kernel", "roles"), ("debugclock", "phase_names")]:
+    assert (
+        seen["_repeat"] == 1
+        and seen["shape"] == config["shape"]
+        and seen["timeline"]["iterations"] == config["timeline"]["iterations"]
+    )
+    for section, key in [
+        ("timeline", "waits"),
+        ("pmu", "busiest_min_excess"),
+        ("kernel", "roles"),
+        ("debugclock", "phase_names"),
+    ]:
         with pytest.raises(KeyError):
             seen[section][key]
     assert "stats" not in seen and "report" not in seen

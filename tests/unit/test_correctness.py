@@ -7,7 +7,10 @@ from dispatchprof.tools.launch import CollectiveResult, NodeResult
 
 def run(codes, timed_out=False, problem=None):
     return CollectiveResult(
-        [NodeResult(n, Path(f"node{n}.log"), exit_code=c, started=1.0) for n, c in enumerate(codes)], timed_out, problem, list(range(len(codes)))
+        [NodeResult(n, Path(f"node{n}.log"), exit_code=c, started=1.0) for n, c in enumerate(codes)],
+        timed_out,
+        problem,
+        list(range(len(codes))),
     )
 
 
@@ -52,7 +55,11 @@ def test_a_taken_port_is_not_run_and_never_a_precision_failure():
 
 
 def test_a_dead_node_is_named_with_the_ranks_that_never_started():
-    result = run([None, None], timed_out=True, problem="the run exceeded its 6 s budget; nodes [0, 1] were still running and were stopped")
+    result = run(
+        [None, None],
+        timed_out=True,
+        problem="the run exceeded its 6 s budget; nodes [0, 1] were still running and were stopped",
+    )
     table = rank_table(2, 8, {}, result, started={r: PassLine(r, "log", 1, "start") for r in range(8)})
     v = verdict(table, result)
     assert v.state == "timeout" and v.cause == "infrastructure"
@@ -80,7 +87,17 @@ def test_the_stored_table_keeps_unknowns_as_nulls_in_nullable_columns():
     # ranks.parquet's schema: started is nullable (no start pattern), exit_code too (a node that had not exited)
     result = run([0, None], timed_out=True, problem="budget")
     frame = rank_frame(rank_table(2, 2, passes([0, 1]), result))
-    assert list(frame.columns) == ["node", "local_rank", "global_rank", "started", "passed", "exit_code", "node_killed", "log_path", "pass_line"]
+    assert list(frame.columns) == [
+        "node",
+        "local_rank",
+        "global_rank",
+        "started",
+        "passed",
+        "exit_code",
+        "node_killed",
+        "log_path",
+        "pass_line",
+    ]
     assert {c: str(t) for c, t in frame.dtypes.items()} == {
         "node": "int64",
         "local_rank": "int64",
@@ -92,8 +109,15 @@ def test_the_stored_table_keeps_unknowns_as_nulls_in_nullable_columns():
         "log_path": "string",
         "pass_line": "string",
     }
-    assert frame["started"].isna().all() and frame["exit_code"].tolist()[:2] == [0, 0] and frame["exit_code"].isna().tolist()[2:] == [True, True]
-    assert frame["pass_line"].tolist()[:2] == ["passed", "passed"] and frame["pass_line"].isna().tolist()[2:] == [True, True]
+    assert (
+        frame["started"].isna().all()
+        and frame["exit_code"].tolist()[:2] == [0, 0]
+        and frame["exit_code"].isna().tolist()[2:] == [True, True]
+    )
+    assert frame["pass_line"].tolist()[:2] == ["passed", "passed"] and frame["pass_line"].isna().tolist()[2:] == [
+        True,
+        True,
+    ]
 
 
 # A crash is a crash: the real test also exits 1 after a failed precision check, so the exit code alone does not
@@ -109,7 +133,9 @@ def test_a_rank_that_died_without_a_precision_failure_line_is_a_crash_not_sixtee
 
 def test_a_rank_whose_log_holds_the_precision_failure_line_is_a_precision_failure():
     result = run([0, 1])
-    v = verdict(rank_table(2, 2, passes([0, 1, 2]), result), result, precision_failed={3}, first_death=(3, "exit code 1"))
+    v = verdict(
+        rank_table(2, 2, passes([0, 1, 2]), result), result, precision_failed={3}, first_death=(3, "exit code 1")
+    )
     assert v.cause == "precision" and v.reason.startswith("rank 3 did not pass the precision check"), v
     assert "printed neither" not in v.reason
 

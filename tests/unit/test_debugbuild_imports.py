@@ -28,7 +28,10 @@ def test_the_import_root_leads_pythonpath_under_cann_as_under_sim(tmp_path):
 
 def test_build_dir_is_inside_the_repository_being_built_unless_build_env_says_otherwise(tmp_path):
     chain = Toolchain("cann", tmp_path / "tree", tmp_path)
-    assert build_environment(chain, {"DEBUG_CLOCK_ON": "ON"}) == {"BUILD_DIR": str(tmp_path / "tree/build"), "DEBUG_CLOCK_ON": "ON"}
+    assert build_environment(chain, {"DEBUG_CLOCK_ON": "ON"}) == {
+        "BUILD_DIR": str(tmp_path / "tree/build"),
+        "DEBUG_CLOCK_ON": "ON",
+    }
     assert build_environment(chain, {"BUILD_DIR": "/mine"}, "out")["BUILD_DIR"] == "/mine"
     assert build_environment(chain, {}, "out/b")["BUILD_DIR"] == str(tmp_path / "tree/out/b")
 
@@ -53,7 +56,12 @@ def _run_runtime(tmp_path: Path, first: Path, second: Path, root: Path | None) -
         "import dispatchprof_perf_runtime as rt\n"
         "rt.record_library()\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(first), str(second)]), "DISPATCHPROF_OUT": str(tmp_path / "out"), "RANK_ID": "3"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(first), str(second)]),
+        "DISPATCHPROF_OUT": str(tmp_path / "out"),
+        "RANK_ID": "3",
+    }
     env.pop("DISPATCHPROF_IMPORT_ROOT", None)
     if root is not None:
         env["DISPATCHPROF_IMPORT_ROOT"] = str(root)
@@ -64,7 +72,9 @@ def test_the_runtime_names_the_package_and_library_it_loaded_with_sha256(tmp_pat
     installed, tree = tmp_path / "installed", tmp_path / "tree"
     _package(installed, True)
     _package(tree, True)
-    done = _run_runtime(tmp_path, installed, tree, tree)  # the installed copy is first on PYTHONPATH: the root still wins
+    done = _run_runtime(
+        tmp_path, installed, tree, tree
+    )  # the installed copy is first on PYTHONPATH: the root still wins
     assert done.returncode == 0, done.stderr
     record = json.loads((tmp_path / "out/library/rank3.json").read_text())
     assert record["file"] == str((tree / "ascend_deepep/__init__.py").resolve())
@@ -94,7 +104,9 @@ def test_a_run_without_records_fails_the_check_saying_so(tmp_path):
     ok, why = imported_from_tree(loaded_libraries(tmp_path), tmp_path / "tree")
     assert not ok and "no rank named the package" in why
     (tmp_path / "library").mkdir()
-    (tmp_path / "library/rank0.json").write_text(json.dumps({"error": "ModuleNotFoundError: No module named 'ascend_deepep'"}))
+    (tmp_path / "library/rank0.json").write_text(
+        json.dumps({"error": "ModuleNotFoundError: No module named 'ascend_deepep'"})
+    )
     ok, why = imported_from_tree(loaded_libraries(tmp_path), tmp_path / "tree")
     assert not ok and "ModuleNotFoundError" in why
 
@@ -103,11 +115,25 @@ def test_build_debug_gives_the_toolchain_its_import_root(tmp_path, monkeypatch):
     import dispatchprof.tools.debugbuild as debugbuild
 
     seen = {}
-    monkeypatch.setattr(debugbuild, "run_build", lambda chain, command, env, timeout, log, build_dir: seen.update(chain=chain, env=env, build_dir=build_dir))
-    chain, _ = debugbuild.build_debug(
-        Toolchain("cann", tmp_path / "repo", tmp_path), DebugTree(tmp_path / "tree", "copy"), ["true"], {"A": "1"}, 5, tmp_path / "l", "b"
+    monkeypatch.setattr(
+        debugbuild,
+        "run_build",
+        lambda chain, command, env, timeout, log, build_dir: seen.update(chain=chain, env=env, build_dir=build_dir),
     )
-    assert chain.repo == chain.import_root == tmp_path / "tree" and seen["env"] == {"A": "1", "DEBUG_CLOCK_ON": "ON"} and seen["build_dir"] == "b"
+    chain, _ = debugbuild.build_debug(
+        Toolchain("cann", tmp_path / "repo", tmp_path),
+        DebugTree(tmp_path / "tree", "copy"),
+        ["true"],
+        {"A": "1"},
+        5,
+        tmp_path / "l",
+        "b",
+    )
+    assert (
+        chain.repo == chain.import_root == tmp_path / "tree"
+        and seen["env"] == {"A": "1", "DEBUG_CLOCK_ON": "ON"}
+        and seen["build_dir"] == "b"
+    )
 
 
 def _libm() -> Path:
@@ -136,8 +162,14 @@ def test_only_libraries_of_the_package_or_the_import_root_are_named(tmp_path):
         "import dispatchprof_perf_runtime as rt\n"
         "print(json.dumps([f['path'] for f in rt.loaded_library()['files']]))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "DISPATCHPROF_IMPORT_ROOT"} | {"DISPATCHPROF_OUT": str(tmp_path / "out")}
+    env = {k: v for k, v in os.environ.items() if k != "DISPATCHPROF_IMPORT_ROOT"} | {
+        "DISPATCHPROF_OUT": str(tmp_path / "out")
+    }
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     named = json.loads(done.stdout)
-    assert str(own.resolve()) in named and str(other.resolve()) not in named and not any(p.startswith(str(libm.parent)) for p in named)
+    assert (
+        str(own.resolve()) in named
+        and str(other.resolve()) not in named
+        and not any(p.startswith(str(libm.parent)) for p in named)
+    )

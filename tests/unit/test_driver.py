@@ -29,7 +29,9 @@ def test_the_stand_in_test_is_patched_and_still_parses():
     )
     assert "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)" in result.source
     assert "torch.npu.synchronize()" in result.source
-    assert '_dp_os.environ["RANK_ID"] = str(int(_dp_os.environ.get("RANK", "0")) * 8 + int(local_rank))' in result.source
+    assert (
+        '_dp_os.environ["RANK_ID"] = str(int(_dp_os.environ.get("RANK", "0")) * 8 + int(local_rank))' in result.source
+    )
     removed = [line for line in result.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert removed == ["-        recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)"]
 
@@ -53,7 +55,10 @@ def test_two_dispatch_calls_are_refused_naming_file_and_lines():
         "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)",
         "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)\n        buffer.dispatch(**dispatch_args)",
     )
-    with pytest.raises(PatchError, match=r"test_v2.py: expected exactly one statement calling buffer.dispatch\(...\) .*found 2 at line \d+, line \d+"):
+    with pytest.raises(
+        PatchError,
+        match=r"test_v2.py: expected exactly one statement calling buffer.dispatch\(...\) .*found 2 at line \d+, line \d+",
+    ):
         patch(source)
 
 

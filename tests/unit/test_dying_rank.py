@@ -38,7 +38,9 @@ def test_a_rank_that_dies_ends_the_collective_in_seconds_and_is_named(tmp_path, 
     assert elapsed < 30, f"the collective took {elapsed:.0f} s"
     assert run.verdict.state == "failed", run.verdict
     node, local = divmod(die_rank, 2)
-    assert run.verdict.reason.startswith(f"rank {die_rank} (node {node}, local rank {local}) died first: exit code 1"), run.verdict.reason
+    assert run.verdict.reason.startswith(
+        f"rank {die_rank} (node {node}, local rank {local}) died first: exit code 1"
+    ), run.verdict.reason
     assert "(sim.die_rank)" in run.verdict.reason  # the tail of what the rank printed
     assert not run.result.timed_out
     # a crash, not "4 of 4 did not pass the precision check": no rank's log holds a precision-failure line
@@ -72,7 +74,13 @@ def _spawn_script(tmp_path: Path, body: str) -> Path:
 def run_spawn(script: Path) -> subprocess.CompletedProcess:
     """Run a spawn case; it must end within seconds (its siblings would otherwise sleep 600 s)."""
     started = time.monotonic()
-    out = subprocess.run([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(STAND_IN)}, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "PYTHONPATH": str(STAND_IN)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert time.monotonic() - started < 15
     return out
 
@@ -112,7 +120,10 @@ def test_a_precision_failure_keeps_its_reason_first_and_every_other_rank_passes(
     run = collective.run_test(config, toolchain.resolve(config, ROOT), tmp_path / "run", "prec", timeout_s=120)
     assert run.verdict.state == "failed" and run.verdict.cause == "precision", run.verdict
     assert run.verdict.reason.startswith("rank 3 did not pass the precision check"), run.verdict.reason
-    assert "rank 3 (node 1, local rank 1) died first: exit code 1" in run.verdict.reason and "precision check FAILED" in run.verdict.reason
+    assert (
+        "rank 3 (node 1, local rank 1) died first: exit code 1" in run.verdict.reason
+        and "precision check FAILED" in run.verdict.reason
+    )
 
 
 def test_a_precision_failure_and_a_crash_on_the_same_rank_are_told_apart(tmp_path):

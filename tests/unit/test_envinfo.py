@@ -39,7 +39,9 @@ def test_capture_with_the_simulated_tools_finds_msopprof_versions_and_flags(tmp_
 
 
 def test_msprof_op_is_the_fallback_entry_when_msopprof_is_not_usable(tmp_path):
-    chain = Toolchain("sim", SIM / "ascend_deepep", SIM / "Ascend", bin_dir=SIM / "bin", sim_env={"DEEPEP_SIM_OP_ENTRY": "msprof_op"})
+    chain = Toolchain(
+        "sim", SIM / "ascend_deepep", SIM / "Ascend", bin_dir=SIM / "bin", sim_env={"DEEPEP_SIM_OP_ENTRY": "msprof_op"}
+    )
     env = capture_node(0, chain, "python3", tmp_path / "probes", timeout_s=60)
     assert env["probes"]["msopprof_help"]["available"] is False
     assert env["op_profiler_entry"] == "msprof op"
@@ -77,10 +79,14 @@ def test_clock_sync_names_chrony_with_its_offset_or_says_nothing_was_found(tmp_p
     from dispatchprof.tools.envinfo import ProbeRecord, clock_sync
 
     tracking = tmp_path / "clock_chrony.txt"
-    tracking.write_text("Reference ID    : C0A80001 (ntp1)\nStratum         : 3\nSystem time     : 0.000012345 seconds fast of NTP time\n")
+    tracking.write_text(
+        "Reference ID    : C0A80001 (ntp1)\nStratum         : 3\nSystem time     : 0.000012345 seconds fast of NTP time\n"
+    )
     probes = {
         "clock_chrony": ProbeRecord("clock_chrony", ["chronyc"], True, 0, str(tracking), None, "Reference ID"),
-        "clock_ntp_synchronized": ProbeRecord("clock_ntp_synchronized", ["timedatectl"], True, 0, None, None, "NTPSynchronized=yes"),
+        "clock_ntp_synchronized": ProbeRecord(
+            "clock_ntp_synchronized", ["timedatectl"], True, 0, None, None, "NTPSynchronized=yes"
+        ),
         "clock_ptp": ProbeRecord("clock_ptp", ["pmc"], False, 127, None, "not found"),
     }
     assert clock_sync(probes) == "chrony (0.000012345 seconds fast of NTP time); NTPSynchronized=yes"

@@ -68,7 +68,9 @@ def grid(values, rows=None, columns=None, **extra) -> dict:
 
 def on_the_colour_map(share: float) -> tuple[int, ...]:
     """The expected colour, by its own definition: each channel interpolated between 17 evenly spaced anchors."""
-    return tuple(round(float(np.interp(share, np.linspace(0, 1, len(VIRIDIS_ANCHORS)), VIRIDIS_ANCHORS[:, c]))) for c in range(3))
+    return tuple(
+        round(float(np.interp(share, np.linspace(0, 1, len(VIRIDIS_ANCHORS)), VIRIDIS_ANCHORS[:, c]))) for c in range(3)
+    )
 
 
 def test_each_cell_is_one_pixel_coloured_by_its_value_min_first_anchor_max_last_nan_grey():
@@ -84,7 +86,12 @@ def test_each_cell_is_one_pixel_coloured_by_its_value_min_first_anchor_max_last_
 def test_labels_title_and_role_bands_are_present_and_escaped():
     bands = [{"role": "<x&y>", "first": 0, "last": 1}, {"role": "Send", "first": 2, "last": 3}]
     values = [[1.0, 2.0, 3.0, 4.0], [5.0, None, 7.0, 8.0]]
-    svg = heatmap_svg(grid(values, rows=["0-3", "4-7"], aggregation="max over bins", unit="us"), "Busy <time> & more", "AIV index", bands)
+    svg = heatmap_svg(
+        grid(values, rows=["0-3", "4-7"], aggregation="max over bins", unit="us"),
+        "Busy <time> & more",
+        "AIV index",
+        bands,
+    )
     shown = texts(svg)
     assert "<x&y>" in shown and "Send" in shown and "&lt;x&amp;y&gt;" in svg and "<x&y>" not in svg
     assert "Busy <time> & more" in shown and parsed(svg).find(f"{SVG}title").text == "Busy <time> & more"
@@ -100,7 +107,9 @@ def test_an_unbinned_grid_says_rank_without_binned_and_a_full_grid_has_no_grey_n
 
 
 def test_a_grid_without_a_finite_value_renders_all_grey_without_a_scale():
-    svg = heatmap_svg(grid([[None, None], [None, float("nan")]]), "nothing", "launch", [{"role": "A", "first": 0, "last": 1}])
+    svg = heatmap_svg(
+        grid([[None, None], [None, float("nan")]]), "nothing", "launch", [{"role": "A", "first": 0, "last": 1}]
+    )
     assert (cell_pixels(svg).reshape(-1, 3) == NO_VALUE_GREY).all()
     assert NO_VALUE_NOTE in texts(svg) and "A" in texts(svg)
 
@@ -127,7 +136,9 @@ def test_2048_ranks_by_100_bins_thin_the_labels_and_add_no_element_per_cell():
     root = parsed(svg)
     assert sum(1 for _ in root.iter()) < 120  # labels (32 rows, 25 columns), bands and the bar: never one per cell
     row_labels = [t.text for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end" and not t.get("transform")]
-    column_labels = [t.text for t in root.iter(f"{SVG}text") if "rotate" in t.get("transform", "") and t.get("text-anchor") == "end"]
+    column_labels = [
+        t.text for t in root.iter(f"{SVG}text") if "rotate" in t.get("transform", "") and t.get("text-anchor") == "end"
+    ]
     assert row_labels == [str(r) for r in range(0, 2048, 64)] and column_labels == [str(c) for c in range(0, 100, 4)]
     # Everything but the cells' pixels is a few kB; the pixels cost at most their base64 (4 bytes per 3).
     assert len(svg) <= 4 * (2048 * 101 * 3) // 3 + 20_000
@@ -136,7 +147,10 @@ def test_2048_ranks_by_100_bins_thin_the_labels_and_add_no_element_per_cell():
 
 
 CELL = st.one_of(
-    st.none(), st.floats(allow_nan=True, allow_infinity=True), st.floats(min_value=-1e6, max_value=1e6), st.sampled_from([0.0, -0.0, 1e308, -1e308])
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-1e6, max_value=1e6),
+    st.sampled_from([0.0, -0.0, 1e308, -1e308]),
 )
 LABEL = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)  # XML 1.0 has no control characters
 
@@ -147,8 +161,18 @@ def test_any_grid_gives_well_formed_svg_and_a_png_of_its_shape(n_rows, n_columns
     values = [[data.draw(CELL) for _ in range(n_columns)] for _ in range(n_rows)]
     rows = data.draw(st.lists(LABEL, min_size=n_rows, max_size=n_rows))
     columns = data.draw(st.lists(LABEL, min_size=n_columns, max_size=n_columns))
-    bands = data.draw(st.lists(st.fixed_dictionaries({"role": LABEL, "first": st.integers(-3, 15), "last": st.integers(-3, 15)}), max_size=3))
-    svg = heatmap_svg(grid(values, rows, columns, aggregation=data.draw(st.sampled_from(["none", "max"]))), data.draw(LABEL), data.draw(LABEL), bands)
+    bands = data.draw(
+        st.lists(
+            st.fixed_dictionaries({"role": LABEL, "first": st.integers(-3, 15), "last": st.integers(-3, 15)}),
+            max_size=3,
+        )
+    )
+    svg = heatmap_svg(
+        grid(values, rows, columns, aggregation=data.draw(st.sampled_from(["none", "max"]))),
+        data.draw(LABEL),
+        data.draw(LABEL),
+        bands,
+    )
     parsed(svg)
     if not n_rows * n_columns:
         return
@@ -186,7 +210,10 @@ print("matplotlib" in sys.modules, pcsampling["per_role_img"][:26], sorted(p.nam
     assert result.returncode == 0, result.stderr[-3000:]
     # The heat maps alone leave matplotlib unimported; the stall-reason bars (PC sampling) still use it.
     # The stall-reason chart is an SVG file beside report.md, embedded in report.html as a data: URI.
-    assert result.stdout.split("\n")[:2] == ["False", "True data:image/svg+xml;base64, ['pcsampling_stalls_per_role.svg']"]
+    assert result.stdout.split("\n")[:2] == [
+        "False",
+        "True data:image/svg+xml;base64, ['pcsampling_stalls_per_role.svg']",
+    ]
 
 
 def test_control_characters_in_labels_are_dropped_so_the_svg_stays_xml():

@@ -29,7 +29,9 @@ def test_timeline_layout_counts_nodes_and_leaves_missing_ranks_to_the_coverage(t
             (tmp_path / f"node{node}" / f"PROF_00000{i}_20260605155111872_ABCDEFGH{node}{i}").mkdir(parents=True)
     state, reason, details = checked_import("timeline_dir", str(tmp_path), 2, 16)
     assert state == "ok" and details["directories"] == 16 and "16 PROF_* directories in 2 node directories" in reason
-    assert checked_import("timeline_dir", str(tmp_path), 3, 24)[0] == "ok"  # a node without data: the stage's coverage says so
+    assert (
+        checked_import("timeline_dir", str(tmp_path), 3, 24)[0] == "ok"
+    )  # a node without data: the stage's coverage says so
     state, reason, _ = checked_import("timeline_dir", str(tmp_path), 1, 8)
     assert state == "invalid" and "node directories [1] but cluster.nodes is 1" in reason
 
@@ -48,7 +50,11 @@ def test_the_fingerprint_follows_names_sizes_and_mtimes_only(tmp_path):
     f.parent.mkdir(parents=True)
     f.write_text("x")
     first = tree_fingerprint(str(tmp_path))
-    assert tree_fingerprint(str(tmp_path)) == first and tree_fingerprint(None) == "none" and tree_fingerprint(str(tmp_path / "no")) == "absent"
+    assert (
+        tree_fingerprint(str(tmp_path)) == first
+        and tree_fingerprint(None) == "none"
+        and tree_fingerprint(str(tmp_path / "no")) == "absent"
+    )
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1000))
     touched = tree_fingerprint(str(tmp_path))
     assert touched != first
@@ -62,7 +68,14 @@ def test_manifest_reads_in_place_and_changes_nothing(tmp_path):
     f.write_text("x")
     before = os.stat(f)
     entries = manifest(tmp_path, checksums=True)
-    assert entries == [{"path": str(f), "size": 1, "mtime": before.st_mtime, "sha256": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}]
+    assert entries == [
+        {
+            "path": str(f),
+            "size": 1,
+            "mtime": before.st_mtime,
+            "sha256": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
+        }
+    ]
     assert os.stat(f).st_mtime == before.st_mtime
 
 
@@ -119,7 +132,12 @@ def test_an_empty_latency_csv_says_empty_file(tmp_path):
 
 @pytest.mark.parametrize(
     "encoding, named",
-    [("utf-16", "UTF-16 LE text (byte order mark ff fe)"), ("utf-16-be", "looks like"), ("utf-32", "UTF-32 LE text"), ("utf-16-le", "looks like UTF-16 LE")],
+    [
+        ("utf-16", "UTF-16 LE text (byte order mark ff fe)"),
+        ("utf-16-be", "looks like"),
+        ("utf-32", "UTF-32 LE text"),
+        ("utf-16-le", "looks like UTF-16 LE"),
+    ],
 )
 def test_a_csv_in_another_encoding_names_it(tmp_path, encoding, named):
     path = tmp_path / "dispatch_latency.csv"
@@ -130,7 +148,11 @@ def test_a_csv_in_another_encoding_names_it(tmp_path, encoding, named):
     path.write_bytes(data)
     with pytest.raises(ImportError_) as err:
         latency_csv_ranks(path)
-    assert str(err.value).startswith(f"{path}: line 1: ") and named in str(err.value) and "expected UTF-8" in str(err.value)
+    assert (
+        str(err.value).startswith(f"{path}: line 1: ")
+        and named in str(err.value)
+        and "expected UTF-8" in str(err.value)
+    )
 
 
 def test_a_utf8_bom_is_read_as_utf8(tmp_path):
@@ -165,7 +187,11 @@ def fifo(prof: Path) -> Path:
 
 @pytest.mark.parametrize(
     "make, why",
-    [(file_loop, "a symbolic link loop"), (dangling, "a dangling symbolic link (to "), (fifo, "not a regular file (a FIFO)")],
+    [
+        (file_loop, "a symbolic link loop"),
+        (dangling, "a dangling symbolic link (to "),
+        (fifo, "not a regular file (a FIFO)"),
+    ],
     ids=["file-loop", "dangling-link", "fifo"],
 )
 def test_an_entry_that_cannot_be_read_is_refused_by_the_import_with_its_path(tmp_path, make, why):
@@ -175,7 +201,9 @@ def test_an_entry_that_cannot_be_read_is_refused_by_the_import_with_its_path(tmp
     state, reason, details = checked_import("timeline_dir", str(tmp_path), 1, 8)
     assert state == "invalid" and f"{bad}: {why}" in reason and reason.startswith("analyze.timeline_dir: "), reason
     assert any(p.startswith(f"{bad}: {why}") for p in details["unreadable"])
-    assert [Path(e["path"]).name for e in manifest(tmp_path, checksums=True)] == ["msprof_20260101000000.db"]  # the rest, read
+    assert [Path(e["path"]).name for e in manifest(tmp_path, checksums=True)] == [
+        "msprof_20260101000000.db"
+    ]  # the rest, read
 
 
 def test_the_fingerprint_sees_a_loop_appear_and_go(tmp_path):
@@ -233,13 +261,21 @@ def test_a_file_and_a_directory_the_user_cannot_read_are_refused_with_their_path
         locked.chmod(0o000)
         (prof / "mindstudio_profiler_log").mkdir(mode=0o000)
         (prof / "mindstudio_profiler_log").chmod(0o000)
-        done = subprocess.run([sys.executable, "-c", UNPRIVILEGED, str(ROOT / "workflow" / "scripts"), str(root)], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", UNPRIVILEGED, str(ROOT / "workflow" / "scripts"), str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         seen = json.loads(done.stdout)
         state, reason, details = seen["import"]
         assert state == "invalid" and "2 entries of" in reason, reason
         assert f"{locked}: cannot be read (Permission denied)" in details["unreadable"]
-        assert f"{prof / 'mindstudio_profiler_log'}: a directory that cannot be listed (Permission denied)" in details["unreadable"]
+        assert (
+            f"{prof / 'mindstudio_profiler_log'}: a directory that cannot be listed (Permission denied)"
+            in details["unreadable"]
+        )
         assert len(seen["fingerprint"]) == 16 and seen["manifest"] == []
     finally:
         for d in (root / "node0" / prof.name / "mindstudio_profiler_log",):

@@ -42,7 +42,10 @@ def test_a_status_that_cannot_be_written_ends_with_one_line_and_no_traceback(tmp
         stage_module.run_stage(object(), "baseline", lambda r: r.status("ok", "fine"))
     assert ended.value.code == 1 and ended.value.__suppress_context__
     err = capsys.readouterr().err
-    assert err == f"baseline: cannot write {run.status_path.parent / '.status.json.x.tmp'}: Permission denied; the run cannot record this stage\n"
+    assert (
+        err
+        == f"baseline: cannot write {run.status_path.parent / '.status.json.x.tmp'}: Permission denied; the run cannot record this stage\n"
+    )
 
 
 def test_another_os_error_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypatch):
@@ -63,10 +66,17 @@ def test_ctrl_c_before_run_stage_also_ends_with_one_line(tmp_path):
     import sys
 
     script = tmp_path / "tmp1kmdut_e.timeline_collect.py"  # how Snakemake names the copy of an entry script it runs
-    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof.shell.atomic\nraise KeyboardInterrupt\n")
+    script.write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof.shell.atomic\nraise KeyboardInterrupt\n"
+    )
     ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
-    assert ended.returncode == -2 and ended.stderr == "timeline_collect: interrupted (Ctrl-C); the next snakemake reruns this job\n", ended.stderr
+    assert (
+        ended.returncode == -2
+        and ended.stderr == "timeline_collect: interrupted (Ctrl-C); the next snakemake reruns this job\n"
+    ), ended.stderr
     other = tmp_path / "other.py"
-    other.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof\nraise ValueError('a bug')\n")
+    other.write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof\nraise ValueError('a bug')\n"
+    )
     bug = subprocess.run([sys.executable, str(other)], capture_output=True, text=True, timeout=60)
     assert bug.returncode == 1 and "Traceback" in bug.stderr and "ValueError: a bug" in bug.stderr

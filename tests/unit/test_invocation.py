@@ -10,15 +10,34 @@ from dispatchprof.shell.invocation import invocation_args, snakemake_command
 def test_config_files_are_relative_to_the_workflow_when_under_it_and_absolute_otherwise(tmp_path):
     wf = tmp_path / "wf"
     (wf / "config").mkdir(parents=True)
-    words = invocation_args([wf / "config" / "config.yaml", wf / "exp.yaml", tmp_path / "elsewhere.yaml"], ["toolchain=sim"], wf)
-    assert words == ["--configfile", "config/config.yaml", "exp.yaml", str(tmp_path / "elsewhere.yaml"), "--config", "toolchain=sim"]
+    words = invocation_args(
+        [wf / "config" / "config.yaml", wf / "exp.yaml", tmp_path / "elsewhere.yaml"], ["toolchain=sim"], wf
+    )
+    assert words == [
+        "--configfile",
+        "config/config.yaml",
+        "exp.yaml",
+        str(tmp_path / "elsewhere.yaml"),
+        "--config",
+        "toolchain=sim",
+    ]
     assert invocation_args([], None, wf) == []
 
 
 def test_targets_come_before_the_options_that_take_every_word_after_them():
-    cmd = snakemake_command(["results/exp one/pmu/status.json"], ["--configfile", "config/config.yaml", "my runs/exp.yaml"])
+    cmd = snakemake_command(
+        ["results/exp one/pmu/status.json"], ["--configfile", "config/config.yaml", "my runs/exp.yaml"]
+    )
     words = shlex.split(cmd)
-    assert words == ["snakemake", "--cores", "2", "results/exp one/pmu/status.json", "--configfile", "config/config.yaml", "my runs/exp.yaml"]
+    assert words == [
+        "snakemake",
+        "--cores",
+        "2",
+        "results/exp one/pmu/status.json",
+        "--configfile",
+        "config/config.yaml",
+        "my runs/exp.yaml",
+    ]
 
 
 def test_every_next_step_command_carries_the_invocation():
@@ -35,7 +54,10 @@ def test_every_next_step_command_carries_the_invocation():
         return any(words[i : i + 3] == invocation for i in range(4, len(words)))
 
     assert len(commands) >= 4 and all(carries(shlex.split(c)) for c in commands), commands
-    assert "snakemake --cores 2 results/exp/timeline/ranks/rank11/detail.json --configfile config/config.yaml exp.yaml" in commands
+    assert (
+        "snakemake --cores 2 results/exp/timeline/ranks/rank11/detail.json --configfile config/config.yaml exp.yaml"
+        in commands
+    )
     assert all(Path(shlex.split(c)[3]).parts[:2] == ("results", "exp") for c in commands)
 
 

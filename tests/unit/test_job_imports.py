@@ -81,5 +81,8 @@ def test_the_import_and_placeholder_jobs_modules_import_no_numpy():
         "dispatchprof.shell.config",
         "dispatchprof.stages.absent",
     )
-    code = "".join(f"import {module}\n" for module in modules) + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
+    code = (
+        "".join(f"import {module}\n" for module in modules)
+        + "print('numpy' in sys.modules, 'importlib.abc' in sys.modules)"
+    )
     assert printed_by_fresh_interpreter(code) == ["False", "False"]

@@ -46,7 +46,11 @@ NODE_CHECKS_PORT = """
 
 def test_nodes_after_0_start_only_once_node_0_answers_on_its_port(tmp_path):
     port = free_port()
-    specs = [spec(tmp_path, 1, NODE_CHECKS_PORT, port), spec(tmp_path, 0, NODE0_SERVES, port), spec(tmp_path, 2, NODE_CHECKS_PORT, port)]
+    specs = [
+        spec(tmp_path, 1, NODE_CHECKS_PORT, port),
+        spec(tmp_path, 0, NODE0_SERVES, port),
+        spec(tmp_path, 2, NODE_CHECKS_PORT, port),
+    ]
     result = LocalLauncher("127.0.0.1", port, ready_timeout_s=10).run(specs, timeout_s=30)
     assert result.problem is None and result.all_exited_zero
     assert result.order == [0, 1, 2]
@@ -82,7 +86,10 @@ def test_timeout_kills_the_whole_process_group_including_grandchildren(tmp_path)
 
 def test_a_failing_node_stops_the_others_after_the_grace_period(tmp_path):
     port = free_port()
-    specs = [spec(tmp_path, 0, NODE0_SERVES.replace("time.sleep(1.0)", "time.sleep(300)"), port), spec(tmp_path, 1, "import sys; sys.exit(3)", port)]
+    specs = [
+        spec(tmp_path, 0, NODE0_SERVES.replace("time.sleep(1.0)", "time.sleep(300)"), port),
+        spec(tmp_path, 1, "import sys; sys.exit(3)", port),
+    ]
     started = time.monotonic()
     result = LocalLauncher("127.0.0.1", port, ready_timeout_s=10, fail_grace_s=0.5).run(specs, timeout_s=60)
     assert time.monotonic() - started < 15
@@ -188,7 +195,9 @@ def test_auto_ports_differ_per_run_and_per_key_under_the_local_launcher():
     assert len({p["master_port"] for p in picks}) > 1  # picked per run, not a fixed default
     assert all(p["master_port"] not in LAUNCHER_PORTS.values() for p in picks)
     assert run_ports({**config, "launcher": "slurm"}) == LAUNCHER_PORTS  # node 0 is elsewhere: the launcher's ports
-    assert run_ports({"launcher": "local", "cluster": {"master_port": 4000, "shmem_port": "auto"}})["master_port"] == 4000
+    assert (
+        run_ports({"launcher": "local", "cluster": {"master_port": 4000, "shmem_port": "auto"}})["master_port"] == 4000
+    )
 
 
 def test_a_held_readiness_port_is_reported_as_not_run(tmp_path):
@@ -196,6 +205,9 @@ def test_a_held_readiness_port_is_reported_as_not_run(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        specs = [NodeSpec(n, [sys.executable, "-c", "pass"], dict(os.environ), tmp_path, tmp_path / f"node{n}.log") for n in range(2)]
+        specs = [
+            NodeSpec(n, [sys.executable, "-c", "pass"], dict(os.environ), tmp_path, tmp_path / f"node{n}.log")
+            for n in range(2)
+        ]
         outcome = LocalLauncher("127.0.0.1", port, 5).run(specs, 10)
     assert outcome.not_run and "already answers" in outcome.problem and not outcome.order

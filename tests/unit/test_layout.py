@@ -49,7 +49,10 @@ def imports_of(path: Path) -> list[tuple[str, bool]]:
             if base.startswith("dispatchprof"):
                 # `from dispatchprof.report import plots` imports the submodule dispatchprof.report.plots
                 targets = [
-                    f"{base}.{a.name}" if (LIBRARY.parent / f"{base}.{a.name}".replace(".", "/")).with_suffix(".py").is_file() else base for a in node.names
+                    f"{base}.{a.name}"
+                    if (LIBRARY.parent / f"{base}.{a.name}".replace(".", "/")).with_suffix(".py").is_file()
+                    else base
+                    for a in node.names
                 ]
                 found += [(t, id(node) not in typing_only) for t in targets]
         elif isinstance(node, ast.Import):
@@ -58,7 +61,10 @@ def imports_of(path: Path) -> list[tuple[str, bool]]:
 
 
 def library_graph(runtime_only: bool) -> dict[str, set[str]]:
-    return {module_name(path): {target for target, runtime in imports_of(path) if runtime or not runtime_only} for path in LIBRARY.rglob("*.py")}
+    return {
+        module_name(path): {target for target, runtime in imports_of(path) if runtime or not runtime_only}
+        for path in LIBRARY.rglob("*.py")
+    }
 
 
 def layer(module: str) -> str | None:
@@ -124,10 +130,17 @@ def test_every_sqlite_database_is_opened_by_read_only_db():
 def test_the_design_the_code_cites_is_in_the_repository():
     """A user who clones the project has docs/, not the team's notes beside it: no tracked file outside the fixtures
     (whose SOURCE notes record where each file came from) points at them, and the docs the code cites exist."""
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\n")
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split(
+        "\n"
+    )
     pattern = "shared/" + "(DESIGN|STYLE|formats)"  # split so that this test does not find itself
     pointing = [
-        f for f in tracked if f and not f.startswith("tests/fixtures/") and (ROOT / f).is_file() and re.search(pattern, (ROOT / f).read_text(errors="replace"))
+        f
+        for f in tracked
+        if f
+        and not f.startswith("tests/fixtures/")
+        and (ROOT / f).is_file()
+        and re.search(pattern, (ROOT / f).read_text(errors="replace"))
     ]
     assert pointing == []
     for doc in ("architecture.md", "formats.md", "glossary.md"):

@@ -37,7 +37,12 @@ def test_the_nearest_snakemake_above_a_job_is_found_and_none_outside_snakemake()
     child = "import sys; sys.path.insert(0, sys.argv[1]); from dispatchprof.shell import lifeline; print(lifeline.snakemake_ancestor())"
     scripts = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "scripts")
     parent = subprocess.run(
-        ["bash", "-c", 'exec -a snakemake python3 -c "import subprocess, sys; r = subprocess.run(sys.argv[1:]); sys.exit(r.returncode)" "$@"', "x"]
+        [
+            "bash",
+            "-c",
+            'exec -a snakemake python3 -c "import subprocess, sys; r = subprocess.run(sys.argv[1:]); sys.exit(r.returncode)" "$@"',
+            "x",
+        ]
         + [sys.executable, "-c", child, scripts],
         capture_output=True,
         text=True,
@@ -108,7 +113,9 @@ def test_the_reaper_ends_a_registered_group_when_its_pipe_closes(tmp_path):
 
 
 def run_reaper_until_its_pipe_closes(group):
-    reaper = subprocess.Popen([sys.executable, str(REAPER), "1"], stdin=subprocess.PIPE, text=True, start_new_session=True)
+    reaper = subprocess.Popen(
+        [sys.executable, str(REAPER), "1"], stdin=subprocess.PIPE, text=True, start_new_session=True
+    )
     reaper.stdin.write(f"+ {group.pid}\n")
     reaper.stdin.flush()
     time.sleep(0.3)

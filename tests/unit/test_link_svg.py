@@ -35,20 +35,28 @@ def test_the_node_pair_matrix_has_one_cell_per_pair_with_its_bytes(n):
 
 
 def test_the_matrix_sums_the_classes_per_node_pair_and_the_picture_says_simulated():
-    by_class = {"intra_node": {"per_node_pair": {"0->0": 5, "1->1": 7}}, "inter_node": {"per_node_pair": {"0->1": 11, "1->0": 13}}}
+    by_class = {
+        "intra_node": {"per_node_pair": {"0->0": 5, "1->1": 7}},
+        "inter_node": {"per_node_pair": {"0->1": 11, "1->0": 13}},
+    }
     matrix = node_pair_matrix(by_class)
     assert matrix.tolist() == [[5, 11], [13, 7]]
     assert "(simulated)" in node_pairs_svg(matrix, simulated=True)
 
 
 def test_the_bars_are_proportional_to_the_times_and_the_binding_class_is_marked():
-    bandwidth = {"links": {"intra_node": {"bound_us": 100.0}, "inter_node": {"bound_us": 400.0}}, "sets_bound": "inter_node"}
+    bandwidth = {
+        "links": {"intra_node": {"bound_us": 100.0}, "inter_node": {"bound_us": 400.0}},
+        "sets_bound": "inter_node",
+    }
     measured = {"median": 800.0, "median_ci95": [760.0, 850.0]}
     root = ET.fromstring(bound_bars_svg(bandwidth, measured, simulated=True))
     bars = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "bar"]
     widths = [float(b.get("width")) for b in bars]
     assert [float(b.get("data-us")) for b in bars] == [800.0, 100.0, 400.0]
-    assert widths[1] / widths[0] == pytest.approx(100 / 800, rel=1e-3) and widths[2] / widths[0] == pytest.approx(400 / 800, rel=1e-3)
+    assert widths[1] / widths[0] == pytest.approx(100 / 800, rel=1e-3) and widths[2] / widths[0] == pytest.approx(
+        400 / 800, rel=1e-3
+    )
     labels = [t.text for t in root.iter(f"{SVG}text")]
     assert "inter-node bound (sets the bound)" in labels and "intra-node bound" in labels
     assert any("(us)" in (t or "") for t in labels) and "(simulated)" in root.find(f"{SVG}title").text

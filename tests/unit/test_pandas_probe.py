@@ -66,14 +66,20 @@ def test_parquet_outputs_encode_only_strings_as_dictionaries_and_read_back_the_s
 
     from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_parquet_atomic
 
-    columns = {"start_ns": np.arange(1000, dtype=np.int64) * 7919, "role": ["URMASendToken", "CalCumSum"] * 500, "used": [True, False] * 500}
+    columns = {
+        "start_ns": np.arange(1000, dtype=np.int64) * 7919,
+        "role": ["URMASendToken", "CalCumSum"] * 500,
+        "used": [True, False] * 500,
+    }
     write_arrow_parquet_atomic(tmp_path / "a.parquet", columns, {"dispatchprof.toolchain": "sim"})
     write_parquet_atomic(tmp_path / "b.parquet", pd.DataFrame(columns))
     for name in ("a.parquet", "b.parquet"):
         meta = pq.ParquetFile(tmp_path / name).metadata.row_group(0)
         encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
         assert any("DICTIONARY" in e for e in encodings["role"]), encodings
-        assert not any("DICTIONARY" in e for e in encodings["start_ns"]), encodings  # measured numbers: no dictionary pass
+        assert not any("DICTIONARY" in e for e in encodings["start_ns"]), (
+            encodings
+        )  # measured numbers: no dictionary pass
         back = pd.read_parquet(tmp_path / name)
         assert back["start_ns"].tolist() == columns["start_ns"].tolist() and back["role"].tolist() == columns["role"]
     assert pq.read_schema(tmp_path / "a.parquet").metadata[b"dispatchprof.toolchain"] == b"sim"

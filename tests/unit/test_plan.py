@@ -33,10 +33,19 @@ def test_the_timeline_plan_is_msprof_with_its_output_per_node_and_the_nodes_choi
     assert plan.count("  node ") == 3
     for node in range(3):
         lines = node_lines(plan, node)
-        assert lines["profiler"].startswith("msprof --output=") and f"/results/exp/timeline/raw/node{node} " in lines["profiler"]
-        assert "<decided on the node: of --task-time=on --ascendcl=on --runtime-api=on, those the node's msprof --help lists>" in lines["profiler"]
+        assert (
+            lines["profiler"].startswith("msprof --output=")
+            and f"/results/exp/timeline/raw/node{node} " in lines["profiler"]
+        )
+        assert (
+            "<decided on the node: of --task-time=on --ascendcl=on --runtime-api=on, those the node's msprof --help lists>"
+            in lines["profiler"]
+        )
         assert "--application=" in lines["profiler"] and "<decided on the node:" in lines["environment script"]
-        assert f"{tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh" in lines["environment script"]
+        assert (
+            f"{tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh"
+            in lines["environment script"]
+        )
 
 
 def test_the_test_line_is_the_stages_own_command_and_variables_are_names_only(tmp_path, monkeypatch):
@@ -45,7 +54,9 @@ def test_the_test_line_is_the_stages_own_command_and_variables_are_names_only(tm
     lines = node_lines(planned_commands(config, "baseline_collect", "exp"), 1)
     assert "profiler" not in lines
     driver, run_dir = tmp_path / "results/exp/baseline/perf_driver.py", tmp_path / "results/exp/baseline/run/deepep"
-    assert lines["test"].split() == collective.test_command(config, resolve(config), run_dir, "exp_baseline", str(driver))
+    assert lines["test"].split() == collective.test_command(
+        config, resolve(config), run_dir, "exp_baseline", str(driver)
+    )
     names = lines["variables set"].split()
     assert {"RANK", "MASTER_ADDR", "MASTER_PORT", "DISPATCHPROF_OUT", "AKL_LATENCY_CLOCK_HZ"} <= set(names)
     assert "10.0.0.1" not in lines["variables set"] and "29500" not in lines["variables set"]
@@ -61,12 +72,23 @@ def test_op_profiler_plans_name_the_kernel_the_metrics_and_the_entry_the_nodes_c
     config = cann_config(tmp_path, nodes=2)
     config["pipe_timeline"]["instr_timeline_pipe"] = "mte2|mte3"
     pmu = node_lines(planned_commands(config, "pmu_collect", "exp", kernel="found_kernel"), 1)["profiler"]
-    assert pmu.startswith("<decided on the node: `msopprof` or `msprof op`, the entry env capture found> --kernel-name=found_kernel ")
+    assert pmu.startswith(
+        "<decided on the node: `msopprof` or `msprof op`, the entry env capture found> --kernel-name=found_kernel "
+    )
     assert "--aic-metrics=" + ",".join(config["pmu"]["metrics"]) in pmu and "pmu/raw/node1" in pmu
-    instr = node_lines(planned_commands(config, "pipe_timeline_collect", "exp", kernel="k", kind="instr"), 0)["profiler"]
-    assert "--aic-metrics=InstrTimeline" in instr and "--instr-timeline-pipe=mte2|mte3" in instr and "pipe_timeline/instr/raw/node0" in instr
+    instr = node_lines(planned_commands(config, "pipe_timeline_collect", "exp", kernel="k", kind="instr"), 0)[
+        "profiler"
+    ]
+    assert (
+        "--aic-metrics=InstrTimeline" in instr
+        and "--instr-timeline-pipe=mte2|mte3" in instr
+        and "pipe_timeline/instr/raw/node0" in instr
+    )
     pcs = node_lines(planned_commands(config, "pcsampling_collect", "exp"), 0)["profiler"]
-    assert "--kernel-name=" + config["kernel"]["name"] in pcs and "--aic-metrics=" + ",".join(config["pcsampling"]["metrics"]) in pcs
+    assert (
+        "--kernel-name=" + config["kernel"]["name"] in pcs
+        and "--aic-metrics=" + ",".join(config["pcsampling"]["metrics"]) in pcs
+    )
 
 
 def test_what_the_submit_host_lacks_is_warned_only_under_cann(tmp_path):

@@ -40,7 +40,11 @@ def failed(findings):
 
 
 def test_flags_are_read_from_the_argument_list_and_matched_as_whole_words():
-    assert flags_of(["--ep-size", "{x}", "--shmem-ip-port", "tcp://h:1", "--route=a", "-v", "--route"]) == ["--ep-size", "--shmem-ip-port", "--route"]
+    assert flags_of(["--ep-size", "{x}", "--shmem-ip-port", "tcp://h:1", "--route=a", "-v", "--route"]) == [
+        "--ep-size",
+        "--shmem-ip-port",
+        "--route",
+    ]
     assert missing_flags(["--route", "--seed"], "  --router ROUTER\n  --seed-value N\n") == ["--route", "--seed"]
     assert missing_flags(["--route"], "usage: t [--route ROUTE]") == []
 
@@ -76,7 +80,10 @@ def test_every_problem_is_listed_with_what_was_expected(tmp_path):
 
 
 def test_a_test_that_cannot_print_its_help_is_a_problem_not_a_crash(tmp_path):
-    broken = spec(tmp_path, test_help={"argv": [sys.executable, "-c", "import sys; sys.exit('no torch_npu')"], "cwd": None, "env": None})
+    broken = spec(
+        tmp_path,
+        test_help={"argv": [sys.executable, "-c", "import sys; sys.exit('no torch_npu')"], "cwd": None, "env": None},
+    )
     assert "exit 1" in failed(run_checks(broken, environ={}))["test --help"]
     absent = spec(tmp_path, test_help={"argv": [str(tmp_path / "nope")], "cwd": None, "env": None})
     assert "could not start" in failed(run_checks(absent, environ={}))["test --help"]
@@ -89,7 +96,9 @@ def test_the_script_runs_alone_as_it_does_over_ssh(tmp_path):
 
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(spec(tmp_path, flags=["--nope"])))
-    out = subprocess.run([sys.executable, preflight.__file__, str(spec_file)], capture_output=True, text=True, env={}, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, preflight.__file__, str(spec_file)], capture_output=True, text=True, env={}, check=True
+    ).stdout
     assert failed(json.loads(out)) == {
         "deepep.test_args flags in the test's --help": f"not in `{sys.executable} {tmp_path / 'fake_test.py'} --help`: --nope (deepep.test_args)"
     }
@@ -99,10 +108,20 @@ def config(launcher="local", master_port="auto", shmem_port="auto"):
     return {
         "launcher": launcher,
         "cluster": {"nodes": 2, "ranks_per_node": 8, "master_port": master_port, "shmem_port": shmem_port},
-        "deepep": {"python": "python3", "test": "t.py", "test_args": ["--ep-size", "{ranks_per_node}", "--seed", "{seed}"]},
+        "deepep": {
+            "python": "python3",
+            "test": "t.py",
+            "test_args": ["--ep-size", "{ranks_per_node}", "--seed", "{seed}"],
+        },
         "preflight": {"expected_mib_per_rank": 100},
         "kernel": {"name": "elastic_dispatch_kernel"},
-        "pmu": {"metrics": ["PipeUtilization"], "timelines": [], "launch_count": 1, "warm_up": 0, "launch_skip_before_match": None},
+        "pmu": {
+            "metrics": ["PipeUtilization"],
+            "timelines": [],
+            "launch_count": 1,
+            "warm_up": 0,
+            "launch_skip_before_match": None,
+        },
     }
 
 
@@ -137,9 +156,16 @@ def test_profiler_options_are_checked_against_the_captured_help(tmp_path):
 
 
 def test_the_instr_timeline_pipe_option_is_checked_only_when_instr_timeline_runs(tmp_path):
-    capture = help_capture(tmp_path, "  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n  --launch-count=<n>\n")
-    instr = {**config(), "pipe_timeline": {"runs": ["PipeTimeline", "InstrTimeline"], "instr_timeline_pipe": "mte2|vector"}}
-    assert failed(profiler_findings(instr, capture)) == {"msopprof options in its --help": "not in `msopprof --help`: --instr-timeline-pipe"}
+    capture = help_capture(
+        tmp_path, "  --kernel-name=<n>\n  --aic-metrics=<m>\n  --output=<p>\n  --warm-up=<n>\n  --launch-count=<n>\n"
+    )
+    instr = {
+        **config(),
+        "pipe_timeline": {"runs": ["PipeTimeline", "InstrTimeline"], "instr_timeline_pipe": "mte2|vector"},
+    }
+    assert failed(profiler_findings(instr, capture)) == {
+        "msopprof options in its --help": "not in `msopprof --help`: --instr-timeline-pipe"
+    }
     pipe_only = {**config(), "pipe_timeline": {"runs": ["PipeTimeline"], "instr_timeline_pipe": None}}
     assert failed(profiler_findings(pipe_only, capture)) == {}
 
@@ -151,11 +177,22 @@ def test_preflight_writes_where_every_stage_will_write_and_names_what_it_cannot(
     results = tmp_path / "results"
     (results / "baseline" / "timeline" / "raw" / "node0" / "deep").mkdir(parents=True)
     dirs = write_dirs(results)
-    assert dirs == [str(results), *(str(results / p) for p in ("baseline", "baseline/timeline", "baseline/timeline/raw"))]
+    assert dirs == [
+        str(results),
+        *(str(results / p) for p in ("baseline", "baseline/timeline", "baseline/timeline/raw")),
+    ]
     ok = [f for f in run_checks({"write_dirs": dirs}) if f["check"] == "results/ writable"]
-    assert ok == [{"check": "results/ writable", "ok": True, "detail": "a file was written and removed in each of 4 directories"}]
+    assert ok == [
+        {"check": "results/ writable", "ok": True, "detail": "a file was written and removed in each of 4 directories"}
+    ]
     assert sorted(p.name for p in (results / "baseline").iterdir()) == ["timeline"]  # the probe files are gone
     # A directory that cannot take a file (the tests run as root, for whom permissions do not count: a file in the way)
     (results / "baseline" / "pmu").write_text("")
-    bad = [f for f in run_checks({"write_dirs": [*dirs, str(results / "baseline" / "pmu")]}) if f["check"] == "results/ writable"]
-    assert bad[0]["ok"] is False and bad[0]["detail"].startswith(f"cannot write in {results / 'baseline' / 'pmu'}: "), bad
+    bad = [
+        f
+        for f in run_checks({"write_dirs": [*dirs, str(results / "baseline" / "pmu")]})
+        if f["check"] == "results/ writable"
+    ]
+    assert bad[0]["ok"] is False and bad[0]["detail"].startswith(f"cannot write in {results / 'baseline' / 'pmu'}: "), (
+        bad
+    )

@@ -13,7 +13,13 @@ from dispatchprof.shell.config import probe_problems
 from dispatchprof.shell.status import Status, Validation
 from dispatchprof.tools.simulator import judge, simulator_command, tool_timeout_min
 
-PROBE = {"enabled": True, "command": ["python3", "p.py"], "soc_version": "Ascend950PR_9599", "entry": "msopprof", "top": 10}
+PROBE = {
+    "enabled": True,
+    "command": ["python3", "p.py"],
+    "soc_version": "Ascend950PR_9599",
+    "entry": "msopprof",
+    "top": 10,
+}
 
 
 def test_probe_needs_a_command_and_an_explicit_soc_and_refuses_950():
@@ -27,7 +33,17 @@ def test_probe_needs_a_command_and_an_explicit_soc_and_refuses_950():
 def test_simulator_timeout_is_whole_minutes_within_the_budget():
     assert [tool_timeout_min(s) for s in (5, 60, 119, 1800, 10**7)] == [1, 1, 1, 30, 2880]
     argv = simulator_command("msprof op", "Ascend950PR_9599", Path("/r/raw"), 1800, ["python3", "p.py", "--x"])
-    assert argv == ["msprof", "op", "simulator", "--soc-version=Ascend950PR_9599", "--output=/r/raw", "--timeout=30", "python3", "p.py", "--x"]
+    assert argv == [
+        "msprof",
+        "op",
+        "simulator",
+        "--soc-version=Ascend950PR_9599",
+        "--output=/r/raw",
+        "--timeout=30",
+        "python3",
+        "p.py",
+        "--x",
+    ]
     named = simulator_command("msopprof", "Ascend950PR_9599", Path("/r/raw"), 1800, ["./probe"], "build_descriptors*")
     assert named == [
         "msopprof",
@@ -44,8 +60,16 @@ def test_simulator_timeout_is_whole_minutes_within_the_budget():
 
 def test_judge_names_refusals_timeouts_and_missing_output():
     assert judge("[ERROR] --soc-version=X is invalid\n", 255, False, 0, 600, "msopprof").state == "failed"
-    assert "refused the probe: [ERROR] --soc-version=X" in judge("[ERROR] --soc-version=X is invalid\n", 255, False, 0, 600, "msopprof").reason
-    assert judge("[INFO]  The timeout has reached and the application will be forcibly killed.", 0, False, 1, 600, "msopprof").state == "timeout"
+    assert (
+        "refused the probe: [ERROR] --soc-version=X"
+        in judge("[ERROR] --soc-version=X is invalid\n", 255, False, 0, 600, "msopprof").reason
+    )
+    assert (
+        judge(
+            "[INFO]  The timeout has reached and the application will be forcibly killed.", 0, False, 1, 600, "msopprof"
+        ).state
+        == "timeout"
+    )
     assert judge("", None, True, 0, 600, "msopprof").state == "timeout"
     assert judge("[INFO] done", 0, False, 0, 600, "msopprof").state == "invalid"
     assert judge("[INFO] done", 0, False, 1, 600, "msopprof").state == "ok"
@@ -65,7 +89,9 @@ def test_open_boundaries_list_refused_and_disabled_stages_metrics_replay_and_net
         "pcsampling": status("pcsampling", "failed", "msopprof refused to run: [ERROR] x"),
         "probe": status("probe", "disabled", "probe.enabled is false"),
     }
-    items = open_boundaries(statuses, {"pmu": status("pmu", "ok", validations=replay)}, {"pmu": ["aiv_mte3_active_bw(GB/s)"]})
+    items = open_boundaries(
+        statuses, {"pmu": status("pmu", "ok", validations=replay)}, {"pmu": ["aiv_mte3_active_bw(GB/s)"]}
+    )
     text = "\n".join(items)
     assert "pcsampling: failed: msopprof refused to run: [ERROR] x" in text
     assert "probe: not run (disabled): probe.enabled is false" in text
@@ -73,10 +99,17 @@ def test_open_boundaries_list_refused_and_disabled_stages_metrics_replay_and_net
     assert "Kernel replay verified in this run by pmu" in text and "unresolved" not in text
     assert "Network evidence" in text and "SHMEM/URMA" in text
     # a new stage is included by its status alone: its replay check and its details.not_provided
-    statuses["pipe_timeline"] = status("timeline", "timeout", "PipeTimeline replay hung", validations=replay, details={"not_provided": ["trace.json"]})
+    statuses["pipe_timeline"] = status(
+        "timeline", "timeout", "PipeTimeline replay hung", validations=replay, details={"not_provided": ["trace.json"]}
+    )
     text = "\n".join(open_boundaries(statuses))
-    assert "pipe_timeline: timeout: PipeTimeline replay hung" in text and "pipe_timeline: not provided (absent or NA, never read as 0): trace.json" in text
-    assert "PMU replay compatibility of the full kernel unresolved" in text  # pmu's collect part not given: nothing verified
+    assert (
+        "pipe_timeline: timeout: PipeTimeline replay hung" in text
+        and "pipe_timeline: not provided (absent or NA, never read as 0): trace.json" in text
+    )
+    assert (
+        "PMU replay compatibility of the full kernel unresolved" in text
+    )  # pmu's collect part not given: nothing verified
 
 
 def test_artifact_guide_lists_every_artifact_with_a_working_link_or_an_absolute_path(tmp_path, monkeypatch):
@@ -127,7 +160,9 @@ def test_the_answer_states_the_probe_as_a_local_hypothesis_only_when_it_is_ok():
     probe = {"label": "simulator, single card, local probe", "cachemiss": cm}
     sentence = "A local probe under msopprof simulator (simulator, single card, local probe) counted 68 I-cache misses, most at 0x10f86a00 (17)"
     assert sentence in evidence_paragraph({**statuses, "probe": status("probe", "ok")}, "sim", 16, {"probe": probe})
-    assert "local probe" not in evidence_paragraph({**statuses, "probe": status("probe", "disabled")}, "sim", 16, {"probe": probe})
+    assert "local probe" not in evidence_paragraph(
+        {**statuses, "probe": status("probe", "disabled")}, "sim", 16, {"probe": probe}
+    )
 
 
 def test_a_stage_of_several_replay_runs_is_verified_run_by_run():

@@ -31,7 +31,11 @@ def test_the_stand_in_msprof_runs_a_probe_in_a_path_with_space_and_non_ascii(tmp
     probe = where / "node0.sh"
     probe.write_text('#!/bin/bash\necho "probe ran in $(dirname "$0")"\n')
     out = subprocess.run(
-        ["python3", str(SIM_MSPROF), *msprof_command(where / "raw", [], probe)[1:]], capture_output=True, text=True, timeout=60, env=os.environ
+        ["python3", str(SIM_MSPROF), *msprof_command(where / "raw", [], probe)[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ,
     )
     assert out.returncode == 0, out
     assert f"probe ran in {where}" in out.stdout
@@ -44,7 +48,12 @@ def test_an_output_msprof_refuses_is_refused_with_the_character(tmp_path, char):
         msprof_command(output, [], tmp_path / "probe.sh")
     assert repr(char) in msprof_output_problem(output)
     # and the stand-in refuses it too, as msprof does
-    out = subprocess.run(["python3", str(SIM_MSPROF), f"--output={output}", "bash", "-c", "true"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["python3", str(SIM_MSPROF), f"--output={output}", "bash", "-c", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode != 0 and "invalid characters" in out.stderr
 
 
@@ -56,5 +65,7 @@ def test_any_other_character_is_accepted(name):
 def test_a_workdir_msprof_cannot_write_under_is_refused_before_the_dag(tmp_path):
     workdir = tmp_path / "runs;old"
     found = problems({}, workdir)
-    assert any(p.startswith(f"output path {workdir.resolve() / 'results'} holds ';', which msprof refuses") for p in found), found
+    assert any(
+        p.startswith(f"output path {workdir.resolve() / 'results'} holds ';', which msprof refuses") for p in found
+    ), found
     assert problems({}, tmp_path / "with space é") == []

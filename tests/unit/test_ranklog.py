@@ -9,7 +9,9 @@ PATTERN = r"\[rank (?P<rank>\d+)\].*precision check passed"
 
 def test_pass_lines_are_found_per_rank_with_file_and_line(tmp_path):
     log = tmp_path / "node0.log"
-    log.write_text("[rank 0] node 0 starting\n[rank 1] elastic dispatch precision check passed: 3 tokens\n[rank 0] elastic dispatch precision check passed\n")
+    log.write_text(
+        "[rank 0] node 0 starting\n[rank 1] elastic dispatch precision check passed: 3 tokens\n[rank 0] elastic dispatch precision check passed\n"
+    )
     found = find_pass_lines([log], PATTERN)
     assert sorted(found) == [0, 1]
     assert found[1].line_no == 2 and found[1].path == str(log)
@@ -36,7 +38,10 @@ def test_interleaved_writes_on_one_line_never_give_a_failed_rank_anothers_succes
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 63), st.booleans()), min_size=1, max_size=6))
 def test_however_rank_lines_are_glued_together_only_the_ranks_that_passed_are_found(tmp_path_factory, lines):
-    text = "".join(f"[rank {r}] elastic dispatch precision check {'passed: 3 tokens' if ok else 'FAILED: 1 of 3 differ'}" for r, ok in lines)
+    text = "".join(
+        f"[rank {r}] elastic dispatch precision check {'passed: 3 tokens' if ok else 'FAILED: 1 of 3 differ'}"
+        for r, ok in lines
+    )
     log = tmp_path_factory.mktemp("glued") / "node0.log"
     log.write_text(text + "\n")
     assert set(find_pass_lines([log], PATTERN)) == {r for r, ok in lines if ok}

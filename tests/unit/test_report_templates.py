@@ -30,7 +30,11 @@ def test_compiled_templates_are_kept_and_reused(tmp_path, monkeypatch):
     # The next job loads the compiled template instead of compiling it again.
     loaded = []
     original = html._CompiledTemplates.load_bytecode
-    monkeypatch.setattr(html._CompiledTemplates, "load_bytecode", lambda self, bucket: loaded.append(bucket.key) or original(self, bucket))
+    monkeypatch.setattr(
+        html._CompiledTemplates,
+        "load_bytecode",
+        lambda self, bucket: loaded.append(bucket.key) or original(self, bucket),
+    )
     assert render(directory, 2) == "<p>2</p>" and len(loaded) == 1
     # Another copy of the workflow shares the entry: one file per template name, wherever the workflow is.
     assert render(templates(tmp_path / "b"), 3) == "<p>3</p>" and list(tmp_path.glob(CACHED)) == cached
@@ -83,5 +87,7 @@ def test_no_safe_cache_directory_means_compiling_as_before(tmp_path, monkeypatch
 def test_a_huge_number_is_printed_for_people_never_as_hundreds_of_digits(tmp_path):
     from dispatchprof.report.html import render
 
-    (tmp_path / "t.md.j2").write_text('{{ "%.1f"|format(big) }} us; {{ "%.1f"|format(small) }} us; {{ "%d of %d"|format(3, 4) }}')
+    (tmp_path / "t.md.j2").write_text(
+        '{{ "%.1f"|format(big) }} us; {{ "%.1f"|format(small) }} us; {{ "%d of %d"|format(3, 4) }}'
+    )
     assert render(tmp_path, {"big": 1e300, "small": 12.34}, "t.md.j2") == "1e+300 us; 12.3 us; 3 of 4"

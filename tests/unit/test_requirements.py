@@ -33,7 +33,9 @@ def top_level_imports(directory: Path) -> set[str]:
 def test_snakemakes_report_imports_are_installed_by_requirements_txt():
     # `snakemake --report` failed on a fresh install: its HTML reporter imports pygments, which snakemake
     # does not require (pytest pulled it into the test environment only).
-    unconditional = [r for r in requires("snakemake") or [] if "extra ==" not in r]  # pygments is only in its "reports" extra
+    unconditional = [
+        r for r in requires("snakemake") or [] if "extra ==" not in r
+    ]  # pygments is only in its "reports" extra
     snakemake_requires = {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in unconditional}
     reporter = Path(snakemake.__file__).parent / "report" / "html_reporter"
     third_party = {"pygments"} & top_level_imports(reporter)

@@ -26,7 +26,9 @@ def test_an_analysis_key_in_a_collection_row_is_named() -> None:
 
 
 def test_a_key_the_schema_does_not_have_is_named() -> None:
-    assert row_problems(SCHEMA, {"pmu": ("pmu.metricz",)}) == ["RULE_KEYS['pmu']: pmu.metricz: 'metricz' is not a key of the config schema"]
+    assert row_problems(SCHEMA, {"pmu": ("pmu.metricz",)}) == [
+        "RULE_KEYS['pmu']: pmu.metricz: 'metricz' is not a key of the config schema"
+    ]
 
 
 def test_a_section_of_both_phases_is_a_collection_entry() -> None:

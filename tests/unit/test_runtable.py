@@ -13,10 +13,27 @@ def write(root, stage, state, reason, **kw):
 def test_each_stage_gets_one_line_and_a_skipped_chain_shows_its_root_cause(tmp_path):
     cause = {"stage": "correctness", "state": "failed", "reason": "rank 5 did not pass the precision check"}
     write(tmp_path, "correctness", "failed", cause["reason"])
-    write(tmp_path, "baseline", "skipped", "needs correctness (failed: rank 5 did not pass the precision check)", root_cause=cause)
-    write(tmp_path, "timeline", "skipped", "needs baseline (skipped); root cause: correctness failed: rank 5 ...", root_cause=cause)
+    write(
+        tmp_path,
+        "baseline",
+        "skipped",
+        "needs correctness (failed: rank 5 did not pass the precision check)",
+        root_cause=cause,
+    )
+    write(
+        tmp_path,
+        "timeline",
+        "skipped",
+        "needs baseline (skipped); root cause: correctness failed: rank 5 ...",
+        root_cause=cause,
+    )
     lines = stage_lines(tmp_path, ["exp"], ("correctness", "baseline", "timeline", "pmu"))
-    assert [(line.stage, line.state) for line in lines] == [("correctness", "failed"), ("baseline", "skipped"), ("timeline", "skipped"), ("pmu", "not run")]
+    assert [(line.stage, line.state) for line in lines] == [
+        ("correctness", "failed"),
+        ("baseline", "skipped"),
+        ("timeline", "skipped"),
+        ("pmu", "not run"),
+    ]
     assert lines[2].reason == "root cause: correctness failed: rank 5 did not pass the precision check"
     assert "--until" in lines[3].reason
     rows = format_lines(lines, width=80).splitlines()

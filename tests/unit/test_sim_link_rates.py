@@ -29,7 +29,10 @@ def test_the_schema_and_config_defaults_are_the_stand_ins():
 def test_the_stand_in_reads_the_capacities_the_workflow_passes():
     env = {SIM_ENV["link_gbps"]: _sim_value({"intra_node": 20.0, "inter_node": 5.5})}
     assert dict(Knobs.from_env(env).link_gbps) == {"intra_node": 20.0, "inter_node": 5.5}
-    assert dict(Knobs.from_env({SIM_ENV["link_gbps"]: "inter_node=3"}).link_gbps) == {**DEFAULT_LINK_GBPS, "inter_node": 3.0}
+    assert dict(Knobs.from_env({SIM_ENV["link_gbps"]: "inter_node=3"}).link_gbps) == {
+        **DEFAULT_LINK_GBPS,
+        "inter_node": 3.0,
+    }
     assert dict(Knobs.from_env({}).link_gbps) == dict(DEFAULT_LINK_GBPS)
     with pytest.raises(ValueError, match="DEEPEP_SIM_LINK_GBPS"):
         Knobs.from_env({SIM_ENV["link_gbps"]: "nvlink=3"})
@@ -37,12 +40,24 @@ def test_the_stand_in_reads_the_capacities_the_workflow_passes():
 
 def test_under_sim_the_peaks_are_the_simulator_capacity_and_say_so():
     peaks = sim_link_peaks({"link_gbps": {"intra_node": 16.8, "inter_node": 11.2}})
-    assert peaks["intra_node"]["peak_gbps"] == pytest.approx(16.8) and peaks["inter_node"]["peak_gbps"] == pytest.approx(11.2)
-    assert all(p["kind"] == "simulator" and p["source"].startswith("simulator capacity") and "not a hardware figure" in p["source"] for p in peaks.values())
+    assert peaks["intra_node"]["peak_gbps"] == pytest.approx(16.8) and peaks["inter_node"][
+        "peak_gbps"
+    ] == pytest.approx(11.2)
+    assert all(
+        p["kind"] == "simulator"
+        and p["source"].startswith("simulator capacity")
+        and "not a hardware figure" in p["source"]
+        for p in peaks.values()
+    )
 
 
 def test_configured_peaks_keep_null_as_not_configured():
-    hw = {"links": {"intra_node": {"peak_gbps": 50.0, "source": "a datasheet"}, "inter_node": {"peak_gbps": None, "source": None}}}
+    hw = {
+        "links": {
+            "intra_node": {"peak_gbps": 50.0, "source": "a datasheet"},
+            "inter_node": {"peak_gbps": None, "source": None},
+        }
+    }
     peaks = configured_link_peaks(hw)
     assert peaks["intra_node"] == {"peak_gbps": 50.0, "source": "a datasheet", "kind": "configured"}
     assert peaks["inter_node"]["peak_gbps"] is None

@@ -37,7 +37,9 @@ def test_on_the_tested_version_both_methods_are_patched_once(unpatched: None) ->
     assert tolerate_unwritable_results() is None and DAG.cleanup_workdir is patched  # not wrapped twice
 
 
-def test_an_unknown_version_is_refused_naming_it_and_the_consequence(unpatched: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unknown_version_is_refused_naming_it_and_the_consequence(
+    unpatched: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(snakemake, "__version__", "9.99.0")
     original_dirs, original_job = DAG.cleanup_workdir, Job.cleanup
     note = tolerate_unwritable_results()
@@ -70,7 +72,9 @@ def test_the_patched_cleanup_says_one_line_for_an_unwritable_directory_and_raise
     raised.append(OSError(errno.EROFS, "Read-only file system", "results/x"))
     DAG.cleanup_workdir(object())
     err = capsys.readouterr().err
-    assert err == "snakemake: cannot remove the empty output directory results/x (Read-only file system): left as it is\n"
+    assert (
+        err == "snakemake: cannot remove the empty output directory results/x (Read-only file system): left as it is\n"
+    )
     raised[0] = OSError(errno.ENOENT, "No such file or directory", "results/y")
     with pytest.raises(OSError, match="No such file"):
         DAG.cleanup_workdir(object())

@@ -2,7 +2,17 @@ import json
 
 import pytest
 
-from dispatchprof.shell.status import SCHEMA, Status, StatusError, Validation, fold, gate, read_status, worst_state, write_status
+from dispatchprof.shell.status import (
+    SCHEMA,
+    Status,
+    StatusError,
+    Validation,
+    fold,
+    gate,
+    read_status,
+    worst_state,
+    write_status,
+)
 
 
 def make(stage="pmu", state="ok", reason="fine", **kw):
@@ -34,7 +44,9 @@ def test_status_file_carries_schema_toolchain_and_every_contract_field(tmp_path)
     assert read_status(path) == make(command=["msopprof", "--help"], exit_code=0, validations=[Validation("x", True)])
 
 
-@pytest.mark.parametrize("field,value", [("state", "great"), ("stage", "nope"), ("toolchain", "gpu"), ("source", "web"), ("reason", "")])
+@pytest.mark.parametrize(
+    "field,value", [("state", "great"), ("stage", "nope"), ("toolchain", "gpu"), ("source", "web"), ("reason", "")]
+)
 def test_status_refuses_values_outside_the_contract(field, value):
     kwargs = {"stage": "pmu", "state": "ok", "reason": "r", "toolchain": "sim"}
     kwargs[field] = value
@@ -58,7 +70,10 @@ def test_worst_state_order_is_failed_timeout_invalid_skipped_ok():
 
 
 def test_fold_names_the_worst_parts_in_its_reason():
-    parts = {"node0": make(stage="env_capture"), "node1": make(stage="env_capture", state="failed", reason="npu-smi hung")}
+    parts = {
+        "node0": make(stage="env_capture"),
+        "node1": make(stage="env_capture", state="failed", reason="npu-smi hung"),
+    }
     folded = fold("env_capture", "baseline", "sim", parts)
     assert folded.state == "failed"
     assert "node1: npu-smi hung" in folded.reason
@@ -71,7 +86,10 @@ def test_gate_blocks_on_needed_inputs_only_and_names_the_root_cause_once(tmp_pat
     assert direct.reason() == "needs correctness (failed: rank 5 did not pass)"
     cause = {"stage": "correctness", "state": "failed", "reason": "rank 5 did not pass"}
     assert direct.root_cause() == cause
-    write_status(tmp_path / "base.json", make(stage="baseline", state="skipped", reason=direct.reason(), root_cause=direct.root_cause()))
+    write_status(
+        tmp_path / "base.json",
+        make(stage="baseline", state="skipped", reason=direct.reason(), root_cause=direct.root_cause()),
+    )
     write_status(tmp_path / "opt.json", make(stage="timeline", state="invalid", reason="missing device"))
     g = gate({"baseline": tmp_path / "base.json"}, optional={"timeline": tmp_path / "opt.json"})
     assert not g.open
@@ -86,7 +104,9 @@ def test_a_long_skipped_chain_states_its_root_cause_once(tmp_path):
     write_status(tmp_path / "s0.json", make(stage="env_capture", state="failed", reason="npu-smi hung"))
     for i in range(1, 16):
         g = gate({f"part{i - 1}": tmp_path / f"s{i - 1}.json"})
-        write_status(tmp_path / f"s{i}.json", make(stage="pmu", state="skipped", reason=g.reason(), root_cause=g.root_cause()))
+        write_status(
+            tmp_path / f"s{i}.json", make(stage="pmu", state="skipped", reason=g.reason(), root_cause=g.root_cause())
+        )
     last = read_status(tmp_path / "s15.json")
     assert last.reason.count("npu-smi hung") == 1 and last.reason.count("needs") == 1
     assert last.root_cause == {"stage": "env_capture", "state": "failed", "reason": "npu-smi hung"}
@@ -94,7 +114,10 @@ def test_a_long_skipped_chain_states_its_root_cause_once(tmp_path):
 
 def test_a_folded_skipped_stage_keeps_its_parts_root_cause():
     cause = {"stage": "timeline", "state": "invalid", "reason": "no target kernel"}
-    parts = {f"node{n}": make(stage="pmu", state="skipped", reason="needs timeline (invalid)", root_cause=cause) for n in range(2)}
+    parts = {
+        f"node{n}": make(stage="pmu", state="skipped", reason="needs timeline (invalid)", root_cause=cause)
+        for n in range(2)
+    }
     assert fold("pmu", "baseline", "sim", parts).root_cause == cause
 
 
@@ -144,7 +167,9 @@ def test_copies_and_generated_scripts_respect_the_umask_not_the_sources_mode(tmp
         copy_under_umask(lib, tmp_path / "lib_copy.so")
         copy_under_umask(script, tmp_path / "build_copy.sh")
         assert (tmp_path / "lib_copy.so").stat().st_mode & 0o777 == 0o640
-        assert (tmp_path / "build_copy.sh").stat().st_mode & 0o777 == 0o750  # still executable, as far as the umask allows
+        assert (
+            tmp_path / "build_copy.sh"
+        ).stat().st_mode & 0o777 == 0o750  # still executable, as far as the umask allows
         probe = tmp_path / "node0.sh"
         probe.write_text("#!/bin/sh\n")
         make_executable(probe)
@@ -155,6 +180,8 @@ def test_copies_and_generated_scripts_respect_the_umask_not_the_sources_mode(tmp
         (repo / "scripts" / "build.sh").write_text("#!/bin/sh\n")
         (repo / "scripts" / "build.sh").chmod(0o755)
         tree = make_tree(repo, tmp_path / "results" / "debug_tree").path
-        assert (tree / "scripts").stat().st_mode & 0o777 == 0o750 and (tree / "scripts" / "build.sh").stat().st_mode & 0o777 == 0o750
+        assert (tree / "scripts").stat().st_mode & 0o777 == 0o750 and (
+            tree / "scripts" / "build.sh"
+        ).stat().st_mode & 0o777 == 0o750
     finally:
         os.umask(old)

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from dispatchprof.shell.runtable import format_lines, stage_lines
 from dispatchprof.shell.stage import needed_parts_or_end
-from dispatchprof.shell.status import Status, StatusError, Validation, gate, read_input_status, read_status, write_status
+from dispatchprof.shell.status import (
+    Status,
+    StatusError,
+    Validation,
+    gate,
+    read_input_status,
+    read_status,
+    write_status,
+)
 
 
 def good(stage: str = "timeline", **kw) -> Status:
@@ -35,14 +43,26 @@ def tampered(root: Path, change, stage: str = "timeline") -> Path:
 @pytest.mark.parametrize(
     "change,said",
     [
-        (lambda d: d.update(validations="coverage ok"), "field 'validations' is a string ('coverage ok'), expected a list of validations"),
+        (
+            lambda d: d.update(validations="coverage ok"),
+            "field 'validations' is a string ('coverage ok'), expected a list of validations",
+        ),
         (lambda d: d.update(validations=[["coverage", True]]), "field 'validations' is a list"),
-        (lambda d: d["validations"][0].update(passed="yes"), "validation 1: field 'passed' is a string ('yes'), expected true or false"),
+        (
+            lambda d: d["validations"][0].update(passed="yes"),
+            "validation 1: field 'passed' is a string ('yes'), expected true or false",
+        ),
         (lambda d: d["validations"][0].pop("check"), "validation 1: field 'check' is missing"),
-        (lambda d: d["validations"][0].update(severity="fatal"), "validation 1: field 'severity' is a string ('fatal'), expected one of error, warning"),
+        (
+            lambda d: d["validations"][0].update(severity="fatal"),
+            "validation 1: field 'severity' is a string ('fatal'), expected one of error, warning",
+        ),
         (lambda d: d.pop("reason"), "field 'reason' is missing (expected a string)"),
         (lambda d: d.pop("state"), "field 'state' is missing"),
-        (lambda d: d.update(state="great"), "field 'state' is 'great', expected one of ok, failed, timeout, invalid, skipped, disabled"),
+        (
+            lambda d: d.update(state="great"),
+            "field 'state' is 'great', expected one of ok, failed, timeout, invalid, skipped, disabled",
+        ),
         (lambda d: d.update(stage="nope"), "field 'stage' is 'nope', expected one of env_capture"),
         (lambda d: d.update(node="1"), "field 'node' is a string ('1'), expected an integer or null"),
         (lambda d: d.update(node=True), "field 'node' is a boolean (True), expected an integer or null"),
@@ -51,7 +71,10 @@ def tampered(root: Path, change, stage: str = "timeline") -> Path:
         (lambda d: d.update(details=None), "field 'details' is null, expected a mapping"),
         (lambda d: d.update(command="msprof --help"), "field 'command' is a string"),
         (lambda d: d.update(reason=""), "field 'reason' is empty"),
-        (lambda d: d.update(schema="dispatchprof.status/0"), "field 'schema' is 'dispatchprof.status/0', expected 'dispatchprof.status/1'"),
+        (
+            lambda d: d.update(schema="dispatchprof.status/0"),
+            "field 'schema' is 'dispatchprof.status/0', expected 'dispatchprof.status/1'",
+        ),
     ],
 )
 def test_a_field_of_the_wrong_type_or_missing_or_unknown_is_named_with_what_was_expected(tmp_path, change, said):
@@ -112,14 +135,19 @@ def mangled(draw) -> bytes:
         data["validations"] = [
             draw(json_values)
             if draw(st.booleans())
-            else {**data["validations"][0], draw(st.sampled_from(["check", "passed", "severity", "detail"])): draw(json_values)}
+            else {
+                **data["validations"][0],
+                draw(st.sampled_from(["check", "passed", "severity", "detail"])): draw(json_values),
+            }
         ]
     text = json.dumps(data, ensure_ascii=False)
     if how == "truncate":
         raw = text.encode()
         return raw[: draw(st.integers(0, len(raw)))]
     if how == "encoding":
-        return text.encode(draw(st.sampled_from(["utf-16", "utf-32", "latin-1", "cp1252"])), errors="replace") + draw(st.binary(max_size=4))
+        return text.encode(draw(st.sampled_from(["utf-16", "utf-32", "latin-1", "cp1252"])), errors="replace") + draw(
+            st.binary(max_size=4)
+        )
     return text.encode()
 
 
@@ -133,7 +161,11 @@ def test_any_mangled_status_file_ends_in_a_status_or_a_status_error(tmp_path, ra
     except StatusError as exc:
         assert str(exc).startswith(f"{path}: ")
         stand_in = read_input_status(path)  # what a stage downstream sees instead: skipped, the file its root cause
-        assert stand_in.state == "skipped" and stand_in.root_cause["state"] == "unreadable" and str(path) in stand_in.reason
+        assert (
+            stand_in.state == "skipped"
+            and stand_in.root_cause["state"] == "unreadable"
+            and str(path) in stand_in.reason
+        )
     else:
         assert isinstance(status, Status) and all(isinstance(v, Validation) for v in status.validations)
         assert Status.from_dict(json.loads(json.dumps(status.to_dict())), path) == status  # what was read writes back
@@ -145,8 +177,14 @@ def test_a_stage_gating_on_a_damaged_status_is_skipped_naming_the_file(tmp_path)
     path = tampered(tmp_path, lambda d: d.update(validations="coverage ok"))
     g = gate({"timeline": path})
     assert not g.open and g.upstream == {"timeline": "skipped"}
-    assert g.root_cause() == {"stage": "timeline", "state": "unreadable", "reason": str(read_input_status(path).root_cause["reason"])}
-    assert g.reason().startswith(f"needs timeline (skipped); root cause: timeline unreadable: {path}: field 'validations' is a string")
+    assert g.root_cause() == {
+        "stage": "timeline",
+        "state": "unreadable",
+        "reason": str(read_input_status(path).root_cause["reason"]),
+    }
+    assert g.reason().startswith(
+        f"needs timeline (skipped); root cause: timeline unreadable: {path}: field 'validations' is a string"
+    )
     # the next stage down states the same root cause once
     downstream = place(tmp_path, "pmu")
     write_status(downstream, Status("pmu", "exp", "skipped", g.reason(), "sim", root_cause=g.root_cause()))
@@ -178,7 +216,10 @@ class FakeSnakemake:
     def __init__(self, root: Path, inputs: dict[str, Path]):
         self.input = inputs
         self.params = {"needed": list(inputs)}
-        self.output = {"status": root / "results" / "exp" / "pmu" / "status.json", "stats": root / "results" / "exp" / "pmu" / "stats.json"}
+        self.output = {
+            "status": root / "results" / "exp" / "pmu" / "status.json",
+            "stats": root / "results" / "exp" / "pmu" / "stats.json",
+        }
         self.log = []
         self.wildcards = {"experiment": "exp"}
         self.config = {}
@@ -203,7 +244,10 @@ def test_a_stage_folding_a_damaged_needed_part_ends_skipped_naming_the_file(tmp_
     with pytest.raises(SystemExit) as ended:
         needed_parts_or_end(smk, "pmu")
     assert ended.value.code == 0
-    assert run.written.state == "skipped" and f"timeline: its status file is unreadable: {damaged}: field 'state' is missing" in run.written.reason
+    assert (
+        run.written.state == "skipped"
+        and f"timeline: its status file is unreadable: {damaged}: field 'state' is missing" in run.written.reason
+    )
     assert run.written.root_cause["state"] == "unreadable"
 
 
@@ -214,7 +258,12 @@ def test_the_end_of_run_table_prints_every_row_with_one_tampered_status(tmp_path
     g = gate({"timeline": path})
     write_status(place(tmp_path, "pmu"), Status("pmu", "exp", "skipped", g.reason(), "sim", root_cause=g.root_cause()))
     lines = stage_lines(results, ["exp"], ("correctness", "timeline", "pmu", "report"))
-    assert [(line.stage, line.state) for line in lines] == [("correctness", "ok"), ("timeline", "unreadable"), ("pmu", "skipped"), ("report", "not run")]
+    assert [(line.stage, line.state) for line in lines] == [
+        ("correctness", "ok"),
+        ("timeline", "unreadable"),
+        ("pmu", "skipped"),
+        ("report", "not run"),
+    ]
     table = format_lines(lines, width=400)
     assert f"{path}: field 'validations' is a string ('coverage ok'), expected a list of validations" in table
     assert f"root cause: timeline unreadable: {path}: field 'validations'" in table

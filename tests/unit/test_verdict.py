@@ -34,7 +34,10 @@ def cause(evidence, cost, rank=None, node=None, ranks=None, share=0.4, bound=Non
     }
 
 
-BASELINE = {"per_iteration_max_us": {"median": 412.34, "median_ci95": [401.0, 420.5], "p95": 450.0, "n": 100}, "slowest_named": None}
+BASELINE = {
+    "per_iteration_max_us": {"median": 412.34, "median_ci95": [401.0, 420.5], "p95": 450.0, "n": 100},
+    "slowest_named": None,
+}
 
 
 def timeline(causes, waiting=(), compared=13):
@@ -44,7 +47,10 @@ def timeline(causes, waiting=(), compared=13):
         "causes": causes,
         "straggler": {**causes[0], "evidence": causes[0]["evidence"]}
         if causes
-        else {"evidence": "none", "explanation": "no cause costs the group more than 1 us per launch (timeline.waits.min_cost_us)"},
+        else {
+            "evidence": "none",
+            "explanation": "no cause costs the group more than 1 us per launch (timeline.waits.min_cost_us)",
+        },
         "waiting": {"ranks": list(waiting), "causes_left_out": [12, 13], "compared": compared},
         "coverage": {"found": 16, "expected": 16, "missing": []},
     }
@@ -65,18 +71,29 @@ def table(items):
 
 
 def test_the_answer_opens_with_latency_then_the_top_cause_and_its_cost_within_60_words():
-    causes = [cause("late_arrival", 47.42, rank=3), cause("own_work", 12.0, rank=14, share=0.1), cause("late_ending_node", 8.0, node=1, ranks=[8, 15])]
+    causes = [
+        cause("late_arrival", 47.42, rank=3),
+        cause("own_work", 12.0, rank=14, share=0.1),
+        cause("late_ending_node", 8.0, node=1, ranks=[8, 15]),
+    ]
     items = verdict(facts(causes, waiting=[0, 1, 2]))
     text = "\n".join(item_text(i) for i in items)
     assert word_count(text) <= 150
     first = " ".join(text.split()[:60])
     assert "rank 3" in first and "47.4 us per launch" in first
-    assert lines(items)[1].text.startswith("A dispatch takes 412.3 us (group median") and "95% CI 401.0-420.5" in lines(items)[1].text
+    assert (
+        lines(items)[1].text.startswith("A dispatch takes 412.3 us (group median")
+        and "95% CI 401.0-420.5" in lines(items)[1].text
+    )
     rows = table(items).rows
     assert [r.who for r in rows] == ["rank 3", "rank 14", "node 1 (ranks 8-15)"]
     for row, c in zip(rows, causes):  # the cells say the numbers of the causes table
         cost, lo, hi = map(float, re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", row.cost).groups())
-        assert abs(cost - c["cost_us_per_launch"]) <= 0.05 and abs(lo - c["cost_ci_us"][0]) <= 0.05 and abs(hi - c["cost_ci_us"][1]) <= 0.05
+        assert (
+            abs(cost - c["cost_us_per_launch"]) <= 0.05
+            and abs(lo - c["cost_ci_us"][0]) <= 0.05
+            and abs(hi - c["cost_ci_us"][1]) <= 0.05
+        )
         assert row.share == f"{100 * c['cost_share']:.0f}%"
 
 
@@ -86,11 +103,18 @@ def test_every_line_is_at_most_40_words_and_every_cause_and_open_question_has_a_
     assert all(word_count(item_text(i)) <= 40 for i in lines(items))
     rows = table(items).rows
     # the PMU is ok (its file), DebugClock is not: the own-work rank's step collects DebugClock, forced and asked for
-    assert all(r.step.startswith("snakemake --cores 2 results/exp/debugclock/status.json --forcerun debugclock_collect") for r in rows)
-    assert all(r.step.endswith("--configfile config/config.yaml exp.yaml --config 'debugclock={when: always}'") for r in rows)
+    assert all(
+        r.step.startswith("snakemake --cores 2 results/exp/debugclock/status.json --forcerun debugclock_collect")
+        for r in rows
+    )
+    assert all(
+        r.step.endswith("--configfile config/config.yaml exp.yaml --config 'debugclock={when: always}'") for r in rows
+    )
     (dc,) = [i for i in lines(items) if i.topic == "open"]
     assert dc.text == "DebugClock not run (disabled):" and dc.step == rows[0].step
-    assert "ends late inside the kernel" in [r.kind for r in rows] and rows[1].who == "rank 9"  # a single rank reads "rank 9"
+    assert (
+        "ends late inside the kernel" in [r.kind for r in rows] and rows[1].who == "rank 9"
+    )  # a single rank reads "rank 9"
 
 
 def test_a_bound_is_said_as_one_and_its_footnote_says_what_gives_a_number():
@@ -104,7 +128,10 @@ def test_a_bound_is_said_as_one_and_its_footnote_says_what_gives_a_number():
 def test_no_cause_says_so_and_a_missing_pmu_gives_its_command():
     items = verdict(facts([], waiting=[], states=statuses(pmu="timeout", debugclock="disabled"), ok=()))
     texts = [i.text for i in lines(items)]
-    assert "No rank or node costs the group over 1 us per launch; a slowdown every rank shares would not stand out (DebugClock can show one)." in texts
+    assert (
+        "No rank or node costs the group over 1 us per launch; a slowdown every rank shares would not stand out (DebugClock can show one)."
+        in texts
+    )
     assert not any(isinstance(i, CauseTable) for i in items)
     pmu = next(i for i in lines(items) if i.text == "PMU timeout:")
     assert pmu.step.startswith("snakemake --cores 2 results/exp/pmu/status.json --forcerun pmu_collect --configfile")
@@ -135,7 +162,9 @@ def test_the_waiting_line_names_exactly_the_waiting_ranks_and_never_a_cause(caus
     assert "above" not in text and "causes" not in text
     if len(waiting) > (16 - len(cause_ranks)) / 2:
         compared = 16 - len(cause_ranks)
-        assert text.startswith(f"All {compared} ranks" if len(waiting) == compared else f"{len(waiting)} of the {compared} ranks")
+        assert text.startswith(
+            f"All {compared} ranks" if len(waiting) == compared else f"{len(waiting)} of the {compared} ranks"
+        )
     else:
         named = [int(n) for n in re.findall(r"\d+", text.split(" only ")[0])]
         assert named == waiting[:8] + ([len(waiting) - 8] if len(waiting) > 8 else [])
@@ -145,12 +174,17 @@ def test_the_waiting_line_names_exactly_the_waiting_ranks_and_never_a_cause(caus
 
 
 def test_what_limits_the_timeline_is_said_before_its_causes():
-    partial = {**timeline([cause("own_work", 9.0, rank=2)]), "coverage": {"found": 14, "expected": 16, "missing": [3, 9], "sentence": "14 of 16 ranks"}}
+    partial = {
+        **timeline([cause("own_work", 9.0, rank=2)]),
+        "coverage": {"found": 14, "expected": 16, "missing": [3, 9], "sentence": "14 of 16 ranks"},
+    }
     f = facts([])
     f = Facts(f.statuses, "sim", 16, {**f.sections, "timeline": partial}, (), f.run)
     texts = [item_text(i) for i in verdict(f)]
     cover = next(i for i, t in enumerate(texts) if t.startswith("The timeline covers 14 of 16 ranks"))
-    assert cover < next(i for i, t in enumerate(texts) if t.startswith("Top cause: rank 2, own work, 9.0 us per launch"))
+    assert cover < next(
+        i for i, t in enumerate(texts) if t.startswith("Top cause: rank 2, own work, 9.0 us per launch")
+    )
     single = {**partial, "coverage": {"found": 1, "expected": 1, "missing": []}}
     texts = [item_text(i) for i in verdict(Facts(f.statuses, "none", 1, {**f.sections, "timeline": single}, (), f.run))]
     assert "The timeline holds one rank: which rank is slow, and who waits, are not established." in texts
@@ -178,15 +212,25 @@ def test_the_links_line_says_the_bound_and_the_share_and_points_at_debugclock_on
     (line,) = links_of(verdict(near))
     assert line.text == "Links allow 983 us (inter-node at peak): 75% of that bound." and line.step is None
     far = links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
-    assert "42% of that bound" in far.text and "slow link or slow senders" in far.text and far.step.endswith("--forcerun debugclock_collect")
-    named = links_of(verdict(facts([cause("late_arrival", 30.0, rank=5)], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})))[0]
+    assert (
+        "42% of that bound" in far.text
+        and "slow link or slow senders" in far.text
+        and far.step.endswith("--forcerun debugclock_collect")
+    )
+    named = links_of(
+        verdict(
+            facts([cause("late_arrival", 30.0, rank=5)], baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)})
+        )
+    )[0]
     assert "slow link" not in named.text and named.step is None  # a cause stands out: it is the reading, not the links
 
 
 def test_no_bound_no_links_line_and_an_efficiency_above_one_says_the_peak_is_wrong():
     assert links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": {**bandwidth(None, far=False)}}))) == []
     assert links_of(verdict(facts([]))) == []
-    (over,) = links_of(verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(1.4, far=False, warning="efficiency 1.40 > 1")})))
+    (over,) = links_of(
+        verdict(facts([], baseline={**BASELINE, "bandwidth": bandwidth(1.4, far=False, warning="efficiency 1.40 > 1")}))
+    )
     assert "140% of that bound" in over.text and "the peak or the byte definition is wrong" in over.text
 
 
@@ -199,13 +243,22 @@ def icache_of(items):
 
 
 def test_a_striking_icache_miss_rate_is_said_against_the_other_roles_with_its_time_and_the_probe_as_next_step():
-    roles = {"URMASendToken": role(0.279, 1312.4), "CalCumSum": role(0.03), "TokenCopyToBuffer": role(0.015), "SelfCopyToken": role(0.02)}
+    roles = {
+        "URMASendToken": role(0.279, 1312.4),
+        "CalCumSum": role(0.03),
+        "TokenCopyToBuffer": role(0.015),
+        "SelfCopyToken": role(0.02),
+    }
     pmu = {"roles": roles, "busiest": {"role": "URMASendToken", "rank": 11, "excess_us": 60.0, "excess_ratio": 0.5}}
     (line,) = icache_of(verdict(facts([], pmu=pmu)))
     assert "URMASendToken misses 27.9% (other roles 1.5-3.0%), cores 1312 us" in line.text
     assert "not a verdict" in line.text and line.step.startswith("probe.enabled: true")
     with_probe = {**statuses(debugclock="disabled"), "probe": Status("probe", "e", "ok", "probe reason", "sim")}
-    probed = icache_of(verdict(facts([], states=with_probe, pmu=pmu, probe={"cachemiss": {"total": 5, "top_pcs": []}}, ok=("pmu", "probe"))))[0]
+    probed = icache_of(
+        verdict(
+            facts([], states=with_probe, pmu=pmu, probe={"cachemiss": {"total": 5, "top_pcs": []}}, ok=("pmu", "probe"))
+        )
+    )[0]
     assert probed.step is None  # the probe ran: its own line says what it counted
     # without a chain role: a role whose rate stands apart from the others' is said, one within their spread is not
     apart = {"roles": roles}

@@ -30,7 +30,11 @@ def every_form(experiment: str, invocation: list[str], drilled: set[int]) -> lis
     drill-down (a rank not drilled yet), the baseline's and the timeline's."""
     run = Run(experiment, tuple(invocation), "collect", frozenset(), frozenset(drilled))
     rank = next(r for r in range(16) if r not in drilled)
-    return [*(collect_command(stage, run) for stage in EVIDENCE), drill_step(rank, run), *(open_step(stage, run) for stage in ("baseline", "timeline"))]
+    return [
+        *(collect_command(stage, run) for stage in EVIDENCE),
+        drill_step(rank, run),
+        *(open_step(stage, run) for stage in ("baseline", "timeline")),
+    ]
 
 
 def test_every_printed_command_plans_the_job_it_promises(demo_run):
@@ -42,11 +46,16 @@ def test_every_printed_command_plans_the_job_it_promises(demo_run):
     assert any("debugclock_collect" in c for c in printed_commands(answer)), answer
     invocation = read_invocation(workflow_copy.root / "results/baseline")
     assert invocation[:1] == ["--configfile"], invocation
-    drilled = {int(p.parent.name[4:]) for p in (workflow_copy.root / "results/baseline/timeline/ranks").glob("rank*/detail.json")}
+    drilled = {
+        int(p.parent.name[4:])
+        for p in (workflow_copy.root / "results/baseline/timeline/ranks").glob("rank*/detail.json")
+    }
     commands = sorted(set(printed_commands(md)) | set(every_form("baseline", invocation, drilled)))
     for command in commands:
         words = shlex.split(command)
-        assert words[:3] == ["snakemake", "--cores", "2"] and "--configfile" in words, command  # the run's own config words
+        assert words[:3] == ["snakemake", "--cores", "2"] and "--configfile" in words, (
+            command
+        )  # the run's own config words
         job = promised_job(words)
         dry = workflow_copy.snakemake(*words[3:], "-n", "--quiet", "rules")
         assert dry.returncode == 0, (command, dry.stderr[-2000:])

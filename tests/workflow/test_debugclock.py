@@ -37,11 +37,15 @@ def test_replay_hang_falls_back_to_debugclock_which_names_the_slow_sender(collec
     status = collected.status("debugclock")
     assert status["state"] == "ok", status
     stats = read(collected, "debugclock/stats.json")
-    assert stats["source"] == "akl_trace" and stats["found"]["legacy_csv"] == 16 and stats["found"]["akl_trace"] == 16 * 12
+    assert (
+        stats["source"] == "akl_trace" and stats["found"]["legacy_csv"] == 16 and stats["found"]["akl_trace"] == 16 * 12
+    )
     best = stats["busiest"]
     assert (best["rank"], best["role"], best["slot"], best["phase"]) == (5, "URMASendToken", 4, "send_complete")
     assert stats["role_mismatches"] == [] and stats["launches"] == 16 * (12 - 4)
-    assert stats["busiest_node"] is None  # one slow rank is not its node: the node's other ranks send as fast as the rest
+    assert (
+        stats["busiest_node"] is None
+    )  # one slow rank is not its node: the node's other ranks send as fast as the rest
     assert stats["toolchain"] == "sim"
 
 
@@ -53,7 +57,9 @@ def test_summary_keys_and_overhead(collected):
     assert dc["roles"]["CalCumSum"]["phases"]["dispatch_ready"]["wait"]
     assert dc["wait_slots"]["CalCumSum"] == [2, 6]
     over = read(collected, "debugclock/stats.json")["overhead"]
-    assert over["on_median_us"] > over["off_median_us"] and over["ratio"] == pytest.approx(over["on_median_us"] / over["off_median_us"])
+    assert over["on_median_us"] > over["off_median_us"] and over["ratio"] == pytest.approx(
+        over["on_median_us"] / over["off_median_us"]
+    )
     api = over["scopes"]["api"]
     # the export after the kernel's end tick costs the API scope far more than the markers cost the kernel scope
     assert api["on_median_us"] - api["off_median_us"] > 10 * (over["on_median_us"] - over["off_median_us"])
@@ -95,7 +101,10 @@ def test_report_has_the_section_the_fallback_link_and_the_boundary(collected):
     html = (collected.root / "results/baseline/report/report.html").read_text()
     assert "DebugClock phases per role" in html and html.count("<svg") >= 4
     assert "Wait slots per rank and role" in html and "Work slots per rank and role" in html  # the wait/work heat maps
-    assert "the role link uses the DebugClock fallback" in html and "rank 5&#39;s URMASendToken slot 4 (send_complete)" in html
+    assert (
+        "the role link uses the DebugClock fallback" in html
+        and "rank 5&#39;s URMASendToken slot 4 (send_complete)" in html
+    )
     assert "PMU replay compatibility of the full kernel unresolved" in html
     assert "Slot numbers are not comparable across roles" in html and "Instrumentation overhead" in html
     md = (collected.root / "results/baseline/report/report.md").read_text()
@@ -130,10 +139,14 @@ def test_analyze_mode_without_the_dir_is_skipped_and_a_bad_file_is_invalid(tmp_p
     bad = tmp_path / "bad" / "node0"
     bad.mkdir(parents=True)
     (bad / "dispatch_clock_rank_0.csv").write_text("rank,aiv_id,time_0_cycles\n0,0\n")
-    result = wf.snakemake("--until", "debugclock", overlay=base_overlay(mode="analyze", analyze={"debugclock_dir": str(tmp_path / "bad")}))
+    result = wf.snakemake(
+        "--until", "debugclock", overlay=base_overlay(mode="analyze", analyze={"debugclock_dir": str(tmp_path / "bad")})
+    )
     assert_ended_by_fail_on(result, "baseline/debugclock is invalid")
     status = wf.status("debugclock")
-    assert status["state"] == "invalid" and "dispatch_clock_rank_0.csv: line 2: 2 fields; expected 3" in status["reason"]
+    assert (
+        status["state"] == "invalid" and "dispatch_clock_rank_0.csv: line 2: 2 fields; expected 3" in status["reason"]
+    )
 
 
 def test_a_precision_failure_of_the_legacy_debug_build_makes_the_stage_invalid_everywhere(tmp_path):
@@ -146,10 +159,18 @@ def test_a_precision_failure_of_the_legacy_debug_build_makes_the_stage_invalid_e
     assert_ended_by_fail_on(result, "baseline/pmu is timeout", "baseline/debugclock is invalid")
     collect = json.loads((wf.root / "results/baseline/debugclock/collect/status.json").read_text())
     assert collect["state"] == "invalid", collect
-    assert collect["reason"].startswith("the DEBUG_CLOCK_ON run failed the precision check (run 0: ") and "tpSendCountsOut" in collect["reason"], collect
+    assert (
+        collect["reason"].startswith("the DEBUG_CLOCK_ON run failed the precision check (run 0: ")
+        and "tpSendCountsOut" in collect["reason"]
+    ), collect
     assert "not the kernel's" in collect["details"]["precision_on"]
-    assert any(not v["passed"] and v["severity"] == "error" and "precision of the DEBUG_CLOCK_ON run" in v["check"] for v in collect["validations"])
+    assert any(
+        not v["passed"] and v["severity"] == "error" and "precision of the DEBUG_CLOCK_ON run" in v["check"]
+        for v in collect["validations"]
+    )
     stage = wf.status("debugclock")
     assert stage["state"] == "invalid" and "the DEBUG_CLOCK_ON run failed the precision check" in stage["reason"], stage
     assert wf.status("correctness")["state"] == "ok"
-    assert "debugclock" in result.stdout + result.stderr and "invalid" in result.stdout + result.stderr  # the end-of-run table
+    assert (
+        "debugclock" in result.stdout + result.stderr and "invalid" in result.stdout + result.stderr
+    )  # the end-of-run table

@@ -61,14 +61,27 @@ def job_counts(out: str) -> dict[str, int]:
 def test_analyze_mode_plans_imports_for_what_is_given_and_one_job_for_the_rest(workflow_copy, tmp_path):
     # Experiment a gives only a timeline; b also a PMU tree. Everything else (collection-only stages, stages without
     # artifacts) is one not_provided job per experiment group, not two placeholder jobs per stage.
-    overlay = base_overlay(mode="analyze", analyze={"timeline_dir": str(tmp_path)}, experiments={"a": {}, "b": {"analyze": {"pmu_dir": str(tmp_path)}}})
+    overlay = base_overlay(
+        mode="analyze",
+        analyze={"timeline_dir": str(tmp_path)},
+        experiments={"a": {}, "b": {"analyze": {"pmu_dir": str(tmp_path)}}},
+    )
     result = workflow_copy.snakemake("-n", overlay=overlay)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     jobs = job_counts(out)
     assert jobs["not_provided"] == 1 and jobs["not_provided_2"] == 1, jobs
     assert jobs["timeline_import"] == 2 and jobs["pmu_import"] == 1 and jobs["pmu"] == 1, jobs
-    for rule in ("baseline_import", "pcsampling_import", "pipe_timeline_import", "probe_import", "env_capture", "build", "correctness", "debugclock"):
+    for rule in (
+        "baseline_import",
+        "pcsampling_import",
+        "pipe_timeline_import",
+        "probe_import",
+        "env_capture",
+        "build",
+        "correctness",
+        "debugclock",
+    ):
         assert rule not in jobs, jobs
     assert "env_capture_node" not in out
     assert "rule pmu_import:" in out and "wildcards: experiment=b" in out[out.index("rule pmu_import:") :][:600]
@@ -81,14 +94,21 @@ def test_a_knob_that_can_only_end_at_a_timeout_says_so_in_the_dry_run(workflow_c
         "Note: sim.dead_node: 1: that node never starts its ranks, so correctness ends only at its timeout (timeouts.correctness = 600 s (10.0 min))"
         in result.stderr
     )
-    assert "sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout (timeouts.pmu = 1800 s (30.0 min))" in result.stderr
+    assert (
+        "sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout (timeouts.pmu = 1800 s (30.0 min))"
+        in result.stderr
+    )
     assert "Note:" not in workflow_copy.snakemake("-n", overlay=base_overlay()).stderr
 
 
 def test_a_redirected_latency_csv_is_refused_before_anything_runs(workflow_copy):
     env = {**os.environ, "AKL_LATENCY_OUTPUT_DIR": "/tmp/elsewhere"}
     result = workflow_copy.snakemake("-n", overlay=base_overlay(), env=env)
-    assert result.returncode != 0 and "AKL_LATENCY_OUTPUT_DIR='/tmp/elsewhere'" in result.stderr and "unset it" in result.stderr
+    assert (
+        result.returncode != 0
+        and "AKL_LATENCY_OUTPUT_DIR='/tmp/elsewhere'" in result.stderr
+        and "unset it" in result.stderr
+    )
     assert "Building DAG" not in result.stdout + result.stderr
 
 
@@ -124,17 +144,39 @@ def test_with_an_analysis_partition_only_npu_jobs_go_to_the_npu_partition(workfl
 
     pytest.importorskip("snakemake_executor_plugin_slurm")
     overlay = base_overlay(slurm={"analysis_partition": "cpu", "cann_partition": "cann"}, probe={"enabled": True})
-    result = workflow_copy.snakemake("-n", "-j", "8", "--executor", "slurm", "--default-resources", "slurm_partition=npu", "slurm_account=a", overlay=overlay)
+    result = workflow_copy.snakemake(
+        "-n",
+        "-j",
+        "8",
+        "--executor",
+        "slurm",
+        "--default-resources",
+        "slurm_partition=npu",
+        "slurm_account=a",
+        overlay=overlay,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     partitions = planned_partitions(result.stdout + result.stderr)
     partitions.pop("all")  # the target rule runs nothing (Snakemake keeps it local)
     assert {rule for rule, parts in partitions.items() if parts == {"npu"}} == NPU_JOBS
     assert {rule for rule, parts in partitions.items() if parts == {"cann"}} == {"probe_collect"}
-    assert {rule for rule, parts in partitions.items() if parts == {"cpu"}} == set(partitions) - NPU_JOBS - {"probe_collect"}
+    assert {rule for rule, parts in partitions.items() if parts == {"cpu"}} == set(partitions) - NPU_JOBS - {
+        "probe_collect"
+    }
     assert {"report", "timeline_parse", "pmu", "pcsampling", "baseline"} <= set(partitions) - NPU_JOBS
     # Without the probe in any experiment, its job (it writes "disabled") is no CANN job either
     overlay["probe"]["enabled"] = False
-    result = workflow_copy.snakemake("-n", "-j", "8", "--executor", "slurm", "--default-resources", "slurm_partition=npu", "slurm_account=a", overlay=overlay)
+    result = workflow_copy.snakemake(
+        "-n",
+        "-j",
+        "8",
+        "--executor",
+        "slurm",
+        "--default-resources",
+        "slurm_partition=npu",
+        "slurm_account=a",
+        overlay=overlay,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert planned_partitions(result.stdout + result.stderr)["probe_collect"] == {"cpu"}
 
@@ -146,7 +188,10 @@ def test_a_rule_that_takes_another_rules_fingerprint_row_is_refused(workflow_cop
     rules.write_text(rules.read_text().replace('rule_fingerprint("timeline_rank")', 'rule_fingerprint("timeline")'))
     result = workflow_copy.snakemake("-n", overlay=base_overlay())
     assert result.returncode == 1
-    assert "rule timeline_rank: config_fingerprint=rule_fingerprint('timeline') names another rule's row" in result.stdout + result.stderr
+    assert (
+        "rule timeline_rank: config_fingerprint=rule_fingerprint('timeline') names another rule's row"
+        in result.stdout + result.stderr
+    )
 
 
 def plans_of(out: str, rule: str) -> list[str]:
@@ -168,7 +213,10 @@ def check_profiler_lines(out: str, nodes: int) -> None:
         for plan in plans:
             lines = [x for x in plan.splitlines() if x.strip().startswith("profiler:")]
             assert len(lines) == nodes, (rule, plan)
-            assert all("<decided on the node: `msopprof` or `msprof op`" in x and "--kernel-name=elastic_dispatch_kernel" in x for x in lines), plan
+            assert all(
+                "<decided on the node: `msopprof` or `msprof op`" in x and "--kernel-name=elastic_dispatch_kernel" in x
+                for x in lines
+            ), plan
     (baseline,) = plans_of(out, "baseline_collect")
     assert "profiler:" not in baseline and baseline.count("test: python3 ") == nodes
 
@@ -185,13 +233,18 @@ def test_dry_run_shows_each_collect_jobs_commands_per_node_under_sim(workflow_co
 
 
 def test_dry_run_under_cann_shows_the_plan_and_warns_once_of_what_this_host_lacks(workflow_copy, tmp_path):
-    overlay = base_overlay(toolchain="cann", deepep={"repo": str(tmp_path)}, cann={"install_root": str(tmp_path / "Ascend")})
+    overlay = base_overlay(
+        toolchain="cann", deepep={"repo": str(tmp_path)}, cann={"install_root": str(tmp_path / "Ascend")}
+    )
     result = workflow_copy.snakemake("-n", overlay=overlay, env={**os.environ, "PATH": "/usr/bin:/bin"})
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     check_profiler_lines(out, 2)
     (plan,) = plans_of(out, "pmu_collect")
-    assert f"environment script: source the first existing of {tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh" in plan
+    assert (
+        f"environment script: source the first existing of {tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh"
+        in plan
+    )
     assert "DEEPEP_SIM_" not in plan
     for warned in ("WARNING: cann.set_env: none of", "WARNING: msprof: neither on PATH", "WARNING: deepep: the test"):
         assert result.stderr.count(warned) == 1, (warned, result.stderr[:2000])

@@ -49,10 +49,17 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     trace = json.loads((workflow_copy.root / "results/baseline/timeline/merged_trace.json").read_text())
     assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == set(range(16))
     assert trace["metadata"]["toolchain"] == "sim"  # opened in a viewer, away from the report that says so
-    assert {k: summary["timeline"]["coverage"][k] for k in ("expected", "found", "missing")} == {"expected": 16, "found": 16, "missing": []}
+    assert {k: summary["timeline"]["coverage"][k] for k in ("expected", "found", "missing")} == {
+        "expected": 16,
+        "found": 16,
+        "missing": [],
+    }
     assert summary["timeline"]["kernel_name"] == "elastic_dispatch_kernel"
     defaults = yaml.safe_load((workflow_copy.root / "config/config.yaml").read_text())["timeline"]
-    assert all(v["launches"] == defaults["iterations"] - defaults["warmup"] == 200 for v in summary["timeline"]["per_rank"].values())
+    assert all(
+        v["launches"] == defaults["iterations"] - defaults["warmup"] == 200
+        for v in summary["timeline"]["per_rank"].values()
+    )
     # The msprof-analyze cross-check (timeline.crosscheck: auto; the other tests turn it off) ran on every rank
     # (requirements-dev.txt installs msprof-analyze; without it, auto skips it and says so).
     cross = json.loads((workflow_copy.root / "results/baseline/timeline/crosscheck.json").read_text())
@@ -62,15 +69,21 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     else:
         assert cross["state"] == "skipped", cross
     profs = list((workflow_copy.root / "results/baseline/timeline/raw").glob("node*/PROF_*/device_*/info.json.*"))
-    assert sorted(json.loads(p.read_text())["rank_id"] for p in profs) == list(range(16))  # RANK_ID reached the profiler
+    assert sorted(json.loads(p.read_text())["rank_id"] for p in profs) == list(
+        range(16)
+    )  # RANK_ID reached the profiler
     ranks = pd.read_parquet(workflow_copy.root / "results/baseline/correctness/ranks.parquet")
     assert len(ranks) == 16 and ranks["passed"].all() and sorted(ranks["node"].unique()) == [0, 1]
     env = json.loads((workflow_copy.root / "results/baseline/env_capture/env.json").read_text())
     assert [n["node"] for n in env["nodes"]] == [0, 1] and env["op_profiler_entry"] == "msopprof"
     # the stand-in msprof's --help shows the application after the options: msprof [options] bash <probe>
-    assert {n["msprof_form"]["form"] for n in env["nodes"]} == {"trailing"} and all(not n["set_env"]["used"] for n in env["nodes"])
+    assert {n["msprof_form"]["form"] for n in env["nodes"]} == {"trailing"} and all(
+        not n["set_env"]["used"] for n in env["nodes"]
+    )
     timeline_collect = json.loads((workflow_copy.root / "results/baseline/timeline/collect/status.json").read_text())
-    assert timeline_collect["details"]["msprof_form"] == "trailing" and "--application" not in " ".join(timeline_collect["command"])
+    assert timeline_collect["details"]["msprof_form"] == "trailing" and "--application" not in " ".join(
+        timeline_collect["command"]
+    )
     build = json.loads((workflow_copy.root / "results/baseline/build/build.json").read_text())
     assert "-g" in build["device_compile_flags"] and all(len(lib["sha256"]) == 64 for lib in build["libraries"])
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
@@ -91,13 +104,19 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     # the link bound at the simulator's own rates: the classes split the cross-rank bytes exactly, the efficiency is in (0, 1]
     bandwidth = summary["baseline"]["bandwidth"]
     links = bandwidth["links"]
-    assert links["intra_node"]["bytes_per_launch"] + links["inter_node"]["bytes_per_launch"] == summary["baseline"]["bytes"]["cross_rank_token_bytes"]
+    assert (
+        links["intra_node"]["bytes_per_launch"] + links["inter_node"]["bytes_per_launch"]
+        == summary["baseline"]["bytes"]["cross_rank_token_bytes"]
+    )
     assert 0 < bandwidth["efficiency"] <= 1 and links["inter_node"]["peak_kind"] == "simulator", bandwidth
     assert "How far from the links' limit" in html
     assert set(summary["baseline"]["per_rank"]) == {str(r) for r in range(16)}
     latency = pd.read_parquet(workflow_copy.root / "results/baseline/baseline/latency.parquet")
     assert list(latency.columns) == ["experiment", "scope", "rank", "node", "iteration", "warmup", "us"]
-    assert len(latency) == 2 * 16 * 110 and latency.groupby("scope")["rank"].nunique().to_dict() == {"api": 16, "kernel": 16}
+    assert len(latency) == 2 * 16 * 110 and latency.groupby("scope")["rank"].nunique().to_dict() == {
+        "api": 16,
+        "kernel": 16,
+    }
     driver = workflow_copy.root / "results/baseline/baseline/perf_driver.py"
     assert driver.is_file() and not driver.is_symlink()
     identity = json.loads((workflow_copy.root / "results/baseline/baseline/run/identity/rank11.json").read_text())
@@ -114,7 +133,11 @@ def test_precision_failure_skips_everything_after_correctness_and_a_rerun_recove
     assert_ended_by_fail_on(result, "baseline/correctness is failed")
     assert "fail_on [failed, timeout, invalid]: baseline/correctness is failed; exit status 1 " in result.stderr
     correctness = workflow_copy.status("correctness")
-    assert correctness["state"] == "failed" and "rank 5" in correctness["reason"] and correctness["details"]["cause"] == "precision"
+    assert (
+        correctness["state"] == "failed"
+        and "rank 5" in correctness["reason"]
+        and correctness["details"]["cause"] == "precision"
+    )
     cause = {"stage": "correctness", "state": "failed", "reason": correctness["reason"]}
     for stage in LATER:
         status = workflow_copy.status(stage)
@@ -126,7 +149,9 @@ def test_precision_failure_skips_everything_after_correctness_and_a_rerun_recove
     table = result.stdout[result.stdout.index("Stages (sim data):") :]
     assert re.search(r"baseline\s+correctness\s+failed\s+rank 5 did not pass", table)
     assert re.search(r"baseline\s+pmu\s+skipped\s+root cause: correctness failed: rank 5", table)
-    assert table.rstrip().endswith("Report: results/baseline/report/report.html (Markdown: results/baseline/report/report.md)")
+    assert table.rstrip().endswith(
+        "Report: results/baseline/report/report.html (Markdown: results/baseline/report/report.md)"
+    )
 
     overlay["sim"] = {"precision_fail_rank": None}
     result = workflow_copy.snakemake("-R", "correctness", overlay=overlay)
@@ -142,9 +167,15 @@ def test_dead_node_ends_in_timeout_within_budget_and_leaves_no_process(workflow_
     assert_ended_by_fail_on(result, "baseline/correctness is timeout")
     assert time.monotonic() - started < 120
     status = workflow_copy.status("correctness")
-    assert status["state"] == "timeout" and "6 s budget" in status["reason"] and status["details"]["cause"] == "infrastructure"
+    assert (
+        status["state"] == "timeout"
+        and "6 s budget" in status["reason"]
+        and status["details"]["cause"] == "infrastructure"
+    )
     # Named as what it is: before, "ranks 8, ..., 15 had not passed" read as a precision problem.
-    assert status["reason"].startswith("not run: node 1 never became ready (none of its ranks 8-15 started)"), status["reason"]
+    assert status["reason"].startswith("not run: node 1 never became ready (none of its ranks 8-15 started)"), status[
+        "reason"
+    ]
     assert "precision" not in status["reason"]
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "The precision test was not run because node 1 never became ready" in html
@@ -170,11 +201,19 @@ def synthetic_timeline(root: Path, nodes: int = 2, per_node: int = 8, launches: 
                     "stream": 1332,
                     "task_id": i + 1,
                     "start_ns": t + i * 50_000_000,
-                    "dur_ns": 1_000_000 + 1000 * rank + (40_000 if rank == nodes * per_node - 1 else 0),  # the last rank: slower by its own work
+                    "dur_ns": 1_000_000
+                    + 1000 * rank
+                    + (40_000 if rank == nodes * per_node - 1 else 0),  # the last rank: slower by its own work
                 }
                 for i in range(launches)
             ]
-            proc = {"pid": 1000 + rank, "hostname": f"n{node}", "device_id": local, "rank_id": rank if rank_id else None, "start_ns": t}
+            proc = {
+                "pid": 1000 + rank,
+                "hostname": f"n{node}",
+                "device_id": local,
+                "rank_id": rank if rank_id else None,
+                "start_ns": t,
+            }
             write_prof(root / f"node{node}", proc, events)
 
 
@@ -185,7 +224,9 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     mtime = csv.stat().st_mtime
     timeline_dir = tmp_path / "timeline"
     synthetic_timeline(timeline_dir)
-    result = workflow_copy.snakemake(overlay=base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)}))
+    result = workflow_copy.snakemake(
+        overlay=base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)})
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     for stage in ("env_capture", "build", "correctness"):
         assert workflow_copy.status(stage)["state"] == "disabled"
@@ -201,9 +242,14 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     # whether it ends last in the group compares ends across nodes, which no pure barrier establishes: listed with its
     # lead and why, not named, and never among the waiting ranks
     assert timeline["state"] == "ok" and timeline["source"] == "import", timeline
-    assert "Listed, not named: rank 15 own_work (40.0 us lead" in timeline["reason"] and "not established" in timeline["reason"], timeline
+    assert (
+        "Listed, not named: rank 15 own_work (40.0 us lead" in timeline["reason"]
+        and "not established" in timeline["reason"]
+    ), timeline
     straggler = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())["straggler"]
-    assert straggler["evidence"] == "none" and [(c["evidence"], c["rank"]) for c in straggler["unnamed"]] == [("own_work", 15)]
+    assert straggler["evidence"] == "none" and [(c["evidence"], c["rank"]) for c in straggler["unnamed"]] == [
+        ("own_work", 15)
+    ]
     assert 15 not in straggler["waiting"]["ranks"]
     node_status = json.loads((workflow_copy.root / "results/baseline/timeline/nodes/nodes0-1/status.json").read_text())
     assert any("inferred" in v["detail"] for v in node_status["validations"])
@@ -233,35 +279,59 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
     "Wait-aware localisation")."""
     demo, demo_result = demo_run
     assert demo_result.returncode == 0, demo_result.stderr[-3000:]
-    per_iter = {"plain": json.loads((demo.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]["per_iteration_max_us"]}
+    per_iter = {
+        "plain": json.loads((demo.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"][
+            "per_iteration_max_us"
+        ]
+    }
     for name, knobs in (("slow", {"slow_rank": 7, "slow_factor": 1.15}), ("spiky", {"spiky_rank": 3})):
         # full length: the fractions of iterations in which each rank is longest need the default 110 calls
-        result = workflow_copy.snakemake("--until", "timeline" if name == "slow" else "baseline", overlay=base_overlay(full_length=True, sim=knobs))
+        result = workflow_copy.snakemake(
+            "--until", "timeline" if name == "slow" else "baseline", overlay=base_overlay(full_length=True, sim=knobs)
+        )
         assert result.returncode == 0, result.stderr[-3000:]
-        stats = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())["scopes"]["kernel"]
+        stats = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())["scopes"][
+            "kernel"
+        ]
         per_iter[name] = stats["per_iteration_max_us"]
         if name == "spiky":
             # what happened: the tail the baseline reports is the events' tail (p95 of the per-launch max), and
             # rank 3's spikes struck (a cause of its own in the truth, with its counterfactual cost)
-            truth = json.loads((workflow_copy.root / "results/baseline/baseline/run/latency/sim_truth.json").read_text())
-            maxima = [max(r["kernel_mode_us"] for r in launch["ranks"]) for launch in truth["launches"][truth["run"]["warmup"] :]]
-            assert stats["per_iteration_max_us"]["p95"] == pytest.approx(float(pd.Series(maxima).quantile(0.95)), rel=1e-3)
-            assert any(c["knob"] == "spiky_rank" and c["ranks"] == [3] and c["cost_timed_us_per_launch"] > 0 for c in truth["causes"]), truth["causes"]
+            truth = json.loads(
+                (workflow_copy.root / "results/baseline/baseline/run/latency/sim_truth.json").read_text()
+            )
+            maxima = [
+                max(r["kernel_mode_us"] for r in launch["ranks"])
+                for launch in truth["launches"][truth["run"]["warmup"] :]
+            ]
+            assert stats["per_iteration_max_us"]["p95"] == pytest.approx(
+                float(pd.Series(maxima).quantile(0.95)), rel=1e-3
+            )
+            assert any(
+                c["knob"] == "spiky_rank" and c["ranks"] == [3] and c["cost_timed_us_per_launch"] > 0
+                for c in truth["causes"]
+            ), truth["causes"]
         if name == "slow":
-            truth = json.loads((workflow_copy.root / "results/baseline/baseline/run/latency/sim_truth.json").read_text())
+            truth = json.loads(
+                (workflow_copy.root / "results/baseline/baseline/run/latency/sim_truth.json").read_text()
+            )
             assert truth["root_causes"][0]["ranks"] == [7]
             expected = longest_fractions(truth, "kernel_mode_us", skip=truth["run"]["warmup"])
             # the truth is rounded to 1 ns: a near-tie between rank 7 and a rank waiting for its tokens may flip one launch
             one_launch = 1 / (len(truth["launches"]) - truth["run"]["warmup"])
-            assert {int(r): v["fraction_slowest"] for r, v in stats["per_rank"].items() if v["fraction_slowest"]} == pytest.approx(
-                expected, abs=one_launch + 1e-9
-            )
+            assert {
+                int(r): v["fraction_slowest"] for r, v in stats["per_rank"].items() if v["fraction_slowest"]
+            } == pytest.approx(expected, abs=one_launch + 1e-9)
             assert stats["slowest_rank"]["rank"] == max(expected, key=lambda r: (expected[r], -r)) == 7
             timeline = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
-            truth = json.loads((workflow_copy.root / "results/baseline/timeline/run/latency/sim_truth.json").read_text())
+            truth = json.loads(
+                (workflow_copy.root / "results/baseline/timeline/run/latency/sim_truth.json").read_text()
+            )
             expected = longest_fractions(truth, "task_us", skip=timeline["per_rank"]["0"]["skipped"])
             one_launch = 1 / timeline["longest_duration"]["launches_compared"]
-            assert {int(r): f for r, f in timeline["longest_duration"]["per_rank_fraction"].items()} == pytest.approx(expected, abs=one_launch + 1e-9)
+            assert {int(r): f for r, f in timeline["longest_duration"]["per_rank_fraction"].items()} == pytest.approx(
+                expected, abs=one_launch + 1e-9
+            )
             # nobody arrives late; rank 7's own work is slower in every launch, and the peers that wait for its tokens
             # end late with it. A slowdown in every launch is the typical launch: the timeline's cost account does not
             # cost it (benchmarks/localisation_results.md, slow_rank), and it never blames another rank for it
@@ -276,21 +346,32 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
 
 def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(workflow_copy):
     # pipe_timeline off: not what this test reads (the demo and test_pipe_timeline.py cover it)
-    result = workflow_copy.snakemake(overlay=base_overlay(sim={"missing_device": {"node": 1, "local_rank": 3}}, pipe_timeline={"runs": []}))
+    result = workflow_copy.snakemake(
+        overlay=base_overlay(sim={"missing_device": {"node": 1, "local_rank": 3}}, pipe_timeline={"runs": []})
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     timeline = workflow_copy.status("timeline")
     assert timeline["state"] == "ok" and "15/16 ranks (missing rank 11)" in timeline["reason"], timeline
-    assert timeline["details"]["coverage"]["missing"] == [11] and "the device side was not collected" in timeline["details"]["coverage"]["why_missing"]["11"]
+    assert (
+        timeline["details"]["coverage"]["missing"] == [11]
+        and "the device side was not collected" in timeline["details"]["coverage"]["why_missing"]["11"]
+    )
     assert any(not v["passed"] and "rank 11" in v["detail"] for v in timeline["validations"])
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
-    assert len([r for r, d in stats["per_rank"].items() if d["launches"]]) == 15 and stats["per_rank"]["11"]["launches"] == 0
+    assert (
+        len([r for r, d in stats["per_rank"].items() if d["launches"]]) == 15
+        and stats["per_rank"]["11"]["launches"] == 0
+    )
     assert stats["schema_versions"] == ["1.2.0"]  # META_DATA of the stand-in's dbs, recorded for provenance
     assert workflow_copy.status("pmu")["state"] == "ok"  # later stages proceed on the ranks present
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert 'id="coverage"' in html and "Partial coverage: 15/16 ranks (missing rank 11)" in html
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     assert summary["timeline"]["coverage"]["found"] == 15
-    assert "The msprof timeline covers 15/16 ranks (missing rank 11)" in (workflow_copy.root / "results/baseline/report/report.md").read_text()
+    assert (
+        "The msprof timeline covers 15/16 ranks (missing rank 11)"
+        in (workflow_copy.root / "results/baseline/report/report.md").read_text()
+    )
 
 
 def place_real_sample(root: Path) -> Path:
@@ -314,7 +395,9 @@ def test_a_shared_real_export_analyses_to_its_five_launches_and_reruns_when_it_c
     result = workflow_copy.snakemake(overlay=base_overlay(**overlay))
     assert result.returncode == 0, result.stderr[-3000:]
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
-    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(348.697, abs=1e-9)
+    assert stats["per_rank"]["0"]["launches"] == 5 and stats["per_rank"]["0"]["median_us"] == pytest.approx(
+        348.697, abs=1e-9
+    )
     assert stats["rank_mapping"]["inferred_ranks"] == [0] and stats["longest_duration"]["rank"] is None
     markdown = (workflow_copy.root / "results/baseline/report/report.md").read_text()
     assert "single rank" in markdown and "consistently" not in markdown and "Rank numbers are inferred" in markdown
@@ -352,7 +435,11 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     """Issue "Wait-aware localisation": a host-late rank (default loop: synchronize_start) is named through the barrier
     kernel, the ranks that wait longest are not; the raw PROF_ directories of that run, analysed elsewhere (analyze
     mode, no sidecars), give the same answer."""
-    result = workflow_copy.snakemake("--until", "timeline", overlay=base_overlay(sim={"late_rank": 11, "late_us": 80}, timeline={"crosscheck": "off"}))
+    result = workflow_copy.snakemake(
+        "--until",
+        "timeline",
+        overlay=base_overlay(sim={"late_rank": 11, "late_us": 80}, timeline={"crosscheck": "off"}),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     truth = json.loads((workflow_copy.root / "results/baseline/timeline/run/latency/sim_truth.json").read_text())
     assert truth["root_causes"][0]["ranks"] == [11]
@@ -380,26 +467,50 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
     shutil.copytree(workflow_copy.root / "results/baseline/timeline/raw", raw)
     # the same launches as the collection analysed (imported data skips none by default)
     skipped = stats["per_rank"]["0"]["skipped"]
-    analyze = base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off", "skip_launches": skipped})
+    analyze = base_overlay(
+        mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off", "skip_launches": skipped}
+    )
     # under the collected experiment's name, analyze mode is refused before anything runs: the report would mix both
     refused = workflow_copy.snakemake(overlay=analyze)
-    assert refused.returncode == 1 and "experiment 'baseline'" in refused.stderr and "holds collect-mode results" in refused.stderr
-    assert "e.g. baseline_analyzed" in refused.stderr and json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text()) == stats
+    assert (
+        refused.returncode == 1
+        and "experiment 'baseline'" in refused.stderr
+        and "holds collect-mode results" in refused.stderr
+    )
+    assert (
+        "e.g. baseline_analyzed" in refused.stderr
+        and json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text()) == stats
+    )
     result = workflow_copy.snakemake(overlay={**analyze, "experiment": "analyzed"})
     assert result.returncode == 0, result.stderr[-3000:]
     imported = json.loads((workflow_copy.root / "results/analyzed/timeline/stats.json").read_text())
-    assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == ("late_arrival", 11)
+    assert imported["source"] == "import" and (imported["straggler"]["evidence"], imported["straggler"]["rank"]) == (
+        "late_arrival",
+        11,
+    )
     # the same causes and costs as the collection's own analysis
-    assert [(c["evidence"], c["rank"], c["node"]) for c in imported["causes"]] == [(c["evidence"], c["rank"], c["node"]) for c in stats["causes"]]
-    assert [c["cost_us_per_launch"] for c in imported["causes"]] == pytest.approx([c["cost_us_per_launch"] for c in stats["causes"]], rel=1e-6)
+    assert [(c["evidence"], c["rank"], c["node"]) for c in imported["causes"]] == [
+        (c["evidence"], c["rank"], c["node"]) for c in stats["causes"]
+    ]
+    assert [c["cost_us_per_launch"] for c in imported["causes"]] == pytest.approx(
+        [c["cost_us_per_launch"] for c in stats["causes"]], rel=1e-6
+    )
     html = (workflow_copy.root / "results/analyzed/report/report.html").read_text()
     assert "rank 11 arrives" in html and "<title>Entry wait per rank and launch (" in html
-    assert '<table id="causes">' in html and "<title>Causes by cost" in html and "results/analyzed/timeline/ranks/rank11/detail.json" in html
+    assert (
+        '<table id="causes">' in html
+        and "<title>Causes by cost" in html
+        and "results/analyzed/timeline/ranks/rank11/detail.json" in html
+    )
     # issue 33: every snakemake command the report prints runs when copied (this run was started with
     # --configfile config/config.yaml overlay.yaml, which names the experiment): a dry run of each plans its target
     markdown = (workflow_copy.root / "results/analyzed/report/report.md").read_text()
-    printed = {unescape(cmd) for cmd in re.findall(r"<code>(snakemake [^<]*)</code>", html)} | set(re.findall(r"`(snakemake [^`]*)`", markdown))
-    assert any("rank11/detail.json" in cmd for cmd in printed) and all("--configfile config/config.yaml overlay.yaml" in cmd for cmd in printed), printed
+    printed = {unescape(cmd) for cmd in re.findall(r"<code>(snakemake [^<]*)</code>", html)} | set(
+        re.findall(r"`(snakemake [^`]*)`", markdown)
+    )
+    assert any("rank11/detail.json" in cmd for cmd in printed) and all(
+        "--configfile config/config.yaml overlay.yaml" in cmd for cmd in printed
+    ), printed
     for cmd in sorted(printed):
         words = shlex.split(cmd)
         dry = subprocess.run(
@@ -413,7 +524,9 @@ def test_a_late_rank_is_what_the_group_waits_for_in_collect_and_in_analyze_mode(
         assert dry.returncode == 0 and "MissingRuleException" not in dry.stderr, (cmd, dry.stderr[-2000:])
 
 
-def test_a_rank_whose_msprof_session_never_ended_is_incomplete_and_its_cut_tables_are_not_read(demo_run, workflow_copy, tmp_path):
+def test_a_rank_whose_msprof_session_never_ended_is_incomplete_and_its_cut_tables_are_not_read(
+    demo_run, workflow_copy, tmp_path
+):
     """The demo's PROF_ directories analysed elsewhere, one of them from a process that died under msprof: its
     SESSION_TIME_INFO.endTimeNs is NULL and its TASK table is cut (here: end times that are no numbers). That
     rank is incomplete and says why; its tables are not read, so they cannot fail the parse of the other 15."""
@@ -428,7 +541,9 @@ def test_a_rank_whose_msprof_session_never_ended_is_incomplete_and_its_cut_table
         conn.execute("UPDATE SESSION_TIME_INFO SET endTimeNs = NULL")
         conn.execute("UPDATE TASK SET endNs = 'cut short'")
     result = workflow_copy.snakemake(
-        "--until", "timeline", overlay=base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"})
+        "--until",
+        "timeline",
+        overlay=base_overlay(mode="analyze", analyze={"timeline_dir": str(raw)}, timeline={"crosscheck": "off"}),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     timeline = workflow_copy.status("timeline")
@@ -444,8 +559,22 @@ def test_two_runs_started_at_once_on_one_machine_each_get_their_own_ports(tmp_pa
     copies = [copy_workflow(tmp_path / f"clone{i}") for i in (1, 2)]
     procs = []
     for wf in copies:
-        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--until", "correctness", "--configfile", "config/config.yaml"]
-        procs.append(subprocess.Popen(cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=without_slurm_probe()))
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "1",
+            "--until",
+            "correctness",
+            "--configfile",
+            "config/config.yaml",
+        ]
+        procs.append(
+            subprocess.Popen(
+                cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=without_slurm_probe()
+            )
+        )
     outputs = [proc.communicate(timeout=600)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], [o[-2000:] for o in outputs]
     statuses = [wf.status("correctness") for wf in copies]
@@ -482,5 +611,9 @@ def test_every_output_of_the_demo_run_has_the_mode_the_umask_gives(demo_run):
     os.umask(umask)
     expected = 0o666 & ~umask
     files = [p for p in (workflow_copy.root / "results").rglob("*") if p.is_file() and not p.is_symlink()]
-    wrong = sorted(str(p.relative_to(workflow_copy.root)) for p in files if p.stat().st_mode & 0o666 != expected and not os.access(p, os.X_OK))
+    wrong = sorted(
+        str(p.relative_to(workflow_copy.root))
+        for p in files
+        if p.stat().st_mode & 0o666 != expected and not os.access(p, os.X_OK)
+    )
     assert len(files) > 100 and not wrong, (oct(expected), wrong[:10], len(wrong))

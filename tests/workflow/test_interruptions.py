@@ -23,13 +23,24 @@ TINY = base_overlay(cluster={"nodes": 1, "ranks_per_node": 2})
 
 
 def snakemake_cmd(wf):
-    return [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(wf.overlay(TINY))]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--configfile",
+        "config/config.yaml",
+        str(wf.overlay(TINY)),
+    ]
 
 
 def start(wf, env, prefix=()):
     """snakemake in its own process group (as a terminal runs it: Ctrl-C reaches the whole group)."""
     cmd = [*prefix, *snakemake_cmd(wf)]
-    return subprocess.Popen(cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
+    return subprocess.Popen(
+        cmd, cwd=wf.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env
+    )
 
 
 def wait_for(path, proc, timeout_s=120.0, exists=lambda p: p.exists()):
@@ -49,7 +60,10 @@ def without_pids(value):
 
 def results_of(wf):
     root = wf.root / "results" / "baseline"
-    return {name: without_pids(json.loads((root / name).read_text())) for name in ("report/summary.json", "baseline/stats.json", "timeline/stats.json")}
+    return {
+        name: without_pids(json.loads((root / name).read_text()))
+        for name in ("report/summary.json", "baseline/stats.json", "timeline/stats.json")
+    }
 
 
 @pytest.mark.parametrize(
@@ -57,14 +71,21 @@ def results_of(wf):
     [
         (signal.SIGINT, "timeline/collect: interrupted (Ctrl-C); the next snakemake reruns this job"),
         # what scancel, systemd and CI runners send: a cancelled measurement, never a `timeout` that stands for good
-        (signal.SIGTERM, "timeline/collect: cancelled (received SIGTERM); its tools were stopped and the next snakemake reruns this job"),
+        (
+            signal.SIGTERM,
+            "timeline/collect: cancelled (received SIGTERM); its tools were stopped and the next snakemake reruns this job",
+        ),
     ],
 )
-def test_ctrl_c_or_sigterm_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninterrupted_results(tmp_path, sig, said):
+def test_ctrl_c_or_sigterm_in_a_spaced_non_ascii_path_then_plain_snakemake_gives_the_uninterrupted_results(
+    tmp_path, sig, said
+):
     spaced = copy_workflow(tmp_path / "my runs" / "é測" / "wf")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})  # the stand-in msprof's simprof_ directories land here
+    env = without_slurm_probe(
+        {**os.environ, "TMPDIR": str(tmp)}
+    )  # the stand-in msprof's simprof_ directories land here
     proc = start(spaced, env)
     try:
         # timeline_collect's msprof run has started: the probe script whose path once had to be free of spaces
@@ -112,7 +133,9 @@ def test_kill_9_of_snakemake_leaves_no_process_and_says_unlock_is_safe_then_the_
             proc.wait()
     locked = wf.snakemake(overlay=TINY, env=env)
     assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
-    assert "dispatchprof: no job of an earlier run is alive on this host: `snakemake --unlock` is safe." in locked.stderr, locked.stderr[-2000:]
+    assert (
+        "dispatchprof: no job of an earlier run is alive on this host: `snakemake --unlock` is safe." in locked.stderr
+    ), locked.stderr[-2000:]
     unlocked = wf.snakemake("--unlock", overlay=TINY, env=env)
     assert unlocked.returncode == 0, unlocked.stderr[-2000:]
     rerun = wf.snakemake(overlay=TINY, env=env)
@@ -130,7 +153,9 @@ READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1"'
 def mount_namespaces() -> bool:
     if not (shutil.which("unshare") and shutil.which("nsenter") and shutil.which("mount")):
         return False
-    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", READ_ONLY, "sh", "/tmp"], capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", READ_ONLY, "sh", "/tmp"], capture_output=True
+    )
     return probe.returncode == 0
 
 
@@ -158,7 +183,11 @@ def test_results_made_read_only_mid_run_end_it_with_one_line_and_no_traceback(tm
     try:
         # timeline_collect's msprof (the stand-in) holds its simprof_ directory: the moment the issue's run broke
         wait_for(tmp, proc, exists=lambda d: any(d.glob("simprof_*")))
-        mounted = subprocess.run(["nsenter", "-t", str(proc.pid), "-m", "sh", "-c", READ_ONLY, "sh", str(wf.root / "results")], capture_output=True, text=True)
+        mounted = subprocess.run(
+            ["nsenter", "-t", str(proc.pid), "-m", "sh", "-c", READ_ONLY, "sh", str(wf.root / "results")],
+            capture_output=True,
+            text=True,
+        )
         assert mounted.returncode == 0, mounted.stderr
         out, _ = proc.communicate(timeout=180)
     finally:
@@ -167,9 +196,13 @@ def test_results_made_read_only_mid_run_end_it_with_one_line_and_no_traceback(tm
             proc.wait()
     assert proc.returncode == 1, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
-    said = re.findall(r"^timeline/collect: cannot write (.+): Read-only file system; the run cannot record this stage$", out, re.M)
+    said = re.findall(
+        r"^timeline/collect: cannot write (.+): Read-only file system; the run cannot record this stage$", out, re.M
+    )
     assert len(said) == 1, out[-3000:]
-    assert "\nStages (sim data):\n" in out and "Report: not built in this run" in out  # the end-of-run table, through onerror
+    assert (
+        "\nStages (sim data):\n" in out and "Report: not built in this run" in out
+    )  # the end-of-run table, through onerror
     assert not (wf.root / "results" / "baseline" / "timeline" / "collect" / "status.json").exists()
     assert_nothing_left(wf, tmp)
 
@@ -178,10 +211,24 @@ def test_a_read_only_results_directory_is_refused_before_any_job(tmp_path):
     require_mounts()
     wf = copy_workflow(tmp_path / "wf")
     (wf.root / "results").mkdir()
-    cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{READ_ONLY} && shift && exec "$@"', "sh", "results", *snakemake_cmd(wf)]
+    cmd = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'{READ_ONLY} && shift && exec "$@"',
+        "sh",
+        "results",
+        *snakemake_cmd(wf),
+    ]
     result = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, timeout=120, env=without_slurm_probe())
     assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
-    assert f"Results directory refused; nothing was run:\n  - cannot write in {wf.root / 'results'}: Read-only file system\n" in result.stderr
+    assert (
+        f"Results directory refused; nothing was run:\n  - cannot write in {wf.root / 'results'}: Read-only file system\n"
+        in result.stderr
+    )
     assert "Execute" not in result.stdout + result.stderr and not list((wf.root / "results").iterdir())
 
 
@@ -189,12 +236,24 @@ def test_a_tampered_status_skips_the_stages_after_it_naming_the_file_and_the_tab
     """Issue 46's acceptance: a status file edited by hand (its validations no longer a list). The stages that gate
     on it are skipped naming the file; the end-of-run table prints, with the file and the field; no traceback."""
     wf = copy_workflow(tmp_path / "wf")
-    first = subprocess.run([*snakemake_cmd(wf), "--until", "correctness"], cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
+    first = subprocess.run(
+        [*snakemake_cmd(wf), "--until", "correctness"],
+        cwd=wf.root,
+        capture_output=True,
+        text=True,
+        env=without_slurm_probe(),
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     path = wf.root / "results" / "baseline" / "correctness" / "status.json"
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "validations": "all ranks passed"}))
-    run = subprocess.run([*snakemake_cmd(wf), "--until", "baseline"], cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
+    run = subprocess.run(
+        [*snakemake_cmd(wf), "--until", "baseline"],
+        cwd=wf.root,
+        capture_output=True,
+        text=True,
+        env=without_slurm_probe(),
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 0 and "Traceback" not in out, out[-3000:]
     table = " ".join(run.stdout[run.stdout.index("Stages (sim data):") :].split())  # the table's rows, unwrapped
@@ -208,13 +267,30 @@ def test_a_rank_that_dies_is_a_crash_in_the_correctness_status_not_a_precision_f
     """sim.die_rank: rank 1 exits with code 1 at its first dispatch call, before any precision verdict. Before, the
     status said "2 of 2 did not pass the precision check" and details.cause precision."""
     wf = copy_workflow(tmp_path / "wf")
-    overlay = wf.overlay(base_overlay(cluster={"nodes": 1, "ranks_per_node": 2}, sim={"die_rank": 1, "die_after_launches": 0}), "die.yaml")
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(overlay), "--until", "correctness"]
+    overlay = wf.overlay(
+        base_overlay(cluster={"nodes": 1, "ranks_per_node": 2}, sim={"die_rank": 1, "die_after_launches": 0}),
+        "die.yaml",
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--configfile",
+        "config/config.yaml",
+        str(overlay),
+        "--until",
+        "correctness",
+    ]
     run = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, env=without_slurm_probe())
     assert_ended_by_fail_on(run, "baseline/correctness is failed")
     status = wf.status("correctness")
     assert status["state"] == "failed" and status["details"]["cause"] == "crash", status
-    assert status["reason"].startswith("rank 1 (node 0, local rank 1) died first: exit code 1") and "(sim.die_rank)" in status["reason"], status
+    assert (
+        status["reason"].startswith("rank 1 (node 0, local rank 1) died first: exit code 1")
+        and "(sim.die_rank)" in status["reason"]
+    ), status
     assert "did not pass the precision check" not in status["reason"], status
 
 
@@ -268,14 +344,38 @@ def test_analyze_mode_reads_wal_databases_in_a_read_only_mount_and_changes_nothi
     assert wal_only.stat().st_size == 4096 and wal_only.with_name(wal_only.name + "-wal").stat().st_size > 4096
     csv = inputs / "dispatch_latency.csv"
     csv.write_text(
-        "rank,iteration,elapsed_us,is_warmup,in_average\n" + "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
+        "rank,iteration,elapsed_us,is_warmup,in_average\n"
+        + "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
     )
     before = tree_state(inputs)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    overlay = base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)}, timeline={"crosscheck": "auto"})
-    cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{READ_ONLY} && shift && exec "$@"', "sh", str(inputs)]
-    cmd += [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/config.yaml", str(wf.overlay(overlay))]
+    overlay = base_overlay(
+        mode="analyze",
+        analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)},
+        timeline={"crosscheck": "auto"},
+    )
+    cmd = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'{READ_ONLY} && shift && exec "$@"',
+        "sh",
+        str(inputs),
+    ]
+    cmd += [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--configfile",
+        "config/config.yaml",
+        str(wf.overlay(overlay)),
+    ]
     env = without_slurm_probe({**os.environ, "TMPDIR": str(tmp)})
     result = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
@@ -283,7 +383,9 @@ def test_analyze_mode_reads_wal_databases_in_a_read_only_mount_and_changes_nothi
     timeline = wf.status("timeline")
     assert timeline["state"] == "ok" and timeline["source"] == "import", timeline
     per_rank = json.loads((wf.root / "results/baseline/timeline/stats.json").read_text())["per_rank"]
-    assert {rank: row["launches"] for rank, row in per_rank.items()} == {str(r): 6 for r in range(16)}  # rank 3 from its -wal
+    assert {rank: row["launches"] for rank, row in per_rank.items()} == {
+        str(r): 6 for r in range(16)
+    }  # rank 3 from its -wal
     crosscheck = json.loads((wf.root / "results/baseline/timeline/crosscheck.json").read_text())
     if shutil.which("msprof-analyze"):
         assert crosscheck["state"] == "ok" and crosscheck["their_ranks"] == 16, crosscheck  # it read a copy, rank 3 too

@@ -32,7 +32,10 @@ exec env -i HOME="$HOME" USER=root LOGNAME=root SHELL=/bin/sh PATH=/usr/local/sb
 
 def planted() -> dict[str, str]:
     """Secret-looking variables with values found nowhere else; HCCL_AUTH_TOKEN is matched by the default HCCL_*."""
-    return {name: f"{name.lower()}-{secrets.token_hex(12)}" for name in ("MY_API_TOKEN", "DB_PASSWORD", "HCCL_AUTH_TOKEN", "CLOUD_ACCESS_KEY")}
+    return {
+        name: f"{name.lower()}-{secrets.token_hex(12)}"
+        for name in ("MY_API_TOKEN", "DB_PASSWORD", "HCCL_AUTH_TOKEN", "CLOUD_ACCESS_KEY")
+    }
 
 
 def files_holding(root: Path, values: dict[str, str]) -> list[str]:
@@ -41,7 +44,9 @@ def files_holding(root: Path, values: dict[str, str]) -> list[str]:
         for path in (root / top).rglob("*"):
             if path.is_file() and not path.is_symlink():
                 data = path.read_bytes()
-                found += [f"{path.relative_to(root)}: {name}" for name, value in values.items() if value.encode() in data]
+                found += [
+                    f"{path.relative_to(root)}: {name}" for name, value in values.items() if value.encode() in data
+                ]
     return found
 
 
@@ -56,17 +61,29 @@ def tuning_lines(root: Path) -> dict[int, str]:
 
 def check_run(workflow_copy, overlay, env):
     secret_values = planted()
-    env = {**os.environ, **env, **secret_values, "TASK_QUEUE_ENABLE": "2", "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
+    env = {
+        **os.environ,
+        **env,
+        **secret_values,
+        "TASK_QUEUE_ENABLE": "2",
+        "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+    }
     result = workflow_copy.snakemake("--until", "correctness", overlay=overlay, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert workflow_copy.status("correctness")["state"] == "ok", workflow_copy.status("correctness")
     assert files_holding(workflow_copy.root, secret_values) == []
     # Every one of the 16 ranks saw the tuning the user set on the launching host.
-    assert tuning_lines(workflow_copy.root) == {rank: "TASK_QUEUE_ENABLE=2 PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" for rank in range(16)}
+    assert tuning_lines(workflow_copy.root) == {
+        rank: "TASK_QUEUE_ENABLE=2 PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" for rank in range(16)
+    }
     # Env capture names the forwarded variables that were set, and the refused one, never a value.
     for node in (0, 1):
-        record = json.loads((workflow_copy.root / f"results/baseline/env_capture/node{node}/env.json").read_text())["forward_env"]
-        assert {"TASK_QUEUE_ENABLE", "PYTORCH_NPU_ALLOC_CONF"} <= set(record["set"]) and record["refused"] == ["HCCL_AUTH_TOKEN"], record
+        record = json.loads((workflow_copy.root / f"results/baseline/env_capture/node{node}/env.json").read_text())[
+            "forward_env"
+        ]
+        assert {"TASK_QUEUE_ENABLE", "PYTORCH_NPU_ALLOC_CONF"} <= set(record["set"]) and record["refused"] == [
+            "HCCL_AUTH_TOKEN"
+        ], record
     return result
 
 
@@ -79,13 +96,23 @@ def test_ssh_launcher_forwards_the_tuning_on_stdin_and_writes_no_secret(workflow
     bin_dir.mkdir()
     (bin_dir / "ssh").write_text(STAND_IN_SSH)
     (bin_dir / "ssh").chmod(0o755)
-    overlay = base_overlay(fixed_ports=True, launcher="ssh", cluster={"hosts": ["127.0.0.1", "localhost"]}, ssh={"options": ["StrictHostKeyChecking=no"]})
+    overlay = base_overlay(
+        fixed_ports=True,
+        launcher="ssh",
+        cluster={"hosts": ["127.0.0.1", "localhost"]},
+        ssh={"options": ["StrictHostKeyChecking=no"]},
+    )
     check_run(workflow_copy, overlay, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     run = workflow_copy.root / "results/baseline/correctness/run"
     assert (run / "node0.ssh.log").is_file()  # the nodes went through the stand-in ssh
     specs = json.loads((run / "node_specs.json").read_text())
     assert stat.S_IMODE((run / "node_specs.json").stat().st_mode) == 0o600
     # Only what the workflow sets, and the forwarded names (values went on stdin).
-    assert {"TASK_QUEUE_ENABLE", "PYTORCH_NPU_ALLOC_CONF"} <= set(specs[0]["forwarded_on_stdin"]) and "HCCL_AUTH_TOKEN" not in specs[0]["forwarded_on_stdin"]
+    assert {"TASK_QUEUE_ENABLE", "PYTORCH_NPU_ALLOC_CONF"} <= set(
+        specs[0]["forwarded_on_stdin"]
+    ) and "HCCL_AUTH_TOKEN" not in specs[0]["forwarded_on_stdin"]
     assert "HOME" not in specs[0]["env"] and specs[1]["env"]["RANK"] == "1"
-    assert "not forwarded to the nodes (the names look secret" in (workflow_copy.root / "results/baseline/correctness/logs/correctness.log").read_text()
+    assert (
+        "not forwarded to the nodes (the names look secret"
+        in (workflow_copy.root / "results/baseline/correctness/logs/correctness.log").read_text()
+    )

@@ -31,7 +31,9 @@ def test_demo_has_per_role_pmu_for_every_rank_and_a_stall_table(demo_run):
     assert roles["summary"]["missing_columns"] == ["aiv_mte3_active_bw(GB/s)"]
     stalls = read(workflow_copy, "pcsampling/stalls.json")
     summary = read(workflow_copy, "report/summary.json")
-    assert set(summary["pcsampling"]["stalls"]["not_issue"]) == set(STATES) - {"Active"}  # the 8 stall states of the format
+    assert set(summary["pcsampling"]["stalls"]["not_issue"]) == set(STATES) - {
+        "Active"
+    }  # the 8 stall states of the format
     assert "Active" in summary["pcsampling"]["stalls"]["all_samples"]
     assert len(summary["pcsampling"]["hot_lines"]) == 10 and stalls["source_mapped"]
     assert any(stalls["simt_functions_in_hot_lines"].values())
@@ -40,11 +42,20 @@ def test_demo_has_per_role_pmu_for_every_rank_and_a_stall_table(demo_run):
     assert workflow_copy.status("pcsampling")["details"]["coverage"]["found"] == 16
     # hot-line shares are fractions of all samples; the report shows them x100 with the denominator named
     hot = summary["pcsampling"]["hot_lines"]
-    assert 0 < hot[-1]["share_of_samples"] <= hot[0]["share_of_samples"] < 1 and sum(h["share_of_samples"] for h in hot) <= 1 + 1e-9
+    assert (
+        0 < hot[-1]["share_of_samples"] <= hot[0]["share_of_samples"] < 1
+        and sum(h["share_of_samples"] for h in hot) <= 1 + 1e-9
+    )
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
-    assert f"<td>{100 * hot[0]['share_of_samples']:.1f}%</td>" in html and "share of all PC samples (Active included" in html
+    assert (
+        f"<td>{100 * hot[0]['share_of_samples']:.1f}%</td>" in html
+        and "share of all PC samples (Active included" in html
+    )
     assert "Rank coverage: 16 of 16 ranks have PC samples" in html
-    assert summary["pmu"]["roles"]["URMASendToken"]["aiv_time_us_median"] > summary["pmu"]["roles"]["CalCumSum"]["aiv_time_us_median"]
+    assert (
+        summary["pmu"]["roles"]["URMASendToken"]["aiv_time_us_median"]
+        > summary["pmu"]["roles"]["CalCumSum"]["aiv_time_us_median"]
+    )
 
 
 def test_replay_hang_times_out_within_budget_leaves_nothing_and_skips_pc_sampling(workflow_copy):
@@ -53,7 +64,10 @@ def test_replay_hang_times_out_within_budget_leaves_nothing_and_skips_pc_samplin
     assert_ended_by_fail_on(result, "baseline/pmu is timeout")
     assert time.monotonic() - started < 150
     pmu = workflow_copy.status("pmu")
-    assert pmu["state"] == "timeout" and "kernel replay may not be compatible with cross-rank communication" in pmu["reason"]
+    assert (
+        pmu["state"] == "timeout"
+        and "kernel replay may not be compatible with cross-rank communication" in pmu["reason"]
+    )
     pcs = workflow_copy.status("pcsampling")
     assert pcs["state"] == "skipped" and "pmu" in pcs["reason"]
     assert processes_mentioning(str(workflow_copy.root)) == []
@@ -63,7 +77,10 @@ def test_replay_hang_times_out_within_budget_leaves_nothing_and_skips_pc_samplin
 
 def test_hot_icache_role_ranks_first_by_miss_rate_and_time_order_is_separate(workflow_copy):
     # pipe_timeline off: not what this test reads (the demo and test_pipe_timeline.py cover it)
-    overlay = base_overlay(sim={"icache_hot_role": "SelfCopyToken", "op_entry": "msprof_op", "pcsampling": "no_samples"}, pipe_timeline={"runs": []})
+    overlay = base_overlay(
+        sim={"icache_hot_role": "SelfCopyToken", "op_entry": "msprof_op", "pcsampling": "no_samples"},
+        pipe_timeline={"runs": []},
+    )
     result = workflow_copy.snakemake(overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     roles = read(workflow_copy, "pmu/roles.json")
@@ -108,7 +125,9 @@ def test_no_usable_op_profiler_skips_pmu_with_the_reason(workflow_copy):
 def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_role(workflow_copy):
     # Before: launches 1 and 2 were folded into launch 0, and Memory/L2Cache were collected and never read.
     # pipe_timeline stays on: the only workflow run that replays it over several launches (pmu.launch_count)
-    overlay = base_overlay(pmu={"launch_count": 3, "iterations": 3, "metrics": ["PipeUtilization", "Memory", "L2Cache"]})
+    overlay = base_overlay(
+        pmu={"launch_count": 3, "iterations": 3, "metrics": ["PipeUtilization", "Memory", "L2Cache"]}
+    )
     result = workflow_copy.snakemake(overlay=overlay)
     assert result.returncode == 0, result.stderr[-3000:]
     pmu = workflow_copy.status("pmu")
@@ -122,7 +141,10 @@ def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_r
     assert set(metrics["metric_set"]) == {"PipeUtilization", "Memory", "L2Cache"}
     assert sorted(roles["metric_sets"]) == ["L2Cache", "Memory"]
     memory = roles["metric_sets"]["Memory"]
-    assert "aiv_gm_to_ub_bw(GB/s)" in memory["columns"] and memory["roles"]["URMASendToken"]["aiv_gm_to_ub_bw(GB/s)"] is not None
+    assert (
+        "aiv_gm_to_ub_bw(GB/s)" in memory["columns"]
+        and memory["roles"]["URMASendToken"]["aiv_gm_to_ub_bw(GB/s)"] is not None
+    )
     assert "GM_to_L1_datas(KB)" in memory["not_provided"]  # NA on every vector row: listed, never 0
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "Memory per role" in html and "L2Cache per role" in html and "launch 2" in html
@@ -144,12 +166,18 @@ def test_three_launches_and_the_other_metrics_are_kept_by_launch_and_shown_per_r
     victim.unlink()
     result = workflow_copy.snakemake("--until", "pmu", "--forcerun", "pmu", overlay=overlay)
     pmu = workflow_copy.status("pmu")
-    assert pmu["state"] == "invalid" and "msopprof wrote no CSV for Memory: rank 9 launch 2" in pmu["reason"], pmu["reason"]
+    assert pmu["state"] == "invalid" and "msopprof wrote no CSV for Memory: rank 9 launch 2" in pmu["reason"], pmu[
+        "reason"
+    ]
 
     # One rank's PMU data gone altogether: the other 15 ranks are analysed and the coverage is said first.
     for device_dir in raw.glob("node1/OPPROF_*/device1"):
         shutil.rmtree(device_dir)
     result = workflow_copy.snakemake("--until", "pmu", "--forcerun", "pmu", overlay=overlay)
     pmu = workflow_copy.status("pmu")
-    assert pmu["state"] == "ok" and pmu["reason"].startswith("PARTIAL COVERAGE") and "15/16 ranks (missing rank 9)" in pmu["reason"], pmu["reason"]
+    assert (
+        pmu["state"] == "ok"
+        and pmu["reason"].startswith("PARTIAL COVERAGE")
+        and "15/16 ranks (missing rank 9)" in pmu["reason"]
+    ), pmu["reason"]
     assert read(workflow_copy, "pmu/roles.json")["coverage"]["missing"] == [9]

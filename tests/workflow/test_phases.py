@@ -89,7 +89,10 @@ VALUES: dict[str, Any] = {
     "pmu.metrics": ["PipeUtilization", "Memory"],
     "pmu.launch_skip_before_match": 1,
     "pipe_timeline.runs": ["InstrTimeline"],
-    "pipe_timeline.instr_timeline_pipe": {"pipe_timeline.runs": ["PipeTimeline", "InstrTimeline"], "pipe_timeline.instr_timeline_pipe": "vector"},
+    "pipe_timeline.instr_timeline_pipe": {
+        "pipe_timeline.runs": ["PipeTimeline", "InstrTimeline"],
+        "pipe_timeline.instr_timeline_pipe": "vector",
+    },
     "pcsampling.metrics": ["PcSampling"],
     "probe.enabled": {"probe.enabled": True, "probe.soc_version": "Ascend910_9391", "probe.command": ["probe"]},
     "probe.command": ["probe", "--small"],
@@ -134,7 +137,9 @@ NOT_WALKED = {
 }
 
 
-def leaves(node: dict[str, Any], key: str = "", phase: str | None = None) -> Iterator[tuple[str, str | None, bool, dict]]:
+def leaves(
+    node: dict[str, Any], key: str = "", phase: str | None = None
+) -> Iterator[tuple[str, str | None, bool, dict]]:
     """(dotted key, phase, reruns, schema node) of every key that holds a value (sections are walked into)."""
     for name, child in node.get("properties", {}).items():
         dotted = f"{key}.{name}" if key else name
@@ -184,7 +189,9 @@ def changed_value(key: str, node: dict, current: Any) -> Any:
         return 29400
     if "integer" in types or "number" in types:
         step = 1 if "integer" in types else 0.05
-        base = current if isinstance(current, (int, float)) and not isinstance(current, bool) else node.get("minimum", 1)
+        base = (
+            current if isinstance(current, (int, float)) and not isinstance(current, bool) else node.get("minimum", 1)
+        )
         up = base + step if current is not None else base
         if up > node.get("maximum", float("inf")):
             return base - step
@@ -233,7 +240,11 @@ class Planner:
 
         path = self.copy.overlay(overlay, "walk.yaml")
         refusal = io.StringIO()
-        with chdir(self.copy.root), contextlib.redirect_stderr(refusal), SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+        with (
+            chdir(self.copy.root),
+            contextlib.redirect_stderr(refusal),
+            SnakemakeApi(OutputSettings(quiet={"all"})) as api,
+        ):
             workflow_api = api.workflow(
                 resource_settings=ResourceSettings(cores=2, resources={"npu_cluster": 1}),
                 config_settings=ConfigSettings(configfiles=[self.copy.root / "config" / "config.yaml", path]),
@@ -288,12 +299,16 @@ def read_problems(folder: Path) -> tuple[list[str], set[str]]:
     for rule, keys in sorted(reads.items()):
         if rule not in RULE_KEYS:
             if rule not in NO_FINGERPRINT:
-                problems.append(f"{rule}: reads {sorted(keys)} and has no row in RULE_KEYS (nor a reason in NO_FINGERPRINT)")
+                problems.append(
+                    f"{rule}: reads {sorted(keys)} and has no row in RULE_KEYS (nor a reason in NO_FINGERPRINT)"
+                )
             continue
         gaps = UNFINGERPRINTED_READS.get(rule, {})
         outside = outside_row(keys, [*RULE_KEYS[rule], *gaps], allowed)
         if outside:
-            problems.append(f"{rule}: its script reads {outside}, not in its row of RULE_KEYS: a change would not rerun it")
+            problems.append(
+                f"{rule}: its script reads {outside}, not in its row of RULE_KEYS: a change would not rerun it"
+            )
         stale = sorted(gap for gap in gaps if not any(key == gap or key.startswith(gap + ".") for key in keys))
         if stale:
             problems.append(f"{rule}: UNFINGERPRINTED_READS lists {stale}, which it no longer reads: remove them")
@@ -307,9 +322,14 @@ def test_every_schema_key_has_a_phase() -> None:
 
 def test_a_key_without_a_phase_is_named() -> None:
     schema = {
-        "properties": {"a": {"x-phase": "analysis", "properties": {"b": {}}}, "c": {"properties": {"d": {"x-phase": "collection"}, "e": {"type": "integer"}}}}
+        "properties": {
+            "a": {"x-phase": "analysis", "properties": {"b": {}}},
+            "c": {"properties": {"d": {"x-phase": "collection"}, "e": {"type": "integer"}}},
+        }
     }
-    assert phase_problems(schema) == ["c.e: no x-phase (collection or analysis), on the key or on the section that holds it"]
+    assert phase_problems(schema) == [
+        "c.e: no x-phase (collection or analysis), on the key or on the section that holds it"
+    ]
     schema["properties"]["a"]["properties"]["b"]["x-phase"] = "analysis"
     assert any(p.startswith("a: marked x-phase and so are keys inside it") for p in phase_problems(schema))
 
@@ -357,11 +377,21 @@ def test_each_script_reads_only_its_rule_keys(complete_run: tuple[WorkflowCopy, 
     copy_, _ = complete_run
     problems, ran = read_problems(reads_dir(copy_))
     assert not problems, "\n".join(problems)
-    assert {"env_capture_node", "correctness", "baseline_collect", "timeline_collect", "timeline_parse", "pmu", "report"} <= ran
+    assert {
+        "env_capture_node",
+        "correctness",
+        "baseline_collect",
+        "timeline_collect",
+        "timeline_parse",
+        "pmu",
+        "report",
+    } <= ran
 
 
 def test_a_read_outside_the_row_fails_the_check(tmp_path: Path) -> None:
-    (tmp_path / "pmu.1.2.json").write_text(json.dumps({"rule": "pmu", "keys": ["pmu.metrics", "timeline.waits.own_work_min_us", "timeouts.pmu"]}))
+    (tmp_path / "pmu.1.2.json").write_text(
+        json.dumps({"rule": "pmu", "keys": ["pmu.metrics", "timeline.waits.own_work_min_us", "timeouts.pmu"]})
+    )
     (tmp_path / "newrule.1.2.json").write_text(json.dumps({"rule": "newrule", "keys": ["mode"]}))
     problems, _ = read_problems(tmp_path)
     assert problems == [
@@ -402,14 +432,21 @@ def test_an_analysis_change_reanalyses_without_collecting(complete_run: tuple[Wo
     assert ACCEPTANCE[key] <= set(planned)
 
 
-@pytest.mark.parametrize("key, value, collected", [("shape.num_tokens", 128, "correctness"), ("pmu.metrics", ["PipeUtilization", "Memory"], "pmu_collect")])
-def test_a_collection_change_collects(complete_run: tuple[WorkflowCopy, dict], key: str, value: Any, collected: str) -> None:
+@pytest.mark.parametrize(
+    "key, value, collected",
+    [("shape.num_tokens", 128, "correctness"), ("pmu.metrics", ["PipeUtilization", "Memory"], "pmu_collect")],
+)
+def test_a_collection_change_collects(
+    complete_run: tuple[WorkflowCopy, dict], key: str, value: Any, collected: str
+) -> None:
     copy_, overlay = complete_run
     planned, _ = Planner(copy_).plan(overlay_with(overlay, key, value))
     assert collected in planned
 
 
-def test_a_new_kernel_name_from_the_timeline_recollects_the_op_profiler_stages(complete_run: tuple[WorkflowCopy, dict]) -> None:
+def test_a_new_kernel_name_from_the_timeline_recollects_the_op_profiler_stages(
+    complete_run: tuple[WorkflowCopy, dict],
+) -> None:
     """pmu_collect, pcsampling_collect and pipe_timeline_collect replay the kernel the timeline found: the name is a
     param, so a timeline that finds another name re-collects them (and a re-analysis that finds the same does not)."""
     copy_, overlay = complete_run
@@ -464,7 +501,9 @@ def test_analyze_mode_reimports_only_changed_inputs(workflow_copy: WorkflowCopy,
     rows = "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
     csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + rows)
     synthetic_timeline(tmp_path / "timeline")
-    overlay = base_overlay(mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(tmp_path / "timeline")})
+    overlay = base_overlay(
+        mode="analyze", analyze={"latency_csv": str(csv), "timeline_dir": str(tmp_path / "timeline")}
+    )
     result = workflow_copy.snakemake(overlay=overlay, env=recording(workflow_copy))
     assert result.returncode == 0, result.stderr[-3000:]
     problems, ran = read_problems(reads_dir(workflow_copy))  # the import rules' and not_provided's rows

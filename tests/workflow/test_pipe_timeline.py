@@ -47,7 +47,10 @@ def test_both_configured_means_two_runs_each_with_its_own_metric_and_raw_dir(bot
 def test_per_role_busy_time_is_the_replayed_model_on_the_sampled_cores(both):
     cores = pd.read_parquet(both.root / "results/baseline/pipe_timeline/cores.parquet")
     truth_file = next((both.root / "results/baseline/pipe_timeline/pipe/run").rglob("sim_truth.json"))
-    replay = {r["rank"]: {c["block_id"]: c for c in r["cores"]} for r in json.loads(truth_file.read_text())["replays"][0]["ranks"]}
+    replay = {
+        r["rank"]: {c["block_id"]: c for c in r["cores"]}
+        for r in json.loads(truth_file.read_text())["replays"][0]["ranks"]
+    }
     mine = cores[cores["run"] == "PipeTimeline"]
     assert sorted(mine["rank"].unique()) == list(range(16))
     assert mine.groupby("rank").size().eq(6).all()  # the tool shows 6 cores
@@ -66,7 +69,11 @@ def test_per_role_busy_time_is_the_replayed_model_on_the_sampled_cores(both):
     # 6 cores spread over 56: SelfCopyToken (4 cores) is not sampled, and says so
     assert roles["SelfCopyToken"]["cores_seen"] == 0 and roles["SelfCopyToken"]["pipes"] is None
     overlap = read(both, "pipe_timeline/pipe_timeline.json")["roles"]["TokenCopyToBuffer"]["overlap"]
-    assert 0 < overlap["MTE2&VECTOR"]["overlap_us_median"] <= roles["TokenCopyToBuffer"]["pipes"]["VECTOR"]["busy_us_median"]
+    assert (
+        0
+        < overlap["MTE2&VECTOR"]["overlap_us_median"]
+        <= roles["TokenCopyToBuffer"]["pipes"]["VECTOR"]["busy_us_median"]
+    )
 
 
 def test_instr_timeline_is_narrowed_to_the_configured_pipes_and_ranked(both):
@@ -77,7 +84,9 @@ def test_instr_timeline_is_narrowed_to_the_configured_pipes_and_ranked(both):
         totals = [r["total_us"] for r in rows]
         assert totals == sorted(totals, reverse=True) and len(rows) <= 10
     # the ranking is the traces' own sum: recompute the top MTE2 instruction from every InstrTimeline trace.json
-    events = pd.concat([read_trace_json(Path(both.root, t) if not Path(t).is_absolute() else Path(t)).events for t in instr["traces"]])
+    events = pd.concat(
+        [read_trace_json(Path(both.root, t) if not Path(t).is_absolute() else Path(t)).events for t in instr["traces"]]
+    )
     mte2 = events[events["pipe"] == "MTE2"].groupby(["name", "pc_addr"])["dur_us"].sum().max()
     assert instr["top_instructions"]["MTE2"][0]["total_us"] == pytest.approx(mte2, abs=0.01)
     html = (both.root / "results/baseline/report/report.html").read_text()
@@ -101,14 +110,21 @@ def test_analyze_mode_reads_an_imported_pipe_timeline_tree_in_place(both, tmp_pa
     raw = tmp_path / "imported"
     shutil.copytree(both.root / "results/baseline/pipe_timeline/pipe/raw", raw)
     wf = copy_workflow(tmp_path / "wf")
-    result = wf.snakemake("--until", "pipe_timeline", overlay=base_overlay(mode="analyze", analyze={"pipe_timeline_dir": str(raw)}), timeout=600)
+    result = wf.snakemake(
+        "--until",
+        "pipe_timeline",
+        overlay=base_overlay(mode="analyze", analyze={"pipe_timeline_dir": str(raw)}),
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     status = wf.status("pipe_timeline")
     assert status["state"] == "ok" and status["source"] == "import"
     imported = json.loads((wf.root / "results/baseline/pipe_timeline/pipe_timeline.json").read_text())
     collected = read(both, "pipe_timeline/pipe_timeline.json")
     assert imported["roles_from"] == "PipeTimeline"
-    assert {r: v["pipes"] for r, v in imported["roles"].items()} == {r: v["pipes"] for r, v in collected["roles"].items()}
+    assert {r: v["pipes"] for r, v in imported["roles"].items()} == {
+        r: v["pipes"] for r, v in collected["roles"].items()
+    }
 
 
 def test_a_hanging_pmu_replay_skips_both_timeline_runs_instead_of_waiting_out_their_timeouts(tmp_path):
@@ -131,11 +147,18 @@ def test_a_damaged_imported_trace_leaves_its_rank_out_and_names_the_file(both, t
     victim = sorted(raw.rglob("trace.json"))[3]
     victim.write_text(victim.read_text()[:500])
     wf = copy_workflow(tmp_path / "wf")
-    result = wf.snakemake("--until", "pipe_timeline", overlay=base_overlay(mode="analyze", analyze={"pipe_timeline_dir": str(raw)}), timeout=600)
+    result = wf.snakemake(
+        "--until",
+        "pipe_timeline",
+        overlay=base_overlay(mode="analyze", analyze={"pipe_timeline_dir": str(raw)}),
+        timeout=600,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]  # the stage is ok on the other ranks
     status = wf.status("pipe_timeline")
     # one bad rank never costs the others: its rank is left out, named with its file, the stage goes on
-    assert status["state"] == "ok" and f"{victim}: line 1: not valid JSON" in status["reason"] and "left out, their files refused: rank " in status["reason"], (
-        status
-    )
+    assert (
+        status["state"] == "ok"
+        and f"{victim}: line 1: not valid JSON" in status["reason"]
+        and "left out, their files refused: rank " in status["reason"]
+    ), status
     assert any(not v["passed"] and str(victim) in v["detail"] for v in status["validations"])

@@ -30,7 +30,11 @@ def test_the_pmu_names_the_rank_and_role_whose_busy_time_the_events_raised_most(
     replay = read(collected, "pmu/run/latency/sim_truth.json")["replays"][0]["ranks"]
     roles = replay[0]["roles"]
     # what happened: per role, each rank's busy time against the role's median over ranks
-    ratio = {(r["rank"], role): r["roles"][role]["busy_us_max"] / median(x["roles"][role]["busy_us_max"] for x in replay) for r in replay for role in roles}
+    ratio = {
+        (r["rank"], role): r["roles"][role]["busy_us_max"] / median(x["roles"][role]["busy_us_max"] for x in replay)
+        for r in replay
+        for role in roles
+    }
     true_rank, true_role = max(ratio, key=ratio.get)
     busy = read(collected, "report/summary.json")["pmu"]["busiest"]
     assert (busy["rank"], busy["role"], busy["every_role_pattern"]) == (true_rank, true_role, "same_us")
@@ -50,8 +54,14 @@ def test_the_answer_has_the_role_with_its_cost_debugclock_beside_the_pmu_and_the
     html = (collected.root / "results/baseline/report/report.html").read_text()
     answer = unescape(re.sub("<[^>]+>", "", re.search(r"<dl class=\"evidence\">(.*?)</dl>", html, re.S).group(1)))
     assert "waiting excluded" not in answer and "the scalar pipe included" in answer
-    assert "every role of rank 6 is busier than the same role on the other ranks by about the same time" in answer and "LocalWindowCopy" in answer
-    assert re.search(r"The role's excess on its vector and MTE pipes \(its scalar work not counted\)(, | is )\d+\.\d to \d+\.\d us per launch", answer)
+    assert (
+        "every role of rank 6 is busier than the same role on the other ranks by about the same time" in answer
+        and "LocalWindowCopy" in answer
+    )
+    assert re.search(
+        r"The role's excess on its vector and MTE pipes \(its scalar work not counted\)(, | is )\d+\.\d to \d+\.\d us per launch",
+        answer,
+    )
     assert "DebugClock also ran (a DEBUG_CLOCK_ON build)" in answer  # PMU ok, and DebugClock is still in the answer
     assert "Wait slots per rank and role" in html and "Work slots per rank and role" in html
     lw = read(collected, "report/summary.json")["debugclock"]["local_window_copy"]["per_rank"]

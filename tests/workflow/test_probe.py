@@ -28,7 +28,9 @@ def test_probe_cachemiss_counts_equal_the_events_the_stand_in_wrote(demo):
     assert demo.status("probe")["state"] == "ok"
     summary = json.loads((demo.root / "results/baseline/report/summary.json").read_text())
     probe = summary["probe"]
-    truth = json.loads((demo.root / "results/baseline/probe/raw/sim_truth.json").read_text())["cachemiss"]  # ground truth, tests only
+    truth = json.loads((demo.root / "results/baseline/probe/raw/sim_truth.json").read_text())[
+        "cachemiss"
+    ]  # ground truth, tests only
     assert probe["cachemiss"]["total"] == truth["total"] > 0
     assert probe["cachemiss"]["per_core"] == truth["per_core"]
     top = probe["cachemiss"]["top_pcs"]
@@ -38,9 +40,14 @@ def test_probe_cachemiss_counts_equal_the_events_the_stand_in_wrote(demo):
     assert probe["label"] == "simulator, single card, local probe"
     html = (demo.root / "results/baseline/report/report.html").read_text()
     assert "simulator, single card, local probe" in html and f"<b>{truth['total']}</b>" in html
-    answer = html[html.index('id="answer"') : html.index('id="environment"')]  # the verdict's line and the evidence's sentence
+    answer = html[
+        html.index('id="answer"') : html.index('id="environment"')
+    ]  # the verdict's line and the evidence's sentence
     assert f"Local probe (simulator): {truth['total']} I-cache misses" in answer
-    assert f"A local probe under msopprof simulator (simulator, single card, local probe) counted {truth['total']} I-cache misses" in answer
+    assert (
+        f"A local probe under msopprof simulator (simulator, single card, local probe) counted {truth['total']} I-cache misses"
+        in answer
+    )
     assert "Pipes run in parallel: never sum them." in html and html.count("never sum them") == 1
 
 
@@ -69,7 +76,9 @@ def test_the_artifact_guide_lists_every_artifact_on_disk_with_a_working_link(dem
     for kind in kinds:
         assert KINDS[kind][1] in html_lib.unescape(guide)
     md = (demo.root / "results/baseline/report/report.md").read_text()
-    md_guide = md[md.index("## Artifacts and where to open them") : md.index("## Open boundaries")]  # other sections link too
+    md_guide = md[
+        md.index("## Artifacts and where to open them") : md.index("## Open boundaries")
+    ]  # other sections link too
     md_links = linked(report, md_guide, r"\]\(([^)]+)\)")
     assert {p.resolve() for p in md_links} == {p.resolve() for p in links}
 
@@ -92,7 +101,9 @@ def test_probe_is_disabled_by_default_and_refusals_are_explained(workflow_copy):
     assert probe["state"] == "disabled" and "probe.enabled is false" in probe["reason"]
     refused = workflow_copy.snakemake("-n", overlay=base_overlay(probe={"enabled": True, "soc_version": "950"}))
     assert refused.returncode != 0 and "probe.soc_version: '950' is not a SoC name" in refused.stderr
-    result = workflow_copy.snakemake("--until", "probe", overlay=base_overlay(probe={"enabled": True}, sim={"probe": "multi_card"}))
+    result = workflow_copy.snakemake(
+        "--until", "probe", overlay=base_overlay(probe={"enabled": True}, sim={"probe": "multi_card"})
+    )
     assert_ended_by_fail_on(result, "baseline/probe is failed")
     probe = workflow_copy.status("probe")
     assert probe["state"] == "failed" and "[ERROR] Simulator only supports single-card scenarios" in probe["reason"]
@@ -109,7 +120,12 @@ def test_analyze_mode_reads_an_imported_simulator_tree_in_place(workflow_copy):
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     guide = html[html.index('id="artifact-guide"') : html.index('id="open-boundaries"')]
     traces = sorted(str(p.resolve()) for p in SIM.rglob("trace.json"))
-    assert len(traces) == 3 and all(f'<code>{t}</code> <span class="muted">(imported, read in place)</span>' in guide for t in traces)
-    assert "Kernel replay not verified here" not in html and "PMU replay compatibility of the full kernel unresolved" in html  # no PMU data at all
+    assert len(traces) == 3 and all(
+        f'<code>{t}</code> <span class="muted">(imported, read in place)</span>' in guide for t in traces
+    )
+    assert (
+        "Kernel replay not verified here" not in html
+        and "PMU replay compatibility of the full kernel unresolved" in html
+    )  # no PMU data at all
     missing = workflow_copy.snakemake("-n", overlay=base_overlay(mode="analyze", analyze={"probe_dir": "nowhere"}))
     assert missing.returncode != 0 and "analyze.probe_dir: nowhere does not exist" in missing.stderr

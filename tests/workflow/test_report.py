@@ -43,14 +43,18 @@ def test_ab_comparison_verdicts_and_warnings(workflow_copy):
     assert faster["factors"] == ["sim.role_speedup.URMASendToken"] and faster["warnings"] == []
     same = comparison("baseline_vs_same_again")
     assert same["verdict"] == "no significant change"
-    assert same["kernel"]["per_iteration_max_median"]["a"] != same["kernel"]["per_iteration_max_median"]["b"]  # different noise
+    assert (
+        same["kernel"]["per_iteration_max_median"]["a"] != same["kernel"]["per_iteration_max_median"]["b"]
+    )  # different noise
     assert same["factors"] == [] and same["warnings"] == []
     assert (workflow_copy.root / "results/compare/baseline_vs_faster_send/comparison.html").is_file()
 
 
 def test_a_comparison_refuses_when_precision_failed_on_one_side(workflow_copy):
     overlay = base_overlay(
-        experiments={"a": {}, "broken": {"sim": {"precision_fail_rank": 2}}}, compare=[["a", "broken"]], timeline={"iterations": 6, "warmup": 1}
+        experiments={"a": {}, "broken": {"sim": {"precision_fail_rank": 2}}},
+        compare=[["a", "broken"]],
+        timeline={"iterations": 6, "warmup": 1},
     )
     result = workflow_copy.snakemake("--until", "compare", overlay=overlay)
     assert_ended_by_fail_on(result, "broken/correctness is failed")
@@ -70,13 +74,26 @@ def test_the_report_renders_and_explains_every_stage_when_all_collection_failed(
     assert summary["toolchain"] == "cann"
     states = {s: v["state"] for s, v in summary["stages"].items()}
     # Preflight in env capture now stops this before any collective stage costs an allocation, listing the problem.
-    assert states["env_capture"] == "failed" and "no_set_env.sh does not exist (cann.set_env)" in summary["stages"]["env_capture"]["reason"]
-    assert states["correctness"] == "skipped" and summary["stages"]["correctness"]["root_cause"]["stage"] == "env_capture"
+    assert (
+        states["env_capture"] == "failed"
+        and "no_set_env.sh does not exist (cann.set_env)" in summary["stages"]["env_capture"]["reason"]
+    )
+    assert (
+        states["correctness"] == "skipped" and summary["stages"]["correctness"]["root_cause"]["stage"] == "env_capture"
+    )
     assert states["baseline"] in ("failed", "skipped")  # its driver part fails by itself (no repository)
     assert all(states[s] == "skipped" for s in ("timeline", "pmu", "pcsampling"))
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     for stage, v in summary["stages"].items():
-        assert v["reason"][:60].replace("&", "&amp;").replace("'", "&#39;").replace('"', "&#34;").replace("<", "&lt;").replace(">", "&gt;") in html, stage
+        assert (
+            v["reason"][:60]
+            .replace("&", "&amp;")
+            .replace("'", "&#39;")
+            .replace('"', "&#34;")
+            .replace("<", "&lt;")
+            .replace(">", "&gt;")
+            in html
+        ), stage
     md = (workflow_copy.root / "results/baseline/report/report.md").read_text()
     assert "## Evidence ledger" in md and "| env_capture | failed |" in md and "| correctness | skipped |" in md
 
@@ -93,12 +110,24 @@ def test_snakemakes_own_report_zip_is_built(demo_run, tmp_path):
     # The categories the rules' report() marks give (workflow/rules/*.smk, captions in workflow/report/), each file
     # under its category and subcategory; Comparisons only where `compare` is configured (not in the demo).
     categories = json.loads(re.search(r"var categories = (\{.*?\});\n", page).group(1))
-    assert set(categories) == {"Report", "Summary", "Stages", "Per-rank tables", "Heat maps and charts"}, list(categories)
+    assert set(categories) == {"Report", "Summary", "Stages", "Per-rank tables", "Heat maps and charts"}, list(
+        categories
+    )
     assert categories["Summary"] == {"baseline": ["results/baseline/report/summary.json"]}
-    assert set(categories["Stages"]) == {"baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe"}
+    assert set(categories["Stages"]) == {
+        "baseline",
+        "timeline",
+        "pmu",
+        "pcsampling",
+        "pipe_timeline",
+        "debugclock",
+        "probe",
+    }
     assert "results/baseline/timeline/stats.json" in categories["Stages"]["timeline"]
     assert {"correctness", "baseline", "pmu", "timeline drill-down"} <= set(categories["Per-rank tables"])
-    assert categories["Per-rank tables"]["timeline drill-down"] == ["results/baseline/timeline/ranks/rank0/launches.csv"]
+    assert categories["Per-rank tables"]["timeline drill-down"] == [
+        "results/baseline/timeline/ranks/rank0/launches.csv"
+    ]
     charts = [Path(f).name for f in categories["Heat maps and charts"]["baseline"]]
     assert {"entry_wait.svg", "pmu_busy.svg", "pmu_no_pipe.svg", "baseline_kernel_per_rank.png"} <= set(charts), charts
     # Every marked file is in the bundle itself, with its content: it opens without the run's directory.
@@ -113,7 +142,9 @@ def test_snakemakes_own_report_zip_is_built(demo_run, tmp_path):
 
 # Chromium's own background services (clock, updates, accounts) also come through the proxy despite the
 # flags; they are the browser's, not the page's. Everything else is a request the report made.
-BROWSER_SERVICES = re.compile(r"^(?:CONNECT |GET http://|POST http://)?[\w.-]*(?:google\.com|googleapis\.com|gstatic\.com|gvt1\.com)[:/]")
+BROWSER_SERVICES = re.compile(
+    r"^(?:CONNECT |GET http://|POST http://)?[\w.-]*(?:google\.com|googleapis\.com|gstatic\.com|gvt1\.com)[:/]"
+)
 
 
 class ProxyRecorder:
@@ -148,7 +179,10 @@ class ProxyRecorder:
         return [r for r in self.requests if not BROWSER_SERVICES.match(r)]
 
 
-@pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI") != "true", reason="chromium not installed (Debian package chromium); CI installs it")
+@pytest.mark.skipif(
+    CHROMIUM is None and os.environ.get("CI") != "true",
+    reason="chromium not installed (Debian package chromium); CI installs it",
+)
 def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, tmp_path):
     assert CHROMIUM, "CI=true but chromium is missing: .ci/run must install it"
     workflow_copy, run = demo_run
@@ -168,9 +202,15 @@ def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, t
         f"--proxy-server=http://127.0.0.1:{counter.port}",
         "--proxy-bypass-list=<-loopback>",
     ]
-    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
     shot = tmp_path / "report.png"
-    subprocess.run([CHROMIUM, *flags, "--window-size=1280,4000", f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [CHROMIUM, *flags, "--window-size=1280,4000", f"--screenshot={shot}", report.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
     for section in (
         "answer",
         "evidence",
@@ -197,7 +237,10 @@ def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, t
     md = (workflow_copy.root / "results/baseline/report/report.md").read_text()
     roles = json.loads((workflow_copy.root / "results/baseline/pmu/roles.json").read_text())
     for role, v in roles["roles"].items():
-        assert f"| {role} | {v['cores']} | {v['aiv_time_us_median']:.1f} / {v['aiv_time_us_max']:.1f} / {v['aiv_time_us_spread']:.1f} |" in md, role
+        assert (
+            f"| {role} | {v['cores']} | {v['aiv_time_us_median']:.1f} / {v['aiv_time_us_max']:.1f} / {v['aiv_time_us_spread']:.1f} |"
+            in md
+        ), role
     stalls = json.loads((workflow_copy.root / "results/baseline/pcsampling/stalls.json").read_text())
     worst = max(stalls["stalls"]["not_issue"], key=stalls["stalls"]["not_issue"].get)
     assert (

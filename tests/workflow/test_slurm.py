@@ -82,7 +82,16 @@ def slurm_cluster():
 def run_profile(workflow_copy, overlay, *args, env=None):
     shutil.copytree(PROFILE, workflow_copy.root / "slurm_profile", dirs_exist_ok=True)
     # snakemake with the plugin's status-check back-off capped at the profile's interval (tests/slurm/snakemake_capped_polling.py)
-    cmd = [sys.executable, str(CAPPED_POLLING), "--profile", "slurm_profile", "--configfile", "config/config.yaml", str(workflow_copy.overlay(overlay)), *args]
+    cmd = [
+        sys.executable,
+        str(CAPPED_POLLING),
+        "--profile",
+        "slurm_profile",
+        "--configfile",
+        "config/config.yaml",
+        str(workflow_copy.overlay(overlay)),
+        *args,
+    ]
     return subprocess.run(cmd, cwd=workflow_copy.root, capture_output=True, text=True, timeout=1500, env=env)
 
 
@@ -95,14 +104,19 @@ def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, w
     assert "[rank 3]" in (run / "node0.log").read_text() and "[rank 12]" in (run / "node1.log").read_text()
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
     # debugclock (a fallback: PMU is ok) and probe (off by default) are disabled by design; every other stage is ok
-    assert {k: v["state"] for k, v in summary["stages"].items() if v["state"] != "ok"} == {"debugclock": "disabled", "probe": "disabled"}, summary["stages"]
+    assert {k: v["state"] for k, v in summary["stages"].items() if v["state"] != "ok"} == {
+        "debugclock": "disabled",
+        "probe": "disabled",
+    }, summary["stages"]
     # Which jobs went through sbatch: the plugin keeps one log directory per submitted rule (rule_<name>). Only the
     # NPU jobs may be there; parse, analysis and report jobs ran in the Snakemake process (localrules).
     submitted = sorted(d.name.removeprefix("rule_") for d in (workflow_copy.root / "results/slurm_logs").glob("rule_*"))
     # The probe (off by default) only writes "disabled": it runs here, not in a queue for CANN nodes. Where an enabled
     # probe goes (slurm.cann_partition) is checked on the dry run's plan (test_dryrun.py), not through sbatch
     assert set(submitted) == NPU_JOBS, submitted
-    assert "Placement: submitted to the NPU nodes: " in result.stderr and "needing CANN but no NPU (none)" in result.stderr
+    assert (
+        "Placement: submitted to the NPU nodes: " in result.stderr and "needing CANN but no NPU (none)" in result.stderr
+    )
     with capsys.disabled():
         print(
             f"\n[slurm] pipeline through sbatch/srun: correctness nodes {[(e['node'], e['slurm_nodeid'], e['host']) for e in exits]}; "
@@ -117,7 +131,10 @@ def test_one_node_runs_with_overlap(slurm_cluster, workflow_copy):
     assert status["state"] == "ok", status
     launched = (workflow_copy.root / "results/baseline/correctness/logs/correctness.log").read_text()
     assert "srun --nodes=1 --ntasks=1 --ntasks-per-node=1 --kill-on-bad-exit=1 --overlap" in launched
-    assert json.loads((workflow_copy.root / "results/baseline/correctness/run/node0.exit.json").read_text())["exit_code"] == 0
+    assert (
+        json.loads((workflow_copy.root / "results/baseline/correctness/run/node0.exit.json").read_text())["exit_code"]
+        == 0
+    )
 
 
 def test_a_rank_that_dies_under_slurm_ends_the_collective_in_seconds_and_is_named(slurm_cluster, workflow_copy):
@@ -125,10 +142,17 @@ def test_a_rank_that_dies_under_slurm_ends_the_collective_in_seconds_and_is_name
     --kill-on-bad-exit=1 ends node 0, and the stage names the rank that died first. Budget 300 s: without either,
     the collective would wait for it."""
     started = time.monotonic()
-    result = run_profile(workflow_copy, base_overlay(fixed_ports=True, sim={"die_rank": 9}, timeouts={"correctness": 300}), "--until", "correctness")
+    result = run_profile(
+        workflow_copy,
+        base_overlay(fixed_ports=True, sim={"die_rank": 9}, timeouts={"correctness": 300}),
+        "--until",
+        "correctness",
+    )
     assert_ended_by_fail_on(result, "baseline/correctness is failed")
     status = workflow_copy.status("correctness")
-    assert status["state"] == "failed" and status["reason"].startswith("rank 9 (node 1, local rank 1) died first: exit code 1"), status
+    assert status["state"] == "failed" and status["reason"].startswith(
+        "rank 9 (node 1, local rank 1) died first: exit code 1"
+    ), status
     assert "(sim.die_rank)" in status["reason"] and status["details"]["cause"] == "crash", status
     run_s = (datetime.fromisoformat(status["finished"]) - datetime.fromisoformat(status["started"])).total_seconds()
     assert run_s < 30 and time.monotonic() - started < 240, run_s
@@ -136,7 +160,12 @@ def test_a_rank_that_dies_under_slurm_ends_the_collective_in_seconds_and_is_name
 
 
 def test_a_stage_over_budget_under_slurm_ends_in_timeout_before_slurm_kills_it(slurm_cluster, workflow_copy):
-    result = run_profile(workflow_copy, base_overlay(fixed_ports=True, sim={"dead_node": 1}, timeouts={"correctness": 15}), "--until", "correctness")
+    result = run_profile(
+        workflow_copy,
+        base_overlay(fixed_ports=True, sim={"dead_node": 1}, timeouts={"correctness": 15}),
+        "--until",
+        "correctness",
+    )
     assert_ended_by_fail_on(result, "baseline/correctness is timeout")
     status = workflow_copy.status("correctness")
     assert status["state"] == "timeout" and "15 s budget" in status["reason"], status
@@ -156,4 +185,6 @@ def test_no_secret_of_the_caller_is_written_and_the_ranks_see_the_tuning_under_s
     assert files_holding(workflow_copy.root, secret_values) == []
     assert tuning_lines(workflow_copy.root) == {rank: "TASK_QUEUE_ENABLE=2" for rank in range(16)}
     specs = json.loads((workflow_copy.root / "results/baseline/correctness/run/node_specs.json").read_text())
-    assert [s["env"]["RANK"] for s in specs] == ["0", "1"] and all("forwarded_on_stdin" not in s and "HOME" not in s["env"] for s in specs)
+    assert [s["env"]["RANK"] for s in specs] == ["0", "1"] and all(
+        "forwarded_on_stdin" not in s and "HOME" not in s["env"] for s in specs
+    )

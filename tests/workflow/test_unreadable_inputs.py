@@ -28,7 +28,14 @@ def simulated_timeline(root: Path) -> dict[int, Path]:
         node, local = divmod(rank, PER_NODE)
         t = 1_795_977_981_000_000_000 + node * 1_700_000 + local * 2_000
         events = [
-            {"name": "elastic_dispatch_kernel", "task_type": "AI_VECTOR_CORE", "stream": 1332, "task_id": i + 1, "start_ns": t + i * 50_000_000, "dur_ns": d}
+            {
+                "name": "elastic_dispatch_kernel",
+                "task_type": "AI_VECTOR_CORE",
+                "stream": 1332,
+                "task_id": i + 1,
+                "start_ns": t + i * 50_000_000,
+                "dur_ns": d,
+            }
             for i, d in enumerate(durations_ns(rank))
         ]
         proc = {"pid": 1000 + rank, "hostname": f"n{node}", "device_id": local, "rank_id": rank, "start_ns": t}
@@ -36,7 +43,9 @@ def simulated_timeline(root: Path) -> dict[int, Path]:
     return profs
 
 
-def test_a_corrupt_db_costs_its_rank_and_a_file_loop_its_import_and_the_run_ends_with_the_table(workflow_copy, tmp_path):
+def test_a_corrupt_db_costs_its_rank_and_a_file_loop_its_import_and_the_run_ends_with_the_table(
+    workflow_copy, tmp_path
+):
     profs = simulated_timeline(tmp_path / "timeline")
     bad = 5
     db = next(profs[bad].glob("msprof_*.db"))
@@ -55,21 +64,30 @@ def test_a_corrupt_db_costs_its_rank_and_a_file_loop_its_import_and_the_run_ends
     # the loop: the PMU import refuses its tree, naming the link; the stage folds its import part (the worst state
     # wins: invalid, the bad input's state in the status contract); the table says so
     pmu_import = json.loads((workflow_copy.root / "results/baseline/pmu/import/status.json").read_text())
-    assert pmu_import["state"] == "invalid" and f"{opprof / 'a'}: a symbolic link loop" in pmu_import["reason"], pmu_import
+    assert pmu_import["state"] == "invalid" and f"{opprof / 'a'}: a symbolic link loop" in pmu_import["reason"], (
+        pmu_import
+    )
     pmu = workflow_copy.status("pmu")
-    assert pmu["state"] == "invalid" and pmu["upstream"] == {"pmu_import": "invalid"} and f"{opprof / 'a'}: a symbolic link loop" in pmu["reason"], pmu
+    assert (
+        pmu["state"] == "invalid"
+        and pmu["upstream"] == {"pmu_import": "invalid"}
+        and f"{opprof / 'a'}: a symbolic link loop" in pmu["reason"]
+    ), pmu
     table = result.stdout[result.stdout.index("Stages (imported data):") :]
     assert str(opprof / "a") in table, table
     # the corrupt db: the timeline goes on over the other 15 ranks, the file named
     timeline = workflow_copy.status("timeline")
     assert timeline["state"] == "ok" and f"15/16 ranks (missing rank {bad})" in timeline["reason"], timeline
-    assert f"Left out, their files refused: rank {bad} ({db}: not a readable msprof database (database disk image is malformed))" in timeline["reason"], (
-        timeline["reason"]
-    )
+    assert (
+        f"Left out, their files refused: rank {bad} ({db}: not a readable msprof database (database disk image is malformed))"
+        in timeline["reason"]
+    ), timeline["reason"]
     assert str(db) in timeline["details"]["coverage"]["refused"][str(bad)]
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
     present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}
-    truth = {r: float(np.median(durations_ns(r))) / 1000 for r in range(NODES * PER_NODE) if r != bad}  # analyze mode: no launch left out
+    truth = {
+        r: float(np.median(durations_ns(r))) / 1000 for r in range(NODES * PER_NODE) if r != bad
+    }  # analyze mode: no launch left out
     assert present == pytest.approx(truth, abs=1e-9)
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "Partial coverage: 15/16 ranks (missing rank 5)" in html and str(db) in html

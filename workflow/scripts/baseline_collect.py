@@ -18,17 +18,36 @@ def body(run: StageRun) -> Status:
     cfg, out = run.config, run.outputs["run"]
     chain = resolve(cfg)
     test = run_driver(
-        cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_baseline", run.timeout, cfg["baseline"]["iterations"], cfg["baseline"]["warmup"]
+        cfg,
+        chain,
+        Path(run.inputs["driver"]),
+        out,
+        f"{run.experiment}_baseline",
+        run.timeout,
+        cfg["baseline"]["iterations"],
+        cfg["baseline"]["warmup"],
     )
     csv = out / "latency" / "dispatch_latency.csv"
     validations = [Validation("dispatch_latency.csv written (rank 0)", csv.is_file(), "error", str(csv))]
-    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(out)], validations=validations, details=test.details)
+    common = dict(
+        command=test.command,
+        upstream=gate.upstream,
+        artifacts=[str(out)],
+        validations=validations,
+        details=test.details,
+    )
     if test.verdict.state != "ok":
         return run.status(test.verdict.state, f"perf driver: {test.verdict.reason}", **common)
     if not csv.is_file():
-        return run.status("invalid", f"every rank passed but {csv} was not written: check profile_dispatch_latency in the node logs", **common)
+        return run.status(
+            "invalid",
+            f"every rank passed but {csv} was not written: check profile_dispatch_latency in the node logs",
+            **common,
+        )
     return run.status(
-        "ok", f"{cfg['baseline']['iterations']} calls per rank on {len(test.table)} ranks; precision of the last result passed everywhere", **common
+        "ok",
+        f"{cfg['baseline']['iterations']} calls per rank on {len(test.table)} ranks; precision of the last result passed everywhere",
+        **common,
     )
 
 

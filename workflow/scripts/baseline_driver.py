@@ -23,9 +23,17 @@ def body(run: StageRun) -> Status:
     test = chain.repo / cfg["deepep"]["test"]
     if not test.is_file():
         return run.status("failed", f"the test {test} does not exist (deepep.repo + deepep.test)")
-    loop = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True).from_string((TEMPLATES / "perf_loop.py.j2").read_text())
+    loop = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True).from_string(
+        (TEMPLATES / "perf_loop.py.j2").read_text()
+    )
     try:
-        patched = patch_test(test.read_text(), str(test), cfg["baseline"]["dispatch_call"], lambda v: loop.render(**v), cfg["cluster"]["ranks_per_node"])
+        patched = patch_test(
+            test.read_text(),
+            str(test),
+            cfg["baseline"]["dispatch_call"],
+            lambda v: loop.render(**v),
+            cfg["cluster"]["ranks_per_node"],
+        )
     except PatchError as exc:
         return run.status("failed", str(exc))
     write_text_atomic(run.outputs["driver"], patched.source)
@@ -43,7 +51,13 @@ def body(run: StageRun) -> Status:
         if patched.spawn_function
         else "; RANK_ID not set (per-rank function not found): ranks rely on the identity sidecar"
     )
-    return run.status("ok", reason, validations=[rank_id], artifacts=[str(p) for p in run.outputs.values()], details={"spawn_function": patched.spawn_function})
+    return run.status(
+        "ok",
+        reason,
+        validations=[rank_id],
+        artifacts=[str(p) for p in run.outputs.values()],
+        details={"spawn_function": patched.spawn_function},
+    )
 
 
 run_stage(snakemake, "baseline", body, part="driver")

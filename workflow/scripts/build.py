@@ -32,7 +32,11 @@ def body(run: StageRun) -> Status:
     if not deepep["build_command"]:
         record["libraries"] = fingerprint(chain.repo, deepep["library_globs"], copies)
         write_json_atomic(run.outputs["record"], record)
-        return run.status("ok", f"no build ran (deepep.build_command is null); recorded {len(record['libraries'])} installed libraries", upstream=gate.upstream)
+        return run.status(
+            "ok",
+            f"no build ran (deepep.build_command is null); recorded {len(record['libraries'])} installed libraries",
+            upstream=gate.upstream,
+        )
     log_path = Path(snakemake.log[0]).with_name("build_command.log")
     result = run_build(chain, deepep["build_command"], deepep["build_env"], run.timeout, log_path, deepep["build_dir"])
     record.update(exit_code=result.exit_code, timed_out=result.timed_out, log=str(log_path))
@@ -41,13 +45,24 @@ def body(run: StageRun) -> Status:
         record["device_compile_flags"] = flags.read_text().split()
     record["libraries"] = fingerprint(chain.repo, deepep["library_globs"], copies) if result.ok else []
     write_json_atomic(run.outputs["record"], record)
-    common = dict(command=deepep["build_command"], exit_code=result.exit_code, upstream=gate.upstream, artifacts=[str(run.outputs["record"]), str(log_path)])
+    common = dict(
+        command=deepep["build_command"],
+        exit_code=result.exit_code,
+        upstream=gate.upstream,
+        artifacts=[str(run.outputs["record"]), str(log_path)],
+    )
     if result.timed_out:
         return run.status("timeout", f"build exceeded its {run.timeout:g} s budget; see {log_path}", **common)
     if not result.ok:
-        return run.status("failed", f"build command failed ({result.error or f'exit code {result.exit_code}'}); see {log_path}", **common)
+        return run.status(
+            "failed",
+            f"build command failed ({result.error or f'exit code {result.exit_code}'}); see {log_path}",
+            **common,
+        )
     if not record["libraries"]:
-        return run.status("invalid", f"build exited 0 but no library matched deepep.library_globs {deepep['library_globs']}", **common)
+        return run.status(
+            "invalid", f"build exited 0 but no library matched deepep.library_globs {deepep['library_globs']}", **common
+        )
     return run.status("ok", f"built; {len(record['libraries'])} libraries fingerprinted (sha256)", **common)
 
 

@@ -36,7 +36,9 @@ for side, names in runs.items():
         correctness = read_input_status(snakemake.input[f"{side}_correctness_{run}"])
         baseline = read_input_status(snakemake.input[f"{side}_baseline_{run}"])
         if correctness.state == "disabled":
-            notes.append(f"{run}: precision was not checked (analyze mode); the comparison assumes both sides were correct")
+            notes.append(
+                f"{run}: precision was not checked (analyze mode); the comparison assumes both sides were correct"
+            )
         elif not correctness.ok:
             problems.append(f"{run}: precision not ok ({correctness.state}: {correctness.reason})")
         if not baseline.ok:
@@ -44,10 +46,17 @@ for side, names in runs.items():
 if problems:
     result.update(state="refused", reason="; ".join(problems), notes=notes)
 else:
-    tables = {side: [pd.read_parquet(snakemake.input[f"{side}_latency_{run}"]) for run in names] for side, names in runs.items()}
+    tables = {
+        side: [pd.read_parquet(snakemake.input[f"{side}_latency_{run}"]) for run in names]
+        for side, names in runs.items()
+    }
     boot = configs["a"]["stats"]["bootstrap"]
     clean = {side: {k: v for k, v in cfg.items() if not k.startswith("_")} for side, cfg in configs.items()}
-    result.update(state="ok", notes=notes, **compare(tables["a"], tables["b"], clean["a"], clean["b"], boot["resamples"], boot["seed"]))
+    result.update(
+        state="ok",
+        notes=notes,
+        **compare(tables["a"], tables["b"], clean["a"], clean["b"], boot["resamples"], boot["seed"]),
+    )
     med = result["kernel"]["per_iteration_max_median"]
     result["reason"] = (
         f"{result['verdict']}: per-iteration-max median {med['a']:.1f} -> {med['b']:.1f} us "
@@ -55,5 +64,7 @@ else:
         f"hierarchical bootstrap over {med['repeats'][0]} / {med['repeats'][1]} repeats)"
     )
 write_json_atomic(snakemake.output.json, result)
-env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(snakemake.scriptdir).resolve().parent / "templates")), autoescape=True)
+env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(Path(snakemake.scriptdir).resolve().parent / "templates")), autoescape=True
+)
 write_text_atomic(snakemake.output.html, env.get_template("comparison.html.j2").render(c=result))

@@ -18,25 +18,45 @@ def run_validations(test: TestRun) -> list[Validation]:
     assert rows is not None, "validations need the rank table: a run whose logs could not be read has none"
     passed = sum(row.passed for row in rows)
     return [
-        Validation("every rank printed its success line", passed == len(rows), "error", f"{passed} of {len(rows)} ranks passed"),
-        Validation("every node exited 0", result.all_exited_zero, "error", ", ".join(f"node {n.node}: {n.exit_code}" for n in result.nodes)),
+        Validation(
+            "every rank printed its success line", passed == len(rows), "error", f"{passed} of {len(rows)} ranks passed"
+        ),
+        Validation(
+            "every node exited 0",
+            result.all_exited_zero,
+            "error",
+            ", ".join(f"node {n.node}: {n.exit_code}" for n in result.nodes),
+        ),
         Validation("node 0 started first", result.order[:1] == [0], "error", f"start order {result.order}"),
     ]
 
 
 def body(run: StageRun) -> Status:
     if run.config["mode"] == "analyze":
-        return run.status("disabled", COLLECT_ONLY["correctness"])  # normally written by rule not_provided (the same status)
+        return run.status(
+            "disabled", COLLECT_ONLY["correctness"]
+        )  # normally written by rule not_provided (the same status)
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)
     test = run_test(run.config, resolve(run.config), run.outputs["run"], f"{run.experiment}_correctness", run.timeout)
-    common = dict(command=test.command, upstream=gate.upstream, artifacts=[str(run.outputs["ranks"]), str(run.outputs["run"])], details=test.details)
+    common = dict(
+        command=test.command,
+        upstream=gate.upstream,
+        artifacts=[str(run.outputs["ranks"]), str(run.outputs["run"])],
+        details=test.details,
+    )
     if test.table is None:
         return run.status(test.verdict.state, test.verdict.reason, **common)
     write_parquet_atomic(run.outputs["ranks"], rank_frame(test.table), {"dispatchprof.toolchain": run.toolchain})
     codes = [n.exit_code for n in test.result.nodes if n.exit_code is not None]
-    return run.status(test.verdict.state, test.verdict.reason, validations=run_validations(test), exit_code=max(codes, key=abs, default=None), **common)
+    return run.status(
+        test.verdict.state,
+        test.verdict.reason,
+        validations=run_validations(test),
+        exit_code=max(codes, key=abs, default=None),
+        **common,
+    )
 
 
 run_stage(snakemake, "correctness", body)

@@ -37,7 +37,14 @@ def body(run: StageRun) -> Status:
         if record.get("used") and (record.get("stderr") or record.get("error")):
             said = record.get("error") or f"{record['sourced']} printed on stderr: " + " | ".join(record["stderr"][-5:])
             validations_ok = not record.get("error")
-            status.validations.append(Validation(f"node{env['node']}: CANN set_env.sh", validations_ok, "warning", f"{said} ({record['output_file']})"))
+            status.validations.append(
+                Validation(
+                    f"node{env['node']}: CANN set_env.sh",
+                    validations_ok,
+                    "warning",
+                    f"{said} ({record['output_file']})",
+                )
+            )
     status.details = {
         "op_profiler_entry": entry,
         "nodes_recorded": len(envs),

@@ -17,7 +17,10 @@ def body(run: StageRun) -> Status:
     path = run.config["analyze"][kind]
     state, reason, details = checked_import(kind, path, run.config["cluster"]["nodes"], world_ranks(run.config))
     entries = manifest(Path(path), checksums=run.config["analyze"]["checksums"]) if path and Path(path).exists() else []
-    write_json_atomic(run.outputs["manifest"], {"toolchain": "none", "source": "import", "kind": kind, "root": path, "files": entries, **details})
+    write_json_atomic(
+        run.outputs["manifest"],
+        {"toolchain": "none", "source": "import", "kind": kind, "root": path, "files": entries, **details},
+    )
     if entries:
         reason += f"; {file_count(entries)}"
     return run.status(state, reason, source="import", details=details, artifacts=[str(run.outputs["manifest"])])

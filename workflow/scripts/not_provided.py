@@ -5,7 +5,9 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
+os.environ.setdefault(
+    "OPENBLAS_NUM_THREADS", "1"
+)  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.stages.absent import absent_statuses, write_env_record, write_import_manifest  # noqa: E402

@@ -37,23 +37,44 @@ def body(run: StageRun) -> Status:
             )
         )
     if result["unmatched_begin_end"]:
-        validations.append(Validation("every B/E event of the traces is in a pair", False, "warning", "; ".join(result["unmatched_begin_end"])))
+        validations.append(
+            Validation(
+                "every B/E event of the traces is in a pair", False, "warning", "; ".join(result["unmatched_begin_end"])
+            )
+        )
     cm = result["cachemiss"]
     validations.append(
-        Validation("CACHEMISS lane", cm is not None, "warning", "a core's trace has a CACHEMISS lane" if cm else "no trace has a CACHEMISS lane")
+        Validation(
+            "CACHEMISS lane",
+            cm is not None,
+            "warning",
+            "a core's trace has a CACHEMISS lane" if cm else "no trace has a CACHEMISS lane",
+        )
     )
     result = {"toolchain": run.toolchain, "source": run.source, **result}
     result["summary"] = summary_section(result)
     write_json_atomic(run.outputs["stats"], result)
     if not result["events_from"] and not result["instr_top"]:
-        return run.status("invalid", f"the simulator tree under {root} holds no trace.json events and no instruction CSV", upstream=upstream)
+        return run.status(
+            "invalid",
+            f"the simulator tree under {root} holds no trace.json events and no instruction CSV",
+            upstream=upstream,
+        )
     top = cm["top_pcs"][0] if cm and cm["top_pcs"] else None
     hot = result["instr_top"][0] if result["instr_top"] else None
-    misses = f"{cm['total']} I-cache misses (CACHEMISS)" if cm else "I-cache misses not provided (no CACHEMISS lane in the traces)"
+    misses = (
+        f"{cm['total']} I-cache misses (CACHEMISS)"
+        if cm
+        else "I-cache misses not provided (no CACHEMISS lane in the traces)"
+    )
     reason = (
         f"{LABEL}: {misses} over {len(result['cores'])} simulated cores"
         + (f", most at {top['pc']} ({top['count']})" if top else "")
-        + (f"; hottest instruction {hot['instr']} at {hot['pc']} on {hot['core']} ({hot['cycles']} cycles)" if hot else "")
+        + (
+            f"; hottest instruction {hot['instr']} at {hot['pc']} on {hot['core']} ({hot['cycles']} cycles)"
+            if hot
+            else ""
+        )
     )
     return run.status("ok", reason, upstream=upstream, validations=validations, artifacts=[str(run.outputs["stats"])])
 

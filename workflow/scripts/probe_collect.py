@@ -13,9 +13,7 @@ from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.shell.status import Status, Validation  # noqa: E402
 from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
-DISABLED = (
-    "probe.enabled is false: the local probe under msopprof simulator is optional and off by default (set probe.enabled, probe.command, probe.soc_version)"
-)
+DISABLED = "probe.enabled is false: the local probe under msopprof simulator is optional and off by default (set probe.enabled, probe.command, probe.soc_version)"
 
 
 def body(run: StageRun) -> Status:
@@ -26,7 +24,9 @@ def body(run: StageRun) -> Status:
     chain = resolve(run.config)
     raw.mkdir(parents=True, exist_ok=True)
     try:
-        argv = simulator_command(probe["entry"], probe["soc_version"], raw, run.timeout, probe["command"], probe["kernel_name"])
+        argv = simulator_command(
+            probe["entry"], probe["soc_version"], raw, run.timeout, probe["command"], probe["kernel_name"]
+        )
     except ValueError as exc:
         return run.status("failed", str(exc))
     result = run_command(chain.wrap(argv), run.timeout + PARSE_MARGIN_S, env=chain.env(), cwd=Path.cwd())
@@ -37,8 +37,15 @@ def body(run: StageRun) -> Status:
     kernels = simulator_runs(raw)
     outcome = judge(result.output, result.exit_code, result.timed_out, len(kernels), run.timeout, probe["entry"])
     validations = [
-        Validation("simulator output", bool(kernels), "error", f"{len(kernels)} OPPROF_*/simulator/ director{'y' if len(kernels) == 1 else 'ies'}"),
-        Validation("scope", True, "warning", "simulator, single card, local probe: never evidence about the multi-rank kernel"),
+        Validation(
+            "simulator output",
+            bool(kernels),
+            "error",
+            f"{len(kernels)} OPPROF_*/simulator/ director{'y' if len(kernels) == 1 else 'ies'}",
+        ),
+        Validation(
+            "scope", True, "warning", "simulator, single card, local probe: never evidence about the multi-rank kernel"
+        ),
     ]
     return run.status(
         outcome.state,

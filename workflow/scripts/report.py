@@ -4,7 +4,9 @@
 import os
 import sys
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
+os.environ.setdefault(
+    "OPENBLAS_NUM_THREADS", "1"
+)  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.shell.stage import run_stage

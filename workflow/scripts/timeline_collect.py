@@ -34,13 +34,24 @@ def body(run: StageRun) -> Status:
 
     def under_msprof(node: int, argv: list[str]) -> list[str]:
         probe = probes / f"node{node}.sh"
-        write_text_atomic(probe, render_probe(TEMPLATES, node, chain.repo, argv, chain.set_env_candidates if chain.name == "cann" else None))
+        write_text_atomic(
+            probe,
+            render_probe(TEMPLATES, node, chain.repo, argv, chain.set_env_candidates if chain.name == "cann" else None),
+        )
         make_executable(probe)
         return msprof_command(raw / f"node{node}", options, probe, form)
 
     timeline = cfg["timeline"]
     test = run_driver(
-        cfg, chain, Path(run.inputs["driver"]), out, f"{run.experiment}_timeline", run.timeout, timeline["iterations"], timeline["warmup"], wrap=under_msprof
+        cfg,
+        chain,
+        Path(run.inputs["driver"]),
+        out,
+        f"{run.experiment}_timeline",
+        run.timeout,
+        timeline["iterations"],
+        timeline["warmup"],
+        wrap=under_msprof,
     )
 
     validations = [Validation("msprof option", False, "warning", d) for d in dropped]
@@ -48,19 +59,34 @@ def body(run: StageRun) -> Status:
     for node_dir in sorted(raw.glob("node*")):
         for prof in discover(node_dir):
             if not (prof / "mindstudio_profiler_output").is_dir() and list(prof.glob("msprof_*.db")):
-                result = run_command(chain.wrap(["msprof", "--export=on", f"--output={prof}"]), 600, env=chain.env(), cwd=out)
+                result = run_command(
+                    chain.wrap(["msprof", "--export=on", f"--output={prof}"]), 600, env=chain.env(), cwd=out
+                )
                 exported.append(prof.name)
-                validations.append(Validation(f"msprof --export=on {prof.name}", result.ok, "error", result.output.strip()[-300:]))
+                validations.append(
+                    Validation(f"msprof --export=on {prof.name}", result.ok, "error", result.output.strip()[-300:])
+                )
     if exported:
         validations.append(
-            Validation("text export", True, "warning", f"mindstudio_profiler_output was missing in {len(exported)} PROF_ directories; ran msprof --export=on")
+            Validation(
+                "text export",
+                True,
+                "warning",
+                f"mindstudio_profiler_output was missing in {len(exported)} PROF_ directories; ran msprof --export=on",
+            )
         )
     common = dict(
         command=test.command,
         upstream=gate.upstream,
         artifacts=[str(raw), str(out)],
         validations=validations,
-        details={"msprof_options": options, "msprof_form": form, "msprof_form_why": form_why, "exported": exported, **test.details},
+        details={
+            "msprof_options": options,
+            "msprof_form": form,
+            "msprof_form_why": form_why,
+            "exported": exported,
+            **test.details,
+        },
     )
     if test.verdict.state != "ok":
         return run.status(test.verdict.state, f"perf driver under msprof: {test.verdict.reason}", **common)

@@ -18,7 +18,10 @@ from dispatchprof.shell.status import read_input_status
 skip_final_collection()
 setup_logging(snakemake.log[0])
 cfg = recorded(run_config(snakemake.config, snakemake.wildcards.experiment), snakemake.rule)
-out = {"tool": "msprof-analyze cluster -m compute_op_sum", "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"]}
+out = {
+    "tool": "msprof-analyze cluster -m compute_op_sum",
+    "toolchain": "none" if cfg["mode"] == "analyze" else cfg["toolchain"],
+}
 timeline = read_input_status(snakemake.input.status)
 root = Path(cfg["analyze"]["timeline_dir"] or "") if cfg["mode"] == "analyze" else Path(snakemake.params.raw)
 if not timeline.ok:
@@ -36,5 +39,7 @@ else:
             # A PROF_ without device data (a missing rank) has no rank_id to judge by; it must not turn the mapping off.
             with_data = [i for i in infos if i.devices and i.has_kernel_tables]
             rank_ids_set = bool(with_data) and all(i.rank_id is not None for i in with_data)
-            out.update(state="ok", reason="ran", **compare_ranks(their_ranks(db, cfg["kernel"]["name"]), ours, rank_ids_set))
+            out.update(
+                state="ok", reason="ran", **compare_ranks(their_ranks(db, cfg["kernel"]["name"]), ours, rank_ids_set)
+            )
 write_json_atomic(snakemake.output.json, out)

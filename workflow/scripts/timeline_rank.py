@@ -9,7 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
+os.environ.setdefault(
+    "OPENBLAS_NUM_THREADS", "1"
+)  # no BLAS here: spare the thread pool OpenBLAS starts at import (timeline_parse.py)
 sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary
@@ -30,10 +32,16 @@ def body(run: StageRun) -> Status:
     records = {r["rank"]: r for r in json.loads(Path(run.inputs["ranks"]).read_text())["ranks"]}
     record = records.get(rank)
     if record is None or not record["present"]:
-        return run.status("invalid", f"rank {rank} has no timeline data: {(record or {}).get('reason') or 'not in the parse output'}", upstream=gate.upstream)
+        return run.status(
+            "invalid",
+            f"rank {rank} has no timeline data: {(record or {}).get('reason') or 'not in the parse output'}",
+            upstream=gate.upstream,
+        )
     regex = kernel_regex(run.config["kernel"]["name"])
     try:
-        kernels = read_target_kernels(read_prof_info(Path(record["prof"])), lambda name: bool(regex.match(name)), 0, with_ids=True)
+        kernels = read_target_kernels(
+            read_prof_info(Path(record["prof"])), lambda name: bool(regex.match(name)), 0, with_ids=True
+        )
     except MsprofFormatError as exc:
         return run.status("invalid", str(exc), upstream=gate.upstream)
     columns = launch_columns(kernels, run.params["skip"])
@@ -43,9 +51,14 @@ def body(run: StageRun) -> Status:
         **{f"{name}_us": columns[f"{name}_ns"] / 1000 for name in ("dur", "gap", "interval")},
         **{name: columns[name] for name in ("stream", "task_id")},
     }
-    write_text_atomic(run.outputs["table"], f"# toolchain: {run.toolchain}; rank {rank}; times of this rank's own clock\n" + csv_text(table))
+    write_text_atomic(
+        run.outputs["table"],
+        f"# toolchain: {run.toolchain}; rank {rank}; times of this rank's own clock\n" + csv_text(table),
+    )
     used = columns["used"]
-    write_text_atomic(run.outputs["plot"], launch_svg(rank, (columns["dur_ns"][used] / 1000).tolist(), summary["median_us"]))
+    write_text_atomic(
+        run.outputs["plot"], launch_svg(rank, (columns["dur_ns"][used] / 1000).tolist(), summary["median_us"])
+    )
     chain = calls_between(kernels)
     write_json_atomic(
         run.outputs["detail"],

@@ -164,7 +164,15 @@ def record_routing(dispatch_args):
                 r = int(e) // per_rank
                 ranks_of_token[r] = ranks_of_token.get(r, 0) + 1
             for r, pairs in ranks_of_token.items():
-                d = dest.setdefault(str(r), {"tokens": 0, "pairs": 0, "remote": r != global_rank, "same_node": r // per_node == global_rank // per_node})
+                d = dest.setdefault(
+                    str(r),
+                    {
+                        "tokens": 0,
+                        "pairs": 0,
+                        "remote": r != global_rank,
+                        "same_node": r // per_node == global_rank // per_node,
+                    },
+                )
                 d["tokens"] += 1
                 d["pairs"] += pairs
         routing.update(available=True, key=key, destinations=dest, num_tokens=len(rows))
@@ -178,7 +186,9 @@ def record_api(iteration, started):
 
 
 def finish():
-    _write_json(os.path.join(OUT, "api", "clock.json"), {"clock": CLOCK_NAME, "wall_time": CLOCK_NAME == "time.perf_counter"})
+    _write_json(
+        os.path.join(OUT, "api", "clock.json"), {"clock": CLOCK_NAME, "wall_time": CLOCK_NAME == "time.perf_counter"}
+    )
     path = os.path.join(OUT, "api", _tag() + ".csv")
     node, local, global_rank = _ranks()
     with _atomic_open(path, newline="") as handle:

@@ -46,10 +46,28 @@ def stream(descriptors: int, slow_every: int, core: int) -> list[dict]:
     out = []
     for d in range(descriptors):
         for i, (instr, pipe, cycles, detail, line) in enumerate(BODY):
-            out.append({"pc": BODY_BASE + i * INSTR_BYTES, "instr": instr, "pipe": pipe, "cycles": cycles, "detail": detail, "code": f"{SOURCE}:{line}"})
+            out.append(
+                {
+                    "pc": BODY_BASE + i * INSTR_BYTES,
+                    "instr": instr,
+                    "pipe": pipe,
+                    "cycles": cycles,
+                    "detail": detail,
+                    "code": f"{SOURCE}:{line}",
+                }
+            )
         if slow_every and (d + core) % slow_every == 0:
             for i, (instr, pipe, cycles, detail, line) in enumerate(SLOW):
-                out.append({"pc": SLOW_BASE + i * INSTR_BYTES, "instr": instr, "pipe": pipe, "cycles": cycles, "detail": detail, "code": f"{SOURCE}:{line}"})
+                out.append(
+                    {
+                        "pc": SLOW_BASE + i * INSTR_BYTES,
+                        "instr": instr,
+                        "pipe": pipe,
+                        "cycles": cycles,
+                        "detail": detail,
+                        "code": f"{SOURCE}:{line}",
+                    }
+                )
     return out
 
 

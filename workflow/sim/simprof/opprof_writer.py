@@ -25,7 +25,9 @@ _L2 = (
 # The other per-core CSVs of METRICS_CSV_MAP, 950 (`*ForA5_`) headers: (aic columns, aiv columns, columns of neither side).
 OTHER_950 = {
     "ArithmeticUtilization": (
-        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number".split(","),
+        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number".split(
+            ","
+        ),
         "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio".split(","),
         [],
     ),
@@ -52,15 +54,33 @@ OTHER_950 = {
         [],
         [],
     ),
-    "MemoryUB": ([], "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)".split(","), []),
+    "MemoryUB": (
+        [],
+        "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)".split(
+            ","
+        ),
+        [],
+    ),
     "ResourceConflictRatio": (
         "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio".split(","),
-        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio".split(","),
+        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio".split(
+            ","
+        ),
         [],
     ),
 }
 PEAK_GBPS = 400.0  # GM<->UB bandwidth one vector core can draw (simulated), for the (%) usage columns
-BASIC_HEADER = ["Op Name", "Op Type", "Task Duration(us)", "Block Dim", "Mix Block Dim", "Device Id", "Pid", "Current Freq", "Rated Freq"]
+BASIC_HEADER = [
+    "Op Name",
+    "Op Type",
+    "Task Duration(us)",
+    "Block Dim",
+    "Mix Block Dim",
+    "Device Id",
+    "Pid",
+    "Current Freq",
+    "Rated Freq",
+]
 STATES = [
     "IBuf_Empty",
     "Nop_Cycles",
@@ -96,7 +116,9 @@ def csv_text(header: list[str], rows: list[list[Any]]) -> str:
 
 def opprof_name(seed: int) -> str:
     rng = random.Random(seed)
-    return "OPPROF_" + time.strftime("%Y%m%d%H%M%S") + "_" + "".join(rng.choice(string.ascii_uppercase) for _ in range(16))
+    return (
+        "OPPROF_" + time.strftime("%Y%m%d%H%M%S") + "_" + "".join(rng.choice(string.ascii_uppercase) for _ in range(16))
+    )
 
 
 def block(kind: int, payload: bytes, version: int = 0x5A, prefix: bytes = b"") -> bytes:
@@ -114,7 +136,21 @@ def pipe_rows(cores: list[dict[str, Any]]) -> list[list[Any]]:
         cycles = int(round(t * FREQ_MHZ))
         vec, scalar, mte2, mte3 = (core[k] for k in ("vec_ratio", "scalar_ratio", "mte2_ratio", "mte3_ratio"))
         aic = [None] * 19
-        aiv = [t, cycles, t * vec, vec, t * scalar, scalar, t * mte2, mte2, core.get("mte2_bw"), t * mte3, mte3, None, core["icache_miss_rate"]]
+        aiv = [
+            t,
+            cycles,
+            t * vec,
+            vec,
+            t * scalar,
+            scalar,
+            t * mte2,
+            mte2,
+            core.get("mte2_bw"),
+            t * mte3,
+            mte3,
+            None,
+            core["icache_miss_rate"],
+        ]
         rows.append([core["block_id"], core["sub_block_id"], *aic, *aiv])
     return rows
 
@@ -133,11 +169,41 @@ def _aiv_values(metric: str, core: dict[str, Any]) -> tuple[list[Any], list[Any]
     if metric == "L2Cache":
         reads, writes = max(1, int(read_kb / 0.5)), max(1, int(write_kb / 0.5))  # 512-byte requests
         rhit, whit = int(reads * 0.9), int(writes * 0.7)
-        return [rhit, reads - rhit, 0, 0, 0, 0, 100.0 * rhit / reads, whit, writes - whit, 0, 0, 0, 0, 100.0 * whit / writes], []
+        return [
+            rhit,
+            reads - rhit,
+            0,
+            0,
+            0,
+            0,
+            100.0 * rhit / reads,
+            whit,
+            writes - whit,
+            0,
+            0,
+            0,
+            0,
+            100.0 * whit / writes,
+        ], []
     if metric == "Memory":
         # The vector side moves no L1/L0C data: those columns are NA on its rows.
-        both = [read_kb, write_kb, None, None, None, None, None, None, read_kb, min(100.0, 100.0 * bw * mte2 / PEAK_GBPS), write_kb]
-        return [write_bw, bw * mte2, bw * mte2, write_bw, int(read_kb), mte2, int(write_kb), mte3], [*both, min(100.0, 100.0 * write_bw / PEAK_GBPS)]
+        both = [
+            read_kb,
+            write_kb,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            read_kb,
+            min(100.0, 100.0 * bw * mte2 / PEAK_GBPS),
+            write_kb,
+        ]
+        return [write_bw, bw * mte2, bw * mte2, write_bw, int(read_kb), mte2, int(write_kb), mte3], [
+            *both,
+            min(100.0, 100.0 * write_bw / PEAK_GBPS),
+        ]
     if metric == "MemoryUB":
         return [2.0 * bw * vec, bw * vec, bw * mte2, write_bw], []
     if metric == "ResourceConflictRatio":
@@ -151,7 +217,19 @@ def other_rows(metric: str, cores: list[dict[str, Any]]) -> list[list[Any]]:
     for core in cores:
         t = core["aiv_time_us"]
         aiv, both = _aiv_values(metric, core)
-        rows.append([core["block_id"], core["sub_block_id"], None, None, *[None] * len(aic), t, int(round(t * FREQ_MHZ)), *aiv, *both])
+        rows.append(
+            [
+                core["block_id"],
+                core["sub_block_id"],
+                None,
+                None,
+                *[None] * len(aic),
+                t,
+                int(round(t * FREQ_MHZ)),
+                *aiv,
+                *both,
+            ]
+        )
     return rows
 
 
@@ -176,23 +254,47 @@ def write_kernel_run(
         (directory / f"PipeUtilization{suffix}.csv").write_text(csv_text(PIPE_950, pipe_rows(cores)))
     for metric, (aic, aiv, both) in OTHER_950.items():
         if metric.lower() in asked:
-            header = ["block_id", "sub_block_id", "aic_time(us)", "aic_total_cycles", *aic, "aiv_time(us)", "aiv_total_cycles", *aiv, *both]
+            header = [
+                "block_id",
+                "sub_block_id",
+                "aic_time(us)",
+                "aic_total_cycles",
+                *aic,
+                "aiv_time(us)",
+                "aiv_total_cycles",
+                *aiv,
+                *both,
+            ]
             (directory / f"{metric}{suffix}.csv").write_text(csv_text(header, other_rows(metric, cores)))
     dump = directory / "dump"
     dump.mkdir(exist_ok=True)
-    (dump / "op_basic_info.txt").write_text(f"Run Soc Version=Ascend950PR_9599\nCurrent Freq=N/A\nRated Freq={FREQ_MHZ}\nHas Simt=1\nIs MC2=0\n")
-    blob = block(BLOCK["OP_BASIC_INFO"], json.dumps({"Op Name": kernel, "Op Type": "vector", "Block Dim": len(cores)}).encode())
+    (dump / "op_basic_info.txt").write_text(
+        f"Run Soc Version=Ascend950PR_9599\nCurrent Freq=N/A\nRated Freq={FREQ_MHZ}\nHas Simt=1\nIs MC2=0\n"
+    )
+    blob = block(
+        BLOCK["OP_BASIC_INFO"], json.dumps({"Op Name": kernel, "Op Type": "vector", "Block Dim": len(cores)}).encode()
+    )
     if pc is not None:
         if pc.get("top_stall_reason_table"):
-            blob += block(BLOCK["TOP_STALL_REASON"], json.dumps({"top_stall_reason_table": pc["top_stall_reason_table"]}).encode())
+            blob += block(
+                BLOCK["TOP_STALL_REASON"], json.dumps({"top_stall_reason_table": pc["top_stall_reason_table"]}).encode()
+            )
         if pc.get("files"):
-            dtypes = {"Lines": {"Line": INT, "Instructions Executed": INT, **STALL_DTYPES}}  # nested, as the writer does
-            blob += block(BLOCK["FILE_API"], json.dumps({"Cores": ["ALL"], "Files Dtype": dtypes, "Files": pc["files"]}).encode())
+            dtypes = {
+                "Lines": {"Line": INT, "Instructions Executed": INT, **STALL_DTYPES}
+            }  # nested, as the writer does
+            blob += block(
+                BLOCK["FILE_API"], json.dumps({"Cores": ["ALL"], "Files Dtype": dtypes, "Files": pc["files"]}).encode()
+            )
         if pc.get("instructions"):
             blob += block(
                 BLOCK["INSTR_API"],
                 json.dumps(
-                    {"Cores": ["ALL"], "Instructions Dtype": {"Instructions": {"Address": STRING, **STALL_DTYPES}}, "Instructions": pc["instructions"]}
+                    {
+                        "Cores": ["ALL"],
+                        "Instructions Dtype": {"Instructions": {"Address": STRING, **STALL_DTYPES}},
+                        "Instructions": pc["instructions"],
+                    }
                 ).encode(),
                 version=0,
             )
@@ -214,7 +316,12 @@ INSTRUCTIONS = {  # two instructions per pipe (simulated names); the PC differs 
     "MTE2": ("MOV_OUT_TO_UB", "MOV_OUT_TO_UB_ALIGN"),
     "MTE3": ("MOV_UB_TO_OUT", "MOV_UB_TO_OUT_ALIGN"),
 }
-ROLE_PC = {"TokenCopyToBuffer": 0x10F80000, "URMASendToken": 0x10F84000, "SelfCopyToken": 0x10F88000, "CalCumSum": 0x10F8C000}
+ROLE_PC = {
+    "TokenCopyToBuffer": 0x10F80000,
+    "URMASendToken": 0x10F84000,
+    "SelfCopyToken": 0x10F88000,
+    "CalCumSum": 0x10F8C000,
+}
 
 
 def sampled_cores(n: int) -> list[int]:
@@ -256,18 +363,42 @@ def timeline_trace(cores: list[dict[str, Any]], instr: bool, instr_pipes: list[s
                     }
                     if instr:
                         j = k % 2
-                        pc = ROLE_PC.get(core["role"], 0x10F90000) + 0x100 * list(TRACE_PIPES.values()).index(pipe) + 0x10 * j
+                        pc = (
+                            ROLE_PC.get(core["role"], 0x10F90000)
+                            + 0x100 * list(TRACE_PIPES.values()).index(pipe)
+                            + 0x10 * j
+                        )
                         event["name"] = INSTRUCTIONS[pipe][j]
-                        event["args"] = {"pc_addr": f"0x{pc:08x}", "code": f"elastic_dispatch.cpp:{200 + (pc & 0xFFF) // 0x10}"}
+                        event["args"] = {
+                            "pc_addr": f"0x{pc:08x}",
+                            "code": f"elastic_dispatch.cpp:{200 + (pc & 0xFFF) // 0x10}",
+                        }
                     events.append(event)
     return {"profilingType": "op", "displayTimeUnit": "ns", "schemaVersion": 1, "traceEvents": events}
 
 
 SIMT_STALLS = {  # dominant stall states per SIMT function (simulated)
-    "simt_prepare_mapping": {"Scoreboard_Not_Ready": 0.30, "Warp_Level_Sync": 0.25, "Active": 0.25, "IBuf_Empty": 0.10, "Others": 0.10},
-    "buildRemoteWqeDesc": {"Scoreboard_Not_Ready": 0.45, "Active": 0.20, "Resource_conflict": 0.15, "IBuf_Empty": 0.10, "Nop_Cycles": 0.10},
+    "simt_prepare_mapping": {
+        "Scoreboard_Not_Ready": 0.30,
+        "Warp_Level_Sync": 0.25,
+        "Active": 0.25,
+        "IBuf_Empty": 0.10,
+        "Others": 0.10,
+    },
+    "buildRemoteWqeDesc": {
+        "Scoreboard_Not_Ready": 0.45,
+        "Active": 0.20,
+        "Resource_conflict": 0.15,
+        "IBuf_Empty": 0.10,
+        "Nop_Cycles": 0.10,
+    },
     "simt_nw_mj_vf": {"Warp_Level_Sync": 0.35, "Active": 0.30, "Register_bank_conflict": 0.15, "Others": 0.20},
-    "simt_write_wqe_v4": {"Resource_conflict": 0.40, "Active": 0.25, "Scoreboard_Not_Ready": 0.20, "Divergence_Stack_Spill": 0.15},
+    "simt_write_wqe_v4": {
+        "Resource_conflict": 0.40,
+        "Active": 0.25,
+        "Scoreboard_Not_Ready": 0.20,
+        "Divergence_Stack_Spill": 0.15,
+    },
 }
 
 
@@ -289,7 +420,9 @@ def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
     address = 0x10F86A00
     for name, mix in SIMT_STALLS.items():
         for k in range(6):
-            samples = int(function_us.get(name, 0.0) * SAMPLES_PER_US * (0.5 + rng.random()) * line_share[k] / sum(line_share))
+            samples = int(
+                function_us.get(name, 0.0) * SAMPLES_PER_US * (0.5 + rng.random()) * line_share[k] / sum(line_share)
+            )
             details = {s: int(samples * mix.get(s, 0.0)) for s in STATES}
             for st, n in details.items():
                 total[st] += n
@@ -312,7 +445,18 @@ def pc_samples(rank: int, simt: dict[str, Any], mode: str) -> dict[str, Any]:
                     "Pipe": "SIMT",
                     "AscendC Inner Code": name,
                     # copies: a line's and its instruction's stall objects must not be one dict (filled in once each)
-                    **json.loads(json.dumps({k2: entry[k2] for k2 in ("Stall Sampling(All Samples)", "Stall Sampling(Not Issue)", "Instructions Executed")})),
+                    **json.loads(
+                        json.dumps(
+                            {
+                                k2: entry[k2]
+                                for k2 in (
+                                    "Stall Sampling(All Samples)",
+                                    "Stall Sampling(Not Issue)",
+                                    "Instructions Executed",
+                                )
+                            }
+                        )
+                    ),
                 }
             )
             address += 0x40

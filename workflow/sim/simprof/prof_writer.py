@@ -23,7 +23,16 @@ OP_SUMMARY_HEADER = (
     "Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID,"
     "aiv_time(us),aiv_total_cycles,aiv_icache_miss_rate"
 ).split(",")
-TASK_TIME_HEADER = ["Device_id", "kernel_name", "kernel_type", "stream_id", "task_id", "task_time(us)", "task_start(us)", "task_stop(us)"]
+TASK_TIME_HEADER = [
+    "Device_id",
+    "kernel_name",
+    "kernel_type",
+    "stream_id",
+    "task_id",
+    "task_time(us)",
+    "task_start(us)",
+    "task_stop(us)",
+]
 NON_COMPUTE = {"MEMCPY_ASYNC", "PROFILING_ENABLE", "PROFILING_DISABLE"}
 
 
@@ -71,7 +80,19 @@ def write_db(path: Path, proc: dict[str, Any], events: list[dict[str, Any]]) -> 
         task_type = _ids(conn, ev["task_type"], cache)
         conn.execute(
             "INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (ev["start_ns"], ev["start_ns"] + ev["dur_ns"], device, gid, gid, int(proc["pid"]), task_type, 0, ev["stream"], ev["task_id"], 4294967295),
+            (
+                ev["start_ns"],
+                ev["start_ns"] + ev["dur_ns"],
+                device,
+                gid,
+                gid,
+                int(proc["pid"]),
+                task_type,
+                0,
+                ev["stream"],
+                ev["task_id"],
+                4294967295,
+            ),
         )
         if ev["task_type"] in NON_COMPUTE:
             continue
@@ -118,7 +139,19 @@ def _db_rows(db: Path) -> list[dict[str, Any]]:
            ORDER BY t.startNs"""
     ).fetchall()
     conn.close()
-    keys = ["start_ns", "end_ns", "device", "stream", "task_id", "task_type", "name", "op_type", "block_dim", "input_shapes", "pid"]
+    keys = [
+        "start_ns",
+        "end_ns",
+        "device",
+        "stream",
+        "task_id",
+        "task_type",
+        "name",
+        "op_type",
+        "block_dim",
+        "input_shapes",
+        "pid",
+    ]
     return [dict(zip(keys, r)) for r in rows]
 
 
@@ -223,12 +256,27 @@ def trace_events(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
         events.append(
-            {"name": f"AscendCL@{name}", "pid": cann_pid, "tid": os_pid, "ts": us_text(r["start_ns"] - 20_000), "dur": 5.0, "ph": "X", "args": {"level": "acl"}}
+            {
+                "name": f"AscendCL@{name}",
+                "pid": cann_pid,
+                "tid": os_pid,
+                "ts": us_text(r["start_ns"] - 20_000),
+                "dur": 5.0,
+                "ph": "X",
+                "args": {"level": "acl"},
+            }
         )
     return events
 
 
-def write_prof(root: Path, proc: dict[str, Any], events: list[dict[str, Any]], export: bool = True, error_log: bool = False, device_data: bool = True) -> Path:
+def write_prof(
+    root: Path,
+    proc: dict[str, Any],
+    events: list[dict[str, Any]],
+    export: bool = True,
+    error_log: bool = False,
+    device_data: bool = True,
+) -> Path:
     """One PROF_ directory for one profiled process. ``proc``: pid, hostname, device_id, rank_id, start_ns."""
     stamp_ns = int(proc["start_ns"])
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(stamp_ns / 1e9))
@@ -270,6 +318,10 @@ def write_prof(root: Path, proc: dict[str, Any], events: list[dict[str, Any]], e
             write_text_export(prof, stamp)
     logs = prof / "mindstudio_profiler_log"
     logs.mkdir(parents=True, exist_ok=True)
-    line = "[ERROR] [PROFILING] parse device data failed: simulated profiler error\n" if error_log else "[INFO] analysis finished\n"
+    line = (
+        "[ERROR] [PROFILING] parse device data failed: simulated profiler error\n"
+        if error_log
+        else "[INFO] analysis finished\n"
+    )
     (logs / f"msprof_analysis_{proc['pid']}.log").write_text(line)
     return prof

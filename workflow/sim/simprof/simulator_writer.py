@@ -110,13 +110,35 @@ def summary_trace(runs: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any
     for core, (events, misses) in runs.items():
         for e in events:
             args = {"pc_addr": f"0x{e['pc']:08x}", "code": e["code"], "detail": e["detail"]}
-            out.append({"name": e["instr"], "ph": "X", "pid": core, "tid": e["pipe"], "ts": us(e["start"]), "dur": us(e["cycles"]), "args": args})
-            if e["instr"] == "SET_FLAG":  # a SET/WAIT pair: B/E on the flag lane and a flow arrow, as the tool draws them
+            out.append(
+                {
+                    "name": e["instr"],
+                    "ph": "X",
+                    "pid": core,
+                    "tid": e["pipe"],
+                    "ts": us(e["start"]),
+                    "dur": us(e["cycles"]),
+                    "args": args,
+                }
+            )
+            if (
+                e["instr"] == "SET_FLAG"
+            ):  # a SET/WAIT pair: B/E on the flag lane and a flow arrow, as the tool draws them
                 flow += 1
                 out.append({"name": "SET_FLAG", "ph": "B", "pid": core, "tid": "FLAG", "ts": us(e["start"])})
                 out.append({"name": "SET_FLAG", "ph": "E", "pid": core, "tid": "FLAG", "ts": us(e["start"] + 1)})
                 out.append({"name": "flag", "ph": "s", "id": flow, "pid": core, "tid": "FLAG", "ts": us(e["start"])})
-                out.append({"name": "flag", "ph": "f", "id": flow, "pid": core, "tid": "FLAG", "ts": us(e["start"] + 1), "bp": "e"})
+                out.append(
+                    {
+                        "name": "flag",
+                        "ph": "f",
+                        "id": flow,
+                        "pid": core,
+                        "tid": "FLAG",
+                        "ts": us(e["start"] + 1),
+                        "bp": "e",
+                    }
+                )
         for m in misses:
             out.append(
                 {
@@ -141,7 +163,10 @@ def instr_csv(events: list[dict[str, Any]]) -> str:
         row["cycles"] += e["cycles"]
     rows = sorted(agg.items(), key=lambda kv: -kv[1]["cycles"])
     lines = ["instr,addr,pipe,call_count,cycles,running_time(us),detail"]
-    lines += [f"{i},{pc},{pipe},{r['count']},{r['cycles']},{r['cycles'] / FREQ_MHZ:.6f},{r['detail']}" for (i, pc, pipe), r in rows]
+    lines += [
+        f"{i},{pc},{pipe},{r['count']},{r['cycles']},{r['cycles'] / FREQ_MHZ:.6f},{r['detail']}"
+        for (i, pc, pipe), r in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -160,7 +185,9 @@ def write_simulation(output: Path, record: dict[str, Any], soc: str, seed: int) 
     root = output / opprof_name(seed)
     sim = root / "simulator"
     (root / "dump").mkdir(parents=True)
-    (root / "dump" / "op_basic_info.txt").write_text(f"Op Name={record['kernel']}\nRun Soc Version={soc}\nHas Simt=0\nIs MC2=0\n")
+    (root / "dump" / "op_basic_info.txt").write_text(
+        f"Op Name={record['kernel']}\nRun Soc Version={soc}\nHas Simt=0\nIs MC2=0\n"
+    )
     runs = {core: execute(stream) for core, stream in record["cores"].items()}
     for core, (events, misses) in runs.items():
         d = sim / core

@@ -50,7 +50,11 @@ def api_boundary(run_dir: Path | None) -> str:
 
 
 def load_json_dir(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text(encoding="utf-8-sig")) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
+    return (
+        [json.loads(p.read_text(encoding="utf-8-sig")) for p in sorted(directory.glob("*.json"))]
+        if directory.is_dir()
+        else []
+    )
 
 
 def tidy_table(experiment: str, kernel: pd.DataFrame, api: pd.DataFrame | None, ranks_per_node: int) -> pd.DataFrame:
@@ -77,7 +81,12 @@ def analyse(
     far_below: float = 0.6,
 ) -> dict[str, Any]:
     boot = config["stats"]["bootstrap"]
-    args = dict(resamples=boot["resamples"], seed=boot["seed"], akl_last_n=config["stats"]["akl_last_n"], tail_ci_ratio=config["stats"]["tail_ci_ratio"])
+    args = dict(
+        resamples=boot["resamples"],
+        seed=boot["seed"],
+        akl_last_n=config["stats"]["akl_last_n"],
+        tail_ci_ratio=config["stats"]["tail_ci_ratio"],
+    )
     scopes: dict[str, Any] = {
         "kernel": {
             **latency_statistics(kernel.frame, **args),
@@ -88,11 +97,21 @@ def analyse(
             "source_file": kernel.path,
         }
     }
-    scopes["kernel"]["slowest_named"] = name_slowest(scopes["kernel"], kernel.measurement, config["stats"]["own_excess_min_us"])
-    scopes["api"] = {**latency_statistics(api, **args), "boundary": api_scope} if api is not None else {"available": False, "reason": api_missing_reason}
+    scopes["kernel"]["slowest_named"] = name_slowest(
+        scopes["kernel"], kernel.measurement, config["stats"]["own_excess_min_us"]
+    )
+    scopes["api"] = (
+        {**latency_statistics(api, **args), "boundary": api_scope}
+        if api is not None
+        else {"available": False, "reason": api_missing_reason}
+    )
     traffic = bytes_section(kernel, routing, config)
     links = link_section(routing, config)
-    return {"scopes": scopes, "bytes": traffic, "bandwidth": link_bound(links, peaks or {}, scopes["kernel"].get("per_iteration_max_us"), far_below)}
+    return {
+        "scopes": scopes,
+        "bytes": traffic,
+        "bandwidth": link_bound(links, peaks or {}, scopes["kernel"].get("per_iteration_max_us"), far_below),
+    }
 
 
 def routing_shape(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -107,7 +126,10 @@ def link_section(routing: list[Mapping[str, Any]], config: Mapping[str, Any]) ->
         where = "analyze.routing_dir is not set" if config["mode"] == "analyze" else "the perf driver wrote no routing"
         return {"available": False, "reason": f"not provided ({where})"}
     if shape.get("hidden") is None or shape.get("dtype") is None:
-        return {"available": False, "reason": "not provided: the imported routing's hidden and dtype are not known (analyze.shape)"}
+        return {
+            "available": False,
+            "reason": "not provided: the imported routing's hidden and dtype are not known (analyze.shape)",
+        }
     rpn = int(config["cluster"]["ranks_per_node"])
     return link_bytes(routing, int(shape["hidden"]), str(shape["dtype"]), rpn, int(config["cluster"]["nodes"]) * rpn)
 
@@ -133,10 +155,15 @@ def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config
             bytes=[traffic["per_rank"].get(str(int(r)), {}).get("cross_rank_token_bytes", 0) for r in measured["rank"]]
         )
         traffic["used"], label = "computed", "cross-rank token bytes (computed from the recorded routing)"
-        traffic["used_why"] = "every rank's routing was recorded: the computed accounting, whose definition is known, is used"
+        traffic["used_why"] = (
+            "every rank's routing was recorded: the computed accounting, whose definition is known, is used"
+        )
     elif traffic["csv"]:
         per_call = kernel.work[["rank", "iteration", "sent_bytes"]].rename(columns={"sent_bytes": "bytes"})
-        traffic["used"], label = "csv", "the CSV's sent_bytes (docs/formats.md §3; what the work callback counts is not documented)"
+        traffic["used"], label = (
+            "csv",
+            "the CSV's sent_bytes (docs/formats.md §3; what the work callback counts is not documented)",
+        )
         traffic["used_why"] = f"no computed accounting ({traffic['reason']}): the CSV's own sent_bytes are used"
     else:
         traffic["used"], traffic["used_why"] = None, "no bytes: neither routing nor CSV work columns"
@@ -153,20 +180,37 @@ def summary_section(stats: Mapping[str, Any]) -> dict[str, Any]:
     per_iter = kernel.get("per_iteration_max_us")
     section: dict[str, Any] = {
         "per_iteration_max_us": per_iter,
-        "per_rank": {r: {k: v[k] for k in ("median_us", "p95_us", "max_us", "fraction_slowest")} for r, v in kernel["per_rank"].items()},
+        "per_rank": {
+            r: {k: v[k] for k in ("median_us", "p95_us", "max_us", "fraction_slowest")}
+            for r, v in kernel["per_rank"].items()
+        },
         "slowest_rank": kernel.get("slowest_rank"),
         "slowest_named": kernel.get("slowest_named"),
         "per_iteration_spread_us": kernel.get("per_iteration_spread_us"),
         "api_latency_us": (
-            {"median": api["per_iteration_max_us"]["median"], "p95": api["per_iteration_max_us"]["p95"]} if api.get("per_iteration_max_us") else None
+            {"median": api["per_iteration_max_us"]["median"], "p95": api["per_iteration_max_us"]["p95"]}
+            if api.get("per_iteration_max_us")
+            else None
         ),
-        "bytes": ({k: stats["bytes"][k] for k in ("cross_rank_token_bytes", "logical_output_bytes")} if stats["bytes"].get("available") else None),
+        "bytes": (
+            {k: stats["bytes"][k] for k in ("cross_rank_token_bytes", "logical_output_bytes")}
+            if stats["bytes"].get("available")
+            else None
+        ),
         "bandwidth": bandwidth_summary(stats.get("bandwidth")),
     }
     return section
 
 
-SUMMARY_LINK_KEYS = ("bytes_per_launch", "peak_gbps", "peak_kind", "peak_source", "bound_us", "achieved_gbps", "efficiency")
+SUMMARY_LINK_KEYS = (
+    "bytes_per_launch",
+    "peak_gbps",
+    "peak_kind",
+    "peak_source",
+    "bound_us",
+    "achieved_gbps",
+    "efficiency",
+)
 SUMMARY_BOUND_KEYS = (
     "bound_us",
     "efficiency",

@@ -61,7 +61,13 @@ def diff_ci(a: np.ndarray, b: np.ndarray, q: float, resamples: int, seed: int) -
     db = np.percentile(b[rng.integers(0, len(b), size=(resamples, len(b)))], q, axis=1)
     diff = db - da
     va, vb = percentile(a, q), percentile(b, q)
-    return {"a": va, "b": vb, "difference": vb - va, "ci95": [percentile(diff, 2.5), percentile(diff, 97.5)], "relative": (vb - va) / va if va else None}
+    return {
+        "a": va,
+        "b": vb,
+        "difference": vb - va,
+        "ci95": [percentile(diff, 2.5), percentile(diff, 97.5)],
+        "relative": (vb - va) / va if va else None,
+    }
 
 
 def _resampled(reps: Sequence[np.ndarray], q: float, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -73,15 +79,21 @@ def _resampled(reps: Sequence[np.ndarray], q: float, resamples: int, rng: np.ran
     if len(lengths) == 1:  # equal lengths (the usual case): one gather, no Python loop over resamples
         n = lengths.pop()
         stacked = np.stack(reps)
-        pooled = np.concatenate([stacked[picks[:, j][:, None], rng.integers(0, n, size=(resamples, n))] for j in range(k)], axis=1)
+        pooled = np.concatenate(
+            [stacked[picks[:, j][:, None], rng.integers(0, n, size=(resamples, n))] for j in range(k)], axis=1
+        )
         return np.percentile(pooled, q, axis=1)
     out = np.empty(resamples)
     for i in range(resamples):
-        out[i] = np.percentile(np.concatenate([reps[j][rng.integers(0, len(reps[j]), len(reps[j]))] for j in picks[i]]), q)
+        out[i] = np.percentile(
+            np.concatenate([reps[j][rng.integers(0, len(reps[j]), len(reps[j]))] for j in picks[i]]), q
+        )
     return out
 
 
-def hierarchical_ci(a_reps: Sequence[np.ndarray], b_reps: Sequence[np.ndarray], q: float, resamples: int, seed: int) -> dict[str, Any]:
+def hierarchical_ci(
+    a_reps: Sequence[np.ndarray], b_reps: Sequence[np.ndarray], q: float, resamples: int, seed: int
+) -> dict[str, Any]:
     """Difference B - A and ratio B / A of the q-th percentile of the pooled samples, with hierarchical-bootstrap
     95% CIs (see the module docstring); ``flat_ci95`` is diff_ci's CI of the same difference, for reference."""
     a_reps = [np.asarray(r, dtype=float) for r in a_reps if len(r)]
@@ -171,7 +183,10 @@ def compare(
             "per_iteration_max_median": hierarchical_ci(ar, br, 50, resamples, seed),
             "per_iteration_max_p95": hierarchical_ci(ar, br, 95, resamples, seed + 1),
             "n": [int(sum(map(len, ar))), int(sum(map(len, br)))],
-            "repeat_medians": {"a": [percentile(m, 50) for m in ar if len(m)], "b": [percentile(m, 50) for m in br if len(m)]},
+            "repeat_medians": {
+                "a": [percentile(m, 50) for m in ar if len(m)],
+                "b": [percentile(m, 50) for m in br if len(m)],
+            },
             "variance": split,
         }
         for side, v in split.items():
@@ -202,7 +217,9 @@ def compare(
     result.update(
         factors=factors,
         warnings=warnings,
-        verdict=verdict(kernel["per_iteration_max_median"]) if kernel.get("per_iteration_max_median") else "not comparable",
+        verdict=verdict(kernel["per_iteration_max_median"])
+        if kernel.get("per_iteration_max_median")
+        else "not comparable",
         rule=(
             "verdict from the median of the per-iteration max (kernel scope): improved if the 95% CI of B - A lies below 0, regressed if above, "
             "else no significant change; CIs from a hierarchical bootstrap (repeats, then iterations within each repeat; seeded)"

@@ -44,7 +44,11 @@ class RankRow:
 
 
 def rank_table(
-    nodes: int, ranks_per_node: int, passed: dict[int, PassLine], run: CollectiveResult, started: dict[int, PassLine] | None = None
+    nodes: int,
+    ranks_per_node: int,
+    passed: dict[int, PassLine],
+    run: CollectiveResult,
+    started: dict[int, PassLine] | None = None,
 ) -> list[RankRow]:
     """One row per global rank, in rank order: node, local rank, started (None when deepep.start_pattern is not set),
     passed, the node's exit code, and where the evidence is."""
@@ -80,7 +84,11 @@ def rank_frame(rows: list[RankRow]) -> pd.DataFrame:
 
 
 def _rank_span(ranks: list[int]) -> str:
-    return f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 and ranks[-1] - ranks[0] == len(ranks) - 1 else ", ".join(map(str, ranks))
+    return (
+        f"{ranks[0]}-{ranks[-1]}"
+        if len(ranks) > 1 and ranks[-1] - ranks[0] == len(ranks) - 1
+        else ", ".join(map(str, ranks))
+    )
 
 
 def never_started(rows: list[RankRow]) -> tuple[list[str], list[int]]:
@@ -98,7 +106,12 @@ def never_started(rows: list[RankRow]) -> tuple[list[str], list[int]]:
     return dead, stray
 
 
-def verdict(rows: list[RankRow], run: CollectiveResult, precision_failed: set[int] | None = None, first_death: tuple[int, str] | None = None) -> Verdict:
+def verdict(
+    rows: list[RankRow],
+    run: CollectiveResult,
+    precision_failed: set[int] | None = None,
+    first_death: tuple[int, str] | None = None,
+) -> Verdict:
     """The run's state, reason and cause. ``precision_failed``: the ranks whose logs hold a precision-failure line
     (deepep.fail_pattern; None when it is not set: every rank without its success line then counts as failing the
     check). ``first_death``: the rank that died first and how ("exit code 1", "signal SIGKILL"), as its node's spawn
@@ -112,7 +125,9 @@ def verdict(rows: list[RankRow], run: CollectiveResult, precision_failed: set[in
     # started None (no start_pattern): counted as started
     not_passed = [row.global_rank for row in rows if row.started is not False and not row.passed]
     if run.timed_out:
-        detail = "".join(f"; {t}" for t in stray_text) + (f"; {name_ranks(not_passed, world)} had not passed" if not_passed else "")
+        detail = "".join(f"; {t}" for t in stray_text) + (
+            f"; {name_ranks(not_passed, world)} had not passed" if not_passed else ""
+        )
         return Verdict("timeout", f"{run.problem}{detail}", "timeout")
     node_exit = {}  # every rank of a node carries the node's exit code: the first says it
     for row in rows:
@@ -128,14 +143,19 @@ def verdict(rows: list[RankRow], run: CollectiveResult, precision_failed: set[in
     if silent:
         parts.append(f"{name_ranks(silent, world)} printed neither a success nor a precision-failure line")
     if bad_exit:
-        parts.append("node exit codes " + ", ".join(f"node {n}: {'none' if node_exit[n] is None else node_exit[n]}" for n in bad_exit))
+        parts.append(
+            "node exit codes "
+            + ", ".join(f"node {n}: {'none' if node_exit[n] is None else node_exit[n]}" for n in bad_exit)
+        )
     if run.problem:
         parts.append(run.problem)
     cause = failure_cause(failed, bad_exit, precision_failed, first_death) if not_passed else "exit"
     return Verdict("failed", "; ".join(parts), cause)
 
 
-def failure_cause(failed: list[int], bad_exit: list[int], precision_failed: set[int] | None, first_death: tuple[int, str] | None) -> str:
+def failure_cause(
+    failed: list[int], bad_exit: list[int], precision_failed: set[int] | None, first_death: tuple[int, str] | None
+) -> str:
     """precision or crash, for a run some of whose ranks did not pass. The real test also exits 1 after a failed
     precision check, so an exit code alone does not say which: a rank ended by a signal is a crash; a rank that
     exited non-zero is a precision failure when its log holds the precision-failure line, else a crash. The rank

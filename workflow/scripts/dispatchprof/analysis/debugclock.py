@@ -53,7 +53,10 @@ def aiv_roles(roles: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def legacy_segments(
-    frames: Sequence[tuple[int, int, pd.DataFrame]], roles: Sequence[str], phases: Mapping[str, Sequence[str]], clock_hz: float
+    frames: Sequence[tuple[int, int, pd.DataFrame]],
+    roles: Sequence[str],
+    phases: Mapping[str, Sequence[str]],
+    clock_hz: float,
 ) -> pd.DataFrame:
     """(node, run, parse_legacy_csv frame) per file -> the segment table. A core beyond kernel.roles is 'unassigned'."""
     parts = []
@@ -67,16 +70,23 @@ def legacy_segments(
     f["role"] = [roles[a] if a < len(roles) else "unassigned" for a in f["aiv_id"]]
     f["us"] = f["cycles"].astype("Float64") / clock_hz * 1e6
     # A missing slot (-1) has no duration, so every later start on that core is unknown (NA), never shifted forward.
-    f["start_us"] = f.groupby(["rank", "launch", "aiv_id"])["us"].transform(lambda s: s.cumsum(skipna=False).shift(1, fill_value=0.0))
+    f["start_us"] = f.groupby(["rank", "launch", "aiv_id"])["us"].transform(
+        lambda s: s.cumsum(skipna=False).shift(1, fill_value=0.0)
+    )
     names = [list(phases.get(r, [])) for r in f["role"]]
     f["phase"] = [n[s] if s < len(n) else f"slot{s}" for n, s in zip(names, f["slot"])]
     f = f.rename(columns={"aiv_id": "block"})
     f["slot"] = f["slot"].astype("Int64")
-    return f[["rank", "node", "launch", "block", "role", "slot", "phase", "start_us", "us", "cycles"]].reset_index(drop=True)
+    return f[["rank", "node", "launch", "block", "role", "slot", "phase", "start_us", "us", "cycles"]].reset_index(
+        drop=True
+    )
 
 
 def akl_segments(
-    captures: Sequence[tuple[int, Capture]], phases: Mapping[str, Sequence[str]], clock_hz: float, skip_launches: int = 0
+    captures: Sequence[tuple[int, Capture]],
+    phases: Mapping[str, Sequence[str]],
+    clock_hz: float,
+    skip_launches: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(node, capture) pairs -> (segment table, per-core roles as the event paths name them). A segment runs from a
     marker to the next marker on the same core and is named by the marker it ends at (AKL_ALIASES apply)."""
@@ -97,10 +107,28 @@ def akl_segments(
                 slot = names.index(phase) if phase in names else pd.NA
                 start = (ticks[i - 1] - origin) / clock_hz * 1e6
                 us = (ticks[i] - ticks[i - 1]) / clock_hz * 1e6
-                rows.append((cap.rank, node, cap.launch, int(block), role, slot, phase, start, us, int(ticks[i] - ticks[i - 1]), cap.run, cap.pid, int(_sub)))
+                rows.append(
+                    (
+                        cap.rank,
+                        node,
+                        cap.launch,
+                        int(block),
+                        role,
+                        slot,
+                        phase,
+                        start,
+                        us,
+                        int(ticks[i] - ticks[i - 1]),
+                        cap.run,
+                        cap.pid,
+                        int(_sub),
+                    )
+                )
     columns = ["rank", "node", "launch", "block", "role", "slot", "phase", "start_us", "us", "cycles"]
     seg = pd.DataFrame(rows, columns=[*columns, "run", "pid", "sub_block"]) if rows else _empty()
-    if rows:  # a phase that repeats on one core (the send loop's iterations) is one phase: durations add, first start kept
+    if (
+        rows
+    ):  # a phase that repeats on one core (the send loop's iterations) is one phase: durations add, first start kept
         # One core of one capture: launch counters restart in every process (run) and subblocks share a blockIdx.
         keys = ["rank", "node", "run", "pid", "launch", "block", "sub_block", "role", "phase"]
         seg = seg.groupby(keys, sort=False, as_index=False).agg(
@@ -135,14 +163,24 @@ def role_mismatches(core_roles: pd.DataFrame, roles: Sequence[str]) -> list[dict
     for row in first.itertuples():
         expected = roles[row.block] if row.block < len(roles) else "unassigned"
         if row.role not in ("unassigned", expected):
-            out.append({"rank": int(row.rank), "block": int(row.block), "kernel_roles": expected, "event_paths": row.role})
+            out.append(
+                {"rank": int(row.rank), "block": int(row.block), "kernel_roles": expected, "event_paths": row.role}
+            )
     return out
 
 
 def _stats(values: pd.Series) -> dict[str, Any]:
     v = values.dropna().to_numpy(dtype=float)
     if not len(v):
-        return {"n": 0, "missing": int(values.isna().sum()), "median_us": None, "p25_us": None, "p75_us": None, "min_us": None, "max_us": None}
+        return {
+            "n": 0,
+            "missing": int(values.isna().sum()),
+            "median_us": None,
+            "p25_us": None,
+            "p75_us": None,
+            "min_us": None,
+            "max_us": None,
+        }
     q = np.percentile(v, [25, 50, 75])
     return {
         "n": int(len(v)),
@@ -192,7 +230,10 @@ def pooled(seg: pd.DataFrame, source: str, wait: Mapping[str, Sequence[Any]]) ->
                 "start_median_us": float(h["start_us"].dropna().median()) if h["start_us"].notna().any() else None,
                 **_stats(h["us"]),
             }
-        out[role] = {"slots" if key == "slot" else "phases": entries, "cores": int(g[["rank", "block"]].drop_duplicates().shape[0])}
+        out[role] = {
+            "slots" if key == "slot" else "phases": entries,
+            "cores": int(g[["rank", "block"]].drop_duplicates().shape[0]),
+        }
     return out
 
 
@@ -202,7 +243,9 @@ def is_wait(role: str, slot: Any, phase: str, wait: Mapping[str, Sequence[Any]])
     return slot is not None and not pd.isna(slot) and int(slot) in [int(s) for s in wait.get(role, [])]
 
 
-def busiest(per_rank: pd.DataFrame, source: str, min_excess: float, wait: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any] | None:
+def busiest(
+    per_rank: pd.DataFrame, source: str, min_excess: float, wait: Mapping[str, Sequence[Any]] | None = None
+) -> dict[str, Any] | None:
     """The (rank, role, slot/phase) whose median most exceeds the median of the same role and key on the other
     ranks, by at least ``min_excess`` of that peer median. None when nothing does (or fewer than two ranks).
     Wait slots are left out: a rank that waits longer there waits for someone else (a slow sender stretches every
@@ -223,7 +266,9 @@ def busiest(per_rank: pd.DataFrame, source: str, min_excess: float, wait: Mappin
                 best = {
                     "rank": int(row.rank),
                     "role": role,
-                    "slot": int(k) if key == "slot" else (None if pd.isna(row.slot_of_phase) else int(row.slot_of_phase)),
+                    "slot": int(k)
+                    if key == "slot"
+                    else (None if pd.isna(row.slot_of_phase) else int(row.slot_of_phase)),
                     "phase": row.phase,
                     "median_us": float(row.median_us),
                     "peers_median_us": peers,
@@ -243,14 +288,26 @@ def slowest_core_table(seg: pd.DataFrame, source: str) -> pd.DataFrame:
         return pd.DataFrame(columns=["rank", "node", "role", key, "phase", "slot_of_phase", "median_us"])
     keys = ["rank", "node", "role", key]
     phase = {} if key == "phase" else {"phase": ("phase", "first")}  # AKL: the phase is the key itself
-    slowest = seg.dropna(subset=["us"]).groupby([*keys, "launch"], sort=True).agg(us=("us", "max"), slot=("slot", "first"), **phase)
-    out = slowest.groupby(level=keys, sort=True).agg(median_us=("us", "median"), slot_of_phase=("slot", "first"), **phase).reset_index()
+    slowest = (
+        seg.dropna(subset=["us"])
+        .groupby([*keys, "launch"], sort=True)
+        .agg(us=("us", "max"), slot=("slot", "first"), **phase)
+    )
+    out = (
+        slowest.groupby(level=keys, sort=True)
+        .agg(median_us=("us", "median"), slot_of_phase=("slot", "first"), **phase)
+        .reset_index()
+    )
     out["slot_of_phase"] = [None if pd.isna(v) else int(v) for v in out["slot_of_phase"]]
     return out
 
 
 def busiest_node(
-    per_rank: pd.DataFrame, source: str, min_excess: float, alpha: float, wait: Mapping[str, Sequence[Any]] | None = None
+    per_rank: pd.DataFrame,
+    source: str,
+    min_excess: float,
+    alpha: float,
+    wait: Mapping[str, Sequence[Any]] | None = None,
 ) -> dict[str, Any] | None:
     """The (node, role, slot/phase) whose ranks' median most exceeds the same role and key on the other nodes' ranks
     (``per_rank``: slowest_core_table, each rank's slowest core per launch, its median over launches).
@@ -285,7 +342,9 @@ def busiest_node(
                     "node": int(node),
                     "ranks": sorted(int(r) for r in mine["rank"]),
                     "role": role,
-                    "slot": int(k) if key == "slot" else (None if pd.isna(mine["slot_of_phase"].iloc[0]) else int(mine["slot_of_phase"].iloc[0])),
+                    "slot": int(k)
+                    if key == "slot"
+                    else (None if pd.isna(mine["slot_of_phase"].iloc[0]) else int(mine["slot_of_phase"].iloc[0])),
                     "phase": mine["phase"].iloc[0],
                     "median_us": node_us,
                     "peers_median_us": peers,
@@ -299,9 +358,15 @@ def busiest_node(
     z = NormalDist().inv_cdf(1.0 - alpha / len(tests))
     best = None
     for t in tests:
-        beyond = t["excess_us"] > z * t["peers_spread_us"] and t["excess_us"] >= min_excess * max(t["peers_median_us"], 1e-12)
+        beyond = t["excess_us"] > z * t["peers_spread_us"] and t["excess_us"] >= min_excess * max(
+            t["peers_median_us"], 1e-12
+        )
         # every rank of the node above the others' median: a node-wide slowdown, not one slow rank among them
-        if beyond and t["fastest_rank_us"] > t["peers_median_us"] and (best is None or t["excess_us"] > best["excess_us"]):
+        if (
+            beyond
+            and t["fastest_rank_us"] > t["peers_median_us"]
+            and (best is None or t["excess_us"] > best["excess_us"])
+        ):
             best = t
     if best is None:
         return None
@@ -316,11 +381,23 @@ def wait_work(per_rank: pd.DataFrame, wait: Mapping[str, Sequence[Any]]) -> list
         med = g["median_us"].fillna(0.0).to_numpy()  # NA slots add nothing to a sum; their count is reported apart
         waited = float(sum(m for m, f in zip(med, flags) if f))
         worked = float(sum(m for m, f in zip(med, flags) if not f))
-        out.append({"rank": int(rank), "role": role, "wait_slots_us": waited, "work_slots_us": worked, "missing": int(g["missing"].sum())})
+        out.append(
+            {
+                "rank": int(rank),
+                "role": role,
+                "wait_slots_us": waited,
+                "work_slots_us": worked,
+                "missing": int(g["missing"].sum()),
+            }
+        )
     return out
 
 
-LWC_PHASES = ("local_window_copy", SPLIT_WAIT, "LW:copy")  # LocalWindowCopy: the legacy slot / AKL segment, or its split
+LWC_PHASES = (
+    "local_window_copy",
+    SPLIT_WAIT,
+    "LW:copy",
+)  # LocalWindowCopy: the legacy slot / AKL segment, or its split
 LWC_Z = 2.326  # one rank, named beforehand by the timeline, tested against its peers' spread: one-sided 1%
 
 
@@ -367,7 +444,10 @@ def wait_work_grids(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             out[key] = binned_grid(np.empty((0, 0)), np.array([]), np.array([]))
             continue
         wide = frame.pivot_table(index="rank", columns="role", values=column, aggfunc="first")
-        out[key] = {**binned_grid(wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy(), max_columns=64), "unit": "us"}
+        out[key] = {
+            **binned_grid(wide.to_numpy(), wide.index.to_numpy(), wide.columns.to_numpy(), max_columns=64),
+            "unit": "us",
+        }
     return out
 
 
@@ -383,9 +463,16 @@ def phase_chart(per_rank: pd.DataFrame, source: str) -> dict[str, list[dict[str,
     out = {}
     for role, g in per_rank.dropna(subset=["median_us", "start_median_us"]).groupby("role", sort=True):
         named = g.assign(key=g[key].astype(str))
-        bars = named.groupby("key", sort=True).agg(name=("phase", "first"), start=("start_median_us", "median"), us=("median_us", "median")).reset_index()
+        bars = (
+            named.groupby("key", sort=True)
+            .agg(name=("phase", "first"), start=("start_median_us", "median"), us=("median_us", "median"))
+            .reset_index()
+        )
         bars = bars.sort_values("start")
-        out[role] = [{"key": r["key"], "phase": r["name"], "start_us": float(r["start"]), "us": float(r["us"])} for _, r in bars.iterrows()]
+        out[role] = [
+            {"key": r["key"], "phase": r["name"], "start_us": float(r["start"]), "us": float(r["us"])}
+            for _, r in bars.iterrows()
+        ]
     return out
 
 
@@ -420,7 +507,9 @@ def overhead(on: Mapping[str, np.ndarray], off: Mapping[str, np.ndarray]) -> dic
 LATE_ARRIVAL = "DebugClock ticks start after the kernel's entry barrier: a rank's late arrival is invisible here (the timeline shows it)."
 
 
-def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame] | None:
+def summarize(
+    loaded: Any, config: Mapping[str, Any], skip_launches: int = 0
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame] | None:
     """A loaded tree (formats.debugclock.load_tree) -> (stats, segment table, per-rank table); None when empty.
     AKL traces are preferred when both formats are present (named segments keep the send loop and LW split)."""
     dc, kernel = config["debugclock"], config["kernel"]
@@ -441,13 +530,19 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         return None
     table = per_rank_table(seg, source)
     best = busiest(table, source, dc["busiest_min_excess"], wait)
-    node_best = busiest_node(slowest_core_table(seg, source), source, dc["busiest_min_excess"], dc["busiest_node_alpha"], wait)
+    node_best = busiest_node(
+        slowest_core_table(seg, source), source, dc["busiest_min_excess"], dc["busiest_node_alpha"], wait
+    )
     by_role = pooled(seg, source, wait)
     ww = wait_work(table, wait)
     stats = {
         "schema": "dispatchprof.debugclock/1",
         "source": source,
-        "found": {"legacy_csv": len(loaded.legacy), "akl_trace": len(loaded.captures), "event_map": str(loaded.event_map) if loaded.event_map else None},
+        "found": {
+            "legacy_csv": len(loaded.legacy),
+            "akl_trace": len(loaded.captures),
+            "event_map": str(loaded.event_map) if loaded.event_map else None,
+        },
         # markers the recorder dropped (capacity reached): a segment then spans the lost markers
         "dropped_markers": sum(c.dropped for _, c in loaded.captures),
         "clock_hz": hz,
@@ -466,17 +561,38 @@ def summarize(loaded: Any, config: Mapping[str, Any], skip_launches: int = 0) ->
         "role_mismatches": mismatches,
         "clipped": clipped_counts(seg),
         "phase_chart": phase_chart(table, source),
-        "cautions": CAUTIONS + ["Values the legacy analyzer clipped (< 0 or > 500000 cycles) are reported here, not zeroed; -1 (missing) stays missing."],
+        "cautions": CAUTIONS
+        + [
+            "Values the legacy analyzer clipped (< 0 or > 500000 cycles) are reported here, not zeroed; -1 (missing) stays missing."
+        ],
         "late_arrival": LATE_ARRIVAL,
         "statistics": "per rank, role and slot: median and spread (P25-P75, min-max) over cores and launches; pooled per role over ranks",
     }
     key = "slots" if source == "legacy_csv" else "phases"
     stats["summary"] = {
         "source": source,
-        "roles": {r: {key: {k: {"median_us": v["median_us"], "wait": v["wait"]} for k, v in entry[key].items()}} for r, entry in by_role.items()},
+        "roles": {
+            r: {key: {k: {"median_us": v["median_us"], "wait": v["wait"]} for k, v in entry[key].items()}}
+            for r, entry in by_role.items()
+        },
         "wait_slots": stats["wait_slots"],
-        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "median_us", "peers_median_us", "excess_us")} if best else None,
-        "busiest_node": {k: node_best[k] for k in ("node", "ranks", "role", "slot", "phase", "median_us", "peers_median_us", "peers_spread_us", "excess_us")}
+        "busiest": {k: best[k] for k in ("rank", "role", "slot", "phase", "median_us", "peers_median_us", "excess_us")}
+        if best
+        else None,
+        "busiest_node": {
+            k: node_best[k]
+            for k in (
+                "node",
+                "ranks",
+                "role",
+                "slot",
+                "phase",
+                "median_us",
+                "peers_median_us",
+                "peers_spread_us",
+                "excess_us",
+            )
+        }
         if node_best
         else None,
         "local_window_copy": stats["local_window_copy"],

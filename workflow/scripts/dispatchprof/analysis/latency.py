@@ -41,7 +41,9 @@ def select_measured(frame: pd.DataFrame) -> Selection:
     complete = complete.difference(mixed[mixed].index)
     all_iters = frame["iteration"].unique()
     warmup_only = by_iter["warmup"].all()
-    incomplete = [i for i in all_iters if i not in complete and not mixed.get(i, False) and not warmup_only.get(i, False)]
+    incomplete = [
+        i for i in all_iters if i not in complete and not mixed.get(i, False) and not warmup_only.get(i, False)
+    ]
     kept = measured_rows[measured_rows["iteration"].isin(complete)][["rank", "iteration", "us"]]
     return Selection(kept.reset_index(drop=True), ranks, int(mixed.sum()), len(incomplete))
 
@@ -71,7 +73,11 @@ def per_iteration_max(selection: Selection) -> pd.DataFrame:
     wide = selection.measured.pivot(index="iteration", columns="rank", values="us")
     maxima = wide.max(axis=1)
     return pd.DataFrame(
-        {"iteration": wide.index, "max_us": maxima.values, "slowest": [tuple(wide.columns[row == m]) for row, m in zip(wide.values, maxima.values)]}
+        {
+            "iteration": wide.index,
+            "max_us": maxima.values,
+            "slowest": [tuple(wide.columns[row == m]) for row, m in zip(wide.values, maxima.values)],
+        }
     )
 
 
@@ -152,14 +158,20 @@ def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_u
     rank, share, lead = slowest["rank"], 100 * slowest["fraction"], slowest.get("lead_us_median")
     tied = slowest.get("ranks") or [rank]
     if len(tied) > 1:
-        return {"rank": None, "why": f"ranks {', '.join(map(str, tied))} are tied for the longest ({share:.0f}% of iterations each): no single rank is named"}
+        return {
+            "rank": None,
+            "why": f"ranks {', '.join(map(str, tied))} are tied for the longest ({share:.0f}% of iterations each): no single rank is named",
+        }
     if measurement == "event":
         return {
             "rank": None,
             "why": f"event scope includes the entry barrier: rank {rank}, longest in {share:.0f}% of iterations, is the one that waited longest (a late rank is the shortest here); not named",
         }
     if slowest["fraction"] < 0.5:
-        return {"rank": None, "why": f"no rank is the longest in half the iterations (most often rank {rank}, {share:.0f}%)"}
+        return {
+            "rank": None,
+            "why": f"no rank is the longest in half the iterations (most often rank {rank}, {share:.0f}%)",
+        }
     if lead is None or lead <= min_excess_us:
         return {
             "rank": None,
@@ -173,12 +185,18 @@ def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_u
     }
 
 
-def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_n: int, tail_ci_ratio: float) -> dict[str, Any]:
+def latency_statistics(
+    frame: pd.DataFrame, resamples: int, seed: int, akl_last_n: int, tail_ci_ratio: float
+) -> dict[str, Any]:
     """All statistics of one scope (kernel or full API) as a JSON-ready dict."""
     import pandas as pd
 
     selection = select_measured(frame)
-    per_iter = per_iteration_max(selection) if len(selection.measured) else pd.DataFrame(columns=["iteration", "max_us", "slowest"])
+    per_iter = (
+        per_iteration_max(selection)
+        if len(selection.measured)
+        else pd.DataFrame(columns=["iteration", "max_us", "slowest"])
+    )
     result: dict[str, Any] = {
         "ranks": len(selection.ranks),
         "iterations_total": int(frame["iteration"].nunique()),
@@ -191,9 +209,13 @@ def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_
         "warnings": [],
     }
     if selection.excluded_mixed_warmup:
-        result["warnings"].append(f"{selection.excluded_mixed_warmup} iteration(s) have mixed warm-up labels across ranks and were left out")
+        result["warnings"].append(
+            f"{selection.excluded_mixed_warmup} iteration(s) have mixed warm-up labels across ranks and were left out"
+        )
     if selection.excluded_incomplete:
-        result["warnings"].append(f"{selection.excluded_incomplete} iteration(s) lack a measured sample on some rank and were left out")
+        result["warnings"].append(
+            f"{selection.excluded_incomplete} iteration(s) lack a measured sample on some rank and were left out"
+        )
     if len(per_iter) == 0:
         result["per_iteration_max_us"] = None
         result["slowest_rank"] = None
@@ -203,10 +225,16 @@ def latency_statistics(frame: pd.DataFrame, resamples: int, seed: int, akl_last_
     result["per_iteration_max_us"] = summarize(maxima, resamples, seed)
     # A tie at the top fraction is named in full (rank None), as per-iteration ties are shared: never the lowest rank.
     best = max(v["fraction_slowest"] for v in result["per_rank"].values())
-    tied = sorted(int(r) for r, v in result["per_rank"].items() if np.isclose(v["fraction_slowest"], best, rtol=0, atol=1e-12))
+    tied = sorted(
+        int(r) for r, v in result["per_rank"].items() if np.isclose(v["fraction_slowest"], best, rtol=0, atol=1e-12)
+    )
     result["slowest_rank"] = {"rank": tied[0] if len(tied) == 1 else None, "ranks": tied, "fraction": best}
     spread, leads = longest_leads(selection)
-    result["per_iteration_spread_us"] = {"median": percentile(spread, 50), "p95": percentile(spread, 95), "definition": "per iteration: max - min over ranks"}
+    result["per_iteration_spread_us"] = {
+        "median": percentile(spread, 50),
+        "p95": percentile(spread, 95),
+        "definition": "per iteration: max - min over ranks",
+    }
     result["slowest_rank"]["lead_us_median"] = leads.get(tied[0]) if len(tied) == 1 else None
     stats = result["per_iteration_max_us"]
     lo, hi = stats["p95_ci95"]

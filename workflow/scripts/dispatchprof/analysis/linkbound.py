@@ -39,7 +39,12 @@ def busiest(link: Mapping[str, Any], peak_gbps: float) -> dict[str, Any]:
     verbs = " and ".join(dict.fromkeys(verb for r, verb in at_max if int(r) == ranks[0]))
     # an even load: the first rank is named with how many share it, never alone
     where = f"rank {ranks[0]} {verbs}" + (f", as much as {len(ranks) - 1} other ranks" if len(ranks) > 1 else "")
-    return {"where": where, "bytes": int(nbytes), "bound_us": nbytes / (peak_gbps * 1e3), "ranks_at_max": len(ranks)}  # GB/s x 1e3 = B/us
+    return {
+        "where": where,
+        "bytes": int(nbytes),
+        "bound_us": nbytes / (peak_gbps * 1e3),
+        "ranks_at_max": len(ranks),
+    }  # GB/s x 1e3 = B/us
 
 
 def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], kernel_us: float | None) -> dict[str, Any]:
@@ -49,7 +54,9 @@ def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], ker
         "peak_gbps": peak.get("peak_gbps"),
         "peak_source": peak.get("source"),
         "peak_kind": peak.get("kind"),
-        "configured_peak_gbps": peak.get("configured_peak_gbps", peak.get("peak_gbps")),  # under sim: hardware.links, shown, not used
+        "configured_peak_gbps": peak.get(
+            "configured_peak_gbps", peak.get("peak_gbps")
+        ),  # under sim: hardware.links, shown, not used
         "bound_us": None,
         "busiest": None,
         "achieved_gbps": None,
@@ -62,7 +69,9 @@ def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], ker
     busy_bytes = max([*link["sent_per_rank"].values(), *link["received_per_rank"].values()])
     if kernel_us:  # the busiest rank's bytes over the whole kernel: per rank, comparable with a per-rank peak
         out["achieved_gbps"] = busy_bytes / (kernel_us * 1e3)
-        out["achieved_definition"] = f"the busiest rank's bytes of this class ({busy_bytes} B) / the median per-iteration max kernel time; {NOT_A_COUNTER}"
+        out["achieved_definition"] = (
+            f"the busiest rank's bytes of this class ({busy_bytes} B) / the median per-iteration max kernel time; {NOT_A_COUNTER}"
+        )
     if peak.get("peak_gbps") is None:
         out["note"] = f"peak not configured (hardware.links.{name}.peak_gbps)"
         return out
@@ -72,7 +81,10 @@ def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], ker
 
 
 def link_bound(
-    link_bytes: Mapping[str, Any], peaks: Mapping[str, Mapping[str, Any]], per_iteration_max: Mapping[str, Any] | None, far_below: float = 0.6
+    link_bytes: Mapping[str, Any],
+    peaks: Mapping[str, Mapping[str, Any]],
+    per_iteration_max: Mapping[str, Any] | None,
+    far_below: float = 0.6,
 ) -> dict[str, Any]:
     """The bandwidth section: per class (``class_bound``), the bound (largest class bound), the group's efficiency with
     its CI (bound / the CI of the median per-iteration max), which class sets the bound, and what the figures are not.
@@ -92,15 +104,24 @@ def link_bound(
     kernel_us = per_iteration_max["median"] if per_iteration_max else None
     links = {c: class_bound(c, link_bytes["links"][c], peaks.get(c, {}), kernel_us) for c in LINK_CLASSES}
     section["links"] = links
-    section["bytes"] = {c: {k: link_bytes["links"][c][k] for k in ("sent_per_rank", "received_per_rank", "per_node_pair")} for c in LINK_CLASSES}
+    section["bytes"] = {
+        c: {k: link_bytes["links"][c][k] for k in ("sent_per_rank", "received_per_rank", "per_node_pair")}
+        for c in LINK_CLASSES
+    }
     unset = [c for c, v in links.items() if v["bound_us"] is None]
     if unset:
-        section["reason"] = "peak not configured for " + " and ".join(f"{c} (hardware.links.{c}.peak_gbps)" for c in unset) + ": the bound is not established"
+        section["reason"] = (
+            "peak not configured for "
+            + " and ".join(f"{c} (hardware.links.{c}.peak_gbps)" for c in unset)
+            + ": the bound is not established"
+        )
         return section
     sets = max(LINK_CLASSES, key=lambda c: links[c]["bound_us"])
     section.update(bound_us=links[sets]["bound_us"], sets_bound=sets, busiest=links[sets]["busiest"])
     if not kernel_us or not section["bound_us"]:
-        section["reason"] = "no measured kernel time" if not kernel_us else "no cross-rank bytes: nothing for the links to carry"
+        section["reason"] = (
+            "no measured kernel time" if not kernel_us else "no cross-rank bytes: nothing for the links to carry"
+        )
         return section
     lo, hi = per_iteration_max["median_ci95"]
     section.update(

@@ -8,7 +8,15 @@ from typing import Any, Callable, Generic, TypeVar
 
 from dispatchprof.analysis.rank_identity import Identities, RankSource, assign_ranks, why_unmapped
 from dispatchprof.analysis.timeline import kernel_regex
-from dispatchprof.formats.msopprof import KernelRun, OpprofFormatError, discover, kernel_runs, metric_files, read_key_values, read_op_basic_info
+from dispatchprof.formats.msopprof import (
+    KernelRun,
+    OpprofFormatError,
+    discover,
+    kernel_runs,
+    metric_files,
+    read_key_values,
+    read_op_basic_info,
+)
 from dispatchprof.formats.text import refusal
 from dispatchprof.shell.status import Validation
 
@@ -37,7 +45,9 @@ def basic_info(run: KernelRun) -> dict[str, str]:
     return {}
 
 
-def _candidates(root: Path, nodes: int, refused: list[str] | None = None) -> list[tuple[RankSource, str, KernelRun, dict[str, str]]]:
+def _candidates(
+    root: Path, nodes: int, refused: list[str] | None = None
+) -> list[tuple[RankSource, str, KernelRun, dict[str, str]]]:
     """Every kernel run under ``root`` with its identity source, kernel and OpBasicInfo. With ``refused``, an OPPROF_
     or a launch whose files cannot be read is left out and named there (its rank, unknown without them, is then
     missing); without it, such a file raises."""
@@ -60,14 +70,24 @@ def _candidates(root: Path, nodes: int, refused: list[str] | None = None) -> lis
                     refused.append(refusal(run.directory, exc))
                     continue
                 kernel = run.kernel or basic.get("Op Name") or ""
-                device = run.device if run.device is not None else (int(basic["Device Id"]) if basic.get("Device Id", "").isdigit() else None)
+                device = (
+                    run.device
+                    if run.device is not None
+                    else (int(basic["Device Id"]) if basic.get("Device Id", "").isdigit() else None)
+                )
                 pid = int(basic["Pid"]) if basic.get("Pid", "").isdigit() else None
                 found.append((RankSource(opprof, node, device, pid), kernel, run, basic))
     return found
 
 
 def rank_runs(
-    root: Path, nodes: int, ranks_per_node: int, pattern: str, identities: Identities, infer: str = "device_id", refused: list[str] | None = None
+    root: Path,
+    nodes: int,
+    ranks_per_node: int,
+    pattern: str,
+    identities: Identities,
+    infer: str = "device_id",
+    refused: list[str] | None = None,
 ) -> list[RankRun]:
     """Every kernel run of the target under ``root`` with its global rank, by the one rule of analysis.rank_identity.
     The identity source is (node, device, pid): the runs of one source are its launches (launch_count > 1), not
@@ -95,7 +115,12 @@ class PerRank(Generic[T]):
     unplaced: list[str] = field(default_factory=list)  # OPPROF_ or launches refused before their rank was known
 
 
-def read_each_rank(runs: list[RankRun], read: Callable[[RankRun], T], errors: tuple[type[Exception], ...], unplaced: list[str] | None = None) -> PerRank[T]:
+def read_each_rank(
+    runs: list[RankRun],
+    read: Callable[[RankRun], T],
+    errors: tuple[type[Exception], ...],
+    unplaced: list[str] | None = None,
+) -> PerRank[T]:
     """Each rank's runs read by ``read``. A rank any of whose runs raises one of ``errors`` (or an OSError) is left
     out whole, with why (the file named): one bad rank never costs the others, and a rank is never analysed on part of
     its launches."""
@@ -113,18 +138,38 @@ def read_each_rank(runs: list[RankRun], read: Callable[[RankRun], T], errors: tu
 
 def refused_details(per_rank: PerRank[Any]) -> dict[str, Any]:
     """A stage's record of what it left out: rank -> why, and the runs refused before their rank was known."""
-    return {"refused": {str(r): why for r, why in sorted(per_rank.refused.items())}, "refused_unplaced": per_rank.unplaced}
+    return {
+        "refused": {str(r): why for r, why in sorted(per_rank.refused.items())},
+        "refused_unplaced": per_rank.unplaced,
+    }
 
 
 def refused_validations(per_rank: PerRank[Any], what: str) -> list[Validation]:
     """A warning naming every refused rank and run with why: the stage went on without them."""
-    named = [f"rank {r} {why}" for r, why in sorted(per_rank.refused.items())] + [f"rank unknown: {why}" for why in per_rank.unplaced]
+    named = [f"rank {r} {why}" for r, why in sorted(per_rank.refused.items())] + [
+        f"rank unknown: {why}" for why in per_rank.unplaced
+    ]
     if not named:
         return []
-    return [Validation(f"every rank's {what} can be read", False, "warning", "; ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else ""))]
+    return [
+        Validation(
+            f"every rank's {what} can be read",
+            False,
+            "warning",
+            "; ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else ""),
+        )
+    ]
 
 
-def why_no_run_has(name: str, root: Path, nodes: int, ranks_per_node: int, pattern: str, identities: Identities, infer: str = "device_id") -> str:
+def why_no_run_has(
+    name: str,
+    root: Path,
+    nodes: int,
+    ranks_per_node: int,
+    pattern: str,
+    identities: Identities,
+    infer: str = "device_id",
+) -> str:
     """When no rank's run holds file ``name``: what was found and what is missing, e.g. a visualize_data.bin whose
     launch names no kernel or device (no OpBasicInfo.csv, no dump/), or a device that maps to no rank."""
     regex = kernel_regex(pattern)
@@ -134,8 +179,13 @@ def why_no_run_has(name: str, root: Path, nodes: int, ranks_per_node: int, patte
     source, kernel, run, basic = holding[0]
     where = f"{len(holding)} {name} found (first: {run.directory / name}), but none belongs to a rank of kernel.name {pattern!r}: "
     if not basic:
-        return where + "no OpBasicInfo.csv (nor dump/op_basic_info.txt) beside it, so its kernel, device and pid are not known"
+        return (
+            where
+            + "no OpBasicInfo.csv (nor dump/op_basic_info.txt) beside it, so its kernel, device and pid are not known"
+        )
     if not regex.match(kernel):
         return where + f"its kernel is {kernel!r}" if kernel else where + "its OpBasicInfo names no Op Name"
     (a,) = [x for x in assign_ranks([source], ranks_per_node, identities, infer) if x.rank is None] or [None]
-    return where + (why_unmapped(a, ranks_per_node, infer) if a is not None else "its rank is claimed by another source")
+    return where + (
+        why_unmapped(a, ranks_per_node, infer) if a is not None else "its rank is claimed by another source"
+    )

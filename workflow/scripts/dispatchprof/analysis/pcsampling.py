@@ -29,7 +29,9 @@ SIMT_ROLES = {
 }
 
 
-def _weighted(records: Sequence[Mapping[str, Any]], share: str, mix: str, states: Sequence[str]) -> dict[str, float] | None:
+def _weighted(
+    records: Sequence[Mapping[str, Any]], share: str, mix: str, states: Sequence[str]
+) -> dict[str, float] | None:
     """The state mixture over records, each record's mix weighted by its share (both fractions, from the parser)."""
     totals = {s: 0.0 for s in states}
     weight = 0.0
@@ -84,7 +86,9 @@ def hot_lines(pc: PcSampling, repo: Path | None, top: int = 10) -> list[dict[str
                 "top_stall": max(stalls, key=stalls.get) if stalls else None,
                 "stalls": stalls,
                 "active_fraction": mix.get("Active", 0.0),
-                "function": function_at(repo / r["File"], int(r["Line"])) if repo and r.get("File") and isinstance(r.get("Line"), int) else None,
+                "function": function_at(repo / r["File"], int(r["Line"]))
+                if repo and r.get("File") and isinstance(r.get("Line"), int)
+                else None,
             }
         )
     return sorted(rows, key=lambda r: -r["share_of_samples"])[:top]
@@ -106,7 +110,12 @@ def aggregate(decoded: Sequence[tuple[int, PcSampling]], repo: Path | None, top:
     lines_seen = instructions_seen = 0
     for rank, pc in decoded:
         tables = stall_tables(pc) if pc.top_stall is not None else {"all_samples": None, "not_issue": None}
-        per_rank[str(rank)] = {"samples": pc.top_stall is not None, "lines": len(pc.lines), "instructions": len(pc.instructions), **tables}
+        per_rank[str(rank)] = {
+            "samples": pc.top_stall is not None,
+            "lines": len(pc.lines),
+            "instructions": len(pc.instructions),
+            **tables,
+        }
         all_tables.append(tables["all_samples"])
         ni_tables.append(tables["not_issue"])
         lines_seen += len(pc.lines)
@@ -168,7 +177,9 @@ def role_stalls(by_function: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[
     return out
 
 
-def coverage(world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction: float, refused: Iterable[int] = ()) -> dict[str, Any]:
+def coverage(
+    world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction: float, refused: Iterable[int] = ()
+) -> dict[str, Any]:
     """Which of the ``world`` ranks have PC samples, judged as the timeline and PMU judge theirs (rank_identity.coverage_of,
     stats.min_rank_coverage): {expected, found, missing: [ranks], without_output: [ranks with no visualize_data.bin],
     state: full | partial | none | most_missing, text}. A rank absent from per_rank wrote no visualize_data.bin; a rank
@@ -190,4 +201,11 @@ def coverage(world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction
             text += f" (no visualize_data.bin: {name_ranks(without_output, n)})"
         if refused:
             text += f" (visualize_data.bin refused: {name_ranks(refused, n)})"
-    return {"expected": n, "found": len(found), "missing": missing, "without_output": without_output, "state": state, "text": text}
+    return {
+        "expected": n,
+        "found": len(found),
+        "missing": missing,
+        "without_output": without_output,
+        "state": state,
+        "text": text,
+    }

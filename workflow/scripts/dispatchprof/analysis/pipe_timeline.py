@@ -129,23 +129,33 @@ def role_table(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> dict[
             "coverage": f"{len(seen)}/{count} cores",
         }
         if not len(mine):
-            entry.update(pipes=None, overlap=None, note="no sampled core of this role (msopprof shows a subset of cores)")
+            entry.update(
+                pipes=None, overlap=None, note="no sampled core of this role (msopprof shows a subset of cores)"
+            )
         else:
-            entry["pipes"] = {c.split(".", 1)[1]: {"busy_us_median": _median(mine[c])} for c in pipe_cols if mine[c].notna().any()}
+            entry["pipes"] = {
+                c.split(".", 1)[1]: {"busy_us_median": _median(mine[c])} for c in pipe_cols if mine[c].notna().any()
+            }
             entry["span_us_median"] = _median(mine["span_us"])
             entry["overlap"] = {}
             for c in overlap_cols:
                 mem = c.split(".", 1)[1].split("&")[0]
                 busy = mine.get(f"busy_us.{mem}")
                 frac = (mine[c] / busy).where(busy > 0) if busy is not None else pd.Series(dtype=float)
-                entry["overlap"][c.split(".", 1)[1]] = {"overlap_us_median": _median(mine[c]), "fraction_of_mte_median": _median(frac)}
+                entry["overlap"][c.split(".", 1)[1]] = {
+                    "overlap_us_median": _median(mine[c]),
+                    "fraction_of_mte_median": _median(frac),
+                }
         out[name] = entry
     return out
 
 
 def unassigned(cores: pd.DataFrame) -> dict[str, Any]:
     rest = cores[cores["role"] == "unassigned"] if len(cores) else cores
-    return {"samples": len(rest), "cores": sorted({f"core{int(c)}.{k}" for c, k in zip(rest["core"], rest["core_kind"])}) if len(rest) else []}
+    return {
+        "samples": len(rest),
+        "cores": sorted({f"core{int(c)}.{k}" for c, k in zip(rest["core"], rest["core_kind"])}) if len(rest) else [],
+    }
 
 
 def top_instructions(events: pd.DataFrame, top: int) -> dict[str, list[dict[str, Any]]]:
@@ -160,7 +170,13 @@ def top_instructions(events: pd.DataFrame, top: int) -> dict[str, list[dict[str,
             .sort_values(["total_us", "pc_addr"], ascending=[False, True], kind="stable")
         )
         out[str(pipe)] = [
-            {"name": r.name, "pc_addr": r.pc_addr, "code": r.code, "total_us": round(float(r.total_us), 3), "count": int(r.count)}
+            {
+                "name": r.name,
+                "pc_addr": r.pc_addr,
+                "code": r.code,
+                "total_us": round(float(r.total_us), 3),
+                "count": int(r.count),
+            }
             for r in agg.head(top).itertuples(index=False)
         ]
     return out

@@ -80,7 +80,9 @@ def read_sidecar(path: Path) -> dict[str, Any]:
     for key in ("node", "pid", "global_rank"):
         value = record.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise RankIdentityError(f"identity sidecar {path}: field '{key}' is {value!r}; expected a non-negative integer")
+            raise RankIdentityError(
+                f"identity sidecar {path}: field '{key}' is {value!r}; expected a non-negative integer"
+            )
     return record
 
 
@@ -95,7 +97,9 @@ def _sidecar_rank(source: RankSource, identities: Identities) -> int | None:
     return int(record["global_rank"])
 
 
-def assign_ranks(sources: Sequence[RankSource], ranks_per_node: int, identities: Identities, infer: str = "device_id") -> list[RankAssignment]:
+def assign_ranks(
+    sources: Sequence[RankSource], ranks_per_node: int, identities: Identities, infer: str = "device_id"
+) -> list[RankAssignment]:
     """Global rank of every source by the rule above; raises RankIdentityError when two sources claim one rank."""
     if infer not in INFER_RULES:
         raise ValueError(f"cluster.infer_rank is {infer!r}, expected one of {INFER_RULES}")
@@ -112,7 +116,11 @@ def assign_ranks(sources: Sequence[RankSource], ranks_per_node: int, identities:
             rank, how = source.recorded_rank, "recorded"
         if rank is None and source.device is not None:
             local = source.device if infer == "device_id" else order[source.node].index(source.device)
-            rank, how = (source.node * ranks_per_node + local, f"inferred ({infer})") if local < ranks_per_node else (None, "unknown")
+            rank, how = (
+                (source.node * ranks_per_node + local, f"inferred ({infer})")
+                if local < ranks_per_node
+                else (None, "unknown")
+            )
         if rank is None:
             how = "unknown"
         out.append(RankAssignment(source, rank, how))
@@ -182,7 +190,13 @@ class Coverage:
         return text if self.complete else f"{text} (missing {name_ranks(self.missing)})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"expected": self.expected, "found": len(self.found), "missing": self.missing, "fraction": self.fraction, "min_fraction": self.min_fraction}
+        return {
+            "expected": self.expected,
+            "found": len(self.found),
+            "missing": self.missing,
+            "fraction": self.fraction,
+            "min_fraction": self.min_fraction,
+        }
 
 
 def refused_sentence(refused: Mapping[str, str] | Mapping[int, str], most: int = 3) -> str:
@@ -190,7 +204,9 @@ def refused_sentence(refused: Mapping[str, str] | Mapping[int, str], most: int =
     sentence to end a stage's reason with; "" when none was."""
     if not refused:
         return ""
-    named = "; ".join(f"rank {r} ({str(detail).removeprefix('refused: ')})" for r, detail in list(refused.items())[:most])
+    named = "; ".join(
+        f"rank {r} ({str(detail).removeprefix('refused: ')})" for r, detail in list(refused.items())[:most]
+    )
     more = f" and {len(refused) - most} more" if len(refused) > most else ""
     return f". Left out, their files refused: {named}{more}"
 

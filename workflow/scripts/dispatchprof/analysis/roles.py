@@ -57,7 +57,10 @@ def per_core(long: pd.DataFrame, roles: Sequence[Mapping[str, Any]]) -> pd.DataF
     wide["aiv_index"] = wide.groupby(["rank", "kernel", "launch"]).cumcount()
     bounds = np.cumsum([int(r["count"]) for r in roles])
     names = [r["name"] for r in roles]
-    wide["role"] = [names[int(np.searchsorted(bounds, i, side="right"))] if i < bounds[-1] else "unassigned" for i in wide["aiv_index"]]
+    wide["role"] = [
+        names[int(np.searchsorted(bounds, i, side="right"))] if i < bounds[-1] else "unassigned"
+        for i in wide["aiv_index"]
+    ]
     for column in ROLE_METRICS:
         if column not in wide:
             wide[column] = np.nan
@@ -84,7 +87,9 @@ def with_busy(cores: pd.DataFrame) -> pd.DataFrame:
     cores["no_pipe_us"] = (aiv - cores["busy_us_high"]).where(known)
     # Without the scalar pipe, where a core polling a flag spins: its upper bound, as busy_us_high.
     others = pd.concat([t for pipe, t in zip(PIPES, times) if pipe != "scalar"], axis=1)
-    cores["nonscalar_us_high"] = pd.concat([others.sum(axis=1, min_count=1), aiv], axis=1).min(axis=1).where(others.notna().any(axis=1))
+    cores["nonscalar_us_high"] = (
+        pd.concat([others.sum(axis=1, min_count=1), aiv], axis=1).min(axis=1).where(others.notna().any(axis=1))
+    )
     cores["nonscalar_us_low"] = others.max(axis=1).where(others.notna().any(axis=1))
     return cores
 
@@ -147,11 +152,16 @@ def metric_set_by_role(long: pd.DataFrame, cores: pd.DataFrame) -> dict[str, Any
     order = list(dict.fromkeys(vec["metric"]))
     medians = vec.dropna(subset=["value"]).groupby(["role", "metric"])["value"].median()
     provided = [m for m in order if m in medians.index.get_level_values("metric")]
-    roles = list(dict.fromkeys(cores["role"])) + (["unassigned"] if "unassigned" in set(vec["role"]) - set(cores["role"]) else [])
+    roles = list(dict.fromkeys(cores["role"])) + (
+        ["unassigned"] if "unassigned" in set(vec["role"]) - set(cores["role"]) else []
+    )
     return {
         "columns": provided,
         "not_provided": [m for m in order if m not in provided],
-        "roles": {str(role): {m: (float(medians[(role, m)]) if (role, m) in medians.index else None) for m in provided} for role in roles},
+        "roles": {
+            str(role): {m: (float(medians[(role, m)]) if (role, m) in medians.index else None) for m in provided}
+            for role in roles
+        },
         "definition": "median over the role's vector cores on every rank and launch",
     }
 
@@ -172,7 +182,12 @@ def t_quantile(p: float, dof: float) -> float:
     if dof > 1e5:
         return z
     v = float(dof)
-    return z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2) + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+    )
 
 
 def _spread(peers: np.ndarray) -> tuple[float, int]:
@@ -206,7 +221,12 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
     core about its rank's median), both widened for the peers' median's own error. ``spread_measured`` is False with fewer peers: then a
     difference between whole ranks (a clock, a thermal state) is not told from an excess."""
     data = known.dropna(subset=[column])
-    per = data.groupby(["role", "rank"])[column].agg(["median", "size"]).rename(columns={"median": "value", "size": "n"}).reset_index()
+    per = (
+        data.groupby(["role", "rank"])[column]
+        .agg(["median", "size"])
+        .rename(columns={"median": "value", "size": "n"})
+        .reset_index()
+    )
     residual = (data[column] - data.groupby(["role", "rank"])[column].transform("median")).abs()
     # residuals about a median fitted to n cores run small by about sqrt((n - 1) / n): undone per (role, rank)
     size = data.groupby(["role", "rank"])[column].transform("size").to_numpy(dtype=float)
@@ -316,7 +336,8 @@ def _net_of_polling_table(known: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     and the slopes."""
     slopes = poll_slopes(known, "nonscalar_us_high")
     known = known.assign(
-        nonscalar_net_us_high=net_of_polling(known, "nonscalar_us_high", slopes), nonscalar_net_us_low=net_of_polling(known, "nonscalar_us_low", slopes)
+        nonscalar_net_us_high=net_of_polling(known, "nonscalar_us_high", slopes),
+        nonscalar_net_us_low=net_of_polling(known, "nonscalar_us_low", slopes),
     )
     table = _rank_table(known, "nonscalar_net_us_high")
     aiv = known.groupby(["role", "rank"])["aiv_time_us"].median()
@@ -512,7 +533,9 @@ def boundaries_sentence(check: Mapping[str, Any]) -> str:
             "URMASendToken serves a range of destination ranks per core) or a role boundary that kernel.roles lacks"
         )
     if check["not_seen"]:
-        parts.append(f"no change at configured AIV {', '.join(map(str, check['not_seen']))}: two roles alike there, or kernel.roles off by some cores")
+        parts.append(
+            f"no change at configured AIV {', '.join(map(str, check['not_seen']))}: two roles alike there, or kernel.roles off by some cores"
+        )
     said = "; ".join(parts)
     return f"{text}. {said[0].upper()}{said[1:]}. Check kernel.roles where that is not what the kernel does."
 

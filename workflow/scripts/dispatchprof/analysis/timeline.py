@@ -32,7 +32,9 @@ def kernel_regex(pattern: str) -> re.Pattern[str]:
 def prof_sources(node: int, infos: Mapping[Path, ProfInfo]) -> list[RankSource]:
     """One source per device of each PROF_ (a process that drove several devices wrote them all into one)."""
     return [
-        RankSource(path, node, device, info.pid, info.device_rank_ids.get(device) if device is not None else info.rank_id)
+        RankSource(
+            path, node, device, info.pid, info.device_rank_ids.get(device) if device is not None else info.rank_id
+        )
         for path, info in infos.items()
         for device in (info.devices or [None])
     ]
@@ -54,21 +56,37 @@ def coverage_rows(
     by_rank = {a.rank: a for a in assignments if a.rank is not None}
     rows = []
     for node in nodes:
-        unmapped = [why_unmapped(a, ranks_per_node, infer) for a in assignments if a.rank is None and a.source.node == node]
+        unmapped = [
+            why_unmapped(a, ranks_per_node, infer) for a in assignments if a.rank is None and a.source.node == node
+        ]
         unreadable = list((refused or {}).get(node, []))
         for local in range(ranks_per_node):
             rank = node * ranks_per_node + local
             a = by_rank.get(rank)
             info = infos[a.source.path] if a else None
             if a is None and unreadable:
-                state, why = "refused", "no readable PROF_ directory maps to this rank; refused: " + "; ".join(unreadable + unmapped)
+                state, why = (
+                    "refused",
+                    "no readable PROF_ directory maps to this rank; refused: " + "; ".join(unreadable + unmapped),
+                )
             elif a is None:
-                state, why = "missing", ("no PROF_ directory maps to this rank: " + "; ".join(unmapped)) if unmapped else "no PROF_ directory for this rank"
+                state, why = (
+                    "missing",
+                    ("no PROF_ directory maps to this rank: " + "; ".join(unmapped))
+                    if unmapped
+                    else "no PROF_ directory for this rank",
+                )
             elif not info.has_kernel_tables and not info.devices:
                 # docs/formats.md §1: an empty device side means disk space or permissions; check the plog
-                state, why = "missing", "PROF_ has no device data (no device_<id>/, db or export): the device side was not collected"
+                state, why = (
+                    "missing",
+                    "PROF_ has no device data (no device_<id>/, db or export): the device side was not collected",
+                )
             elif not info.has_kernel_tables:
-                state, why = "missing", "PROF_ has device data but neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)"
+                state, why = (
+                    "missing",
+                    "PROF_ has device data but neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)",
+                )
             else:
                 state, why = "found", f"mapped by {a.how}"
             rows.append(
@@ -92,7 +110,10 @@ def read_state(kernels: TargetKernels, pattern: str) -> tuple[str, str] | None:
     session never ended (the process exited abnormally: read with skip_unended, its launches were not read), no_kernel
     when no launch matches kernel.name ``pattern``. None: analyse it."""
     if kernels.session_ended is False:
-        return "incomplete", "msprof session never ended (SESSION_TIME_INFO.endTimeNs is null): the process exited abnormally"
+        return (
+            "incomplete",
+            "msprof session never ended (SESSION_TIME_INFO.endTimeNs is null): the process exited abnormally",
+        )
     if not len(kernels.name):
         return "no_kernel", f"no launch of a kernel matching kernel.name {pattern!r}"
     return None
@@ -172,14 +193,22 @@ def calls_between(kernels: TargetKernels) -> list[dict[str, Any]]:
     before = np.searchsorted(starts, o, side="right") - 1  # the launch each kernel follows
     inside = (before >= 0) & (before < intervals)
     inside[inside] &= o[inside] >= ends[before[inside]]
-    codes: dict[str, int] = {}  # a name's number, in order of appearance (a dict: np.unique of strings sorts them, 4x slower)
-    which = np.array([codes.setdefault(str(name), len(codes)) for name in kernels.other_name[inside].tolist()], dtype=np.intp)
+    codes: dict[
+        str, int
+    ] = {}  # a name's number, in order of appearance (a dict: np.unique of strings sorts them, 4x slower)
+    which = np.array(
+        [codes.setdefault(str(name), len(codes)) for name in kernels.other_name[inside].tolist()], dtype=np.intp
+    )
     durations = kernels.other_dur_ns[inside]
     # One sort by (name, duration): each name's durations are then an ascending slice, its median read off the middle.
     durations = durations[np.lexsort((durations, which))]
     ends_of = np.cumsum(np.bincount(which, minlength=len(codes))).tolist()
     result = [
-        {"name": name, "per_iteration": (end - begin) / intervals, "median_us": sorted_median(durations[begin:end]) / 1000}
+        {
+            "name": name,
+            "per_iteration": (end - begin) / intervals,
+            "median_us": sorted_median(durations[begin:end]) / 1000,
+        }
         for name, begin, end in zip(codes, [0, *ends_of[:-1]], ends_of)
     ]
     return sorted(result, key=lambda r: (-r["median_us"], r["name"]))
@@ -197,7 +226,14 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
     values = np.asarray(durations_us, dtype=float).reshape(-1, len(ranks))
     complete = values[~np.isnan(values).any(axis=1)]
     if not len(complete):
-        return {"rank": None, "ranks": [], "fraction": None, "launches_compared": 0, "per_rank_fraction": {}, "per_launch_max_us": []}
+        return {
+            "rank": None,
+            "ranks": [],
+            "fraction": None,
+            "launches_compared": 0,
+            "per_rank_fraction": {},
+            "per_launch_max_us": [],
+        }
     top = complete == complete.max(axis=1, keepdims=True)  # every rank equal to the launch's max
     credit = (top / top.sum(axis=1, keepdims=True)).sum(axis=0) / len(complete)
     ids = np.asarray(ranks)
@@ -207,7 +243,9 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
     # 1/k credits summed in different orders can differ in the last bits: compare with a tolerance
     tied = [r for r, f in fractions.items() if np.isclose(f, best, rtol=0, atol=1e-12)]
     often = "consistently longest" if best >= 0.5 else "occasionally longest: no rank is longest in half the launches"
-    kind = often if len(tied) == 1 else f"{often}; tied: ranks {', '.join(map(str, sorted(tied)))} share the top fraction"
+    kind = (
+        often if len(tied) == 1 else f"{often}; tied: ranks {', '.join(map(str, sorted(tied)))} share the top fraction"
+    )
     return {
         "rank": tied[0] if len(tied) == 1 else None,
         "ranks": sorted(tied),
@@ -219,9 +257,7 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
     }
 
 
-UNIDENTIFIED = (
-    "unidentified: its name is not in timeline.known_kernels (the repository's layout/notify/epilogue kernel names are not public); its share is not guessed"
-)
+UNIDENTIFIED = "unidentified: its name is not in timeline.known_kernels (the repository's layout/notify/epilogue kernel names are not public); its share is not guessed"
 
 
 def merged_call_chain(ranks: Iterable[Mapping[str, Any]], known: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -244,10 +280,14 @@ def merged_call_chain(ranks: Iterable[Mapping[str, Any]], known: Mapping[str, st
     ]
 
 
-def timeline_minus_kernel(ranks: Mapping[int, Mapping[str, Any]], baseline_per_rank: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def timeline_minus_kernel(
+    ranks: Mapping[int, Mapping[str, Any]], baseline_per_rank: Mapping[str, Mapping[str, Any]]
+) -> dict[str, float]:
     """Per rank: the timeline's median duration minus the baseline's kernel-scope median (where both exist)."""
     return {
-        str(r): d["median_us"] - baseline_per_rank[str(r)]["median_us"] for r, d in ranks.items() if d["median_us"] is not None and str(r) in baseline_per_rank
+        str(r): d["median_us"] - baseline_per_rank[str(r)]["median_us"]
+        for r, d in ranks.items()
+        if d["median_us"] is not None and str(r) in baseline_per_rank
     }
 
 
@@ -286,12 +326,23 @@ def used_launches(tables: Iterable[pa.Table]) -> dict[str, np.ndarray]:
     parts: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
     for table in tables:
         used = table.column("used").to_numpy()
-        parts.append({name: tuple(a[used] for a in int64_column(table.column(name))) for name in table.column_names if name != "used"})
+        parts.append(
+            {
+                name: tuple(a[used] for a in int64_column(table.column(name)))
+                for name in table.column_names
+                if name != "used"
+            }
+        )
     if not parts:
         return {}
-    columns = {name: (np.concatenate([p[name][0] for p in parts]), np.concatenate([p[name][1] for p in parts])) for name in parts[0]}
+    columns = {
+        name: (np.concatenate([p[name][0] for p in parts]), np.concatenate([p[name][1] for p in parts]))
+        for name in parts[0]
+    }
     columns = since_first_start(columns)
-    return {name: values if valid.all() else np.where(valid, values, np.nan) for name, (values, valid) in columns.items()}
+    return {
+        name: values if valid.all() else np.where(valid, values, np.nan) for name, (values, valid) in columns.items()
+    }
 
 
 def since_first_start(columns: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -335,7 +386,15 @@ class RankTrack:
 
     def launch_events(self) -> Iterator[dict[str, Any]]:
         for ts, dur, launch, gap in zip(self.ts_us, self.dur_us, self.launch, self.gap_us):
-            yield {"name": self.kernel, "ph": "X", "pid": self.rank, "tid": 0, "ts": ts, "dur": dur, "args": {"launch": launch, "gap_us": gap}}
+            yield {
+                "name": self.kernel,
+                "ph": "X",
+                "pid": self.rank,
+                "tid": 0,
+                "ts": ts,
+                "dur": dur,
+                "args": {"launch": launch, "gap_us": gap},
+            }
 
 
 @dataclass
@@ -358,9 +417,13 @@ class ChromeTrace:
             head = f'{{"name": {json.dumps(track.kernel)}, "ph": "X", "pid": {track.rank}, "tid": 0, "ts": '
             parts.extend(
                 f'{head}{ts}, "dur": {dur}, "args": {{"launch": {launch}, "gap_us": {gap}}}}}'
-                for ts, dur, launch, gap in zip(_json_numbers(track.ts_us), _json_numbers(track.dur_us), track.launch, _json_numbers(track.gap_us))
+                for ts, dur, launch, gap in zip(
+                    _json_numbers(track.ts_us), _json_numbers(track.dur_us), track.launch, _json_numbers(track.gap_us)
+                )
             )
-        return f'{{"displayTimeUnit": "ns", "traceEvents": [{", ".join(parts)}], "metadata": {json.dumps(self.metadata)}}}'
+        return (
+            f'{{"displayTimeUnit": "ns", "traceEvents": [{", ".join(parts)}], "metadata": {json.dumps(self.metadata)}}}'
+        )
 
 
 def _json_numbers(values: list[float | None]) -> list[str]:
@@ -394,7 +457,9 @@ def merged_trace(
     ``drift_reference_us``), t in µs after the first start."""
     order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
     new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
-    groups = [(int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)]  # (rank, its rows in launch order)
+    groups = [
+        (int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)
+    ]  # (rank, its rows in launch order)
     offsets = node_offset_us or {}
     shift = {r: int(round(1000 * offsets.get(int(ranks.get(r, {}).get("node") or 0), 0.0))) for r, _ in groups}
     start_ns, dur_ns, launch = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"]), np.asarray(used["launch"])
@@ -414,7 +479,11 @@ def merged_trace(
         anchor = rows[min(align_launch, len(rows) - 1)]
         return int(start_ns[anchor]) + int(dur_ns[anchor]) - int(drift_ns(rank, start_ns[anchor : anchor + 1])[0])
 
-    common_zero = min((end_of_anchor(rows, r) - shift[r] for r, rows in groups), default=0) if node_offset_us is not None else None
+    common_zero = (
+        min((end_of_anchor(rows, r) - shift[r] for r, rows in groups), default=0)
+        if node_offset_us is not None
+        else None
+    )
     tracks = []
     for rank, rows in groups:
         info = ranks.get(rank, {})
@@ -426,13 +495,20 @@ def merged_trace(
                 label=f"rank {rank} (node {info.get('node')}, device {info.get('device')})",
                 kernel=info.get("symbol") or "target kernel",
                 # integer ns minus the zero, then one division: exact up to the float's rounding of the quotient
-                ts_us=[(int(s) - zero - int(d)) / 1000 for s, d in zip(start_ns[shown].tolist(), drift_ns(rank, start_ns[shown]).tolist())],
+                ts_us=[
+                    (int(s) - zero - int(d)) / 1000
+                    for s, d in zip(start_ns[shown].tolist(), drift_ns(rank, start_ns[shown]).tolist())
+                ],
                 dur_us=[int(d) / 1000 for d in dur_ns[shown].tolist()],
                 launch=launch[shown].tolist(),
                 gap_us=[None if g != g else g for g in gap_us[shown].tolist()],
             )
         )
-    scope = "every used launch" if max_launches <= 0 else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
+    scope = (
+        "every used launch"
+        if max_launches <= 0
+        else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
+    )
     aligned = (
         f"node clocks corrected by the estimated offsets{' and drifts' if any(drifts.values()) else ''} (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
         if node_offset_us is not None

@@ -57,8 +57,15 @@ def byte_accounting(routing: Iterable[Mapping[str, Any]], hidden: int, dtype: st
             "cross_node_token_bytes": sum(d["tokens"] for d in dests if not d["same_node"]) * row_bytes,
         }
     if missing or not per_rank:
-        return {"available": False, "reason": f"routing not recorded for ranks {missing}" if missing else "no routing recorded", "definitions": DEFINITIONS}
-    total = {key: sum(r[key] for r in per_rank.values()) for key in ("cross_rank_token_bytes", "logical_output_bytes", "cross_node_token_bytes")}
+        return {
+            "available": False,
+            "reason": f"routing not recorded for ranks {missing}" if missing else "no routing recorded",
+            "definitions": DEFINITIONS,
+        }
+    total = {
+        key: sum(r[key] for r in per_rank.values())
+        for key in ("cross_rank_token_bytes", "logical_output_bytes", "cross_node_token_bytes")
+    }
     return {"available": True, **total, "per_rank": per_rank, "row_bytes": row_bytes, "definitions": DEFINITIONS}
 
 
@@ -75,7 +82,10 @@ def csv_bytes(work: pd.DataFrame, measured: pd.DataFrame) -> dict[str, Any]:
     for rank, group in rows.groupby("rank"):
         constant = all(group[c].nunique() == 1 for c in CSV_PAIRS)
         per_rank[str(int(rank))] = {
-            **{c: int(group[c].iloc[0]) if constant else float(np.median(group[c].to_numpy(dtype=float))) for c in ("processed_bytes", "sent_bytes")},
+            **{
+                c: int(group[c].iloc[0]) if constant else float(np.median(group[c].to_numpy(dtype=float)))
+                for c in ("processed_bytes", "sent_bytes")
+            },
             "constant": constant,
         }
     return {
@@ -163,17 +173,24 @@ def routing_problem(routing: list[Mapping[str, Any]], ranks_per_node: int, world
     return None
 
 
-def link_bytes(routing: Iterable[Mapping[str, Any]], hidden: int, dtype: str, ranks_per_node: int, world: int | None = None) -> dict[str, Any]:
+def link_bytes(
+    routing: Iterable[Mapping[str, Any]], hidden: int, dtype: str, ranks_per_node: int, world: int | None = None
+) -> dict[str, Any]:
     """Per link class, the bytes of one launch: in total, sent and received per rank, and per (source node, destination
     node) pair. Built on ``byte_accounting``'s records (same availability rule, same row bytes); with ``world``, every
     rank 0..world-1 must have a record."""
     routing = list(routing)
     accounting = byte_accounting(routing, hidden, dtype)
-    problem = accounting.get("reason") if not accounting["available"] else routing_problem(routing, ranks_per_node, world)
+    problem = (
+        accounting.get("reason") if not accounting["available"] else routing_problem(routing, ranks_per_node, world)
+    )
     if problem:
         return {"available": False, "reason": problem, "definition": LINK_DEFINITION}
     row_bytes = accounting["row_bytes"]
-    classes = {c: {"bytes_per_launch": 0, "sent_per_rank": {}, "received_per_rank": {}, "per_node_pair": {}} for c in LINK_CLASSES}
+    classes = {
+        c: {"bytes_per_launch": 0, "sent_per_rank": {}, "received_per_rank": {}, "per_node_pair": {}}
+        for c in LINK_CLASSES
+    }
     for record in routing:
         src = int(record["global_rank"])
         for dest_key, dest in record["destinations"].items():

@@ -64,13 +64,17 @@ def parse_legacy_csv(path: str | Path) -> pd.DataFrame:
     header = [h.strip() for h in rows[0]]
     for name in ("rank", "aiv_id"):
         if name not in header:
-            raise DebugClockFormatError(f"{path}: line 1: column {name!r} missing; expected rank,aiv_id,time_<k>_cycles (found {','.join(header)})")
+            raise DebugClockFormatError(
+                f"{path}: line 1: column {name!r} missing; expected rank,aiv_id,time_<k>_cycles (found {','.join(header)})"
+            )
     slots = {i: int(m.group(1)) for i, h in enumerate(header) if (m := SLOT_RE.match(h))}
     if not slots:
         raise DebugClockFormatError(f"{path}: line 1: no time_<k>_cycles column; expected rank,aiv_id,time_<k>_cycles")
     unknown = [h for i, h in enumerate(header) if i not in slots and h not in ("rank", "aiv_id")]
     if unknown:
-        raise DebugClockFormatError(f"{path}: line 1: unexpected column(s) {unknown}; expected rank,aiv_id,time_<k>_cycles")
+        raise DebugClockFormatError(
+            f"{path}: line 1: unexpected column(s) {unknown}; expected rank,aiv_id,time_<k>_cycles"
+        )
     if len(set(header)) != len(header):
         raise DebugClockFormatError(f"{path}: line 1: duplicate column names in {','.join(header)}")
     file_rank = int(m.group(1)) if (m := LEGACY_RE.match(path.name)) else None
@@ -86,14 +90,18 @@ def parse_legacy_csv(path: str | Path) -> pd.DataFrame:
         if rank < 0 or aiv < 0:
             raise DebugClockFormatError(f"{path}: line {n}: rank {rank} / aiv_id {aiv}: expected non-negative")
         if file_rank is not None and rank != file_rank:
-            raise DebugClockFormatError(f"{path}: line {n}: field rank: {rank}, but the file name says rank {file_rank}")
+            raise DebugClockFormatError(
+                f"{path}: line {n}: field rank: {rank}, but the file name says rank {file_rank}"
+            )
         if aiv in seen:
             raise DebugClockFormatError(f"{path}: line {n}: field aiv_id: {aiv} appears twice")
         seen.add(aiv)
         for col, slot in slots.items():
             value = _cell_int(path, n, header[col], row[col])
             if value < MISSING or value > INT32_MAX:
-                raise DebugClockFormatError(f"{path}: line {n}: field {header[col]}: {value} is outside int32 ticks (-1 = missing)")
+                raise DebugClockFormatError(
+                    f"{path}: line {n}: field {header[col]}: {value} is outside int32 ticks (-1 = missing)"
+                )
             out.append((rank, aiv, slot, pd.NA if value == MISSING else value))
     if not out:
         raise DebugClockFormatError(f"{path}: no data rows; expected one row per AIV")
@@ -121,14 +129,29 @@ def parse_event_map(path: str | Path) -> dict[int, tuple[str, ...]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DebugClockFormatError(f"{path}: not JSON ({exc}); expected akl.event-map.v1") from None
-    if not isinstance(data, dict) or data.get("schema") != "akl.event-map.v1" or not isinstance(data.get("events"), dict):
-        raise DebugClockFormatError(f"{path}: field schema/events: expected {{'schema': 'akl.event-map.v1', 'events': {{id: [parts]}}}}")
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != "akl.event-map.v1"
+        or not isinstance(data.get("events"), dict)
+    ):
+        raise DebugClockFormatError(
+            f"{path}: field schema/events: expected {{'schema': 'akl.event-map.v1', 'events': {{id: [parts]}}}}"
+        )
     events = {}
     for key, parts in data["events"].items():
-        if not str(key).isdigit() or not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
-            raise DebugClockFormatError(f"{path}: field events[{key!r}]: expected a decimal id and a list of path parts")
+        if (
+            not str(key).isdigit()
+            or not isinstance(parts, list)
+            or not parts
+            or not all(isinstance(p, str) for p in parts)
+        ):
+            raise DebugClockFormatError(
+                f"{path}: field events[{key!r}]: expected a decimal id and a list of path parts"
+            )
         if path_hash(parts) != int(key):
-            raise DebugClockFormatError(f"{path}: field events[{key!r}]: {'/'.join(parts)} hashes to {path_hash(parts)}, not {key}")
+            raise DebugClockFormatError(
+                f"{path}: field events[{key!r}]: {'/'.join(parts)} hashes to {path_hash(parts)}, not {key}"
+            )
         events[int(key)] = tuple(parts)
     return events
 
@@ -180,7 +203,9 @@ def parse_capture(directory: str | Path, event_map: dict[int, tuple[str, ...]]) 
     rank, pid, launch = (int(g) for g in m.groups())
     meta = _capture_meta(directory / "capture.json")
     if meta["rank"] != rank:
-        raise DebugClockFormatError(f"{directory / 'capture.json'}: field rank: {meta['rank']}, but the directory says rank {rank}")
+        raise DebugClockFormatError(
+            f"{directory / 'capture.json'}: field rank: {meta['rank']}, but the directory says rank {rank}"
+        )
     trace = directory / "trace.bin"
     if not trace.is_file():
         raise DebugClockFormatError(f"{trace}: missing; every capture has trace.bin beside capture.json")
@@ -203,7 +228,9 @@ def parse_capture(directory: str | Path, event_map: dict[int, tuple[str, ...]]) 
         if version != VERSION:
             raise DebugClockFormatError(f"{where}: field version: {version}; expected {VERSION}")
         if committed != 1:
-            raise DebugClockFormatError(f"{where}: field committed: {committed}; expected 1 (the row was not committed)")
+            raise DebugClockFormatError(
+                f"{where}: field committed: {committed}; expected 1 (the row was not committed)"
+            )
         if count > cap:
             raise DebugClockFormatError(f"{where}: field count: {count} exceeds the capacity {cap}")
         dropped += drop
@@ -213,7 +240,9 @@ def parse_capture(directory: str | Path, event_map: dict[int, tuple[str, ...]]) 
             if event not in event_map:
                 raise DebugClockFormatError(f"{where}: event {seq}: id {event} ({event:#010x}) is not in the event map")
             if last is not None and tick < last:
-                raise DebugClockFormatError(f"{where}: event {seq}: tick {tick} goes backwards (previous {last}) within block {block}")
+                raise DebugClockFormatError(
+                    f"{where}: event {seq}: tick {tick} goes backwards (previous {last}) within block {block}"
+                )
             last = tick
             rows.append((rank, launch, int(block), int(sub), seq, int(event), "/".join(event_map[event]), int(tick)))
     frame = pd.DataFrame(rows, columns=["rank", "launch", "block", "sub_block", "seq", "event_id", "path", "tick"])
@@ -228,7 +257,16 @@ def encode_trace(rows: list[dict[str, Any]], capacity: int) -> bytes:
     out = bytearray()
     for row in rows:
         events = row["events"]
-        head = [row.get("magic", MAGIC), VERSION, len(events), row.get("dropped", 0), row["block"], row.get("sub_block", 0), 0, row.get("committed", 1)]
+        head = [
+            row.get("magic", MAGIC),
+            VERSION,
+            len(events),
+            row.get("dropped", 0),
+            row["block"],
+            row.get("sub_block", 0),
+            0,
+            row.get("committed", 1),
+        ]
         body = [v for pair in events for v in pair] + [0] * (2 * (capacity - len(events)))
         out += struct.pack(f"<{len(head) + len(body)}Q", *head, *body)
     return bytes(out)
@@ -298,7 +336,10 @@ def load_tree(root: str | Path) -> Loaded:
         [(node, run, frame) for node, run, frame, key in legacy if key not in refused],
         [(node, capture) for node, capture, key in captures if key not in refused],
         maps[0] if maps else None,
-        {str(rank) if node == 0 else f"{rank} (node{node})": f"refused: {why}" for (node, rank), why in sorted(refused.items())},
+        {
+            str(rank) if node == 0 else f"{rank} (node{node})": f"refused: {why}"
+            for (node, rank), why in sorted(refused.items())
+        },
     )
 
 
@@ -308,5 +349,7 @@ def merged_event_maps(maps: list[Path]) -> dict[int, tuple[str, ...]]:
     for path in maps:
         for key, parts in parse_event_map(path).items():
             if events.setdefault(key, parts) != parts:
-                raise DebugClockFormatError(f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})")
+                raise DebugClockFormatError(
+                    f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})"
+                )
     return events

@@ -9,7 +9,12 @@ from pathlib import Path
 
 # Byte order marks of the encodings a file exported on another machine may have (Excel's "Unicode Text" is UTF-16
 # LE; UTF-32 before UTF-16: its LE mark starts with UTF-16's). UTF-8's own mark is read as UTF-8.
-BOMS = ((codecs.BOM_UTF32_LE, "UTF-32 LE"), (codecs.BOM_UTF32_BE, "UTF-32 BE"), (codecs.BOM_UTF16_LE, "UTF-16 LE"), (codecs.BOM_UTF16_BE, "UTF-16 BE"))
+BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32 LE"),
+    (codecs.BOM_UTF32_BE, "UTF-32 BE"),
+    (codecs.BOM_UTF16_LE, "UTF-16 LE"),
+    (codecs.BOM_UTF16_BE, "UTF-16 BE"),
+)
 
 
 def encoding_problem(path: Path, head: bytes | None = None, expected: str = "a UTF-8 CSV text file") -> str | None:

@@ -38,7 +38,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from dispatchprof.formats.text import CHUNK_BYTES, csv_records, finite_nonnegative, line_chunks, read_csv_rows, scan_csv_file
+from dispatchprof.formats.text import (
+    CHUNK_BYTES,
+    csv_records,
+    finite_nonnegative,
+    line_chunks,
+    read_csv_rows,
+    scan_csv_file,
+)
 
 REQUIRED = ("rank", "iteration", "is_warmup", "in_average")
 WORK_BYTES = ("processed_bytes", "sent_bytes")
@@ -96,7 +103,9 @@ def _duration(path: Path, line: int, field: str, value: str, max_us: float | Non
 def _uint64(path: Path, line: int, field: str, value: str) -> int:
     number = _int(path, line, field, value)
     if number > UINT64_MAX:
-        raise LatencyCsvError(f"{path}: line {line}: field '{field}' is {number}, expected a uint64 (at most {UINT64_MAX})")
+        raise LatencyCsvError(
+            f"{path}: line {line}: field '{field}' is {number}, expected a uint64 (at most {UINT64_MAX})"
+        )
     return number
 
 
@@ -111,13 +120,17 @@ def _gbps(path: Path, line: int, field: str, value: str, byte_count: int, ms: fl
     try:
         number = float(value)
     except ValueError:
-        raise LatencyCsvError(f"{path}: line {line}: field '{field}' is {value!r}, expected a number (bytes/(ms*1e6)) or empty") from None
+        raise LatencyCsvError(
+            f"{path}: line {line}: field '{field}' is {value!r}, expected a number (bytes/(ms*1e6)) or empty"
+        ) from None
     if ms == 0:
         raise LatencyCsvError(f"{path}: line {line}: field '{field}' is {value} but elapsed_ms is 0; expected empty")
     expected = byte_count / (ms * 1e6)
     # the writer's float formatting is not documented: allow its rounding (9 decimals, or a relative 1e-6)
     if not math.isfinite(number) or abs(number - expected) > 1e-9 + 1e-6 * abs(expected):
-        raise LatencyCsvError(f"{path}: line {line}: field '{field}' is {value}, expected {expected!r} (bytes/(ms*1e6))")
+        raise LatencyCsvError(
+            f"{path}: line {line}: field '{field}' is {value}, expected {expected!r} (bytes/(ms*1e6))"
+        )
 
 
 @dataclass
@@ -143,10 +156,14 @@ def _layout(path: Path, header: list[str], max_us: float | None) -> _Layout:
     has_work = [f for f in WORK_BYTES if f in header]
     if len(has_work) == 1:
         other = next(f for f in WORK_BYTES if f not in has_work)
-        raise LatencyCsvError(f"{path}: line 1: field '{other}' missing but '{has_work[0]}' present; expected both work byte columns or neither")
+        raise LatencyCsvError(
+            f"{path}: line 1: field '{other}' missing but '{has_work[0]}' present; expected both work byte columns or neither"
+        )
     col = {name: header.index(name) for name in header}
     time_field, scale = ("elapsed_us", 1.0) if "elapsed_us" in col else ("elapsed_ms", 1000.0)
-    rates = [f.replace("_bytes", "_gbps") for f in WORK_BYTES if f.replace("_bytes", "_gbps") in col] if has_work else []
+    rates = (
+        [f.replace("_bytes", "_gbps") for f in WORK_BYTES if f.replace("_bytes", "_gbps") in col] if has_work else []
+    )
     return _Layout(header, col, time_field, scale, bool(has_work), rates, [f for f in SINGLES if f in col], max_us)
 
 
@@ -191,14 +208,18 @@ def _row_values(path: Path, layout: _Layout, line: int, row: list[str]) -> tuple
     """One row's rank, iteration, duration (us) and flags, every check in the order a reader meets the fields."""
     col = layout.col
     if len(row) < len(layout.header):
-        raise LatencyCsvError(f"{path}: line {line}: {len(row)} fields, expected {len(layout.header)} as in the header (truncated row?)")
+        raise LatencyCsvError(
+            f"{path}: line {line}: {len(row)} fields, expected {len(layout.header)} as in the header (truncated row?)"
+        )
     rank = _index(path, line, "rank", row[col["rank"]].strip())
     iteration = _index(path, line, "iteration", row[col["iteration"]].strip())
     us = _duration(path, line, layout.time_field, row[col[layout.time_field]].strip(), layout.max_us, layout.scale)
     warmup = _flag(path, line, "is_warmup", row[col["is_warmup"]].strip())
     in_average = _flag(path, line, "in_average", row[col["in_average"]].strip())
     if warmup and in_average:
-        raise LatencyCsvError(f"{path}: line {line}: field 'in_average' is 1 on a warm-up row (is_warmup=1); a sample cannot be both")
+        raise LatencyCsvError(
+            f"{path}: line {line}: field 'in_average' is 1 on a warm-up row (is_warmup=1); a sample cannot be both"
+        )
     return rank, iteration, us, warmup, in_average
 
 
@@ -214,7 +235,9 @@ def _index(path: Path, line: int, field_name: str, value: str) -> int:
     """A rank or an iteration: a non-negative integer that fits the table's int64."""
     number = _int(path, line, field_name, value)
     if number > INT64_MAX:
-        raise LatencyCsvError(f"{path}: line {line}: field '{field_name}' is {number}, expected an integer of at most {INT64_MAX}")
+        raise LatencyCsvError(
+            f"{path}: line {line}: field '{field_name}' is {number}, expected an integer of at most {INT64_MAX}"
+        )
     return number
 
 
@@ -223,7 +246,9 @@ def _first_duplicate(parts: list[_Part]) -> tuple[int, int, int, int] | None:
     earlier line), or None."""
     if not parts:
         return None
-    rank, iteration, line = (np.concatenate([getattr(p, name) for p in parts]) for name in ("rank", "iteration", "line"))
+    rank, iteration, line = (
+        np.concatenate([getattr(p, name) for p in parts]) for name in ("rank", "iteration", "line")
+    )
     order = np.lexsort((line, rank, iteration))
     rank, iteration, line = rank[order], iteration[order], line[order]
     repeat = np.flatnonzero((rank[1:] == rank[:-1]) & (iteration[1:] == iteration[:-1])) + 1
@@ -240,11 +265,15 @@ def _duplicate_error(path: Path, parts: list[_Part]) -> LatencyCsvError | None:
     """The refusal of the first line (in file order) whose (rank, iteration) an earlier line had, or None."""
     if not parts:
         return None
-    rank, iteration, line = (np.concatenate([getattr(p, name) for p in parts]) for name in ("rank", "iteration", "line"))
+    rank, iteration, line = (
+        np.concatenate([getattr(p, name) for p in parts]) for name in ("rank", "iteration", "line")
+    )
     return _duplicate_in(path, rank, iteration, line, np.lexsort((rank, iteration)))
 
 
-def _duplicate_in(path: Path, rank: np.ndarray, iteration: np.ndarray, line: np.ndarray, order: np.ndarray) -> LatencyCsvError | None:
+def _duplicate_in(
+    path: Path, rank: np.ndarray, iteration: np.ndarray, line: np.ndarray, order: np.ndarray
+) -> LatencyCsvError | None:
     """``order``: a stable sort by (iteration, rank) of rows in file order, so equal keys stand in line order."""
     r, i = rank[order], iteration[order]
     repeat = np.flatnonzero((r[1:] == r[:-1]) & (i[1:] == i[:-1])) + 1
@@ -254,7 +283,9 @@ def _duplicate_in(path: Path, rank: np.ndarray, iteration: np.ndarray, line: np.
     first = at
     while first > 0 and r[first - 1] == r[at] and i[first - 1] == i[at]:
         first -= 1
-    return LatencyCsvError(f"{path}: line {line[order[at]]}: field 'iteration': rank {r[at]} iteration {i[at]} duplicates line {line[order[first]]}")
+    return LatencyCsvError(
+        f"{path}: line {line[order[at]]}: field 'iteration': rank {r[at]} iteration {i[at]} duplicates line {line[order[first]]}"
+    )
 
 
 class _Rows:
@@ -266,13 +297,19 @@ class _Rows:
         self.processed, self.sent = (array("Q"), array("Q")) if work else (None, None)
 
     def part(self) -> _Part:
-        work = (np.frombuffer(self.processed, np.uint64), np.frombuffer(self.sent, np.uint64)) if self.processed is not None else (None, None)
+        work = (
+            (np.frombuffer(self.processed, np.uint64), np.frombuffer(self.sent, np.uint64))
+            if self.processed is not None
+            else (None, None)
+        )
         flags = (np.frombuffer(self.warmup, np.int8).astype(bool), np.frombuffer(self.in_average, np.int8).astype(bool))
         ints = (np.frombuffer(a, np.int64) for a in (self.line, self.rank, self.iteration))
         return _Part(*ints, np.frombuffer(self.us, np.float64), *flags, *work)
 
 
-def _read_rows_exactly(path: Path, layout: _Layout, records: Iterable[tuple[int, list[str]]], done: list[_Part], singles: _Singles) -> _Part:
+def _read_rows_exactly(
+    path: Path, layout: _Layout, records: Iterable[tuple[int, list[str]]], done: list[_Part], singles: _Singles
+) -> _Part:
     """Rows as the reader always read them, each refusal naming its line. A duplicated (rank, iteration) is refused
     at the line that repeats it, before anything wrong further on: before raising for a line, the rows before it
     (and the line itself, where its work columns are wrong) are checked for one."""
@@ -285,7 +322,8 @@ def _read_rows_exactly(path: Path, layout: _Layout, records: Iterable[tuple[int,
         except LatencyCsvError as exc:
             raise _duplicate_error(path, [*done, rows.part()]) or exc from None
         for target, value in zip(
-            (rows.line, rows.rank, rows.iteration, rows.us, rows.warmup, rows.in_average), (line, rank, iteration, us, warmup, in_average)
+            (rows.line, rows.rank, rows.iteration, rows.us, rows.warmup, rows.in_average),
+            (line, rank, iteration, us, warmup, in_average),
         ):
             target.append(value)
         if layout.work:
@@ -320,9 +358,13 @@ def _arrow_table(layout: _Layout, piece: bytes) -> pa.Table | None:
         null_values=[""],  # an empty number is null: refused below but in *_gbps, where it is allowed
         strings_can_be_null=False,
     )
-    parse = pacsv.ParseOptions(quote_char=False, double_quote=False, escape_char=False, newlines_in_values=False, ignore_empty_lines=False)
+    parse = pacsv.ParseOptions(
+        quote_char=False, double_quote=False, escape_char=False, newlines_in_values=False, ignore_empty_lines=False
+    )
     try:
-        table = pacsv.read_csv(pa.py_buffer(piece), pacsv.ReadOptions(column_names=names, use_threads=False), parse, convert)
+        table = pacsv.read_csv(
+            pa.py_buffer(piece), pacsv.ReadOptions(column_names=names, use_threads=False), parse, convert
+        )
     except pa.ArrowInvalid:
         return None
     return table.rename_columns(list(types))
@@ -351,7 +393,9 @@ def _read_rows_fast(layout: _Layout, piece: bytes, first_line: int, singles: _Si
         return None
     work = (table["processed_bytes"].to_numpy(), table["sent_bytes"].to_numpy()) if layout.work else (None, None)
     if layout.work and not all(
-        _rates_agree(table[rate], work[i], us / 1000) for i, rate in enumerate(WORK_BYTES) if rate.replace("_bytes", "_gbps") in layout.rates
+        _rates_agree(table[rate], work[i], us / 1000)
+        for i, rate in enumerate(WORK_BYTES)
+        if rate.replace("_bytes", "_gbps") in layout.rates
     ):
         return None
     for name in layout.singles:
@@ -374,7 +418,9 @@ def _rates_agree(rate: pa.ChunkedArray, byte_count: np.ndarray, ms: np.ndarray) 
     return bool(np.isfinite(number).all() and (np.abs(number - expected) <= 1e-9 + 1e-6 * np.abs(expected)).all())
 
 
-def _header_and_pieces(path: Path, plain: bool, chunk_bytes: int) -> tuple[list[str] | None, Iterator[tuple[int, bytes | Iterator]]]:
+def _header_and_pieces(
+    path: Path, plain: bool, chunk_bytes: int
+) -> tuple[list[str] | None, Iterator[tuple[int, bytes | Iterator]]]:
     """The header row, then the data as (first line, piece): pieces of whole lines where every record is one line,
     else one stream of (line, record) pairs read by the csv module."""
     if not plain:
@@ -407,7 +453,11 @@ def parse_latency_csv(path: str | Path, max_us: float | None = None, chunk_bytes
     for first_line, piece in pieces:
         part = _read_rows_fast(layout, piece, first_line, singles) if isinstance(piece, bytes) else None
         if part is None:
-            records = enumerate(csv.reader(io.StringIO(piece.decode("utf-8"))), start=first_line) if isinstance(piece, bytes) else piece
+            records = (
+                enumerate(csv.reader(io.StringIO(piece.decode("utf-8"))), start=first_line)
+                if isinstance(piece, bytes)
+                else piece
+            )
             part = _read_rows_exactly(path, layout, records, parts, singles)
         if len(part.line):
             parts.append(part)
@@ -420,7 +470,15 @@ def _table(path: Path, layout: _Layout, parts: list[_Part], singles: _Singles) -
     if not parts:
         raise LatencyCsvError(f"{path}: no data rows after the header")
     columns: dict[str, np.ndarray] = {}
-    for name in ("line", "rank", "iteration", "us", "warmup", "in_average", *(("processed", "sent") if layout.work else ())):
+    for name in (
+        "line",
+        "rank",
+        "iteration",
+        "us",
+        "warmup",
+        "in_average",
+        *(("processed", "sent") if layout.work else ()),
+    ):
         columns[name] = np.concatenate([getattr(p, name) for p in parts])
         for p in parts:  # each piece's column goes as soon as it is copied: the peak is one column, not the table
             setattr(p, name, None)
@@ -432,12 +490,20 @@ def _table(path: Path, layout: _Layout, parts: list[_Part], singles: _Singles) -
     ranks, counts = np.unique(columns["rank"], return_counts=True)
     if len(np.unique(counts)) > 1:
         detail = ", ".join(f"rank {r}: {n}" for r, n in zip(ranks, counts))
-        raise LatencyCsvError(f"{path}: field 'rank': unequal call counts across ranks ({detail}); every rank must make the same calls")
+        raise LatencyCsvError(
+            f"{path}: field 'rank': unequal call counts across ranks ({detail}); every rank must make the same calls"
+        )
     for name in list(columns):
         columns[name] = columns[name][order]
     frame = pd.DataFrame({f: columns[f] for f in ("rank", "iteration", "us", "warmup", "in_average")})
     work = (
-        pd.DataFrame({"rank": columns["rank"], "iteration": columns["iteration"], **{f: columns[c] for f, c in zip(WORK_BYTES, ("processed", "sent"))}})
+        pd.DataFrame(
+            {
+                "rank": columns["rank"],
+                "iteration": columns["iteration"],
+                **{f: columns[c] for f, c in zip(WORK_BYTES, ("processed", "sent"))},
+            }
+        )
         if layout.work
         else None
     )

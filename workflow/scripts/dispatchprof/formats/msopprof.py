@@ -53,7 +53,15 @@ A2_MARKERS = {"aiv_scalar_single_time(us)", "aic_scalar_single_time(us)", "aiv_s
 # The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, docs/formats.md §2);
 # `Default` turns on all seven. Their headers per chip family are the writer's (above), so each is parsed and shown; any
 # other --aic-metrics value writes no per-core CSV whose format is documented, and the config schema refuses it for pmu.metrics.
-PMU_METRIC_CSVS = ("PipeUtilization", "ArithmeticUtilization", "L2Cache", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio")
+PMU_METRIC_CSVS = (
+    "PipeUtilization",
+    "ArithmeticUtilization",
+    "L2Cache",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+)
 _L2 = (
     "read_close_hit,read_close_miss,read_close_victim,read_far_hit,read_far_miss,read_far_victim,read_hit_rate(%),"
     "write_close_hit,write_close_miss,write_close_victim,write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
@@ -85,7 +93,11 @@ _SIDES = {
             "",
             "",
         ),
-        "MemoryUB": ("", "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)", ""),
+        "MemoryUB": (
+            "",
+            "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)",
+            "",
+        ),
         "ResourceConflictRatio": (
             "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
             "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
@@ -114,7 +126,11 @@ _SIDES = {
             "",
             "",
         ),
-        "MemoryUB": ("", "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_scalar(GB/s),aiv_ub_write_bw_scalar(GB/s)", ""),
+        "MemoryUB": (
+            "",
+            "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_scalar(GB/s),aiv_ub_write_bw_scalar(GB/s)",
+            "",
+        ),
         "ResourceConflictRatio": (
             "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
             "aiv_vec_total_cflt_ratio,aiv_vec_bankgroup_cflt_ratio,aiv_vec_bank_cflt_ratio,aiv_vec_resc_cflt_ratio,aiv_vec_mte_cflt_ratio,"
@@ -127,7 +143,13 @@ CATALOGUE: dict[str, dict[str, list[str]]] = {
     family: {
         "PipeUtilization": pipe,
         **{
-            name: [c for c in ("aic_time(us),aic_total_cycles," + aic + ",aiv_time(us),aiv_total_cycles," + aiv + "," + both).split(",") if c]
+            name: [
+                c
+                for c in (
+                    "aic_time(us),aic_total_cycles," + aic + ",aiv_time(us),aiv_total_cycles," + aiv + "," + both
+                ).split(",")
+                if c
+            ]
             for name, (aic, aiv, both) in _SIDES[family].items()
         },
     }
@@ -176,7 +198,9 @@ def discover(root: Path) -> list[Path]:
 
 
 def _has_run_files(directory: Path) -> bool:
-    return any(p.is_file() and (p.name == "visualize_data.bin" or METRIC_FILE_RE.match(p.name)) for p in directory.iterdir())
+    return any(
+        p.is_file() and (p.name == "visualize_data.bin" or METRIC_FILE_RE.match(p.name)) for p in directory.iterdir()
+    )
 
 
 def kernel_runs(opprof: Path) -> list[KernelRun]:
@@ -188,10 +212,19 @@ def kernel_runs(opprof: Path) -> list[KernelRun]:
         device = re.fullmatch(r"device(\d+)", first.name)
         kernel_dirs = sorted(p for p in first.iterdir() if p.is_dir()) if device else [first]
         for kernel_dir in kernel_dirs:
-            for n_dir in sorted((p for p in kernel_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
+            for n_dir in sorted(
+                (p for p in kernel_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+            ):
                 if _has_run_files(n_dir):
                     runs.append(
-                        KernelRun(opprof, n_dir, "device" if device else "kernel", int(device.group(1)) if device else None, kernel_dir.name, int(n_dir.name))
+                        KernelRun(
+                            opprof,
+                            n_dir,
+                            "device" if device else "kernel",
+                            int(device.group(1)) if device else None,
+                            kernel_dir.name,
+                            int(n_dir.name),
+                        )
                     )
     return runs
 
@@ -241,7 +274,9 @@ def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
     header, rows = _rows(path)
     for needed in ("block_id", "sub_block_id"):
         if needed not in header:
-            raise OpprofFormatError(f"{path}: line 1: header lacks {needed} (per-core CSVs of A2/A3/950 have it; 310P files are not supported)")
+            raise OpprofFormatError(
+                f"{path}: line 1: header lacks {needed} (per-core CSVs of A2/A3/950 have it; 310P files are not supported)"
+            )
     if len(set(header)) != len(header):
         raise OpprofFormatError(f"{path}: line 1: duplicate column names in the header")
     metrics = [h for h in header if h not in ("block_id", "sub_block_id")]
@@ -249,17 +284,34 @@ def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
     records = []
     for line, row in rows:
         if len(row) != len(header):
-            raise OpprofFormatError(f"{path}: line {line}: {len(row)} fields, expected {len(header)} as in the header (truncated row?)")
+            raise OpprofFormatError(
+                f"{path}: line {line}: {len(row)} fields, expected {len(header)} as in the header (truncated row?)"
+            )
         try:
             block = int(row[bi])
         except ValueError:
-            raise OpprofFormatError(f"{path}: line {line}: field 'block_id' is {row[bi]!r}, expected an integer") from None
+            raise OpprofFormatError(
+                f"{path}: line {line}: field 'block_id' is {row[bi]!r}, expected an integer"
+            ) from None
         sub = SUB_BLOCK_RE.match(row[si].strip())
         if not sub:
-            raise OpprofFormatError(f"{path}: line {line}: field 'sub_block_id' is {row[si]!r}, expected cube<k> or vector<k>")
+            raise OpprofFormatError(
+                f"{path}: line {line}: field 'sub_block_id' is {row[si]!r}, expected cube<k> or vector<k>"
+            )
         for name in metrics:
-            records.append((block, row[si].strip(), sub.group(1), int(sub.group(2)), name, _number(path, line, name, row[header.index(name)])))
-    frame = pd.DataFrame.from_records(records, columns=["block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"])
+            records.append(
+                (
+                    block,
+                    row[si].strip(),
+                    sub.group(1),
+                    int(sub.group(2)),
+                    name,
+                    _number(path, line, name, row[header.index(name)]),
+                )
+            )
+    frame = pd.DataFrame.from_records(
+        records, columns=["block_id", "sub_block_id", "core_kind", "core_index", "metric", "value"]
+    )
     return header, frame
 
 
@@ -336,7 +388,9 @@ def expected_columns(metric: str, header: list[str], family: str | None) -> list
     return [h for h in header if h not in ("block_id", "sub_block_id")]
 
 
-def missing_columns(header: list[str], frame: pd.DataFrame, op_type: str | None, expected: Sequence[str] | None = None) -> list[str]:
+def missing_columns(
+    header: list[str], frame: pd.DataFrame, op_type: str | None, expected: Sequence[str] | None = None
+) -> list[str]:
     """Columns of the tool's set for this chip that the file lacks or leaves NA in every row: "not provided
     by this tool version". Only the side the kernel runs on counts (aiv_* for vector, aic_* for cube, both for mix);
     columns of neither side (Memory's data volumes) never count, as the docs do not say which side fills them.

@@ -83,7 +83,11 @@ def read_prof_info(prof: Path) -> ProfInfo:
     Without device info files the device ids come from the db, else from the text export. The db's session (schema
     version, whether it ended) is read with its launches (read_db_target), in the same connection."""
     entries = list(prof.iterdir())
-    devices = sorted(int(m.group(1)) for p in entries if (m := DEVICE_DIR_RE.match(p.name)) and (p / f"info.json.{m.group(1)}").is_file())
+    devices = sorted(
+        int(m.group(1))
+        for p in entries
+        if (m := DEVICE_DIR_RE.match(p.name)) and (p / f"info.json.{m.group(1)}").is_file()
+    )
     info: dict[str, Any] = {}
     if devices:
         info = load_json(prof / f"device_{devices[0]}" / f"info.json.{devices[0]}")
@@ -105,7 +109,11 @@ def read_prof_info(prof: Path) -> ProfInfo:
     text = prof / "mindstudio_profiler_output"
     errors = []
     for log in sorted((prof / "mindstudio_profiler_log").glob("*.log")):
-        errors += [f"{log.name}: {line.strip()}" for line in log.read_text(encoding="utf-8-sig", errors="replace").splitlines() if "[ERROR]" in line]
+        errors += [
+            f"{log.name}: {line.strip()}"
+            for line in log.read_text(encoding="utf-8-sig", errors="replace").splitlines()
+            if "[ERROR]" in line
+        ]
     db = dbs[-1] if dbs else None
     text_dir = text if text.is_dir() else None
     devices_from = "info"
@@ -138,7 +146,11 @@ def db_session(conn: sqlite3.Connection) -> tuple[str | None, bool | None]:
     """(SCHEMA_VERSION, whether the session ended): a NULL SESSION_TIME_INFO.endTimeNs means the profiled process
     exited abnormally (docs/formats.md §1), so its launches may stop short. None where a table is absent."""
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    version = conn.execute("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'").fetchone() if "META_DATA" in tables else None
+    version = (
+        conn.execute("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'").fetchone()
+        if "META_DATA" in tables
+        else None
+    )
     ended = None
     if "SESSION_TIME_INFO" in tables:
         rows = conn.execute("SELECT endTimeNs FROM SESSION_TIME_INFO").fetchall()
@@ -147,7 +159,11 @@ def db_session(conn: sqlite3.Connection) -> tuple[str | None, bool | None]:
 
 
 def db_devices(path: Path) -> list[int]:
-    rows, _ = query_db(path, lambda conn, _: conn.execute(f"SELECT DISTINCT {strict_int('deviceId')} FROM TASK").fetchall(), strings=False)
+    rows, _ = query_db(
+        path,
+        lambda conn, _: conn.execute(f"SELECT DISTINCT {strict_int('deviceId')} FROM TASK").fetchall(),
+        strings=False,
+    )
     return sorted(int(d) for (d,) in rows if d is not None and d != HOST_DEVICE)
 
 
@@ -165,7 +181,11 @@ def db_chip_names(path: Path) -> list[str]:
 def prof_chips(info: ProfInfo, with_db: bool) -> set[str]:
     """What a PROF_ says of its chip, each with where it says it: info.json's platform_version (msprof's chip model
     number, e.g. "5" for its CHIP_V4_1_0) and, ``with_db``, the db's NPU_INFO names."""
-    found = {f"platform_version {info.versions['platform_version']} (info.json)"} if info.versions.get("platform_version") else set()
+    found = (
+        {f"platform_version {info.versions['platform_version']} (info.json)"}
+        if info.versions.get("platform_version")
+        else set()
+    )
     if with_db and info.db is not None:
         found |= {f"{name} (NPU_INFO of the db)" for name in db_chip_names(info.db)}
     return found
@@ -184,7 +204,9 @@ def export_devices(text_dir: Path) -> list[int]:
             if problem:
                 raise MsprofFormatError(problem)
             try:
-                with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:  # as formats/text.py reads it
+                with open(
+                    path, newline="", encoding="utf-8-sig", errors="replace"
+                ) as handle:  # as formats/text.py reads it
                     reader = csv.reader(handle)
                     header = [c.strip() for c in next(reader, [])]
                     if "Device_id" not in header:
@@ -195,7 +217,9 @@ def export_devices(text_dir: Path) -> list[int]:
                             continue
                         value = row[column].strip() if len(row) > column else ""
                         if not (value.isascii() and value.isdigit()):
-                            raise MsprofFormatError(f"{path}: line {reader.line_num}: field 'Device_id' is {value!r}, expected a device number")
+                            raise MsprofFormatError(
+                                f"{path}: line {reader.line_num}: field 'Device_id' is {value!r}, expected a device number"
+                            )
                         found.add(int(value))
             except csv.Error as exc:
                 raise MsprofFormatError(f"{path}: not a readable CSV ({exc})") from exc
@@ -203,7 +227,11 @@ def export_devices(text_dir: Path) -> list[int]:
     devices: set[int] = set()
     for path in sorted(p for p in text_dir.iterdir() if JSON_RE.match(p.name)):
         events = load_trace_events(path)
-        devices.update(e["pid"] & 31 for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("pid"), int))
+        devices.update(
+            e["pid"] & 31
+            for e in events
+            if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("pid"), int)
+        )
     return sorted(devices - {HOST_DEVICE})
 
 
@@ -238,8 +266,14 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
         unique, inverse = np.unique(ids, return_inverse=True)
     missing = [int(u) for u in unique if int(u) not in strings]
     if missing:
-        raise MsprofFormatError(f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
-    return np.array([strings[int(u)] for u in unique], dtype=object)[inverse] if len(unique) else np.array([], dtype=object)
+        raise MsprofFormatError(
+            f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS"
+        )
+    return (
+        np.array([strings[int(u)] for u in unique], dtype=object)[inverse]
+        if len(unique)
+        else np.array([], dtype=object)
+    )
 
 
 MMAP_BYTES = 1 << 30
@@ -259,7 +293,9 @@ def ids_named(strings: Mapping[int, str], named: Callable[[str], bool], path: Pa
     return found
 
 
-def query_db(path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], strings: bool = True) -> tuple[Any, dict[int, str]]:
+def query_db(
+    path: Path, query: Callable[[sqlite3.Connection, dict[int, str]], Any], strings: bool = True
+) -> tuple[Any, dict[int, str]]:
     """Open the db without writing beside it (read_only_db: the user's export is read in place), load STRING_IDS
     (unless not ``strings``: then the query gets {}), run ``query``; any SQLite error names the file. A real db's
     STRING_IDS holds every op name and shape string: load it only where names are read."""
@@ -316,7 +352,9 @@ def raw_columns(columns: list[str]) -> list[str]:
     return ["t.endNs" if column == DURATION else column for column in columns]
 
 
-def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
+def int_columns(
+    conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path
+) -> np.ndarray:
     """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` in start order: the last column must be
     t.startNs, and ties sort by t.globalTaskId. The task id is only the tie-break, so it leaves SQLite (~1/6 of a
     query's cost) only when two rows start together: rows whose starts all differ are put in order by their start
@@ -332,7 +370,9 @@ def int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: 
     return rows[np.lexsort((rows[:, -1], rows[:, -2]))][:, :-1]
 
 
-def fetch_int_columns(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> np.ndarray:
+def fetch_int_columns(
+    conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path
+) -> np.ndarray:
     """The kernel-join rows ``where`` selects, as int64 rows of ``columns`` (table columns, or DURATION) in
     SQLite's scan order.
 
@@ -349,13 +389,17 @@ def fetch_int_columns(conn: sqlite3.Connection, columns: list[str], where: str, 
     raw = raw_columns(columns)
     texts = ", ".join(f"group_concat({c})" for c in columns)
     row_max = f"max({', '.join(raw)})" if len(raw) > 1 else raw[0]  # scalar max: NULL if any is NULL
-    count, kind, *rest = conn.execute(f"SELECT count(*), typeof(max({row_max})), {texts} {KERNEL_JOIN} WHERE {where}", args).fetchone()
+    count, kind, *rest = conn.execute(
+        f"SELECT count(*), typeof(max({row_max})), {texts} {KERNEL_JOIN} WHERE {where}", args
+    ).fetchone()
     if count == 0:
         return np.zeros((0, len(columns)), dtype=np.int64)
     parsed = [parse_ints(text, count) for text in rest] if kind in ("integer", "real") else [None]
     if any(values is None for values in parsed):
         refuse_non_integers(conn, raw, where, args, path)  # raises, naming the first column that is no integer
-        raise MsprofFormatError(f"{path}: TASK.endNs - startNs does not fit in a 64-bit integer")  # the columns are integers
+        raise MsprofFormatError(
+            f"{path}: TASK.endNs - startNs does not fit in a 64-bit integer"
+        )  # the columns are integers
     return np.column_stack(parsed)
 
 
@@ -368,7 +412,9 @@ def parse_ints(text: str | None, count: int) -> np.ndarray | None:
     return values if len(values) == count else None
 
 
-def refuse_non_integers(conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path) -> None:
+def refuse_non_integers(
+    conn: sqlite3.Connection, columns: list[str], where: str, args: tuple[int, ...], path: Path
+) -> None:
     """Table columns one by one, each with its own typeof(max()) and parse: refuses the first that holds a TEXT,
     BLOB, REAL or NULL among the rows ``where`` selects, naming it and what it holds."""
     kinds = ", ".join(f"typeof(max({c}))" for c in columns)
@@ -377,7 +423,9 @@ def refuse_non_integers(conn: sqlite3.Connection, columns: list[str], where: str
     for column, kind, text in zip(columns, rest[: len(columns)], rest[len(columns) :]):
         if kind not in ("integer", "real") or parse_ints(text, count) is None:
             held = f"a {kind.upper()}" if kind not in ("integer", "real") else "a REAL or NULL"
-            raise MsprofFormatError(f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({column} holds {held})")
+            raise MsprofFormatError(
+                f"{path}: TASK/COMPUTE_TASK_INFO hold non-integer ids or times ({column} holds {held})"
+            )
 
 
 def refuse_negative_durations(durations: np.ndarray, starts: np.ndarray, path: Path) -> None:
@@ -392,7 +440,9 @@ def task_ids_within(conn: sqlite3.Connection, window: tuple[int, int]) -> str:
     join looks up only those (a lookup in TASK per row was most of the context query). From one scan of TASK:
     the window's tasks have ids from min to max. A TEXT or BLOB id is kept too (it is above every integer), as
     the join may still read '5' as task 5 where the column has no type affinity."""
-    low, high = conn.execute("SELECT min(globalTaskId), max(globalTaskId) FROM TASK WHERE startNs >= ? AND startNs < ?", window).fetchone()
+    low, high = conn.execute(
+        "SELECT min(globalTaskId), max(globalTaskId) FROM TASK WHERE startNs >= ? AND startNs < ?", window
+    ).fetchone()
     if low is None:
         return "0"  # no task starts in the window
     if not (isinstance(low, int) and isinstance(high, int)):
@@ -420,7 +470,12 @@ def read_db_target(
     columns = ["c.name", DURATION, "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
     no_rows = np.zeros((0, len(columns)), dtype=np.int64)
-    nothing = (np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64), no_rows, 0, no_rows[:, 1:])  # target, others, intervals, barrier
+    nothing = (
+        np.zeros((0, len(columns) + len(ids_columns)), dtype=np.int64),
+        no_rows,
+        0,
+        no_rows[:, 1:],
+    )  # target, others, intervals, barrier
 
     def launches(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         target_ids = ids_named(strings, is_target, path)
@@ -436,30 +491,42 @@ def read_db_target(
         # SQLite with the times all the same, so that its type is checked as every other row's, whichever read below.
         barrier_of = f"c.name IN ({','.join(map(str, barrier_ids))})"
         in_window = f"({match} IS NOT TRUE AND t.startNs >= ? AND t.startNs < ?)"
-        if barrier_ids and window is not None and not np.isin(target[:, 0], sorted(set(barrier_ids) - set(target_ids))).any():
+        if (
+            barrier_ids
+            and window is not None
+            and not np.isin(target[:, 0], sorted(set(barrier_ids) - set(target_ids))).any()
+        ):
             # One scan for the barrier's launches and the window's other kernels (a scan of COMPUTE_TASK_INFO is
             # ~1/4 of a query), split here by name. Only a barrier launch that is a target by its opType would need
             # its opType to split: such a launch is among the target's rows under the barrier's name, and then the
             # two are read apart below. The c-only term comes first, so that the join looks up only candidates.
             bound = task_ids_within(conn, window)
-            rows = int_columns(conn, columns, f"({barrier_of} OR {bound}) AND ({barrier_of} OR {in_window}){on_device}", window, path)
+            rows = int_columns(
+                conn, columns, f"({barrier_of} OR {bound}) AND ({barrier_of} OR {in_window}){on_device}", window, path
+            )
             name, start = rows[:, 0], rows[:, -1]
             others = ~np.isin(name, target_ids) & (start >= window[0]) & (start < window[1])
             return target, rows[others], intervals, rows[np.isin(name, barrier_ids)][:, 1:]
-        barrier = int_columns(conn, columns, f"{barrier_of}{on_device}", (), path)[:, 1:] if barrier_ids else no_rows[:, 1:]
+        barrier = (
+            int_columns(conn, columns, f"{barrier_of}{on_device}", (), path)[:, 1:] if barrier_ids else no_rows[:, 1:]
+        )
         if window is None:
             return target, no_rows, 0, barrier
         others = int_columns(conn, columns, f"{task_ids_within(conn, window)} AND {in_window}{on_device}", window, path)
         return target, others, intervals, barrier
 
-    def query(conn: sqlite3.Connection, _: dict[int, str]) -> tuple[tuple[str | None, bool | None], dict[int, str], tuple]:
+    def query(
+        conn: sqlite3.Connection, _: dict[int, str]
+    ) -> tuple[tuple[str | None, bool | None], dict[int, str], tuple]:
         session = db_session(conn)
         if skip_unended and session[1] is False:  # before STRING_IDS too: any table of it may be cut
             return session, {}, nothing
         strings = string_ids(conn)
         return session, strings, launches(conn, strings)
 
-    ((schema_version, session_ended), strings, (target, others, intervals, barrier)), _ = query_db(path, query, strings=False)
+    ((schema_version, session_ended), strings, (target, others, intervals, barrier)), _ = query_db(
+        path, query, strings=False
+    )
     # Columns: [name,] duration, [streamId, taskId,] startNs.
     for rows, duration in ((target, 1), (others, 1), (barrier, 0)):
         refuse_negative_durations(rows[:, duration], rows[:, -1], path)

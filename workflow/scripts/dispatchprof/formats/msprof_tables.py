@@ -70,7 +70,9 @@ def _int_column(values: pd.Series, path: Path, field_name: str, allow_na: bool =
     ok = text.str.fullmatch(r"-?\d+").fillna(False) | (na if allow_na else False)
     if not ok.all():
         bad = int(np.flatnonzero(~ok.to_numpy())[0])
-        raise MsprofFormatError(f"{path}: line {bad + 2}: field '{field_name}' is {values.iloc[bad]!r}, expected an integer")
+        raise MsprofFormatError(
+            f"{path}: line {bad + 2}: field '{field_name}' is {values.iloc[bad]!r}, expected an integer"
+        )
     return pd.to_numeric(text.mask(na), errors="coerce").astype("Int64")
 
 
@@ -82,7 +84,18 @@ def read_db(path: Path) -> pd.DataFrame:
         lambda conn, _: conn.execute(
             "SELECT "
             + ", ".join(
-                strict_int(c) for c in ("t.deviceId", "t.globalPid", "t.streamId", "t.taskId", "c.name", "c.opType", "t.taskType", "t.startNs", "t.endNs")
+                strict_int(c)
+                for c in (
+                    "t.deviceId",
+                    "t.globalPid",
+                    "t.streamId",
+                    "t.taskId",
+                    "c.name",
+                    "c.opType",
+                    "t.taskType",
+                    "t.startNs",
+                    "t.endNs",
+                )
             )
             + f" {KERNEL_JOIN} ORDER BY t.startNs"
         ).fetchall(),
@@ -114,7 +127,10 @@ def _names(values: pd.Series) -> pd.Series:
 
 
 def target_kernels_of(
-    frame: pd.DataFrame, is_target: Callable[[str], bool], context_launches: int, is_barrier: Callable[[str], bool] | None = None
+    frame: pd.DataFrame,
+    is_target: Callable[[str], bool],
+    context_launches: int,
+    is_barrier: Callable[[str], bool] | None = None,
 ) -> TargetKernels:
     """The same split for a kernel table read from the text export (op_summary or msprof JSON)."""
 
@@ -127,7 +143,11 @@ def target_kernels_of(
     ordered = frame.assign(_target=chosen).sort_values("start_ns", kind="stable")
     target, others = ordered[ordered["_target"]], ordered[~ordered["_target"]]
     names = _names(others["name"])
-    barrier = others[names.isin({v for v in names.unique() if is_barrier(v)}).to_numpy()] if is_barrier is not None else others.iloc[:0]
+    barrier = (
+        others[names.isin({v for v in names.unique() if is_barrier(v)}).to_numpy()]
+        if is_barrier is not None
+        else others.iloc[:0]
+    )
     starts = target["start_ns"].to_numpy(np.int64)
     intervals = context_intervals(len(target), context_launches)
     if intervals:
@@ -171,7 +191,16 @@ def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-OP_SUMMARY_REQUIRED = ("Device_id", "Task ID", "Stream ID", "Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")
+OP_SUMMARY_REQUIRED = (
+    "Device_id",
+    "Task ID",
+    "Stream ID",
+    "Op Name",
+    "OP Type",
+    "Task Type",
+    "Task Start Time(us)",
+    "Task Duration(us)",
+)
 
 
 def read_op_summary(paths: list[Path], pid: int | None = None) -> pd.DataFrame:
@@ -206,7 +235,10 @@ def read_op_summary(paths: list[Path], pid: int | None = None) -> pd.DataFrame:
         return pd.DataFrame(
             {
                 c: pd.Series(dtype=t)
-                for c, t in zip(KERNEL_COLUMNS, ["int64", "int64", "Int64", "Int64", "object", "object", "object", "int64", "int64", "object"])
+                for c, t in zip(
+                    KERNEL_COLUMNS,
+                    ["int64", "int64", "Int64", "Int64", "object", "object", "object", "int64", "int64", "object"],
+                )
             }
         )
     return pd.concat(frames, ignore_index=True).sort_values("start_ns", kind="stable", ignore_index=True)
@@ -218,7 +250,10 @@ def read_msprof_json(path: Path) -> pd.DataFrame:
     hw = {
         e.get("pid")
         for e in events
-        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name" and (e.get("args") or {}).get("name") == "Ascend Hardware"
+        if isinstance(e, dict)
+        and e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and (e.get("args") or {}).get("name") == "Ascend Hardware"
     }
     rows = []
     for i, e in enumerate(events):
@@ -236,15 +271,38 @@ def read_msprof_json(path: Path) -> pd.DataFrame:
             dur = int(round(float(e["dur"]) * 1000))
             pid = int(e["pid"])
         except (KeyError, ValueError, TypeError, OverflowError) as exc:
-            raise MsprofFormatError(f"{path}: event {i} ({e.get('name')!r}): field 'ts'/'dur'/'pid' unusable ({exc!r})") from None
+            raise MsprofFormatError(
+                f"{path}: event {i} ({e.get('name')!r}): field 'ts'/'dur'/'pid' unusable ({exc!r})"
+            ) from None
         if dur < 0:
             raise MsprofFormatError(f"{path}: event {i} ({e.get('name')!r}): field 'dur' is negative")
         stream = args.get("Physic Stream Id", e.get("tid"))
-        rows.append((pid & 31, pid >> 10, stream, args.get("Task Id"), str(e.get("name")), None, args.get("Task Type"), start, dur))
+        rows.append(
+            (
+                pid & 31,
+                pid >> 10,
+                stream,
+                args.get("Task Id"),
+                str(e.get("name")),
+                None,
+                args.get("Task Type"),
+                start,
+                dur,
+            )
+        )
     frame = pd.DataFrame(rows, columns=KERNEL_COLUMNS[:-1])
     frame["source"] = "json"
     try:
-        frame = frame.astype({"device": "int64", "pid": "int64", "stream": "Int64", "task_id": "Int64", "start_ns": "int64", "dur_ns": "int64"})
+        frame = frame.astype(
+            {
+                "device": "int64",
+                "pid": "int64",
+                "stream": "Int64",
+                "task_id": "Int64",
+                "start_ns": "int64",
+                "dur_ns": "int64",
+            }
+        )
     except (ValueError, TypeError, OverflowError) as exc:
         raise MsprofFormatError(
             f"{path}: fields 'ts', 'dur', 'pid', 'Physic Stream Id' or 'Task Id' are not 64-bit integers (microseconds for ts/dur) ({exc})"

@@ -51,7 +51,9 @@ def find_pass_lines(paths: Iterable[Path], pattern: str, what: str = "success li
                 for match in confined_matches(regex, line):
                     raw = match.group("rank")
                     if raw is None or not raw.isdigit():
-                        raise LogFormatError(f"{path}:{line_no}: field 'rank' of the {what} is {raw!r}, expected a non-negative integer")
+                        raise LogFormatError(
+                            f"{path}:{line_no}: field 'rank' of the {what} is {raw!r}, expected a non-negative integer"
+                        )
                     rank = int(raw)
                     found.setdefault(rank, PassLine(rank, str(path), line_no, line.rstrip("\n")))
     return found
@@ -69,7 +71,9 @@ def name_ranks(ranks: Iterable[int], world: int | None = None) -> str:
 # torch.multiprocessing.spawn's messages when a spawned process fails (torch/multiprocessing/spawn.py,
 # ProcessContext.join): ProcessExitedException "process 3 terminated with exit code 1" or "... with signal SIGKILL",
 # ProcessRaisedException "-- Process 3 terminated with the following error:" before the child's traceback.
-SPAWN_FAILURE = re.compile(r"\b[Pp]rocess (?P<index>\d+) terminated with (?P<how>exit code -?\d+|signal \w+|the following error)")
+SPAWN_FAILURE = re.compile(
+    r"\b[Pp]rocess (?P<index>\d+) terminated with (?P<how>exit code -?\d+|signal \w+|the following error)"
+)
 
 
 @dataclass(frozen=True)

@@ -52,12 +52,18 @@ def simulator_runs(root: Path) -> list[SimulatorRun]:
     """Every simulated kernel under ``root``: an OPPROF_ directory, or a directory holding OPPROF_ directories."""
     if not root.is_dir():
         return []
-    opprofs = [root] if OPPROF_RE.match(root.name) else sorted(p for p in root.iterdir() if p.is_dir() and OPPROF_RE.match(p.name))
+    opprofs = (
+        [root]
+        if OPPROF_RE.match(root.name)
+        else sorted(p for p in root.iterdir() if p.is_dir() and OPPROF_RE.match(p.name))
+    )
     runs = []
     for opprof in opprofs:
         candidates = [(opprof / "simulator", None, None)]
         for op in sorted(p for p in opprof.iterdir() if p.is_dir() and p.name not in ("simulator", "dump")):
-            for n_dir in sorted((p for p in op.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
+            for n_dir in sorted(
+                (p for p in op.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+            ):
                 candidates.append((n_dir / "simulator", op.name, int(n_dir.name)))
         for sim, kernel, n in candidates:
             if sim.is_dir():
@@ -81,7 +87,9 @@ def _load_json(path: Path) -> dict:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SimulatorFormatError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); expected a trace.json object") from None
+        raise SimulatorFormatError(
+            f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); expected a trace.json object"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise SimulatorFormatError(f"{path}: field 'traceEvents' missing or not a list; expected a Chrome-trace object")
     return data
@@ -96,7 +104,9 @@ def _event(path: Path, index: int, event: object) -> dict:
 def _args(path: Path, index: int, event: dict) -> dict:
     args = event.get("args", {})
     if not isinstance(args, dict):
-        raise SimulatorFormatError(f"{path}: traceEvents[{index}]: field 'args' is {type(args).__name__}, expected an object")
+        raise SimulatorFormatError(
+            f"{path}: traceEvents[{index}]: field 'args' is {type(args).__name__}, expected an object"
+        )
     return args
 
 
@@ -110,7 +120,9 @@ def _text(path: Path, index: int, field: str, value: object, required: bool = Fa
 
 def _miss_pc(path: Path, index: int, name: str) -> str:
     if not PC_RE.match(name):
-        raise SimulatorFormatError(f"{path}: traceEvents[{index}]: CACHEMISS event name {name!r}, expected the PC as 0x%08x")
+        raise SimulatorFormatError(
+            f"{path}: traceEvents[{index}]: CACHEMISS event name {name!r}, expected the PC as 0x%08x"
+        )
     return name
 
 
@@ -129,12 +141,17 @@ def _spans(path: Path, events: list[dict]) -> Spans:
     spans = interval_spans(events, str(path), SimulatorFormatError)
     for span in spans.spans:
         if span.ts < 0:
-            raise SimulatorFormatError(f"{path}: traceEvents[{span.index}]: field 'ts' is {span.ts}, expected a non-negative number (µs)")
+            raise SimulatorFormatError(
+                f"{path}: traceEvents[{span.index}]: field 'ts' is {span.ts}, expected a non-negative number (µs)"
+            )
     return spans
 
 
 def _code_detail(path: Path, index: int, args: dict) -> dict[str, str]:
-    return {"code": _text(path, index, "args.code", args.get("code")), "detail": _text(path, index, "args.detail", args.get("detail"))}
+    return {
+        "code": _text(path, index, "args.code", args.get("code")),
+        "detail": _text(path, index, "args.detail", args.get("detail")),
+    }
 
 
 def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
@@ -148,7 +165,9 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
         if e.get("ph") == "M" and e.get("name") == "process_name":
             pid, name = e.get("pid"), _args(path, i, e).get("name")
             if isinstance(pid, bool) or not isinstance(pid, int) or not isinstance(name, str):
-                raise SimulatorFormatError(f"{path}: traceEvents[{i}]: process_name needs an integer 'pid' and args.name, got pid={pid!r} name={name!r}")
+                raise SimulatorFormatError(
+                    f"{path}: traceEvents[{i}]: process_name needs an integer 'pid' and args.name, got pid={pid!r} name={name!r}"
+                )
             pipes[pid] = name
     spans = _spans(path, events)
     rows = []
@@ -156,16 +175,32 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
         i, e = span.index, span.event
         pid = e.get("pid")
         if isinstance(pid, bool) or not isinstance(pid, int):
-            raise SimulatorFormatError(f"{path}: traceEvents[{i}]: field 'pid' is {pid!r}, expected an integer pipe id (per-core trace, schemaVersion 1)")
+            raise SimulatorFormatError(
+                f"{path}: traceEvents[{i}]: field 'pid' is {pid!r}, expected an integer pipe id (per-core trace, schemaVersion 1)"
+            )
         if pid not in pipes:
-            raise SimulatorFormatError(f"{path}: traceEvents[{i}]: pid {pid} has no process_name metadata event; declared pids: {sorted(pipes)}")
+            raise SimulatorFormatError(
+                f"{path}: traceEvents[{i}]: pid {pid} has no process_name metadata event; declared pids: {sorted(pipes)}"
+            )
         args = _args(path, i, e)
         name = _text(path, i, "name", e.get("name"), required=True)
         pipe = pipes[pid]
         pc = _miss_pc(path, i, name) if pipe == "CACHEMISS" else _text(path, i, "args.pc_addr", args.get("pc_addr"))
-        rows.append({"core": core, "pipe": pipe, "name": name, "ts_us": span.ts, "dur_us": span.dur, "pc": pc, **_code_detail(path, i, args)})
+        rows.append(
+            {
+                "core": core,
+                "pipe": pipe,
+                "name": name,
+                "ts_us": span.ts,
+                "dur_us": span.dur,
+                "pc": pc,
+                **_code_detail(path, i, args),
+            }
+        )
     frame = _frame(rows)
-    frame.attrs["pipes"] = sorted(set(pipes.values()))  # every declared lane, with events or not: a lane without events is 0
+    frame.attrs["pipes"] = sorted(
+        set(pipes.values())
+    )  # every declared lane, with events or not: a lane without events is 0
     frame.attrs["unmatched"] = spans.unmatched
     return frame
 
@@ -185,7 +220,17 @@ def read_summary_trace(path: Path) -> pd.DataFrame:
         args = _args(path, i, e)
         name = _text(path, i, "name", e.get("name"), required=True)
         pc = _miss_pc(path, i, name) if tid == "CACHEMISS" else _text(path, i, "args.pc_addr", args.get("pc_addr"))
-        rows.append({"core": pid, "pipe": tid, "name": name, "ts_us": span.ts, "dur_us": span.dur, "pc": pc, **_code_detail(path, i, args)})
+        rows.append(
+            {
+                "core": pid,
+                "pipe": tid,
+                "name": name,
+                "ts_us": span.ts,
+                "dur_us": span.dur,
+                "pc": pc,
+                **_code_detail(path, i, args),
+            }
+        )
     frame = _frame(rows)
     frame.attrs["unmatched"] = spans.unmatched
     return frame
@@ -198,13 +243,17 @@ def _csv_lines(path: Path, header: list[str]) -> list[tuple[int, str]]:
         raise SimulatorFormatError(f"{path}: line 1: empty file; expected the header {','.join(header)}")
     found = lines[0].strip().split(",")
     if found != header:
-        raise SimulatorFormatError(f"{path}: line 1: header {found}, expected {header} (the simulator's order: 'detail' last, it may hold commas)")
+        raise SimulatorFormatError(
+            f"{path}: line 1: header {found}, expected {header} (the simulator's order: 'detail' last, it may hold commas)"
+        )
     return [(n, line) for n, line in enumerate(lines[1:], start=2) if line.strip()]
 
 
 def _int(path: Path, line: int, field: str, value: str) -> int:
     if not re.fullmatch(r"\d+", value.strip()):
-        raise SimulatorFormatError(f"{path}: line {line}: field '{field}' is {value!r}, expected a non-negative decimal integer")
+        raise SimulatorFormatError(
+            f"{path}: line {line}: field '{field}' is {value!r}, expected a non-negative decimal integer"
+        )
     return int(value)
 
 
@@ -219,7 +268,9 @@ def read_instr_exe(path: Path) -> pd.DataFrame:
     for n, line in _csv_lines(path, INSTR_HEADER):
         cells = line.split(",", 6)
         if len(cells) != 7:
-            raise SimulatorFormatError(f"{path}: line {n}: {len(cells)} fields, expected 7 (instr,addr,pipe,call_count,cycles,running_time(us),detail)")
+            raise SimulatorFormatError(
+                f"{path}: line {n}: {len(cells)} fields, expected 7 (instr,addr,pipe,call_count,cycles,running_time(us),detail)"
+            )
         instr, addr, pipe, count, cycles, time_us, detail = cells
         # sim_pc_to_code.cpp writes detail quoted ("dst:UB[0x200], src:GM[...]"); older files do not
         if len(detail) >= 2 and detail.startswith('"') and detail.endswith('"'):
@@ -246,7 +297,9 @@ def read_code_exe(path: Path) -> pd.DataFrame:
     for n, line in _csv_lines(path, CODE_HEADER):
         cells = line.rsplit(",", 3)
         if len(cells) != 4:
-            raise SimulatorFormatError(f"{path}: line {n}: {len(cells)} fields, expected 4 (code,call_count,cycles,running_time(us))")
+            raise SimulatorFormatError(
+                f"{path}: line {n}: {len(cells)} fields, expected 4 (code,call_count,cycles,running_time(us))"
+            )
         code, count, cycles, time_us = cells
         rows.append(
             {

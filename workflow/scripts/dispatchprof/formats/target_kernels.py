@@ -30,7 +30,10 @@ def read_target_kernels(
     if info.db is not None:
         kernels = read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device, skip_unended)
     else:
-        from dispatchprof.formats.msprof_tables import read_prof_kernels, target_kernels_of  # pandas: only for text exports
+        from dispatchprof.formats.msprof_tables import (
+            read_prof_kernels,
+            target_kernels_of,
+        )  # pandas: only for text exports
 
         table = read_prof_kernels(info)
         if device is not None:

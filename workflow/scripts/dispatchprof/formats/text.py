@@ -102,7 +102,9 @@ def _one_record_per_line(piece: bytes) -> bool:
     return int(lengths.max()) <= limit + 1  # each length counts its newline
 
 
-def check_text_file(path: Path, error: type[Exception], expected: str = "a CSV text file", chunk_bytes: int = CHUNK_BYTES) -> bool:
+def check_text_file(
+    path: Path, error: type[Exception], expected: str = "a CSV text file", chunk_bytes: int = CHUNK_BYTES
+) -> bool:
     """read_text_file's refusals, file by pieces (memory of one piece, not of the file), in the same order: its
     encoding (a byte order mark of UTF-16/32, UTF-16 without one), a NUL byte anywhere, then the first byte that is not
     UTF-8. Returns whether every line is one CSV record (no quote, no lone carriage return, no overlong line): a
@@ -114,7 +116,9 @@ def check_text_file(path: Path, error: type[Exception], expected: str = "a CSV t
     plain = True
     for line, piece in line_chunks(path, chunk_bytes):
         if b"\x00" in piece:
-            raise error(f"{path}: line {line_at(piece, line, piece.index(0))}: binary data (NUL byte); expected {expected}")
+            raise error(
+                f"{path}: line {line_at(piece, line, piece.index(0))}: binary data (NUL byte); expected {expected}"
+            )
         if not_utf8 is None and not piece.isascii():
             try:
                 piece.decode("utf-8")
@@ -150,7 +154,9 @@ def csv_records(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[list[str
     return csv.reader(lines())
 
 
-def finite_nonnegative(path: Path, line: int, field: str, value: str, error: type[Exception], what: str = "number") -> float:
+def finite_nonnegative(
+    path: Path, line: int, field: str, value: str, error: type[Exception], what: str = "number"
+) -> float:
     """A field that must be a finite number >= 0 (a time, a duration): anything else ends in ``error``."""
     try:
         number = float(value)

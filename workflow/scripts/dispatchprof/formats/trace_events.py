@@ -32,7 +32,12 @@ class Spans:
 
 def _number(where: str, name: str, value: Any, error: type[Exception]) -> float:
     """A finite ts, or a finite dur >= 0 (a reader that needs ts >= 0 checks Span.ts itself)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or (name == "dur" and value < 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or (name == "dur" and value < 0)
+    ):
         expected = "a duration >= 0" if name == "dur" else "a finite number"
         raise error(f"{where}: field '{name}' is {value!r:.40}, expected {expected} (µs)")
     return float(value)
@@ -89,4 +94,8 @@ def unmatched_warning(source: str, unmatched: list[str], shown: int = 3) -> str 
     if not unmatched:
         return None
     more = f" (and {len(unmatched) - shown} more)" if len(unmatched) > shown else ""
-    return f"{source}: {len(unmatched)} unmatched B/E events left out of the intervals: " + "; ".join(unmatched[:shown]) + more
+    return (
+        f"{source}: {len(unmatched)} unmatched B/E events left out of the intervals: "
+        + "; ".join(unmatched[:shown])
+        + more
+    )

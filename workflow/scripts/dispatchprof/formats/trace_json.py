@@ -62,7 +62,9 @@ def _metadata(where: str, events: list[Any], kind: str) -> dict[Any, str]:
                 raise TraceFormatError(f"{where}: traceEvents[{i}]: {kind} metadata without a string args.name")
             pid, tid = event.get("pid"), event.get("tid")
             if not isinstance(pid, int | str) or (kind == "thread_name" and not isinstance(tid, int | str)):
-                raise TraceFormatError(f"{where}: traceEvents[{i}]: {kind} metadata with pid {pid!r:.40} / tid {tid!r:.40}, expected integers or strings")
+                raise TraceFormatError(
+                    f"{where}: traceEvents[{i}]: {kind} metadata with pid {pid!r:.40} / tid {tid!r:.40}, expected integers or strings"
+                )
             key = pid if kind == "process_name" else (pid, tid)
             names[key] = name
     return names
@@ -76,7 +78,9 @@ def _row(where: str, event: dict, ts: float, dur: float, processes: dict[Any, st
     elif isinstance(pid, int | str) and not isinstance(pid, bool) and pid in processes:
         core_name = processes[pid]
     else:
-        raise TraceFormatError(f"{where}: field 'pid' is {pid!r:.40}: not core<N>.cubecore|veccore0|veccore1 and no process_name metadata event declares it")
+        raise TraceFormatError(
+            f"{where}: field 'pid' is {pid!r:.40}: not core<N>.cubecore|veccore0|veccore1 and no process_name metadata event declares it"
+        )
     core = CORE_RE.match(core_name)
     tid = event.get("tid")
     if not core:
@@ -86,7 +90,9 @@ def _row(where: str, event: dict, ts: float, dur: float, processes: dict[Any, st
     elif isinstance(tid, int) and (pid, tid) in threads:
         pipe = threads[(pid, tid)]
     else:
-        raise TraceFormatError(f"{where}: field 'tid' is {tid!r:.40}, expected a pipe name ({', '.join(PIPES)}) or a tid declared by thread_name")
+        raise TraceFormatError(
+            f"{where}: field 'tid' is {tid!r:.40}, expected a pipe name ({', '.join(PIPES)}) or a tid declared by thread_name"
+        )
     name = event.get("name")
     if not isinstance(name, str):
         raise TraceFormatError(f"{where}: field 'name' is {name!r:.40}, expected a string")
@@ -95,7 +101,16 @@ def _row(where: str, event: dict, ts: float, dur: float, processes: dict[Any, st
         raise TraceFormatError(f"{where}: field 'args' is {type(args).__name__}, expected an object")
     pc, code = args.get("pc_addr"), args.get("code")
     index = int(core.group(1)) if core else None
-    return (index, core.group(2) if core else None, pipe, name, ts, dur, None if pc is None else str(pc), None if code is None else str(code))
+    return (
+        index,
+        core.group(2) if core else None,
+        pipe,
+        name,
+        ts,
+        dur,
+        None if pc is None else str(pc),
+        None if code is None else str(code),
+    )
 
 
 def parse_trace(data: Any, source: str) -> Trace:
@@ -104,7 +119,9 @@ def parse_trace(data: Any, source: str) -> Trace:
         events = data.get("traceEvents")
         version = data.get("schemaVersion")
     else:
-        raise TraceFormatError(f"{source}: top level is {type(data).__name__}, expected an object with traceEvents (docs/formats.md §2)")
+        raise TraceFormatError(
+            f"{source}: top level is {type(data).__name__}, expected an object with traceEvents (docs/formats.md §2)"
+        )
     if not isinstance(events, list):
         raise TraceFormatError(f"{source}: field 'traceEvents' is {type(events).__name__}, expected a list of events")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
@@ -125,7 +142,9 @@ def read_trace_json(path: Path) -> Trace:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); truncated or damaged trace.json?") from None
+        raise TraceFormatError(
+            f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); truncated or damaged trace.json?"
+        ) from None
     return parse_trace(data, str(path))
 
 

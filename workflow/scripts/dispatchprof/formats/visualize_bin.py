@@ -68,7 +68,9 @@ def read_blocks(path: Path) -> list[Block]:
     blocks, offset = [], 0
     while offset < len(data):
         if len(data) - offset < HEADER.size:
-            raise VisualizeBinError(f"{path}: byte {offset}: truncated block header ({len(data) - offset} of {HEADER.size} bytes)")
+            raise VisualizeBinError(
+                f"{path}: byte {offset}: truncated block header ({len(data) - offset} of {HEADER.size} bytes)"
+            )
         size, kind, padding, version, _ = HEADER.unpack_from(data, offset)
         start = offset + HEADER.size
         file_path = None
@@ -84,7 +86,9 @@ def read_blocks(path: Path) -> list[Block]:
             )
         if padding > size:
             raise VisualizeBinError(f"{path}: byte {offset}: block padding {padding} exceeds its size {size}")
-        blocks.append(Block(kind, version, offset, data[start : end - padding] if padding else data[start:end], file_path))
+        blocks.append(
+            Block(kind, version, offset, data[start : end - padding] if padding else data[start:end], file_path)
+        )
         offset = end
     return blocks
 
@@ -93,7 +97,9 @@ def block_json(path: Path, block: Block) -> Any:
     try:
         return json.loads(block.content.rstrip(b"\0").decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VisualizeBinError(f"{path}: byte {block.offset}: {KNOWN.get(block.kind, hex(block.kind))} block is not JSON ({exc})") from exc
+        raise VisualizeBinError(
+            f"{path}: byte {block.offset}: {KNOWN.get(block.kind, hex(block.kind))} block is not JSON ({exc})"
+        ) from exc
 
 
 def _walk(node: Any, file: str | None = None) -> Iterator[tuple[dict[str, Any], str | None]]:
@@ -119,7 +125,11 @@ def _dtype(data: Any, key: str, map_key: str) -> Any:
     table = data.get(map_key) if isinstance(data, dict) else None
     if not isinstance(table, dict):
         return None
-    code = table[key] if key in table else next((inner[key] for inner in table.values() if isinstance(inner, dict) and key in inner), None)
+    code = (
+        table[key]
+        if key in table
+        else next((inner[key] for inner in table.values() if isinstance(inner, dict) and key in inner), None)
+    )
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
@@ -134,13 +144,19 @@ def _stall_entry(where: str, record: dict[str, Any], key: str, scale: float) -> 
     Details are the writer's sample counts per state; dividing by their sum gives the mix (fractions stay fractions)."""
     entry = record.get(key)
     if not isinstance(entry, dict):
-        raise VisualizeBinError(f"{where}: field {key!r} is {type(entry).__name__}, expected an object with Percent and Details")
+        raise VisualizeBinError(
+            f"{where}: field {key!r} is {type(entry).__name__}, expected an object with Percent and Details"
+        )
     percent = _number(entry.get("Percent"))
     if percent is None or not 0.0 <= percent <= scale * (1 + 1e-6):
-        raise VisualizeBinError(f"{where}: field {key!r}.Percent is {entry.get('Percent')!r}, expected a number in [0, {scale:g}] for its dtype")
+        raise VisualizeBinError(
+            f"{where}: field {key!r}.Percent is {entry.get('Percent')!r}, expected a number in [0, {scale:g}] for its dtype"
+        )
     details = entry.get("Details")
     if not isinstance(details, dict) or not all((v := _number(n)) is not None and v >= 0 for n in details.values()):
-        raise VisualizeBinError(f"{where}: field {key!r}.Details is {details!r:.80}, expected an object of non-negative sample counts per state")
+        raise VisualizeBinError(
+            f"{where}: field {key!r}.Details is {details!r:.80}, expected an object of non-negative sample counts per state"
+        )
     total = sum(float(v) for v in details.values())
     return min(percent / scale, 1.0), ({str(k): float(v) / total for k, v in details.items()} if total > 0 else {})
 
@@ -170,7 +186,9 @@ def decode_pc_sampling(path: Path) -> PcSampling:
         if block.kind == TOP_STALL_REASON:
             table = data.get("top_stall_reason_table") if isinstance(data, dict) else None
             if not isinstance(table, dict) or not all(isinstance(v, int | float) for v in table.values()):
-                raise VisualizeBinError(f"{path}: byte {block.offset}: TopStallReason block lacks a numeric top_stall_reason_table")
+                raise VisualizeBinError(
+                    f"{path}: byte {block.offset}: TopStallReason block lacks a numeric top_stall_reason_table"
+                )
             top = {str(k): float(v) for k, v in table.items()}
         else:
             target = lines if block.kind == FILE_API else instructions
@@ -189,7 +207,9 @@ def decode_pc_sampling(path: Path) -> PcSampling:
                 scales[key] = PERCENT_SCALE.get(code, 1.0)
             for record, file in records:
                 share, mix = _stall_entry(where, record, ALL, scales[ALL]) if ALL in record else (0.0, {})
-                ni_share, ni_mix = _stall_entry(where, record, NOT_ISSUE, scales[NOT_ISSUE]) if NOT_ISSUE in record else (0.0, {})
+                ni_share, ni_mix = (
+                    _stall_entry(where, record, NOT_ISSUE, scales[NOT_ISSUE]) if NOT_ISSUE in record else (0.0, {})
+                )
                 norm = {"share": share, "mix": mix, "not_issue_share": ni_share, "not_issue_mix": ni_mix}
                 target.append({**record, "File": record.get("File", file), **norm})
     return PcSampling(top, lines, instructions, skipped)

@@ -85,7 +85,13 @@ def main(argv: list[str]) -> int:
     with open(spec["log_path"], "wb") as log:
         try:
             proc = subprocess.Popen(
-                spec["argv"], cwd=spec["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                spec["argv"],
+                cwd=spec["cwd"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         except OSError as exc:
             record["error"] = f"node {node} could not start {spec['argv'][0]!r}: {exc}"

@@ -48,7 +48,10 @@ def forwardable(environ: Mapping[str, str], patterns: Sequence[str]) -> tuple[di
 
 
 def merge(
-    base: Mapping[str, str], env: Mapping[str, str], prepend: Mapping[str, Sequence[str]] | None = None, forwarded: Mapping[str, str] | None = None
+    base: Mapping[str, str],
+    env: Mapping[str, str],
+    prepend: Mapping[str, Sequence[str]] | None = None,
+    forwarded: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The node's environment ``base``, then the forwarded variables (an activated venv's or conda env's bin/ in
     front of PATH), then the workflow's directories in front of PATH-like variables, then what it sets (which wins)."""

@@ -51,7 +51,12 @@ def _run(argv: list[str], cwd: str | None, env: Mapping[str, str] | None, timeou
     """Exit code (None on timeout or when it could not start) and output; its process group is ended on timeout."""
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=dict(env) if env is not None else None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     except OSError as exc:
         return None, f"could not start {argv[0]!r}: {exc}"
@@ -87,7 +92,9 @@ def write_probe(directory: str) -> str | None:
     return None
 
 
-def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ, forwarded: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def run_checks(
+    spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ, forwarded: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Every check of the spec; each finding is {check, ok, detail}. A check that cannot run is a failed check.
     ``environ`` is this node's environment, ``forwarded`` what the ssh launcher forwards onto it (read from stdin)."""
     findings: list[dict[str, Any]] = []
@@ -105,7 +112,11 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
             add("test --help", False, f"`{shown}` did not list its options (exit {code}): {text.strip()[-300:]}")
         else:
             missing = missing_flags(spec["flags"], text)
-            detail = f"not in `{shown}`: {', '.join(missing)} (deepep.test_args)" if missing else f"all {len(spec['flags'])} flags listed"
+            detail = (
+                f"not in `{shown}`: {', '.join(missing)} (deepep.test_args)"
+                if missing
+                else f"all {len(spec['flags'])} flags listed"
+            )
             add("deepep.test_args flags in the test's --help", not missing, detail)
     set_env = spec.get("set_env")
     if set_env:
@@ -115,7 +126,9 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
         add(
             "CANN set_env.sh",
             found is not None,
-            f"{found} exists" + (f" (first of {len(candidates)} candidates)" if len(candidates) > 1 else "") if found else f"{missing} (cann.set_env)",
+            f"{found} exists" + (f" (first of {len(candidates)} candidates)" if len(candidates) > 1 else "")
+            if found
+            else f"{missing} (cann.set_env)",
         )
     disk = spec.get("disk")
     if disk:
@@ -131,7 +144,11 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
         )
     for port in spec.get("ports", []):
         held = port_in_use(int(port))
-        add(f"port {port} free on node 0", held is None, "free" if held is None else f"in use: {held} (another run or a leftover process)")
+        add(
+            f"port {port} free on node 0",
+            held is None,
+            "free" if held is None else f"in use: {held} (another run or a leftover process)",
+        )
     token = spec.get("shared_token")
     if token:
         seen = os.path.isfile(token)
@@ -143,7 +160,11 @@ def run_checks(spec: Mapping[str, Any], environ: Mapping[str, str] = os.environ,
     unwritable = [problem for d in spec.get("write_dirs", []) if (problem := write_probe(d))]
     if spec.get("write_dirs"):
         shown = "; ".join(unwritable[:3]) + (f"; and {len(unwritable) - 3} more" if len(unwritable) > 3 else "")
-        add("results/ writable", not unwritable, shown or f"a file was written and removed in each of {len(spec['write_dirs'])} directories")
+        add(
+            "results/ writable",
+            not unwritable,
+            shown or f"a file was written and removed in each of {len(spec['write_dirs'])} directories",
+        )
     for name, why in FORBIDDEN_ENV.items():
         if environ.get(name):
             add(f"environment {name}", False, f"{name}={environ[name]!r} {why}: unset it")

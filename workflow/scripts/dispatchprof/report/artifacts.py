@@ -17,18 +17,30 @@ from dispatchprof.formats.names import OPPROF_RE, PROF_RE
 
 # kind -> (what it is, where it opens). Order = the guide's order.
 KINDS = {
-    "prof_dir": ("msprof system profile (PROF_* directory)", "MindStudio Insight: import the PROF_* directory, System Timeline view"),
+    "prof_dir": (
+        "msprof system profile (PROF_* directory)",
+        "MindStudio Insight: import the PROF_* directory, System Timeline view",
+    ),
     "visualize_bin": (
         "msopprof visualize_data.bin",
         "MindStudio Insight: Details, Source and the matching timeline (a TRACE block opens as the pipe/instruction timeline)",
     ),
-    "simulator_trace": ("msopprof simulator trace.json (summary or per core)", "MindStudio Insight: instruction timeline (also chrome://tracing)"),
+    "simulator_trace": (
+        "msopprof simulator trace.json (summary or per core)",
+        "MindStudio Insight: instruction timeline (also chrome://tracing)",
+    ),
     "device_trace": (
         "msopprof device trace.json (PipeTimeline / InstrTimeline)",
         "MindStudio Insight: pipe / instruction timeline (the same JSON as the .bin's TRACE block; also chrome://tracing)",
     ),
-    "pipe_utilization": ("msopprof PipeUtilization*.csv", "a table beside MindStudio Insight's Details view (Insight does not import the CSV)"),
-    "latency_csv": ("dispatch_latency.csv (the test's kernel-event latency)", "not MindStudio Insight: this workflow's statistics (baseline section)"),
+    "pipe_utilization": (
+        "msopprof PipeUtilization*.csv",
+        "a table beside MindStudio Insight's Details view (Insight does not import the CSV)",
+    ),
+    "latency_csv": (
+        "dispatch_latency.csv (the test's kernel-event latency)",
+        "not MindStudio Insight: this workflow's statistics (baseline section)",
+    ),
 }
 NOTES = (
     "A visualize_data.bin shows only what was collected: views whose data was not collected (e.g. Source without -g, "
@@ -96,7 +108,9 @@ def find(root: Path) -> Iterable[tuple[str, Path]]:
                 yield kind, here / f
 
 
-def artifact_guide(results: Path, imported: Mapping[str, str | None], report_dir: Path, insight_version: str | None, toolchain: str) -> dict:
+def artifact_guide(
+    results: Path, imported: Mapping[str, str | None], report_dir: Path, insight_version: str | None, toolchain: str
+) -> dict:
     """The guide's rows grouped by kind, with the notes and the Insight version. ``results`` is the experiment's
     results directory; ``imported`` the analyze.* paths (None = not given), read in place."""
     found: dict[str, Artifact] = {}
@@ -113,7 +127,9 @@ def artifact_guide(results: Path, imported: Mapping[str, str | None], report_dir
     for kind, (what, view) in KINDS.items():
         rows = sorted((a for a in found.values() if a.kind == kind), key=lambda a: a.shown)
         if rows:
-            groups.append({"kind": kind, "what": what, "view": view, "count": len(rows), "artifacts": [asdict(a) for a in rows]})
+            groups.append(
+                {"kind": kind, "what": what, "view": view, "count": len(rows), "artifacts": [asdict(a) for a in rows]}
+            )
     return {
         "insight_version": insight_version or "not recorded",
         "toolchain": toolchain,

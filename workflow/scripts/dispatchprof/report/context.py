@@ -20,7 +20,9 @@ def environment_rows(env: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list
                 "driver": versions["driver"].get("version", "unavailable"),
                 "firmware": versions["firmware"].get("version", "unavailable"),
                 "commit": (node["probes"]["repo_commit"]["value"] or "unavailable")[:12],
-                "flags": (" ".join(flags["optimization"]) + (" -g" if flags["debug_info"] else "")) if flags.get("available") else "unavailable",
+                "flags": (" ".join(flags["optimization"]) + (" -g" if flags["debug_info"] else ""))
+                if flags.get("available")
+                else "unavailable",
                 "op_entry": node["op_profiler_entry"],
                 "clock_sync": node.get("clock_sync", "not recorded"),
                 "unavailable": ", ".join(n for n, p in node["probes"].items() if not p["available"]) or "none",
@@ -51,7 +53,11 @@ def open_boundaries(
     their collect parts, where the replay's checks are recorded), so a new stage is included by writing its status
     (and, for metrics, ``details.not_provided``)."""
     items = [f"{name}: {s.state}: {s.reason}" for name, s in statuses.items() if s.state not in ("ok", "disabled")]
-    items += [f"{name}: not run (disabled): {s.reason}" for name, s in statuses.items() if s.state == "disabled" and name not in ("report",)]
+    items += [
+        f"{name}: not run (disabled): {s.reason}"
+        for name, s in statuses.items()
+        if s.state == "disabled" and name not in ("report",)
+    ]
     metrics = {stage: list(m) for stage, m in (not_provided or {}).items() if m}
     for name, s in statuses.items():
         extra = [m for m in (s.details or {}).get("not_provided", []) if m not in metrics.get(name, [])]
@@ -64,20 +70,34 @@ def open_boundaries(
     if verified:
         items.append(
             f"Kernel replay verified in this run by {', '.join(verified)}: each replayed the kernel on every rank and precision still passed afterwards"
-            + (f"; not verified by {', '.join(n for n in replayed if n not in verified)}" if len(verified) < len(replayed) else "")
+            + (
+                f"; not verified by {', '.join(n for n in replayed if n not in verified)}"
+                if len(verified) < len(replayed)
+                else ""
+            )
         )
     pmu = statuses.get("pmu")
     imported = pmu is not None and pmu.ok and pmu.source == "import"
     if imported and not verified:
-        items.append("Kernel replay not verified here: the op-profiler data was imported, and its precision after replay was not checked in this run")
+        items.append(
+            "Kernel replay not verified here: the op-profiler data was imported, and its precision after replay was not checked in this run"
+        )
     if pmu is None or not pmu.ok or not (verified or imported):
-        items.append("PMU replay compatibility of the full kernel unresolved: kernel replay of a cross-rank kernel was not verified in this run")
+        items.append(
+            "PMU replay compatibility of the full kernel unresolved: kernel replay of a cross-rank kernel was not verified in this run"
+        )
         debugclock = statuses.get("debugclock")
         if debugclock is not None and debugclock.ok:
-            items.append("Per-role phases come from the DebugClock fallback (a DEBUG_CLOCK_ON build): pipe utilisation per core is not measured")
+            items.append(
+                "Per-role phases come from the DebugClock fallback (a DEBUG_CLOCK_ON build): pipe utilisation per core is not measured"
+            )
     if not network_evidence:
-        items.append(f"Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow. {HCCL_CAUTION}")
+        items.append(
+            f"Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow. {HCCL_CAUTION}"
+        )
     probe = statuses.get("probe")
     if probe is not None and probe.ok:
-        items.append("The probe's numbers are simulator, single card, local probe: they test a local hypothesis and never speak for the multi-rank kernel")
+        items.append(
+            "The probe's numbers are simulator, single card, local probe: they test a local hypothesis and never speak for the multi-rank kernel"
+        )
     return items

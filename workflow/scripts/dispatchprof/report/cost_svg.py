@@ -32,7 +32,15 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
     rows = list(causes)[:12]
     left, right, top, bar, gap = 200, 20, 34, 9, 8
     height = top + len(rows) * (2 * bar + gap) + 30
-    values = [v for c in rows for v in (c.get("cost_us_per_launch") or 0.0, *(c.get("cost_ci_us") or [0, 0]), c.get("cost_timed_us_per_launch") or 0.0)]
+    values = [
+        v
+        for c in rows
+        for v in (
+            c.get("cost_us_per_launch") or 0.0,
+            *(c.get("cost_ci_us") or [0, 0]),
+            c.get("cost_timed_us_per_launch") or 0.0,
+        )
+    ]
     values += [v for c in rows for v in (c.get("cost_timed_ci_us") or [0, 0]) if v is not None]
     values += [c["cost_bound_us"][1] for c in rows if c.get("cost_bound_us")]
     high = max([v for v in values if v is not None and v == v] + [1e-9])
@@ -56,11 +64,15 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
     for i, c in enumerate(rows):
         y = top + i * (2 * bar + gap)
         parts.append(f'<text x="{left - 6}" y="{y + bar + 4}" text-anchor="end">{html.escape(_label(c))}</text>')
-        for k, (key, ci_key, colour) in enumerate((("cost_us_per_launch", "cost_ci_us", PERIOD), ("cost_timed_us_per_launch", "cost_timed_ci_us", TIMED))):
+        for k, (key, ci_key, colour) in enumerate(
+            (("cost_us_per_launch", "cost_ci_us", PERIOD), ("cost_timed_us_per_launch", "cost_timed_ci_us", TIMED))
+        ):
             v, yy = c.get(key) or 0.0, y + k * bar
             bound = c.get("cost_bound_us") if key == "cost_us_per_launch" else None
             faint = ' fill-opacity="0.45"' if bound else ""  # an estimate that is not established
-            parts.append(f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colour}"{faint}><title>{v:.2f} us</title></rect>')
+            parts.append(
+                f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colour}"{faint}><title>{v:.2f} us</title></rect>'
+            )
             if bound:  # the cost is this bound; the bar is the estimate on clocks fitted to the ends (not established)
                 parts.append(
                     f'<rect x="{left}" y="{yy}" width="{x(bound[1]) - left:.1f}" height="{bar - 1}" fill="none" stroke="{colour}" '
@@ -69,7 +81,9 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
             ci = c.get(ci_key)
             if ci and None not in ci and ci[0] == ci[0]:
                 mid = yy + (bar - 1) / 2
-                parts.append(f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.2"/>')
+                parts.append(
+                    f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.2"/>'
+                )
     parts += _axis_and_end(height, left, width - right, high, x)
     return "".join(parts)
 
@@ -77,7 +91,11 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
 def offsets_svg(offsets: Mapping[str, Any], marked: Sequence[int] = (), width: int = 640, max_ranks: int = 64) -> str:
     """Per rank (a row) its median arrival and end after the launch's first, on corrected clocks: two dots. The
     named causes' ranks are marked. Above ``max_ranks`` ranks, the ranks with the latest ends are shown."""
-    ranks, arrival, end = offsets.get("ranks") or [], offsets.get("arrival_us_median") or [], offsets.get("end_us_median") or []
+    ranks, arrival, end = (
+        offsets.get("ranks") or [],
+        offsets.get("arrival_us_median") or [],
+        offsets.get("end_us_median") or [],
+    )
     if not ranks:
         return ""
     rows = list(zip(ranks, arrival, end))
@@ -100,10 +118,16 @@ def offsets_svg(offsets: Mapping[str, Any], marked: Sequence[int] = (), width: i
     for i, (rank, a, e) in enumerate(shown):
         y = top + i * step + step / 2
         weight = ' font-weight="bold"' if rank in mark else ""
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end"{weight}>rank {rank}{" *" if rank in mark else ""}</text>')
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end"{weight}>rank {rank}{" *" if rank in mark else ""}</text>'
+        )
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>')
-        parts.append(f'<circle cx="{left + a * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{PERIOD}"><title>rank {rank}: arrival +{a:.2f} us</title></circle>')
-        parts.append(f'<circle cx="{left + e * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{TIMED}"><title>rank {rank}: end +{e:.2f} us</title></circle>')
+        parts.append(
+            f'<circle cx="{left + a * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{PERIOD}"><title>rank {rank}: arrival +{a:.2f} us</title></circle>'
+        )
+        parts.append(
+            f'<circle cx="{left + e * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{TIMED}"><title>rank {rank}: end +{e:.2f} us</title></circle>'
+        )
     parts += _axis_and_end(height, left, width - right, high, lambda v: left + v * scale)
     return "".join(parts)
 

@@ -16,17 +16,23 @@ def phase_svg(role: str, bars: list[Mapping[str, Any]], wait_keys: set[str], wid
     end = max(b["start_us"] + b["us"] for b in bars) or 1.0
     row, label_w, pad = 18, 150, 4
     scale = (width - label_w - 10) / end
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(bars) + 24}" role="img" aria-label="{escape(role)} phases">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(bars) + 24}" role="img" aria-label="{escape(role)} phases">'
+    ]
     for i, b in enumerate(bars):
         y = i * row + pad
         colour = WAIT_COLOUR if b["key"] in wait_keys else WORK_COLOUR
         x, w = label_w + b["start_us"] * scale, max(1.0, b["us"] * scale)
         title = f"{b['key']} {b['phase']}: starts {b['start_us']:.2f} us, lasts {b['us']:.2f} us (medians)"
         parts.append(f'<text x="0" y="{y + 12}" font-size="11">{escape(str(b["key"]))} {escape(b["phase"])}</text>')
-        parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 6}" fill="{colour}"><title>{escape(title)}</title></rect>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 6}" fill="{colour}"><title>{escape(title)}</title></rect>'
+        )
     axis_y = row * len(bars) + pad + 12
     parts.append(f'<text x="{label_w}" y="{axis_y}" font-size="10">0 us</text>')
-    parts.append(f'<text x="{width - 10}" y="{axis_y}" font-size="10" text-anchor="end">{end:.1f} us from the core\'s first tick</text>')
+    parts.append(
+        f'<text x="{width - 10}" y="{axis_y}" font-size="10" text-anchor="end">{end:.1f} us from the core\'s first tick</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -42,7 +48,10 @@ def section(stats: Mapping[str, Any]) -> dict[str, Any]:
         waits = {k for k, v in stats["roles"].get(role, {}).get(key, {}).items() if v["wait"]}
         charts[role] = phase_svg(role, bars, waits)
     maps = stats.get("wait_work_heatmaps") or {}
-    titles = {"wait_us": "Wait slots per rank and role (mixed: wait + work; sum of medians)", "work_us": "Work slots per rank and role (sum of medians)"}
+    titles = {
+        "wait_us": "Wait slots per rank and role (mixed: wait + work; sum of medians)",
+        "work_us": "Work slots per rank and role (sum of medians)",
+    }
     heatmaps = {k: heatmap_svg(maps[k], title, "role") for k, title in titles.items() if k in maps}
     return {
         **stats,
@@ -57,7 +66,9 @@ def local_window_copy_sentence(section: Mapping[str, Any], rank: int | None) -> 
     """For the rank the timeline names slow by itself (own_work): its LocalWindowCopy slot against its peers. The
     slot is a wait slot (wait plus copy), left out of busiest; for a rank that ends late by itself it holds its own
     copy beside the wait every rank has."""
-    entry = ((section.get("local_window_copy") or {}).get("per_rank") or {}).get(str(rank)) if rank is not None else None
+    entry = (
+        ((section.get("local_window_copy") or {}).get("per_rank") or {}).get(str(rank)) if rank is not None else None
+    )
     if not entry or entry.get("peers_median_us") is None:
         return ""
     text = (
@@ -82,7 +93,12 @@ def slot_text(best: Mapping[str, Any]) -> str:
 def _shared(section: Mapping[str, Any]) -> str:
     """When the busiest rank's slot is the busiest node's, and the rank is on it: the rank does not stand alone."""
     best, node = section.get("busiest"), section.get("busiest_node")
-    if not best or not node or best["rank"] not in node["ranks"] or (best["role"], best["phase"]) != (node["role"], node["phase"]):
+    if (
+        not best
+        or not node
+        or best["rank"] not in node["ranks"]
+        or (best["role"], best["phase"]) != (node["role"], node["phase"])
+    ):
         return ""
     return f" (one of node {node['node']}'s ranks, which all share this excess: the node's, not the rank's alone)"
 
@@ -108,7 +124,9 @@ def node_sentence(section: Mapping[str, Any], straggler: Mapping[str, Any]) -> s
     node, evidence, cost = straggler.get("node"), straggler.get("evidence"), straggler.get("cost_us_per_launch")
     if evidence == "late_ending_node" and cost is not None:
         where = (
-            "the same node's late end" if node == best["node"] else f"node {node}'s late end (it may receive those sends: the link into it, not its own work)"
+            "the same node's late end"
+            if node == best["node"]
+            else f"node {node}'s late end (it may receive those sends: the link into it, not its own work)"
         )
         text += (
             f" The timeline's top cause is {where} at {cost:.1f} us per launch: a late end counts only its lead over the others, "
@@ -148,4 +166,7 @@ def fallback_sentence(section: Mapping[str, Any], pmu_state: str) -> str:
         text += _shared(section) or ", so it is the slow sender the others wait for"
     else:
         text += "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess: the busiest role is not established"
-    return text + "; wait slots (mixed work and wait) are left out, and a late arrival before the entry barrier is invisible to DebugClock."
+    return (
+        text
+        + "; wait slots (mixed work and wait) are left out, and a late arrival before the entry barrier is invisible to DebugClock."
+    )

@@ -14,7 +14,9 @@ from dispatchprof.report.heatmap_svg import heatmap_svg
 from dispatchprof.report.link_svg import bound_bars_svg, node_pair_matrix, node_pairs_svg
 
 
-def render_figures(timeline: dict[str, Any] | None, pmu: dict[str, Any] | None, pcsampling: dict[str, Any] | None, figures: Path) -> None:
+def render_figures(
+    timeline: dict[str, Any] | None, pmu: dict[str, Any] | None, pcsampling: dict[str, Any] | None, figures: Path
+) -> None:
     """Adds to each stage's report context its pictures: the entry waits per rank and launch (timeline
     ``entry_wait_svg``), the causes by cost with CIs (``causes_svg``), each rank's arrival and end offsets
     (``offsets_svg``), busy and no-pipe time per rank and AIV core (pmu ``busy_svg``, ``no_pipe_svg``): inline SVG
@@ -30,15 +32,29 @@ def render_figures(timeline: dict[str, Any] | None, pmu: dict[str, Any] | None, 
         timeline["offsets_svg"] = offsets_svg(timeline["stats"]["rank_offsets"], blamed)
     if pmu and pmu.get("heatmaps"):
         maps = pmu["heatmaps"]
-        pmu["busy_svg"] = heatmap_svg(maps["busy_us"], "Busy time per rank and AIV core (upper bound: some pipe active)", "AIV index", maps["role_bands"])
-        pmu["no_pipe_svg"] = heatmap_svg(maps["no_pipe_us"], "No pipe active per rank and AIV core (polling, fetch, stalls)", "AIV index", maps["role_bands"])
+        pmu["busy_svg"] = heatmap_svg(
+            maps["busy_us"],
+            "Busy time per rank and AIV core (upper bound: some pipe active)",
+            "AIV index",
+            maps["role_bands"],
+        )
+        pmu["no_pipe_svg"] = heatmap_svg(
+            maps["no_pipe_us"],
+            "No pipe active per rank and AIV core (polling, fetch, stalls)",
+            "AIV index",
+            maps["role_bands"],
+        )
     per_role = (pcsampling or {}).get("per_role")
     if per_role:
         from dispatchprof.report import plots
         from dispatchprof.report.html import embed_svg
 
         path = figures / "pcsampling_stalls_per_role.svg"
-        plots.stacked_shares({role: r["stalls"] for role, r in per_role.items()}, "Reasons not to issue, per role (its SIMT functions)", path)
+        plots.stacked_shares(
+            {role: r["stalls"] for role, r in per_role.items()},
+            "Reasons not to issue, per role (its SIMT functions)",
+            path,
+        )
         pcsampling["per_role_img"] = embed_svg(path)
 
 

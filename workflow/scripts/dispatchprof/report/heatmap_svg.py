@@ -76,7 +76,12 @@ def png(rgb: np.ndarray) -> bytes:
 
     scanlines = np.concatenate([np.zeros((height, 1), np.uint8), rgb.reshape(height, width * 3)], axis=1)  # filter 0
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # bit depth 8, colour type 2 (RGB), no interlace
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(scanlines.tobytes(), 6)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(scanlines.tobytes(), 6))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _between(start: float, stop: float, shares: np.ndarray) -> np.ndarray:
@@ -97,7 +102,9 @@ def _tick_label(value: float) -> str:
     return f"{value:.4g}"
 
 
-def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequence[Mapping[str, Any]] | None = None) -> str:
+def heatmap_svg(
+    grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequence[Mapping[str, Any]] | None = None
+) -> str:
     """The heat map of a binned grid (analysis.waits.binned_grid: rows, columns, values with None, aggregation) as SVG
     text. Colours run from the finite min to max as matplotlib's imshow did; role bands ({role, first, last} column
     positions) are named above the columns and separated by white lines."""
@@ -130,17 +137,23 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
         f'<text x="{title_x:.1f}" y="{FONT + 6}" text-anchor="middle" font-size="{FONT + 2}">{_text(title)}</text>',
     ]
     if not values.size:
-        parts.append(f'<text x="{left:.1f}" y="{top + FONT:.1f}">no cells to draw ({len(rows)} rows, {len(columns)} columns)</text></svg>')
+        parts.append(
+            f'<text x="{left:.1f}" y="{top + FONT:.1f}">no cells to draw ({len(rows)} rows, {len(columns)} columns)</text></svg>'
+        )
         return "".join(parts)
 
     parts.append(
         f'<image x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" preserveAspectRatio="none" '
         f'image-rendering="optimizeSpeed" style="image-rendering:pixelated" href="{png_data_uri(png(colours(values, low, high)))}"/>'
     )
-    parts.append(f'<rect x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" fill="none" stroke="#333"/>')
+    parts.append(
+        f'<rect x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" fill="none" stroke="#333"/>'
+    )
     for i in row_ticks:
         y = top + (i + 0.5) * cell_h
-        parts.append(f'<text x="{left - 6:.1f}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">{_text(rows[i])}</text>')
+        parts.append(
+            f'<text x="{left - 6:.1f}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">{_text(rows[i])}</text>'
+        )
     for j in column_ticks:
         x = left + (j + 0.5) * cell_w
         parts.append(
@@ -154,13 +167,21 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
         first, last = max(0, int(band["first"])), min(len(columns) - 1, int(band["last"]))
         if last < len(columns) - 1:  # a white line after the band, as axvline drew it
             x = left + (last + 1) * cell_w
-            parts.append(f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{top + plot_h:.1f}" stroke="white" stroke-width="1"/>')
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{top + plot_h:.1f}" stroke="white" stroke-width="1"/>'
+            )
         middle = left + (first + last + 1) / 2 * cell_w
-        parts.append(f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" font-size="{FONT - 1}">{_text(str(band["role"]))}</text>')
+        parts.append(
+            f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" font-size="{FONT - 1}">{_text(str(band["role"]))}</text>'
+        )
 
     # Colour bar: the same colour map on a 1 x 64 strip, top = high; smooth scaling is right here (a continuous scale).
     bar_h = min(plot_h, 240.0)
-    strip = colours(_between(high, low, np.linspace(0, 1, 64))[:, None], low, high) if finite.any() else np.full((1, 1, 3), NO_VALUE_GREY, np.uint8)
+    strip = (
+        colours(_between(high, low, np.linspace(0, 1, 64))[:, None], low, high)
+        if finite.any()
+        else np.full((1, 1, 3), NO_VALUE_GREY, np.uint8)
+    )
     parts.append(
         f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" href="{png_data_uri(png(strip))}"/>'
         f'<rect x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" fill="none" stroke="#333"/>'
@@ -169,7 +190,9 @@ def heatmap_svg(grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequenc
     ticks = _between(low, high, shares)
     for k, value in enumerate(ticks):
         y = top + bar_h * (1 - (k / (len(ticks) - 1) if len(ticks) > 1 else 0.5))
-        parts.append(f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>')
+        parts.append(
+            f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>'
+        )
     parts.append(
         f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(unit)}</text>'
     )

@@ -32,7 +32,12 @@ def embed_svg(path: Path) -> str:
 
 # Everything that is compiled into a template besides its source: a cached template is used only where all of it is
 # the same (the cache files are named after it).
-_SETTINGS = {"trim_blocks": True, "lstrip_blocks": True, "autoescape": (("html", "html.j2"), False, False), "jinja": jinja2.__version__}
+_SETTINGS = {
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "autoescape": (("html", "html.j2"), False, False),
+    "jinja": jinja2.__version__,
+}
 
 
 class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
@@ -81,7 +86,9 @@ _FIXED = re.compile(r"%(\.\d+)?f")
 
 def human_format(spec: str, *args: Any, **kwargs: Any) -> str:
     """Jinja's ``format`` filter, with fixed-point conversions turned into ``%.4g`` when an argument is huge."""
-    if not kwargs and any(isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) >= HUMAN_LIMIT for a in args):
+    if not kwargs and any(
+        isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) >= HUMAN_LIMIT for a in args
+    ):
         spec = _FIXED.sub("%.4g", spec)
     return jinja2.filters.do_format(spec, *args, **kwargs)
 

@@ -76,9 +76,13 @@ def node_pairs_svg(matrix: np.ndarray, simulated: bool, max_nodes: int = 32) -> 
                     f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" text-anchor="middle" fill="{ink}" font-size="{FONT - 1}">{_bytes_label(value)}</text>'
                 )
     parts.append(f'<text x="{left + n * cell / 2:.1f}" y="{top - 20:.1f}" text-anchor="middle">destination node</text>')
-    parts.append(f'<text transform="translate({FONT + 2},{top + n * cell / 2:.1f}) rotate(-90)" text-anchor="middle">source node</text>')
+    parts.append(
+        f'<text transform="translate({FONT + 2},{top + n * cell / 2:.1f}) rotate(-90)" text-anchor="middle">source node</text>'
+    )
     foot = top + n * cell + 18
-    parts.append(f'<text x="4" y="{foot:.1f}">colour: bytes per launch (B), 0 (dark) to {matrix.max():,.0f} B (yellow); the diagonal is intra-node</text>')
+    parts.append(
+        f'<text x="4" y="{foot:.1f}">colour: bytes per launch (B), 0 (dark) to {matrix.max():,.0f} B (yellow); the diagonal is intra-node</text>'
+    )
     parts.append(f'<text x="4" y="{foot + 16:.1f}">{html.escape(PAIR_TIME_MISSING)}</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -88,7 +92,9 @@ def _us(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def bound_bars_svg(bandwidth: Mapping[str, Any], measured: Mapping[str, Any] | None, simulated: bool, width: int = 640) -> str:
+def bound_bars_svg(
+    bandwidth: Mapping[str, Any], measured: Mapping[str, Any] | None, simulated: bool, width: int = 640
+) -> str:
     """Horizontal bars on one µs axis: the measured kernel time (median per-iteration max over ranks, whisker at its
     95% CI), then each link class's bound (time its busiest rank's bytes need at the class's peak); the class that
     sets the bound is marked. A class without a bound (peak not configured) is named, without a bar."""
@@ -99,7 +105,13 @@ def bound_bars_svg(bandwidth: Mapping[str, Any], measured: Mapping[str, Any] | N
     sets = bandwidth.get("sets_bound")
     for name, link in links.items():
         colour = SETS if name == sets else BOUND
-        rows.append((f"{name.replace('_', '-')} bound" + (" (sets the bound)" if name == sets else ""), link.get("bound_us"), colour))
+        rows.append(
+            (
+                f"{name.replace('_', '-')} bound" + (" (sets the bound)" if name == sets else ""),
+                link.get("bound_us"),
+                colour,
+            )
+        )
     if not rows:
         return ""
     ci = (measured or {}).get("median_ci95") or []
@@ -112,9 +124,13 @@ def bound_bars_svg(bandwidth: Mapping[str, Any], measured: Mapping[str, Any] | N
     for i, (label, value, colour) in enumerate(rows):
         y = top + i * (bar + gap)
         weight = ' font-weight="bold"' if colour == SETS else ""
-        parts.append(f'<text x="{left - 6}" y="{y + bar / 2 + 4:.1f}" text-anchor="end"{weight}>{html.escape(label)}</text>')
+        parts.append(
+            f'<text x="{left - 6}" y="{y + bar / 2 + 4:.1f}" text-anchor="end"{weight}>{html.escape(label)}</text>'
+        )
         if value is None:
-            parts.append(f'<text x="{left + 4}" y="{y + bar / 2 + 4:.1f}" fill="#57606a">no bound: peak not configured</text>')
+            parts.append(
+                f'<text x="{left + 4}" y="{y + bar / 2 + 4:.1f}" fill="#57606a">no bound: peak not configured</text>'
+            )
             continue
         parts.append(
             f'<rect class="bar" data-us="{value:.6g}" x="{left}" y="{y}" width="{value * scale:.2f}" height="{bar}" fill="{colour}"><title>{html.escape(label)}: {value:.2f} us</title></rect>'
@@ -125,7 +141,9 @@ def bound_bars_svg(bandwidth: Mapping[str, Any], measured: Mapping[str, Any] | N
                 f'<line x1="{left + ci[0] * scale:.1f}" x2="{left + ci[1] * scale:.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.5">'
                 f"<title>95% CI {ci[0]:.2f}-{ci[1]:.2f} us</title></line>"
             )
-        label_x = left + max(value, ci[1] if colour == MEASURED and len(ci) == 2 and ci[1] is not None else 0.0) * scale + 4
+        label_x = (
+            left + max(value, ci[1] if colour == MEASURED and len(ci) == 2 and ci[1] is not None else 0.0) * scale + 4
+        )
         parts.append(f'<text x="{label_x:.1f}" y="{y + bar / 2 + 4:.1f}" font-size="{FONT - 1}">{_us(value)} us</text>')
     axis_y = height - 34
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{axis_y}" y2="{axis_y}" stroke="#57606a"/>')

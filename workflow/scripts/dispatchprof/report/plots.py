@@ -28,9 +28,21 @@ def rank_distributions(frame: pd.DataFrame, title: str, path: Path) -> None:
     measured = frame[frame["in_average"] & ~frame["warmup"]]
     ranks = sorted(frame["rank"].unique())
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(ranks) + 2), 3.6))
-    ax.boxplot([measured.loc[measured["rank"] == r, "us"] for r in ranks], positions=range(len(ranks)), showfliers=True, widths=0.6)
+    ax.boxplot(
+        [measured.loc[measured["rank"] == r, "us"] for r in ranks],
+        positions=range(len(ranks)),
+        showfliers=True,
+        widths=0.6,
+    )
     warm = frame[frame["warmup"]]
-    ax.scatter([ranks.index(r) for r in warm["rank"]], warm["us"], marker="x", color="#9a6700", s=14, label="warm-up (excluded)")
+    ax.scatter(
+        [ranks.index(r) for r in warm["rank"]],
+        warm["us"],
+        marker="x",
+        color="#9a6700",
+        s=14,
+        label="warm-up (excluded)",
+    )
     ax.set_xticks(range(len(ranks)), [str(r) for r in ranks])
     ax.set_xlabel("rank")
     ax.set_ylabel("latency (us)")
@@ -67,7 +79,9 @@ def slowest_rank_histogram(fractions: dict[str, float], title: str, path: Path) 
 def stacked_shares(shares: dict[str, dict[str, float]], title: str, path: Path) -> None:
     """One horizontal bar per row (e.g. a role), split by category shares that sum to 1."""
     rows = list(shares)
-    categories = sorted({c for mix in shares.values() for c in mix}, key=lambda c: -sum(m.get(c, 0.0) for m in shares.values()))
+    categories = sorted(
+        {c for mix in shares.values() for c in mix}, key=lambda c: -sum(m.get(c, 0.0) for m in shares.values())
+    )
     fig, ax = plt.subplots(figsize=(9, 1.0 + 0.5 * len(rows)))
     left = [0.0] * len(rows)
     colors = plt.get_cmap("tab10")

@@ -19,7 +19,9 @@ def launch_svg(rank: int, dur_us: Sequence[float], median_us: float | None, reas
     stride = max(1, len(dur_us) // (WIDTH - 20))
     shown = list(dur_us)[::stride]
     step = (WIDTH - 20) / max(len(shown) - 1, 1)
-    points = " ".join(f"{10 + i * step:.1f},{HEIGHT - 15 - (v - bottom) / span * (HEIGHT - 30):.1f}" for i, v in enumerate(shown))
+    points = " ".join(
+        f"{10 + i * step:.1f},{HEIGHT - 15 - (v - bottom) / span * (HEIGHT - 30):.1f}" for i, v in enumerate(shown)
+    )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img">'
         f"<title>rank {rank}: kernel duration per used launch ({bottom:.1f}-{top:.1f} us)</title>"

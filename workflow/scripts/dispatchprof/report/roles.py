@@ -20,13 +20,21 @@ def own_work_rank(sections: Mapping[str, Any]) -> int | None:
     return next((int(c["rank"]) for c in causes if c.get("evidence") == "own_work" and c.get("rank") is not None), None)
 
 
-def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us: float | None = None, label: str = "The role's excess") -> str:
+def cost_beside(
+    rank: int,
+    role_us: float,
+    straggler: Mapping[str, Any],
+    low_us: float | None = None,
+    label: str = "The role's excess",
+) -> str:
     """The role's excess per launch (a range from ``low_us`` when given: pipes overlap) beside the rank's cost in the
     timeline (cost_us_per_launch, when given)."""
     named, cost = straggler.get("rank"), straggler.get("cost_us_per_launch")
     role_us_text = f"{low_us:.1f} to {role_us:.1f}" if low_us is not None and low_us < role_us else f"{role_us:.1f}"
     inner = label[0].lower() + label[1:]  # the label inside a sentence
-    bound = straggler.get("cost_bound_us")  # without a pure barrier a late arrival's cost is a bound (analysis/waits/arrivals.py)
+    bound = straggler.get(
+        "cost_bound_us"
+    )  # without a pure barrier a late arrival's cost is a bound (analysis/waits/arrivals.py)
     cost_text = f"at most {bound[1]:.1f}" if bound else f"{cost:.1f}" if cost is not None else ""
     extra = f", {cost_text} us per launch" if cost is not None else ""  # the timeline's cost, inside a clause
     if named == rank and cost is not None:
@@ -48,7 +56,11 @@ def cost_beside(rank: int, role_us: float, straggler: Mapping[str, Any], low_us:
     if straggler.get("evidence") == "in_kernel" and straggler.get("ranks"):
         late = rank_list(straggler["ranks"]).lower()
         alone = len(straggler["ranks"]) == 1
-        among = ("that rank" if alone else "one of them: this names which") if rank in straggler["ranks"] else "not among them: a peer they wait for"
+        among = (
+            ("that rank" if alone else "one of them: this names which")
+            if rank in straggler["ranks"]
+            else "not among them: a peer they wait for"
+        )
         return f" The timeline names {late} ending late{'' if alone else ' together'}{extra}, with no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
     if straggler.get("evidence") == "in_kernel":
         return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; {inner} is {role_us_text} us per launch."
@@ -89,6 +101,10 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
         else ""
     )
     label = (
-        "The role's excess on its vector and MTE pipes (its scalar work not counted)" if busy.get("ranked_by") == "nonscalar_us_high" else "The role's excess"
+        "The role's excess on its vector and MTE pipes (its scalar work not counted)"
+        if busy.get("ranked_by") == "nonscalar_us_high"
+        else "The role's excess"
     )
-    return f"{lead}, {what}: {numbers}.{caveat}" + cost_beside(rank, per_launch, straggler, busy.get("excess_us_per_launch_low"), label)
+    return f"{lead}, {what}: {numbers}.{caveat}" + cost_beside(
+        rank, per_launch, straggler, busy.get("excess_us_per_launch_low"), label
+    )

@@ -14,14 +14,22 @@ from dispatchprof.shell.status import Status
 SCHEMA = "dispatchprof.summary/4"  # /4: baseline.bandwidth (bytes per link class, the link bound, the group efficiency); /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
 
 
-def build_summary(experiment: str, toolchain: str, mode: str, statuses: Mapping[str, Status], sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def build_summary(
+    experiment: str,
+    toolchain: str,
+    mode: str,
+    statuses: Mapping[str, Status],
+    sections: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Stage sections (``baseline``...) are present when the stage is ok, else null."""
     summary = {
         "schema": SCHEMA,
         "experiment": experiment,
         "toolchain": toolchain,
         "mode": mode,
-        "stages": {stage: {"state": s.state, "reason": s.reason, "root_cause": s.root_cause} for stage, s in statuses.items()},
+        "stages": {
+            stage: {"state": s.state, "reason": s.reason, "root_cause": s.root_cause} for stage, s in statuses.items()
+        },
     }
     for stage, section in (sections or {}).items():
         summary[stage] = section if statuses[stage].ok else None
@@ -38,7 +46,11 @@ def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
     )
     named = section.get("slowest_named")
     if named is not None:
-        text += f" Rank {named['rank']} is slow by itself: {named['why']}." if named["rank"] is not None else f" No rank is named slow: {named['why']}."
+        text += (
+            f" Rank {named['rank']} is slow by itself: {named['why']}."
+            if named["rank"] is not None
+            else f" No rank is named slow: {named['why']}."
+        )
     elif slowest and slowest["fraction"] >= 0.5:
         text += f" Rank {slowest['rank']} is consistently the slowest ({100 * slowest['fraction']:.0f}% of iterations)."
     elif slowest:
@@ -76,7 +88,11 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     refused = coverage.get("refused") or {}
     if refused:
         named = "; ".join(f"rank {r} ({detail.removeprefix('refused: ')})" for r, detail in list(refused.items())[:3])
-        text.append(f"Left out because their files could not be used: {named}" + (f" and {len(refused) - 3} more ranks" if len(refused) > 3 else "") + ".")
+        text.append(
+            f"Left out because their files could not be used: {named}"
+            + (f" and {len(refused) - 3} more ranks" if len(refused) > 3 else "")
+            + "."
+        )
     note = (tl.get("rank_mapping") or {}).get("note")
     if note:
         text.append(f"Rank numbers are inferred: {note}.")
@@ -93,7 +109,12 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     coupled = tl["coupling"]["state"] == "coupled"
     lead = f"In the msprof timeline {tl['kernel_name']} behaves as a {'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
     if strag["evidence"] != "none":
-        text.append(lead + "ranked by what each cause costs the group (a what-if saving per launch, not how often it strikes): " + strag["explanation"] + ".")
+        text.append(
+            lead
+            + "ranked by what each cause costs the group (a what-if saving per launch, not how often it strikes): "
+            + strag["explanation"]
+            + "."
+        )
     else:
         text.append(lead + strag["explanation"] + ".")
     waited = tl.get("waiting") or {}
@@ -105,12 +126,19 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
         text += causes_waiting_sentences(left, {r for c in tl.get("causes") or [] for r in (c.get("ranks") or [])})
     longest = tl.get("longest_duration") or {}
     tied = longest.get("ranks") or []
-    if coupled and longest.get("label") == "waits longest" and longest.get("rank") is not None and longest["rank"] not in waiting:
+    if (
+        coupled
+        and longest.get("label") == "waits longest"
+        and longest.get("rank") is not None
+        and longest["rank"] not in waiting
+    ):
         text.append(
             f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): a rank's duration holds its wait "
             "inside the kernel (the entry barrier, its peers' data), which does not make it slow."
         )
-    elif coupled and longest.get("label") == "waits longest" and len(tied) > 1:  # a shared top is named in full, never given to the lowest rank
+    elif (
+        coupled and longest.get("label") == "waits longest" and len(tied) > 1
+    ):  # a shared top is named in full, never given to the lowest rank
         names = ", ".join(map(str, tied[:-1])) + f" and {tied[-1]}"
         text.append(
             f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of launches): a rank's duration holds its wait "
@@ -130,15 +158,21 @@ def causes_waiting_sentences(left: Sequence[int], named: set[int]) -> list[str]:
     ):
         if group:
             alone = len(group) == 1
-            text.append(f"{name_list(group)} also {'waits' if alone else 'wait'} as long at the barrier, and {'is ' + one if alone else 'are ' + many}.")
+            text.append(
+                f"{name_list(group)} also {'waits' if alone else 'wait'} as long at the barrier, and {'is ' + one if alone else 'are ' + many}."
+            )
     return text
 
 
 def waiting_sentence(waiting: Sequence[int], compared: int) -> str:
     """The ranks that wait longest (no cause among them): most of the group is a count, a few are named."""
-    if compared >= 8 and len(waiting) > compared / 2:  # most of the ranks waiting alike say that the group waits, not who
+    if (
+        compared >= 8 and len(waiting) > compared / 2
+    ):  # most of the ranks waiting alike say that the group waits, not who
         return f"{len(waiting)} of the {compared} ranks that are no cause wait longest at the barrier: waiting is not blame."
-    return f"{name_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} longest at the barrier: waiting is not blame."
+    return (
+        f"{name_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} longest at the barrier: waiting is not blame."
+    )
 
 
 name_list = rank_list  # the name the sentences here have used
@@ -150,7 +184,11 @@ def drill_command(experiment: str, rank: int, invocation: Sequence[str]) -> str:
 
 
 def next_steps(
-    causes: Sequence[Mapping[str, Any]], experiment: str, invocation: Sequence[str] = (), limit: int = 3, run: Run | None = None
+    causes: Sequence[Mapping[str, Any]],
+    experiment: str,
+    invocation: Sequence[str] = (),
+    limit: int = 3,
+    run: Run | None = None,
 ) -> list[dict[str, Any]]:
     """For each of the top causes: which evidence would confirm it, and the commands that collect or open it, as they
     work when copied (from the workflow's directory: ``invocation`` holds the run's --configfile/--config words; a
@@ -234,13 +272,19 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     if bw.get("warning"):
         return line + " " + bw["warning"][0].upper() + bw["warning"][1:] + "."
     straggler = straggler_of(sections)
-    stands_out = baseline.get("slowest_named", {}).get("rank") is not None or straggler.get("evidence") not in (None, "none", "in_kernel")
+    stands_out = baseline.get("slowest_named", {}).get("rank") is not None or straggler.get("evidence") not in (
+        None,
+        "none",
+        "in_kernel",
+    )
     if bw.get("far") and not stands_out:
         line += (
             " The group is far from its bound and no rank or node stands out: a slow link or slow senders on every rank would look like "
             "this. DebugClock's URMASendToken send phases per node tell them apart: a slow link out of a node shows as every rank of that "
             "node longer in its send_complete slot than the other nodes' ranks (debugclock.busiest_node names the node), slow senders on "
-            "every rank as no node apart" + (f": {bw['tell_apart_command']}" if bw.get("tell_apart_command") else "") + "."
+            "every rank as no node apart"
+            + (f": {bw['tell_apart_command']}" if bw.get("tell_apart_command") else "")
+            + "."
         )
     return line
 
@@ -249,7 +293,16 @@ Said = list[tuple[str, str]]
 
 
 def data_said(a: Facts) -> Said:
-    said = [("data", "These results come from the simulated cluster: they exercise the workflow and are not measurements.")] if a.toolchain == "sim" else []
+    said = (
+        [
+            (
+                "data",
+                "These results come from the simulated cluster: they exercise the workflow and are not measurements.",
+            )
+        ]
+        if a.toolchain == "sim"
+        else []
+    )
     corr = a.statuses["correctness"]
     if corr.state == "ok":
         said.append(("data", f"The precision test passed on all {a.world} ranks."))
@@ -268,7 +321,11 @@ def links_said(a: Facts) -> Said:
 
 
 def timeline_said(a: Facts) -> Said:
-    return [("timeline", sentence) for sentence in timeline_sentences(a.sections["timeline"])] if a.section("timeline") else []
+    return (
+        [("timeline", sentence) for sentence in timeline_sentences(a.sections["timeline"])]
+        if a.section("timeline")
+        else []
+    )
 
 
 def chain_role(a: Facts) -> str | None:
@@ -294,7 +351,12 @@ def role_said(a: Facts) -> Said:
             )
         )
     if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
-        from dispatchprof.report.debugclock import also_sentence, fallback_sentence, local_window_copy_sentence, node_sentence
+        from dispatchprof.report.debugclock import (
+            also_sentence,
+            fallback_sentence,
+            local_window_copy_sentence,
+            node_sentence,
+        )
 
         if pmu:
             text = also_sentence(dc)
@@ -302,10 +364,17 @@ def role_said(a: Facts) -> Said:
             text = fallback_sentence(dc, a.statuses["pmu"].state) + f" (PMU: {a.statuses['pmu'].reason})"
             if dc.get("busiest"):
                 text += cost_beside(dc["busiest"]["rank"], dc["busiest"]["excess_us"], straggler)
-        said.append(("role", text + node_sentence(dc, straggler) + local_window_copy_sentence(dc, own_work_rank(a.sections))))
+        said.append(
+            ("role", text + node_sentence(dc, straggler) + local_window_copy_sentence(dc, own_work_rank(a.sections)))
+        )
     elif not pmu:
         pmu_status = a.statuses["pmu"]
-        said.append(("role", f"Which role is busiest is not established: the PMU stage is {pmu_status.state} ({pmu_status.reason})."))
+        said.append(
+            (
+                "role",
+                f"Which role is busiest is not established: the PMU stage is {pmu_status.state} ({pmu_status.reason}).",
+            )
+        )
     return said
 
 
@@ -314,7 +383,11 @@ def icache_said(a: Facts) -> Said:
     pmu, role = a.section("pmu"), chain_role(a)
     if not pmu:
         return []
-    rates = {r: v["aiv_icache_miss_rate_median"] for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
+    rates = {
+        r: v["aiv_icache_miss_rate_median"]
+        for r, v in pmu["roles"].items()
+        if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None
+    }
     if role and role in rates:
         order = sorted(rates, key=lambda r: -rates[r])
         listing = ", ".join(f"{r} {100 * rates[r]:.1f}%" for r in order)
@@ -358,28 +431,60 @@ def simt_said(a: Facts) -> Said:
         if not role:
             return []
         st = a.statuses["pcsampling"]
-        return [("simt", f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {st.state} ({st.reason}).")]
+        return [
+            (
+                "simt",
+                f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {st.state} ({st.reason}).",
+            )
+        ]
     said: Said = []
     per_role = pcs.get("per_role") or {}
     if role and role in per_role:
         top = ", ".join(f"{state} ({100 * share:.0f}%)" for state, share in list(per_role[role]["stalls"].items())[:2])
         said.append(
-            ("simt", f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.")
+            (
+                "simt",
+                f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.",
+            )
         )
     elif role:
-        said.append(("simt", f"The {role} role runs no SIMT code (docs/formats.md §3): PC sampling cannot speak to it."))
+        said.append(
+            ("simt", f"The {role} role runs no SIMT code (docs/formats.md §3): PC sampling cannot speak to it.")
+        )
     ni = pcs["stalls"]["not_issue"]
     worst = max(ni, key=ni.get)
     hot = pcs["hot_lines"]
-    where = f", hottest at {hot[0]['file']}:{hot[0]['line']}" + (f" in {hot[0]['function']}" if hot[0].get("function") else "") if hot else ""
-    said.append(("simt", f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where})."))
+    where = (
+        f", hottest at {hot[0]['file']}:{hot[0]['line']}"
+        + (f" in {hot[0]['function']}" if hot[0].get("function") else "")
+        if hot
+        else ""
+    )
+    said.append(
+        (
+            "simt",
+            f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).",
+        )
+    )
     return said
 
 
 def ab_said(a: Facts) -> Said:
     if a.comparisons:
-        return [("ab", "Whether a change helped: " + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in a.comparisons) + ".")]
-    return [("ab", "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).")]
+        return [
+            (
+                "ab",
+                "Whether a change helped: "
+                + "; ".join(f"{c['a']} vs {c['b']}: {c.get('state')}: {c.get('reason')}" for c in a.comparisons)
+                + ".",
+            )
+        ]
+    return [
+        (
+            "ab",
+            "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).",
+        )
+    ]
 
 
 def evidence_said(a: Facts) -> Said:
@@ -391,17 +496,34 @@ def evidence_said(a: Facts) -> Said:
     said: Said = [("evidence", f"Evidence available: {', '.join(measured)}.")] if measured else []
     if missing:
         reasons = "; ".join(f"{s} is {a.statuses[s].state} ({a.statuses[s].reason})" for s in missing)
-        said.append(("evidence", f"No conclusion about what is slow can be drawn from stages without evidence: {reasons}."))
+        said.append(
+            ("evidence", f"No conclusion about what is slow can be drawn from stages without evidence: {reasons}.")
+        )
     return said
 
 
 # The chain of evidence: what the group waits for -> which role on which rank is busiest against its peers -> that
 # role's I-cache misses against the other roles -> SIMT stalls -> A/B. Each link, or "not established" and why.
-EVIDENCE_ITEMS = (data_said, latency_said, links_said, timeline_said, role_said, icache_said, probe_said, simt_said, ab_said, evidence_said)
+EVIDENCE_ITEMS = (
+    data_said,
+    latency_said,
+    links_said,
+    timeline_said,
+    role_said,
+    icache_said,
+    probe_said,
+    simt_said,
+    ab_said,
+    evidence_said,
+)
 
 
 def evidence_sentences(
-    statuses: Mapping[str, Status], toolchain: str, world: int, sections: Mapping[str, Any] | None = None, comparisons: Sequence[Mapping[str, Any]] = ()
+    statuses: Mapping[str, Status],
+    toolchain: str,
+    world: int,
+    sections: Mapping[str, Any] | None = None,
+    comparisons: Sequence[Mapping[str, Any]] = (),
 ) -> list[tuple[str, str]]:
     """Every question of the answer with every qualification of its numbers, sentence by sentence with its question
     (EVIDENCE_TOPICS): what is known, and what evidence is missing (never more than that)."""

@@ -106,7 +106,13 @@ def links_line(f: Facts) -> list[Item]:
     tl = f.section("timeline") or {}
     standing = (tl.get("straggler") or {}).get("evidence") not in (None, "none", "in_kernel")
     if bw.get("far") and not standing:
-        return [Line("links", text + " Nobody stands out: a slow link or slow senders; DebugClock tells which:", bw.get("tell_apart_command"))]
+        return [
+            Line(
+                "links",
+                text + " Nobody stands out: a slow link or slow senders; DebugClock tells which:",
+                bw.get("tell_apart_command"),
+            )
+        ]
     return [Line("links", text)]
 
 
@@ -124,7 +130,12 @@ def who(cause: Mapping[str, Any]) -> str:
     return "the group"
 
 
-KINDS = {"late_arrival": "late host", "own_work": "own work", "late_ending_node": "ends late (link or own work)", "in_kernel": "ends late inside the kernel"}
+KINDS = {
+    "late_arrival": "late host",
+    "own_work": "own work",
+    "late_ending_node": "ends late (link or own work)",
+    "in_kernel": "ends late inside the kernel",
+}
 
 
 def kind(cause: Mapping[str, Any]) -> str:
@@ -155,7 +166,9 @@ def seen_by(cause: Mapping[str, Any], f: Facts) -> str:
     if busy and busy["rank"] in ranks:
         layers.append("PMU")
     dc = f.section("debugclock") or {}
-    if (dc.get("busiest") or {}).get("rank") in ranks or (dc.get("busiest_node") and dc["busiest_node"]["node"] == cause.get("node")):
+    if (dc.get("busiest") or {}).get("rank") in ranks or (
+        dc.get("busiest_node") and dc["busiest_node"]["node"] == cause.get("node")
+    ):
         layers.append("DebugClock")
     return ", ".join(layers)
 
@@ -177,11 +190,18 @@ def timeline_scope_lines(f: Facts) -> list[Item]:
     lines = []
     coverage = tl.get("coverage") or {}
     if coverage.get("missing"):
-        lines.append(Line("timeline", f"The timeline covers {coverage.get('sentence') or coverage['found']}: a rank without data may be the one waited for."))
+        lines.append(
+            Line(
+                "timeline",
+                f"The timeline covers {coverage.get('sentence') or coverage['found']}: a rank without data may be the one waited for.",
+            )
+        )
     if (tl.get("rank_mapping") or {}).get("note"):
         lines.append(Line("timeline", "Rank numbers are inferred, not recorded (see System timeline)."))
     if coverage.get("found") == 1:
-        lines.append(Line("timeline", "The timeline holds one rank: which rank is slow, and who waits, are not established."))
+        lines.append(
+            Line("timeline", "The timeline holds one rank: which rank is slow, and who waits, are not established.")
+        )
     elif (tl.get("coupling") or {}).get("state") == "not_coupled":
         lines.append(Line("timeline", "Ranks are not seen to wait for each other: no cause costs the group."))
     return lines
@@ -191,7 +211,12 @@ def top_cause_line(f: Facts) -> list[Item]:
     causes = named_causes(f)
     tl = f.section("timeline")
     if not causes:
-        if tl and (tl.get("coupling") or {}).get("state") != "not_coupled" and (tl.get("coverage") or {}).get("found") != 1 and tl.get("straggler"):
+        if (
+            tl
+            and (tl.get("coupling") or {}).get("state") != "not_coupled"
+            and (tl.get("coverage") or {}).get("found") != 1
+            and tl.get("straggler")
+        ):
             found = re.search(r"more than ([\d.]+) us per launch", tl["straggler"].get("explanation") or "")
             floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
             return [
@@ -202,8 +227,16 @@ def top_cause_line(f: Facts) -> list[Item]:
             ]
         return []
     top = causes[0]
-    cost = f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)" if top.get("cost_bound_us") else f"{top['cost_us_per_launch']:.1f} us per launch"
-    share = f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and not top.get("cost_bound_us") else ""
+    cost = (
+        f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)"
+        if top.get("cost_bound_us")
+        else f"{top['cost_us_per_launch']:.1f} us per launch"
+    )
+    share = (
+        f", {100 * top['cost_share']:.0f}% of the excess"
+        if top.get("cost_share") is not None and not top.get("cost_bound_us")
+        else ""
+    )
     more = f" {len(causes) - 1} more cause{'s' if len(causes) > 2 else ''} below." if len(causes) > 1 else ""
     return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more}")]
 
@@ -212,11 +245,18 @@ def causes_table(f: Facts) -> list[Item]:
     causes = named_causes(f)
     if not causes:
         return []
-    rows = [CauseRow(who(c), kind(c), cost_cell(c), share_cell(c), seen_by(c, f), cause_step(c, f.run)) for c in causes[:TABLE_ROWS]]
+    rows = [
+        CauseRow(who(c), kind(c), cost_cell(c), share_cell(c), seen_by(c, f), cause_step(c, f.run))
+        for c in causes[:TABLE_ROWS]
+    ]
     notes = ["Cost: launch time saved without the cause alone (CI above zero); not additive."]
     untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
     if untimed:  # a late arrival waits before the kernel's timer: the dispatch latency would gain less
-        notes.append("Dispatch latency saved: " + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed) + ".")
+        notes.append(
+            "Dispatch latency saved: "
+            + "; ".join(f"{who(c)}, {c['cost_timed_us_per_launch']:.1f} us" for c in untimed)
+            + "."
+        )
     if any(c.get("cost_bound_us") for c in causes[:TABLE_ROWS]):
         notes.append("* A bound, not established: a number needs baseline.synchronize_start.")
     if len(causes) > TABLE_ROWS:
@@ -304,7 +344,9 @@ def icache_line(f: Facts) -> list[Item]:
     pmu = f.section("pmu")
     if not pmu:
         return []
-    roles = {r: v for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None}
+    roles = {
+        r: v for r, v in pmu["roles"].items() if r != "unassigned" and v["aiv_icache_miss_rate_median"] is not None
+    }
     if not roles:
         return []
     rate = {r: v["aiv_icache_miss_rate_median"] for r, v in roles.items()}
@@ -319,7 +361,9 @@ def icache_line(f: Facts) -> list[Item]:
     time = roles[role].get("aiv_time_us_median")
     spent = f", cores {time:.0f} us" if time is not None else ""
     step = None if f.section("probe") else PROBE_STEP
-    return [Line("icache", f"I-cache: {role} misses {100 * rate[role]:.1f}%{span}{spent}; a ranking, not a verdict.", step)]
+    return [
+        Line("icache", f"I-cache: {role} misses {100 * rate[role]:.1f}%{span}{spent}; a ranking, not a verdict.", step)
+    ]
 
 
 # The stage that tests an I-cache hypothesis (a local piece under msopprof simulator); under cann it needs a command.
@@ -355,7 +399,9 @@ def ab_line(f: Facts) -> list[Item]:
     for c in f.comparisons:
         kernel = c.get("kernel") if isinstance(c.get("kernel"), Mapping) else {}
         q = (kernel or {}).get("per_iteration_max_median") or {}
-        delta = f" ({q['difference']:+.1f} us, 95% CI {q['ci95'][0]:+.1f} to {q['ci95'][1]:+.1f})" if q.get("ci95") else ""
+        delta = (
+            f" ({q['difference']:+.1f} us, 95% CI {q['ci95'][0]:+.1f} to {q['ci95'][1]:+.1f})" if q.get("ci95") else ""
+        )
         verdict = c.get("verdict") if c.get("state") == "ok" else f"{c.get('state')} (see Controlled comparison)"
         lines.append(Line("ab", f"A/B {c['a']} vs {c['b']}: {verdict}{delta if c.get('state') == 'ok' else ''}."))
     return lines
@@ -363,7 +409,13 @@ def ab_line(f: Facts) -> list[Item]:
 
 # --- what is not known, with the command that collects it
 
-OPEN = {"baseline": "Latency", "timeline": "Timeline", "pmu": "PMU", "debugclock": "DebugClock", "pcsampling": "SIMT stalls"}
+OPEN = {
+    "baseline": "Latency",
+    "timeline": "Timeline",
+    "pmu": "PMU",
+    "debugclock": "DebugClock",
+    "pcsampling": "SIMT stalls",
+}
 
 
 def open_lines(f: Facts) -> list[Item]:
@@ -374,7 +426,15 @@ def open_lines(f: Facts) -> list[Item]:
         if status is None or status.ok or f.statuses["correctness"].state not in ("ok", "disabled"):
             continue
         step = evidence_step(stage, f.run) if stage in ("pmu", "debugclock", "pcsampling") else open_step(stage, f.run)
-        lines.append(Line("open", f"{label} not run ({status.state}):" if status.state in ("disabled", "skipped") else f"{label} {status.state}:", step))
+        lines.append(
+            Line(
+                "open",
+                f"{label} not run ({status.state}):"
+                if status.state in ("disabled", "skipped")
+                else f"{label} {status.state}:",
+                step,
+            )
+        )
     return lines
 
 

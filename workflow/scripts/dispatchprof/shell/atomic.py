@@ -77,7 +77,9 @@ def pyarrow_without_pandas_probe() -> None:
         return
     import pyarrow as pa
 
-    sys.meta_path.insert(0, _NO_PANDAS)  # not sys.modules["pandas"] = None: pyarrow's Cython import takes that None as pandas
+    sys.meta_path.insert(
+        0, _NO_PANDAS
+    )  # not sys.modules["pandas"] = None: pyarrow's Cython import takes that None as pandas
     try:
         pa.array([0])
     finally:
@@ -94,13 +96,20 @@ class _PandasAbsent:  # a meta path finder: an object with find_spec (importlib.
 _NO_PANDAS = _PandasAbsent()
 
 
-def write_arrow_parquet_atomic(path: str | Path, columns: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
+def write_arrow_parquet_atomic(
+    path: str | Path, columns: dict[str, Any], metadata: dict[str, str] | None = None
+) -> None:
     """Write columns as Parquet without pandas: lists (None = null; an empty list is a string column), numpy
     arrays, or pyarrow arrays."""
     import pyarrow as pa
 
     table = pa.table(
-        {name: values if isinstance(values, pa.Array) else pa.array(values, type=pa.string() if len(values) == 0 else None) for name, values in columns.items()}
+        {
+            name: values
+            if isinstance(values, pa.Array)
+            else pa.array(values, type=pa.string() if len(values) == 0 else None)
+            for name, values in columns.items()
+        }
     )
     write_table_parquet_atomic(path, table, metadata)
 
@@ -117,6 +126,10 @@ def write_table_parquet_atomic(path: str | Path, table: Any, metadata: dict[str,
     # Dictionary encoding only for columns whose values repeat by nature (names, roles, states). On measured numbers
     # (timestamps, durations) pyarrow builds a dictionary per column before it gives up on it: +60-80 MiB of peak
     # memory for one parse job's 256,000 launches, for no smaller file. What is read back is the same table.
-    repeating = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_dictionary(f.type)]
+    repeating = [
+        f.name
+        for f in table.schema
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_dictionary(f.type)
+    ]
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, use_dictionary=repeating)

@@ -31,7 +31,17 @@ KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_*]+$")
 _HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
 # Values the test's argument list may refer to as {placeholders}.
-SHAPE_KEYS = ("num_tokens", "num_max_tokens_per_rank", "hidden", "num_topk", "num_experts", "num_aiv", "dtype", "route", "seed")
+SHAPE_KEYS = (
+    "num_tokens",
+    "num_max_tokens_per_rank",
+    "hidden",
+    "num_topk",
+    "num_experts",
+    "num_aiv",
+    "dtype",
+    "route",
+    "seed",
+)
 CLUSTER_KEYS = ("nodes", "ranks_per_node", "master_addr", "master_port", "shmem_port")
 RUN_KEYS = ("log_dir", "run_tag", "transport", "world_ranks")
 PLACEHOLDERS = frozenset(SHAPE_KEYS + CLUSTER_KEYS + RUN_KEYS)
@@ -63,7 +73,9 @@ def render_args(templates: list[str], values: Mapping[str, Any]) -> list[str]:
     for template in templates:
         unknown = placeholders_in(template) - set(values)
         if unknown:
-            raise ConfigError(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(values)}")
+            raise ConfigError(
+                f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(values)}"
+            )
         rendered.append(template.format(**values))
     return rendered
 
@@ -101,7 +113,9 @@ def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
         key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         if error.validator == "additionalProperties":
             unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-            problems.append(f"{key}: unknown key(s) {unknown}; known keys: {sorted(error.schema.get('properties', {}))}")
+            problems.append(
+                f"{key}: unknown key(s) {unknown}; known keys: {sorted(error.schema.get('properties', {}))}"
+            )
         else:
             problems.append(f"{key}: {error.message}")
     return problems
@@ -119,7 +133,9 @@ def load_schema(path: Path) -> dict[str, Any]:
 PHASES = ("collection", "analysis")
 
 
-def _phase_nodes(node: Mapping[str, Any], key: str, inherited: str | None) -> Iterator[tuple[str, Mapping[str, Any], str | None]]:
+def _phase_nodes(
+    node: Mapping[str, Any], key: str, inherited: str | None
+) -> Iterator[tuple[str, Mapping[str, Any], str | None]]:
     """(dotted key, schema node, phase) of every key under ``node``: a key marked ``x-phase`` ends the walk (its keys
     are of that phase); a key of an unmarked object is walked into."""
     for name, child in node.get("properties", {}).items():
@@ -147,10 +163,16 @@ def phase_problems(schema: Mapping[str, Any]) -> list[str]:
 def phase_keys(schema: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
     """Every marked key, dotted, -> (phase, reruns): reruns is False for ``x-reruns: false`` (how the workflow runs,
     not what it produces: changing the key plans no job)."""
-    return {key: (node["x-phase"], bool(node.get("x-reruns", True))) for key, node, _ in _phase_nodes(schema, "", None) if "x-phase" in node}
+    return {
+        key: (node["x-phase"], bool(node.get("x-reruns", True)))
+        for key, node, _ in _phase_nodes(schema, "", None)
+        if "x-phase" in node
+    }
 
 
-def phase_view(config: Mapping[str, Any], schema: Mapping[str, Any], keys: Iterable[str], phase: str | None = None) -> dict[str, Any]:
+def phase_view(
+    config: Mapping[str, Any], schema: Mapping[str, Any], keys: Iterable[str], phase: str | None = None
+) -> dict[str, Any]:
     """The values of ``keys`` (dotted: ``timeline.waits``, or a section: ``pmu``), keeping only the keys of ``phase``
     when one is given: ``phase_view(run, schema, ["pmu"], "collection")`` is the collection keys of section pmu.
     What a rule fingerprints (Snakemake reruns it when the view changes)."""
@@ -185,7 +207,10 @@ def collection_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> d
     collection keys only, and the run's own ``_`` keys. An analysis key read there is a KeyError, not a dependency
     its fingerprint misses (DESIGN.md: collection and analysis are separate phases)."""
     sections = [key for key in config if key in schema.get("properties", {})]
-    return {**{k: v for k, v in config.items() if k.startswith("_")}, **phase_view(config, schema, sections, "collection")}
+    return {
+        **{k: v for k, v in config.items() if k.startswith("_")},
+        **phase_view(config, schema, sections, "collection"),
+    }
 
 
 def analysis_settings(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -340,9 +365,13 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
             problems.append(f"experiments: name {name!r} must match {name_re.pattern}")
         for key in override or {}:
             if key in FIXED_ACROSS_EXPERIMENTS:
-                problems.append(f"experiments.{name}: {key} cannot be overridden (every experiment runs on the same cluster, in the same mode)")
+                problems.append(
+                    f"experiments.{name}: {key} cannot be overridden (every experiment runs on the same cluster, in the same mode)"
+                )
         if isinstance((override or {}).get("timeline"), dict) and "nodes_per_job" in override["timeline"]:
-            problems.append(f"experiments.{name}: timeline.nodes_per_job cannot be overridden (it shapes the job graph of every experiment)")
+            problems.append(
+                f"experiments.{name}: timeline.nodes_per_job cannot be overridden (it shapes the job graph of every experiment)"
+            )
     for pair in config.get("compare") or []:
         for name in pair:
             if name not in experiments:
@@ -367,9 +396,13 @@ def long_waits(config: Mapping[str, Any]) -> list[str]:
         return f"timeouts.{stage} = {timeouts[stage]:g} s ({timeouts[stage] / 60:.1f} min)"
 
     if sim["dead_node"] is not None:
-        notes.append(f"sim.dead_node: {sim['dead_node']}: that node never starts its ranks, so correctness ends only at its timeout ({budget('correctness')})")
+        notes.append(
+            f"sim.dead_node: {sim['dead_node']}: that node never starts its ranks, so correctness ends only at its timeout ({budget('correctness')})"
+        )
     if sim["replay"] == "hang":
-        notes.append(f"sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout ({budget('pmu')})")
+        notes.append(
+            f"sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout ({budget('pmu')})"
+        )
     return notes
 
 
@@ -380,7 +413,11 @@ def environment_problems(config: Mapping[str, Any], environ: Mapping[str, str]) 
 
     if config["mode"] != "collect":
         return []
-    return [f"environment: {name}={environ[name]!r} {why}: unset it" for name, why in FORBIDDEN_ENV.items() if environ.get(name)]
+    return [
+        f"environment: {name}={environ[name]!r} {why}: unset it"
+        for name, why in FORBIDDEN_ENV.items()
+        if environ.get(name)
+    ]
 
 
 def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str]) -> list[str]:
@@ -408,12 +445,18 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
             f"({nodes} x {rpn} = {world}): every rank owns the same number of experts"
         )
     if collect and shape["num_topk"] > shape["num_experts"]:
-        problems.append(f"shape.num_topk ({shape['num_topk']}) must not exceed shape.num_experts ({shape['num_experts']})")
+        problems.append(
+            f"shape.num_topk ({shape['num_topk']}) must not exceed shape.num_experts ({shape['num_experts']})"
+        )
     if collect and shape["num_max_tokens_per_rank"] < shape["num_tokens"]:
-        problems.append(f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})")
+        problems.append(
+            f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})"
+        )
     roles = kernel["roles"]
     if not 1 <= shape["num_aiv"] <= kernel["max_aiv"]:
-        problems.append(f"shape.num_aiv ({shape['num_aiv']}) is out of range: it must be between 1 and kernel.max_aiv ({kernel['max_aiv']})")
+        problems.append(
+            f"shape.num_aiv ({shape['num_aiv']}) is out of range: it must be between 1 and kernel.max_aiv ({kernel['max_aiv']})"
+        )
     role_total = sum(int(r["count"]) for r in roles)
     if role_total != shape["num_aiv"]:
         problems.append(
@@ -455,14 +498,18 @@ def cluster_problems(config: Mapping[str, Any]) -> list[str]:
         if not is_plain_host(host):
             problems.append(f"cluster.hosts[{i}] ({host!r}) is not a plain hostname or IP address")
     if cluster["hosts"] and len(cluster["hosts"]) != nodes:
-        problems.append(f"cluster.hosts lists {len(cluster['hosts'])} hosts but cluster.nodes is {nodes}: give one host per node, node 0 first")
+        problems.append(
+            f"cluster.hosts lists {len(cluster['hosts'])} hosts but cluster.nodes is {nodes}: give one host per node, node 0 first"
+        )
     if not is_plain_host(cluster["master_addr"]):
         problems.append(f"cluster.master_addr ({cluster['master_addr']!r}) is not a plain hostname or IP address")
     if cluster["master_port"] == cluster["shmem_port"] != "auto":
         problems.append(f"cluster.master_port and cluster.shmem_port must differ (both {cluster['master_port']})")
 
     if config["launcher"] == "ssh" and len(cluster["hosts"]) != nodes:
-        problems.append(f"launcher: ssh needs cluster.hosts with one host per node, node 0 first ({nodes} nodes, {len(cluster['hosts'])} hosts given)")
+        problems.append(
+            f"launcher: ssh needs cluster.hosts with one host per node, node 0 first ({nodes} nodes, {len(cluster['hosts'])} hosts given)"
+        )
     user = config["ssh"]["user"]
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
         problems.append(f"ssh.user ({user!r}) is not a plain user name")
@@ -477,13 +524,17 @@ def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
             continue
         try:
             if "rank" not in re.compile(deepep[key]).groupindex:
-                problems.append(f"deepep.{key} must have a named group (?P<rank>\\d+) holding the global rank of the process that printed it")
+                problems.append(
+                    f"deepep.{key} must have a named group (?P<rank>\\d+) holding the global rank of the process that printed it"
+                )
         except re.error as exc:
             problems.append(f"deepep.{key} is not a valid regular expression: {exc}")
     for template in deepep["test_args"]:
         unknown = placeholders_in(template) - PLACEHOLDERS
         if unknown:
-            problems.append(f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}")
+            problems.append(
+                f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}"
+            )
     return problems
 
 
@@ -512,12 +563,16 @@ def sim_problems(config: Mapping[str, Any]) -> list[str]:
             problems.append(f"sim.{knob}: nodes {outside} are outside the cluster's {nodes} nodes (0..{nodes - 1})")
     unknown_roles = sorted(set(sim["role_speedup"]) - {r["name"] for r in roles})
     if unknown_roles:
-        problems.append(f"sim.role_speedup names {unknown_roles}, which are not in kernel.roles {[r['name'] for r in roles]}")
+        problems.append(
+            f"sim.role_speedup names {unknown_roles}, which are not in kernel.roles {[r['name'] for r in roles]}"
+        )
     missing = sim["missing_device"]
     if missing is not None and (missing["node"] >= nodes or missing["local_rank"] >= rpn):
         problems.append(f"sim.missing_device {missing} is outside the cluster ({nodes} nodes x {rpn} ranks per node)")
     if sim["icache_hot_role"] is not None and sim["icache_hot_role"] not in [r["name"] for r in roles]:
-        problems.append(f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}")
+        problems.append(
+            f"sim.icache_hot_role ({sim['icache_hot_role']!r}) is not in kernel.roles {[r['name'] for r in roles]}"
+        )
     if sim["dead_node"] is not None and sim["dead_node"] >= nodes:
         problems.append(f"sim.dead_node ({sim['dead_node']}) must be below cluster.nodes ({nodes})")
     return problems
@@ -531,23 +586,32 @@ def run_problems(config: Mapping[str, Any]) -> list[str]:
             f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
         )
     if config["timeline"]["iterations"] <= config["timeline"]["warmup"]:
-        problems.append(f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})")
+        problems.append(
+            f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})"
+        )
     for option in config["timeline"]["msprof_options"]:
         if option.split("=")[0] in ("--hccl", "--model-execution", "--output", "--application"):
-            problems.append(f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)")
+            problems.append(
+                f"timeline.msprof_options: {option} is not allowed (deprecated, or set by the workflow itself)"
+            )
     if config["pmu"]["timelines"]:
         problems.append(
             f"pmu.timelines ({config['pmu']['timelines']}) is no longer read: PipeTimeline and InstrTimeline are runs of their own now "
             "(stage pipe_timeline); move the list to pipe_timeline.runs and remove pmu.timelines"
         )
-    if config["pipe_timeline"]["instr_timeline_pipe"] is not None and "InstrTimeline" not in config["pipe_timeline"]["runs"]:
+    if (
+        config["pipe_timeline"]["instr_timeline_pipe"] is not None
+        and "InstrTimeline" not in config["pipe_timeline"]["runs"]
+    ):
         problems.append(
             "pipe_timeline.instr_timeline_pipe is set but pipe_timeline.runs has no InstrTimeline (msopprof accepts "
             "--instr-timeline-pipe only with InstrTimeline)"
         )
     pmu = config["pmu"]
     if not {"PipeUtilization", "Default"} & set(pmu["metrics"]):
-        problems.append(f"pmu.metrics ({pmu['metrics']}) must include PipeUtilization or Default: the per-role table is built from PipeUtilization")
+        problems.append(
+            f"pmu.metrics ({pmu['metrics']}) must include PipeUtilization or Default: the per-role table is built from PipeUtilization"
+        )
     if pmu["launch_count"] > pmu["iterations"]:
         # The driver launches the kernel pmu.iterations times; msopprof cannot profile launches that never happen.
         problems.append(
@@ -580,7 +644,9 @@ def probe_problems(probe: Mapping[str, Any]) -> list[str]:
         return []
     problems = []
     if not probe["command"]:
-        problems.append("probe.command is empty: give the probe program as an argument list, e.g. [python3, my_probe.py] (probe.enabled is true)")
+        problems.append(
+            "probe.command is empty: give the probe program as an argument list, e.g. [python3, my_probe.py] (probe.enabled is true)"
+        )
     if probe["soc_version"] is None:
         problems.append(
             "probe.soc_version must be set when probe.enabled is true: the full SoC name of the simulator, e.g. Ascend950PR_9599 "

@@ -77,4 +77,8 @@ def outside_row(read: Iterable[str], row: Iterable[str], allowed: Iterable[str])
     """The keys read that no entry of the row covers (the entry itself or a key inside it), leaving out the
     ``allowed`` keys (those that change no result: x-reruns false) and a run's own ``_`` keys."""
     covering = [*row, *allowed]
-    return sorted(key for key in read if not key.startswith("_") and not any(key == entry or key.startswith(entry + ".") for entry in covering))
+    return sorted(
+        key
+        for key in read
+        if not key.startswith("_") and not any(key == entry or key.startswith(entry + ".") for entry in covering)
+    )

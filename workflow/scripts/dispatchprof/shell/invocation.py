@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Sequence
 
 
-def invocation_args(configfiles: Sequence[str | os.PathLike[str]], config_args: Sequence[str] | None, workdir: Path) -> list[str]:
+def invocation_args(
+    configfiles: Sequence[str | os.PathLike[str]], config_args: Sequence[str] | None, workdir: Path
+) -> list[str]:
     """The words that made this run's config: ``--configfile`` with its files (relative to the workflow's directory
     when under it, so that the command also works in a clone elsewhere) and ``--config`` with its raw key=value words."""
     words: list[str] = []

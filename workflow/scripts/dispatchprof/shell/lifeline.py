@@ -153,7 +153,9 @@ def live_note(live_dir: Path = LIVE_DIR, slurm_alive: Callable[[list[str]], set[
     elsewhere = sorted({j.slurm_job_id for j in jobs if j.host != socket.gethostname() and j.slurm_job_id})
     queued = sorted(slurm_alive(elsewhere)) if slurm_alive and elsewhere else []
     if not here and not queued:
-        unknown = f" (SLURM jobs {', '.join(elsewhere)} could not be checked)" if elsewhere and slurm_alive is None else ""
+        unknown = (
+            f" (SLURM jobs {', '.join(elsewhere)} could not be checked)" if elsewhere and slurm_alive is None else ""
+        )
         return f"dispatchprof: no job of an earlier run is alive on this host{unknown}: `snakemake --unlock` is safe."
     parts = [f"pid {j.pid} ({j.what})" for j in here] + [f"SLURM job {i}" for i in queued]
     return (
@@ -174,7 +176,9 @@ def slurm_jobs_alive(job_ids: list[str]) -> set[str]:
     import subprocess
 
     try:
-        out = subprocess.run(["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return set()
     return {line.strip() for line in out.stdout.splitlines() if line.strip()} & set(job_ids)

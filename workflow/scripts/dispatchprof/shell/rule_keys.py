@@ -44,7 +44,14 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "probe_import": _imported("probe_dir"),
     # analysis rules
     "baseline": ("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "baseline", "stats", "hardware"),
-    "timeline_parse": ("mode", "cluster", "kernel.name", "timeline.barrier_kernel", "timeline.call_chain_launches", "analyze"),
+    "timeline_parse": (
+        "mode",
+        "cluster",
+        "kernel.name",
+        "timeline.barrier_kernel",
+        "timeline.call_chain_launches",
+        "analyze",
+    ),
     "timeline_rank": ("mode", "cluster", "kernel.name", "analyze"),
     "timeline": (
         "mode",
@@ -85,7 +92,11 @@ _CLOCK = "the driver's AKL_LATENCY_CLOCK_HZ (tools/collective.driver_environment
 # decision of its own). The check fails on any read not in a row nor here, and on an entry here no longer read.
 UNFINGERPRINTED_READS: dict[str, dict[str, str]] = {
     "baseline_collect": {"kernel.clock_hz": _CLOCK},
-    "timeline_collect": {"kernel.clock_hz": _CLOCK, "baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},
+    "timeline_collect": {
+        "kernel.clock_hz": _CLOCK,
+        "baseline.synchronize_start": _DRIVER_ENV,
+        "baseline.topk_key": _DRIVER_ENV,
+    },
     "pmu_collect": {"baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},
     "pcsampling_collect": {"baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},
     "pipe_timeline_collect": {"baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},

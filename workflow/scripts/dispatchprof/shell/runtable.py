@@ -33,7 +33,11 @@ def stage_lines(results: Path, experiments: Iterable[str], stages: Sequence[str]
             except StatusError as exc:
                 missing = not path.exists()
                 state = "not run" if missing else "unreadable"
-                reason = "no status.json: this invocation stopped before the stage (--until, a target, or an error above)" if missing else str(exc)
+                reason = (
+                    "no status.json: this invocation stopped before the stage (--until, a target, or an error above)"
+                    if missing
+                    else str(exc)
+                )
                 lines.append(StageLine(experiment, stage, state, reason))
                 continue
             if status.root_cause:
@@ -68,7 +72,10 @@ def format_lines(lines: Sequence[StageLine], width: int | None = None) -> str:
             rows += [" " * lead + part for part in wrapped[1:]]
         else:
             rows.append(head.rstrip())
-            rows += ["    " + part for part in textwrap.wrap(reason, max(20, width - 4), break_long_words=False, break_on_hyphens=False)]
+            rows += [
+                "    " + part
+                for part in textwrap.wrap(reason, max(20, width - 4), break_long_words=False, break_on_hyphens=False)
+            ]
     return "\n".join(rows)
 
 

@@ -43,17 +43,27 @@ def setup_logging(log_path: str | Path | None) -> None:
     if log_path:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_path, mode="w"))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True
+    )
 
 
 def write_placeholder(path: Path, status: Status) -> None:
     """A declared output the stage could not produce: a valid file of its kind that says why."""
     note = f"placeholder: stage {status.stage} is {status.state}: {status.reason}"
-    meta = {"placeholder": True, "stage": status.stage, "state": status.state, "reason": status.reason, "toolchain": status.toolchain}
+    meta = {
+        "placeholder": True,
+        "stage": status.stage,
+        "state": status.state,
+        "reason": status.reason,
+        "toolchain": status.toolchain,
+    }
     if path.suffix == ".json":
         write_json_atomic(path, meta)
     elif path.suffix == ".parquet":
-        write_arrow_parquet_atomic(path, {"placeholder": []}, {"dispatchprof.placeholder": note, "dispatchprof.toolchain": status.toolchain})
+        write_arrow_parquet_atomic(
+            path, {"placeholder": []}, {"dispatchprof.placeholder": note, "dispatchprof.toolchain": status.toolchain}
+        )
     elif path.suffix in (".html", ".htm"):
         write_text_atomic(path, f"<!doctype html><meta charset=utf-8><title>{status.stage}</title><p>{note}</p>\n")
     elif path.suffix == "" and not path.exists():
@@ -168,12 +178,19 @@ def internal_error(exc: BaseException) -> str:
     is the innermost library function of the traceback (formats first), the file the nearest path it was reading."""
     frames = list(traceback.walk_tb(exc.__traceback__))
     library = [f for f, _ in frames if f"{os.sep}dispatchprof{os.sep}" in f.f_code.co_filename]
-    readers = [f for f in library if f"{os.sep}formats{os.sep}" in f.f_code.co_filename] or library or [f for f, _ in frames]
+    readers = (
+        [f for f in library if f"{os.sep}formats{os.sep}" in f.f_code.co_filename] or library or [f for f, _ in frames]
+    )
     where = readers[-1]
     module = Path(where.f_code.co_filename).stem
     reader = f"{module}.{where.f_code.co_name}"
     path = next(
-        (v for f in reversed(readers) for k, v in f.f_locals.items() if k in ("path", "prof", "directory", "root") and isinstance(v, (str, Path))),
+        (
+            v
+            for f in reversed(readers)
+            for k, v in f.f_locals.items()
+            if k in ("path", "prof", "directory", "root") and isinstance(v, (str, Path))
+        ),
         None,
     )
     last = traceback.format_exception_only(type(exc), exc)[-1].strip()
@@ -213,7 +230,9 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
         raise SystemExit(130) from None
     except lifeline.Cancelled as exc:
         # Not a measurement: no status (a `timeout` here would stand for good), and a non-zero exit.
-        print(f"{name}: cancelled ({exc}); its tools were stopped and the next snakemake reruns this job", file=sys.stderr)
+        print(
+            f"{name}: cancelled ({exc}); its tools were stopped and the next snakemake reruns this job", file=sys.stderr
+        )
         raise SystemExit(143) from None
 
 
@@ -223,8 +242,14 @@ def guarded(run: StageRun, body: Callable[[StageRun], Status]) -> Status:
     except Exception as exc:
         if raise_internal_errors() or (isinstance(exc, OSError) and exc.errno in UNWRITABLE):
             raise  # an unwritable results directory is no workflow bug: run_stage ends the job with one line
-        log.exception("%s%s: unexpected exception (a workflow bug: please report it with this log)", run.stage, f"/{run.part}" if run.part else "")
-        return run.status("invalid", internal_error(exc) + " (a workflow bug: the traceback is in this job's log; please report it)")
+        log.exception(
+            "%s%s: unexpected exception (a workflow bug: please report it with this log)",
+            run.stage,
+            f"/{run.part}" if run.part else "",
+        )
+        return run.status(
+            "invalid", internal_error(exc) + " (a workflow bug: the traceback is in this job's log; please report it)"
+        )
 
 
 def needed_parts_or_end(smk: Any, stage: str) -> dict[str, Status]:

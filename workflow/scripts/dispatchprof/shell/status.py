@@ -16,7 +16,19 @@ from typing import Any, Callable, Iterable, Mapping
 from dispatchprof.shell.atomic import write_json_atomic
 
 SCHEMA = "dispatchprof.status/1"
-STAGES = ("env_capture", "build", "correctness", "baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe", "report")
+STAGES = (
+    "env_capture",
+    "build",
+    "correctness",
+    "baseline",
+    "timeline",
+    "pmu",
+    "pcsampling",
+    "pipe_timeline",
+    "debugclock",
+    "probe",
+    "report",
+)
 STATES = ("ok", "failed", "timeout", "invalid", "skipped", "disabled")
 SOURCES = ("collected", "import")
 TOOLCHAINS = ("sim", "cann", "none")
@@ -90,7 +102,9 @@ def _shown(value: Any) -> str:
     return kind if value is None else f"{kind} ({text[:60]}{'...' if len(text) > 60 else ''})"
 
 
-def _check_fields(data: Mapping[str, Any], types: Mapping[str, tuple[Callable[[Any], bool], str]], required: Iterable[str], where: str) -> None:
+def _check_fields(
+    data: Mapping[str, Any], types: Mapping[str, tuple[Callable[[Any], bool], str]], required: Iterable[str], where: str
+) -> None:
     for name in required:
         if name not in data:
             raise StatusError(f"{where}field {name!r} is missing (expected {types[name][1]})")
@@ -180,7 +194,9 @@ class Status:
         check_status_fields(data, path)
         known = {f for f in cls.__dataclass_fields__}
         fields = {k: v for k, v in data.items() if k in known}
-        fields["validations"] = [Validation(**{k: v[k] for k in _VALIDATION_FIELDS if k in v}) for v in data.get("validations", [])]
+        fields["validations"] = [
+            Validation(**{k: v[k] for k in _VALIDATION_FIELDS if k in v}) for v in data.get("validations", [])
+        ]
         try:
             return cls(**fields)
         except (StatusError, TypeError) as exc:  # checked above; kept so that nothing else ever escapes
@@ -205,7 +221,9 @@ def read_status(path: str | Path) -> Status:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StatusError(f"{path}: not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); a status file is JSON in UTF-8") from exc
+        raise StatusError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); a status file is JSON in UTF-8"
+        ) from exc
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -269,7 +287,10 @@ class Gate:
     def reason(self) -> str:
         """Each blocking input with its state; a failed input's reason, and for skipped inputs the root cause
         once (never the chain nested stage by stage)."""
-        needs = "; and needs ".join(f"{_label(s)} ({s.state})" if s.root_cause else f"{_label(s)} ({s.state}: {s.reason})" for s in self.blocking)
+        needs = "; and needs ".join(
+            f"{_label(s)} ({s.state})" if s.root_cause else f"{_label(s)} ({s.state}: {s.reason})"
+            for s in self.blocking
+        )
         cause = self.root_cause()
         if any(s.root_cause for s in self.blocking) and cause is not None:
             return f"needs {needs}; root cause: {cause['stage']} {cause['state']}: {cause['reason']}"

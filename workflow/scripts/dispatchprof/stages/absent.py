@@ -24,7 +24,13 @@ COLLECT_ONLY = {
     "correctness": "precision is not checked in analyze mode: the artifacts were collected elsewhere",
 }
 # Stages that read the user's artifacts through an import part (rule <stage>_import), by their analyze key.
-IMPORTED = {"baseline": "latency_csv", "pmu": "pmu_dir", "pcsampling": "pcsampling_dir", "pipe_timeline": "pipe_timeline_dir", "probe": "probe_dir"}
+IMPORTED = {
+    "baseline": "latency_csv",
+    "pmu": "pmu_dir",
+    "pcsampling": "pcsampling_dir",
+    "pipe_timeline": "pipe_timeline_dir",
+    "probe": "probe_dir",
+}
 # Stages that read their analyze directory themselves (no import part).
 READ_IN_PLACE = {"debugclock": "debugclock_dir"}
 DEBUGCLOCK_NOT_PROVIDED = "not provided: analyze.debugclock_dir is not set"
@@ -61,7 +67,9 @@ def absent_statuses(stage: str, experiment: str, run_config: Mapping[str, Any]) 
     if stage in READ_IN_PLACE:
         return {stage: _status(stage, experiment, "skipped", DEBUGCLOCK_NOT_PROVIDED)}
     cluster = run_config["cluster"]
-    state, reason, details = checked_import(IMPORTED[stage], None, cluster["nodes"], cluster["nodes"] * cluster["ranks_per_node"])
+    state, reason, details = checked_import(
+        IMPORTED[stage], None, cluster["nodes"], cluster["nodes"] * cluster["ranks_per_node"]
+    )
     label = f"{stage}_import"
     part = _status(stage, experiment, state, reason, part="import", details=details)
     folded = fold(stage, experiment, "none", {label: part})
@@ -73,7 +81,9 @@ def absent_statuses(stage: str, experiment: str, run_config: Mapping[str, Any]) 
 
 def write_import_manifest(path: Path, stage: str) -> None:
     """The manifest an import part writes for artifacts that were not given."""
-    write_json_atomic(path, {"toolchain": "none", "source": "import", "kind": IMPORTED[stage], "root": None, "files": []})
+    write_json_atomic(
+        path, {"toolchain": "none", "source": "import", "kind": IMPORTED[stage], "root": None, "files": []}
+    )
 
 
 def write_env_record(path: Path) -> None:

@@ -20,7 +20,11 @@ from dispatchprof.tools.toolchain import configured_link_peaks, sim_link_peaks
 
 def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     cfg = run.config
-    csv = Path(run.config["analyze"]["latency_csv"]) if run.config["mode"] == "analyze" else Path(run.params["run_dir"]) / "latency" / "dispatch_latency.csv"
+    csv = (
+        Path(run.config["analyze"]["latency_csv"])
+        if run.config["mode"] == "analyze"
+        else Path(run.params["run_dir"]) / "latency" / "dispatch_latency.csv"
+    )
     run_dir = Path(run.params["run_dir"]) if run.params["run_dir"] else None
     try:
         max_us = float(cfg["stats"]["max_plausible_us"])
@@ -34,7 +38,16 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
         return run.status("invalid", f"{csv} holds {ranks} ranks but the config has {world} (nodes x ranks_per_node)")
     routing = load_routing(cfg, run_dir)
     api_reason = "not collected in analyze mode" if run_dir is None else "the driver wrote no api latency files"
-    stats = analyse(kernel, api, routing, cfg, api_reason, api_boundary(run_dir), link_peaks(cfg, run.toolchain), cfg["hardware"]["far_below"])
+    stats = analyse(
+        kernel,
+        api,
+        routing,
+        cfg,
+        api_reason,
+        api_boundary(run_dir),
+        link_peaks(cfg, run.toolchain),
+        cfg["hardware"]["far_below"],
+    )
     stats.update(
         toolchain=run.toolchain,
         source=run.source,
@@ -54,7 +67,9 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     )
     stats["summary"] = summary_section(stats)
     table = tidy_table(run.experiment, kernel.frame, api, cfg["cluster"]["ranks_per_node"])
-    write_parquet_atomic(run.outputs["latency"], table, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source})
+    write_parquet_atomic(
+        run.outputs["latency"], table, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
+    )
     write_json_atomic(run.outputs["stats"], stats)
 
     draw_plots(run.outputs["plots"], run.toolchain, kernel.frame, api, stats["scopes"]["kernel"])
@@ -68,9 +83,19 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     reason = (
         f"{per_iter_stats['n']} measured iterations on {ranks} ranks; per-iteration max median {per_iter_stats['median']:.1f} us, "
         f"P95 {per_iter_stats['p95']:.1f} us, spread over ranks median {spread['median']:.1f} us; "
-        + (f"slow by itself: rank {named['rank']}" if named["rank"] is not None else f"no rank named slow ({named['why']})")
+        + (
+            f"slow by itself: rank {named['rank']}"
+            if named["rank"] is not None
+            else f"no rank named slow ({named['why']})"
+        )
     )
-    return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
+    return run.status(
+        "ok",
+        reason,
+        validations=validations,
+        upstream={k: p.state for k, p in parts.items()},
+        artifacts=[str(p) for p in run.outputs.values()],
+    )
 
 
 def load_routing(cfg: Mapping[str, Any], run_dir: Path | None) -> list[dict[str, Any]]:
@@ -94,17 +119,24 @@ def link_peaks(cfg: Mapping[str, Any], toolchain: str) -> dict[str, dict[str, An
     return peaks
 
 
-def draw_plots(plot_dir: Path, toolchain: str, frame: pd.DataFrame, api: pd.DataFrame | None, kernel_scope: Mapping[str, Any]) -> None:
+def draw_plots(
+    plot_dir: Path, toolchain: str, frame: pd.DataFrame, api: pd.DataFrame | None, kernel_scope: Mapping[str, Any]
+) -> None:
     """The baseline's PNGs: latency per rank, per-iteration max, how often each rank is the longest, the API scope."""
     label = "SIMULATED " if toolchain == "sim" else ""
     plots.rank_distributions(frame, f"{label}kernel-scope latency per rank", plot_dir / "kernel_per_rank.png")
     if kernel_scope["per_iteration_max_us"]:
         per_iter = per_iteration_max(select_measured(frame))
         plots.iteration_max_series(
-            per_iter, 0, f"{label}per-iteration max over ranks (kernel scope, measured iterations)", plot_dir / "kernel_iteration_max.png"
+            per_iter,
+            0,
+            f"{label}per-iteration max over ranks (kernel scope, measured iterations)",
+            plot_dir / "kernel_iteration_max.png",
         )
         plots.slowest_rank_histogram(
-            {r: v["fraction_slowest"] for r, v in kernel_scope["per_rank"].items()}, f"{label}how often each rank is the longest", plot_dir / "slowest_rank.png"
+            {r: v["fraction_slowest"] for r, v in kernel_scope["per_rank"].items()},
+            f"{label}how often each rank is the longest",
+            plot_dir / "slowest_rank.png",
         )
     if api is not None:
         plots.rank_distributions(api, f"{label}full-API latency per rank", plot_dir / "api_per_rank.png")
@@ -126,7 +158,9 @@ def latency_validations(stats: Mapping[str, Any], csv: Path, configured_hz: str)
             )
         )
     if not stats["bytes"].get("available"):
-        validations.append(Validation("byte accounting", False, "warning", f"{stats['bytes']['reason']}; {stats['bytes']['used_why']}"))
+        validations.append(
+            Validation("byte accounting", False, "warning", f"{stats['bytes']['reason']}; {stats['bytes']['used_why']}")
+        )
     warning = (stats.get("bandwidth") or {}).get("warning")
     if warning:
         validations.append(Validation("link bound", False, "warning", warning))
@@ -134,6 +168,11 @@ def latency_validations(stats: Mapping[str, Any], csv: Path, configured_hz: str)
     if agreement and not agreement["agree"]:
         differ = {c: p["mismatch"] for c, p in agreement["pairs"].items() if not p["agree"]}
         validations.append(
-            Validation("CSV bytes", False, "warning", f"{csv}: the CSV's byte columns differ from the computed accounting [csv, computed] per rank: {differ}")
+            Validation(
+                "CSV bytes",
+                False,
+                "warning",
+                f"{csv}: the CSV's byte columns differ from the computed accounting [csv, computed] per rank: {differ}",
+            )
         )
     return validations

@@ -23,11 +23,15 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
     if cfg["mode"] == "analyze":
         root = cfg["analyze"]["debugclock_dir"]
         if not root:
-            return run.status("skipped", DEBUGCLOCK_NOT_PROVIDED, source="import")  # normally written by rule not_provided
+            return run.status(
+                "skipped", DEBUGCLOCK_NOT_PROVIDED, source="import"
+            )  # normally written by rule not_provided
         root = Path(root)
         problems = tree_problems(root) if root.exists() or root.is_symlink() else []
         if problems:  # this stage reads its import itself (no debugclock_import rule): it refuses the tree so
-            return run.status("invalid", unreadable_entries("debugclock_dir", root, problems), source="import", upstream=upstream)
+            return run.status(
+                "invalid", unreadable_entries("debugclock_dir", root, problems), source="import", upstream=upstream
+            )
     else:
         root = Path("results") / run.experiment / "debugclock" / "raw"
     meta = {"toolchain": run.toolchain, "data_source": run.source}  # "source" is the DebugClock format
@@ -38,7 +42,11 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
     except DebugClockFormatError as exc:
         return run.status("invalid", str(exc), upstream=upstream)
     left_out = refused_sentence(loaded.refused)
-    refused = [Validation("every rank's DebugClock files can be read", False, "warning", left_out.removeprefix(". "))] if loaded.refused else []
+    refused = (
+        [Validation("every rank's DebugClock files can be read", False, "warning", left_out.removeprefix(". "))]
+        if loaded.refused
+        else []
+    )
     if result is None:
         return run.status(
             "invalid",
@@ -55,8 +63,12 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
         stats["overhead"] = None
         stats["collect"] = {}
     stats.update(meta, refused=loaded.refused)
-    write_parquet_atomic(run.outputs["segments"], segments, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source})
-    write_parquet_atomic(run.outputs["per_rank"], per_rank, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source})
+    write_parquet_atomic(
+        run.outputs["segments"], segments, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
+    )
+    write_parquet_atomic(
+        run.outputs["per_rank"], per_rank, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
+    )
     write_json_atomic(run.outputs["stats"], stats)
     validations = debugclock_validations(stats) + refused
     busy = stats["busiest"]
@@ -69,18 +81,31 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
     if node:
         named += f"; every rank of node {node['node']}: {node['role']} {node['phase']} +{node['excess_us']:.1f} us over the other nodes'"
     reason = f"{stats['source']}: {stats['ranks']} ranks, {stats['cores']} cores; {named}" + left_out
-    return run.status("ok", reason, upstream=upstream, validations=validations, artifacts=[str(p) for p in run.outputs.values()])
+    return run.status(
+        "ok", reason, upstream=upstream, validations=validations, artifacts=[str(p) for p in run.outputs.values()]
+    )
 
 
 def debugclock_validations(stats: Mapping[str, Any]) -> list[Validation]:
     """Warnings: roles that disagree with the event paths, the legacy analyzer's clipping, markers the recorder dropped."""
     validations = (
-        [Validation("roles", False, "warning", f"kernel.roles disagrees with the event paths on {len(stats['role_mismatches'])} cores")]
+        [
+            Validation(
+                "roles",
+                False,
+                "warning",
+                f"kernel.roles disagrees with the event paths on {len(stats['role_mismatches'])} cores",
+            )
+        ]
         if stats["role_mismatches"]
         else []
     )
     validations += (
-        [Validation("legacy analyzer clipping", False, "warning", f"{stats['clipped']}: reported as measured, not zeroed")]
+        [
+            Validation(
+                "legacy analyzer clipping", False, "warning", f"{stats['clipped']}: reported as measured, not zeroed"
+            )
+        ]
         if any(stats["clipped"].values())
         else []
     )

@@ -15,7 +15,14 @@ from typing import Any, Callable, Mapping
 
 from dispatchprof.shell.atomic import copy_under_umask
 from dispatchprof.tools.collective import run_driver
-from dispatchprof.tools.debugbuild import baseline_intact, build_debug, decide, imported_from_tree, loaded_libraries, make_tree
+from dispatchprof.tools.debugbuild import (
+    baseline_intact,
+    build_debug,
+    decide,
+    imported_from_tree,
+    loaded_libraries,
+    make_tree,
+)
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, read_input_status
 from dispatchprof.tools.toolchain import Toolchain, resolve
@@ -38,7 +45,11 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
         return run.status("disabled", why, upstream=gate.upstream, details={"pmu": pmu.state})
     deepep = cfg["deepep"]
     if not deepep["build_command"]:
-        return run.status("failed", "deepep.build_command is null: no DEBUG_CLOCK_ON build can be made (it needs its own build)", upstream=gate.upstream)
+        return run.status(
+            "failed",
+            "deepep.build_command is null: no DEBUG_CLOCK_ON build can be made (it needs its own build)",
+            upstream=gate.upstream,
+        )
     chain = resolve(cfg)
     raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
     for d in (raw, out):
@@ -47,22 +58,51 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     try:
         tree = make_tree(chain.repo, run.outputs["raw"].parent / "tree")
     except (OSError, RuntimeError, shutil.Error) as exc:
-        return run.status("failed", f"could not check out a second copy of {chain.repo} for the DEBUG build: {exc}", upstream=gate.upstream)
-    debug_chain, built = build_debug(chain, tree, deepep["build_command"], deepep["build_env"], run.timeout, logs / "debug_build.log", deepep["build_dir"])
+        return run.status(
+            "failed",
+            f"could not check out a second copy of {chain.repo} for the DEBUG build: {exc}",
+            upstream=gate.upstream,
+        )
+    debug_chain, built = build_debug(
+        chain,
+        tree,
+        deepep["build_command"],
+        deepep["build_env"],
+        run.timeout,
+        logs / "debug_build.log",
+        deepep["build_dir"],
+    )
     record = json.loads(Path(run.inputs["build_record"]).read_text())
     intact, intact_detail = baseline_intact(chain.repo, deepep["library_globs"], record)
     validations = [
         Validation("baseline build untouched (sha256 of the build record)", intact, "error", intact_detail),
         *[Validation("DEBUG tree", True, "warning", note) for note in tree.notes],
     ]
-    details = {"pmu": pmu.state, "why": why, "tree": str(tree.path), "tree_how": tree.how, "format": dc["format"], "runs": dc["runs"]}
-    common = dict(upstream=gate.upstream, validations=validations, details=details, command=list(deepep["build_command"]))
+    details = {
+        "pmu": pmu.state,
+        "why": why,
+        "tree": str(tree.path),
+        "tree_how": tree.how,
+        "format": dc["format"],
+        "runs": dc["runs"],
+    }
+    common = dict(
+        upstream=gate.upstream, validations=validations, details=details, command=list(deepep["build_command"])
+    )
     if not intact:
         return run.status("failed", intact_detail, **common)
     if built.timed_out:
-        return run.status("timeout", f"the DEBUG_CLOCK_ON build exceeded its {run.timeout:g} s budget; see {logs / 'debug_build.log'}", **common)
+        return run.status(
+            "timeout",
+            f"the DEBUG_CLOCK_ON build exceeded its {run.timeout:g} s budget; see {logs / 'debug_build.log'}",
+            **common,
+        )
     if not built.ok:
-        return run.status("failed", f"the DEBUG_CLOCK_ON build failed (exit code {built.exit_code}); see {logs / 'debug_build.log'}", **common)
+        return run.status(
+            "failed",
+            f"the DEBUG_CLOCK_ON build failed (exit code {built.exit_code}); see {logs / 'debug_build.log'}",
+            **common,
+        )
     event_map = tree.path / dc["event_map"]
     if event_map.is_file():
         copy_under_umask(event_map, raw / "event_map.json")
@@ -72,18 +112,28 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
         return run.status(*failure, **common)
     details["libraries"] = {variant: loaded_libraries(out / f"{variant}0") for variant in ("off", "on")}
     from_tree, where = imported_from_tree(details["libraries"]["on"], tree.path)
-    validations.append(Validation("the ON run imported the DEBUG build's checkout (sha256 in its log)", from_tree, "error", where))
+    validations.append(
+        Validation("the ON run imported the DEBUG build's checkout (sha256 in its log)", from_tree, "error", where)
+    )
     if not from_tree:
         return run.status("invalid", where, **common)
-    details["precision_on"] = "passed on every rank" if not precision else f"failed ({'; '.join(precision)}): {KNOWN_CAUSE}"
+    details["precision_on"] = (
+        "passed on every rank" if not precision else f"failed ({'; '.join(precision)}): {KNOWN_CAUSE}"
+    )
     details["commands"] = [c[-6:] for c in commands]
     if precision:
         validations.append(Validation("precision of the DEBUG_CLOCK_ON run", False, "error", details["precision_on"]))
-        return run.status("invalid", f"the DEBUG_CLOCK_ON run failed the precision check ({'; '.join(precision)}): {KNOWN_CAUSE}", **common)
+        return run.status(
+            "invalid",
+            f"the DEBUG_CLOCK_ON run failed the precision check ({'; '.join(precision)}): {KNOWN_CAUSE}",
+            **common,
+        )
     found = sorted(str(p.relative_to(raw)) for p in raw.rglob("*") if p.is_file())
     if not any("dispatch_clock" in f or f.endswith("trace.bin") for f in found):
         return run.status(
-            "invalid", f"the DEBUG_CLOCK_ON build ran but wrote no DebugClock file under {raw} (dispatch_clock*_rank_*.csv or trace.bin)", **common
+            "invalid",
+            f"the DEBUG_CLOCK_ON build ran but wrote no DebugClock file under {raw} (dispatch_clock*_rank_*.csv or trace.bin)",
+            **common,
         )
     return run.status(
         "ok",
@@ -94,7 +144,9 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     )
 
 
-def debugclock_wrap(raw: Path, index: int, dc: Mapping[str, Any], chain_name: str) -> Callable[[int, list[str]], list[str]]:
+def debugclock_wrap(
+    raw: Path, index: int, dc: Mapping[str, Any], chain_name: str
+) -> Callable[[int, list[str]], list[str]]:
     """The ON run's command on each node: its DebugClock files go to raw/run<index>/node<k>/."""
 
     def wrap(node: int, argv: list[str]) -> list[str]:
@@ -108,7 +160,9 @@ def debugclock_wrap(raw: Path, index: int, dc: Mapping[str, Any], chain_name: st
     return wrap
 
 
-def off_on_runs(run: StageRun, chain: Toolchain, debug_chain: Toolchain, raw: Path, out: Path) -> tuple[tuple[str, str] | None, list[str], list[list[str]]]:
+def off_on_runs(
+    run: StageRun, chain: Toolchain, debug_chain: Toolchain, raw: Path, out: Path
+) -> tuple[tuple[str, str] | None, list[str], list[list[str]]]:
     """debugclock.runs pairs of the perf driver, OFF (the baseline build) then ON (the DEBUG build). Returns the
     (state, reason) that ends the part early, or None; the ON runs' precision failures (the instrumentation's,
     KNOWN_CAUSE); every command."""
@@ -117,7 +171,10 @@ def off_on_runs(run: StageRun, chain: Toolchain, debug_chain: Toolchain, raw: Pa
     driver = Path(run.inputs["driver"])
     for i in range(dc["runs"]):
         # OFF then ON, alternating: drift between them lands on both builds alike. The baseline's numbers are not reused.
-        for variant, use_chain, wrap in (("off", chain, None), ("on", debug_chain, debugclock_wrap(raw, i, dc, chain.name))):
+        for variant, use_chain, wrap in (
+            ("off", chain, None),
+            ("on", debug_chain, debugclock_wrap(raw, i, dc, chain.name)),
+        ):
             test = run_driver(
                 cfg,
                 use_chain,
@@ -132,7 +189,10 @@ def off_on_runs(run: StageRun, chain: Toolchain, debug_chain: Toolchain, raw: Pa
             commands.append(test.command)
             if test.result.timed_out:
                 return (
-                    ("timeout", f"the DebugClock {variant.upper()} run {i} exceeded its {run.timeout:g} s budget: {test.result.problem}"),
+                    (
+                        "timeout",
+                        f"the DebugClock {variant.upper()} run {i} exceeded its {run.timeout:g} s budget: {test.result.problem}",
+                    ),
                     precision,
                     commands,
                 )
@@ -140,5 +200,9 @@ def off_on_runs(run: StageRun, chain: Toolchain, debug_chain: Toolchain, raw: Pa
                 if variant == "on" and test.verdict.cause == "precision":
                     precision.append(f"run {i}: {test.verdict.reason}")
                     continue
-                return ("failed", f"the DebugClock {variant.upper()} run {i} did not complete: {test.verdict.reason}"), precision, commands
+                return (
+                    ("failed", f"the DebugClock {variant.upper()} run {i} did not complete: {test.verdict.reason}"),
+                    precision,
+                    commands,
+                )
     return None, precision, commands

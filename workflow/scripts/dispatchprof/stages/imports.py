@@ -86,7 +86,12 @@ def entry_problem(path: str, open_files: bool = True) -> tuple[os.stat_result | 
 
 
 def file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
     return next((name for test, name in kinds if test(mode)), "not a file or directory")
 
 
@@ -200,7 +205,9 @@ def count_import(kind: str, root: Path) -> ImportCount:
     pattern, label = DATA_DIRS[kind]
     found = sum(1 for d in nodes.values() for p in d.iterdir() if p.is_dir() and pattern.match(p.name))
     if not found:
-        raise ImportError_(f"{root}: no {label} directory under node0..node{max(nodes)} (names as the tool writes them, e.g. {label[:-1]}...)")
+        raise ImportError_(
+            f"{root}: no {label} directory under node0..node{max(nodes)} (names as the tool writes them, e.g. {label[:-1]}...)"
+        )
     return ImportCount(sorted(nodes), found, None, f"{found} {label} directories in {len(nodes)} node directories")
 
 
@@ -214,17 +221,34 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
         return "invalid", f"analyze.{kind}: {root} does not exist", {}
     problems = tree_problems(root)
     if problems:
-        return "invalid", unreadable_entries(kind, root, problems), {"unreadable": problems[:100], "unreadable_count": len(problems)}
+        return (
+            "invalid",
+            unreadable_entries(kind, root, problems),
+            {"unreadable": problems[:100], "unreadable_count": len(problems)},
+        )
     try:
         count = count_import(kind, root)
     except (ImportError_, OSError, UnicodeDecodeError) as exc:
         return "invalid", str(exc), {}
-    details = {"nodes_found": count.nodes, "directories": count.directories, "ranks_found": count.ranks, "counted_by": count.how}
+    details = {
+        "nodes_found": count.nodes,
+        "directories": count.directories,
+        "ranks_found": count.ranks,
+        "counted_by": count.how,
+    }
     outside = [n for n in count.nodes if n >= nodes]
     if outside:
-        return "invalid", f"analyze.{kind}: {root} holds node directories {outside} but cluster.nodes is {nodes} (node0..node{nodes - 1})", details
+        return (
+            "invalid",
+            f"analyze.{kind}: {root} holds node directories {outside} but cluster.nodes is {nodes} (node0..node{nodes - 1})",
+            details,
+        )
     if count.ranks is not None and count.ranks != world:
-        return "invalid", f"analyze.{kind}: {root} holds {count.ranks} ranks ({count.how}) but the config has {world} (nodes x ranks_per_node)", details
+        return (
+            "invalid",
+            f"analyze.{kind}: {root} holds {count.ranks} ranks ({count.how}) but the config has {world} (nodes x ranks_per_node)",
+            details,
+        )
     held = f"{count.ranks} ranks, {count.how}" if count.ranks is not None else count.how
     return "ok", f"imported {root} in place ({held})", details
 

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from dispatchprof.tools.collective import run_driver
 from dispatchprof.formats.msopprof import discover
-from dispatchprof.tools.opprofiler import REPLAY_TIMEOUT_REASON, TIMELINE_KINDS, log_findings, op_profiler_command, op_profiler_run
+from dispatchprof.tools.opprofiler import (
+    REPLAY_TIMEOUT_REASON,
+    TIMELINE_KINDS,
+    log_findings,
+    op_profiler_command,
+    op_profiler_run,
+)
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
 from dispatchprof.tools.launch import NodeResult
@@ -31,7 +37,11 @@ def op_profiler_collect(run: StageRun, kind: str | None = None) -> Status:
     cfg, chain = run.config, resolve(run.config)
     entry = json.loads(Path(run.inputs["env"]).read_text()).get("op_profiler_entry", "none")
     if entry == "none":
-        return run.status("skipped", "env capture found no usable op profiler on every node (neither msopprof nor `msprof op`)", upstream=gate.upstream)
+        return run.status(
+            "skipped",
+            "env capture found no usable op profiler on every node (neither msopprof nor `msprof op`)",
+            upstream=gate.upstream,
+        )
     timeline = json.loads(Path(run.inputs["timeline_stats"]).read_text())
     kernel = (timeline.get("kernel_name") or cfg["kernel"]["name"]).split(",")[0]
     metrics, extra = op_profiler_run(cfg, run.stage, kind)
@@ -73,8 +83,17 @@ def op_profiler_collect(run: StageRun, kind: str | None = None) -> Status:
             return run.status("failed", f"{entry} refused to run: {tool_errors[0]}", **common)
         return run.status("invalid", f"replay changed the results: {test.verdict.reason}", **common)
     if failures or not all(found.values()):
-        return run.status("invalid", f"{entry} exited 0 but its output is incomplete: " + ("; ".join(failures[:2]) or f"OPPROF_ per node {found}"), **common)
-    return run.status("ok", f"{entry} profiled {kernel} on every rank ({','.join(metrics)}); precision still passed everywhere", **common)
+        return run.status(
+            "invalid",
+            f"{entry} exited 0 but its output is incomplete: "
+            + ("; ".join(failures[:2]) or f"OPPROF_ per node {found}"),
+            **common,
+        )
+    return run.status(
+        "ok",
+        f"{entry} profiled {kernel} on every rank ({','.join(metrics)}); precision still passed everywhere",
+        **common,
+    )
 
 
 def log_failures(nodes: list[NodeResult]) -> list[str]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from dispatchprof.analysis.opprof_runs import PerRank, rank_runs, read_each_rank, refused_details, refused_validations, why_no_run_has
+from dispatchprof.analysis.opprof_runs import (
+    PerRank,
+    rank_runs,
+    read_each_rank,
+    refused_details,
+    refused_validations,
+    why_no_run_has,
+)
 from dispatchprof.analysis.rank_identity import RankIdentityError, load_identities, refused_sentence
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.analysis.pcsampling import HOT_LINE_SHARE, SIMT_FUNCTIONS, aggregate, coverage
@@ -37,12 +44,21 @@ def decode_ranks(run: StageRun) -> PerRank[Any]:
         unplaced,
     )
     with_file = [r for r in runs if (r.run.directory / "visualize_data.bin").is_file()]
-    return read_each_rank(with_file, lambda r: decode_pc_sampling(r.run.directory / "visualize_data.bin"), (OpprofFormatError, VisualizeBinError), unplaced)
+    return read_each_rank(
+        with_file,
+        lambda r: decode_pc_sampling(r.run.directory / "visualize_data.bin"),
+        (OpprofFormatError, VisualizeBinError),
+        unplaced,
+    )
 
 
 def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     cfg = run.config
-    repo = resolve(cfg).repo if cfg["mode"] == "collect" else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
+    repo = (
+        resolve(cfg).repo
+        if cfg["mode"] == "collect"
+        else (Path(cfg["deepep"]["repo"]) if cfg["deepep"]["repo"] else None)
+    )
     try:
         files = decode_ranks(run)
     except RankIdentityError as exc:
@@ -50,7 +66,12 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     decoded = [(rank, data) for rank, launches in files.read.items() for _, data in launches]
     left_out, refused = refused_sentence(files.refused), refused_validations(files, "visualize_data.bin")
     if not decoded and files.refused:
-        return run.status("invalid", "no rank's visualize_data.bin can be read" + left_out, validations=refused, details=refused_details(files))
+        return run.status(
+            "invalid",
+            "no rank's visualize_data.bin can be read" + left_out,
+            validations=refused,
+            details=refused_details(files),
+        )
     if not decoded:
         c = cfg["cluster"]
         why = why_no_run_has(
@@ -67,7 +88,10 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
     lines_seen, instr_seen = merged["lines_seen"], merged["instructions_seen"]
     # Coverage as the timeline judges it: which of the world's ranks have samples (ranks without a run count as missing)
-    cov = {**coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"], files.refused), **refused_details(files)}
+    cov = {
+        **coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"], files.refused),
+        **refused_details(files),
+    }
     validations = list(refused)
     if cov["state"] == "none":
         result = {
@@ -82,7 +106,9 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
         validations.append(Validation("SIMT samples", False, "warning", NO_SAMPLES_WHY))
         return run.status("ok", NO_SAMPLES_WHY + left_out, validations=validations, details={"coverage": cov})
     if cov["state"] != "full":
-        validations.append(Validation("rank coverage", False, "error" if cov["state"] == "most_missing" else "warning", cov["text"]))
+        validations.append(
+            Validation("rank coverage", False, "error" if cov["state"] == "most_missing" else "warning", cov["text"])
+        )
     source_mapped = lines_seen > 0
     if not source_mapped:
         validations.append(
@@ -117,9 +143,18 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
     }
     result["summary"] = {"stalls": stalls, "hot_lines": top_lines, "per_role": merged["per_role"], "coverage": cov}
     write_json_atomic(run.outputs["stats"], result)
-    common = {"validations": validations, "upstream": {k: p.state for k, p in parts.items()}, "details": {"coverage": cov}}
+    common = {
+        "validations": validations,
+        "upstream": {k: p.state for k, p in parts.items()},
+        "details": {"coverage": cov},
+    }
     if cov["state"] == "most_missing":  # means over a minority of ranks would pass for the cluster's picture
-        return run.status("invalid", f"PC sampling coverage too low: {cov['text']}" + left_out, artifacts=[str(p) for p in run.outputs.values()], **common)
+        return run.status(
+            "invalid",
+            f"PC sampling coverage too low: {cov['text']}" + left_out,
+            artifacts=[str(p) for p in run.outputs.values()],
+            **common,
+        )
     reason = stall_reason(cov, stalls, top_lines) + left_out
     return run.status("ok", reason, artifacts=[str(p) for p in run.outputs.values()], **common)
 
@@ -129,7 +164,8 @@ def stall_reason(cov: Mapping[str, Any], stalls: Mapping[str, Any], top_lines: l
     worst = max(stalls["not_issue"], key=stalls["not_issue"].get)
     lead = f"PARTIAL COVERAGE: {cov['text']}; " if cov["state"] == "partial" else ""
     reason = (
-        lead + f"stall samples on {cov['found']} of {cov['expected']} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
+        lead
+        + f"stall samples on {cov['found']} of {cov['expected']} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
     )
     reason += (
         f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} ({top_lines[0].get('function') or 'function unknown'}, "

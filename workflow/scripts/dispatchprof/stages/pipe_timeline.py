@@ -43,7 +43,9 @@ CORE_MAPPING = {
 }
 
 
-def read_sources(run: StageRun, parts: Mapping[str, Status]) -> tuple[list[tuple[str, Path, str | None]], dict[str, dict]]:
+def read_sources(
+    run: StageRun, parts: Mapping[str, Status]
+) -> tuple[list[tuple[str, Path, str | None]], dict[str, dict]]:
     """(kind label, raw dir, identity dir) of every run to read, and the state of each configured run."""
     cfg = run.config
     runs: dict[str, dict] = {}
@@ -56,7 +58,12 @@ def read_sources(run: StageRun, parts: Mapping[str, Status]) -> tuple[list[tuple
         return sources, runs
     for kind, metric in TIMELINE_KINDS.items():
         part = parts[f"{kind}_collect"]
-        entry = {"metric": metric, "state": part.state, "reason": part.reason, "options": part.details.get("options", [])}
+        entry = {
+            "metric": metric,
+            "state": part.state,
+            "reason": part.reason,
+            "options": part.details.get("options", []),
+        }
         if part.state == "failed" and "refused" in part.reason:
             entry["note"] = REFUSAL_NOTE
         runs[metric] = entry
@@ -66,7 +73,9 @@ def read_sources(run: StageRun, parts: Mapping[str, Status]) -> tuple[list[tuple
     return sources, runs
 
 
-def not_run_status(run: StageRun, enabled: Mapping[str, Status], runs: dict[str, dict], upstream: dict[str, str]) -> Status:
+def not_run_status(
+    run: StageRun, enabled: Mapping[str, Status], runs: dict[str, dict], upstream: dict[str, str]
+) -> Status:
     """No configured run has data to read: the stage's state is the worst of its runs', and the reason says why once."""
     bad = dict(enabled)
     state = worst_state(p.state for p in bad.values())
@@ -81,7 +90,9 @@ def not_run_status(run: StageRun, enabled: Mapping[str, Status], runs: dict[str,
     return run.status(state, reason, upstream=upstream, root_cause=root, details={"runs": runs})
 
 
-def read_traces(run: StageRun, sources: list[tuple[str, Path, str | None]], runs: dict[str, dict]) -> tuple[list[pd.DataFrame], list[str], list[Validation]]:
+def read_traces(
+    run: StageRun, sources: list[tuple[str, Path, str | None]], runs: dict[str, dict]
+) -> tuple[list[pd.DataFrame], list[str], list[Validation]]:
     """Every rank's trace events of every source, the state of each source, and the warnings on the way. A rank
     whose trace cannot be read is left out with why (``runs`` lists it under refused), the source goes on with the
     rest; one below the coverage keeps its events."""
@@ -104,14 +115,27 @@ def read_traces(run: StageRun, sources: list[tuple[str, Path, str | None]], runs
             runs[label].update(state="invalid", reason=str(exc))
             states.append("invalid")
             continue
-        read = read_each_rank(found, lambda r: read_run_trace(r.run.directory), (OpprofFormatError, TraceFormatError), unplaced)
-        validations += [Validation(f"{label}: {v.check}", v.passed, v.severity, v.detail) for v in refused_validations(read, "trace")]
-        states.append(source_traces(label, read, runs, frames, validations, world_ranks(cfg), cfg["stats"]["min_rank_coverage"]))
+        read = read_each_rank(
+            found, lambda r: read_run_trace(r.run.directory), (OpprofFormatError, TraceFormatError), unplaced
+        )
+        validations += [
+            Validation(f"{label}: {v.check}", v.passed, v.severity, v.detail)
+            for v in refused_validations(read, "trace")
+        ]
+        states.append(
+            source_traces(label, read, runs, frames, validations, world_ranks(cfg), cfg["stats"]["min_rank_coverage"])
+        )
     return frames, states, validations
 
 
 def source_traces(
-    label: str, read: PerRank[Any], runs: dict[str, dict], frames: list[pd.DataFrame], validations: list[Validation], world: int, min_fraction: float
+    label: str,
+    read: PerRank[Any],
+    runs: dict[str, dict],
+    frames: list[pd.DataFrame],
+    validations: list[Validation],
+    world: int,
+    min_fraction: float,
 ) -> str:
     """One source's traces into ``frames``, its coverage and refused ranks into ``runs[label]``; its state."""
     traces, without, unmatched = [], [], []
@@ -143,12 +167,18 @@ def source_traces(
         )
         return "invalid"
     if not cov.complete:
-        validations.append(Validation(f"{label}: every rank has a trace", False, "warning", f"analysed {cov.sentence()}{left_out}"))
+        validations.append(
+            Validation(f"{label}: every rank has a trace", False, "warning", f"analysed {cov.sentence()}{left_out}")
+        )
     return "ok"
 
 
 def tabulate_runs(
-    events: pd.DataFrame, runs: dict[str, dict], settings: Mapping[str, Any], roles: list[dict], validations: list[Validation]
+    events: pd.DataFrame,
+    runs: dict[str, dict],
+    settings: Mapping[str, Any],
+    roles: list[dict],
+    validations: list[Validation],
 ) -> dict[str, pd.DataFrame]:
     """Per detected run (PipeTimeline, InstrTimeline): its cores placed on roles, and the role table in ``runs``."""
     per_run: dict[str, pd.DataFrame] = {}
@@ -169,7 +199,12 @@ def tabulate_runs(
             full = [p for p, n in entry["pcs_per_pipe_max"].items() if n >= INSTR_PC_LIMIT]
             if full:
                 validations.append(
-                    Validation("InstrTimeline PC limit", False, "warning", f"{', '.join(full)} reached {INSTR_PC_LIMIT} PCs on a core: data may be dropped")
+                    Validation(
+                        "InstrTimeline PC limit",
+                        False,
+                        "warning",
+                        f"{', '.join(full)} reached {INSTR_PC_LIMIT} PCs on a core: data may be dropped",
+                    )
                 )
     for kind in per_run:  # analyze mode: the import's coverage is each detected run's
         runs[kind].setdefault("rank_coverage", runs.get("import", {}).get("rank_coverage"))
@@ -197,7 +232,12 @@ def pipe_timeline_result(run: StageRun, runs: dict[str, dict], primary: str | No
         "runs": {k: v.get("state") for k, v in runs.items()},
         "roles_from": primary,
         "roles": {
-            role: {"coverage": v["coverage"], "cores_seen": v["cores_seen"], "cores_of_role": v["cores_of_role"], "pipes": v["pipes"]}
+            role: {
+                "coverage": v["coverage"],
+                "cores_seen": v["cores_seen"],
+                "cores_of_role": v["cores_of_role"],
+                "pipes": v["pipes"],
+            }
             for role, v in role_view.items()
         },
         "top_instructions": runs.get("InstrTimeline", {}).get("top_instructions"),
@@ -205,21 +245,27 @@ def pipe_timeline_result(run: StageRun, runs: dict[str, dict], primary: str | No
     return result
 
 
-def pipe_timeline_reason(runs: Mapping[str, dict], role_view: Mapping[str, Any], roles: list[dict], validations: list[Validation]) -> str:
+def pipe_timeline_reason(
+    runs: Mapping[str, dict], role_view: Mapping[str, Any], roles: list[dict], validations: list[Validation]
+) -> str:
     pieces = []
     for kind, entry in runs.items():
         text = f"{kind}: {entry.get('state')}"
         if entry.get("state") == "ok" and entry.get("roles"):
             seen = sum(v["cores_seen"] for v in entry["roles"].values())
             text += f" ({(entry.get('rank_coverage') or {}).get('sentence', 'ranks not known')}, {seen} of {sum(int(r['count']) for r in roles)} AIV cores placed on roles)"
-            text += refused_sentence((entry.get("rank_coverage") or {}).get("refused") or {}).replace(". Left out", "; left out")
+            text += refused_sentence((entry.get("rank_coverage") or {}).get("refused") or {}).replace(
+                ". Left out", "; left out"
+            )
         elif entry.get("state") not in ("ok", "disabled"):
             text += f" ({entry.get('reason')}{'; ' + entry['note'] if entry.get('note') else ''})"
         pieces.append(text)
     empty = [r for r, v in role_view.items() if not v["cores_seen"]]
     if empty:
         pieces.append(f"roles without a sampled core: {', '.join(empty)}")
-        validations.append(Validation("every role sampled", False, "warning", f"no sampled core for {', '.join(empty)}"))
+        validations.append(
+            Validation("every role sampled", False, "warning", f"no sampled core for {', '.join(empty)}")
+        )
     return "; ".join(pieces)
 
 

@@ -13,8 +13,21 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from dispatchprof.analysis.opprof_runs import PerRank, RankRun, rank_runs, read_each_rank, refused_details, refused_validations
-from dispatchprof.analysis.rank_identity import Coverage, RankIdentityError, coverage_of, load_identities, refused_sentence
+from dispatchprof.analysis.opprof_runs import (
+    PerRank,
+    RankRun,
+    rank_runs,
+    read_each_rank,
+    refused_details,
+    refused_validations,
+)
+from dispatchprof.analysis.rank_identity import (
+    Coverage,
+    RankIdentityError,
+    coverage_of,
+    load_identities,
+    refused_sentence,
+)
 from dispatchprof.analysis.roles import (
     REPLAY_NOTE,
     busiest,
@@ -58,7 +71,9 @@ class PmuRead:
     chips: set[Chip] = field(default_factory=set)  # as each launch's data names it, else inferred from its columns
     traces: list[str] = field(default_factory=list)
     ranks_with_data: set[int] = field(default_factory=set)
-    absent_csvs: dict[str, list[str]] = field(default_factory=dict)  # requested metric set -> "rank r launch n" without it
+    absent_csvs: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # requested metric set -> "rank r launch n" without it
     other_missing: dict[str, set[str]] = field(default_factory=dict)  # the other metric sets' missing columns
     refused: PerRank[Any] = field(default_factory=PerRank)  # ranks left out: a file of theirs could not be read
 
@@ -79,19 +94,34 @@ def read_run(r: RankRun, requested: list[str]) -> RunRead:
     """One launch's metric CSVs. Raises OpprofFormatError or OSError."""
     files = metric_files(r.run.directory)
     # The root layout (one launch in total) has no <n> folder: launch 0.
-    keys = {"rank": r.rank, "node": r.node, "device": r.device, "launch": r.run.n if r.run.n is not None else 0, "kernel": r.kernel}
+    keys = {
+        "rank": r.rank,
+        "node": r.node,
+        "device": r.device,
+        "launch": r.run.n if r.run.n is not None else 0,
+        "kernel": r.kernel,
+    }
     read = RunRead([metric for metric in requested if metric not in files])
     if "PipeUtilization" not in files:
         return read
     header, long = read_metric_csv(files["PipeUtilization"])
     read.chip = run_chip(r.run.directory, r.run.opprof) or inferred_chip(header)
-    read.missing = set(missing_columns(header, long, r.basic.get("Op Type"), expected_columns("PipeUtilization", header, read.chip.family)))
+    read.missing = set(
+        missing_columns(
+            header, long, r.basic.get("Op Type"), expected_columns("PipeUtilization", header, read.chip.family)
+        )
+    )
     read.frames.append(long.assign(metric_set="PipeUtilization", **keys))
     for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
         if metric in files:
             other_header, other = read_metric_csv(files[metric])
             read.other_missing[metric] = set(
-                missing_columns(other_header, other, r.basic.get("Op Type"), expected_columns(metric, other_header, read.chip.family))
+                missing_columns(
+                    other_header,
+                    other,
+                    r.basic.get("Op Type"),
+                    expected_columns(metric, other_header, read.chip.family),
+                )
             )
             read.frames.append(other.assign(metric_set=metric, **keys))
     if (r.run.directory / "trace.json").is_file():
@@ -106,7 +136,15 @@ def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
     # Every metric CSV msopprof was asked for must be there for every launch: a requested metric never disappears silently.
     requested = requested_metric_csvs(cfg["pmu"]["metrics"])
     unplaced: list[str] = []
-    runs = rank_runs(raw, cfg["cluster"]["nodes"], rpn, cfg["kernel"]["name"], load_identities(identity), cfg["cluster"]["infer_rank"], unplaced)
+    runs = rank_runs(
+        raw,
+        cfg["cluster"]["nodes"],
+        rpn,
+        cfg["kernel"]["name"],
+        load_identities(identity),
+        cfg["cluster"]["infer_rank"],
+        unplaced,
+    )
     per_rank = read_each_rank(runs, lambda r: read_run(r, requested), (OpprofFormatError,), unplaced)
     read = PmuRead([r for r in runs if r.rank not in per_rank.refused], refused=per_rank)
     for rank, launches in per_rank.read.items():
@@ -130,7 +168,10 @@ def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
 def unequal_launches(cores: pd.DataFrame, cfg: Mapping[str, Any]) -> str | None:
     """Every rank must bring the same number of launches (pmu.launch_count when collected here): a rank with fewer
     would make per-launch and pooled statistics compare different launches. The problem, or None."""
-    launches = {rank: len(cores[cores["rank"] == rank][["kernel", "launch"]].drop_duplicates()) for rank in launches_per_rank(cores)}
+    launches = {
+        rank: len(cores[cores["rank"] == rank][["kernel", "launch"]].drop_duplicates())
+        for rank in launches_per_rank(cores)
+    }
     wanted = cfg["pmu"]["launch_count"] if cfg["mode"] == "collect" else max(launches.values())
     short = sorted(rank for rank, n in launches.items() if n != wanted)
     if not short:
@@ -154,33 +195,66 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
         read = read_pmu_runs(run.raw_dir("pmu_dir"), cfg, run.params["identity"])
     except (OpprofFormatError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
-    frames, ranks_with_data, absent_csvs, other_missing = read.frames, read.ranks_with_data, read.absent_csvs, read.other_missing
+    frames, ranks_with_data, absent_csvs, other_missing = (
+        read.frames,
+        read.ranks_with_data,
+        read.absent_csvs,
+        read.other_missing,
+    )
     covered = coverage_of(world, ranks_with_data, cfg["stats"]["min_rank_coverage"])
     outside = sorted(set(ranks_with_data) - set(covered.found))
     if outside:
-        return run.status("invalid", f"PipeUtilization data for {name_ranks(outside)}, outside the config's {world} ranks (0..{world - 1})")
+        return run.status(
+            "invalid",
+            f"PipeUtilization data for {name_ranks(outside)}, outside the config's {world} ranks (0..{world - 1})",
+        )
     left_out = refused_sentence(read.refused.refused)
     if not covered.enough:
         return run.status(
             "invalid",
-            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)" + left_out,
+            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
+            + left_out,
             details={"coverage": {**covered.as_dict(), **refused_details(read.refused)}},
             validations=refused_validations(read.refused, "metric CSVs"),
         )
     if absent_csvs:
-        listing = "; ".join(f"{m}: {', '.join(where[:5])}{' and more' if len(where) > 5 else ''}" for m, where in absent_csvs.items())
-        return run.status("invalid", f"pmu.metrics asks for {', '.join(requested)} but msopprof wrote no CSV for {listing}")
+        listing = "; ".join(
+            f"{m}: {', '.join(where[:5])}{' and more' if len(where) > 5 else ''}" for m, where in absent_csvs.items()
+        )
+        return run.status(
+            "invalid", f"pmu.metrics asks for {', '.join(requested)} but msopprof wrote no CSV for {listing}"
+        )
     metrics = pd.concat(frames, ignore_index=True)
     cores = per_core(metrics[metrics["metric_set"] == "PipeUtilization"], cfg["kernel"]["roles"])
     problem = unequal_launches(cores, cfg)
     if problem:
         return run.status("invalid", problem)
     stats = role_statistics(cores)
-    metric_sets = {m: {**metric_set_by_role(metrics[metrics["metric_set"] == m], cores), "missing_columns": sorted(other_missing[m])} for m in other_missing}
+    metric_sets = {
+        m: {
+            **metric_set_by_role(metrics[metrics["metric_set"] == m], cores),
+            "missing_columns": sorted(other_missing[m]),
+        }
+        for m in other_missing
+    }
     meta = {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
     write_parquet_atomic(
         run.outputs["metrics"],
-        metrics[["rank", "node", "device", "launch", "kernel", "metric_set", "block_id", "sub_block_id", "core_kind", "metric", "value"]],
+        metrics[
+            [
+                "rank",
+                "node",
+                "device",
+                "launch",
+                "kernel",
+                "metric_set",
+                "block_id",
+                "sub_block_id",
+                "core_kind",
+                "metric",
+                "value",
+            ]
+        ],
         meta,
     )
     write_parquet_atomic(run.outputs["cores"], cores, meta)
@@ -190,13 +264,29 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
     validations += refused_validations(read.refused, "metric CSVs")
     if not bad.empty:
         sets = ", ".join(sorted(bad["metric_set"].unique()))
-        return run.status("invalid", f"{sets} has ratios outside [0, 1]: not a fraction as msopprof writes it", validations=validations)
+        return run.status(
+            "invalid",
+            f"{sets} has ratios outside [0, 1]: not a fraction as msopprof writes it",
+            validations=validations,
+        )
     reason = pmu_reason(result, cores, covered) + left_out
-    return run.status("ok", reason, validations=validations, upstream={k: p.state for k, p in parts.items()}, artifacts=[str(p) for p in run.outputs.values()])
+    return run.status(
+        "ok",
+        reason,
+        validations=validations,
+        upstream={k: p.state for k, p in parts.items()},
+        artifacts=[str(p) for p in run.outputs.values()],
+    )
 
 
 def roles_result(
-    run: StageRun, read: PmuRead, cores: pd.DataFrame, stats: dict[str, Any], metric_sets: dict[str, Any], covered: Coverage, parts: Mapping[str, Status]
+    run: StageRun,
+    read: PmuRead,
+    cores: pd.DataFrame,
+    stats: dict[str, Any],
+    metric_sets: dict[str, Any],
+    covered: Coverage,
+    parts: Mapping[str, Status],
 ) -> dict[str, Any]:
     """roles.json: the role statistics (pooled and per launch), the busiest role against its peers, heatmaps, orders."""
     cfg, runs, missing, chips, traces = run.config, read.runs, read.missing, read.chips, read.traces
@@ -261,28 +351,56 @@ def chip_list(chips: set[Chip]) -> list[dict[str, str | None]]:
     return [c.as_dict() for c in sorted(chips, key=lambda c: (c.name, c.source))]
 
 
-def pmu_validations(result: Mapping[str, Any], missing: set[str], covered: Coverage, metrics: pd.DataFrame) -> tuple[list[Validation], pd.DataFrame]:
+def pmu_validations(
+    result: Mapping[str, Any], missing: set[str], covered: Coverage, metrics: pd.DataFrame
+) -> tuple[list[Validation], pd.DataFrame]:
     """The stage's checks, and the ratio rows outside [0, 1] (any makes the stage invalid)."""
     metric_sets = result["metric_sets"]
     validations = [
-        Validation("columns provided", not missing, "warning", f"not provided by this tool version: {', '.join(sorted(missing))}" if missing else "all"),
+        Validation(
+            "columns provided",
+            not missing,
+            "warning",
+            f"not provided by this tool version: {', '.join(sorted(missing))}" if missing else "all",
+        ),
         Validation("every rank has PMU data", covered.complete, "warning", f"analysed {covered.sentence()}"),
     ]
     if result["inferred_ranks"]:
         validations.append(
-            Validation("rank mapping", False, "warning", f"{len(result['inferred_ranks'])} ranks numbered from device ids (cluster.infer_rank): inferred")
+            Validation(
+                "rank mapping",
+                False,
+                "warning",
+                f"{len(result['inferred_ranks'])} ranks numbered from device ids (cluster.infer_rank): inferred",
+            )
         )
     for m, v in metric_sets.items():
         gone = v["missing_columns"]
-        validations.append(Validation(f"{m} columns provided", not gone, "warning", f"not provided by this tool version: {', '.join(gone)}" if gone else "all"))
+        validations.append(
+            Validation(
+                f"{m} columns provided",
+                not gone,
+                "warning",
+                f"not provided by this tool version: {', '.join(gone)}" if gone else "all",
+            )
+        )
     ratios = metrics[metrics["metric"].str.endswith(("_ratio", "_miss_rate"))]
     bad = ratios[(ratios["value"] < 0) | (ratios["value"] > 1)]
-    validations.append(Validation("ratios and miss rates within [0, 1]", bad.empty, "error", f"{int(ratios['value'].notna().sum())} values"))
+    validations.append(
+        Validation(
+            "ratios and miss rates within [0, 1]", bad.empty, "error", f"{int(ratios['value'].notna().sum())} values"
+        )
+    )
     return validations, bad
 
 
 def pmu_reason(result: Mapping[str, Any], cores: pd.DataFrame, covered: Coverage) -> str:
-    stats, by_time, by_miss, metric_sets = result["roles"], result["order_by_aiv_time"], result["order_by_icache_miss_rate"], result["metric_sets"]
+    stats, by_time, by_miss, metric_sets = (
+        result["roles"],
+        result["order_by_aiv_time"],
+        result["order_by_icache_miss_rate"],
+        result["metric_sets"],
+    )
     top, busy = stats[by_time[0]], result["busiest"]
     n_cores = len(cores[["rank", "aiv_index"]].drop_duplicates())
     reason = (

@@ -67,7 +67,9 @@ def not_provided(evidence: dict) -> dict:
     pmu, pcs = evidence.get("pmu") or {}, evidence.get("pcsampling") or {}
     out = {"pmu": list(pmu.get("missing_columns") or [])}
     for name, t in (pmu.get("metric_sets") or {}).items():
-        out["pmu"] += [f"{name}: {c}" for c in dict.fromkeys((t.get("not_provided") or []) + (t.get("missing_columns") or []))]
+        out["pmu"] += [
+            f"{name}: {c}" for c in dict.fromkeys((t.get("not_provided") or []) + (t.get("missing_columns") or []))
+        ]
     if pcs and not pcs.get("stalls"):
         out["pcsampling"] = ["SIMT stall samples (no TopStallReason block)"]
     return out
@@ -102,7 +104,9 @@ def debugclock_section(path: str, status: Status, link: Link) -> Section | None:
         return None
     from dispatchprof.report.debugclock import section  # its SVGs: only for a report that has DebugClock data
 
-    overhead = {k: data["overhead"][k] for k in ("on_median_us", "off_median_us", "ratio")} if data.get("overhead") else None
+    overhead = (
+        {k: data["overhead"][k] for k in ("on_median_us", "off_median_us", "ratio")} if data.get("overhead") else None
+    )
     return Section(section(data), {**data["summary"], "overhead": overhead})
 
 
@@ -137,7 +141,10 @@ def baseline_context(run: StageRun, status: Status, link: Link) -> tuple[dict[st
         "stats": stats,
         "link": link(run.inputs["baseline_stats"]),
         "parquet": link(str(Path(run.inputs["baseline_stats"]).with_name("latency.parquet"))),
-        "plots": {name: embed_png(plot_dir / f"{name}.png") for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")},
+        "plots": {
+            name: embed_png(plot_dir / f"{name}.png")
+            for name in ("kernel_per_rank", "kernel_iteration_max", "slowest_rank", "api_per_rank")
+        },
         "timeline_minus_kernel": None,
     }, stats["summary"]
 
@@ -160,7 +167,9 @@ def timeline_context(run: StageRun, link: Link, ok: set[str]) -> dict[str, Any] 
             timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
     timeline["drilled"] = [d["rank"] for d in timeline["drilldowns"]]
     invocation = read_invocation(Path(run.outputs["html"]).parents[1])  # results/<exp>/invocation.json (onstart)
-    steps_run = Run(run.experiment, tuple(invocation), run.config["mode"], frozenset(ok), frozenset(timeline["drilled"]))
+    steps_run = Run(
+        run.experiment, tuple(invocation), run.config["mode"], frozenset(ok), frozenset(timeline["drilled"])
+    )
     timeline["next_steps"] = next_steps(timeline_stats.get("causes") or [], run.experiment, invocation, run=steps_run)
     straggler = (timeline_stats.get("straggler") or {}).get("rank")
     timeline["drill_command"] = drill_command(run.experiment, straggler, invocation) if straggler is not None else None
@@ -170,15 +179,26 @@ def timeline_context(run: StageRun, link: Link, ok: set[str]) -> dict[str, Any] 
 def answer_run(run: StageRun, ok: set[str], timeline: dict[str, Any] | None) -> Run:
     """What the Answer's next steps need of the run: its invocation words, mode, stages with evidence, drilled ranks."""
     invocation = read_invocation(Path(run.outputs["html"]).parents[1])
-    return Run(run.experiment, tuple(invocation), run.config["mode"], frozenset(ok), frozenset((timeline or {}).get("drilled") or ()))
+    return Run(
+        run.experiment,
+        tuple(invocation),
+        run.config["mode"],
+        frozenset(ok),
+        frozenset((timeline or {}).get("drilled") or ()),
+    )
 
 
 def correctness_context(run: StageRun, link: Link) -> dict[str, Any] | None:
     """The precision test's per-rank table, linked, with its failed rows; None where it holds no ranks."""
-    ranks = pq.ParquetFile(run.inputs["correctness_ranks"]).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)
+    ranks = pq.ParquetFile(
+        run.inputs["correctness_ranks"]
+    ).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)
     if "global_rank" not in ranks.column_names:
         return None
-    return {"link": link(run.inputs["correctness_ranks"]), "failed_rows": [row for row in ranks.to_pylist() if not row["passed"]]}
+    return {
+        "link": link(run.inputs["correctness_ranks"]),
+        "failed_rows": [row for row in ranks.to_pylist() if not row["passed"]],
+    }
 
 
 def comparisons_context(run: StageRun, link: Link) -> list[dict[str, Any]]:
@@ -197,7 +217,10 @@ def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mappi
         run.toolchain,
         run.config["mode"],
         statuses,
-        {s: sections.get(s) for s in ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")},
+        {
+            s: sections.get(s)
+            for s in ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline", "debugclock", "probe")
+        },
     )
     # pipe_timeline: present whenever a run was parsed (its runs' states inside), even if another run was refused
     summary["pipe_timeline"] = sections["pipe_timeline"]
@@ -221,13 +244,21 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     env_nodes, env_warnings = environment_rows(env)
     sections: dict[str, Any] = {}
     baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
-    if sections["baseline"] and sections["baseline"].get("bandwidth"):  # the answer's step that tells a slow link from slow senders
+    if sections["baseline"] and sections["baseline"].get(
+        "bandwidth"
+    ):  # the answer's step that tells a slow link from slow senders
         invocation = read_invocation(Path(run.outputs["html"]).parents[1])
-        sections["baseline"]["bandwidth"]["tell_apart_command"] = collect_command("debugclock", Run(run.experiment, tuple(invocation)))
+        sections["baseline"]["bandwidth"]["tell_apart_command"] = collect_command(
+            "debugclock", Run(run.experiment, tuple(invocation))
+        )
     crosscheck = (
         json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
         if run.inputs.get("timeline_crosscheck")
-        else {"tool": "msprof-analyze cluster -m compute_op_sum", "state": "skipped", "reason": "timeline.crosscheck is off"}
+        else {
+            "tool": "msprof-analyze cluster -m compute_op_sum",
+            "state": "skipped",
+            "reason": "timeline.crosscheck is off",
+        }
     )
     ok = {stage for stage, s in statuses.items() if s.ok}
     timeline = timeline_context(run, link, ok)
@@ -243,7 +274,14 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     pipe_timeline = shown["pipe_timeline"]
     render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
     render_link_figures(baseline, run.toolchain == "sim")
-    figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], Path(run.inputs["baseline_plots"]) if baseline else None, baseline)
+    figure_links = figure_files(
+        figures,
+        timeline,
+        shown["pmu"],
+        shown["debugclock"],
+        Path(run.inputs["baseline_plots"]) if baseline else None,
+        baseline,
+    )
     comparisons = comparisons_context(run, link)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
     context = {
@@ -255,10 +293,14 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         "nodes": cfg["cluster"]["nodes"],
         "ranks_per_node": cfg["cluster"]["ranks_per_node"],
         "world": world_ranks(cfg),
-        "transport": cfg["deepep"]["transport"] if cfg["mode"] == "collect" else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
+        "transport": cfg["deepep"]["transport"]
+        if cfg["mode"] == "collect"
+        else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
         "shape": shown_shape(cfg),
         "roles": cfg["kernel"]["roles"],
-        "build_summary": statuses["build"].reason if not build.get("placeholder") else f"{statuses['build'].state}: {statuses['build'].reason}",
+        "build_summary": statuses["build"].reason
+        if not build.get("placeholder")
+        else f"{statuses['build'].state}: {statuses['build'].reason}",
         "env_nodes": env_nodes,
         "env_warnings": env_warnings,
         "timeline": timeline,
@@ -268,15 +310,21 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         "pcsampling": shown["pcsampling"],
         "debugclock": shown["debugclock"],
         "pipe_timeline": pipe_timeline,
-        "answer": verdict(Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))),
-        "evidence_parts": evidence_parts(evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)),
+        "answer": verdict(
+            Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))
+        ),
+        "evidence_parts": evidence_parts(
+            evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)
+        ),
         "baseline": baseline,
         "correctness": correctness,
         "probe": shown["probe"],
         "open_boundaries": open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
         "artifact_guide": artifact_guide(
             Path("results") / run.experiment,
-            {k: v for k, v in cfg["analyze"].items() if k == "latency_csv" or k.endswith("_dir")} if cfg["mode"] == "analyze" else {},
+            {k: v for k, v in cfg["analyze"].items() if k == "latency_csv" or k.endswith("_dir")}
+            if cfg["mode"] == "analyze"
+            else {},
             out_dir,
             cfg["report"]["insight_version"],
             run.toolchain,
@@ -291,4 +339,9 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     write_summary(run, statuses, sections)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
-    return run.status("ok", reason, upstream={s: st.state for s, st in statuses.items()}, artifacts=[str(p) for p in run.outputs.values()])
+    return run.status(
+        "ok",
+        reason,
+        upstream={s: st.state for s, st in statuses.items()},
+        artifacts=[str(p) for p in run.outputs.values()],
+    )

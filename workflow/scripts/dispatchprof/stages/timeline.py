@@ -18,7 +18,13 @@ import pyarrow.parquet as pq
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis.rank_identity import Coverage, coverage_of, refused_sentence
-from dispatchprof.analysis.timeline import longest_duration, merged_call_chain, merged_trace, timeline_minus_kernel, used_launches
+from dispatchprof.analysis.timeline import (
+    longest_duration,
+    merged_call_chain,
+    merged_trace,
+    timeline_minus_kernel,
+    used_launches,
+)
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.shell.stage import StageRun
@@ -38,7 +44,9 @@ class CoverageFold:
 
 
 def fold_coverage(node_tables: Iterable[pa.Table], world: int, min_fraction: float) -> CoverageFold:
-    parts_with_rows = [t for t in node_tables if "global_rank" in t.column_names]  # a skipped part's placeholder has none
+    parts_with_rows = [
+        t for t in node_tables if "global_rank" in t.column_names
+    ]  # a skipped part's placeholder has none
     table = pa.concat_tables(parts_with_rows, promote_options="default") if parts_with_rows else pa.table({})
     rows = table.to_pylist()
     covered = coverage_of(world, [r["global_rank"] for r in rows if r["state"] == "found"], min_fraction)
@@ -57,12 +65,19 @@ def too_few(covered: Coverage, summary: Mapping[str, Any], kernel: str) -> str:
     """Why the timeline analyses nothing: too few ranks with data, or none (then the first rank's reason, or every
     refused rank's when all were refused), with the refused files named."""
     if covered.found:
-        return f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)" + refused_sentence(
-            summary["refused"]
+        return (
+            f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
+            + refused_sentence(summary["refused"])
         )
     if summary["refused"] and len(summary["refused"]) == covered.expected:
-        return "no rank has usable timeline data: every rank's files were refused" + refused_sentence(summary["refused"])
-    return f"no rank has launches of kernel.name {kernel!r}: " + "; ".join(list(summary["why_missing"].values())[:1]) + refused_sentence(summary["refused"])
+        return "no rank has usable timeline data: every rank's files were refused" + refused_sentence(
+            summary["refused"]
+        )
+    return (
+        f"no rank has launches of kernel.name {kernel!r}: "
+        + "; ".join(list(summary["why_missing"].values())[:1])
+        + refused_sentence(summary["refused"])
+    )
 
 
 def longest_of(grid: waits.LaunchGrid, waited: Mapping[str, Any], causes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -89,7 +104,9 @@ def longest_of(grid: waits.LaunchGrid, waited: Mapping[str, Any], causes: list[d
 
 
 def rank_mapping(details: Mapping[int, Mapping[str, Any]], covered: Coverage, infer_rank: str) -> dict[str, Any]:
-    inferred = sorted(r for r, d in details.items() if d.get("present") and str(d.get("mapping") or "").startswith("inferred"))
+    inferred = sorted(
+        r for r, d in details.items() if d.get("present") and str(d.get("mapping") or "").startswith("inferred")
+    )
     return {
         "how": sorted({str(d["mapping"]) for d in details.values() if d.get("mapping")}),
         "inferred_ranks": inferred,
@@ -126,7 +143,9 @@ def timeline_stats(
     gaps = used["gap_ns"].astype(float)
     gaps = gaps[~np.isnan(gaps)] / 1000
     symbols = sorted({d["symbol"] for d in details.values() if d.get("symbol")})
-    base_ranks = baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
+    base_ranks = (
+        baseline.get("scopes", {}).get("kernel", {}).get("per_rank", {}) if not baseline.get("placeholder") else {}
+    )
     difference = timeline_minus_kernel(details, base_ranks)
     mapping = rank_mapping(details, fold_.covered, cfg["cluster"]["infer_rank"])
     stats: dict[str, Any] = {
@@ -157,7 +176,9 @@ def timeline_stats(
         "entry_wait_us": waited["entry_wait_us"],
         "entry_wait_heatmap": waited["entry_wait_heatmap"],
         "rank_offsets": strag.pop("rank_offsets"),
-        "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))} if len(gaps) else None,
+        "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))}
+        if len(gaps)
+        else None,
         "call_chain": merged_call_chain(details.values(), cfg["timeline"]["known_kernels"]),
         "call_chain_scope": (
             f"other kernels starting between consecutive target launches, over the first {cfg['timeline']['call_chain_launches']} launch intervals of each rank (timeline.call_chain_launches)"
@@ -173,7 +194,9 @@ def timeline_stats(
         "alignment": "ranks aligned by launch index of the target kernel",
         # provenance of the msprof databases (META_DATA SCHEMA_VERSION): readers are checked against 1.2.0
         "schema_versions": sorted({v for p in parts.values() for v in (p.details or {}).get("schema_versions", [])}),
-        "chips": sorted({c for p in parts.values() for c in (p.details or {}).get("chips", [])}),  # as the PROF_ data names it
+        "chips": sorted(
+            {c for p in parts.values() for c in (p.details or {}).get("chips", [])}
+        ),  # as the PROF_ data names it
     }
     stats["summary"] = {
         "kernel_name": stats["kernel_name"],
@@ -184,7 +207,12 @@ def timeline_stats(
         "excess": strag["excess"],
         "waiting": strag["waiting"],
         "notes": strag["notes"],
-        "longest_duration": {"rank": longest["rank"], "ranks": longest["ranks"], "fraction": longest["fraction"], "label": longest["label"]},
+        "longest_duration": {
+            "rank": longest["rank"],
+            "ranks": longest["ranks"],
+            "fraction": longest["fraction"],
+            "label": longest["label"],
+        },
         "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
         "node_clock": waited["node_clock"],
         "coverage": fold_.summary,
@@ -194,14 +222,20 @@ def timeline_stats(
     return stats, waited
 
 
-def clock_corrected_trace(run: StageRun, used: Mapping[str, np.ndarray], details: Mapping[int, Mapping[str, Any]], waited: Mapping[str, Any]) -> Any:
+def clock_corrected_trace(
+    run: StageRun, used: Mapping[str, np.ndarray], details: Mapping[int, Mapping[str, Any]], waited: Mapping[str, Any]
+) -> Any:
     """The merged trace, on node clocks corrected by the waits' offsets and drifts when every node has one and the
     ranks are coupled (a pure barrier's ends), otherwise on the raw clocks."""
     cfg = run.config
     offsets = {int(n): c["offset_us"] for n, c in waited["node_clock"].items() if c["offset_us"] is not None}
     corrected = waited["coupling"]["state"] == "coupled" and len(offsets) == cfg["cluster"]["nodes"]
-    drifts = {int(n): c["drift_ppm"] for n, c in waited["node_clock"].items() if c.get("drift_ppm")}  # an unresolved drift is None: left out
-    reference = next((c["reference_us"] for c in waited["node_clock"].values() if c.get("reference_us") is not None), 0.0)
+    drifts = {
+        int(n): c["drift_ppm"] for n, c in waited["node_clock"].items() if c.get("drift_ppm")
+    }  # an unresolved drift is None: left out
+    reference = next(
+        (c["reference_us"] for c in waited["node_clock"].values() if c.get("reference_us") is not None), 0.0
+    )
     return merged_trace(
         used,
         details,
@@ -218,10 +252,16 @@ def timeline(run: StageRun) -> Status:
     cfg = run.config
     parts = {label: read_input_status(run.inputs[label]) for label in run.params["needed"]}
     parts.update({f"nodes{g}": read_input_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
-    fold_ = fold_coverage((pq.ParquetFile(p).read() for p in run.inputs["coverage"]), world_ranks(cfg), cfg["stats"]["min_rank_coverage"])
+    fold_ = fold_coverage(
+        (pq.ParquetFile(p).read() for p in run.inputs["coverage"]), world_ranks(cfg), cfg["stats"]["min_rank_coverage"]
+    )
     write_table_parquet_atomic(run.outputs["coverage"], fold_.table, {"dispatchprof.toolchain": run.toolchain})
     covered, coverage_summary = fold_.covered, fold_.summary
-    coverage_only = {"toolchain": run.toolchain, "coverage": coverage_summary, "coverage_rows": fold_.absent_rows}  # stats when nothing is analysed
+    coverage_only = {
+        "toolchain": run.toolchain,
+        "coverage": coverage_summary,
+        "coverage_rows": fold_.absent_rows,
+    }  # stats when nothing is analysed
     if not all(p.ok for p in parts.values()):
         write_json_atomic(run.outputs["stats"], coverage_only)
         status = fold("timeline", run.experiment, run.toolchain, parts)
@@ -258,7 +298,8 @@ def timeline(run: StageRun) -> Status:
             "every rank has timeline data",
             covered.complete,
             "warning",
-            f"analysed {covered.sentence()}; " + "; ".join(f"rank {r}: {d}" for r, d in list(coverage_summary["why_missing"].items())[:4]),
+            f"analysed {covered.sentence()}; "
+            + "; ".join(f"rank {r}: {d}" for r, d in list(coverage_summary["why_missing"].items())[:4]),
         )
     ]
     return run.status(

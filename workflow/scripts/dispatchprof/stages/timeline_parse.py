@@ -13,8 +13,22 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from dispatchprof.analysis.rank_identity import RankAssignment, RankIdentityError, assign_ranks, describe, load_identities
-from dispatchprof.analysis.timeline import calls_between, coverage_rows, kernel_regex, launch_columns, launch_summary, prof_sources, read_state
+from dispatchprof.analysis.rank_identity import (
+    RankAssignment,
+    RankIdentityError,
+    assign_ranks,
+    describe,
+    load_identities,
+)
+from dispatchprof.analysis.timeline import (
+    calls_between,
+    coverage_rows,
+    kernel_regex,
+    launch_columns,
+    launch_summary,
+    prof_sources,
+    read_state,
+)
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, discover, prof_chips, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
@@ -24,7 +38,17 @@ from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
 
 NO_LAUNCHES = launch_summary({"used": np.zeros(0, bool), "dur_ns": np.zeros(0, np.int64), "gap_ns": np.zeros(0)})
-LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "interval_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
+LAUNCH_COLUMNS = [
+    "rank",
+    "launch",
+    "start_ns",
+    "dur_ns",
+    "gap_ns",
+    "interval_ns",
+    "used",
+    "barrier_start_ns",
+    "barrier_dur_ns",
+]
 
 
 def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array]:
@@ -32,7 +56,11 @@ def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array
     previous used launch). pyarrow, not pandas: this job should cost its parsing, not a pandas import."""
     columns = {}
     for name in LAUNCH_COLUMNS:
-        values = np.concatenate([t[name] for t in tables]) if tables else np.zeros(0, dtype=bool if name == "used" else np.int64)
+        values = (
+            np.concatenate([t[name] for t in tables])
+            if tables
+            else np.zeros(0, dtype=bool if name == "used" else np.int64)
+        )
         if name in ("gap_ns", "interval_ns", "barrier_start_ns", "barrier_dur_ns"):
             missing = np.isnan(values) if values.dtype.kind == "f" else values == -1
             values = pa.array(np.where(missing, 0, values).astype(np.int64), mask=missing)
@@ -92,7 +120,15 @@ class RankReader:
         unreadable or refused (row state ``refused``, naming the file and why), or what read_state tells."""
         device = row["device"] if len(info.devices) > 1 else None  # split a multi-device PROF_ by its device id
         try:
-            kernels = read_target_kernels(info, self.is_target, self.context, is_barrier=self.is_barrier, device=device, skip_unended=True, max_us=self.max_us)
+            kernels = read_target_kernels(
+                info,
+                self.is_target,
+                self.context,
+                is_barrier=self.is_barrier,
+                device=device,
+                skip_unended=True,
+                max_us=self.max_us,
+            )
         except (MsprofFormatError, OSError) as exc:
             row.update(state="refused", detail=f"refused: {refusal(info.path, exc)}")
             return None
@@ -107,7 +143,11 @@ def rank_reader(cfg: dict[str, Any]) -> RankReader:
     barrier = kernel_regex(cfg["timeline"]["barrier_kernel"]) if cfg["timeline"]["barrier_kernel"] else None
     is_barrier = (lambda name: bool(barrier.match(name))) if barrier else None
     return RankReader(
-        pattern, lambda name: bool(regex.match(name)), is_barrier, cfg["timeline"]["call_chain_launches"], float(cfg["stats"]["max_plausible_us"])
+        pattern,
+        lambda name: bool(regex.match(name)),
+        is_barrier,
+        cfg["timeline"]["call_chain_launches"],
+        float(cfg["stats"]["max_plausible_us"]),
     )
 
 
@@ -127,7 +167,14 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     parsed = NodeRangeParse(infos, assignments, coverage)
     for row in coverage:
         rank = row["global_rank"]
-        record = {"rank": rank, "node": row["node"], "device": row["device"], "pid": row["pid"], "prof": row["prof_dir"], "mapping": row["mapping"]}
+        record = {
+            "rank": rank,
+            "node": row["node"],
+            "device": row["device"],
+            "pid": row["pid"],
+            "prof": row["prof_dir"],
+            "mapping": row["mapping"],
+        }
         kernels = reader.read(infos[Path(row["prof_dir"])], row) if row["state"] == "found" else None
         if kernels is not None and kernels.schema_version:
             parsed.versions.add(kernels.schema_version)
@@ -138,7 +185,9 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
         add_rank(parsed, record, kernels, skip)
         used = parsed.tables[-1]["used"]
         median = parsed.ranks[-1]["median_us"]
-        write_text_atomic(plots / f"rank{rank}.svg", launch_svg(rank, (parsed.tables[-1]["dur_ns"][used] / 1000).tolist(), median))
+        write_text_atomic(
+            plots / f"rank{rank}.svg", launch_svg(rank, (parsed.tables[-1]["dur_ns"][used] / 1000).tolist(), median)
+        )
     return parsed
 
 
@@ -162,10 +211,14 @@ def add_rank(parsed: NodeRangeParse, record: dict[str, Any], kernels: TargetKern
     )
 
 
-def parse_validations(parsed: NodeRangeParse, errors: list[str], first: int, last: int, rpn: int, infer_rank: str) -> list[Validation]:
+def parse_validations(
+    parsed: NodeRangeParse, errors: list[str], first: int, last: int, rpn: int, infer_rank: str
+) -> list[Validation]:
     """msprof's logged errors (an error), inferred or misplaced ranks and ranks without data (warnings)."""
     assignments, coverage = parsed.assignments, parsed.coverage
-    validations = [Validation("no [ERROR] in mindstudio_profiler_log", not errors, "error", "; ".join(errors[:3]) or "clean")]
+    validations = [
+        Validation("no [ERROR] in mindstudio_profiler_log", not errors, "error", "; ".join(errors[:3]) or "clean")
+    ]
     inferred = [a for a in assignments if a.inferred]
     if inferred:
         validations.append(
@@ -182,12 +235,27 @@ def parse_validations(parsed: NodeRangeParse, errors: list[str], first: int, las
     for label, found in (("rank outside its node directory", outside), ("rank not determinable", unknown)):
         if found:
             validations.append(
-                Validation(label, False, "warning", "; ".join(describe(a) + (f" -> rank {a.rank}" if a.rank is not None else "") for a in found[:3]))
+                Validation(
+                    label,
+                    False,
+                    "warning",
+                    "; ".join(describe(a) + (f" -> rank {a.rank}" if a.rank is not None else "") for a in found[:3]),
+                )
             )
     absent = [r for r in coverage if r["state"] != "found"]
     if absent:
-        named = "; ".join(f"rank {r['global_rank']} (node {r['node']} local rank {r['local_rank']}): {r['detail']}" for r in absent[:8])
-        validations.append(Validation("every rank of these nodes has timeline data", False, "warning", named + (" ..." if len(absent) > 8 else "")))
+        named = "; ".join(
+            f"rank {r['global_rank']} (node {r['node']} local rank {r['local_rank']}): {r['detail']}"
+            for r in absent[:8]
+        )
+        validations.append(
+            Validation(
+                "every rank of these nodes has timeline data",
+                False,
+                "warning",
+                named + (" ..." if len(absent) > 8 else ""),
+            )
+        )
     refused = [r for r in coverage if r["state"] == "refused"]
     if refused:
         validations.append(Validation("every rank's files can be read", False, "warning", refused_ranks(refused, 8)))
@@ -232,7 +300,14 @@ def timeline_parse(run: StageRun) -> Status:
     write_arrow_parquet_atomic(run.outputs["launches"], launch_columns_of(parsed.tables), meta)
     write_arrow_parquet_atomic(run.outputs["coverage"], columns_of(coverage), meta)
     write_json_atomic(
-        run.outputs["ranks"], {"toolchain": run.toolchain, "source": run.source, "nodes": [first, last], "skip_launches": skip, "ranks": parsed.ranks}
+        run.outputs["ranks"],
+        {
+            "toolchain": run.toolchain,
+            "source": run.source,
+            "nodes": [first, last],
+            "skip_launches": skip,
+            "ranks": parsed.ranks,
+        },
     )
     errors = [line for info in infos.values() for line in info.error_lines]
     validations = parse_validations(parsed, errors, first, last, rpn, cfg["cluster"]["infer_rank"])
@@ -248,7 +323,12 @@ def timeline_parse(run: StageRun) -> Status:
         "chips": range_chips(infos, {str(r["prof_dir"]) for r in coverage if r["state"] == "refused"}),
         "refused": {str(r["global_rank"]): r["detail"] for r in coverage if r["state"] == "refused"},
     }
-    common = dict(upstream=gate.upstream, validations=validations, details=details, artifacts=[str(p) for p in run.outputs.values()])
+    common = dict(
+        upstream=gate.upstream,
+        validations=validations,
+        details=details,
+        artifacts=[str(p) for p in run.outputs.values()],
+    )
     if errors:
         return run.status("invalid", f"msprof logged errors: {errors[0]}", **common)
     span = f"node {first}" if first == last else f"nodes {first}-{last}"

@@ -50,7 +50,12 @@ def build_environment(chain: Toolchain, build_env: Mapping[str, str], build_dir:
 
 
 def run_build(
-    chain: Toolchain, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path, build_dir: str = "build"
+    chain: Toolchain,
+    command: Sequence[str],
+    build_env: Mapping[str, str],
+    timeout_s: float,
+    log_path: Path,
+    build_dir: str = "build",
 ) -> CommandResult:
     """Run the build command in the repository, its output appended to ``log_path``."""
     env = build_environment(chain, build_env, build_dir)

@@ -70,12 +70,18 @@ def node_environment(config: Mapping[str, Any], node: int) -> dict[str, str]:
 def test_values(config: Mapping[str, Any], log_dir: Path, run_tag: str) -> dict[str, Any]:
     """The values deepep.test_args may name as {placeholders}."""
     values: dict[str, Any] = dict(config["shape"])
-    values.update({k: config["cluster"][k] for k in ("nodes", "ranks_per_node", "master_addr", "master_port", "shmem_port")})
-    values.update(log_dir=str(log_dir), run_tag=run_tag, transport=config["deepep"]["transport"], world_ranks=world_ranks(config))
+    values.update(
+        {k: config["cluster"][k] for k in ("nodes", "ranks_per_node", "master_addr", "master_port", "shmem_port")}
+    )
+    values.update(
+        log_dir=str(log_dir), run_tag=run_tag, transport=config["deepep"]["transport"], world_ranks=world_ranks(config)
+    )
     return values
 
 
-def test_command(config: Mapping[str, Any], chain: Toolchain, log_dir: Path, run_tag: str, script: str | None = None) -> list[str]:
+def test_command(
+    config: Mapping[str, Any], chain: Toolchain, log_dir: Path, run_tag: str, script: str | None = None
+) -> list[str]:
     """python3 <test or driver> <rendered test_args>; the script path is relative to the repository."""
     args = render_args(config["deepep"]["test_args"], test_values(config, log_dir, run_tag))
     return [config["deepep"]["python"], script or config["deepep"]["test"], *args]
@@ -96,11 +102,24 @@ def driver_environment(config: Mapping[str, Any], out_dir: Path, iterations: int
     }
 
 
-def node_specs(config: Mapping[str, Any], chain: Toolchain, argv_for: Callable[[int], list[str]], log_dir: Path) -> list[NodeSpec]:
+def node_specs(
+    config: Mapping[str, Any], chain: Toolchain, argv_for: Callable[[int], list[str]], log_dir: Path
+) -> list[NodeSpec]:
     specs = []
     for node in range(int(config["cluster"]["nodes"])):
-        env, prepend = chain.own_env(extra=node_environment(config, node))  # the node's own environment is merged under it
-        specs.append(NodeSpec(node=node, argv=chain.wrap(argv_for(node)), env=env, cwd=chain.repo, log_path=log_dir / f"node{node}.log", prepend=prepend))
+        env, prepend = chain.own_env(
+            extra=node_environment(config, node)
+        )  # the node's own environment is merged under it
+        specs.append(
+            NodeSpec(
+                node=node,
+                argv=chain.wrap(argv_for(node)),
+                env=env,
+                cwd=chain.repo,
+                log_path=log_dir / f"node{node}.log",
+                prepend=prepend,
+            )
+        )
     return specs
 
 
@@ -181,7 +200,9 @@ def run_test(
         # First when its death took others with it (their siblings ended, peers stopped); after, when it alone did not
         # pass. Its last lines show what it was doing; the cause (crash or precision) is the verdict's.
         alone = [row.global_rank for row in table if not row.passed] == [died.rank]
-        judged = Verdict(judged.state, f"{judged.reason}; {died.text}" if alone else f"{died.text}; {judged.reason}", judged.cause)
+        judged = Verdict(
+            judged.state, f"{judged.reason}; {died.text}" if alone else f"{died.text}; {judged.reason}", judged.cause
+        )
     return TestRun(result, table, judged, specs[0].argv, run_dir, ports)
 
 
@@ -198,7 +219,10 @@ class DeadRank:
 def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Path]) -> DeadRank | None:
     """The rank whose process failed first, as its node's spawn names it (torch's message), with the last lines that
     rank printed (lines holding "[rank <r>]", the convention of the test's lines); None when no node log names one."""
-    exited = sorted((n for n in result.nodes if n.exit_code not in (None, 0) and not n.killed and n.log_path.is_file()), key=lambda n: n.finished or 0)
+    exited = sorted(
+        (n for n in result.nodes if n.exit_code not in (None, 0) and not n.killed and n.log_path.is_file()),
+        key=lambda n: n.finished or 0,
+    )
     for node in exited:
         failure = spawn_failure(node.log_path)
         if failure is None:

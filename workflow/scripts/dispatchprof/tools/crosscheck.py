@@ -50,10 +50,15 @@ def run_msprof_analyze(root: Path, out: Path, timeout_s: float) -> tuple[Path | 
     if exe is None:
         return None, "msprof-analyze is not installed (pip install msprof-analyze==26.2.0 to enable the cross-check)"
     out.mkdir(parents=True, exist_ok=True)
-    result = run_command([exe, "cluster", "-d", str(root), "-m", "compute_op_sum", "-o", str(out), "--force"], timeout_s)
+    result = run_command(
+        [exe, "cluster", "-d", str(root), "-m", "compute_op_sum", "-o", str(out), "--force"], timeout_s
+    )
     db = out / "cluster_analysis_output" / "cluster_analysis.db"
     if not result.ok or not db.is_file():  # it exits 0 even when nothing was written: the output decides
-        return None, f"msprof-analyze wrote no cluster_analysis.db (exit {result.exit_code}): {result.output.strip()[-300:]}"
+        return (
+            None,
+            f"msprof-analyze wrote no cluster_analysis.db (exit {result.exit_code}): {result.output.strip()[-300:]}",
+        )
     return db, "ok"
 
 
@@ -68,8 +73,12 @@ def their_ranks(db: Path, pattern: str) -> dict[int, dict[str, Any]]:
     }
 
 
-def compare_ranks(theirs: Mapping[int, Mapping[str, Any]], ours: Mapping[str, Mapping[str, Any]], rank_ids_set: bool) -> dict[str, Any]:
-    found = {r for r, v in ours.items() if v.get("launches")}  # ours lists every expected rank, with 0 launches where none
+def compare_ranks(
+    theirs: Mapping[int, Mapping[str, Any]], ours: Mapping[str, Mapping[str, Any]], rank_ids_set: bool
+) -> dict[str, Any]:
+    found = {
+        r for r, v in ours.items() if v.get("launches")
+    }  # ours lists every expected rank, with 0 launches where none
     rows = []
     for rank, t in sorted(theirs.items()):
         mine = ours.get(str(rank))

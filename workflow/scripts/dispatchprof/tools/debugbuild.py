@@ -60,7 +60,9 @@ def make_tree(repo: Path, dest: Path) -> DebugTree:
         if done.returncode != 0:
             raise RuntimeError(f"git worktree add {dest} failed: {done.stderr.strip()}")
         dirty = _git(repo, "status", "--porcelain", "--untracked-files=no").stdout.strip()
-        notes = [f"the worktree is HEAD; {repo} has uncommitted changes the DEBUG build does not contain"] if dirty else []
+        notes = (
+            [f"the worktree is HEAD; {repo} has uncommitted changes the DEBUG build does not contain"] if dirty else []
+        )
         return DebugTree(dest, "git worktree", notes)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(repo, dest, ignore=COPY_IGNORE, symlinks=True, copy_function=copy_under_umask)
@@ -70,7 +72,13 @@ def make_tree(repo: Path, dest: Path) -> DebugTree:
 
 
 def build_debug(
-    chain: Toolchain, tree: DebugTree, command: Sequence[str], build_env: Mapping[str, str], timeout_s: float, log_path: Path, build_dir: str = "build"
+    chain: Toolchain,
+    tree: DebugTree,
+    command: Sequence[str],
+    build_env: Mapping[str, str],
+    timeout_s: float,
+    log_path: Path,
+    build_dir: str = "build",
 ):
     """Build the tree with DEBUG_CLOCK_ON=ON (the baseline's build_env otherwise); the toolchain with repo = tree,
     whose runs import the tree's package under every toolchain (import_root), never whatever is installed."""
@@ -100,8 +108,14 @@ def baseline_intact(repo: Path, globs: Sequence[str], record: Mapping[str, Any])
             shutil.copy2(copy, repo / path)
     still = differing()
     if still:
-        return False, f"the DEBUG build changed the baseline libraries {still} and they could not be restored from the build record's copies"
-    return True, f"the DEBUG build changed {changed} in place; restored from the build record's copies and checked (sha256)"
+        return (
+            False,
+            f"the DEBUG build changed the baseline libraries {still} and they could not be restored from the build record's copies",
+        )
+    return (
+        True,
+        f"the DEBUG build changed {changed} in place; restored from the build record's copies and checked (sha256)",
+    )
 
 
 def loaded_libraries(run_dir: Path) -> dict[str, Any]:
@@ -140,5 +154,10 @@ def imported_from_tree(loaded: Mapping[str, Any], tree: Path) -> tuple[bool, str
     if not loaded["modules"]:
         return False, f"no rank named the package it imported ({'; '.join(loaded['unknown']) or 'no library/*.json'})"
     if outside:
-        return False, f"the ON run imported {', '.join(outside)}, not the DEBUG build's checkout {root}: its clocks would time another build ({shown})"
-    return True, f"every rank imported the package from {root} ({shown})" + (f"; {len(loaded['unknown'])} ranks did not say" if loaded["unknown"] else "")
+        return (
+            False,
+            f"the ON run imported {', '.join(outside)}, not the DEBUG build's checkout {root}: its clocks would time another build ({shown})",
+        )
+    return True, f"every rank imported the package from {root} ({shown})" + (
+        f"; {len(loaded['unknown'])} ranks did not say" if loaded["unknown"] else ""
+    )

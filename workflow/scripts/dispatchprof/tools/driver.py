@@ -59,7 +59,9 @@ def _header_line(tree: ast.Module) -> int:
     """0-based line index after the module docstring and __future__ imports: where our imports may go."""
     line = 0
     for node in tree.body:
-        is_doc = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        is_doc = (
+            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        )
         is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if is_doc or is_future:
             line = node.end_lineno or node.lineno
@@ -72,7 +74,9 @@ def _indent(text: str, prefix: str) -> list[str]:
     return [(prefix + line) if line.strip() else "" for line in text.splitlines()]
 
 
-def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[str, str]], str], ranks_per_node: int) -> PatchResult:
+def patch_test(
+    source: str, path: str, callee: str, render_loop: Callable[[dict[str, str]], str], ranks_per_node: int
+) -> PatchResult:
     """Return the driver source; raise PatchError when the dispatch statement is not exactly one."""
     try:
         tree = ast.parse(source, filename=path)
@@ -97,7 +101,11 @@ def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[
     else:
         assignment = ""
     star = [k.value for k in call.keywords if k.arg is None]
-    routing_arg = ast.unparse(star[0]) if len(star) == 1 else "{" + ", ".join(f"{k.arg!r}: {ast.unparse(k.value)}" for k in call.keywords if k.arg) + "}"
+    routing_arg = (
+        ast.unparse(star[0])
+        if len(star) == 1
+        else "{" + ", ".join(f"{k.arg!r}: {ast.unparse(k.value)}" for k in call.keywords if k.arg) + "}"
+    )
     loop = render_loop(
         {
             # One line: it goes into a comment.
@@ -117,7 +125,9 @@ def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[
     if function is not None and function.args.args:
         local_rank = function.args.args[0].arg
         first = function.body[0]
-        has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+        has_doc = (
+            isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+        )
         anchor = function.body[1] if has_doc and len(function.body) > 1 else first
         body_indent = lines[anchor.lineno - 1][: anchor.col_offset]
         insert_at = (first.end_lineno or first.lineno) if has_doc else first.lineno - 1
@@ -128,7 +138,9 @@ def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[
         edits.append((insert_at, insert_at, [rank_id]))
         spawn_name = function.name
     else:
-        notes.append(f"{path}: no single function passed to spawn(...) was found; RANK_ID is not set, ranks rely on the identity sidecar")
+        notes.append(
+            f"{path}: no single function passed to spawn(...) was found; RANK_ID is not set, ranks rely on the identity sidecar"
+        )
 
     test_dir = str(Path(path).resolve().parent)
     header = [
@@ -152,5 +164,7 @@ def patch_test(source: str, path: str, callee: str, render_loop: Callable[[dict[
         ast.parse(driver)
     except SyntaxError as exc:  # a bug here, not in the user's test
         raise AssertionError(f"generated driver does not parse: {exc}") from exc
-    diff = "".join(difflib.unified_diff(source.splitlines(True), driver.splitlines(True), fromfile=path, tofile="perf_driver.py"))
+    diff = "".join(
+        difflib.unified_diff(source.splitlines(True), driver.splitlines(True), fromfile=path, tofile="perf_driver.py")
+    )
     return PatchResult(driver, diff, stmt.lineno, spawn_name, notes)

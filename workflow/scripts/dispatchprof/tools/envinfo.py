@@ -51,7 +51,9 @@ class ProbeRecord:
     value: str | None = None
 
 
-def _probe(name: str, argv: list[str], chain: Toolchain, out_dir: Path, timeout_s: float, cwd: Path | None = None) -> ProbeRecord:
+def _probe(
+    name: str, argv: list[str], chain: Toolchain, out_dir: Path, timeout_s: float, cwd: Path | None = None
+) -> ProbeRecord:
     result = run_command(chain.wrap(argv), timeout_s, env=chain.env(), cwd=cwd)
     out_file = out_dir / f"{name}.txt"
     out_file.write_text(result.output)
@@ -92,7 +94,13 @@ def set_env_record(chain: Toolchain, out_dir: Path, timeout_s: float) -> dict[st
     result = run_command(["bash", "-c", _SET_ENV_PROBE, str(len(candidates)), *candidates], timeout_s, env=chain.env())
     out_file = out_dir / "cann_set_env.txt"
     out_file.write_text(result.output)
-    record: dict[str, Any] = {"used": True, "candidates": candidates, "sourced": None, "exit_code": result.exit_code, "output_file": str(out_file)}
+    record: dict[str, Any] = {
+        "used": True,
+        "candidates": candidates,
+        "sourced": None,
+        "exit_code": result.exit_code,
+        "output_file": str(out_file),
+    }
     stderr = []
     for line in result.output.splitlines():
         said = line.removeprefix("dispatchprof-set-env: ")
@@ -108,7 +116,9 @@ def set_env_record(chain: Toolchain, out_dir: Path, timeout_s: float) -> dict[st
     if sourced is None:
         record["error"] = f"none of {', '.join(candidates)} exists (cann.set_env)"
     elif result.exit_code != 0 or result.timed_out:
-        record["error"] = f"sourcing {sourced} ended with exit code {result.exit_code}" + (f": {stderr[-1]}" if stderr else "")
+        record["error"] = f"sourcing {sourced} ended with exit code {result.exit_code}" + (
+            f": {stderr[-1]}" if stderr else ""
+        )
     return record
 
 
@@ -154,7 +164,9 @@ def forward_record(environ: Mapping[str, str], patterns: Sequence[str]) -> dict[
     return {"patterns": list(patterns), "set": sorted(forwarded), "refused": refused}
 
 
-def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeout_s: float, forward_env: Sequence[str] = ()) -> dict[str, Any]:
+def capture_node(
+    node: int, chain: Toolchain, python: str, out_dir: Path, timeout_s: float, forward_env: Sequence[str] = ()
+) -> dict[str, Any]:
     """Run every probe on this node; each records its output file, availability and error, and which forwarded
     variables are set (names only)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -177,7 +189,11 @@ def capture_node(node: int, chain: Toolchain, python: str, out_dir: Path, timeou
     }
     probes = {name: _probe(name, argv, chain, out_dir, per_probe) for name, argv in commands.items()}
     msprof_help = probes["msprof_help"]
-    help_text = Path(msprof_help.output_file).read_text(errors="replace") if msprof_help.available and msprof_help.output_file else ""
+    help_text = (
+        Path(msprof_help.output_file).read_text(errors="replace")
+        if msprof_help.available and msprof_help.output_file
+        else ""
+    )
     form, form_why = msprof_application_form(help_text)
     return {
         "node": node,
@@ -219,7 +235,9 @@ def compare_nodes(envs: list[Mapping[str, Any]]) -> list[str]:
         "CANN version": lambda e: e["versions"]["cann"].get("version"),
         "driver version": lambda e: e["versions"]["driver"].get("version"),
         "repo commit": lambda e: e["probes"]["repo_commit"]["value"],
-        "device compile flags": lambda e: str(e["compile_flags"].get("optimization")) + str(e["compile_flags"].get("debug_info")),
+        "device compile flags": lambda e: (
+            str(e["compile_flags"].get("optimization")) + str(e["compile_flags"].get("debug_info"))
+        ),
         "op-profiler entry": lambda e: e["op_profiler_entry"],
         "msprof application form": lambda e: (e.get("msprof_form") or {}).get("form"),
         "CANN set_env.sh": lambda e: (e.get("set_env") or {}).get("sourced"),

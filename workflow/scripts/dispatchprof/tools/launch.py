@@ -139,7 +139,9 @@ class Reaper:
                     text=True,
                 )
             except OSError as exc:  # no reaper: the launcher's own clean-up still runs on every exit but SIGKILL
-                log.warning("could not start the reaper (%s): a job killed with SIGKILL would leave its tools running", exc)
+                log.warning(
+                    "could not start the reaper (%s): a job killed with SIGKILL would leave its tools running", exc
+                )
                 return
         assert cls._pipe.stdin is not None
         try:
@@ -285,7 +287,13 @@ class LocalLauncher:
                     outcome.not_run = True
                     return
                 time.sleep(POLL_S)
-            log.info("node %d is ready (%s:%d answers); starting nodes %s", first.node, self.ready_host, self.ready_port, [s.node for s in rest])
+            log.info(
+                "node %d is ready (%s:%d answers); starting nodes %s",
+                first.node,
+                self.ready_host,
+                self.ready_port,
+                [s.node for s in rest],
+            )
             for spec in rest:
                 running[spec.node] = _start(spec, results[spec.node])
                 outcome.order.append(spec.node)
@@ -309,7 +317,9 @@ class LocalLauncher:
             if now > deadline:
                 outcome.timed_out = True
                 waiting = [n for n, p in running.items() if p.poll() is None]
-                outcome.problem = f"the run exceeded its {timeout_s:g} s budget; nodes {waiting} were still running and were stopped"
+                outcome.problem = (
+                    f"the run exceeded its {timeout_s:g} s budget; nodes {waiting} were still running and were stopped"
+                )
                 return
             time.sleep(POLL_S)
 
@@ -328,7 +338,11 @@ class CommandResult:
 
 
 def run_command(
-    argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None, cwd: str | Path | None = None, stdin: bytes | None = None
+    argv: Sequence[str],
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    stdin: bytes | None = None,
 ) -> CommandResult:
     """Run one command in its own process group (``stdin``: what it reads on its standard input); on timeout the
     whole group is ended."""
@@ -371,7 +385,15 @@ class SlurmLauncher:
     (--export=ALL, its default): the spec file carries only what the workflow sets.
     """
 
-    def __init__(self, ready_host: str, ready_port: int, ready_timeout_s: float, overlap: bool, srun_args: Sequence[str] = (), python: str = sys.executable):
+    def __init__(
+        self,
+        ready_host: str,
+        ready_port: int,
+        ready_timeout_s: float,
+        overlap: bool,
+        srun_args: Sequence[str] = (),
+        python: str = sys.executable,
+    ):
         self.ready_host, self.ready_port, self.ready_timeout_s = ready_host, ready_port, ready_timeout_s
         self.overlap, self.srun_args, self.python = overlap, list(srun_args), python
 
@@ -402,7 +424,9 @@ class SlurmLauncher:
         log.info("srun: %s", " ".join(argv))
         with open(run_dir / "srun.log", "wb") as srun_log, _SigtermGuard():
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=srun_log, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=srun_log, stderr=subprocess.STDOUT, start_new_session=True
+                )
             except OSError as exc:
                 outcome.problem = f"srun could not start: {exc}"
                 outcome.not_run = True
@@ -432,11 +456,15 @@ class SlurmLauncher:
         outcome.order = [node for _, node in started]
         if proc.returncode not in (0, None) and outcome.problem is None and not outcome.timed_out:
             bad = [n for n, r in results.items() if r.exit_code not in (0,)]
-            outcome.problem = f"srun exited {proc.returncode}; nodes without a clean exit: {bad} (see {run_dir / 'srun.log'})"
+            outcome.problem = (
+                f"srun exited {proc.returncode}; nodes without a clean exit: {bad} (see {run_dir / 'srun.log'})"
+            )
         return outcome
 
 
-def write_node_specs(specs: Sequence[NodeSpec], forwarded_on_stdin: Sequence[str] | None = None) -> tuple[Path, dict[int, Path]]:
+def write_node_specs(
+    specs: Sequence[NodeSpec], forwarded_on_stdin: Sequence[str] | None = None
+) -> tuple[Path, dict[int, Path]]:
     """The per-node commands for node_wrapper.py, on the (shared) run directory; stale exit files removed.
 
     Only what the workflow sets is written (NodeSpec.env and .prepend), never the caller's environment;
@@ -449,7 +477,15 @@ def write_node_specs(specs: Sequence[NodeSpec], forwarded_on_stdin: Sequence[str
         path.unlink(missing_ok=True)
     stdin = {"forwarded_on_stdin": sorted(forwarded_on_stdin)} if forwarded_on_stdin is not None else {}
     records = [
-        {"node": s.node, "argv": s.argv, "env": s.env, "prepend": s.prepend, "cwd": str(s.cwd), "log_path": str(s.log_path), "exit_file": str(exits[s.node])}
+        {
+            "node": s.node,
+            "argv": s.argv,
+            "env": s.env,
+            "prepend": s.prepend,
+            "cwd": str(s.cwd),
+            "log_path": str(s.log_path),
+            "exit_file": str(exits[s.node]),
+        }
         | stdin
         for s in specs
     ]
@@ -498,7 +534,10 @@ class SshLauncher:
         """The caller's variables ``forward_env`` names; refused secret-looking names are logged (names only)."""
         forwarded, refused = forwardable(os.environ, self.forward_env)
         if refused:
-            log.warning("not forwarded to the nodes (the names look secret; config/README.md, cluster.forward_env): %s", ", ".join(refused))
+            log.warning(
+                "not forwarded to the nodes (the names look secret; config/README.md, cluster.forward_env): %s",
+                ", ".join(refused),
+            )
         log.info("forwarded to the nodes over ssh stdin: %s", ", ".join(sorted(forwarded)) or "nothing")
         return forwarded
 
@@ -510,13 +549,30 @@ class SshLauncher:
         local_specs = []
         payload = json.dumps(forwarded).encode() + b"\n"  # one line: node_wrapper.py then waits for the pipe to end
         for spec in specs:
-            remote = ["env", f"DISPATCHPROF_NODE={spec.node}", self.python, str(WRAPPER), str(spec_file), host, str(port), str(ready_timeout)]
+            remote = [
+                "env",
+                f"DISPATCHPROF_NODE={spec.node}",
+                self.python,
+                str(WRAPPER),
+                str(spec_file),
+                host,
+                str(port),
+                str(ready_timeout),
+            ]
             log_path = spec.log_path.with_name(f"node{spec.node}.ssh.log")
             ssh = self.ssh(self.hosts[spec.node], remote)
             local_specs.append(NodeSpec(spec.node, ssh, {}, spec.cwd, log_path, stdin=payload, hold_stdin=True))
         outcome = self.local.run(local_specs, timeout_s)
         outcome.nodes = [
-            NodeResult(node=n.node, log_path=s.log_path, pid=n.pid, exit_code=n.exit_code, started=n.started, finished=n.finished, killed=n.killed)
+            NodeResult(
+                node=n.node,
+                log_path=s.log_path,
+                pid=n.pid,
+                exit_code=n.exit_code,
+                started=n.started,
+                finished=n.finished,
+                killed=n.killed,
+            )
             for n, s in zip(outcome.nodes, specs)
         ]
         if outcome.problem is not None or outcome.timed_out:

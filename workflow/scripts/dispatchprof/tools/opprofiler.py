@@ -40,13 +40,22 @@ def op_profiler_run(config: Mapping[str, Any], stage: str, kind: str | None) -> 
     return list(config["pmu"]["metrics"] if stage == "pmu" else config["pcsampling"]["metrics"]), []
 
 
-def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output: Path, settings: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
+def op_profiler_command(
+    entry: str,
+    kernel: str,
+    metrics: Sequence[str],
+    output: Path,
+    settings: Mapping[str, Any],
+    extra: Sequence[str] = (),
+) -> list[str]:
     """The profiler part of the command (the application goes last), with ``extra`` options (--instr-timeline-pipe)
     before --output. Never --kill=on."""
     if entry not in ENTRIES:
         raise ValueError(f"no usable op-profiler entry ({entry!r})")
     if len(str(output)) > MSOPPROF_OUTPUT_MAX:
-        raise ValueError(f"--output {output} is {len(str(output))} characters; msopprof refuses more than {MSOPPROF_OUTPUT_MAX}")
+        raise ValueError(
+            f"--output {output} is {len(str(output))} characters; msopprof refuses more than {MSOPPROF_OUTPUT_MAX}"
+        )
     argv = [
         *ENTRIES[entry],
         f"--kernel-name={kernel}",
@@ -62,5 +71,9 @@ def op_profiler_command(entry: str, kernel: str, metrics: Sequence[str], output:
 def log_findings(log_text: str) -> tuple[list[str], list[str]]:
     """(failure lines, success markers) of one msopprof log."""
     failures = [line.strip() for line in log_text.splitlines() if any(marker in line for marker in FAILURE_LINES)]
-    successes = [line.strip() for line in log_text.splitlines() if "Profiling results saved in" in line or "All task success" in line]
+    successes = [
+        line.strip()
+        for line in log_text.splitlines()
+        if "Profiling results saved in" in line or "All task success" in line
+    ]
     return failures, successes

@@ -20,7 +20,13 @@ from dispatchprof.tools.toolchain import Toolchain, resolve
 
 ON_NODE = "<decided on the node: {}>"
 # The collect rules whose plan is their profiler around the perf driver (None: the driver alone).
-PROFILERS = {"baseline_collect": None, "timeline_collect": "msprof", "pmu_collect": "op", "pcsampling_collect": "op", "pipe_timeline_collect": "op"}
+PROFILERS = {
+    "baseline_collect": None,
+    "timeline_collect": "msprof",
+    "pmu_collect": "op",
+    "pcsampling_collect": "op",
+    "pipe_timeline_collect": "op",
+}
 
 
 def decided(what: str) -> str:
@@ -29,13 +35,25 @@ def decided(what: str) -> str:
 
 def planned_ports(config: Mapping[str, Any]) -> dict[str, Any]:
     """The config with ``auto`` ports marked: they are picked when the run starts (launcher local) or are the launcher's."""
-    ports = {k: (decided(f"{k}, a free port picked when the run starts") if config["cluster"][k] == "auto" else config["cluster"][k]) for k in LAUNCHER_PORTS}
+    ports = {
+        k: (
+            decided(f"{k}, a free port picked when the run starts")
+            if config["cluster"][k] == "auto"
+            else config["cluster"][k]
+        )
+        for k in LAUNCHER_PORTS
+    }
     return with_ports(config, ports)
 
 
 def environment_script(chain: Toolchain) -> str:
     if chain.name == "cann" and chain.set_env_candidates:
-        return "source the first existing of " + " | ".join(chain.set_env_candidates) + " " + decided("which one exists there")
+        return (
+            "source the first existing of "
+            + " | ".join(chain.set_env_candidates)
+            + " "
+            + decided("which one exists there")
+        )
     return f"none (toolchain {chain.name}: the stand-ins' directory first on PATH)" if chain.name == "sim" else "none"
 
 
@@ -46,7 +64,9 @@ def variable_names(config: Mapping[str, Any], chain: Toolchain, node: int, run_d
     return sorted({*sets, *prepend, *driver})
 
 
-def profiler_argv(config: Mapping[str, Any], rule: str, experiment: str, node: int, kernel: str, kind: str | None) -> list[str]:
+def profiler_argv(
+    config: Mapping[str, Any], rule: str, experiment: str, node: int, kernel: str, kind: str | None
+) -> list[str]:
     """The profiler's part of the node's command, as the stage builds it, with the node's decisions marked."""
     stage = rule.removesuffix("_collect")
     if PROFILERS[rule] == "msprof":
@@ -65,7 +85,9 @@ def profiler_argv(config: Mapping[str, Any], rule: str, experiment: str, node: i
     return []
 
 
-def planned_commands(config: Mapping[str, Any], rule: str, experiment: str, kernel: str | None = None, kind: str | None = None) -> str:
+def planned_commands(
+    config: Mapping[str, Any], rule: str, experiment: str, kernel: str | None = None, kind: str | None = None
+) -> str:
     """What ``rule``'s job of ``experiment`` will run on every node: environment script, variable names, profiler and
     test command lines. ``kernel``: the kernel the op profiler replays (the rule's param); ``kind``: pipe | instr."""
     chain = resolve(config)
@@ -74,8 +96,14 @@ def planned_commands(config: Mapping[str, Any], rule: str, experiment: str, kern
     run_dir = Path("results", experiment, stage, *([kind] if kind else []), "run").resolve()
     driver = Path("results", experiment, "baseline", "perf_driver.py").resolve()
     iterations = int(config["pmu"]["iterations"] if PROFILERS[rule] == "op" else config[stage]["iterations"])
-    test = shlex.join(test_command(planned, chain, run_dir / "deepep", f"{experiment}_{stage}" + (f"_{kind}" if kind else ""), str(driver)))
-    lines = [f"plan of {rule} ({experiment}{', ' + kind if kind else ''}) on {config['cluster']['nodes']} node(s), in {chain.repo}:"]
+    test = shlex.join(
+        test_command(
+            planned, chain, run_dir / "deepep", f"{experiment}_{stage}" + (f"_{kind}" if kind else ""), str(driver)
+        )
+    )
+    lines = [
+        f"plan of {rule} ({experiment}{', ' + kind if kind else ''}) on {config['cluster']['nodes']} node(s), in {chain.repo}:"
+    ]
     for node in range(int(config["cluster"]["nodes"])):
         profiler = profiler_argv(config, rule, experiment, node, kernel or config["kernel"]["name"], kind)
         lines += [

@@ -24,7 +24,13 @@ PREFLIGHT_SCRIPT = Path(__file__).resolve().parents[1] / "node" / "preflight.py"
 
 
 def node_spec(
-    config: Mapping[str, Any], chain: Toolchain, node: int, results_dir: Path, token: Path | None, timeout_s: float, check_ports: bool
+    config: Mapping[str, Any],
+    chain: Toolchain,
+    node: int,
+    results_dir: Path,
+    token: Path | None,
+    timeout_s: float,
+    check_ports: bool,
 ) -> dict[str, Any]:
     """The checks preflight.py runs on one node. Ports are checked by the first run's env capture only: it runs
     before every collective stage, whereas a later run's capture may overlap an earlier run's collectives."""
@@ -35,10 +41,19 @@ def node_spec(
     spec: dict[str, Any] = {
         "node": node,
         "timeout_s": timeout_s,
-        "test_help": {"argv": chain.wrap([deepep["python"], deepep["test"], "--help"]), "cwd": str(chain.repo), "env": own, "prepend": prepend},
+        "test_help": {
+            "argv": chain.wrap([deepep["python"], deepep["test"], "--help"]),
+            "cwd": str(chain.repo),
+            "env": own,
+            "prepend": prepend,
+        },
         "flags": flags_of(deepep["test_args"]),
         "set_env": chain.set_env_candidates if chain.name == "cann" else None,
-        "disk": {"path": str(results_dir.resolve()), "need_bytes": world * per_rank, "what": f"the PROF_/OPPROF_ directories of {world} ranks"},
+        "disk": {
+            "path": str(results_dir.resolve()),
+            "need_bytes": world * per_rank,
+            "what": f"the PROF_/OPPROF_ directories of {world} ranks",
+        },
         "ports": [],
         "shared_token": str(token.resolve()) if token else None,
         "write_dirs": write_dirs(results_dir),
@@ -75,8 +90,13 @@ def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> 
         metrics = config["pmu"]["metrics"]
         help_probe = "msopprof_help" if entry == "msopprof" else "msprof_op_help"
         timelines = config.get("pipe_timeline") or {}
-        extra = timeline_run("instr", timelines)[1] if "InstrTimeline" in timelines.get("runs", []) else []  # --instr-timeline-pipe
-        tools[entry] = (op_profiler_command(entry, config["kernel"]["name"], metrics, dummy, config["pmu"], extra), help_probe)
+        extra = (
+            timeline_run("instr", timelines)[1] if "InstrTimeline" in timelines.get("runs", []) else []
+        )  # --instr-timeline-pipe
+        tools[entry] = (
+            op_profiler_command(entry, config["kernel"]["name"], metrics, dummy, config["pmu"], extra),
+            help_probe,
+        )
     for tool, (argv, probe_name) in tools.items():
         probe = probes.get(probe_name) or {}
         if not probe.get("available"):
@@ -89,7 +109,9 @@ def profiler_findings(config: Mapping[str, Any], capture: Mapping[str, Any]) -> 
     return findings
 
 
-def run_node_checks(config: Mapping[str, Any], spec: Mapping[str, Any], spec_file: Path, timeout_s: float) -> list[dict[str, Any]]:
+def run_node_checks(
+    config: Mapping[str, Any], spec: Mapping[str, Any], spec_file: Path, timeout_s: float
+) -> list[dict[str, Any]]:
     """preflight.py's checks on the node: here, or over ssh on the node's host (launcher ssh)."""
     if config["launcher"] != "ssh":
         return run_checks(spec)
@@ -102,7 +124,13 @@ def run_node_checks(config: Mapping[str, Any], spec: Mapping[str, Any], spec_fil
     result = run_command(argv, timeout_s, stdin=json.dumps(forwarded).encode())
     lines = [line for line in result.output.strip().splitlines() if line.startswith("[")]
     if not result.ok or not lines:
-        return [{"check": f"preflight over ssh on {host}", "ok": False, "detail": f"exit {result.exit_code}: {result.output.strip()[-300:]}"}]
+        return [
+            {
+                "check": f"preflight over ssh on {host}",
+                "ok": False,
+                "detail": f"exit {result.exit_code}: {result.output.strip()[-300:]}",
+            }
+        ]
     return json.loads(lines[-1])
 
 

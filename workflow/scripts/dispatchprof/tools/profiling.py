@@ -19,7 +19,9 @@ def supported_options(options: Sequence[str], help_text: str) -> tuple[list[str]
     for option in options:
         name = option.split("=", 1)[0]
         # The option's own line(s): where it is defined, not where another option's text refers to it.
-        lines = [line for line in help_text.splitlines() if re.match(rf"\s*(?:-\w,\s*)?{re.escape(name)}(?![\w-])", line)]
+        lines = [
+            line for line in help_text.splitlines() if re.match(rf"\s*(?:-\w,\s*)?{re.escape(name)}(?![\w-])", line)
+        ]
         if not lines:
             dropped.append(f"{option} (not in this msprof's --help)")
         elif any("deprecat" in line.lower() for line in lines):
@@ -29,12 +31,22 @@ def supported_options(options: Sequence[str], help_text: str) -> tuple[list[str]
     return kept, dropped
 
 
-def render_probe(template_dir: Path, node: int, repo: Path, argv: Sequence[str], set_env: Sequence[str] | str | None) -> str:
+def render_probe(
+    template_dir: Path, node: int, repo: Path, argv: Sequence[str], set_env: Sequence[str] | str | None
+) -> str:
     """The script msprof runs; ``set_env``: the set_env.sh candidates, the first existing one is sourced."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)), undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template_dir)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     candidates = [set_env] if isinstance(set_env, str) else list(set_env or [])
     return env.get_template("probe.sh.j2").render(
-        node=node, repo=shlex.quote(str(repo)), command=shlex.join(argv), set_env=[shlex.quote(c) for c in candidates] or None
+        node=node,
+        repo=shlex.quote(str(repo)),
+        command=shlex.join(argv),
+        set_env=[shlex.quote(c) for c in candidates] or None,
     )
 
 
@@ -50,7 +62,10 @@ def msprof_application_form(help_text: str) -> tuple[str, str]:
     if any(_TRAILING_USAGE.search(line) for line in help_text.splitlines()):
         return TRAILING, "the captured msprof --help shows the application after the options (msprof [options] <app>)"
     if re.search(r"^\s*--application(?![\w-])", help_text, re.MULTILINE):
-        return APPLICATION, "the captured msprof --help lists --application and no usage with a trailing application (CANN before 8.1.RC1)"
+        return (
+            APPLICATION,
+            "the captured msprof --help lists --application and no usage with a trailing application (CANN before 8.1.RC1)",
+        )
     if help_text.strip():
         return TRAILING, "the captured msprof --help shows neither form: the trailing one (CANN 8.1.RC1 on) is used"
     return TRAILING, "no msprof --help was captured: the trailing form (CANN 8.1.RC1 on) is used"

@@ -24,15 +24,27 @@ def tool_timeout_min(budget_s: float) -> int:
     return int(min(2880, max(1, budget_s // 60)))
 
 
-def simulator_command(entry: str, soc_version: str, output: Path, budget_s: float, app: Sequence[str], kernel_name: str | None = None) -> list[str]:
+def simulator_command(
+    entry: str, soc_version: str, output: Path, budget_s: float, app: Sequence[str], kernel_name: str | None = None
+) -> list[str]:
     """The simulator's command line. Without --kernel-name it simulates only the first kernel the probe launches
     (docs/formats.md §2): probe.kernel_name names the kernel when the probe launches more than one."""
     if entry not in ENTRIES:
         raise ValueError(f"no usable op-profiler entry ({entry!r})")
     if len(str(output)) > MSOPPROF_OUTPUT_MAX:
-        raise ValueError(f"--output {output} is {len(str(output))} characters; msopprof refuses more than {MSOPPROF_OUTPUT_MAX}")
+        raise ValueError(
+            f"--output {output} is {len(str(output))} characters; msopprof refuses more than {MSOPPROF_OUTPUT_MAX}"
+        )
     named = [f"--kernel-name={kernel_name}"] if kernel_name else []
-    return [*ENTRIES[entry], "simulator", f"--soc-version={soc_version}", f"--output={output}", f"--timeout={tool_timeout_min(budget_s)}", *named, *app]
+    return [
+        *ENTRIES[entry],
+        "simulator",
+        f"--soc-version={soc_version}",
+        f"--output={output}",
+        f"--timeout={tool_timeout_min(budget_s)}",
+        *named,
+        *app,
+    ]
 
 
 @dataclass
@@ -41,7 +53,9 @@ class Outcome:
     reason: str
 
 
-def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels: int, budget_s: float, entry: str) -> Outcome:
+def judge(
+    log_text: str, exit_code: int | None, killed: bool, simulated_kernels: int, budget_s: float, entry: str
+) -> Outcome:
     """The collect part's state from what the run left: killed by us, stopped by its own --timeout, refused
     ([ERROR] lines), no output, or ok."""
     # The device side's failure lines hold for the simulator too (docs/formats.md §2): it exits 0 after any attempt.
@@ -49,7 +63,8 @@ def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels:
     tool = f"{entry} simulator"
     if killed:
         return Outcome(
-            "timeout", f"{tool} ran past its --timeout of {tool_timeout_min(budget_s)} min plus {PARSE_MARGIN_S} s to parse; its process group was ended"
+            "timeout",
+            f"{tool} ran past its --timeout of {tool_timeout_min(budget_s)} min plus {PARSE_MARGIN_S} s to parse; its process group was ended",
         )
     if TIMEOUT_LINE in log_text:
         return Outcome(
@@ -64,5 +79,10 @@ def judge(log_text: str, exit_code: int | None, killed: bool, simulated_kernels:
     if exit_code not in (0, None) and not simulated_kernels:
         return Outcome("failed", f"{tool} exited {exit_code} without output (see the log)")
     if not simulated_kernels:
-        return Outcome("invalid", f"{tool} exited {exit_code} but wrote no OPPROF_*/simulator/ directory (no kernel was simulated: did the probe launch one?)")
-    return Outcome("ok", f"{tool} simulated {simulated_kernels} kernel(s) of the probe (simulator, single card, local probe)")
+        return Outcome(
+            "invalid",
+            f"{tool} exited {exit_code} but wrote no OPPROF_*/simulator/ directory (no kernel was simulated: did the probe launch one?)",
+        )
+    return Outcome(
+        "ok", f"{tool} simulated {simulated_kernels} kernel(s) of the probe (simulator, single card, local probe)"
+    )

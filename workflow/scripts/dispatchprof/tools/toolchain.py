@@ -35,7 +35,10 @@ def sim_link_peaks(sim: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def configured_link_peaks(hardware: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """hardware.links as the bound reads it: the configured peak with its source, or null ("peak not configured")."""
-    return {c: {"peak_gbps": v.get("peak_gbps"), "source": v.get("source"), "kind": "configured"} for c, v in hardware["links"].items()}
+    return {
+        c: {"peak_gbps": v.get("peak_gbps"), "source": v.get("source"), "kind": "configured"}
+        for c, v in hardware["links"].items()
+    }
 
 
 # Environment variables through which the simulated cluster receives its fault knobs.
@@ -128,7 +131,10 @@ class Toolchain:
             prepend["PYTHONPATH"] = [str(self.repo)]
             sets.update(self.sim_env)
         if self.import_root is not None:
-            prepend["PYTHONPATH"] = [str(self.import_root), *(p for p in prepend.get("PYTHONPATH", []) if p != str(self.import_root))]
+            prepend["PYTHONPATH"] = [
+                str(self.import_root),
+                *(p for p in prepend.get("PYTHONPATH", []) if p != str(self.import_root)),
+            ]
             sets["DISPATCHPROF_IMPORT_ROOT"] = str(self.import_root)
         sets.update(extra or {})
         return sets, prepend
@@ -182,7 +188,11 @@ def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolcha
         repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")
         # unset (None), empty or off knobs stay out of the environment; 0 is a value (rank 0, node 0, late_us 0, a
         # probability 0) and must reach the stand-in, whose own defaults would otherwise apply
-        sim_env = {SIM_ENV[k]: _sim_value(v) for k, v in config["sim"].items() if k in SIM_ENV and v is not None and v is not False and v != {}}
+        sim_env = {
+            SIM_ENV[k]: _sim_value(v)
+            for k, v in config["sim"].items()
+            if k in SIM_ENV and v is not None and v is not False and v != {}
+        }
         sim_env[SIM_ENV["noise_seed"]] = str(noise_seed(config))
         return Toolchain("sim", repo.resolve(), sim_root / "Ascend", bin_dir=sim_root / "bin", sim_env=sim_env)
     repo = Path(config["deepep"]["repo"]) if config["deepep"]["repo"] else Path(".")

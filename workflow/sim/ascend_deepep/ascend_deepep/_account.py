@@ -98,7 +98,9 @@ def summarise(launch: Launch, host_before: Sequence[float], host_after: Sequence
     )
 
 
-def run_sequence(cluster: Cluster, knobs: Knobs, calls: Sequence[Call], keep: bool = True) -> tuple[list[Launch], list[Summary]]:
+def run_sequence(
+    cluster: Cluster, knobs: Knobs, calls: Sequence[Call], keep: bool = True
+) -> tuple[list[Launch], list[Summary]]:
     """The base run of a sequence from the model's start (call 0's host clocks): its launches (when ``keep``) and summaries."""
     model = CollectiveModel(cluster, knobs)
     launches, summaries = [], []
@@ -145,7 +147,12 @@ def describe(cause: str, knobs: Knobs, cluster: Cluster) -> dict[str, Any]:
     if cause.startswith("spikes/"):
         return {**base, "evidence": "own_work", "probability": SPIKE_PROB}
     if cause in ("late_rank", "late_node"):
-        return {**base, "evidence": "late_arrival", "node": knobs.late_node if cause == "late_node" else base["node"], "late_us": knobs.late_us}
+        return {
+            **base,
+            "evidence": "late_arrival",
+            "node": knobs.late_node if cause == "late_node" else base["node"],
+            "late_us": knobs.late_us,
+        }
     if cause == "late_rank2":
         return {**base, "evidence": "late_arrival", "late_us": knobs.late_us2}
     if cause == "slow_rank":
@@ -181,7 +188,9 @@ def candidate_causes(knobs: Knobs, cluster: Cluster, summaries: Sequence[Summary
     return knobs_set + spikes
 
 
-def savings(cluster: Cluster, knobs: Knobs, calls: Sequence[Call], base: Sequence[Summary], cause: str) -> dict[int, tuple[float | None, float, float]]:
+def savings(
+    cluster: Cluster, knobs: Knobs, calls: Sequence[Call], base: Sequence[Summary], cause: str
+) -> dict[int, tuple[float | None, float, float]]:
     """Per sequence index where anything changed: (launch-period saving or None for index 0, timed saving, the
     others' waiting saved), base minus the run without ``cause``."""
     hits = [i for i, s in enumerate(base) if cause in s.struck]
@@ -212,7 +221,9 @@ def _clean(x: float) -> float:
     return 0.0 if abs(x) < _ZERO_US else round(x, 6)
 
 
-def account(cluster: Cluster, knobs: Knobs, calls: Sequence[Call], base: Sequence[Summary], measured: Sequence[int]) -> dict[str, Any]:
+def account(
+    cluster: Cluster, knobs: Knobs, calls: Sequence[Call], base: Sequence[Summary], measured: Sequence[int]
+) -> dict[str, Any]:
     """Every candidate cause with its costs over the ``measured`` sequence indices, the root causes (a launch-period
     saving of at least ROOT_CAUSE_MIN_US per launch: group time; a cause that only lengthens the timed kernel scope,
     say a spike while the group waits for a late rank anyway, is listed with that cost but is no root cause), and per
@@ -229,7 +240,11 @@ def account(cluster: Cluster, knobs: Knobs, calls: Sequence[Call], base: Sequenc
         for i in measured:
             p, t, w = saved.get(i, zero)
             if any(abs(x or 0.0) >= _ZERO_US for x in (p, t, w)):
-                per_launch[i][cause] = {"period_us": None if p is None else _clean(p), "timed_us": _clean(t), "wait_caused_us": _clean(w)}
+                per_launch[i][cause] = {
+                    "period_us": None if p is None else _clean(p),
+                    "timed_us": _clean(t),
+                    "wait_caused_us": _clean(w),
+                }
         struck = sum(cause in base[i].struck for i in measured)
         costly = sum(max(saved.get(i, zero)[0] or 0.0, saved.get(i, zero)[1]) >= 1e-3 for i in measured)
         causes.append(
@@ -244,7 +259,12 @@ def account(cluster: Cluster, knobs: Knobs, calls: Sequence[Call], base: Sequenc
         )
     causes.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"], c["cause"]))
     roots = [c for c in causes if c["cost_us_per_launch"] >= ROOT_CAUSE_MIN_US]
-    return {"causes": causes, "root_causes": roots, "per_launch": per_launch, "measured_calls": [calls[i].call for i in measured]}
+    return {
+        "causes": causes,
+        "root_causes": roots,
+        "per_launch": per_launch,
+        "measured_calls": [calls[i].call for i in measured],
+    }
 
 
 # -- per launch -------------------------------------------------------------------------------------------------
@@ -263,7 +283,8 @@ def launch_events(launch: Launch, prev_last_end: float | None) -> dict[str, Any]
     return {
         "last_arrival": {
             "rank": order[-1],
-            "kernel": launch.first_collective or ("cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel"),
+            "kernel": launch.first_collective
+            or ("cached_notify_combine" if launch.sync_start else "elastic_dispatch_kernel"),
             "lead_us": _lead(arrivals, order),
         },
         "last_end": {"rank": by_end[-1], "lead_us": _lead(ends, by_end)},
@@ -278,7 +299,12 @@ def truth_launch(launch: Launch, prev_last_end: float | None) -> dict[str, Any]:
 
 
 def _events_only(launch: Launch, prev_last_end: float | None) -> dict[str, Any]:
-    return {"call": launch.call, "replay": launch.replay, "sync_start": launch.sync_start, **launch_events(launch, prev_last_end)}
+    return {
+        "call": launch.call,
+        "replay": launch.replay,
+        "sync_start": launch.sync_start,
+        **launch_events(launch, prev_last_end),
+    }
 
 
 def attach_costs(launches: list[dict[str, Any]], acc: dict[str, Any], index_of_call: dict[int, int]) -> None:
@@ -355,7 +381,10 @@ def simulate(
     seq = [Call(i, flags[i], matrices[i], host_extra_us) for i in range(calls)]
     launches, base = run_sequence(cluster, knobs, seq)
     acc = account(cluster, knobs, seq, base, range(min(warmup, calls), calls))
-    entries = [(truth_launch if detail else _events_only)(launch, base[i - 1].last_end if i else None) for i, launch in enumerate(launches)]
+    entries = [
+        (truth_launch if detail else _events_only)(launch, base[i - 1].last_end if i else None)
+        for i, launch in enumerate(launches)
+    ]
     attach_costs(entries, acc, {c.call: i for i, c in enumerate(seq)})
     nodes = (cluster.world + cluster.ranks_per_node - 1) // cluster.ranks_per_node
     truth = {
@@ -381,7 +410,9 @@ def simulate(
 
 
 def knobs_json(knobs: Knobs) -> dict[str, Any]:
-    return {k: (list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v) for k, v in vars(knobs).items()}
+    return {
+        k: (list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v) for k, v in vars(knobs).items()
+    }
 
 
 def _per_call_sends(cluster: Cluster, calls: int, sends: Any) -> list[Sequence[Sequence[int]]]:

@@ -87,7 +87,11 @@ WORK_PIPES = {
     "copy": (0.03, 0.10, 0.85, 0.80),
 }
 ICACHE_MISS = {"TokenCopyToBuffer": 0.020, "URMASendToken": 0.025, "SelfCopyToken": 0.015, "CalCumSum": 0.030}
-SIMT_SPLIT = {"buildRemoteWqeDesc": 0.40, "simt_nw_mj_vf": 0.25, "simt_write_wqe_v4": 0.35}  # of an URMA core's WQE work
+SIMT_SPLIT = {
+    "buildRemoteWqeDesc": 0.40,
+    "simt_nw_mj_vf": 0.25,
+    "simt_write_wqe_v4": 0.35,
+}  # of an URMA core's WQE work
 
 
 def stand_in_tiling(num_aiv: int) -> list[str]:
@@ -97,7 +101,9 @@ def stand_in_tiling(num_aiv: int) -> list[str]:
     selfcopy = min(4, max(0, num_aiv - cumsum - 2))
     rest = num_aiv - cumsum - selfcopy
     stage, urma = (rest + 1) // 2, rest // 2
-    return ["TokenCopyToBuffer"] * stage + ["URMASendToken"] * urma + ["SelfCopyToken"] * selfcopy + ["CalCumSum"] * cumsum
+    return (
+        ["TokenCopyToBuffer"] * stage + ["URMASendToken"] * urma + ["SelfCopyToken"] * selfcopy + ["CalCumSum"] * cumsum
+    )
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -107,14 +113,18 @@ def _pairs(text: str) -> dict[str, str]:
 def _poll_share(text: str) -> dict[str, float]:
     given = {k: float(v) for k, v in _pairs(text).items()}
     if set(given) - set(PIPES) or any(not 0.0 <= v <= 1.0 for v in given.values()):
-        raise ValueError(f"DEEPEP_SIM_POLL_PIPE_SHARE={text!r}: expected pipe=share with pipes from {', '.join(PIPES)} and shares in [0, 1]")
+        raise ValueError(
+            f"DEEPEP_SIM_POLL_PIPE_SHARE={text!r}: expected pipe=share with pipes from {', '.join(PIPES)} and shares in [0, 1]"
+        )
     return given or dict(DEFAULT_POLL_SHARE)
 
 
 def _link_gbps(text: str) -> dict[str, float]:
     given = {k: float(v) for k, v in _pairs(text).items()}
     if set(given) - set(LINK_CLASSES) or any(not v > 0.0 for v in given.values()):
-        raise ValueError(f"DEEPEP_SIM_LINK_GBPS={text!r}: expected class=GB/s with classes from {', '.join(LINK_CLASSES)} and capacities > 0")
+        raise ValueError(
+            f"DEEPEP_SIM_LINK_GBPS={text!r}: expected class=GB/s with classes from {', '.join(LINK_CLASSES)} and capacities > 0"
+        )
     return {**DEFAULT_LINK_GBPS, **given}
 
 
@@ -178,7 +188,9 @@ class Knobs:
             late_us2=float(env.get("DEEPEP_SIM_LATE_US2") or 50.0),
             late_prob2=float(env.get("DEEPEP_SIM_LATE_PROB2") or 1.0),
             slow_role=(int(slow_role["rank"]), slow_role["role"], float(slow_role["factor"])) if slow_role else None,
-            slow_link=(int(slow_link["src_node"]), int(slow_link["dst_node"]), float(slow_link["factor"])) if slow_link else None,
+            slow_link=(int(slow_link["src_node"]), int(slow_link["dst_node"]), float(slow_link["factor"]))
+            if slow_link
+            else None,
             clock_offset_us={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_OFFSET_US", "")).items()},
             clock_drift_ppm={int(k): float(v) for k, v in _pairs(env.get("DEEPEP_SIM_CLOCK_DRIFT_PPM", "")).items()},
             icache_hot_role=env.get("DEEPEP_SIM_ICACHE_HOT_ROLE") or None,
@@ -318,7 +330,9 @@ def rank_launch_to_wire(rl: RankLaunch) -> dict[str, Any]:
     """One rank's launch as JSON data, for the store: rank 0 computes a launch and sends a rank its part. Floats
     survive JSON exactly (repr round-trips), so the receiver derives the same artifacts as the sender would."""
     data = {f.name: getattr(rl, f.name) for f in fields(RankLaunch) if f.name != "cores"}
-    data["cores"] = [[c.block_id, c.role, [[p.name, p.kind, p.start, p.end, p.work, p.nbytes] for p in c.phases]] for c in rl.cores]
+    data["cores"] = [
+        [c.block_id, c.role, [[p.name, p.kind, p.start, p.end, p.work, p.nbytes] for p in c.phases]] for c in rl.cores
+    ]
     return data
 
 
@@ -336,7 +350,9 @@ class Launch:
     sync_release: float | None
     entry_release: float
     arrivals: list[float]  # barrier arrival (sync kernel start, or the dispatch kernel's start) per rank
-    struck: frozenset[str] = frozenset()  # the causes that acted in this launch (ids as in _account: late_rank, spikes/3, ...)
+    struck: frozenset[str] = (
+        frozenset()
+    )  # the causes that acted in this launch (ids as in _account: late_rank, spikes/3, ...)
     first_collective: str = ""  # the kernel whose start is the arrival (cached_notify_combine, a pre-kernel, ...)
 
     def arrival_order(self) -> list[int]:
@@ -354,7 +370,9 @@ class CollectiveModel:
         self.cluster, self.knobs, self.without = cluster, knobs, frozenset(without)
         self.tiling = stand_in_tiling(cluster.num_aiv)
         if not {"TokenCopyToBuffer", "URMASendToken", "CalCumSum"} <= set(self.tiling):
-            raise ValueError(f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a role without cores (tiling {self.tiling}); use at least 3")
+            raise ValueError(
+                f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a role without cores (tiling {self.tiling}); use at least 3"
+            )
         rng = random.Random(f"start/{knobs.seed}")
         self.host_now = [rng.uniform(0.0, START_SKEW_MAX_US) for _ in range(cluster.world)]
         self.late_launches: dict[int, list[int]] = {}  # rank -> calls in which the knobs made it late
@@ -363,13 +381,23 @@ class CollectiveModel:
     # -- factors -------------------------------------------------------------------------------------------
     def _role_factor(self, rank: int, role: str) -> float:
         f = self.knobs.role_speedup.get(role, 1.0)
-        if self.knobs.slow_role and self.knobs.slow_role[0] == rank and self.knobs.slow_role[1] == role and "slow_role" not in self.without:
+        if (
+            self.knobs.slow_role
+            and self.knobs.slow_role[0] == rank
+            and self.knobs.slow_role[1] == role
+            and "slow_role" not in self.without
+        ):
             f *= self.knobs.slow_role[2]
         return f
 
     def _link_factor(self, src: int, dst: int) -> float:
         link = self.knobs.slow_link
-        if link and self.cluster.node(src) == link[0] and self.cluster.node(dst) == link[1] and "slow_link" not in self.without:
+        if (
+            link
+            and self.cluster.node(src) == link[0]
+            and self.cluster.node(dst) == link[1]
+            and "slow_link" not in self.without
+        ):
             return link[2]
         return 1.0
 
@@ -421,7 +449,11 @@ class CollectiveModel:
             rank_draw = rng.random()
             late = 0.0
             by_rank = rank == kn.late_rank and rank_draw < kn.late_prob and "late_rank" not in self.without
-            by_node = cl.node(rank) == kn.late_node and node_draw[cl.node(rank)] < kn.late_prob and "late_node" not in self.without
+            by_node = (
+                cl.node(rank) == kn.late_node
+                and node_draw[cl.node(rank)] < kn.late_prob
+                and "late_node" not in self.without
+            )
             by_rank2 = rank == kn.late_rank2 and draw2 < kn.late_prob2 and "late_rank2" not in self.without
             if (by_rank or by_node) and kn.late_us:
                 late = kn.late_us
@@ -442,7 +474,10 @@ class CollectiveModel:
         if sync_start:
             release = max(arrivals) + SYNC_BARRIER_LATENCY_US
             last_node = cl.node(max(range(cl.world), key=lambda r: arrivals[r]))
-            barrier_end = [release + notify[r] + (CROSS_NODE_NOTIFY_US if cl.node(r) != last_node else 0.0) for r in range(cl.world)]
+            barrier_end = [
+                release + notify[r] + (CROSS_NODE_NOTIFY_US if cl.node(r) != last_node else 0.0)
+                for r in range(cl.world)
+            ]
             kernel_start = [barrier_end[r] + gaps[r] for r in range(cl.world)]
         else:
             release, barrier_end = None, [None] * cl.world
@@ -451,9 +486,16 @@ class CollectiveModel:
         launch.sync_start, launch.sync_release, launch.arrivals = sync_start, release, arrivals
         launch.struck, launch.first_collective = launch.struck | struck_late, first
         if pre_tasks[0]:
-            launch.arrivals = [tasks[-1][1] if tasks[-1][0] == PRE_COLLECTIVE else arrivals[r] for r, tasks in enumerate(pre_tasks)]
+            launch.arrivals = [
+                tasks[-1][1] if tasks[-1][0] == PRE_COLLECTIVE else arrivals[r] for r, tasks in enumerate(pre_tasks)
+            ]
         for rank, rl in enumerate(launch.ranks):
-            rl.host_call, rl.arrival, rl.barrier_end, rl.late_us = host_call[rank], arrivals[rank], barrier_end[rank], lateness[rank]
+            rl.host_call, rl.arrival, rl.barrier_end, rl.late_us = (
+                host_call[rank],
+                arrivals[rank],
+                barrier_end[rank],
+                lateness[rank],
+            )
             rl.host_arrival, rl.pre_tasks = host_arrival[rank], pre_tasks[rank]
             rl.api_end = rl.kernel_end + POST_US + rng.expovariate(1.0)
             self.host_now[rank] = rl.api_end + host_extra_us
@@ -499,13 +541,18 @@ class CollectiveModel:
             rl.api_end = rl.kernel_end
         return launch
 
-    def _kernel(self, call: int, rng: random.Random, sends: list[list[int]], kernel_start: list[float], replay: bool) -> Launch:
+    def _kernel(
+        self, call: int, rng: random.Random, sends: list[list[int]], kernel_start: list[float], replay: bool
+    ) -> Launch:
         cl = self.cluster
         world, tiling = cl.world, self.tiling
         factor = self._work_factors(call, rng, replay)
         entry = max(kernel_start) + ENTRY_BARRIER_LATENCY_US
         last_node = cl.node(max(range(world), key=lambda r: kernel_start[r]))
-        release = [entry + rng.uniform(0.0, 0.3) + (CROSS_NODE_NOTIFY_US if cl.node(r) != last_node else 0.0) for r in range(world)]
+        release = [
+            entry + rng.uniform(0.0, 0.3) + (CROSS_NODE_NOTIFY_US if cl.node(r) != last_node else 0.0)
+            for r in range(world)
+        ]
         tick = [[release[r] + rng.uniform(0.0, 0.1) for _ in tiling] for r in range(world)]
         jitter = [[math.exp(rng.gauss(0.0, JITTER_SIGMA)) for _ in tiling] for _ in range(world)]
         urma = [i for i, role in enumerate(tiling) if role == "URMASendToken"]
@@ -513,7 +560,8 @@ class CollectiveModel:
         selfc = [i for i, role in enumerate(tiling) if role == "SelfCopyToken"]
         cums = [i for i, role in enumerate(tiling) if role == "CalCumSum"]
         phases: list[list[list[Phase]]] = [
-            [[Phase("entry_barrier", "wait_peers", kernel_start[r], tick[r][i])] for i in range(len(tiling))] for r in range(world)
+            [[Phase("entry_barrier", "wait_peers", kernel_start[r], tick[r][i])] for i in range(len(tiling))]
+            for r in range(world)
         ]
 
         # CalCumSum: count, send counts, wait for every peer's counts (WaitDispatch), then post.
@@ -616,7 +664,13 @@ class CollectiveModel:
         return Launch(call, False, replay, ranks, None, entry, list(kernel_start), frozenset(self._struck))
 
     def _urma_sends(
-        self, phases: list[list[list[Phase]]], tick: list[list[float]], factor: list[float], jitter: list[list[float]], urma: list[int], sends: list[list[int]]
+        self,
+        phases: list[list[list[Phase]]],
+        tick: list[list[float]],
+        factor: list[float],
+        jitter: list[list[float]],
+        urma: list[int],
+        sends: list[list[int]],
     ) -> list[list[float]]:
         """Every rank's URMA sends through the link ports; returns arrival[src][dst] (the token arrivals) and appends each
         URMA core's phases. Modelling assumptions: a destination's WQEs are built (work: the sender's work factors), then
@@ -629,8 +683,12 @@ class CollectiveModel:
         cl, world = self.cluster, self.cluster.world
         rate = {c: self.knobs.link_gbps[c] * 1e3 for c in LINK_CLASSES}  # bytes per us
         moving: dict[tuple[int, str, str], set[tuple[int, int]]] = {}  # port (rank, send|receive, class) -> its sends
-        flow: dict[tuple[int, int], list[float]] = {}  # (src, dst) -> [bytes left, bytes per us, since, version, posted]
-        events: list[tuple[float, int, int, int, int, float]] = []  # (time, 0 = may end | 1 = posted, src, dst, core, version)
+        flow: dict[
+            tuple[int, int], list[float]
+        ] = {}  # (src, dst) -> [bytes left, bytes per us, since, version, posted]
+        events: list[
+            tuple[float, int, int, int, int, float]
+        ] = []  # (time, 0 = may end | 1 = posted, src, dst, core, version)
         queue: dict[tuple[int, int], list[int]] = {}  # (src, core) -> its destinations still to send
         arrival = [[0.0] * world for _ in range(world)]  # arrival[src][dst]
 
@@ -638,11 +696,21 @@ class CollectiveModel:
             link = LINK_CLASSES[cl.node(dst) != cl.node(r)]
             return (r, "send", link), (dst, "receive", link)
 
-        route = {(r, dst): (*ports(r, dst), self._link_factor(r, dst)) for r in range(world) for dst in range(world) if sends[r][dst]}
+        route = {
+            (r, dst): (*ports(r, dst), self._link_factor(r, dst))
+            for r in range(world)
+            for dst in range(world)
+            if sends[r][dst]
+        }
 
         def build(r: int, i: int, t: float) -> None:
             dst = queue[r, i].pop(0)
-            wqe = (0.5 + sends[r][dst] / WQE_BYTES_PER_US) * factor[r] * self._role_factor(r, "URMASendToken") * jitter[r][i]
+            wqe = (
+                (0.5 + sends[r][dst] / WQE_BYTES_PER_US)
+                * factor[r]
+                * self._role_factor(r, "URMASendToken")
+                * jitter[r][i]
+            )
             phases[r][i].append(Phase(f"send_to_{dst}", "work", t, t + wqe, "wqe"))
             heapq.heappush(events, (t + wqe, 1, r, dst, i, 0.0))
 
@@ -719,7 +787,9 @@ def pmu_cores(rl: RankLaunch, knobs: Knobs, rng: random.Random) -> list[dict[str
                 "role": core.role,
                 "aiv_time_us": aiv,
                 **{f"{p}_ratio": pipes[p] / aiv for p in PIPES},
-                "mte2_bw": round(moved / pipes["mte2"] / 1000.0, 3) if moved and pipes["mte2"] else None,  # GB/s while MTE2 is busy
+                "mte2_bw": round(moved / pipes["mte2"] / 1000.0, 3)
+                if moved and pipes["mte2"]
+                else None,  # GB/s while MTE2 is busy
                 "icache_miss_rate": min(1.0, max(0.0, miss * math.exp(rng.gauss(0, 0.1)))),
             }
         )
@@ -735,7 +805,13 @@ def timeline_phases(rl: RankLaunch, poll: Mapping[str, float] = DEFAULT_POLL_SHA
         for p in core.phases:
             shares = WORK_PIPES[p.work or "copy"] if p.kind == "work" else tuple(poll.get(pipe, 0.0) for pipe in PIPES)
             phases.append(
-                {"name": p.name, "work": p.work, "start": p.start - rl.kernel_start, "end": p.end - rl.kernel_start, "pipes": dict(zip(PIPES, shares))}
+                {
+                    "name": p.name,
+                    "work": p.work,
+                    "start": p.start - rl.kernel_start,
+                    "end": p.end - rl.kernel_start,
+                    "pipes": dict(zip(PIPES, shares)),
+                }
             )
         out.append({"block_id": core.block_id, "role": core.role, "phases": phases})
     return out
@@ -759,7 +835,16 @@ def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
     rows = []
     for c in cores:
         lwc_copy, lwc_wait, entry = c.phase_us("lwc_copy"), c.phase_us("lwc_wait"), c.phase_us("entry_barrier")
-        rows.append((c, c.busy_us() - lwc_copy, c.polling_us() - lwc_wait - entry, c.waiting_us() - lwc_wait - entry, lwc_copy, lwc_wait))
+        rows.append(
+            (
+                c,
+                c.busy_us() - lwc_copy,
+                c.polling_us() - lwc_wait - entry,
+                c.waiting_us() - lwc_wait - entry,
+                lwc_copy,
+                lwc_wait,
+            )
+        )
     out: dict[str, dict[str, float]] = {}
     for role in ROLES:
         mine = [row for row in rows if row[0].role == role]
@@ -770,7 +855,9 @@ def _role_summary(cores: list[Core]) -> dict[str, dict[str, float]]:
             "busy_us_max": _r(max(row[1] for row in mine)),
             "polling_us_max": _r(max(row[2] for row in mine)),
             "waiting_us_max": _r(max(row[3] for row in mine)),
-            "end_us": _r(max(row[0].phases[-3].end for row in mine)),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
+            "end_us": _r(
+                max(row[0].phases[-3].end for row in mine)
+            ),  # a core's phases end with lwc_wait, lwc_copy: [-3] is its role's last
         }
     out[LWC] = {
         "cores": len(cores),
@@ -789,7 +876,11 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
     last = order[-1]
     ranks = []
     for rl in launch.ranks:
-        pre = {"pre_tasks": [{"name": n, "start_us": _r(a), "end_us": _r(b)} for n, a, b in rl.pre_tasks]} if rl.pre_tasks else {}
+        pre = (
+            {"pre_tasks": [{"name": n, "start_us": _r(a), "end_us": _r(b)} for n, a, b in rl.pre_tasks]}
+            if rl.pre_tasks
+            else {}
+        )
         ranks.append(
             {
                 "rank": rl.rank,
@@ -827,7 +918,9 @@ def launch_truth(launch: Launch) -> dict[str, Any]:
             else "elastic_dispatch_kernel entry",
             "arrival_order": order,
             "last_rank": last,
-            "release_us": None if launch.first_collective == PRE_COLLECTIVE else _r(launch.sync_release if launch.sync_start else launch.entry_release),
+            "release_us": None
+            if launch.first_collective == PRE_COLLECTIVE
+            else _r(launch.sync_release if launch.sync_start else launch.entry_release),
         },
         "ranks": ranks,
     }

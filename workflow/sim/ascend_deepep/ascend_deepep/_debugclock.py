@@ -56,7 +56,10 @@ def event_paths() -> list[tuple[str, ...]]:
     paths = [("dispatch", "Init", "entry"), ("dispatch", "Process", "entry")]
     for role, names in ROLE_MARKERS.items():
         paths += [("dispatch", "Process", role, n) for n in dict.fromkeys(names + AKL_EXTRA.get(role, ()))]
-    return paths + [("dispatch", "Process", "LocalWindowCopy", "begin"), ("dispatch", "Process", "LocalWindowCopy", "end")]
+    return paths + [
+        ("dispatch", "Process", "LocalWindowCopy", "begin"),
+        ("dispatch", "Process", "LocalWindowCopy", "end"),
+    ]
 
 
 def write_event_map(path: Path) -> None:
@@ -101,7 +104,10 @@ def core_markers(core: Any) -> list[tuple[tuple[str, ...], float]]:
     marks = [(("dispatch", "Init", "entry"), t0), (("dispatch", "Process", "entry"), t1)]
     marks += [(("dispatch", "Process", core.role, n), t) for n, t in zip(names, ticks)]
     marks += [(("dispatch", "Process", core.role, n), t) for n, t in extra]
-    marks += [(("dispatch", "Process", "LocalWindowCopy", "begin"), begin), (("dispatch", "Process", "LocalWindowCopy", "end"), core.end)]
+    marks += [
+        (("dispatch", "Process", "LocalWindowCopy", "begin"), begin),
+        (("dispatch", "Process", "LocalWindowCopy", "end"), core.end),
+    ]
     # Each marker costs MARK_US on the core: later markers move by the cost of the earlier ones.
     ordered = sorted(marks, key=lambda m: m[1])
     return [(path, t + i * MARK_US) for i, (path, t) in enumerate(ordered)]
@@ -155,7 +161,11 @@ class DebugClockWriter:
     def _legacy(self, cores: list[tuple[int, list[tuple[tuple[str, ...], float]]]]) -> None:
         lines = ["rank,aiv_id," + ",".join(f"time_{k}_cycles" for k in range(7))]
         for block, marks in cores:
-            tick = [self._cycles(t) for path, t in marks if path[-1] != "iteration" and path[-2:] != ("TokenCopyToBuffer", "mapping_ready")]
+            tick = [
+                self._cycles(t)
+                for path, t in marks
+                if path[-1] != "iteration" and path[-2:] != ("TokenCopyToBuffer", "mapping_ready")
+            ]
             slots = [tick[i + 1] - tick[i] if i + 1 < len(tick) else -1 for i in range(7)]
             lines.append(",".join(map(str, [self.rank, block, *slots])))
         if self.fault == "corrupt":
@@ -179,7 +189,13 @@ class DebugClockWriter:
         directory = self.akl_dir / f"rank{self.rank}-pid{self.pid}-launch{launch}"
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "trace.bin").write_bytes(bytes(out))
-        meta = {"schema": "akl.semantic.v1", "capacity": cap, "recorder_capacity": RECORDER_CAPACITY, "blocks": len(cores), "rank": self.rank}
+        meta = {
+            "schema": "akl.semantic.v1",
+            "capacity": cap,
+            "recorder_capacity": RECORDER_CAPACITY,
+            "blocks": len(cores),
+            "rank": self.rank,
+        }
         meta.update(device=int(os.environ.get("LOCAL_RANK", self.rank)), alignment="unverified")
         (directory / "capture.json").write_text(json.dumps(meta))
         if self.keep_last and launch > 0:

@@ -54,7 +54,9 @@ class _Handler(socketserver.StreamRequestHandler):
                     reply = True
                 elif op == "mget":
                     keys = req["keys"]
-                    present = state.cond.wait_for(lambda keys=keys: all(k in state.data for k in keys), float(req.get("timeout", 3600)))
+                    present = state.cond.wait_for(
+                        lambda keys=keys: all(k in state.data for k in keys), float(req.get("timeout", 3600))
+                    )
                     reply = [state.data[k] for k in keys] if present else {"__timeout__": True}
                 elif op == "get":
                     present = state.cond.wait_for(lambda key=key: key in state.data, float(req.get("timeout", 3600)))
@@ -97,7 +99,9 @@ class StoreClient:
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise StoreTimeout(f"could not reach the store at {host}:{port} within {connect_timeout_s:g} s") from None
+                    raise StoreTimeout(
+                        f"could not reach the store at {host}:{port} within {connect_timeout_s:g} s"
+                    ) from None
                 time.sleep(0.2)
         self.sock.settimeout(None)
         self.reader = self.sock.makefile("rb")

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ascend_deepep._account import Call, Summary, account, attach_costs, knobs_json, msprof_tasks, summarise, truth_launch
+from ascend_deepep._account import (
+    Call,
+    Summary,
+    account,
+    attach_costs,
+    knobs_json,
+    msprof_tasks,
+    summarise,
+    truth_launch,
+)
 from ascend_deepep._collective import (
     Cluster,
     CollectiveModel,
@@ -71,7 +80,9 @@ class RankInputs:
     topk_weights: list[list[float]]
 
 
-def make_inputs(seed: int, rank: int, num_tokens: int, num_topk: int, num_experts: int, world: int, route: str) -> RankInputs:
+def make_inputs(
+    seed: int, rank: int, num_tokens: int, num_topk: int, num_experts: int, world: int, route: str
+) -> RankInputs:
     """Deterministic inputs of one rank: every rank can rebuild any other rank's inputs for its reference."""
     rng = random.Random(seed * 1_000_003 + rank)
     x = [[round(rng.uniform(-1, 1), 3) for _ in range(PAYLOAD_VALUES)] for _ in range(num_tokens)]
@@ -106,7 +117,9 @@ def destinations(topk_idx: list[list[int]], experts_per_rank: int, world: int) -
     return outgoing
 
 
-def expected_receive(inputs_by_rank: dict[int, RankInputs], dst: int, experts_per_rank: int) -> list[tuple[int, int, list[float], list[int]]]:
+def expected_receive(
+    inputs_by_rank: dict[int, RankInputs], dst: int, experts_per_rank: int
+) -> list[tuple[int, int, list[float], list[int]]]:
     """What rank ``dst`` must receive: (src rank, token index, payload, top-k ids) for each routed token."""
     out = []
     for src in sorted(inputs_by_rank):
@@ -127,7 +140,9 @@ def _unb64(kind: str, text: str) -> list:
     return out.tolist()
 
 
-def _pack(src: int, tokens: list[int], x: list[list[float]], topk_idx: list[list[int]], weights: list[list[float]]) -> dict[str, Any]:
+def _pack(
+    src: int, tokens: list[int], x: list[list[float]], topk_idx: list[list[int]], weights: list[list[float]]
+) -> dict[str, Any]:
     return {
         "src": src,
         "tokens": _b64("i", tokens),
@@ -141,7 +156,9 @@ def _rows(values: list[Any], n: int, width: int) -> list[list[Any]]:
     return [values[i * width : (i + 1) * width] for i in range(n)]
 
 
-def _unpack(blob: dict[str, Any], k: int) -> tuple[list[tuple[int, int]], list[list[float]], list[list[int]], list[list[float]]]:
+def _unpack(
+    blob: dict[str, Any], k: int
+) -> tuple[list[tuple[int, int]], list[list[float]], list[list[int]], list[list[float]]]:
     """One sender's rows as the columns dispatch() returns (handle, payloads, expert ids, weights): no per-row lists."""
     tokens = _unb64("i", blob["tokens"])
     n, src = len(tokens), blob["src"]
@@ -169,7 +186,15 @@ class RankView:
 
     @classmethod
     def of(cls, rl: RankLaunch, host_now_us: float, cores: bool, replay: RankLaunch | None) -> RankView:
-        times = (rl.arrival, rl.barrier_end, rl.kernel_start, rl.kernel_end, len(rl.cores), rl.kernel_mode_us, rl.event_mode_us)
+        times = (
+            rl.arrival,
+            rl.barrier_end,
+            rl.kernel_start,
+            rl.kernel_end,
+            len(rl.cores),
+            rl.kernel_mode_us,
+            rl.event_mode_us,
+        )
         return cls(*times, host_now_us, rl if cores else None, replay, rl.pre_tasks)
 
     def to_wire(self) -> dict[str, Any]:
@@ -222,7 +247,9 @@ class ElasticBuffer:
         self._replays: list[dict[str, Any]] = []
         self._trace = _DeviceTrace(rank, ranks_per_node, self._model)
         self._op_profiler = _OpProfiler(rank, ranks_per_node, self._knobs)
-        self._debugclock = DebugClockWriter(rank, Path(__file__).resolve().parents[1])  # active in a DEBUG_CLOCK_ON build
+        self._debugclock = DebugClockWriter(
+            rank, Path(__file__).resolve().parents[1]
+        )  # active in a DEBUG_CLOCK_ON build
         self._warmup = 0
         self._sessions_used = 0
         self._tick_scale = 1.0
@@ -231,9 +258,15 @@ class ElasticBuffer:
         # Fault knob sim.die_rank: that global rank's process exits (code 1) at its dispatch call number
         # sim.die_after_launches (counted from 0 over the process), as a rank that crashes mid-run.
         die_rank = os.environ.get("DEEPEP_SIM_DIE_RANK", "")
-        self._die_at = int(os.environ.get("DEEPEP_SIM_DIE_AFTER_LAUNCHES", "0") or 0) if die_rank != "" and int(die_rank) == rank else None
+        self._die_at = (
+            int(os.environ.get("DEEPEP_SIM_DIE_AFTER_LAUNCHES", "0") or 0)
+            if die_rank != "" and int(die_rank) == rank
+            else None
+        )
 
-    def dispatch(self, x: list[list[float]], topk_idx: list[list[int]], topk_weights: list[list[float]], **_: Any) -> tuple[Any, ...]:
+    def dispatch(
+        self, x: list[list[float]], topk_idx: list[list[int]], topk_weights: list[list[float]], **_: Any
+    ) -> tuple[Any, ...]:
         call = self._calls
         if self._die_at is not None and call >= self._die_at:
             print(f"[rank {self.rank}] [sim] exits with code 1 after {call} dispatch calls (sim.die_rank)", flush=True)
@@ -253,8 +286,15 @@ class ElasticBuffer:
         # whether it needs per-core phases (DebugClock build) or the replayed launch (profiled by msopprof): rank 0
         # computes the event model of this launch once for every rank and publishes each rank's view.
         k = len(topk_idx[0]) if topk_idx else 0
-        counts = {"sends": [len(outgoing[dst]) * row_bytes for dst in range(self.world)], "cores": self._debugclock.on, "replay": kernel_profiled}
-        items = {f"dispatch/{call}/{self.rank}->{dst}": _pack(self.rank, tokens, x, topk_idx, topk_weights) for dst, tokens in outgoing.items()}
+        counts = {
+            "sends": [len(outgoing[dst]) * row_bytes for dst in range(self.world)],
+            "cores": self._debugclock.on,
+            "replay": kernel_profiled,
+        }
+        items = {
+            f"dispatch/{call}/{self.rank}->{dst}": _pack(self.rank, tokens, x, topk_idx, topk_weights)
+            for dst, tokens in outgoing.items()
+        }
         self.store.mset({**items, f"counts/{call}/{self.rank}": counts})
         inbox = [f"dispatch/{call}/{src}->{self.rank}" for src in range(self.world)]
         launch: Launch | None = None
@@ -293,7 +333,9 @@ class ElasticBuffer:
         if in_session:
             assert self._session is not None
             self._session.append(
-                (mine.kernel_mode_us + self._debugclock.marker_overhead_us) * self._tick_scale if self._mode == "kernel" else mine.event_mode_us
+                (mine.kernel_mode_us + self._debugclock.marker_overhead_us) * self._tick_scale
+                if self._mode == "kernel"
+                else mine.event_mode_us
             )
             assert self._epoch_ns is not None
             self._trace.record(mine, self._epoch_ns, len(topk_idx), k, self.hidden)
@@ -308,7 +350,9 @@ class ElasticBuffer:
             recv_x[0] = [v + 1.0 for v in recv_x[0]]
         return recv_x, recv_topk_idx, recv_topk_weights, handle, None
 
-    def _model_launch(self, call: int, peers: list[dict[str, Any]], sync_start: bool) -> tuple[Launch, Launch | None, RankView]:
+    def _model_launch(
+        self, call: int, peers: list[dict[str, Any]], sync_start: bool
+    ) -> tuple[Launch, Launch | None, RankView]:
         """Rank 0: the event model of launch ``call`` for every rank (and its replay when a rank profiles it), computed
         once; publishes every other rank's view and returns the live launch, the replay and rank 0's own view."""
         sends = [peer["sends"] for peer in peers]
@@ -323,15 +367,26 @@ class ElasticBuffer:
         self._summaries.append(summarise(launch, before, self._model.host_now))
         replay = self._model.replay(call, sends) if any(peer["replay"] for peer in peers) else None
         views = [
-            RankView.of(rl, self._model.host_now[r], peers[r]["cores"], replay.ranks[r] if replay and peers[r]["replay"] else None)
+            RankView.of(
+                rl,
+                self._model.host_now[r],
+                peers[r]["cores"],
+                replay.ranks[r] if replay and peers[r]["replay"] else None,
+            )
             for r, rl in enumerate(launch.ranks)
         ]
-        self.store.mset({f"view/{call}/{r}": {**views[r].to_wire(), "epoch_ns": self._epoch_ns} for r in range(1, self.world)})
+        self.store.mset(
+            {f"view/{call}/{r}": {**views[r].to_wire(), "epoch_ns": self._epoch_ns} for r in range(1, self.world)}
+        )
         return launch, replay if peers[0]["replay"] else None, views[0]
 
     @contextlib.contextmanager
     def profile_dispatch_latency(
-        self, output_dir: str | None = None, warmup: int = 0, synchronize_start: bool = True, metadata: dict[str, str] | None = None
+        self,
+        output_dir: str | None = None,
+        warmup: int = 0,
+        synchronize_start: bool = True,
+        metadata: dict[str, str] | None = None,
     ) -> Iterator[None]:
         """Time every dispatch in the block; rank 0 writes dispatch_latency.csv (docs/formats.md §3).
 
@@ -350,11 +405,19 @@ class ElasticBuffer:
         clock_hz = os.environ.get("AKL_LATENCY_CLOCK_HZ", "")
         if mode == "kernel" and not (clock_hz.isdigit() and int(clock_hz) > 0):
             # As the real build: mandatory for kernel mode, and an invalid value is a collective error before launch.
-            raise RuntimeError(f"AKL_LATENCY_CLOCK_HZ={clock_hz!r}: kernel-mode latency needs the device clock in Hz (Ascend950: 1000000000)")
+            raise RuntimeError(
+                f"AKL_LATENCY_CLOCK_HZ={clock_hz!r}: kernel-mode latency needs the device clock in Hz (Ascend950: 1000000000)"
+            )
         metadata = metadata or {"measurement": mode, "clock_hz": clock_hz or str(DEVICE_CLOCK_HZ)}
         self._tick_scale = DEVICE_CLOCK_HZ / int(clock_hz) if mode == "kernel" else 1.0
         env = os.environ
-        out = Path(env.get("AKL_LATENCY_OUTPUT_DIR") or output_dir or env.get("DISPATCH_RESULTS_DIR") or env.get("DISPATCH_CLOCK_DIR") or "./clock_results")
+        out = Path(
+            env.get("AKL_LATENCY_OUTPUT_DIR")
+            or output_dir
+            or env.get("DISPATCH_RESULTS_DIR")
+            or env.get("DISPATCH_CLOCK_DIR")
+            or "./clock_results"
+        )
         try:
             yield
         finally:
@@ -488,7 +551,11 @@ def simt_code() -> dict[str, Any]:
     """What the kernel binary tells a PC sampler: where its SIMT source is and whether it has debug lines (-g)."""
     repo = Path(__file__).resolve().parents[1]
     flags = repo / "build" / "device_compile_flags.txt"
-    return {"repo": str(repo), "source": "kernels/elastic_dispatch.cpp", "has_debug_line": flags.is_file() and "-g" in flags.read_text().split()}
+    return {
+        "repo": str(repo),
+        "source": "kernels/elastic_dispatch.cpp",
+        "has_debug_line": flags.is_file() and "-g" in flags.read_text().split(),
+    }
 
 
 class _DeviceTrace:
@@ -511,15 +578,36 @@ class _DeviceTrace:
         pre = len(mine.pre_tasks or ())
         task = len(self.events) + 1 + pre  # the barrier kernel's id; sim.pre_kernels' stand-ins take the ids before it
         end = 0
-        for i, (name, start, dur) in enumerate(msprof_tasks(mine, self.model.knobs, self.node, epoch_ns)):  # as msprof_view
-            event = {"name": name, "task_type": "AI_VECTOR_CORE", "stream": self.STREAM, "task_id": task, "start_ns": start, "dur_ns": dur, "block_dim": 1}
+        for i, (name, start, dur) in enumerate(
+            msprof_tasks(mine, self.model.knobs, self.node, epoch_ns)
+        ):  # as msprof_view
+            event = {
+                "name": name,
+                "task_type": "AI_VECTOR_CORE",
+                "stream": self.STREAM,
+                "task_id": task,
+                "start_ns": start,
+                "dur_ns": dur,
+                "block_dim": 1,
+            }
             if i < pre:
                 event["task_id"] = task - pre + i
             if name == "elastic_dispatch_kernel":
-                event.update(task_id=task + 1, block_dim=mine.block_dim, input_shapes=f"{tokens},{hidden};{tokens},{topk}")
+                event.update(
+                    task_id=task + 1, block_dim=mine.block_dim, input_shapes=f"{tokens},{hidden};{tokens},{topk}"
+                )
                 end = start + dur
             self.events.append(event)
-        self.events.append({"name": "N/A", "task_type": "MEMCPY_ASYNC", "stream": self.STREAM, "task_id": task + 2, "start_ns": end + 3_000, "dur_ns": 2_100})
+        self.events.append(
+            {
+                "name": "N/A",
+                "task_type": "MEMCPY_ASYNC",
+                "stream": self.STREAM,
+                "task_id": task + 2,
+                "start_ns": end + 3_000,
+                "dur_ns": 2_100,
+            }
+        )
 
     def flush(self) -> None:
         directory = os.environ.get("DEEPEP_SIM_PROFILER_DIR")
@@ -546,5 +634,17 @@ def _write_latency_csv(path: Path, samples: list[list[float]], warmup: int, meta
     for i in range(len(samples[0])):
         for rank, per_rank in enumerate(samples):
             ms = per_rank[i] / 1000.0
-            lines.append(",".join([str(rank), str(i), f"{ms:.9f}", f"{ms * 1000:.9f}", str(int(i < warmup)), str(int(i >= warmup)), *metadata.values()]))
+            lines.append(
+                ",".join(
+                    [
+                        str(rank),
+                        str(i),
+                        f"{ms:.9f}",
+                        f"{ms * 1000:.9f}",
+                        str(int(i < warmup)),
+                        str(int(i >= warmup)),
+                        *metadata.values(),
+                    ]
+                )
+            )
     _write_atomic(path, "\n".join(lines) + "\n")

@@ -23,7 +23,13 @@ from ascend_deepep._store import StoreClient, serve
 from ascend_deepep.elastic import expected_receive, make_inputs
 
 # Runtime tuning a rank prints when set, as a test prints its configuration (names a user sets on the launching host).
-TUNING_ENV = ("TASK_QUEUE_ENABLE", "PYTORCH_NPU_ALLOC_CONF", "ACL_DEVICE_SYNC_TIMEOUT", "HCCL_CONNECT_TIMEOUT", "HCCL_BUFFSIZE")
+TUNING_ENV = (
+    "TASK_QUEUE_ENABLE",
+    "PYTORCH_NPU_ALLOC_CONF",
+    "ACL_DEVICE_SYNC_TIMEOUT",
+    "HCCL_CONNECT_TIMEOUT",
+    "HCCL_BUFFSIZE",
+)
 
 
 def parse_args(argv=None):
@@ -57,13 +63,26 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
     rank = node * num_local_ranks + local_rank
     world = num_nodes * num_local_ranks
     with open(os.path.join(run_dir, f"rank{rank}.log"), "w") as log:
-        log_line(log, f"[rank {rank}] node {node} local rank {local_rank} of world {world} pid {os.getpid()} host {socket.gethostname()}")
+        log_line(
+            log,
+            f"[rank {rank}] node {node} local rank {local_rank} of world {world} pid {os.getpid()} host {socket.gethostname()}",
+        )
         tuning = " ".join(f"{name}={os.environ[name]}" for name in TUNING_ENV if name in os.environ)
         if tuning:
             log_line(log, f"[rank {rank}] runtime tuning: {tuning}")
         store = StoreClient(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29520")))
         os.environ["DEEPEP_SIM_LOCAL_RANK"] = str(local_rank)  # the device this process sets
-        buffer = ElasticBuffer(store, rank, world, args.num_experts, args.num_max_tokens_per_rank, args.hidden, args.dtype, num_local_ranks, args.num_aiv)
+        buffer = ElasticBuffer(
+            store,
+            rank,
+            world,
+            args.num_experts,
+            args.num_max_tokens_per_rank,
+            args.hidden,
+            args.dtype,
+            num_local_ranks,
+            args.num_aiv,
+        )
         inputs = make_inputs(args.seed, rank, args.num_tokens, args.num_topk, args.num_experts, world, args.route)
         dispatch_args = {"x": inputs.x, "topk_idx": inputs.topk_idx, "topk_weights": inputs.topk_weights}
         store.barrier("init", world)
@@ -71,14 +90,20 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
         recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)
 
         # Reference: rebuild every rank's inputs and check what this rank must have received.
-        everyone = {r: make_inputs(args.seed, r, args.num_tokens, args.num_topk, args.num_experts, world, args.route) for r in range(world)}
+        everyone = {
+            r: make_inputs(args.seed, r, args.num_tokens, args.num_topk, args.num_experts, world, args.route)
+            for r in range(world)
+        }
         expected = expected_receive(everyone, rank, args.num_experts // world)
         got = Counter(zip([tuple(v) for v in recv_x], [tuple(e) for e in recv_topk_idx]))
         want = Counter((tuple(payload), tuple(experts)) for _, _, payload, experts in expected)
         mismatched = max(sum((got - want).values()), sum((want - got).values()))
         store.barrier("done", world)
         if mismatched:
-            log_line(log, f"[rank {rank}] elastic dispatch precision check FAILED: {mismatched} of {len(expected)} received tokens differ")
+            log_line(
+                log,
+                f"[rank {rank}] elastic dispatch precision check FAILED: {mismatched} of {len(expected)} received tokens differ",
+            )
         else:
             log_line(log, f"[rank {rank}] elastic dispatch precision check passed: {len(recv_x)} tokens received")
         # Every rank has printed its verdict before any exits: a failing rank's exit ends its siblings (spawn), which
@@ -114,7 +139,10 @@ def main():
             # Serve until every node is done: the others may still be reading from the store (every rank hangs up
             # when its process ends; at most 0.5 s, so a hung peer cannot hold this node).
             if not server.wait_until_clients_left(0.5):
-                print(f"[node {node}] ranks were still connected to the store 0.5 s after this node's ranks ended; shutting it down", flush=True)
+                print(
+                    f"[node {node}] ranks were still connected to the store 0.5 s after this node's ranks ended; shutting it down",
+                    flush=True,
+                )
             server.shutdown()
     return 0
 

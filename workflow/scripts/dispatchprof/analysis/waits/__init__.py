@@ -30,22 +30,53 @@ The package, by concern (every name is re-exported here: import from ``dispatchp
 
 from __future__ import annotations
 
-from dispatchprof.analysis.waits.table import LaunchGrid, binned_grid, entry_wait_grid, entry_waits, grid, host_gaps, kernel_entry_waits, last_arrival_node
+from dispatchprof.analysis.waits.table import (
+    LaunchGrid,
+    binned_grid,
+    entry_wait_grid,
+    entry_waits,
+    grid,
+    host_gaps,
+    kernel_entry_waits,
+    last_arrival_node,
+)
 from dispatchprof.analysis.waits.clocks import DRIFT_IMPLAUSIBLE_PPM, node_clocks, release_skew
 from dispatchprof.analysis.waits.coupling import coupling
 from dispatchprof.analysis.waits.account import Account, Maxima, account, carried
 from dispatchprof.analysis.waits.candidate import Candidate
 from dispatchprof.analysis.waits.candidates import candidates
 from dispatchprof.analysis.waits.arrivals import CLOCKS_FROM_ENDS
-from dispatchprof.analysis.waits.end_order import PERSISTENT_FRACTION, followers, late_members, late_sets, persistent_late_ranks
+from dispatchprof.analysis.waits.end_order import (
+    PERSISTENT_FRACTION,
+    followers,
+    late_members,
+    late_sets,
+    persistent_late_ranks,
+)
 from dispatchprof.analysis.waits.own_work import lead_within_node
 from dispatchprof.analysis.waits.late_ending import MAX_LATE_SET, core_candidate, persistent_candidate
 from dispatchprof.analysis.waits.in_kernel import in_kernel, transient
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
 from dispatchprof.analysis.waits.costing import backgrounds, bootstrap_mean_ci, costed, duration_excess, excess
 from dispatchprof.analysis.waits.naming import covered, stands_out
-from dispatchprof.analysis.waits.describe import EVERY_LAUNCH_ALIKE, EXCESS_DEFINITION, EXCESS_NOT_COUPLED, describe, listed_clause, listed_text
-from dispatchprof.analysis.waits.awaited import CAUSE_KEYS, EXPLAINED, STRAGGLER_KEYS, analyse, arrived_last, awaited, rank_offsets, waiting_ranks
+from dispatchprof.analysis.waits.describe import (
+    EVERY_LAUNCH_ALIKE,
+    EXCESS_DEFINITION,
+    EXCESS_NOT_COUPLED,
+    describe,
+    listed_clause,
+    listed_text,
+)
+from dispatchprof.analysis.waits.awaited import (
+    CAUSE_KEYS,
+    EXPLAINED,
+    STRAGGLER_KEYS,
+    analyse,
+    arrived_last,
+    awaited,
+    rank_offsets,
+    waiting_ranks,
+)
 
 __all__ = [
     "Account",

@@ -25,7 +25,9 @@ class Account:
     arrival_how: str
     end_how: str
     ends_across_nodes: bool  # False without a pure barrier: cross-node comparisons of ends are not established
-    body: np.ndarray  # [row, rank] end minus the row's last kernel start (corrected clocks): the rank's time in the kernel
+    body: (
+        np.ndarray
+    )  # [row, rank] end minus the row's last kernel start (corrected clocks): the rank's time in the kernel
     kernel: np.ndarray  # [row] the group's kernel time: last end minus last start
 
     @property
@@ -45,7 +47,10 @@ def account(g: LaunchGrid, correction: np.ndarray, skew_us: float = 0.0) -> Acco
         arrival = -g.barrier_wait + skew_us * (g.nodes[None, :] != late_node[:, None])
         how = f"the barrier kernel's durations (shortest = last arrival; no clock), less its release skew across nodes ({skew_us:.2f} us)"
     else:
-        arrival, how = g.start - correction, "the target's starts on clock-corrected node clocks (the clocks come from the target's ends: weaker)"
+        arrival, how = (
+            g.start - correction,
+            "the target's starts on clock-corrected node clocks (the clocks come from the target's ends: weaker)",
+        )
     end = g.end - correction
     gaps = host_gaps(g)
     rows = g.complete(arrival) & g.complete(end)
@@ -61,7 +66,11 @@ def account(g: LaunchGrid, correction: np.ndarray, skew_us: float = 0.0) -> Acco
     kernel = body.max(axis=1) if len(end) else np.zeros(0)
     arrival = arrival - arrival.max(axis=1, keepdims=True) if len(arrival) else arrival
     end = end - end.max(axis=1, keepdims=True) if len(end) else end
-    end_how = "clock-corrected ends (node clocks from the barrier kernel's ends)" if g.has_barrier else "clock-corrected ends within a node"
+    end_how = (
+        "clock-corrected ends (node clocks from the barrier kernel's ends)"
+        if g.has_barrier
+        else "clock-corrected ends within a node"
+    )
     return Account(arrival, end, excess[rows], follows, how, end_how, g.has_barrier, body, kernel)
 
 
@@ -82,8 +91,14 @@ class Maxima:
         self.values = values
         self.top, self.first, self.second = top_two(values)
         self.node_ids = np.unique(nodes)
-        per_node = np.column_stack([values[:, nodes == n].max(axis=1) for n in self.node_ids]) if len(values) else np.zeros((0, len(self.node_ids)))
-        self.node_top, self.node_first, self.node_second = top_two(per_node) if len(values) else (np.zeros(0, int), np.zeros(0), np.zeros(0))
+        per_node = (
+            np.column_stack([values[:, nodes == n].max(axis=1) for n in self.node_ids])
+            if len(values)
+            else np.zeros((0, len(self.node_ids)))
+        )
+        self.node_top, self.node_first, self.node_second = (
+            top_two(per_node) if len(values) else (np.zeros(0, int), np.zeros(0), np.zeros(0))
+        )
 
     def others(self, cols: np.ndarray, node: int | None) -> np.ndarray:
         """Per row the largest value outside ``cols`` (one rank, or every rank of ``node``, or a few ranks)."""

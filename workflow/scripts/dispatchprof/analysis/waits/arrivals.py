@@ -65,7 +65,15 @@ def ahead_facts(acc: Account, host: HostLateness, cols: np.ndarray, node: int | 
     return {"ahead_us_median": float(np.median(lead[last])), "ahead_launches": int(last.sum())} if last.any() else {}
 
 
-def late_arrival(cols: np.ndarray, rank: int | None, node: int | None, ranks: list[int], size: float, struck: np.ndarray, facts: Facts) -> Candidate:
+def late_arrival(
+    cols: np.ndarray,
+    rank: int | None,
+    node: int | None,
+    ranks: list[int],
+    size: float,
+    struck: np.ndarray,
+    facts: Facts,
+) -> Candidate:
     """The candidate that takes a lateness of ``size`` off ``cols`` at the barrier where it struck (the launch period
     only: a late arrival moves no end in the timed kernel scope)."""
     shift = np.where(struck[:, None], size, 0.0) * np.ones((1, len(cols)))
@@ -90,7 +98,10 @@ def late_arrivals(acc: Account, ranks: np.ndarray, nodes: np.ndarray, late_min: 
     for j in np.flatnonzero(host.late.any(axis=0)).tolist():
         struck, cols, rank = host.late[:, j], np.array([j]), int(ranks[j])
         size = float(np.median(host.excess[struck, j]))
-        facts = {**bound_facts(host, np.where(struck, host.excess[:, j], 0.0)), **ahead_facts(acc, host, cols, None, struck)}
+        facts = {
+            **bound_facts(host, np.where(struck, host.excess[:, j], 0.0)),
+            **ahead_facts(acc, host, cols, None, struck),
+        }
         out.append(late_arrival(cols, rank, None, [rank], size, struck, facts))
     for node in np.unique(nodes):
         cols = np.flatnonzero(nodes == node)
@@ -100,6 +111,9 @@ def late_arrivals(acc: Account, ranks: np.ndarray, nodes: np.ndarray, late_min: 
         if not together.any():
             continue
         size = float(np.median(host.excess[together][:, cols]))
-        facts = {**bound_facts(host, np.where(together, host.excess[:, cols].max(axis=1), 0.0)), **ahead_facts(acc, host, cols, int(node), together)}
+        facts = {
+            **bound_facts(host, np.where(together, host.excess[:, cols].max(axis=1), 0.0)),
+            **ahead_facts(acc, host, cols, int(node), together),
+        }
         out.append(late_arrival(cols, None, int(node), ranks[cols].tolist(), size, together, facts))
     return out

@@ -14,7 +14,13 @@ from dispatchprof.analysis.waits.candidates import candidates
 from dispatchprof.analysis.waits.clocks import node_clocks, release_skew
 from dispatchprof.analysis.waits.costing import costed, duration_excess, excess
 from dispatchprof.analysis.waits.coupling import coupling
-from dispatchprof.analysis.waits.describe import EVERY_LAUNCH_ALIKE, EXCESS_DEFINITION, EXCESS_NOT_COUPLED, describe, listed_text
+from dispatchprof.analysis.waits.describe import (
+    EVERY_LAUNCH_ALIKE,
+    EXCESS_DEFINITION,
+    EXCESS_NOT_COUPLED,
+    describe,
+    listed_text,
+)
 from dispatchprof.analysis.waits.in_kernel import in_kernel
 from dispatchprof.analysis.waits.naming import covered
 from dispatchprof.analysis.waits.table import LaunchGrid, entry_wait_grid, entry_waits, kernel_entry_waits
@@ -131,17 +137,28 @@ def add_shares(causes: list[dict[str, Any]], group: Mapping[str, float | None]) 
             c["cost_share"] = c["wait_caused_us_per_launch"] = None
 
 
-def answer_of(named: list[dict[str, Any]], unnamed: list[dict[str, Any]], min_cost: float) -> tuple[dict[str, Any], str]:
+def answer_of(
+    named: list[dict[str, Any]], unnamed: list[dict[str, Any]], min_cost: float
+) -> tuple[dict[str, Any], str]:
     """The straggler's keys (the top named cause's, or nobody's) and the explanation: the named causes' sentences, or
     why nobody stands out with the listed causes and what the timeline cannot see."""
     if named:
         main = named[0]
-        answer = {k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")}
+        answer = {
+            k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")
+        }
         explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
         if len(named) > EXPLAINED:
             explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
         return answer, explanation
-    answer = {"rank": None, "ranks": [], "node": None, "evidence": "none", "fraction": None, **dict.fromkeys(STRAGGLER_KEYS[5:])}
+    answer = {
+        "rank": None,
+        "ranks": [],
+        "node": None,
+        "evidence": "none",
+        "fraction": None,
+        **dict.fromkeys(STRAGGLER_KEYS[5:]),
+    }
     explanation = f"no rank or node stands out: no cause costs the group more than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
     listed = [c for c in unnamed if c.get("not_named")]
     if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
@@ -154,9 +171,13 @@ def notes_of(coupled: bool, has_barrier: bool) -> list[str]:
     """What the account could not compare, said once beside it."""
     notes = []
     if not coupled:
-        notes.append("not coupled: the ranks do not wait for each other, so durations are own work and are compared directly")
+        notes.append(
+            "not coupled: the ranks do not wait for each other, so durations are own work and are compared directly"
+        )
     if not has_barrier:
-        notes.append("cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)")
+        notes.append(
+            "cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)"
+        )
     return notes
 
 
@@ -194,14 +215,18 @@ CAUSE_KEYS = (
 )
 
 
-def analyse(g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], bootstrap: Mapping[str, int] | None = None) -> dict[str, Any]:
+def analyse(
+    g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], bootstrap: Mapping[str, int] | None = None
+) -> dict[str, Any]:
     """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, and the entry-wait
     heat map."""
     clocks, correction = node_clocks(g)
     couple = coupling(g)
     strag = awaited(g, correction, couple, waits, bootstrap, clocks)
     if missing_ranks:
-        strag["coverage_note"] = f"{name_ranks(missing_ranks).capitalize()} without data: the awaited rank may be among them"
+        strag["coverage_note"] = (
+            f"{name_ranks(missing_ranks).capitalize()} without data: the awaited rank may be among them"
+        )
     return {
         "node_clock": clocks,
         "coupling": couple,

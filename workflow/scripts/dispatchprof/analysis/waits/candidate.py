@@ -25,7 +25,9 @@ class Facts(TypedDict, total=False):
     cost_bound_us: list[float]  # ... and the bound that holds whatever the clocks: [0, mean delay per launch]
     ahead_us_median: float  # late arrival: where it arrived last, its median lead over the next arrival
     ahead_launches: int
-    lead_us_median: float  # own work and late-ending ranks or nodes: the median lead over the next end (or the others' last)
+    lead_us_median: (
+        float  # own work and late-ending ranks or nodes: the median lead over the next end (or the others' last)
+    )
     spike_launches: int  # own work: launches where it is a spike of the rank's own time in the kernel
     late_ending_ranks: list[int]
     persistent: bool  # late-ending ranks in most launches

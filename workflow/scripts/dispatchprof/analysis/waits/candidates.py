@@ -25,7 +25,9 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     # ends compare across nodes on a pure barrier's clocks, or trivially on one node
     across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
     ends = end_order(acc, own_min, float(waits["alpha"]))
-    out = late_arrivals(acc, ranks, nodes, float(waits["late_min_us"])) + own_work(acc, ranks, nodes, ends, own_min, across)
+    out = late_arrivals(acc, ranks, nodes, float(waits["late_min_us"])) + own_work(
+        acc, ranks, nodes, ends, own_min, across
+    )
     recurring = recurring_late_ranks(acc, ranks, nodes, ends, own_min)
     if recurring is not None:
         out.append(recurring)

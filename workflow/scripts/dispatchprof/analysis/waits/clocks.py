@@ -29,7 +29,11 @@ def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
     chrony or PTP on the hosts does not correct it during a collection."""
     use_barrier = g.has_barrier
     ref = g.barrier_end if use_barrier else g.end
-    reference = "ends of the barrier kernel (all ranks released together)" if use_barrier else "ends of the target kernel (coupled ends; weaker)"
+    reference = (
+        "ends of the barrier kernel (all ranks released together)"
+        if use_barrier
+        else "ends of the target kernel (coupled ends; weaker)"
+    )
     nodes = np.unique(g.nodes)
     base = nodes[0]
     last_node = last_arrival_node(g)
@@ -42,7 +46,13 @@ def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
     for node in nodes:
         cols = g.nodes == node
         if node == base:
-            report[str(int(node))] = {"offset_us": 0.0, "drift_ppm": 0.0, "spread_us": 0.0, "launches": int(np.isfinite(t0).sum()), "reference": reference}
+            report[str(int(node))] = {
+                "offset_us": 0.0,
+                "drift_ppm": 0.0,
+                "spread_us": 0.0,
+                "launches": int(np.isfinite(t0).sum()),
+                "reference": reference,
+            }
             continue
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -51,7 +61,13 @@ def node_clocks(g: LaunchGrid) -> tuple[dict[str, Any], np.ndarray]:
         skew_x = (last_node == base).astype(float) - (last_node == node).astype(float)
         fit = clock_fit(tk - t0, t, skew_x, use_barrier)
         if fit is None:
-            report[str(int(node))] = {"offset_us": None, "drift_ppm": None, "spread_us": None, "launches": 0, "reference": reference}
+            report[str(int(node))] = {
+                "offset_us": None,
+                "drift_ppm": None,
+                "spread_us": None,
+                "launches": 0,
+                "reference": reference,
+            }
             continue
         correction[:, cols] = fit.fitted[:, None]
         report[str(int(node))] = {**fit.report(), "reference": reference, "reference_us": float(first)}
@@ -66,14 +82,20 @@ class ClockFit:
     intercept: float
     slope: float
     skew: float | None
-    fitted: np.ndarray  # [launch] the offset to subtract (intercept + slope x t; the skew is the barrier's, not the clock's)
+    fitted: (
+        np.ndarray
+    )  # [launch] the offset to subtract (intercept + slope x t; the skew is the barrier's, not the clock's)
     resid: np.ndarray  # over the launches used
     spread_t: float  # the spread of t over them (sum of squares about the mean)
 
     def report(self) -> dict[str, Any]:
         """The offset and drift with its standard error and state; the release skew; the residuals' robust spread."""
         dof = len(self.resid) - (3 if self.skew is not None else 2)
-        stderr = math.sqrt(float((self.resid**2).sum()) / dof / self.spread_t) * 1e6 if dof > 0 and self.spread_t > 0 else None
+        stderr = (
+            math.sqrt(float((self.resid**2).sum()) / dof / self.spread_t) * 1e6
+            if dof > 0 and self.spread_t > 0
+            else None
+        )
         drift = float(self.slope * 1e6)
         if stderr is None or stderr >= abs(drift):
             drift_state = "unresolved"

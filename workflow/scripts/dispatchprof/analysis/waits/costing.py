@@ -34,7 +34,10 @@ def excess(acc: Account, inside: Mapping[str, Any] | None = None) -> dict[str, f
     if not acc.rows:
         return {"period_us_per_launch": None, "timed_us_per_launch": None}
     extra = max(0.0, inside["cost_us_per_launch"]) if inside else 0.0
-    return {"period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra, "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra}
+    return {
+        "period_us_per_launch": float(np.ptp(acc.arrival, axis=1).mean()) + extra,
+        "timed_us_per_launch": float(np.ptp(acc.end, axis=1).mean()) + extra,
+    }
 
 
 def backgrounds(costs: np.ndarray, peers: int) -> np.ndarray:
@@ -68,7 +71,9 @@ def kind_backgrounds(raw: list[tuple[Candidate, np.ndarray, np.ndarray]], world:
     return background
 
 
-def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]) -> list[dict[str, Any]]:
+def costed(
+    acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]
+) -> list[dict[str, Any]]:
     """Each candidate with its costs: the what-if savings per launch (averaged over every analysed launch, zero where
     it did not strike) in the launch period and in the timed scope, Scalasca's delay cost, and a bootstrap CI over
     launches. Ranked by cost (launch period first, then timed); costs are not additive.
@@ -81,10 +86,20 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
     for c in cands:
         period, timed = arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)
         zero = np.zeros(len(period))
-        raw.append((c, period, timed, c.period_extra if c.period_extra is not None else zero, c.timed_extra if c.timed_extra is not None else zero))
+        raw.append(
+            (
+                c,
+                period,
+                timed,
+                c.period_extra if c.period_extra is not None else zero,
+                c.timed_extra if c.timed_extra is not None else zero,
+            )
+        )
     causes = []
     min_cost = float(waits["min_cost_us"])
-    background = kind_backgrounds([(c, period, timed) for c, period, timed, *_ in raw], acc.arrival.shape[1], len(np.unique(nodes)))
+    background = kind_backgrounds(
+        [(c, period, timed) for c, period, timed, *_ in raw], acc.arrival.shape[1], len(np.unique(nodes))
+    )
     for i, (c, period, timed, extra, extra_timed) in enumerate(raw):
         # a spike (a launch 5 robust sigmas above the launch-to-launch spread) is no jitter: the background, what
         # jitter gives every rank now and then, is of the leads only. The CI resamples the launches, spikes
@@ -94,7 +109,9 @@ def costed(acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mappi
         if not worth_costing(max(cost, cost_timed), min_cost):
             continue
         ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period + extra, boot["resamples"], boot["seed"])]
-        ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed + extra_timed, boot["resamples"], boot["seed"])]
+        ci_timed = [
+            float(x - background[i, 1]) for x in bootstrap_mean_ci(timed + extra_timed, boot["resamples"], boot["seed"])
+        ]
         # named on one scope, the larger, and said in it: its explanation leads with that scope (cost_text), so that
         # a cause named on its timed cost never reads as a launch-period cost below min_cost_us
         named_on = "period" if cost >= cost_timed else "timed"

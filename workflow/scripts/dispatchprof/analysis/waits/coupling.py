@@ -35,9 +35,15 @@ def coupling(g: LaunchGrid) -> dict[str, Any]:
     elif end_med <= 0.5 * start_med:
         state, why = "coupled", "ends coincide within a node while starts spread: ranks wait for each other"
     elif corr_med is not None and corr_med <= -0.5:
-        state, why = "coupled", f"within a node the later a rank starts, the shorter it runs (median correlation {corr_med:.2f}): ranks wait for each other"
+        state, why = (
+            "coupled",
+            f"within a node the later a rank starts, the shorter it runs (median correlation {corr_med:.2f}): ranks wait for each other",
+        )
     elif end_med >= 0.9 * start_med and (corr_med is None or corr_med > -0.2):
-        state, why = "not_coupled", "ends spread as much as starts and durations do not shrink with later starts: ranks run independently"
+        state, why = (
+            "not_coupled",
+            "ends spread as much as starts and durations do not shrink with later starts: ranks run independently",
+        )
     else:
         state, why = "unknown", "neither clearly coupled nor independent"
     return {

@@ -34,7 +34,9 @@ def cost_text(cause: Mapping[str, Any]) -> str:
         )
     if cause.get("not_coupled"):  # nobody waits: one saving, in the launch's longest duration
         text = f"costs the launch's longest duration {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
-        return text + (f"; {100 * cause['cost_share']:.0f}% of the group's excess)" if cause.get("cost_share") is not None else ")")
+        return text + (
+            f"; {100 * cause['cost_share']:.0f}% of the group's excess)" if cause.get("cost_share") is not None else ")"
+        )
     if cause.get("named_on") == "timed":  # named on its timed cost: said in that scope first (costed)
         lo, hi = cause["cost_timed_ci_us"]
         text = f"costs {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope per launch (95% CI {lo:.1f}-{hi:.1f}"
@@ -50,10 +52,18 @@ def cost_text(cause: Mapping[str, Any]) -> str:
 def describe(cause: Mapping[str, Any]) -> str:
     share = 100 * cause["fraction"]
     # "100%" only for every launch: 199 of 200 (a first launch without a host gap) reads 99.5%
-    pct = f"{share:.1f}% of launches" if f"{share:.0f}" in ("0", "100") and share not in (0.0, 100.0) else f"{share:.0f}% of launches"
+    pct = (
+        f"{share:.1f}% of launches"
+        if f"{share:.0f}" in ("0", "100") and share not in (0.0, 100.0)
+        else f"{share:.0f}% of launches"
+    )
     cost = cost_text(cause)
     if cause["evidence"] == "late_arrival":
-        who = f"node {cause['node']} (ranks {cause['ranks'][0]}-{cause['ranks'][-1]})" if cause["node"] is not None else f"rank {cause['rank']}"
+        who = (
+            f"node {cause['node']} (ranks {cause['ranks'][0]}-{cause['ranks'][-1]})"
+            if cause["node"] is not None
+            else f"rank {cause['rank']}"
+        )
         ahead = ""
         if cause.get("ahead_us_median") is not None and cause["ahead_us_median"] < 0.9 * cause["late_us_median"]:
             ahead = (
@@ -66,7 +76,11 @@ def describe(cause: Mapping[str, Any]) -> str:
             f"rank {cause['rank']}'s kernel takes longest by itself (median {cause['lead_us_median']:.1f} us longer than the next-longest rank) in "
             f"{pct}: the ranks do not wait for each other here, so its duration is its own work; it {cost}"
         )
-    if cause["evidence"] == "own_work" and cause.get("spike_launches") and cause["spike_launches"] >= round(cause["fraction"] * cause["launches"]):
+    if (
+        cause["evidence"] == "own_work"
+        and cause.get("spike_launches")
+        and cause["spike_launches"] >= round(cause["fraction"] * cause["launches"])
+    ):
         n = cause["spike_launches"]
         return (
             f"rank {cause['rank']}'s own work spiked in {n} launch{'es' if n > 1 else ''} of {cause['launches']} (median {cause['lead_us_median']:.0f} us above "
@@ -97,7 +111,11 @@ def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
     if cause.get("with_ranks") is not None:
         (core,) = cause["late_ending_ranks"]
         shown = cause["with_ranks"][:6]
-        others = f", with ranks {', '.join(map(str, shown))}{' and others' if len(cause['with_ranks']) > 6 else ''}" if shown else ""
+        others = (
+            f", with ranks {', '.join(map(str, shown))}{' and others' if len(cause['with_ranks']) > 6 else ''}"
+            if shown
+            else ""
+        )
         return (
             f"rank {core} is among the late-ending ranks of most launches{others} (median lead {cause['lead_us_median']:.1f} us: the set's over "
             f"the others' last where they end after it, its own over the next end where it ends last; in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
@@ -125,7 +143,9 @@ def listed_clause(cause: Mapping[str, Any]) -> str:
     """A listed cause in one clause: who, the evidence and its known lead (why it is not named: listed_text)."""
     members = cause["ranks"] or cause.get("late_ending_ranks") or []
     who = f"rank {cause['rank']}" if cause["rank"] is not None else f"ranks {', '.join(map(str, members))}"
-    if cause.get("late_ending_ranks"):  # ends on corrected clocks: the lead is established, the culprit among them is not
+    if cause.get(
+        "late_ending_ranks"
+    ):  # ends on corrected clocks: the lead is established, the culprit among them is not
         return f"{who} end late together ({cause['lead_us_median']:.1f} us after the others' last, in {100 * cause['fraction']:.0f}% of launches)"
     return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare)"
 

@@ -113,7 +113,9 @@ def end_order(acc: Account, own_min: float, alpha: float) -> EndOrder:
     size, gap, order = late_sets(acc, own_min)
     member = late_members(size, order)
     persistent = persistent_late_ranks(member) if acc.ends_across_nodes else np.zeros(0, int)
-    group = np.union1d(persistent, followers(acc.end, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
+    group = (
+        np.union1d(persistent, followers(acc.end, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
+    )
     alone = len(persistent) == 1 and float(np.isin(last[member[:, persistent[0]]], group).mean()) > PERSISTENT_FRACTION
     apart: Facts = stands_out(member, persistent, group, alpha) if len(persistent) else {}
     return EndOrder(last, first, second, size, gap, order, member, persistent, group, alone, apart)

@@ -15,7 +15,12 @@ MAX_LATE_SET = 16  # late-ending ranks beyond this many are not listed one set a
 
 
 def core_candidate(
-    acc: Account, ranks: np.ndarray, core: np.ndarray, member: np.ndarray, own_min: float, ends: tuple[np.ndarray, np.ndarray, np.ndarray]
+    acc: Account,
+    ranks: np.ndarray,
+    core: np.ndarray,
+    member: np.ndarray,
+    own_min: float,
+    ends: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> Candidate:
     """One rank in the late set of most launches whose late sets mostly hold others too, ending after it (its
     receivers wait for its data, cross-node as well): where its receivers end after it, the whole late set's lead over
@@ -39,7 +44,9 @@ def core_candidate(
     cand = late_ending(acc, [int(ranks[j])], cols, shift, own_min)
     together = member[cand.struck][:, cols].mean(axis=0) if cand.struck.any() else np.zeros(len(cols))
     # late with it in at least 10% of the launches it struck, most often first
-    cand.facts["with_ranks"] = [int(ranks[c]) for c, f in sorted(zip(cols, together), key=lambda x: -x[1]) if c != j and f >= 0.1]
+    cand.facts["with_ranks"] = [
+        int(ranks[c]) for c, f in sorted(zip(cols, together), key=lambda x: -x[1]) if c != j and f >= 0.1
+    ]
     return cand
 
 
@@ -49,7 +56,11 @@ def late_ending(acc: Account, named: list[int], cols: np.ndarray, end_shift: np.
     lead = end_shift.max(axis=1)
     struck = lead > own_min
     end_shift = np.where(struck[:, None], end_shift, 0.0)
-    facts: Facts = {"lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0, "late_ending_ranks": named, "persistent": True}
+    facts: Facts = {
+        "lead_us_median": float(np.median(lead[struck])) if struck.any() else 0.0,
+        "late_ending_ranks": named,
+        "persistent": True,
+    }
     return Candidate(
         evidence="in_kernel",
         rank=None,
@@ -80,7 +91,9 @@ def whole_nodes(nodes: np.ndarray) -> set[tuple[int, ...]]:
     return {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
 
 
-def recurring_late_ranks(acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float) -> Candidate | None:
+def recurring_late_ranks(
+    acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float
+) -> Candidate | None:
     """The ranks in the late set of most launches, when they are not a whole node: several ranks (persistent_candidate),
     one rank with the ranks that end as one with it (the same, their core said), or one rank mostly late with others
     ending after it (core_candidate). Listed, not named, where the chance test does not set them apart."""

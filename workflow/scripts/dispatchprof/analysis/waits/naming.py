@@ -53,7 +53,14 @@ def covered(costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for c in costs:
         if not c["named"]:
             continue
-        node = next((n for n in nodes if c["node"] is None and c["rank"] in n["ranks"] and n["evidence"] == within.get(c["evidence"])), None)
+        node = next(
+            (
+                n
+                for n in nodes
+                if c["node"] is None and c["rank"] in n["ranks"] and n["evidence"] == within.get(c["evidence"])
+            ),
+            None,
+        )
         if node is not None and node["cost_us_per_launch"] >= c["cost_us_per_launch"]:
             continue
         kept.append(c)
@@ -74,4 +81,9 @@ def worth_costing(cost: float, min_cost: float) -> bool:
 def by_cost(cause: Mapping[str, Any]) -> tuple[float, float, str, int]:
     """The sort key of the cost account: launch-period cost first, then timed, descending; ties by evidence and rank
     (a node's or a group's rank is -1)."""
-    return (-cause["cost_us_per_launch"], -cause["cost_timed_us_per_launch"], cause["evidence"], cause["rank"] if cause["rank"] is not None else -1)
+    return (
+        -cause["cost_us_per_launch"],
+        -cause["cost_timed_us_per_launch"],
+        cause["evidence"],
+        cause["rank"] if cause["rank"] is not None else -1,
+    )

@@ -14,7 +14,9 @@ from dispatchprof.analysis.waits.candidate import Candidate, Facts
 from dispatchprof.analysis.waits.end_order import EndOrder
 from dispatchprof.analysis.waits.in_kernel import transient
 
-NO_PURE_BARRIER = "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
+NO_PURE_BARRIER = (
+    "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
+)
 
 
 def lead_within_node(end: np.ndarray, last: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -48,7 +50,9 @@ def own_leads(acc: Account, nodes: np.ndarray, ends: EndOrder, own_min: float, a
     return lead
 
 
-def own_work(acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float, across: bool) -> list[Candidate]:
+def own_work(
+    acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float, across: bool
+) -> list[Candidate]:
     """Each rank that ends last by itself (its lead) or in a spike of its own time in the kernel."""
     lead = own_leads(acc, nodes, ends, own_min, across)
     spike, above = transient(acc, own_min)
@@ -63,7 +67,15 @@ def own_work(acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder,
 
 
 def own_work_of(
-    acc: Account, j: int, rank: int, lead: np.ndarray, mine: np.ndarray, own_spike: np.ndarray, spike_cost: np.ndarray, own_min: float, across: bool
+    acc: Account,
+    j: int,
+    rank: int,
+    lead: np.ndarray,
+    mine: np.ndarray,
+    own_spike: np.ndarray,
+    spike_cost: np.ndarray,
+    own_min: float,
+    across: bool,
 ) -> list[Candidate]:
     """Column ``j``'s own work over the rows it ends last (``mine``): its lead where that is no spike of its own,
     ``spike_cost`` where it is. Without a pure barrier a spike is the rank's own time in the kernel above its own
@@ -79,7 +91,9 @@ def own_work_of(
     }
     cols = np.array([j])
 
-    def candidate(arrival_shift: np.ndarray, end_shift: np.ndarray, struck: np.ndarray, facts: Facts, extra: np.ndarray | None) -> Candidate:
+    def candidate(
+        arrival_shift: np.ndarray, end_shift: np.ndarray, struck: np.ndarray, facts: Facts, extra: np.ndarray | None
+    ) -> Candidate:
         return Candidate(
             evidence="own_work",
             rank=rank,
@@ -102,5 +116,13 @@ def own_work_of(
         zero = np.zeros_like(end_shift)
         out.append(candidate(zero, zero, own_spike, facts.copy(), spike_cost))
     if end_shift.any():
-        out.append(candidate(carried(end_shift, acc.follows), end_shift, clear & ~own_spike, {**facts, "not_named": NO_PURE_BARRIER}, None))
+        out.append(
+            candidate(
+                carried(end_shift, acc.follows),
+                end_shift,
+                clear & ~own_spike,
+                {**facts, "not_named": NO_PURE_BARRIER},
+                None,
+            )
+        )
     return out

@@ -19,7 +19,9 @@ class LaunchGrid:
     nodes: np.ndarray
     start: np.ndarray
     end: np.ndarray
-    duration: np.ndarray  # as read: start + duration loses precision at epoch-sized µs, so the difference is not taken back
+    duration: (
+        np.ndarray
+    )  # as read: start + duration loses precision at epoch-sized µs, so the difference is not taken back
     barrier_start: np.ndarray
     barrier_end: np.ndarray
     barrier_wait: np.ndarray  # the barrier kernel's duration: its wait
@@ -93,7 +95,11 @@ def entry_waits(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
         e = entry[:, j]
         sync = float(np.median(b)) if len(b) else None
         kernel = float(np.median(e)) if len(e) else None
-        per_rank[str(rank)] = {"median": sync if sync is not None else kernel, "sync_barrier_median": sync, "kernel_entry_median": kernel}
+        per_rank[str(rank)] = {
+            "median": sync if sync is not None else kernel,
+            "sync_barrier_median": sync,
+            "kernel_entry_median": kernel,
+        }
     return {
         "per_rank": per_rank,
         "definition": "median per rank: the barrier kernel's duration (synchronize_start) when it is there, else the wait at the kernel's "
@@ -101,7 +107,9 @@ def entry_waits(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
     }
 
 
-def binned_grid(values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_rows: int = 128, max_columns: int = 200) -> dict[str, Any]:
+def binned_grid(
+    values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_rows: int = 128, max_columns: int = 200
+) -> dict[str, Any]:
     """A ``[row, column]`` matrix for a heat map that stays readable at thousands of ranks: rows (ranks) and columns
     are grouped into at most ``max_rows`` / ``max_columns`` consecutive bins, each cell the max of its bin (NaN-aware)."""
     values = np.asarray(values, dtype=float)
@@ -123,7 +131,9 @@ def binned_grid(values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_r
         "rows": labels(np.asarray(rows), r_edges),
         "columns": labels(np.asarray(columns), c_edges),
         "values": [[None if not np.isfinite(v) else round(float(v), 3) for v in row] for row in out],
-        "aggregation": "max over the ranks and columns of each bin" if len(r_edges) - 1 < values.shape[0] or len(c_edges) - 1 < values.shape[1] else "none",
+        "aggregation": "max over the ranks and columns of each bin"
+        if len(r_edges) - 1 < values.shape[0] or len(c_edges) - 1 < values.shape[1]
+        else "none",
     }
 
 
