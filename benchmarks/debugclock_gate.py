@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import sys
 import tempfile
@@ -30,13 +29,13 @@ for extra in ("workflow/scripts", "workflow/sim", "workflow/sim/ascend_deepep", 
     sys.path.insert(0, str(ROOT / extra))
 
 from _common import gate_rows, write_results  # noqa: E402
+from _defaults import schema_default  # noqa: E402
+from _event_model import Shape, sends_of  # noqa: E402
 from ascend_deepep import _debugclock as writer  # noqa: E402
-from ascend_deepep._collective import Cluster, CollectiveModel, Knobs  # noqa: E402
-from localisation import Shape, sends_of  # noqa: E402
+from ascend_deepep._collective import CollectiveModel, Knobs  # noqa: E402
 
 from dispatchprof.analysis import debugclock  # noqa: E402
 from dispatchprof.formats.debugclock import load_tree  # noqa: E402
-from dispatchprof.shell.config import fill_defaults, load_schema  # noqa: E402
 
 LAUNCHES = 12  # calls of the DEBUG run (debugclock.iterations is 20; fewer keep the benchmark short)
 WARMUP = 4  # debugclock.warmup: the model's first calls are slower (cold caches)
@@ -56,12 +55,9 @@ FAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-@functools.cache
 def settings() -> dict[str, Any]:
-    """The debugclock section as the workflow runs it: the schema's defaults (read once: every run uses them)."""
-    config: dict[str, Any] = {"debugclock": {}}
-    fill_defaults(config, load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
-    return config["debugclock"]
+    """The debugclock section as the workflow runs it: the schema's defaults."""
+    return schema_default("debugclock")
 
 
 @contextlib.contextmanager
@@ -82,8 +78,7 @@ def environment(**values: str) -> Iterator[None]:
 def write_traces(shape: Shape, knobs: Knobs, root: Path, launches: int = LAUNCHES) -> None:
     """The AKL traces of a DEBUG_CLOCK_ON run of these knobs, laid out as analyze.debugclock_dir reads them:
     ``root/node<k>/rank<R>-pid<P>-launch<L>/`` and the build's event map."""
-    cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
-    model = CollectiveModel(cluster, knobs)
+    model = CollectiveModel(shape.cluster(), knobs)
     sends = sends_of(shape, knobs.seed)
     with environment(AKL_TRACE_DIR=str(root), DEEPEP_SIM_DEBUGCLOCK_FORMAT="akl", DEEPEP_SIM_DEBUGCLOCK="ok"):
         writer.write_event_map(root / "node0" / "ascend_deepep" / "lib" / "event_map.json")

@@ -32,14 +32,15 @@ for extra in ("workflow/scripts", "workflow/sim", "workflow/sim/ascend_deepep", 
     sys.path.insert(0, str(ROOT / extra))
 
 from _common import gate_rows, write_results  # noqa: E402
-from ascend_deepep._collective import Cluster, CollectiveModel, Knobs, pmu_cores, stand_in_tiling  # noqa: E402
-from localisation import Shape, sends_of  # noqa: E402
+from _defaults import schema_default  # noqa: E402
+from _event_model import Shape, sends_of  # noqa: E402
+from ascend_deepep._collective import CollectiveModel, Knobs, pmu_cores, stand_in_tiling  # noqa: E402
 from simprof.opprof_writer import PIPE_950, csv_text, pipe_rows  # noqa: E402
 
 from dispatchprof.analysis.roles import busiest, per_core  # noqa: E402
 from dispatchprof.formats.msopprof import read_metric_csv  # noqa: E402
 
-ALPHA = 0.01  # config/config.yaml pmu.busiest_alpha
+ALPHA = schema_default("pmu", "busiest_alpha")  # the pmu stage's gate at the schema's default
 LIVE_LAUNCHES = 20  # launches before the profiled one: the model's warm-up is behind it
 SHAPES = {
     "2x8, 12 AIV": Shape(2, 8),
@@ -61,8 +62,7 @@ FAULTS: dict[str, dict[str, Any]] = {
 def replay_cores(shape: Shape, knobs: Knobs) -> tuple[pd.DataFrame, set[int]]:
     """The pmu stage's per-core table of one profiled (replayed) launch, through the stand-in's CSV writer and the
     workflow's parser, and the ranks whose work a built-in spike raised in that replay (event truth)."""
-    cluster = Cluster(shape.world, shape.ranks_per_node, shape.num_aiv, shape.num_experts)
-    model = CollectiveModel(cluster, knobs)
+    model = CollectiveModel(shape.cluster(), knobs)
     sends = sends_of(shape, knobs.seed)
     for call in range(LIVE_LAUNCHES):
         model.launch(call, sends, True)

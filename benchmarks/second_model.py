@@ -516,7 +516,10 @@ def cases(shape: Shape) -> list[Case]:
         Case("slow_rank_40_tied", (Fault("slow", "work", (a,), extra=40.0, tied=True),)),
         # beside the brief's list: the same slowdown with nobody waiting for its data (it ends late alone)
         Case("slow_rank_40_untied", (Fault("slow", "work", (a,), extra=40.0),)),
+        # the review's own shape: the others end together, the slow rank alone after them (no peer waits for its data)
+        Case("slow_rank_8_untied", (Fault("slow", "work", (a,), extra=8.0),)),
         Case("two_slow_ranks_40_15", (Fault("slow40", "work", (a,), extra=40.0, tied=True), Fault("slow15", "work", (b,), extra=15.0, tied=True))),
+        Case("two_slow_ranks_40_15_untied", (Fault("slow40", "work", (a,), extra=40.0), Fault("slow15", "work", (b,), extra=15.0))),
         Case("late_rank_50_90pct", (Fault("late", "host", (a,), extra=50.0, prob=0.9),)),
         Case("late_node1_50", (Fault("late_node", "host", node1, extra=50.0),)),
         Case("spiky_rank", (Fault("spiky", "spikes", (b,), prob=0.03, spike=(100.0, 300.0)),)),

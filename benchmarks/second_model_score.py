@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import second_model as model  # noqa: E402
+from _defaults import schema_default, timeline_settings  # noqa: E402
 
 from dispatchprof.analysis import waits  # noqa: E402
 from dispatchprof.analysis.rank_identity import assign_ranks  # noqa: E402
@@ -45,19 +46,13 @@ from dispatchprof.formats.msprof import discover, read_prof_info  # noqa: E402
 from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E402
 from dispatchprof.stages.timeline_parse import launch_columns_of  # noqa: E402
 
-# benchmarks/localisation.py's (tests/benchmarks/test_second_model.py holds them equal), so that the scores compare
-SETTINGS = {
-    "alpha": 0.001,
-    "late_min_us": 20.0,
-    "own_work_min_us": 5.0,
-    "in_kernel_min_fraction": 0.1,
-    "min_cost_us": 1.0,
-}
-BOOT = {"resamples": 400, "seed": 0}
+# the schema's defaults, as benchmarks/localisation.py analyses with them (tests/benchmarks/test_second_model.py holds
+# them equal), so that the scores compare
+SETTINGS, BOOT = timeline_settings()
 TIE = 0.15
-# config/config.yaml's, as the timeline parse reads them
-CALL_CHAIN_LAUNCHES = 200
-MAX_PLAUSIBLE_US = 1_000_000.0
+# the schema's defaults, as the timeline parse reads them
+CALL_CHAIN_LAUNCHES = schema_default("timeline", "call_chain_launches")
+MAX_PLAUSIBLE_US = float(schema_default("stats", "max_plausible_us"))
 MERGE_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
 
 

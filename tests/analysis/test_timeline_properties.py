@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
@@ -19,14 +21,11 @@ from launch_grids import COLUMNS, Shape, simulate
 from dispatchprof.analysis import waits
 from dispatchprof.stages.timeline import longest_of
 
-SETTINGS = {
-    "alpha": 0.001,
-    "late_min_us": 20.0,
-    "own_work_min_us": 5.0,
-    "in_kernel_min_fraction": 0.1,
-    "min_cost_us": 1.0,
-}
-BOOT = {"resamples": 40, "seed": 0}  # the bootstrap's size changes no path through the analysis
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from _defaults import timeline_settings  # noqa: E402
+
+SETTINGS, DEFAULT_BOOT = timeline_settings()  # the schema's defaults, as the benchmarks analyse with them
+BOOT = {**DEFAULT_BOOT, "resamples": 40}  # fewer, for speed: the bootstrap's size changes no path through the analysis
 EXAMPLES = int(os.environ.get("TIMELINE_GRIDS", "150"))
 
 

@@ -1,5 +1,8 @@
 """analysis.waits on hand-built launch tables (independent of the simulator): clocks, coupling, the awaited."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,14 +17,11 @@ from dispatchprof.analysis.waits import (
     stands_out,
 )
 
-SETTINGS = {
-    "alpha": 0.001,
-    "late_min_us": 20.0,
-    "own_work_min_us": 5.0,
-    "in_kernel_min_fraction": 0.1,
-    "min_cost_us": 1.0,
-}
-BOOT = {"resamples": 300, "seed": 0}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from _defaults import timeline_settings  # noqa: E402
+
+SETTINGS, DEFAULT_BOOT = timeline_settings()  # the schema's defaults, as the benchmarks analyse with them
+BOOT = {**DEFAULT_BOOT, "resamples": 300}  # fewer, for speed: enough for the CIs these hand-built tables test
 RPN = 4
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -47,6 +48,21 @@ def test_the_scorer_uses_localisation_settings():
     import localisation
 
     assert score.SETTINGS == localisation.SETTINGS and score.BOOT == localisation.BOOT and score.TIE == localisation.TIE
+
+
+def test_the_benchmarks_analyse_with_the_schemas_defaults():
+    """timeline.waits and stats.bootstrap as a run that sets neither gets them: the defaults, read here from the
+    schema's text (its 2000 resamples, not fewer)."""
+    import localisation
+
+    schema = yaml.safe_load((BENCH.parent / "workflow" / "schemas" / "config.schema.yaml").read_text())
+
+    def defaults(section: str, key: str) -> dict:
+        entries = schema["properties"][section]["properties"][key]["properties"]
+        return {name: entry["default"] for name, entry in entries.items()}
+
+    assert localisation.SETTINGS == defaults("timeline", "waits")
+    assert localisation.BOOT == defaults("stats", "bootstrap")
 
 
 LATE = model.Case("late", (model.Fault("late", "host", (1,), extra=50.0, prob=0.9),))

@@ -1,5 +1,5 @@
-"""msopprof OPPROF_ parsing: the three layouts, the 950 (33/34 columns, old order) and A2/A3 header sets,
-NA kept as missing, columns not provided, and malformed input."""
+"""msopprof OPPROF_ parsing: the three layouts, the 950 (33/34 columns, old order) and A2/A3 header sets read by
+name, NA kept as missing, columns not provided against the writer the columns fit, and malformed input."""
 
 import shutil
 
@@ -12,8 +12,7 @@ from dispatchprof.formats.msopprof import (
     OTHER_950,
     PMU_METRIC_CSVS,
     OpprofFormatError,
-    expected_columns,
-    header_set,
+    judge_columns,
     kernel_runs,
     metric_files,
     missing_columns,
@@ -30,33 +29,49 @@ def values(frame, metric):
     return frame[frame["metric"] == metric].sort_values(["block_id", "core_index"])["value"].tolist()
 
 
+def writer_names(metric, header, family=None):
+    return [w.name for w in judge_columns({metric: header}, family).writers]
+
+
 @pytest.mark.parametrize(
-    "name", ["PipeUtilization_950_34col.csv", "PipeUtilization_950_33col.csv", "PipeUtilization_950_old_order.csv"]
+    "name,writers",
+    [
+        ("PipeUtilization_950_34col.csv", ["msopprof *ForA5_ 44ba9d9..d6c29df", "msopprof *ForA5_ bac21ac"]),
+        ("PipeUtilization_950_33col.csv", ["msopprof *ForA5_ 79ae61a..e581c4a"]),
+        # The doc figure's order holds the 79ae61a set in another order: it still fits that writer, as a set.
+        ("PipeUtilization_950_old_order.csv", ["msopprof *ForA5_ 79ae61a..e581c4a"]),
+    ],
 )
-def test_the_950_variants_give_the_same_values_by_header_name(name):
+def test_the_950_variants_give_the_same_values_by_header_name(name, writers):
     header, frame = read_metric_csv(F / name)
-    assert header_set(header)[0] == "Ascend 950"
+    assert writer_names("PipeUtilization", header) == writers
     assert values(frame, "aiv_time(us)") == [85.998, 86.998, 95.998, 96.998]
     assert values(frame, "aiv_icache_miss_rate") == [0.033, 0.033, 0.034, 0.034]
     assert frame[frame["metric"] == "aic_time(us)"]["value"].isna().all()  # NA stays missing, never 0
     assert set(frame["core_kind"]) == {"vector"} and sorted(frame["core_index"].unique()) == [0, 1]
 
 
-def test_a_column_the_file_lacks_or_leaves_na_is_reported_not_provided():
-    header, frame = read_metric_csv(F / "PipeUtilization_950_33col.csv")
-    assert missing_columns(header, frame, "vector") == ["aiv_mte3_active_bw(GB/s)"]
+def test_a_column_of_the_writers_set_left_na_is_not_provided_and_one_it_never_writes_is_not():
     header, frame = read_metric_csv(F / "PipeUtilization_950_34col.csv")
-    assert missing_columns(header, frame, "vector") == ["aiv_mte3_active_bw(GB/s)"]  # present but NA in every row
+    expected = judge_columns({"PipeUtilization": header}, "Ascend 950").expected["PipeUtilization"]
+    assert missing_columns(header, frame, "vector", expected) == [
+        "aiv_mte3_active_bw(GB/s)"
+    ]  # present but NA in every row
+    header, frame = read_metric_csv(F / "PipeUtilization_950_33col.csv")
+    expected = judge_columns({"PipeUtilization": header}, "Ascend 950").expected["PipeUtilization"]
+    assert missing_columns(header, frame, "vector", expected) == []  # the 79ae61a writer has no aiv_mte3_active_bw
 
 
 def test_a2_a3_file_with_cube_and_vector_rows_and_dynamic_columns():
     header, frame = read_metric_csv(F / "PipeUtilization_A2.csv")
-    assert header_set(header)[0] == "A2/A3"
+    verdict = judge_columns({"PipeUtilization": header}, None)
+    assert [w.name for w in verdict.writers] == ["msopprof *For910B_ e581c4a..d6c29df"]
+    assert verdict.new == {"PipeUtilization": []}  # the scalar wait_id columns are the writer's, appended when non-zero
     cube = frame[(frame["sub_block_id"] == "cube0") & (frame["metric"] == "aic_total_cycles")]["value"].tolist()
     vec = frame[(frame["sub_block_id"] == "vector0") & (frame["metric"] == "aiv_total_cycles")]["value"].tolist()
     assert cube == [27033.0] and vec == [27032.0]
     assert "aic_scalar_wait_id15_time(us)" in set(frame["metric"])
-    assert "aiv_scalar_single_time(us)" in missing_columns(header, frame, "mix")
+    assert "aiv_scalar_single_time(us)" in missing_columns(header, frame, "mix", verdict.expected["PipeUtilization"])
 
 
 def test_op_basic_info_reads_the_documented_row():
@@ -165,7 +180,7 @@ def test_the_other_950_metric_csvs_are_read_by_header_name_with_their_documented
     assert frame[frame["metric"].str.startswith("aic_")]["value"].isna().all() == (
         metric != "L2Cache"
     )  # L2Cache has the doc's cube row
-    assert missing_columns(header, frame, "vector", expected_columns(metric, header, "Ascend 950")) == [
+    assert missing_columns(header, frame, "vector", judge_columns({metric: header}, "Ascend 950").expected[metric]) == [
         c for c in OTHER_950[metric] if c.startswith("aiv_") and frame[frame["metric"] == c]["value"].isna().all()
     ]
 
@@ -186,9 +201,11 @@ def test_a_column_absent_from_an_older_memory_csv_is_not_provided(tmp_path):
     older = tmp_path / "Memory.csv"
     older.write_text("".join(",".join(c for i, c in enumerate(line) if i != drop) + ",\n" for line in lines))
     header, frame = read_metric_csv(older)
-    assert missing_columns(header, frame, "vector", expected_columns("Memory", header, "Ascend 950")) == [
-        "aiv_gm_to_ub_bw(GB/s)"
-    ]
+    verdict = judge_columns({"Memory": header}, "Ascend 950")
+    assert (
+        verdict.expected["Memory"] == OTHER_950["Memory"]
+    )  # no writer fits: the 950's newest header set is the measure
+    assert missing_columns(header, frame, "vector", verdict.expected["Memory"]) == ["aiv_gm_to_ub_bw(GB/s)"]
 
 
 @pytest.mark.parametrize(
@@ -227,8 +244,10 @@ def test_the_soc_name_gives_the_chip_family_and_unknown_names_none():
     from dispatchprof.formats.msopprof import soc_family
 
     assert [
-        soc_family(s) for s in ("Ascend910B2", "Ascend910B4-1", "Ascend910_9392", "Ascend950PR_9599", "Ascend310P3", "")
+        soc_family(s)
+        for s in ("910B2", "Ascend910B2", "Ascend910B4-1", "Ascend910_9392", "Ascend950PR_9599", "Ascend310P3", "")
     ] == [
+        "A2/A3",
         "A2/A3",
         "A2/A3",
         "A2/A3",
@@ -236,17 +255,6 @@ def test_the_soc_name_gives_the_chip_family_and_unknown_names_none():
         None,
         None,
     ]
-
-
-def test_an_a2_header_without_the_scalar_detail_columns_is_still_inferred_a2_by_its_order():
-    from dispatchprof.formats.msopprof import PIPE_A2
-
-    header = ["block_id", "sub_block_id"] + [
-        c for c in PIPE_A2 if "_scalar_" not in c or c.endswith(("scalar_time(us)", "scalar_ratio"))
-    ]
-    assert header_set(header)[0] == "A2/A3"
-    header_950, _ = read_metric_csv(F / "PipeUtilization_950_old_order.csv")
-    assert header_set(header_950)[0] == "Ascend 950"
 
 
 def test_the_chip_is_read_from_dump_op_basic_info_of_the_launch_or_the_root(tmp_path):

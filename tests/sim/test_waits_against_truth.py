@@ -5,6 +5,9 @@ parse job does, and analysis.waits must name what sim_truth.json says the group 
 from __future__ import annotations
 
 import json
+import sys
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,14 +19,10 @@ from dispatchprof.formats.msprof import discover, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
 
 RPN, ITERATIONS, SKIP = 4, 40, 3
-SETTINGS = {
-    "alpha": 0.001,
-    "late_min_us": 20.0,
-    "own_work_min_us": 5.0,
-    "in_kernel_min_fraction": 0.1,
-    "min_cost_us": 1.0,
-}
-BOOT = {"resamples": 500, "seed": 0}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from _defaults import timeline_settings  # noqa: E402
+
+SETTINGS, BOOT = timeline_settings()  # the schema's defaults: what the timeline stage analyses with
 
 
 def analysed(tmp_path, knobs: dict, synchronize_start: bool = True) -> tuple[dict, dict]:
@@ -95,10 +94,26 @@ def test_without_synchronize_start_a_late_rank_is_named_through_the_kernels_entr
     )
 
 
+def last_arrivals(launch: dict) -> frozenset[int]:
+    """The ranks of one launch that arrived after the largest gap between consecutive arrivals (its events)."""
+    ranks = sorted(launch["ranks"], key=lambda r: r["arrival_us"])
+    gaps = [b["arrival_us"] - a["arrival_us"] for a, b in zip(ranks, ranks[1:])]
+    return frozenset(r["rank"] for r in ranks[gaps.index(max(gaps)) + 1 :])
+
+
 def test_a_late_node_is_named_as_a_node(tmp_path):
-    result, _ = analysed(tmp_path, {"late_node": 1, "late_us": 60})
+    result, truth = analysed(tmp_path, {"late_node": 1, "late_us": 60})
+    # the truth, from the events: the ranks that arrived last, apart from the others, in most launches, are every
+    # rank of one node and no other; and removing their lateness gives the group time back (the counterfactual)
+    launches = truth["launches"][SKIP:]
+    late, count = Counter(last_arrivals(launch) for launch in launches).most_common(1)[0]
+    node_of = {r["rank"]: r["node"] for r in launches[0]["ranks"]}
+    (node,) = {node_of[r] for r in late}
+    assert count >= 0.9 * len(launches) and late == {r for r, n in node_of.items() if n == node}, (late, count)
+    arrivals = [c for c in truth["root_causes"] if c["evidence"] == "late_arrival"]
+    assert [sorted(c["ranks"]) for c in arrivals] == [sorted(late)] and arrivals[0]["cost_us_per_launch"] > 0
     strag = result["straggler"]
-    assert strag["evidence"] == "late_arrival" and strag["node"] == 1 and strag["ranks"] == [4, 5, 6, 7]
+    assert strag["evidence"] == "late_arrival" and strag["node"] == node and strag["ranks"] == sorted(late), strag
 
 
 def test_a_slow_sender_is_never_blamed_on_its_waiting_peers(tmp_path):
@@ -151,6 +166,20 @@ def test_a_slow_link_is_not_taken_for_a_clock_offset(tmp_path):
     assert result["node_clock"]["1"]["offset_us"] == pytest.approx(true, abs=20.0)
 
 
+def busy_excess(ranks: list[dict]) -> dict[tuple[int, str], float]:
+    """Per (rank, role) of a replayed launch's truth: its cores' median busy time over the same role's median on the
+    other ranks, minus 1 (the relative excess of its work)."""
+    busy: dict[tuple[int, str], float] = {}
+    for rank in ranks:
+        for role in {c["role"] for c in rank["cores"]}:
+            busy[rank["rank"], role] = float(np.median([c["busy_us"] for c in rank["cores"] if c["role"] == role]))
+    out = {}
+    for (rank, role), mine in busy.items():
+        others = [b for (r, name), b in busy.items() if name == role and r != rank]
+        out[rank, role] = mine / float(np.median(others)) - 1.0
+    return out
+
+
 def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
     import pandas as pd
 
@@ -168,6 +197,11 @@ def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
     truth = json.loads((out / "latency" / "sim_truth.json").read_text())
     # PMU sees one replayed launch: with this seed no rank has a random spike in it (a spike is a cause of its own)
     assert all(r["work_factor"] == 1.0 for r in truth["replays"][0]["ranks"])
+    # the truth, from the replayed launch's events: the (rank, role) whose cores worked longest beyond the same role
+    # on the other ranks (median busy time over its cores, against the other ranks' median), and by a clear margin
+    excess = busy_excess(truth["replays"][0]["ranks"])
+    slowest, runner_up = sorted(excess, key=excess.get, reverse=True)[:2]
+    assert excess[slowest] > 0.2 and excess[runner_up] < excess[slowest] / 2, excess
     tiling = truth["run"]["tiling"]
     roles = [{"name": name, "count": tiling.count(name)} for name in dict.fromkeys(tiling)]
     frames = []
@@ -178,7 +212,7 @@ def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
                 frames.append(long.assign(rank=node * RPN + run.device, node=node, device=run.device))
     cores = per_core(pd.concat(frames, ignore_index=True), roles)
     top = busiest(cores, 0.1)
-    assert (top["rank"], top["role"]) == (5, "URMASendToken")
+    assert top is not None and (top["rank"], top["role"]) == slowest, (top, excess)
     # a URMA core's time with no pipe active is its polling (for the link, for its peers), as the truth says: some on every
     # core, never more than the truth's polling time (pipe times overlap, so their sum bounds the busy time from above;
     # 1% of aiv_time for the ratios' rounding). With link capacities shared per rank port the link wait is no longer

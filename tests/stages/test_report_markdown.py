@@ -144,7 +144,7 @@ def test_the_links_section_shows_the_bound_in_both_formats(rendered):
     html, md, _figures = rendered
     assert (
         "## How far from the links' limit" in md
-        and '<section id="links"><h2>How far from the links\' limit</h2>' in html
+        and '<section id="links"><h2>How far from the links&#39; limit</h2>' in html
     )
     for text in (html, md):
         assert "efficiency" in text and "not a link counter" in text and "not evidence of network congestion" in text
@@ -294,6 +294,7 @@ def test_every_chart_is_a_file_beside_the_markdown_and_linked_from_it(rendered):
     links = re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", md)
     assert sorted(Path(link).name for link in links) == files
     for expected in (
+        "launch.svg",
         "entry_wait.svg",
         "causes.svg",
         "rank_offsets.svg",
@@ -350,3 +351,16 @@ def test_the_answer_is_a_verdict_read_in_30_seconds(rendered):
         and "What the group waits for (msprof timeline)" in md.split("## The answer's evidence", 1)[1]
     )
     assert '<section id="answer">' in html and '<table class="causes">' in html
+
+
+def test_the_picture_of_the_launch_is_with_the_answer_in_both_formats(rendered):
+    """The Answer section holds the picture of the launch: inline in the HTML, a figure file linked in the Markdown."""
+    html, md, figures = rendered
+    answer_html = html[html.index('<section id="answer">') : html.index('<section id="evidence">')]
+    figure = answer_html[answer_html.index("<figure>") :]
+    assert "<svg" in figure and "Launch picture</figcaption>" in figure
+    answer_md = md[md.index("## Answer") : md.index("## The answer's evidence")]
+    assert "](figures/launch.svg)" in answer_md
+    assert (
+        figures.joinpath("launch.svg").read_text().count('data-cause="true"') == 2
+    )  # rank 3, the cause, in each launch

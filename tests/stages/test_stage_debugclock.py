@@ -65,16 +65,19 @@ def test_imported_akl_traces_of_a_slow_link_name_the_sending_node_in_the_status_
         list(range(8)),
     )
     assert node["excess_us"] > 10 * node["peers_spread_us"]
-    # both reports' DebugClock sections render it (the templates are included by report.html.j2 and report.md.j2)
+    # both reports' DebugClock sections render it (one model, rendered as HTML and as Markdown)
+    from types import SimpleNamespace
+
     from dispatchprof.report.debugclock import section
-    from dispatchprof.report.html import render
+    from dispatchprof.report.html import html_section
+    from dispatchprof.report.markdown import markdown_section
+    from dispatchprof.report.tool_sections import debugclock_sections
 
     stats = json.loads(run.outputs["stats"].read_text())
-    templates = FIXTURES.parents[1] / "workflow" / "templates"
-    context = {"debugclock": section(stats), "toolchain": "sim", "figures": {}}
-    for name in ("debugclock.html.j2", "debugclock.md.j2"):
-        text = render(templates, context, name)
-        assert "Slower on every rank of a node: node 0, URMASendToken, slot 4 (send_complete)" in text, name
+    context = SimpleNamespace(debugclock=section(stats), toolchain="sim", figures={}, stages={})
+    [head, *_rest] = debugclock_sections(context)
+    for text in (str(html_section(head)), markdown_section(head)):
+        assert "Slower on every rank of a node: node 0, URMASendToken, slot 4 (send_complete)" in text, text[:200]
 
 
 def test_an_imported_tree_with_a_file_link_loop_is_invalid_naming_the_link(tmp_path):

@@ -5,6 +5,7 @@ import shutil
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import FIXTURES, stage_run
 from dispatchprof.stages.pmu import pmu, unequal_launches
@@ -31,6 +32,9 @@ def test_an_imported_three_launch_run_gives_role_tables_and_a_reason(tmp_path):
         and roles["roles"]["Stage"]["aiv_time_us_median"] == 185.0
     )
     assert pq.read_table(run.outputs["cores"]).num_rows == 12
+    # The 950 header without dump/op_basic_info.txt: the writer is named, the chip is not.
+    a5 = "columns of the msopprof *ForA5_ 44ba9d9..d6c29df / msopprof *ForA5_ bac21ac writers (written for Ascend 950, by its name)"
+    assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": a5, "columns": a5}]
 
 
 def test_no_opprof_run_is_invalid_and_says_the_coverage(tmp_path):
@@ -76,22 +80,22 @@ def import_a2(tmp_path, without_dump=False):
     return run.finish(pmu(run, {})), json.loads(run.outputs["stats"].read_text())
 
 
-def test_a_910b2_default_run_names_its_chip_from_the_data_and_measures_not_provided_against_the_a2_writer(tmp_path):
+A2_WRITER = "columns of the msopprof *For910B_ bac21ac..79ae61a writer (written for Atlas A2/A3, by its name)"
+
+
+def test_a_910b2_default_run_names_its_chip_from_the_data_and_measures_not_provided_against_its_writer(tmp_path):
     status, roles = import_a2(tmp_path)
     assert status.state == "ok", status.reason
-    assert roles["chips"] == [
-        {"name": "Ascend910B2", "family": "A2/A3", "source": "Run Soc Version in dump/op_basic_info.txt"}
-    ]
+    source = "Run Soc Version in dump/op_basic_info.txt"
+    assert roles["chips"] == [{"name": "Ascend910B2", "family": "A2/A3", "source": source, "columns": A2_WRITER}]
     assert roles["summary"]["chips"] == roles["chips"]  # summary.json's pmu.chips
     # Hand-checked (SOURCE.md): Stage = AIV 0-1 (20.5, 21.0 us) -> median 20.75; Send = AIV 2 (30.0 us).
     assert (
         roles["roles"]["Stage"]["aiv_time_us_median"] == 20.75 and roles["roles"]["Send"]["aiv_time_us_median"] == 30.0
     )
-    # The file leaves out the A2 writer's aiv scalar detail columns: those, and only those, are not provided.
-    assert roles["missing_columns"] == sorted(
-        f"aiv_scalar_{c}_time(us)"
-        for c in ("single", "dual", "mte2_stall", "mte3_stall", "stall_by_ub", "vector_stall", "wait_ib", "wait")
-    )
+    # Its PipeUtilization holds the columns of the open-source A2 header before e581c4a (other order): that writer wrote no
+    # scalar detail columns, so none is "not provided"; nor is any 950 column.
+    assert roles["missing_columns"] == [] and roles["new_columns"] == {}
     not_provided = set(roles["missing_columns"]).union(
         *(set(m["missing_columns"]) for m in roles["metric_sets"].values())
     )
@@ -107,11 +111,106 @@ def test_a_910b2_default_run_names_its_chip_from_the_data_and_measures_not_provi
     assert all(m["missing_columns"] == [] for m in roles["metric_sets"].values())
 
 
-def test_without_a_chip_in_the_data_the_family_is_inferred_from_the_column_order_and_labelled_so(tmp_path):
+def test_without_a_chip_in_the_data_the_chip_is_unknown_with_the_writer_its_columns_fit(tmp_path):
     status, roles = import_a2(tmp_path, without_dump=True)
     assert status.state == "ok", status.reason
-    assert roles["chips"] == [{"name": "A2/A3", "family": "A2/A3", "source": "inferred from the CSV columns"}]
+    assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": A2_WRITER, "columns": A2_WRITER}]
     assert not set(roles["missing_columns"]) & ONLY_950
+
+
+CANN_910B2 = FIXTURES / "msopprof" / "cann_910b2"
+CANN_852 = "columns of the CANN 8.5.2 msprof op / CANN 8.3.RC2 msprof op writers (seen on Ascend910B2)"
+
+
+def import_cann(tmp_path, export, metrics, env=None, edit=None):
+    target = tmp_path / "pmu" / "node0"
+    shutil.copytree(CANN_910B2 / export, target)
+    if edit:
+        edit(next(target.glob("OPPROF_*")))
+    kernel = "main_kernel" if export.startswith("cann852") else "add_custom"
+    overlay = {
+        **ONE_RANK,
+        "analyze": {"pmu_dir": str(tmp_path / "pmu")},
+        "pmu": {"metrics": metrics},
+        "kernel": {**ONE_RANK["kernel"], "name": kernel},
+    }
+    run = stage_run(
+        tmp_path, "pmu", outputs=OUTPUTS, inputs={"env": env} if env else {}, params={"identity": None}, overlay=overlay
+    )
+    return run.finish(pmu(run, {})), json.loads(run.outputs["stats"].read_text()), run
+
+
+NO_L0_UB = ["PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization", "L2Cache", "Memory"]
+
+
+@pytest.mark.parametrize("export,stage_median,send", [("cann852_1block", 5.25, None), ("cann852_2blocks", 5.5, 5.5)])
+def test_cann_852_910b2_exports_without_op_basic_info_are_ok_and_never_called_a_950(
+    tmp_path, export, stage_median, send
+):
+    status, roles, _ = import_cann(tmp_path, export, NO_L0_UB)
+    assert status.state == "ok", status.reason
+    assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": CANN_852, "columns": CANN_852}]
+    assert all("950" not in str(c["name"]) and c["family"] is None for c in roles["chips"])
+    # Hand-checked (SOURCE.md): AIVs in block order 5.0, 5.5 us (one block) or 5.0, 6.0, 5.5, 6.5 us (two blocks);
+    # Stage = the first two, Send the third.
+    assert roles["roles"]["Stage"]["aiv_time_us_median"] == stage_median
+    assert send is None or roles["roles"]["Send"]["aiv_time_us_median"] == send
+    # Judged against the 8.x writer: the DBI columns it writes are NA (aic side, counted for a mix kernel); nothing is new.
+    assert (
+        roles["missing_columns"] == ["aic_mte1_active_bw(GB/s)", "aic_mte2_active_bw(GB/s)"]
+        and roles["new_columns"] == {}
+    )
+    assert "aiv_mte1_wait_ratio" in roles["metric_sets"]["ResourceConflictRatio"]["columns"]
+    warnings = {v.check: v.detail for v in status.validations if not v.passed}
+    assert warnings["chip named by the data"] == f"chip unknown ({CANN_852})"
+
+
+def test_a_cann_83rc2_vector_export_fits_the_cann_writers_and_measures_nothing_as_not_provided(tmp_path):
+    metrics = ["PipeUtilization", "ResourceConflictRatio", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB"]
+    status, roles, _ = import_cann(tmp_path, "cann83rc2_vector", metrics)
+    assert status.state == "ok", status.reason
+    # The two CANN writers write the same columns wherever both were seen (no real 8.5.2 MemoryL0/UB is public): a tie.
+    assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": CANN_852, "columns": CANN_852}]
+    assert roles["missing_columns"] == [] and all(m["missing_columns"] == [] for m in roles["metric_sets"].values())
+    assert roles["roles"]["Stage"]["aiv_time_us_median"] == 8.25  # AIVs 8.0, 8.5, 9.0 us: Stage = 8.0, 8.5
+
+
+def test_columns_of_no_catalogued_writer_are_listed_as_new_and_kept_in_the_tables(tmp_path):
+    def add_column(opprof):
+        path = opprof / "ResourceConflictRatio.csv"
+        lines = path.read_text().splitlines()
+        path.write_text(
+            "".join(line + ("aiv_vec_future_ratio," if i == 0 else "0.25,") + "\n" for i, line in enumerate(lines))
+        )
+
+    status, roles, run = import_cann(tmp_path, "cann852_1block", NO_L0_UB, edit=add_column)
+    assert status.state == "ok", status.reason
+    assert roles["new_columns"] == {"ResourceConflictRatio": ["aiv_vec_future_ratio"]}
+    assert roles["summary"]["new_columns"] == roles["new_columns"]
+    assert roles["chips"][0]["source"] == CANN_852  # one new column: still the best fit of every file
+    assert roles["metric_sets"]["ResourceConflictRatio"]["roles"]["Stage"]["aiv_vec_future_ratio"] == 0.25
+    metrics = pq.read_table(run.outputs["metrics"]).to_pandas()
+    assert (metrics["metric"] == "aiv_vec_future_ratio").sum() == 3  # every row of the file, none dropped
+    detail = {v.check: v.detail for v in status.validations}["columns of a known writer"]
+    assert detail == "new columns: ResourceConflictRatio: aiv_vec_future_ratio (kept in the tables)"
+
+
+def test_the_env_captures_npu_smi_names_the_chip_of_a_node_whose_launches_do_not(tmp_path):
+    smi = tmp_path / "npu_smi_info.txt"
+    smi.write_text(
+        "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|\n"
+        "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n"
+        "| 0     910B2               | OK            | 90.1        40                0    / 0             |\n"
+        "| 0                         | 0000:C1:00.0  | 0           0    / 0          3400 / 65536         |\n"
+    )
+    probe = {"available": True, "output_file": str(smi)}
+    env = tmp_path / "env.json"
+    env.write_text(json.dumps({"nodes": [{"node": 0, "probes": {"npu_smi_info": probe}}]}))
+    status, roles, _ = import_cann(tmp_path, "cann852_1block", NO_L0_UB, env=env)
+    assert status.state == "ok", status.reason
+    assert roles["chips"] == [
+        {"name": "910B2", "family": "A2/A3", "source": "npu-smi info Name on node 0 (env capture)", "columns": CANN_852}
+    ]
 
 
 def four_ranks(tmp_path):
@@ -154,3 +253,48 @@ def test_one_rank_with_an_unreadable_metric_csv_is_left_out_named_and_the_others
     assert sorted(cores["rank"].unique()) == [0, 1, 3]
     kept = intact_cores[intact_cores["rank"] != 2].reset_index(drop=True)
     pd.testing.assert_frame_equal(cores.reset_index(drop=True)[kept.columns], kept)
+
+
+def test_the_runs_msprof_chip_names_the_launches_where_npu_smi_names_none(tmp_path):
+    from dispatchprof.stages.pmu import timeline_chip
+
+    stats = tmp_path / "timeline_stats.json"
+    # As formats/msprof.py prof_chips writes them: a chip id number in info.json names no chip; NPU_INFO does.
+    stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)", "platform_version 5 (info.json)"]}))
+    assert timeline_chip(stats).as_dict() == {
+        "name": "Ascend910B2",
+        "family": "A2/A3",
+        "source": "NPU_INFO of the timeline's msprof db",
+        "columns": "",
+    }
+    stats.write_text(json.dumps({"chips": ["platform_version 5 (info.json)"]}))
+    assert timeline_chip(stats) is None
+    stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)", "Ascend950PR (NPU_INFO of the db)"]}))
+    assert timeline_chip(stats) is None  # two chips: which launch ran where is not said
+    stats.write_text(json.dumps({"chips": ["Ascend910B2 (NPU_INFO of the db)"]}))
+    target = tmp_path / "pmu" / "node0"
+    shutil.copytree(CANN_910B2 / "cann852_1block", target)
+    overlay = {
+        **ONE_RANK,
+        "analyze": {"pmu_dir": str(tmp_path / "pmu")},
+        "pmu": {"metrics": NO_L0_UB},
+        "kernel": {**ONE_RANK["kernel"], "name": "main_kernel"},
+    }
+    run = stage_run(
+        tmp_path,
+        "pmu",
+        outputs=OUTPUTS,
+        inputs={"timeline_stats": str(stats)},
+        params={"identity": None},
+        overlay=overlay,
+    )
+    assert run.finish(pmu(run, {})).state == "ok"
+    chips = json.loads(run.outputs["stats"].read_text())["chips"]
+    assert chips == [
+        {
+            "name": "Ascend910B2",
+            "family": "A2/A3",
+            "source": "NPU_INFO of the timeline's msprof db",
+            "columns": CANN_852,
+        }
+    ]

@@ -1,9 +1,12 @@
 """The report's section builders: one pattern for every stage (stats file, status -> what is rendered, what is summarised)."""
 
+import inspect
 import json
+import typing
 
 from dispatchprof.shell.status import Status
-from dispatchprof.stages.report import SECTIONS, debugclock_section, evidence_section, pipe_timeline_section
+from dispatchprof.stages import report as report_stage
+from dispatchprof.stages.report import SECTIONS, Section, debugclock_section, evidence_section, pipe_timeline_section
 
 
 def status(state):
@@ -46,6 +49,21 @@ def test_the_pipe_timeline_is_shown_whatever_its_state_with_its_trace_links(tmp_
     assert section.context["runs"]["InstrTimeline"]["trace_links"] == []
 
 
-def test_every_section_builder_takes_the_same_arguments():
+def test_every_section_builder_takes_the_same_arguments(tmp_path):
+    # report() calls every builder of the registry the same way: build(its stats file, its stage's status, link)
     assert set(SECTIONS) == {"pmu", "pcsampling", "probe", "debugclock", "pipe_timeline"}
     assert {key for key, _ in SECTIONS.values()} == {f"{stage}_stats" for stage in SECTIONS}
+    entry = typing.get_args(typing.get_type_hints(report_stage)["SECTIONS"])[1]  # (its stats input, its builder)
+    arguments, returns = typing.get_args(typing.get_args(entry)[1])  # the builders' declared Callable
+    placeholder = stats_file(tmp_path, {"placeholder": True, "summary": {}})
+    real = stats_file(tmp_path, {"summary": {}, "runs": {}}, "real.json")
+    for stage, (_, build) in SECTIONS.items():
+        hints = typing.get_type_hints(build)
+        parameters = list(inspect.signature(build).parameters.values())
+        assert [hints[p.name] for p in parameters] == arguments and hints["return"] == returns, stage
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        assert all(p.kind in positional and p.default is p.empty for p in parameters), stage
+        # called as report() calls it: a stage that produced nothing has no section, whatever its state
+        for state in ("ok", "failed", "skipped"):
+            assert build(placeholder, status(state), link) is None, (stage, state)
+        assert isinstance(build(real, status("failed"), link), Section | None), stage

@@ -15,7 +15,7 @@ OUTPUTS = {"coverage": "coverage.parquet", "launches": "launches.parquet", "rank
 ONE_RANK = {"mode": "analyze", "cluster": {"nodes": 1, "ranks_per_node": 1}}
 
 
-def simulated_prof(root, launches=5, device=0, rank_id="0"):
+def simulated_prof(root, launches=5, device=0, rank_id="0", pid=4242):
     """A PROF_ of one rank, written by the simulator's writer (the code the msprof stand-in uses)."""
     sys.path.insert(0, str(ROOT / "workflow" / "sim"))
     from simprof.prof_writer import write_prof
@@ -35,7 +35,7 @@ def simulated_prof(root, launches=5, device=0, rank_id="0"):
         t += 1_000_000
     return write_prof(
         root,
-        {"pid": 4242, "hostname": "n0", "device_id": device, "rank_id": rank_id, "start_ns": events[0]["start_ns"]},
+        {"pid": pid, "hostname": "n0", "device_id": device, "rank_id": rank_id, "start_ns": events[0]["start_ns"]},
         events,
     )
 

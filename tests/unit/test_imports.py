@@ -28,7 +28,11 @@ def test_timeline_layout_counts_nodes_and_leaves_missing_ranks_to_the_coverage(t
         for i in range(8):
             (tmp_path / f"node{node}" / f"PROF_00000{i}_20260605155111872_ABCDEFGH{node}{i}").mkdir(parents=True)
     state, reason, details = checked_import("timeline_dir", str(tmp_path), 2, 16)
-    assert state == "ok" and details["directories"] == 16 and "16 PROF_* directories in 2 node directories" in reason
+    assert (
+        state == "ok"
+        and details["directories"] == 16
+        and "16 data directories (16 msprof) in 2 node directories" in reason
+    )
     assert (
         checked_import("timeline_dir", str(tmp_path), 3, 24)[0] == "ok"
     )  # a node without data: the stage's coverage says so
@@ -40,7 +44,12 @@ def test_the_import_counts_prof_directories_by_the_parsers_rule(tmp_path):
     # 'PROF_1_2_x' is too short a tag for msprof (and for the parse): the import must not count it either
     (tmp_path / "node0" / "PROF_1_2_x").mkdir(parents=True)
     state, reason, _ = checked_import("timeline_dir", str(tmp_path), 1, 8)
-    assert state == "invalid" and "no PROF_* directory" in reason
+    assert (
+        state == "invalid"
+        and "no profiler data directory found" in reason
+        and "PROF_*" in reason
+        and "*_ascend_pt" in reason
+    )
     (tmp_path / "node0" / "PROF_000001_20260402160352000_ABCDEFGHIJ").mkdir()
     assert checked_import("timeline_dir", str(tmp_path), 1, 8)[0] == "ok"
 

@@ -7,7 +7,7 @@ import yaml
 
 from conftest import ROOT
 from dispatchprof.tools import collective
-from dispatchprof.tools.plan import planned_commands, submit_host_warnings
+from dispatchprof.tools.plan import planned_commands, planned_env_capture, submit_host_warnings
 from dispatchprof.tools.toolchain import resolve
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -104,3 +104,20 @@ def test_what_the_submit_host_lacks_is_warned_only_under_cann(tmp_path):
     test.write_text("")
     assert submit_host_warnings(config) == []
     assert submit_host_warnings({**config, "toolchain": "sim"}) == []
+
+
+def test_the_env_capture_plan_lists_the_checks_preflight_will_run_on_that_node(tmp_path):
+    config = cann_config(tmp_path, nodes=2, ranks_per_node=4)
+    config["preflight"]["expected_mib_per_rank"] = 1024
+    config["launcher"] = "ssh"
+    plan = planned_env_capture(config, "exp", 1, first_experiment=True)
+    assert plan.startswith("plan of env_capture_node (exp) on node 1:")
+    checks = [line[4:] for line in plan.splitlines() if line.startswith("  - ")]
+    assert any(c.startswith("the test's --help lists deepep.test_args' flags (--ep-size") for c in checks)
+    assert any("about 8.0 GiB free" in c and "8 ranks" in c for c in checks)  # 8 ranks x 1024 MiB
+    assert any(c.startswith("CANN set_env.sh exists: the first of") for c in checks)
+    assert any("filesystem every node shares" in c for c in checks)  # ssh: the token check
+    assert not any(c.startswith("ports free") for c in checks)  # ports are node 0's check
+    config["launcher"], config["toolchain"] = "local", "sim"
+    local = planned_env_capture(config, "exp", 0, first_experiment=True)
+    assert "set_env" not in local and "every node shares" not in local

@@ -223,6 +223,17 @@ def test_the_links_line_says_the_bound_and_the_share_and_points_at_debugclock_on
         )
     )[0]
     assert "slow link" not in named.text and named.step is None  # a cause stands out: it is the reading, not the links
+    ran = facts(
+        [],
+        states=statuses(),
+        ok=("pmu", "debugclock"),
+        baseline={**BASELINE, "bandwidth": bandwidth(0.42, far=True)},
+        debugclock=NODE1_SLOT,
+    )
+    after = links_of(verdict(ran))[0]
+    assert (
+        "slow link or slow senders (DebugClock below)" in after.text and after.step is None
+    )  # it ran: no command to collect it again
 
 
 def test_no_bound_no_links_line_and_an_efficiency_above_one_says_the_peak_is_wrong():
@@ -266,3 +277,66 @@ def test_a_striking_icache_miss_rate_is_said_against_the_other_roles_with_its_ti
     assert line.text.startswith("I-cache: URMASendToken misses 27.9% (other roles 1.5-3.0%)")
     near = {"roles": {**roles, "URMASendToken": role(0.025)}}
     assert icache_of(verdict(facts([], pmu=near))) == []  # 3.0% against 1.5-2.5%: within how the others spread
+
+
+# --- each layer's figure for the top cause (issue 45 item 3: analysis/layers.py)
+
+NODE1_SLOT = {
+    "busiest_node": {
+        "node": 1,
+        "ranks": list(range(8, 16)),
+        "role": "URMASendToken",
+        "phase": "send_complete",
+        "excess_us": 978.5,
+    },
+    "busiest": None,
+}
+
+
+def test_a_late_ending_nodes_row_carries_debugclocks_larger_figure_and_names_the_layer():
+    late_node = cause("late_ending_node", 17.0, node=1, ranks=list(range(8, 16)))
+    items = verdict(
+        facts(
+            [late_node],
+            states=statuses(),
+            ok=("pmu", "debugclock"),
+            debugclock=NODE1_SLOT,
+            pmu={"busiest": None, "roles": {}},
+        )
+    )
+    top = next(line for line in lines(items) if line.text.startswith("Top cause"))
+    assert "978.5 us per launch (DebugClock; the timeline's lead 17.0)" in top.text
+    assert "% of the excess" not in top.text  # a share of the timeline's excess belongs to the timeline's figure only
+    t = table(items)
+    assert t.rows[0].cost == "978.5 (DebugClock)\u2020"
+    assert any(
+        n.startswith("\u2020 node 1 (ranks 8-15): DebugClock's slot excess") and "17.0 us" in n for n in t.footnotes
+    )
+
+
+def test_own_work_keeps_the_timelines_cost_beside_a_larger_pmu_excess():
+    own = cause("own_work", 32.3, rank=11)
+    pmu = {
+        "busiest": {"rank": 11, "role": "URMASendToken", "excess_us": 88.0, "excess_us_per_launch_low": 58.8},
+        "roles": {},
+    }
+    items = verdict(facts([own], pmu=pmu))
+    assert re.fullmatch(r"32\.3 \([\d.]+-[\d.]+\)", table(items).rows[0].cost)
+    assert "PMU" in table(items).rows[0].seen_by
+
+
+def test_where_the_timeline_names_nobody_debugclocks_slot_is_the_top_cause_with_its_assumption():
+    items = verdict(
+        facts(
+            [], states=statuses(), ok=("pmu", "debugclock"), debugclock=NODE1_SLOT, pmu={"busiest": None, "roles": {}}
+        )
+    )
+    texts = [line.text for line in lines(items)]
+    top = next(t for t in texts if t.startswith("Top cause (DebugClock)"))
+    assert (
+        "node 1's URMASendToken send_complete, +978.5 us per launch" in top
+        and "the link or its senders" in top
+        and "critical path" in top
+    )
+    assert texts.index(top) == texts.index("The timeline sees no rank or node costing over 1 us per launch.") + 1
+    assert not any(t.startswith("DebugClock:") for t in texts)  # said once, as the top cause

@@ -109,7 +109,7 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
         == summary["baseline"]["bytes"]["cross_rank_token_bytes"]
     )
     assert 0 < bandwidth["efficiency"] <= 1 and links["inter_node"]["peak_kind"] == "simulator", bandwidth
-    assert "How far from the links' limit" in html
+    assert "How far from the links&#39; limit" in html  # every text of the model is escaped
     assert set(summary["baseline"]["per_rank"]) == {str(r) for r in range(16)}
     latency = pd.read_parquet(workflow_copy.root / "results/baseline/baseline/latency.parquet")
     assert list(latency.columns) == ["experiment", "scope", "rank", "node", "iteration", "warmup", "us"]
@@ -401,7 +401,7 @@ def test_a_shared_real_export_analyses_to_its_five_launches_and_reruns_when_it_c
     assert stats["rank_mapping"]["inferred_ranks"] == [0] and stats["longest_duration"]["rank"] is None
     markdown = (workflow_copy.root / "results/baseline/report/report.md").read_text()
     assert "single rank" in markdown and "consistently" not in markdown and "Rank numbers are inferred" in markdown
-    assert "shape: not known" in markdown
+    assert "not known: imported data" in markdown  # the shape row of the environment table (report/sections.py)
     quiet = workflow_copy.snakemake("-n", overlay=base_overlay(**overlay))
     assert "timeline_import" not in quiet.stdout + quiet.stderr
     csv = next((prof / "mindstudio_profiler_output").glob("op_statistic_*.csv"))

@@ -434,7 +434,13 @@ def test_an_analysis_change_reanalyses_without_collecting(complete_run: tuple[Wo
 
 @pytest.mark.parametrize(
     "key, value, collected",
-    [("shape.num_tokens", 128, "correctness"), ("pmu.metrics", ["PipeUtilization", "Memory"], "pmu_collect")],
+    [
+        ("shape.num_tokens", 128, "correctness"),
+        ("pmu.metrics", ["PipeUtilization", "Memory"], "pmu_collect"),
+        # the perf driver's environment: without the barrier kernel the timeline measures another thing
+        ("baseline.synchronize_start", False, "timeline_collect"),
+        ("kernel.clock_hz", 50_000_000, "baseline_collect"),
+    ],
 )
 def test_a_collection_change_collects(
     complete_run: tuple[WorkflowCopy, dict], key: str, value: Any, collected: str

@@ -14,6 +14,8 @@ if COLLECT:
         params:
             config_fingerprint=rule_fingerprint("env_capture_node"),
             check_ports=lambda w: w.experiment == EXPERIMENTS[0],
+        message:
+            "{PLAN:env_capture_node/{wildcards.experiment}/{wildcards.node}}"
         script:
             "../scripts/env_capture_node.py"
 

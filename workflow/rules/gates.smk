@@ -156,9 +156,18 @@ class CollectPlan:
 
     def __format__(self, spec):
         from types import SimpleNamespace
-        from dispatchprof.tools.plan import PROFILERS, planned_commands
+        from dispatchprof.tools.plan import PROFILERS, planned_commands, planned_env_capture
 
         rule_name, experiment, *kind = spec.split("/")
+        if rule_name == "env_capture_node":  # kind: the node
+            wildcards = {"experiment": experiment, "node": kind[0]}
+            plan = planned_env_capture(
+                RUNS[experiment],
+                experiment,
+                int(kind[0]),
+                experiment == EXPERIMENTS[0],
+            )
+            return "\n".join([*rule_block(rule_name, wildcards), plan])
         kernel = (
             timeline_kernel(SimpleNamespace(experiment=experiment))
             if PROFILERS[rule_name] == "op"

@@ -48,6 +48,9 @@ rule pmu:
         **needed_inputs("pmu"),
         **gated_analyses("pmu"),
         previous_run=previous_analysis("pmu"),
+        env="results/{experiment}/env_capture/env.json",  # npu-smi's chip name per node, when no launch names its chip
+        # msprof's NPU_INFO / info.json chip of this run (collect mode: pmu_collect needs the timeline's stats anyway)
+        timeline_stats=(ancient("results/{experiment}/timeline/stats.json") if COLLECT else []),
     output:
         cores=reported(
             "results/{experiment}/pmu/cores.parquet",

@@ -11,7 +11,8 @@ from dispatchprof.shell.atomic import write_json_atomic
 from dispatchprof.shell.config import run_config
 from dispatchprof.shell.config_reads import recorded
 from dispatchprof.tools.crosscheck import compare_ranks, mirror_prof_tree, run_msprof_analyze, their_ranks
-from dispatchprof.formats.msprof import discover, read_prof_info
+from dispatchprof.formats.prof_dirs import read_data_dir
+from dispatchprof.formats.prof_tree import find_data_dirs
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
 from dispatchprof.shell.status import read_input_status
 
@@ -35,7 +36,7 @@ else:
             out.update(state="skipped" if "not installed" in reason else "failed", reason=reason)
         else:
             ours = json.loads(Path(snakemake.input.stats).read_text())["per_rank"]
-            infos = [read_prof_info(p) for node in sorted(root.glob("node*")) for p in discover(node)]
+            infos = [read_data_dir(d) for d in find_data_dirs(root)]
             # A PROF_ without device data (a missing rank) has no rank_id to judge by; it must not turn the mapping off.
             with_data = [i for i in infos if i.devices and i.has_kernel_tables]
             rank_ids_set = bool(with_data) and all(i.rank_id is not None for i in with_data)

@@ -16,7 +16,8 @@ sys.path.insert(0, snakemake.scriptdir)
 
 from dispatchprof.analysis.timeline import calls_between, kernel_regex, launch_columns, launch_summary
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
-from dispatchprof.formats.msprof import MsprofFormatError, read_prof_info
+from dispatchprof.formats.msprof import MsprofFormatError
+from dispatchprof.formats.prof_dirs import read_data_path
 from dispatchprof.formats.text import csv_text
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.report.rank_svg import launch_svg
@@ -40,7 +41,7 @@ def body(run: StageRun) -> Status:
     regex = kernel_regex(run.config["kernel"]["name"])
     try:
         kernels = read_target_kernels(
-            read_prof_info(Path(record["prof"])), lambda name: bool(regex.match(name)), 0, with_ids=True
+            read_data_path(Path(record["prof"])), lambda name: bool(regex.match(name)), 0, with_ids=True
         )
     except MsprofFormatError as exc:
         return run.status("invalid", str(exc), upstream=gate.upstream)

@@ -4,7 +4,9 @@ A *source* is the data of one device in one profiler directory (a PROF_ can hold
 directories; an OPPROF_ kernel run one device). Evidence, strongest first:
 
 1. our identity sidecar, written inside each rank process: (node, pid[, device]) -> global rank;
-2. the rank the profiler recorded (msprof info.json ``rank_id``; -1 or absent for plain msprof, the usual case);
+2. the rank named for the directory (``analyze.rank_map``, analyze mode), else the rank the profiler recorded (msprof
+   info.json ``rank_id``, -1 or absent for plain msprof, the usual case; torch_npu's ``profiler_info`` ``rank_id``,
+   its db's name or ``RANK_DEVICE_MAP``: formats/prof_tree.py), with where it was read;
 3. inferred from the device id by ``cluster.infer_rank`` (how devices map to local ranks is not recorded by
    the tools, docs/formats.md §1): ``device_id`` (local rank = device id, one process per device
    with ASCEND_RT_VISIBLE_DEVICES unset) or ``device_order`` (position among this node's device ids, as
@@ -38,7 +40,8 @@ class RankSource:
     node: int
     device: int | None
     pid: int | None
-    recorded_rank: int | None = None  # what the profiler wrote; None when -1 or absent
+    recorded_rank: int | None = None  # what the profiler wrote (or analyze.rank_map names); None when -1 or absent
+    recorded_from: str | None = None  # where it was read (e.g. "profiler_info_0.json rank_id")
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,10 @@ def assign_ranks(
     for source in sources:
         rank, how = _sidecar_rank(source, identities), "sidecar"
         if rank is None and source.recorded_rank is not None:
-            rank, how = source.recorded_rank, "recorded"
+            rank, how = (
+                source.recorded_rank,
+                f"recorded ({source.recorded_from})" if source.recorded_from else "recorded",
+            )
         if rank is None and source.device is not None:
             local = source.device if infer == "device_id" else order[source.node].index(source.device)
             rank, how = (
@@ -137,7 +143,8 @@ def refuse_duplicates(assignments: Iterable[RankAssignment]) -> None:
             first = claimed[a.rank]
             raise RankIdentityError(
                 f"rank {a.rank} is claimed twice: {describe(first)} and {describe(a)}; remove the stale or foreign one "
-                "(or set RANK_ID / give the identity sidecar so each source names its rank)"
+                "(or set RANK_ID / give the identity sidecar so each source names its rank; in analyze mode, name each "
+                f"directory's rank: {rank_map_line(a.source.path)})"
             )
         claimed[a.rank] = a
 
@@ -146,7 +153,7 @@ def why_unmapped(a: RankAssignment, ranks_per_node: int, infer: str) -> str:
     """Why a source maps to no rank, naming what it holds and what is missing (a sentence part)."""
     where = f"{a.source.path} (node {a.source.node})"
     if a.source.device is None:
-        return f"{where} names neither a device nor a rank (no identity sidecar, rank_id -1 or absent)"
+        return f"{where} names neither a device nor a rank (no identity sidecar, rank_id -1 or absent); name its rank: {rank_map_line(a.source.path)}"
     if infer == "device_id":
         return (
             f"{where} holds device {a.source.device}, which maps to no rank: with no identity sidecar and rank_id -1 its local rank "
@@ -157,6 +164,11 @@ def why_unmapped(a: RankAssignment, ranks_per_node: int, infer: str) -> str:
         f"{where} holds device {a.source.device}, which maps to no rank: the node has more devices than ranks_per_node "
         f"{ranks_per_node} (cluster.infer_rank: device_order); raise cluster.ranks_per_node or record the rank (identity sidecar, RANK_ID)"
     )
+
+
+def rank_map_line(path: Path) -> str:
+    """The config line that names a directory's global rank outright (analyze mode), for a refusal to end with."""
+    return f'analyze.rank_map: {{"{path}": <its global rank>}}'
 
 
 def describe(a: RankAssignment) -> str:

@@ -29,15 +29,22 @@ def kernel_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern))
 
 
-def prof_sources(node: int, infos: Mapping[Path, ProfInfo]) -> list[RankSource]:
-    """One source per device of each PROF_ (a process that drove several devices wrote them all into one)."""
-    return [
-        RankSource(
-            path, node, device, info.pid, info.device_rank_ids.get(device) if device is not None else info.rank_id
-        )
-        for path, info in infos.items()
-        for device in (info.devices or [None])
-    ]
+def prof_sources(
+    node: int, infos: Mapping[Path, ProfInfo], rank_map: Mapping[Path, int] | None = None
+) -> list[RankSource]:
+    """One source per device of each data directory (a process that drove several devices wrote them all into one
+    PROF_), with the rank it records and where; ``rank_map`` (analyze.rank_map, resolved) names a directory's rank
+    outright."""
+    sources = []
+    for path, info in infos.items():
+        for device in info.devices or [None]:
+            if rank_map and path in rank_map:
+                rank, where = rank_map[path], "analyze.rank_map"
+            else:
+                rank = info.device_rank_ids.get(device) if device is not None else info.rank_id
+                where = info.rank_from if rank is not None else None
+            sources.append(RankSource(path, node, device, info.pid, rank, where))
+    return sources
 
 
 def coverage_rows(
@@ -76,6 +83,8 @@ def coverage_rows(
                     if unmapped
                     else "no PROF_ directory for this rank",
                 )
+            elif not info.has_kernel_tables and info.missing_why:
+                state, why = "missing", info.missing_why
             elif not info.has_kernel_tables and not info.devices:
                 # docs/formats.md §1: an empty device side means disk space or permissions; check the plog
                 state, why = (
@@ -117,6 +126,25 @@ def read_state(kernels: TargetKernels, pattern: str) -> tuple[str, str] | None:
     if not len(kernels.name):
         return "no_kernel", f"no launch of a kernel matching kernel.name {pattern!r}"
     return None
+
+
+HCCL_NAME = re.compile(r"^(hcom_|hccl|allreduce|allgather|reducescatter|alltoall)", re.IGNORECASE)
+
+
+def communication_note(pattern: str, communication_ops: int, db: Path | None) -> str:
+    """What a no_kernel detail adds when kernel.name names a communication op (HCCL: hcom_*, HcclAllReduce, ...) or
+    matches the db's COMMUNICATION_OP rows: the timeline stage reads compute tasks only."""
+    if not communication_ops and not HCCL_NAME.match(pattern):
+        return ""
+    held = (
+        f"; {db} holds {communication_ops} communication ops (COMMUNICATION_OP) matching it"
+        if communication_ops
+        else ""
+    )
+    return (
+        "; communication tasks (HCCL ops) are not part of the timeline stage, which reads compute tasks "
+        f"(COMPUTE_TASK_INFO, op_summary): set kernel.name to a compute kernel{held}"
+    )
 
 
 def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:

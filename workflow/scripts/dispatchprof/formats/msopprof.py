@@ -19,6 +19,16 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     import pandas as pd
 
+from dispatchprof.formats.msopprof_writers import (
+    A2_A3,
+    ASCEND_950,
+    WRITERS,
+    Writer,
+    describe,
+    file_fit,
+    launch_writers,
+    unknown_columns,
+)
 from dispatchprof.formats.names import OPPROF_RE
 from dispatchprof.formats.text import read_text_file
 
@@ -26,33 +36,21 @@ METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]{1,30}?)(?:_(?P<stamp>\d{17
 SUB_BLOCK_RE = re.compile(r"^(cube|vector)(\d+)$")
 NA = {"NA", "N/A", ""}
 
-# The writer's per-core CSV headers per chip family (Ascend/msopprof
-# csrc/op_profiling/profiling/device/data_parse/metric_csv_header.h: `*For910B_` is the header set of the Atlas A2 and A3
-# chips (Ascend910B*, Ascend910_93*), `*ForA5_` that of the Ascend 950; docs/formats.md §2). What "not
-# provided by this tool version" is measured against. Without block_id/sub_block_id.
-A2_A3, ASCEND_950 = "A2/A3", "Ascend 950"
-PIPE_950 = (
-    "aic_time(us),aic_total_cycles,aic_cube_time(us),aic_cube_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,"
-    "aic_mte1_active_bw(GB/s),aic_mte2_time(us),aic_mte2_ratio,aic_mte2_active_bw(GB/s),aic_mte3_time(us),aic_mte3_ratio,aic_mte3_active_bw(GB/s),"
-    "aic_fixpipe_time(us),aic_fixpipe_ratio,aic_fixpipe_active_bw(GB/s),aic_icache_miss_rate,aiv_time(us),aiv_total_cycles,aiv_vec_time(us),"
-    "aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),aiv_mte2_ratio,aiv_mte2_active_bw(GB/s),aiv_mte3_time(us),aiv_mte3_ratio,"
-    "aiv_mte3_active_bw(GB/s),aiv_icache_miss_rate"
-).split(",")
-PIPE_A2 = (
-    "aic_time(us),aic_total_cycles,aic_cube_time(us),aic_cube_ratio,aic_mte1_time(us),aic_mte1_ratio,aic_mte2_time(us),aic_mte2_ratio,"
-    "aic_mte3_time(us),aic_mte3_ratio,aic_mte3_active_bw(GB/s),aic_fixpipe_time(us),aic_fixpipe_ratio,aic_fixpipe_active_bw(GB/s),"
-    "aic_icache_miss_rate,aic_scalar_time(us),aic_scalar_ratio,aic_scalar_single_time(us),aic_scalar_dual_time(us),aic_scalar_mte1_stall_time(us),"
-    "aic_scalar_mte2_stall_time(us),aic_scalar_mte3_stall_time(us),aic_scalar_cube_stall_time(us),aic_scalar_wait_ib_time(us),aic_scalar_wait_time(us),"
-    "aiv_time(us),aiv_total_cycles,aiv_vec_time(us),aiv_vec_ratio,aiv_mte2_time(us),aiv_mte2_ratio,aiv_mte2_active_bw(GB/s),aiv_mte3_time(us),"
-    "aiv_mte3_ratio,aiv_mte3_active_bw(GB/s),aiv_icache_miss_rate,aiv_scalar_time(us),aiv_scalar_ratio,aiv_scalar_single_time(us),"
-    "aiv_scalar_dual_time(us),aiv_scalar_mte2_stall_time(us),aiv_scalar_mte3_stall_time(us),aiv_scalar_stall_by_ub_time(us),"
-    "aiv_scalar_vector_stall_time(us),aiv_scalar_wait_ib_time(us),aiv_scalar_wait_time(us)"
-).split(",")
-A2_MARKERS = {"aiv_scalar_single_time(us)", "aic_scalar_single_time(us)", "aiv_scalar_wait_time(us)"}
+# The writers' per-core CSV headers (formats/msopprof_writers.py, docs/formats.md §2.5): which one wrote a launch's files
+# is judged from its columns (judge_columns), and "not provided by this tool version" is measured against that writer.
+# CATALOGUE keeps the newest open-source header set per chip family: what a chip named by the data expects when no
+# writer's columns fit its files. Without block_id/sub_block_id.
+_NEWEST = {A2_A3: "msopprof *For910B_ e581c4a..d6c29df", ASCEND_950: "msopprof *ForA5_ 44ba9d9..d6c29df"}
+CATALOGUE: dict[str, dict[str, list[str]]] = {
+    family: {metric: list(cols) for metric, cols in next(w for w in WRITERS if w.name == name).files.items()}
+    for family, name in _NEWEST.items()
+}
+PIPE_950, PIPE_A2 = CATALOGUE[ASCEND_950]["PipeUtilization"], CATALOGUE[A2_A3]["PipeUtilization"]
+OTHER_950 = {name: cols for name, cols in CATALOGUE[ASCEND_950].items() if name != "PipeUtilization"}
 
 # The per-core metric CSVs msopprof writes, one per enabled PMU metric (METRICS_CSV_MAP, docs/formats.md §2);
-# `Default` turns on all seven. Their headers per chip family are the writer's (above), so each is parsed and shown; any
-# other --aic-metrics value writes no per-core CSV whose format is documented, and the config schema refuses it for pmu.metrics.
+# `Default` turns on all seven. Each is parsed and shown; any other --aic-metrics value writes no per-core CSV whose
+# format is documented, and the config schema refuses it for pmu.metrics.
 PMU_METRIC_CSVS = (
     "PipeUtilization",
     "ArithmeticUtilization",
@@ -62,103 +60,13 @@ PMU_METRIC_CSVS = (
     "MemoryUB",
     "ResourceConflictRatio",
 )
-_L2 = (
-    "read_close_hit,read_close_miss,read_close_victim,read_far_hit,read_far_miss,read_far_victim,read_hit_rate(%),"
-    "write_close_hit,write_close_miss,write_close_victim,write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
-).split(",")
-_L2_A2 = (
-    "write_cache_hit,write_cache_miss_allocate,r0_read_cache_hit,r0_read_cache_miss_allocate,r1_read_cache_hit,r1_read_cache_miss_allocate,"
-    "write_hit_rate(%),read_hit_rate(%),total_hit_rate(%)"
-).split(",")
-# Columns per metric set, without block_id/sub_block_id: aic_time(us),aic_total_cycles,<aic>,aiv_time(us),aiv_total_cycles,<aiv>[,<both>].
-_SIDES = {
-    ASCEND_950: {
-        "ArithmeticUtilization": (
-            "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number",
-            "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio",
-            "",
-        ),
-        "L2Cache": (",".join(f"aic_{c}" for c in _L2), ",".join(f"aiv_{c}" for c in _L2), ""),
-        "Memory": (
-            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
-            "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio",
-            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
-            "aiv_mte3_instructions,aiv_mte3_ratio",
-            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L0C_to_L1_datas(KB),"
-            "L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),"
-            "UB_to_GM_bw_usage_rate(%)",
-        ),
-        "MemoryL0": (
-            "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)",
-            "",
-            "",
-        ),
-        "MemoryUB": (
-            "",
-            "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)",
-            "",
-        ),
-        "ResourceConflictRatio": (
-            "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
-            "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
-            "",
-        ),
-    },
-    A2_A3: {
-        "ArithmeticUtilization": (
-            "aic_cube_ratio,aic_cube_fp16_ratio,aic_cube_int8_ratio,aic_cube_fops,aic_cube_total_instr_number,aic_cube_fp_instr_number,"
-            "aic_cube_int_instr_number",
-            "aiv_vec_ratio,aiv_vec_fp32_ratio,aiv_vec_fp16_ratio,aiv_vec_int32_ratio,aiv_vec_int16_ratio,aiv_vec_misc_ratio,aiv_vec_fops",
-            "",
-        ),
-        "L2Cache": (",".join(f"aic_{c}" for c in _L2_A2), ",".join(f"aiv_{c}" for c in _L2_A2), ""),
-        "Memory": (
-            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
-            "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio",
-            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
-            "aiv_mte3_instructions,aiv_mte3_ratio",
-            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L1_to_GM_datas(KB)(estimate),"
-            "L1_to_GM_bw_usage_rate(%)(estimate),L0C_to_L1_datas(KB),L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),"
-            "GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),UB_to_GM_bw_usage_rate(%)",
-        ),
-        "MemoryL0": (
-            "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)",
-            "",
-            "",
-        ),
-        "MemoryUB": (
-            "",
-            "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_scalar(GB/s),aiv_ub_write_bw_scalar(GB/s)",
-            "",
-        ),
-        "ResourceConflictRatio": (
-            "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio",
-            "aiv_vec_total_cflt_ratio,aiv_vec_bankgroup_cflt_ratio,aiv_vec_bank_cflt_ratio,aiv_vec_resc_cflt_ratio,aiv_vec_mte_cflt_ratio,"
-            "aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio",
-            "",
-        ),
-    },
-}
-CATALOGUE: dict[str, dict[str, list[str]]] = {
-    family: {
-        "PipeUtilization": pipe,
-        **{
-            name: [
-                c
-                for c in (
-                    "aic_time(us),aic_total_cycles," + aic + ",aiv_time(us),aiv_total_cycles," + aiv + "," + both
-                ).split(",")
-                if c
-            ]
-            for name, (aic, aiv, both) in _SIDES[family].items()
-        },
-    }
-    for family, pipe in ((ASCEND_950, PIPE_950), (A2_A3, PIPE_A2))
-}
-OTHER_950 = {name: cols for name, cols in CATALOGUE[ASCEND_950].items() if name != "PipeUtilization"}
-# Soc names (msopprof's `Run Soc Version`, acl.get_soc_name(), npu-smi's Name) -> chip family.
-_SOC_FAMILIES = ((re.compile(r"^Ascend ?910(B|_93|C)", re.I), A2_A3), (re.compile(r"^Ascend ?950", re.I), ASCEND_950))
-INFERRED = "inferred from the CSV columns"
+# Soc names (msopprof's `Run Soc Version`, acl.get_soc_name(), npu-smi's Name, a db's NPU_INFO) -> chip family.
+# npu-smi writes the name without "Ascend" (910B2).
+_SOC_FAMILIES = (
+    (re.compile(r"^(Ascend ?)?910(B|_93|C)", re.I), A2_A3),
+    (re.compile(r"^(Ascend ?)?950", re.I), ASCEND_950),
+)
+UNKNOWN_CHIP = "chip unknown"
 
 
 def soc_family(soc: str) -> str | None:
@@ -168,15 +76,30 @@ def soc_family(soc: str) -> str | None:
 
 @dataclass(frozen=True)
 class Chip:
-    """The chip a run was profiled on: its name as the data says it (or the family when only inferred), its family
-    (whose header catalogue applies) and where it was read."""
+    """The chip a launch was profiled on: its name as the data says it and where it was read, with its family; or, when
+    no file names it, UNKNOWN_CHIP with the writer its columns fit as the source (never a chip guessed from columns).
+    ``columns`` says which writer's columns the files hold, whatever named the chip."""
 
     name: str
     family: str | None
     source: str
+    columns: str = ""
 
     def as_dict(self) -> dict[str, str | None]:
-        return {"name": self.name, "family": self.family, "source": self.source}
+        return {"name": self.name, "family": self.family, "source": self.source, "columns": self.columns}
+
+
+@dataclass(frozen=True)
+class ColumnVerdict:
+    """What a launch's metric CSVs say of their writer: the best-fitting writers ([] = no known writer), and per
+    metric set the columns "not provided" is judged against and the columns no fitting writer writes (kept, listed)."""
+
+    writers: tuple[Writer, ...]
+    expected: dict[str, list[str]]
+    new: dict[str, list[str]]
+
+    def described(self) -> str:
+        return describe(self.writers)
 
 
 class OpprofFormatError(ValueError):
@@ -330,19 +253,6 @@ def read_op_basic_info(path: Path) -> dict[str, str]:
     return info
 
 
-def header_set(header: list[str]) -> tuple[str, list[str]]:
-    """Which chip family's PipeUtilization header set a file's columns look like: the last resort when the data does
-    not name its chip (run_chip). A2/A3 files hold scalar single/dual/stall columns (pipeFor910B_), which some tool
-    versions leave out; there the order tells: A2/A3 write aic_scalar_* after aic_icache_miss_rate, the 950 before
-    aic_mte1 (pipeForA5_ and the older 950 order alike)."""
-    if A2_MARKERS & set(header):
-        return A2_A3, PIPE_A2
-    if "aic_scalar_time(us)" in header and "aic_icache_miss_rate" in header:
-        if header.index("aic_scalar_time(us)") > header.index("aic_icache_miss_rate"):
-            return A2_A3, PIPE_A2
-    return ASCEND_950, PIPE_950
-
-
 def read_key_values(path: Path) -> dict[str, str]:
     """dump/op_basic_info.txt: one `key=value` a line (`Run Soc Version=Ascend910B2`, `Rated Freq=1800`)."""
     pairs = {}
@@ -366,9 +276,28 @@ def run_chip(directory: Path, opprof: Path | None = None) -> Chip | None:
     return None
 
 
-def inferred_chip(header: list[str]) -> Chip:
-    family = header_set(header)[0]
-    return Chip(family, family, INFERRED)
+def columns_chip(verdict: ColumnVerdict) -> Chip:
+    """The chip of a launch whose files do not name it: unknown, with the writer its columns fit as the only evidence.
+    Never a chip name from columns: the same columns were seen on more than one chip family (docs/formats.md §2.5)."""
+    return Chip(UNKNOWN_CHIP, None, verdict.described(), verdict.described())
+
+
+def judge_columns(headers: dict[str, list[str]], family: str | None) -> ColumnVerdict:
+    """Which writer wrote one launch's metric CSVs (metric set -> header), and what each file is measured against:
+    the columns of the best writer that fits it; else, for a chip whose family the data names, that family's newest
+    open-source header set; else the file's own header (only all-NA columns are then "not provided")."""
+    writers = tuple(launch_writers(headers))
+    expected: dict[str, list[str]] = {}
+    new: dict[str, list[str]] = {}
+    for metric, header in headers.items():
+        fitted = file_fit(metric, header, writers)
+        if fitted is not None:
+            expected[metric], new[metric] = list(fitted.writer.files[metric]), list(fitted.new)
+            continue
+        own = [h for h in header if h not in ("block_id", "sub_block_id")]
+        expected[metric] = CATALOGUE.get(family or "", {}).get(metric, own)
+        new[metric] = list(unknown_columns(metric, header))
+    return ColumnVerdict(writers, expected, new)
 
 
 def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
@@ -380,22 +309,14 @@ def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
     return [m for m in PMU_METRIC_CSVS if m.lower() in lowered]
 
 
-def expected_columns(metric: str, header: list[str], family: str | None) -> list[str]:
-    """The tool's columns for a metric set on this chip family, to tell "not provided" (a column this chip's tool
-    writes and this file lacks) from present. A chip not in the catalogue: the file's own header is the expectation."""
-    if family in CATALOGUE and metric in CATALOGUE[family]:
-        return CATALOGUE[family][metric]
-    return [h for h in header if h not in ("block_id", "sub_block_id")]
-
-
 def missing_columns(
     header: list[str], frame: pd.DataFrame, op_type: str | None, expected: Sequence[str] | None = None
 ) -> list[str]:
     """Columns of the tool's set for this chip that the file lacks or leaves NA in every row: "not provided
     by this tool version". Only the side the kernel runs on counts (aiv_* for vector, aic_* for cube, both for mix);
     columns of neither side (Memory's data volumes) never count, as the docs do not say which side fills them.
-    ``expected`` defaults to the PipeUtilization header set of the file."""
-    expected = list(expected) if expected is not None else header_set(header)[1]
+    ``expected`` (the writer's columns, judge_columns) defaults to the file's own header."""
+    expected = list(expected) if expected is not None else [h for h in header if h not in ("block_id", "sub_block_id")]
     sides = {"vector": ("aiv_",), "cube": ("aic_",)}.get((op_type or "mix").lower(), ("aic_", "aiv_"))
     present = frame.dropna(subset=["value"])["metric"].unique()
     return [c for c in expected if c.startswith(sides) and c not in present]

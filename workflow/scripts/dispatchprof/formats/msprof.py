@@ -49,11 +49,17 @@ class ProfInfo:
     # Device_id column (a shared PROF_ often holds only mindstudio_profiler_output/), else "none".
     devices_from: str = "info"
     device_rank_ids: dict[int, int | None] = field(default_factory=dict)  # rank_id of each info.json.<id>
+    kind: str = "msprof"  # the layout it came in (formats/prof_tree.py): msprof | torch_npu | export
+    rank_from: str | None = None  # where rank_id was read, when it was
+    missing_why: str | None = None  # why it has no tables to read, where its layout says more than has_kernel_tables
+    kernel_details: Path | None = (
+        None  # torch_npu's text export of the kernels, read where there is no db or msprof export
+    )
 
     @property
     def has_kernel_tables(self) -> bool:
         """A db or a text export to read launches from."""
-        return self.db is not None or self.text_dir is not None
+        return self.db is not None or self.text_dir is not None or self.kernel_details is not None
 
 
 def discover(root: Path) -> list[Path]:
@@ -134,6 +140,9 @@ def read_prof_info(prof: Path) -> ProfInfo:
         versions={k: info.get(k) for k in ("cannVersion", "drvVersion", "platform_version") if info.get(k)},
         devices_from=devices_from if devices else "none",
         device_rank_ids=device_ranks,
+        rank_from="info.json rank_id"
+        if rank is not None or any(r is not None for r in device_ranks.values())
+        else None,
     )
 
 
@@ -176,6 +185,22 @@ def db_chip_names(path: Path) -> list[str]:
         return sorted({str(n) for (n,) in conn.execute("SELECT name FROM NPU_INFO").fetchall() if n not in (None, "")})
 
     return query_db(path, names, strings=False)[0]
+
+
+def communication_ops_named(path: Path, named: Callable[[str], bool]) -> int:
+    """How many COMMUNICATION_OP rows (HCCL ops: hcom_allReduce_..., docs/formats.md §1) of a db have an opName that
+    ``named`` accepts; 0 without the table. Asked only when no compute launch matched, to say why."""
+
+    def count(conn: sqlite3.Connection, strings: dict[int, str]) -> int:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='COMMUNICATION_OP'").fetchone():
+            return 0
+        return sum(
+            n
+            for op, n in conn.execute("SELECT opName, count(*) FROM COMMUNICATION_OP GROUP BY opName")
+            if named(str(strings.get(op, op)))
+        )
+
+    return query_db(path, count)[0]
 
 
 def prof_chips(info: ProfInfo, with_db: bool) -> set[str]:

@@ -244,6 +244,39 @@ def read_op_summary(paths: list[Path], pid: int | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).sort_values("start_ns", kind="stable", ignore_index=True)
 
 
+KERNEL_DETAILS_REQUIRED = ("Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)")
+
+
+def read_kernel_details(path: Path, device: int | None, pid: int | None = None) -> pd.DataFrame:
+    """torch_npu's text export of a rank's kernels, ASCEND_PROFILER_OUTPUT/kernel_details.csv (docs/formats.md §1.7):
+    Name, Type, Accelerator Core, Start Time(us) (a TAB after it, as in op_summary), Duration(us). It names no device,
+    stream or task: ``device`` is the rank's (-1 when not known). Its HCCL rows (Accelerator Core ``HCCL``) are
+    communication ops, left out as op_summary's COMMUNICATION rows are."""
+    frame = _read_csv(path, KERNEL_DETAILS_REQUIRED)
+    frame.columns = [c.strip() for c in frame.columns]
+    missing = [c for c in KERNEL_DETAILS_REQUIRED if c not in frame.columns]
+    if missing:
+        raise MsprofFormatError(f"{path}: line 1: header lacks {', '.join(missing)}")
+    frame = frame[frame["Accelerator Core"].str.strip() != "HCCL"]
+    start = us_to_ns(frame["Start Time(us)"], path, "Start Time(us)")
+    dur = us_to_ns(frame["Duration(us)"], path, "Duration(us)")
+    table = pd.DataFrame(
+        {
+            "device": pd.Series(device if device is not None else -1, index=frame.index, dtype="int64"),
+            "pid": pid if pid is not None else -1,
+            "stream": pd.Series(pd.NA, index=frame.index, dtype="Int64"),
+            "task_id": pd.Series(pd.NA, index=frame.index, dtype="Int64"),
+            "name": frame["Name"].astype(str),
+            "op_type": frame["Type"].astype(str),
+            "task_type": frame["Accelerator Core"].astype(str),
+            "start_ns": start.astype("int64"),
+            "dur_ns": dur.astype("int64"),
+            "source": "kernel_details",
+        }
+    )
+    return table.sort_values("start_ns", kind="stable", ignore_index=True)
+
+
 def read_msprof_json(path: Path) -> pd.DataFrame:
     """Complete events of the 'Ascend Hardware' track, found by process_name metadata (sort indices drift)."""
     events = load_trace_events(path)
@@ -314,6 +347,8 @@ def read_prof_kernels(info: ProfInfo) -> pd.DataFrame:
     """The preferred source of one PROF_: the db, else op_summary CSVs, else the msprof JSON."""
     if info.db is not None:
         return read_db(info.db)
+    if info.kernel_details is not None:
+        return read_kernel_details(info.kernel_details, info.devices[0] if len(info.devices) == 1 else None, info.pid)
     if info.text_dir is not None:
         csvs = op_summary_files(info.text_dir)
         if csvs:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from dispatchprof.shell.status import Status
@@ -101,3 +103,79 @@ def open_boundaries(
             "The probe's numbers are simulator, single card, local probe: they test a local hypothesis and never speak for the multi-rank kernel"
         )
     return items
+
+
+@dataclass
+class ReportContext:
+    """Everything report.html and report.md show, read once from the stages' outputs (stages/report.py). The
+    section builders (report/parts.py) turn it into the report model; the templates' shells read the run's name,
+    kernel and cluster fields by name."""
+
+    experiment: str
+    """The experiment's name (results/<experiment>/)."""
+    mode: str
+    """collect (this workflow ran the kernel) or analyze (imported artifacts)."""
+    toolchain: str
+    """sim, cann or none (imported): the banner and every "simulated" label follow it."""
+    generated: str
+    """When the report was rendered (ISO seconds)."""
+    kernel_name: str
+    """The profiled kernel's name (kernel.name)."""
+    nodes: int
+    """cluster.nodes."""
+    ranks_per_node: int
+    """cluster.ranks_per_node."""
+    world: int
+    """Ranks in the collective (nodes x ranks per node)."""
+    transport: str
+    """deepep.transport when collected here; analyze.shape's, or "not known", for imported data."""
+    shape: dict[str, Any]
+    """The shape the data was measured with, and ``known``: whether it is known at all."""
+    roles: list[dict[str, Any]]
+    """kernel.roles: the AIV roles in AIV order (name, count): a configured assumption."""
+    build_summary: str
+    """The build stage's reason (its state too when the build left a placeholder)."""
+    env_nodes: list[dict[str, Any]]
+    """One row per node of the captured environment (environment_rows)."""
+    env_warnings: list[str]
+    """Mismatches between the nodes' environments."""
+    timeline: dict[str, Any] | None
+    """The merged timeline's stats, links, drill-downs, next steps and pictures; None without timeline data."""
+    crosscheck: dict[str, Any]
+    """msprof-analyze's cross-check of the timeline (state, reason, rows)."""
+    comparisons: list[dict[str, Any]]
+    """Each A/B comparison this experiment is part of, linked."""
+    pmu: dict[str, Any] | None
+    """The PMU roles (roles.json) with their pictures, when the stage is ok."""
+    pcsampling: dict[str, Any] | None
+    """The SIMT stalls (stalls.json) with their picture, when the stage is ok."""
+    debugclock: dict[str, Any] | None
+    """DebugClock's phases and charts, when the stage is ok."""
+    pipe_timeline: dict[str, Any] | None
+    """The pipe timeline's runs, whenever one was parsed."""
+    answer: list[Any]
+    """The Answer's items (report/verdict.py): lines and the causes table."""
+    evidence_parts: list[dict[str, str]]
+    """The answer's evidence: one part per question with every qualification (report/summary.py)."""
+    baseline: dict[str, Any] | None
+    """The baseline's stats, links, embedded plots and link pictures, when the stage is ok."""
+    correctness: dict[str, Any] | None
+    """The precision test's per-rank table link and failed rows; None where it holds no ranks."""
+    probe: dict[str, Any] | None
+    """The local probe's results, when the stage is ok."""
+    open_boundaries: list[str]
+    """What this report cannot say (open_boundaries)."""
+    artifact_guide: dict[str, Any]
+    """Which artifact opens in which MindStudio Insight view (report/artifacts.py)."""
+    cautions: dict[str, str]
+    """The fixed cautions: what the HCCL view and PC samples cannot say."""
+    analysis_settings: list[tuple[str, str]]
+    """The analysis keys of the configuration and their values as shown."""
+    stages: dict[str, dict[str, Any]]
+    """Every stage's status as a dict, with ``link`` to its status.json."""
+    figures: dict[str, str]
+    """Every chart's file beside report.md: name -> link relative to the report directory."""
+
+    def fields(self) -> dict[str, Any]:
+        """The fields by name (shallow), as the templates' shells read them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

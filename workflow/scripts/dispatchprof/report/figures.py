@@ -11,6 +11,7 @@ from dispatchprof.shell.atomic import atomic_path, write_text_atomic
 
 from dispatchprof.report.cost_svg import causes_svg, offsets_svg
 from dispatchprof.report.heatmap_svg import heatmap_svg
+from dispatchprof.report.launch_svg import launch_svg
 from dispatchprof.report.link_svg import bound_bars_svg, node_pair_matrix, node_pairs_svg
 
 
@@ -19,14 +20,16 @@ def render_figures(
 ) -> None:
     """Adds to each stage's report context its pictures: the entry waits per rank and launch (timeline
     ``entry_wait_svg``), the causes by cost with CIs (``causes_svg``), each rank's arrival and end offsets
-    (``offsets_svg``), busy and no-pipe time per rank and AIV core (pmu ``busy_svg``, ``no_pipe_svg``): inline SVG
-    text; the stall reasons per role (pcsampling ``per_role_img``): an SVG file in ``figures`` drawn by matplotlib,
+    (``offsets_svg``), a typical and the costliest launch per rank (``launch_svg``, shown with the Answer), busy and
+    no-pipe time per rank and AIV core (pmu ``busy_svg``, ``no_pipe_svg``): inline SVG text; the stall reasons per role (pcsampling ``per_role_img``): an SVG file in ``figures`` drawn by matplotlib,
     the only one that needs it, imported only then (~0.65 s), embedded as a data: URI."""
     if timeline and timeline["stats"].get("entry_wait_heatmap"):
         grid = timeline["stats"]["entry_wait_heatmap"]
         timeline["entry_wait_svg"] = heatmap_svg(grid, f"Entry wait per rank and launch ({grid['what']})", "launch")
     if timeline and timeline["stats"].get("causes"):
         timeline["causes_svg"] = causes_svg(timeline["stats"]["causes"])
+    if timeline and timeline["stats"].get("launch_picture"):
+        timeline["launch_svg"] = launch_svg(timeline["stats"]["launch_picture"])
     if timeline and timeline["stats"].get("rank_offsets"):
         blamed = [r for c in timeline["stats"].get("causes") or [] for r in c["ranks"]]
         timeline["offsets_svg"] = offsets_svg(timeline["stats"]["rank_offsets"], blamed)
@@ -87,7 +90,12 @@ def figure_files(
     ``render_figures`` and the DebugClock section drew, the baseline stage's PNG plots copied (the report directory
     stands alone), the PC-sampling chart already there. Returns name -> the link from the report's directory."""
     texts: dict[str, str] = {}
-    for name, key in (("entry_wait", "entry_wait_svg"), ("causes", "causes_svg"), ("rank_offsets", "offsets_svg")):
+    for name, key in (
+        ("entry_wait", "entry_wait_svg"),
+        ("causes", "causes_svg"),
+        ("rank_offsets", "offsets_svg"),
+        ("launch", "launch_svg"),
+    ):
         if timeline and timeline.get(key):
             texts[name] = timeline[key]
     for name, key in (("pmu_busy", "busy_svg"), ("pmu_no_pipe", "no_pipe_svg")):

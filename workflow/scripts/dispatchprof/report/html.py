@@ -13,6 +13,11 @@ import re
 
 import jinja2
 import jinja2.bccache
+from markupsafe import Markup
+from markupsafe import escape as markupsafe_escape
+
+from dispatchprof.report import model
+from dispatchprof.report.markdown import markdown_cell, markdown_section
 
 
 def png_data_uri(data: bytes) -> str:
@@ -93,11 +98,6 @@ def human_format(spec: str, *args: Any, **kwargs: Any) -> str:
     return jinja2.filters.do_format(spec, *args, **kwargs)
 
 
-def markdown_cell(value: object) -> str:
-    """A value as one Markdown table cell: a '|' would end the cell and a newline the row."""
-    return " ".join(str(value).split("\n")).replace("|", "\\|")
-
-
 @functools.cache
 def _environment(template_dir: Path) -> jinja2.Environment:
     """One environment per template directory: the HTML and Markdown reports share their compiled includes."""
@@ -112,8 +112,80 @@ def _environment(template_dir: Path) -> jinja2.Environment:
     )
     env.filters["format"] = human_format
     env.filters["cell"] = markdown_cell  # filters are looked up when rendering, not compiled in: no cache key
+    env.filters["html_section"] = html_section
+    env.filters["markdown_section"] = markdown_section
     return env
 
 
 def render(template_dir: Path, context: dict[str, Any], template: str = "report.html.j2") -> str:
     return _environment(Path(template_dir)).get_template(template).render(**context)
+
+
+# --- the report model (report/model.py) as HTML
+
+
+def escape(value: str) -> str:
+    """Text for an element or an attribute, escaped as the templates' autoescape did (&, <, >, ' and ")."""
+    return str(markupsafe_escape(value))
+
+
+def html_inline(piece: model.Inline) -> str:
+    if isinstance(piece, str):
+        return escape(piece)
+    if isinstance(piece, model.Strong):
+        return f"<b>{escape(piece.text)}</b>"
+    if isinstance(piece, model.Code):
+        return f"<code>{escape(piece.text)}</code>"
+    if isinstance(piece, model.State):
+        return f'<span class="state {escape(piece.text)}">{escape(piece.text)}</span>'
+    return f'<a href="{escape(piece.href)}">{escape(piece.text)}</a>'
+
+
+def html_text(pieces: model.Text) -> str:
+    return "".join(html_inline(p) for p in pieces)
+
+
+def _css(css: str) -> str:
+    return f' class="{escape(css)}"' if css else ""
+
+
+def html_table(table: model.Table) -> str:
+    anchor = f' id="{escape(table.anchor)}"' if table.anchor else ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in table.header)
+    rows = "\n".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    out = f"<table{anchor}{_css(table.css)}><tr>{head}</tr>\n{rows}\n</table>"
+    out += "".join(f'\n<p class="muted">{html_text(n)}</p>' for n in table.footnotes)
+    return f"<details><summary>{escape(table.collapsed)}</summary>{out}</details>" if table.collapsed else out
+
+
+def html_figure(figure: model.Figure) -> str:
+    picture = (
+        figure.svg
+        if figure.svg
+        else f'<img alt="{escape(figure.alt)}" src="{escape(figure.src or "")}" style="max-width:100%">'
+    )
+    caption = figure.caption or figure.alt
+    return f'<figure>{picture}<figcaption class="muted">{escape(caption)}</figcaption></figure>'
+
+
+def html_block(block: model.Block) -> str:
+    if isinstance(block, model.Paragraph):
+        tone = {"muted": "muted", "warning": "coverage-warning"}.get(block.tone, "")
+        return f"<p{_css(tone)}>{html_text(block.text)}</p>"
+    if isinstance(block, model.Items):
+        return f"<ul{_css(block.css)}>" + "".join(f"<li>{html_text(i)}</li>" for i in block.items) + "</ul>"
+    if isinstance(block, model.Definitions):
+        terms = "".join(f"<dt>{escape(t)}</dt><dd>{html_text(d)}</dd>" for t, d in block.terms)
+        return f"<dl{_css(block.css)}>{terms}</dl>"
+    if isinstance(block, model.Table):
+        return html_table(block)
+    return html_figure(block)
+
+
+def html_section(section: model.Section) -> Markup:
+    """One section as HTML: its anchor, heading and blocks."""
+    level = section.level
+    body = "\n".join(html_block(b) for b in section.blocks)
+    return Markup(
+        f'<section id="{escape(section.anchor)}"><h{level}>{escape(section.heading)}</h{level}>\n{body}\n</section>'
+    )

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 from dispatchprof.report.steps import Run, drill_step, evidence_step
 from dispatchprof.report.verdict import Facts
 from dispatchprof.report.words import rank_list
+from dispatchprof.analysis.layers import with_layer_figures
 from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_sentence, straggler_of
 from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
@@ -33,6 +34,8 @@ def build_summary(
     }
     for stage, section in (sections or {}).items():
         summary[stage] = section if statuses[stage].ok else None
+    if summary.get("timeline"):  # each costed cause with the figure of every layer that saw it
+        summary["timeline"] = with_layer_figures(summary["timeline"], summary.get("pmu"), summary.get("debugclock"))
     return summary
 
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from dispatchprof.analysis.layers import LayerFigure, best_figure, layer_figures
 from dispatchprof.report.steps import Run, cause_step, collect_command, evidence_step
 from dispatchprof.report.words import rank_list
 from dispatchprof.shell.status import Status
@@ -105,6 +106,12 @@ def links_line(f: Facts) -> list[Item]:
         return [Line("links", text + " Above 1: the peak or the byte definition is wrong.")]
     tl = f.section("timeline") or {}
     standing = (tl.get("straggler") or {}).get("evidence") not in (None, "none", "in_kernel")
+    if (
+        bw.get("far") and not standing and f.section("debugclock") is not None
+    ):  # it ran: its line below tells them apart
+        return [
+            Line("links", text + " Nobody stands out in the timeline: a slow link or slow senders (DebugClock below).")
+        ]
     if bw.get("far") and not standing:
         return [
             Line(
@@ -146,10 +153,19 @@ def kind(cause: Mapping[str, Any]) -> str:
     return KINDS.get(cause["evidence"], cause["evidence"])
 
 
-def cost_cell(cause: Mapping[str, Any]) -> str:
-    """The cost per launch with its CI; a bound (a late arrival compared across nodes without a pure barrier) says so."""
+def figures(cause: Mapping[str, Any], f: Facts) -> tuple[LayerFigure, list[LayerFigure]]:
+    """The cause's figure in each layer that saw it, and the one that best estimates its cost (analysis/layers.py)."""
+    found = layer_figures(cause, pmu_role(f), f.section("debugclock"))
+    return best_figure(cause, found), found
+
+
+def cost_cell(cause: Mapping[str, Any], best: LayerFigure) -> str:
+    """The cost per launch with its CI; a bound (a late arrival compared across nodes without a pure barrier) says so;
+    a lower layer's figure, where it is the best estimate (``best``, figures), names its layer."""
     if cause.get("cost_bound_us"):
         return f"at most {cause['cost_bound_us'][1]:.1f}*"
+    if best.layer != "timeline":
+        return f"{best.us_per_launch:.1f} ({best.layer})†"
     lo, hi = cause["cost_ci_us"]
     return f"{cause['cost_us_per_launch']:.1f} ({lo:.1f}-{hi:.1f})"
 
@@ -211,14 +227,15 @@ def top_cause_line(f: Facts) -> list[Item]:
     causes = named_causes(f)
     tl = f.section("timeline")
     if not causes:
-        if (
-            tl
-            and (tl.get("coupling") or {}).get("state") != "not_coupled"
-            and (tl.get("coverage") or {}).get("found") != 1
-            and tl.get("straggler")
-        ):
+        if timeline_compares(f):
             found = re.search(r"more than ([\d.]+) us per launch", tl["straggler"].get("explanation") or "")
             floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
+            deeper = slot_top_line(f)
+            if deeper:  # debugclock_line leaves it out then (slot_is_top)
+                return [
+                    Line("timeline", f"The timeline sees no rank or node costing over {floor} per launch."),
+                    *deeper,
+                ]
             return [
                 Line(
                     "timeline",
@@ -227,27 +244,70 @@ def top_cause_line(f: Facts) -> list[Item]:
             ]
         return []
     top = causes[0]
+    best, _ = figures(top, f)
     cost = (
         f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)"
         if top.get("cost_bound_us")
-        else f"{top['cost_us_per_launch']:.1f} us per launch"
+        else f"{best.us_per_launch:.1f} us per launch"
     )
+    if best.layer != "timeline":
+        cost += f" ({best.layer}; the timeline's lead {top['cost_us_per_launch']:.1f})"
+    established = best.layer == "timeline" and not top.get("cost_bound_us")
     share = (
-        f", {100 * top['cost_share']:.0f}% of the excess"
-        if top.get("cost_share") is not None and not top.get("cost_bound_us")
-        else ""
+        f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and established else ""
     )
     more = f" {len(causes) - 1} more cause{'s' if len(causes) > 2 else ''} below." if len(causes) > 1 else ""
     return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more}")]
+
+
+def timeline_compares(f: Facts) -> bool:
+    """Whether the timeline compares ranks that wait for each other (coupled or unknown, more than one rank, with an
+    account): where it names nobody, that is a finding, not a gap."""
+    tl = f.section("timeline")
+    return bool(
+        tl
+        and (tl.get("coupling") or {}).get("state") != "not_coupled"
+        and (tl.get("coverage") or {}).get("found") != 1
+        and tl.get("straggler")
+    )
+
+
+def slot_is_top(f: Facts) -> bool:
+    """Whether DebugClock's slower slot heads the causes: the timeline compares ranks and names nobody."""
+    dc = f.section("debugclock") or {}
+    return bool(timeline_compares(f) and not named_causes(f) and (dc.get("busiest_node") or dc.get("busiest")))
+
+
+def slot_top_line(f: Facts) -> list[Item]:
+    """Where the timeline names nobody, a work slot DebugClock finds slower on one node's ranks (or one rank) is the
+    top cause, with its figure and the assumption it rests on: a slowdown the whole group waits for moves every end
+    alike, which the timeline cannot see."""
+    dc = f.section("debugclock") or {}
+    node, best = dc.get("busiest_node"), dc.get("busiest")
+    if node:
+        where = (
+            "its sends out of the node: the link or its senders"
+            if node["role"] == "URMASendToken"
+            else "the node's own work in that role"
+        )
+        what = f"node {node['node']}'s {node['role']} {node['phase']}, +{node['excess_us']:.1f} us per launch ({where})"
+    elif best:
+        what = f"rank {best['rank']}'s {best['role']} {best['phase']}, +{best['excess_us']:.1f} us per launch"
+    else:
+        return []
+    return [
+        Line("timeline", f"Top cause (DebugClock): {what}; the group's saving if that slot is on the critical path.")
+    ]
 
 
 def causes_table(f: Facts) -> list[Item]:
     causes = named_causes(f)
     if not causes:
         return []
+    shown = [(c, figures(c, f)[0]) for c in causes[:TABLE_ROWS]]  # each row's best figure, once
     rows = [
-        CauseRow(who(c), kind(c), cost_cell(c), share_cell(c), seen_by(c, f), cause_step(c, f.run))
-        for c in causes[:TABLE_ROWS]
+        CauseRow(who(c), kind(c), cost_cell(c, best), share_cell(c), seen_by(c, f), cause_step(c, f.run))
+        for c, best in shown
     ]
     notes = ["Cost: launch time saved without the cause alone (CI above zero); not additive."]
     untimed = [c for c in causes[:TABLE_ROWS] if c["cost_timed_us_per_launch"] < 0.5 * c["cost_us_per_launch"]]
@@ -259,6 +319,16 @@ def causes_table(f: Facts) -> list[Item]:
         )
     if any(c.get("cost_bound_us") for c in causes[:TABLE_ROWS]):
         notes.append("* A bound, not established: a number needs baseline.synchronize_start.")
+    deeper = [(c, best) for c, best in shown if best.layer != "timeline"]
+    if deeper:  # the timeline's lead misses what the receivers waited with it: the lower layer's figure, its assumption
+        notes.append(
+            "\u2020 "
+            + "; ".join(
+                f"{who(c)}: {best.layer}'s {best.measures}; the timeline's lead {c['cost_us_per_launch']:.1f} us"
+                for c, best in deeper
+            )
+            + "."
+        )
     if len(causes) > TABLE_ROWS:
         notes.append(f"{len(causes) - TABLE_ROWS} smaller: Causes ranked by cost.")
     return [CauseTable("causes", rows, notes)]
@@ -321,7 +391,7 @@ def pmu_line(f: Facts) -> list[Item]:
 
 def debugclock_line(f: Facts) -> list[Item]:
     dc = f.section("debugclock")
-    if not dc:
+    if not dc or slot_is_top(f):  # the top cause line gave its slot already
         return []
     best, node = dc.get("busiest"), dc.get("busiest_node")
     lead = "DebugClock" if f.section("pmu") else f"DebugClock (PMU {f.statuses['pmu'].state})"

@@ -17,6 +17,9 @@ import json
 from typing import Any, Mapping
 
 _COLLECTIVE = ("mode", "toolchain", "launcher", "cann", "cluster", "deepep", "shape", "sim")
+# what the perf driver of every collective run gets in its environment (tools/collective.driver_environment): a change
+# of one changes what is measured, so it re-collects
+_DRIVER_KEYS = ("baseline.synchronize_start", "baseline.topk_key", "kernel.clock_hz")
 
 
 def _imported(kind: str) -> tuple[str, ...]:
@@ -29,11 +32,11 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "build": ("mode", "toolchain", "cann", "deepep"),
     "correctness": _COLLECTIVE,
     "baseline_driver": ("mode", "toolchain", "deepep", "baseline", "cluster"),
-    "baseline_collect": (*_COLLECTIVE, "baseline"),
-    "timeline_collect": (*_COLLECTIVE, "timeline"),
-    "pmu_collect": (*_COLLECTIVE, "kernel", "pmu"),
-    "pcsampling_collect": (*_COLLECTIVE, "kernel", "pmu", "pcsampling"),
-    "pipe_timeline_collect": (*_COLLECTIVE, "kernel", "pmu", "pipe_timeline"),
+    "baseline_collect": (*_COLLECTIVE, "baseline", "kernel.clock_hz"),
+    "timeline_collect": (*_COLLECTIVE, "timeline", *_DRIVER_KEYS),
+    "pmu_collect": (*_COLLECTIVE, "kernel", "pmu", *_DRIVER_KEYS),
+    "pcsampling_collect": (*_COLLECTIVE, "kernel", "pmu", "pcsampling", *_DRIVER_KEYS),
+    "pipe_timeline_collect": (*_COLLECTIVE, "kernel", "pmu", "pipe_timeline", *_DRIVER_KEYS),
     "debugclock_collect": (*_COLLECTIVE, "kernel", "debugclock"),
     "probe_collect": ("mode", "toolchain", "cann", "sim", "probe"),
     "baseline_import": _imported("latency_csv"),
@@ -43,7 +46,19 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "pipe_timeline_import": _imported("pipe_timeline_dir"),
     "probe_import": _imported("probe_dir"),
     # analysis rules
-    "baseline": ("mode", "toolchain", "cluster", "deepep", "shape", "sim", "analyze", "baseline", "stats", "hardware"),
+    "baseline": (
+        "mode",
+        "toolchain",
+        "cluster",
+        "deepep",
+        "shape",
+        "sim",
+        "analyze",
+        "baseline",
+        "stats",
+        "hardware",
+        "kernel.clock_hz",
+    ),
     "timeline_parse": (
         "mode",
         "cluster",
@@ -66,7 +81,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
         "analyze",
     ),
     "pmu": ("mode", "cluster", "kernel", "analyze", "pmu", "stats.min_rank_coverage"),
-    "pcsampling": ("mode", "cluster", "kernel.name", "deepep.repo", "analyze", "stats.min_rank_coverage"),
+    "pcsampling": ("mode", "toolchain", "cluster", "kernel.name", "deepep.repo", "analyze", "stats.min_rank_coverage"),
     "pipe_timeline": ("mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats.min_rank_coverage"),
     "debugclock": ("mode", "cluster", "kernel", "analyze", "debugclock"),
     "probe": ("mode", "analyze", "probe"),
@@ -82,35 +97,23 @@ NO_FINGERPRINT: dict[str, str] = {
     "compare": "reads every key of both runs, to list what differs; reruns when their results change",
 }
 
-_DRIVER_ENV = "the perf driver's environment of every collective run (tools/collective.driver_environment)"
 _SIM_ENV = "every stand-in tool gets every sim knob in its environment (tools/toolchain, toolchain sim only)"
-_CLOCK = "the driver's AKL_LATENCY_CLOCK_HZ (tools/collective.driver_environment): the ticks-to-us conversion"
 
-# Keys a rule's script reads that its row leaves out, found by the read check of test_phases.py when the table was
-# made: a change of one of them does not rerun the rule. Each is kept as it was (adding it to the row changes the
-# rule's fingerprint, and so reruns it, and every job after it, once on every existing results/ directory: a
-# decision of its own). The check fails on any read not in a row nor here, and on an entry here no longer read.
+# Keys a rule's script reads that its row leaves out: a change of one of them does not rerun the rule. Only the sim
+# knobs every stand-in gets in its environment (they change no measurement of the rule's own) and the preflight's
+# view of the timeline runs. The driver's keys (synchronize_start, topk_key, clock_hz) were here until they were
+# found to change what a collection measures: they are in the rows now (CHANGELOG). The check fails on any read not
+# in a row nor here, and on an entry here no longer read.
 UNFINGERPRINTED_READS: dict[str, dict[str, str]] = {
-    "baseline_collect": {"kernel.clock_hz": _CLOCK},
-    "timeline_collect": {
-        "kernel.clock_hz": _CLOCK,
-        "baseline.synchronize_start": _DRIVER_ENV,
-        "baseline.topk_key": _DRIVER_ENV,
-    },
-    "pmu_collect": {"baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},
-    "pcsampling_collect": {"baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},
-    "pipe_timeline_collect": {"baseline.synchronize_start": _DRIVER_ENV, "baseline.topk_key": _DRIVER_ENV},
     "build": {"sim": _SIM_ENV},
     "baseline_driver": {"sim": _SIM_ENV},
     "env_capture_node": {
         "sim": _SIM_ENV,
+        # in its row, a change of the timeline runs would re-capture every node and so re-collect every stage
         "pipe_timeline.runs": "the preflight checks the op profiler's flags of the configured timeline runs",
     },
-    "baseline": {"kernel.clock_hz": "compared with the clock the build converted ticks with (a validation)"},
-    "pcsampling": {
-        "toolchain": "resolves the toolchain to find the repository of the hot lines' source",
-        "sim": _SIM_ENV,
-    },
+    "pcsampling": {"sim": _SIM_ENV},
+    # in its row, the phase test finds no job planned for a change (the parse parts are planned from the timeline's)
     "timeline_parse": {"stats.max_plausible_us": "launches longer than it are left out of the parsed parts"},
 }
 

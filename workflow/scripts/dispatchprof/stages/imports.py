@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from dispatchprof.tools.building import sha256_file
 from dispatchprof.formats.names import OPPROF_RE, PROF_RE
+from dispatchprof.formats.prof_tree import KINDS, MAX_DEPTH, find_data_dirs
 from dispatchprof.formats.encoding import encoding_problem
 
 NODE_DIR = re.compile(r"^node(\d+)$")
@@ -199,6 +200,8 @@ def count_import(kind: str, root: Path) -> ImportCount:
                 f"{root}: no OPPROF_*/simulator/ directory; expected msopprof simulator output (an OPPROF_* directory or a directory holding one)"
             )
         return ImportCount([], len(runs), None, f"{len(runs)} simulated kernel(s)")
+    if kind == "timeline_dir":
+        return count_timeline_tree(root)
     nodes = node_dirs(root)
     if not nodes:
         raise ImportError_(f"{root}: no node<k> directories; expected the layout <dir>/node0/..., <dir>/node1/...")
@@ -209,6 +212,21 @@ def count_import(kind: str, root: Path) -> ImportCount:
             f"{root}: no {label} directory under node0..node{max(nodes)} (names as the tool writes them, e.g. {label[:-1]}...)"
         )
     return ImportCount(sorted(nodes), found, None, f"{found} {label} directories in {len(nodes)} node directories")
+
+
+def count_timeline_tree(root: Path) -> ImportCount:
+    """A timeline tree in any layout the profilers write (formats.prof_tree): node<k>/PROF_*, a single PROF_*, torch_npu
+    *_ascend_pt directories, a bare mindstudio_profiler_output/. Which rank each holds is the parse's business."""
+    found = find_data_dirs(root)
+    if not found:
+        raise ImportError_(
+            f"{root}: no profiler data directory found (searched {MAX_DEPTH} levels for msprof's PROF_* directories, torch_npu's "
+            "*_ascend_pt directories, or a mindstudio_profiler_output/ export, under node<k>/ or not)"
+        )
+    nodes = sorted({d.node for d in found if d.node is not None})
+    kinds = ", ".join(f"{sum(d.kind == k for d in found)} {k}" for k in KINDS if any(d.kind == k for d in found))
+    where = f"in {len(nodes)} node directories" if nodes else "without node directories"
+    return ImportCount(nodes, len(found), None, f"{len(found)} data directories ({kinds}) {where}")
 
 
 def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple[str, str, dict[str, Any]]:

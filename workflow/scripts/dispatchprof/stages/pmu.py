@@ -7,7 +7,9 @@ only by a pmu job that has data to read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -47,15 +49,18 @@ from dispatchprof.shell.config import world_ranks
 from dispatchprof.formats.msopprof import (
     PMU_METRIC_CSVS,
     OpprofFormatError,
+    UNKNOWN_CHIP,
     Chip,
-    expected_columns,
-    inferred_chip,
+    columns_chip,
+    judge_columns,
     metric_files,
     missing_columns,
     read_metric_csv,
     requested_metric_csvs,
     run_chip,
+    soc_family,
 )
+from dispatchprof.formats.npu_smi import npu_smi_names
 from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
@@ -68,13 +73,18 @@ class PmuRead:
     runs: list[RankRun]
     frames: list[pd.DataFrame] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)  # PipeUtilization columns this tool version does not write
-    chips: set[Chip] = field(default_factory=set)  # as each launch's data names it, else inferred from its columns
+    chips: set[Chip] = field(
+        default_factory=set
+    )  # as each launch's data names it, else unknown with its columns' writer
     traces: list[str] = field(default_factory=list)
     ranks_with_data: set[int] = field(default_factory=set)
     absent_csvs: dict[str, list[str]] = field(
         default_factory=dict
     )  # requested metric set -> "rank r launch n" without it
     other_missing: dict[str, set[str]] = field(default_factory=dict)  # the other metric sets' missing columns
+    new_columns: dict[str, set[str]] = field(
+        default_factory=dict
+    )  # metric set -> columns no fitting writer writes (kept)
     refused: PerRank[Any] = field(default_factory=PerRank)  # ranks left out: a file of theirs could not be read
 
 
@@ -87,11 +97,14 @@ class RunRead:
     chip: Chip | None = None
     missing: set[str] = field(default_factory=set)
     other_missing: dict[str, set[str]] = field(default_factory=dict)
+    new_columns: dict[str, set[str]] = field(default_factory=dict)
     trace: str | None = None
 
 
-def read_run(r: RankRun, requested: list[str]) -> RunRead:
-    """One launch's metric CSVs. Raises OpprofFormatError or OSError."""
+def read_run(r: RankRun, requested: list[str], named: dict[int, Chip]) -> RunRead:
+    """One launch's metric CSVs. Its chip: as its dump/op_basic_info.txt names it, else as the env capture's npu-smi
+    names its node's, else as the run's msprof data names it (``named``, per node), else unknown with the writer its
+    columns fit. Raises OpprofFormatError or OSError."""
     files = metric_files(r.run.directory)
     # The root layout (one launch in total) has no <n> folder: launch 0.
     keys = {
@@ -104,32 +117,80 @@ def read_run(r: RankRun, requested: list[str]) -> RunRead:
     read = RunRead([metric for metric in requested if metric not in files])
     if "PipeUtilization" not in files:
         return read
-    header, long = read_metric_csv(files["PipeUtilization"])
-    read.chip = run_chip(r.run.directory, r.run.opprof) or inferred_chip(header)
-    read.missing = set(
-        missing_columns(
-            header, long, r.basic.get("Op Type"), expected_columns("PipeUtilization", header, read.chip.family)
-        )
+    tables = {
+        metric: read_metric_csv(files[metric]) for metric in PMU_METRIC_CSVS if metric in files
+    }  # requested or found in an import
+    named_chip = run_chip(r.run.directory, r.run.opprof) or named.get(r.node)
+    verdict = judge_columns(
+        {metric: header for metric, (header, _) in tables.items()}, named_chip.family if named_chip else None
     )
-    read.frames.append(long.assign(metric_set="PipeUtilization", **keys))
-    for metric in PMU_METRIC_CSVS[1:]:  # the other documented sets, requested or found in an import
-        if metric in files:
-            other_header, other = read_metric_csv(files[metric])
-            read.other_missing[metric] = set(
-                missing_columns(
-                    other_header,
-                    other,
-                    r.basic.get("Op Type"),
-                    expected_columns(metric, other_header, read.chip.family),
-                )
-            )
-            read.frames.append(other.assign(metric_set=metric, **keys))
+    read.chip = replace(named_chip, columns=verdict.described()) if named_chip else columns_chip(verdict)
+    for metric, (header, long) in tables.items():
+        gone = set(missing_columns(header, long, r.basic.get("Op Type"), verdict.expected[metric]))
+        if metric == "PipeUtilization":
+            read.missing = gone
+        else:
+            read.other_missing[metric] = gone
+        if verdict.new[metric]:
+            read.new_columns[metric] = set(verdict.new[metric])
+        read.frames.append(long.assign(metric_set=metric, **keys))
     if (r.run.directory / "trace.json").is_file():
         read.trace = str(r.run.directory / "trace.json")
     return read
 
 
-def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
+def env_chips(env_json: Path | None) -> dict[int, Chip]:
+    """Node -> the chip the env capture's `npu-smi info` names there (collect mode), when it names exactly one; a node
+    whose NPUs name several, or none, names nothing. Analyze mode captures no environment: {}."""
+    if env_json is None or not Path(env_json).is_file():
+        return {}
+    named = {}
+    for env in json.loads(Path(env_json).read_text()).get("nodes") or []:
+        probe = (env.get("probes") or {}).get("npu_smi_info") or {}
+        output = Path(probe["output_file"]) if probe.get("available") and probe.get("output_file") else None
+        names = npu_smi_names(output.read_text(errors="replace")) if output is not None and output.is_file() else []
+        if len(names) == 1:
+            named[int(env["node"])] = Chip(
+                names[0], soc_family(names[0]), f"npu-smi info Name on node {env['node']} (env capture)"
+            )
+    return named
+
+
+# formats/msprof.py prof_chips writes the timeline's chips as "<name> (NPU_INFO of the db)" and "platform_version <v>
+# (info.json)"; platform_version is msprof's chip id (a number), a name only where it spells one (soc_family knows it).
+_TIMELINE_CHIP = re.compile(r"^(?:(?P<db>.+) \(NPU_INFO of the db\)|platform_version (?P<info>.+) \(info\.json\))$")
+
+
+def timeline_chip(stats_json: Path | str | None) -> Chip | None:
+    """The chip the collected run's msprof data names (timeline stats' chips), when it names exactly one by name: the
+    same run's PROF_ trees, so every launch of it. None otherwise, and in analyze mode (no such input)."""
+    if not stats_json or not Path(stats_json).is_file():
+        return None
+    found: dict[str, str] = {}
+    for said in json.loads(Path(stats_json).read_text()).get("chips") or []:
+        m = _TIMELINE_CHIP.match(str(said))
+        name = (m.group("db") or m.group("info")).strip() if m else ""
+        if name and soc_family(name) is not None:
+            found.setdefault(
+                name,
+                "NPU_INFO of the timeline's msprof db"
+                if m.group("db")
+                else "platform_version in the timeline's info.json",
+            )
+    if len(found) != 1:
+        return None
+    name, source = next(iter(found.items()))
+    return Chip(name, soc_family(name), source)
+
+
+def named_chips(inputs: Mapping[str, Any], nodes: int) -> dict[int, Chip]:
+    """Node -> the chip the run names outside the OPPROF_ trees: the node's npu-smi, else the run's msprof data."""
+    named = env_chips(inputs.get("env"))
+    from_timeline = timeline_chip(inputs.get("timeline_stats"))
+    return named if from_timeline is None else {node: named.get(node, from_timeline) for node in range(nodes)}
+
+
+def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any, named: dict[int, Chip] | None = None) -> PmuRead:
     """Every rank's runs under ``raw``, each launch's metric CSVs read. A rank with a file that cannot be read is left
     out whole, with why (read.refused); the others go on. Raises RankIdentityError."""
     rpn = cfg["cluster"]["ranks_per_node"]
@@ -145,7 +206,7 @@ def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
         cfg["cluster"]["infer_rank"],
         unplaced,
     )
-    per_rank = read_each_rank(runs, lambda r: read_run(r, requested), (OpprofFormatError,), unplaced)
+    per_rank = read_each_rank(runs, lambda r: read_run(r, requested, named or {}), (OpprofFormatError,), unplaced)
     read = PmuRead([r for r in runs if r.rank not in per_rank.refused], refused=per_rank)
     for rank, launches in per_rank.read.items():
         for r, run_read in launches:
@@ -160,6 +221,8 @@ def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any) -> PmuRead:
             read.frames += run_read.frames
             for metric, gone in run_read.other_missing.items():
                 read.other_missing.setdefault(metric, set()).update(gone)
+            for metric, new in run_read.new_columns.items():
+                read.new_columns.setdefault(metric, set()).update(new)
             if run_read.trace:
                 read.traces.append(run_read.trace)
     return read
@@ -192,7 +255,9 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
     world = world_ranks(cfg)
     requested = requested_metric_csvs(cfg["pmu"]["metrics"])
     try:
-        read = read_pmu_runs(run.raw_dir("pmu_dir"), cfg, run.params["identity"])
+        read = read_pmu_runs(
+            run.raw_dir("pmu_dir"), cfg, run.params["identity"], named_chips(run.inputs, cfg["cluster"]["nodes"])
+        )
     except (OpprofFormatError, RankIdentityError) as exc:
         return run.status("invalid", str(exc))
     frames, ranks_with_data, absent_csvs, other_missing = (
@@ -313,6 +378,7 @@ def roles_result(
         "longest_cores": longest_cores(cores),
         "per_rank": per_rank_roles(cores),
         "missing_columns": sorted(missing),
+        "new_columns": {metric: sorted(new) for metric, new in sorted(read.new_columns.items())},
         "traces": traces,
         "rank_mapping": sorted({r.how for r in runs}),
         "inferred_ranks": sorted({r.rank for r in runs if r.how.startswith("inferred")}),
@@ -341,13 +407,15 @@ def roles_result(
         "busiest": result["busiest"],
         "chips": result["chips"],
         "missing_columns": sorted(missing),
+        "new_columns": result["new_columns"],
         "coverage": result["coverage"],
     }
     return result
 
 
 def chip_list(chips: set[Chip]) -> list[dict[str, str | None]]:
-    """Every chip the launches were profiled on, as the data names it (or inferred from the columns, labelled so)."""
+    """Every chip the launches were profiled on, as the data names it, with where; "chip unknown" with the writer the
+    columns fit where nothing names it."""
     return [c.as_dict() for c in sorted(chips, key=lambda c: (c.name, c.source))]
 
 
@@ -365,6 +433,28 @@ def pmu_validations(
         ),
         Validation("every rank has PMU data", covered.complete, "warning", f"analysed {covered.sentence()}"),
     ]
+    new = result["new_columns"]
+    validations.append(
+        Validation(
+            "columns of a known writer",
+            not new,
+            "warning",
+            (
+                "new columns: "
+                + "; ".join(f"{m}: {', '.join(cols)}" for m, cols in new.items())
+                + " (kept in the tables)"
+            )
+            if new
+            else "all",
+        )
+    )
+    unknown = [c for c in result["chips"] if c["name"] == UNKNOWN_CHIP]
+    if unknown:
+        validations.append(
+            Validation(
+                "chip named by the data", False, "warning", "; ".join(f"{c['name']} ({c['source']})" for c in unknown)
+            )
+        )
     if result["inferred_ranks"]:
         validations.append(
             Validation(

@@ -18,10 +18,17 @@ from typing import Any, Callable, Mapping
 import pyarrow.parquet as pq
 
 from dispatchprof.report.artifacts import artifact_guide
-from dispatchprof.report.context import HCCL_CAUTION, PC_SAMPLES_CAUTION, environment_rows, open_boundaries
+from dispatchprof.report.context import (
+    HCCL_CAUTION,
+    PC_SAMPLES_CAUTION,
+    ReportContext,
+    environment_rows,
+    open_boundaries,
+)
 from dispatchprof.report.figures import figure_files, render_figures, render_link_figures
 from dispatchprof.report.html import embed_png, render
 from dispatchprof.report.markdown import spaced_tables
+from dispatchprof.report.parts import report_parts
 from dispatchprof.shell.invocation import read_invocation
 from dispatchprof.report.steps import Run, collect_command
 from dispatchprof.report.verdict import Facts, verdict
@@ -227,6 +234,58 @@ def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mappi
     write_json_atomic(run.outputs["summary"], summary)
 
 
+def crosscheck_of(run: StageRun) -> dict[str, Any]:
+    """msprof-analyze's cross-check of the timeline, or why it was skipped."""
+    if run.inputs.get("timeline_crosscheck"):
+        return json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
+    return {
+        "tool": "msprof-analyze cluster -m compute_op_sum",
+        "state": "skipped",
+        "reason": "timeline.crosscheck is off",
+    }
+
+
+@dataclass
+class StagesRead:
+    """What the report read of the stages' outputs: each stage's context as shown (``shown``), the summary sections the
+    Answer and summary.json read (``sections``), the baseline's and timeline's contexts, and the figures' files."""
+
+    shown: dict[str, dict[str, Any] | None]
+    sections: dict[str, Any]
+    baseline: dict[str, Any] | None
+    timeline: dict[str, Any] | None
+    figures: dict[str, str]
+
+
+def read_stages(run: StageRun, statuses: Mapping[str, Status], link: Link, figures: Path) -> StagesRead:
+    """Every stage's stats read once (its context and its summary section), and the report's pictures drawn."""
+    sections: dict[str, Any] = {}
+    baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
+    if sections["baseline"] and sections["baseline"].get(
+        "bandwidth"
+    ):  # the answer's step that tells a slow link from slow senders
+        invocation = read_invocation(Path(run.outputs["html"]).parents[1])
+        sections["baseline"]["bandwidth"]["tell_apart_command"] = collect_command(
+            "debugclock", Run(run.experiment, tuple(invocation))
+        )
+    ok = {stage for stage, s in statuses.items() if s.ok}
+    timeline = timeline_context(run, link, ok)
+    if timeline and statuses["timeline"].ok:
+        sections["timeline"] = timeline["stats"]["summary"]
+        if baseline:
+            baseline["timeline_minus_kernel"] = timeline["stats"]["timeline_minus_kernel_scope_us"]
+    shown: dict[str, dict[str, Any] | None] = {}
+    for stage, (key, build_section) in SECTIONS.items():
+        section = build_section(run.inputs[key], statuses[stage], link)
+        shown[stage] = section.context if section else None
+        sections[stage] = section.summary if section else None
+    render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
+    render_link_figures(baseline, run.toolchain == "sim")
+    plots = Path(run.inputs["baseline_plots"]) if baseline else None
+    figure_links = figure_files(figures, timeline, shown["pmu"], shown["debugclock"], plots, baseline)
+    return StagesRead(shown, sections, baseline, timeline, figure_links)
+
+
 def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     """The report stage: every stage's status and summary section read once, rendered as report.html and report.md
     from one context (the Answer's verdict, the evidence, each stage's section, figures), and summary.json."""
@@ -240,87 +299,49 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     statuses = {stage: read_input_status(run.inputs[stage]) for stage in run.params["stages"]}
     env = json.loads(Path(run.inputs["env"]).read_text())
     build = json.loads(Path(run.inputs["build_record"]).read_text())
-    correctness = correctness_context(run, link)
     env_nodes, env_warnings = environment_rows(env)
-    sections: dict[str, Any] = {}
-    baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
-    if sections["baseline"] and sections["baseline"].get(
-        "bandwidth"
-    ):  # the answer's step that tells a slow link from slow senders
-        invocation = read_invocation(Path(run.outputs["html"]).parents[1])
-        sections["baseline"]["bandwidth"]["tell_apart_command"] = collect_command(
-            "debugclock", Run(run.experiment, tuple(invocation))
-        )
-    crosscheck = (
-        json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
-        if run.inputs.get("timeline_crosscheck")
-        else {
-            "tool": "msprof-analyze cluster -m compute_op_sum",
-            "state": "skipped",
-            "reason": "timeline.crosscheck is off",
-        }
-    )
     ok = {stage for stage, s in statuses.items() if s.ok}
-    timeline = timeline_context(run, link, ok)
-    if timeline and statuses["timeline"].ok:
-        sections["timeline"] = timeline["stats"]["summary"]
-        if baseline:
-            baseline["timeline_minus_kernel"] = timeline["stats"]["timeline_minus_kernel_scope_us"]
-    shown: dict[str, dict[str, Any] | None] = {}
-    for stage, (key, build_section) in SECTIONS.items():
-        section = build_section(run.inputs[key], statuses[stage], link)
-        shown[stage] = section.context if section else None
-        sections[stage] = section.summary if section else None
-    pipe_timeline = shown["pipe_timeline"]
-    render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
-    render_link_figures(baseline, run.toolchain == "sim")
-    figure_links = figure_files(
-        figures,
-        timeline,
-        shown["pmu"],
-        shown["debugclock"],
-        Path(run.inputs["baseline_plots"]) if baseline else None,
-        baseline,
-    )
+    read = read_stages(run, statuses, link, figures)
+    shown, sections, baseline, timeline = read.shown, read.sections, read.baseline, read.timeline
     comparisons = comparisons_context(run, link)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
-    context = {
-        "experiment": run.experiment,
-        "mode": cfg["mode"],
-        "toolchain": run.toolchain,
-        "generated": datetime.datetime.now().isoformat(timespec="seconds"),
-        "kernel_name": cfg["kernel"]["name"],
-        "nodes": cfg["cluster"]["nodes"],
-        "ranks_per_node": cfg["cluster"]["ranks_per_node"],
-        "world": world_ranks(cfg),
-        "transport": cfg["deepep"]["transport"]
+    context = ReportContext(
+        experiment=run.experiment,
+        mode=cfg["mode"],
+        toolchain=run.toolchain,
+        generated=datetime.datetime.now().isoformat(timespec="seconds"),
+        kernel_name=cfg["kernel"]["name"],
+        nodes=cfg["cluster"]["nodes"],
+        ranks_per_node=cfg["cluster"]["ranks_per_node"],
+        world=world_ranks(cfg),
+        transport=cfg["deepep"]["transport"]
         if cfg["mode"] == "collect"
         else (cfg["analyze"]["shape"] or {}).get("transport", "not known"),
-        "shape": shown_shape(cfg),
-        "roles": cfg["kernel"]["roles"],
-        "build_summary": statuses["build"].reason
+        shape=shown_shape(cfg),
+        roles=cfg["kernel"]["roles"],
+        build_summary=statuses["build"].reason
         if not build.get("placeholder")
         else f"{statuses['build'].state}: {statuses['build'].reason}",
-        "env_nodes": env_nodes,
-        "env_warnings": env_warnings,
-        "timeline": timeline,
-        "crosscheck": crosscheck,
-        "comparisons": comparisons,
-        "pmu": shown["pmu"],
-        "pcsampling": shown["pcsampling"],
-        "debugclock": shown["debugclock"],
-        "pipe_timeline": pipe_timeline,
-        "answer": verdict(
+        env_nodes=env_nodes,
+        env_warnings=env_warnings,
+        timeline=timeline,
+        crosscheck=crosscheck_of(run),
+        comparisons=comparisons,
+        pmu=shown["pmu"],
+        pcsampling=shown["pcsampling"],
+        debugclock=shown["debugclock"],
+        pipe_timeline=shown["pipe_timeline"],
+        answer=verdict(
             Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))
         ),
-        "evidence_parts": evidence_parts(
+        evidence_parts=evidence_parts(
             evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)
         ),
-        "baseline": baseline,
-        "correctness": correctness,
-        "probe": shown["probe"],
-        "open_boundaries": open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
-        "artifact_guide": artifact_guide(
+        baseline=baseline,
+        correctness=correctness_context(run, link),
+        probe=shown["probe"],
+        open_boundaries=open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
+        artifact_guide=artifact_guide(
             Path("results") / run.experiment,
             {k: v for k, v in cfg["analyze"].items() if k == "latency_csv" or k.endswith("_dir")}
             if cfg["mode"] == "analyze"
@@ -329,13 +350,14 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
             cfg["report"]["insight_version"],
             run.toolchain,
         ),
-        "cautions": {"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
-        "analysis_settings": [(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
-        "stages": {name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
-        "figures": figure_links,
-    }
-    write_text_atomic(run.outputs["html"], render(templates, context))
-    write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, context, "report.md.j2")))
+        cautions={"hccl": HCCL_CAUTION, "pc_samples": PC_SAMPLES_CAUTION},
+        analysis_settings=[(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
+        stages={name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
+        figures=read.figures,
+    )
+    shown_context = {**context.fields(), "sections": report_parts(context)}  # one model, two renderers
+    write_text_atomic(run.outputs["html"], render(templates, shown_context))
+    write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, shown_context, "report.md.j2")))
     write_summary(run, statuses, sections)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")

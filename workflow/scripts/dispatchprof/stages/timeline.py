@@ -176,6 +176,7 @@ def timeline_stats(
         "entry_wait_us": waited["entry_wait_us"],
         "entry_wait_heatmap": waited["entry_wait_heatmap"],
         "rank_offsets": strag.pop("rank_offsets"),
+        "launch_picture": waited["launch_picture"],
         "gap_us": {"median": percentile(gaps, 50), "p95": percentile(gaps, 95), "n": int(len(gaps))}
         if len(gaps)
         else None,

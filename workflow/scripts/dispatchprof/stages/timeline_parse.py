@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,7 @@ from dispatchprof.analysis.rank_identity import (
 )
 from dispatchprof.analysis.timeline import (
     calls_between,
+    communication_note,
     coverage_rows,
     kernel_regex,
     launch_columns,
@@ -30,7 +31,9 @@ from dispatchprof.analysis.timeline import (
     read_state,
 )
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, discover, prof_chips, read_prof_info
+from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, communication_ops_named, prof_chips
+from dispatchprof.formats.prof_dirs import read_data_dir, resolve_rank_map
+from dispatchprof.formats.prof_tree import find_data_dirs
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.formats.text import refusal
 from dispatchprof.report.rank_svg import launch_svg
@@ -85,24 +88,36 @@ class NodeRangeParse:
     versions: set[str] = field(default_factory=set)
 
 
-def read_node_infos(raw: Path, nodes: range) -> tuple[dict[int, dict[Path, ProfInfo]], dict[int, list[str]]]:
-    """Each node's PROF_ identities, and per node the PROF_ directories refused (unreadable, or identity files that
-    are no JSON), each with why: one such directory costs its own rank, never the node's other ranks."""
-    per_node: dict[int, dict[Path, ProfInfo]] = {}
+def read_node_infos(
+    raw: Path, nodes: range, ranks_per_node: int, rank_map: Mapping[str, int] | None = None
+) -> tuple[dict[int, dict[Path, ProfInfo]], dict[int, list[str]], dict[Path, int]]:
+    """Each node's data directories in whichever layout the tree has (formats.prof_tree: node<k>/PROF_*, a single
+    PROF_*, torch_npu *_ascend_pt directories, a bare mindstudio_profiler_output/), read; per node the directories
+    refused (unreadable, identity files that are no JSON, ranks that disagree), each with why: one such directory
+    costs its own rank, never the node's other ranks; and analyze.rank_map resolved. A directory under no node<k>
+    belongs to the node of its rank (named in analyze.rank_map, else recorded), else to node 0."""
+    per_node: dict[int, dict[Path, ProfInfo]] = {node: {} for node in nodes}
     refused: dict[int, list[str]] = {}
-    for node in nodes:
-        per_node[node] = {}
+    try:
+        found = find_data_dirs(raw)
+    except OSError as exc:
+        refused.setdefault(nodes.start, []).append(refusal(raw, exc))
+        return per_node, refused, {}
+    named = resolve_rank_map(raw, dict(rank_map or {}), found)
+    for data in found:
+        if data.node is not None and data.node not in nodes:
+            continue  # another job's node: not read
         try:
-            profs = discover(raw / f"node{node}")
-        except OSError as exc:
-            refused.setdefault(node, []).append(refusal(raw / f"node{node}", exc))
+            info = read_data_dir(data)
+        except (MsprofFormatError, OSError) as exc:
+            if (data.node or 0) in nodes:
+                refused.setdefault(data.node or 0, []).append(refusal(data.path, exc))
             continue
-        for prof in profs:
-            try:
-                per_node[node][prof] = read_prof_info(prof)
-            except (MsprofFormatError, OSError) as exc:
-                refused.setdefault(node, []).append(refusal(prof, exc))
-    return per_node, refused
+        rank = named.get(data.path, info.rank_id)
+        node = data.node if data.node is not None else (rank // ranks_per_node if rank is not None else 0)
+        if node in per_node:
+            per_node[node][data.path] = info
+    return per_node, refused, named
 
 
 @dataclass(frozen=True)
@@ -133,8 +148,16 @@ class RankReader:
             row.update(state="refused", detail=f"refused: {refusal(info.path, exc)}")
             return None
         if (state := read_state(kernels, self.pattern)) is not None:
-            row.update(state=state[0], detail=state[1])
+            row.update(state=state[0], detail=state[1] + (self.communication(info) if state[0] == "no_kernel" else ""))
         return kernels
+
+    def communication(self, info: ProfInfo) -> str:
+        """Why a rank with no launch may have been asked for a communication op (analysis.timeline.communication_note)."""
+        try:
+            ops = communication_ops_named(info.db, self.is_target) if info.db is not None else 0
+        except MsprofFormatError:
+            ops = 0  # the launches read; a table this note only counts does not refuse the rank
+        return communication_note(self.pattern, ops, info.db)
 
 
 def rank_reader(cfg: dict[str, Any]) -> RankReader:
@@ -159,9 +182,10 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     reader, skip = rank_reader(cfg), run.params["skip"]
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
-    per_node, refused = read_node_infos(run.raw_dir("timeline_dir"), nodes)
+    rank_map = cfg["analyze"].get("rank_map") if cfg["mode"] == "analyze" else None
+    per_node, refused, named = read_node_infos(run.raw_dir("timeline_dir"), nodes, rpn, rank_map)
     infos = {p: i for found in per_node.values() for p, i in found.items()}
-    sources = [s for node, found in per_node.items() for s in prof_sources(node, found)]
+    sources = [s for node, found in per_node.items() for s in prof_sources(node, found, named)]
     assignments = assign_ranks(sources, rpn, load_identities(run.params["identity"]), cfg["cluster"]["infer_rank"])
     coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"], refused)
     parsed = NodeRangeParse(infos, assignments, coverage)

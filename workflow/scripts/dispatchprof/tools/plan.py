@@ -133,3 +133,18 @@ def submit_host_warnings(config: Mapping[str, Any]) -> list[str]:
     if not config["deepep"]["repo"] or not (chain.repo / config["deepep"]["test"]).is_file():
         warnings.append(f"deepep: the test {config['deepep']['test']} is not in the repository {chain.repo} on {where}")
     return warnings
+
+
+def planned_env_capture(config: Mapping[str, Any], experiment: str, node: int, first_experiment: bool) -> str:
+    """What env capture will do on ``node``: probe the node's tools and settle what the collect plans mark as
+    decided on the node, then run preflight's checks (tools/preflight_plan.planned_preflight)."""
+    from dispatchprof.tools.preflight_plan import planned_preflight  # the launcher it imports is only needed here
+
+    chain = resolve(config)
+    checks = planned_preflight(config, chain, node, Path("results").resolve(), first_experiment)
+    lines = [
+        f"plan of env_capture_node ({experiment}) on node {node}: probes msprof, the op profiler, npu-smi and the repository, "
+        "and settles what the collect plans mark <decided on the node>; then preflight checks, before any collective runs:",
+        *(f"  - {check}" for check in checks),
+    ]
+    return "\n".join(lines)

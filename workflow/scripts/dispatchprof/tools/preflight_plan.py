@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from dispatchprof.tools.collective import LAUNCHER_PORTS, launcher, run_ports, with_ports
 from dispatchprof.tools.launch import SshLauncher, run_command, write_private
 from dispatchprof.tools.opprofiler import op_profiler_command, timeline_run
-from dispatchprof.node.preflight import flags_of, missing_flags, run_checks
+from dispatchprof.node.preflight import FORBIDDEN_ENV, flags_of, missing_flags, run_checks
 from dispatchprof.tools.profiling import msprof_command
 from dispatchprof.tools.toolchain import Toolchain
 
@@ -139,3 +139,30 @@ def write_token(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"written_by": socket.gethostname()}))
     return path
+
+
+def planned_preflight(
+    config: Mapping[str, Any], chain: Toolchain, node: int, results_dir: Path, check_ports: bool
+) -> list[str]:
+    """What env capture's preflight will check on ``node``, in words, from the same spec the node gets (node_spec):
+    what a dry run shows before the allocation. The profilers' options are checked against the --help the capture
+    records there, so they are named, not their outcome."""
+    token = (
+        results_dir / "<experiment>/env_capture/node<k>/shared_fs_token.json" if config["launcher"] == "ssh" else None
+    )
+    spec = node_spec(config, chain, node, results_dir, token, 0.0, check_ports)
+    disk = spec["disk"]
+    lines = [
+        f"the test's --help lists deepep.test_args' flags ({' '.join(spec['flags']) or 'none'})",
+        f"about {disk['need_bytes'] / 2**30:.1f} GiB free at {disk['path']} for {disk['what']} (preflight.expected_mib_per_rank)",
+        "results/ and the stage directories under it writable",
+        "unset: " + ", ".join(sorted(FORBIDDEN_ENV)),
+        "msprof's and the op profiler's options each listed in their --help",
+    ]
+    if spec["set_env"]:
+        lines.insert(1, "CANN set_env.sh exists: the first of " + " | ".join(spec["set_env"]))
+    if spec["ports"]:
+        lines.append("ports free on node 0: " + ", ".join(map(str, spec["ports"])))
+    if token:
+        lines.append("results/ on a filesystem every node shares (a token written here is read there)")
+    return lines

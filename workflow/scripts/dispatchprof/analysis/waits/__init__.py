@@ -25,7 +25,8 @@ The package, by concern (every name is re-exported here: import from ``dispatchp
   wait for each other);
 - costing: what-if savings above the background, bootstrap CIs, the group's excess;
 - naming: named or listed (min_cost_us, the chance test), the order by cost, what a named node covers;
-- describe: the causes in words; awaited: the account assembled (awaited, analyse).
+- describe: the causes in words; awaited: the account assembled (awaited, analyse);
+- picture: a typical and the costliest launch per rank, for the report's picture of the launch.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from dispatchprof.analysis.waits.describe import (
     listed_clause,
     listed_text,
 )
+from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.awaited import (
     CAUSE_KEYS,
     EXPLAINED,
@@ -119,6 +121,7 @@ __all__ = [
     "last_arrival_node",
     "late_members",
     "late_sets",
+    "launch_picture",
     "lead_within_node",
     "listed_clause",
     "listed_text",

@@ -117,6 +117,8 @@ class Maxima:
     def saving(self, cols: np.ndarray, node: int | None, shift: np.ndarray) -> np.ndarray:
         """Per row: how much earlier the row's last value comes when ``shift`` (>= 0, [row, len(cols)]) is taken off
         those columns: the what-if saving of removing a delay, in a collective where everyone waits for the last."""
+        if not len(cols):  # a delay of the whole group only (Candidate.group_delay): no rank's shift
+            return np.zeros(len(self.values))
         shifted = (self.values[:, cols] - shift).max(axis=1)
         return self.first - np.maximum(self.others(cols, node), shifted)
 

@@ -21,8 +21,9 @@ from dispatchprof.analysis.waits.describe import (
     describe,
     listed_text,
 )
-from dispatchprof.analysis.waits.in_kernel import in_kernel
+from dispatchprof.analysis.waits.in_kernel import in_kernel, is_group_wait
 from dispatchprof.analysis.waits.naming import covered
+from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.table import LaunchGrid, entry_wait_grid, entry_waits, kernel_entry_waits
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
 
@@ -89,22 +90,24 @@ def awaited(
     # kernel across nodes) is accounted, and what the clocks cannot establish is listed, not named.
     coupled = couple["state"] != "not_coupled"
     where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
+    # every kind of cause is a delay in the launches' graph, costed by one replay (costing.py); kinds differ only in
+    # how their delay is found
     if coupled:
-        costs = costed(acc, candidates(acc, g.ranks, g.nodes, waits), g.nodes, waits, boot)
-        inside = in_kernel(acc, waits, boot)
-        group = excess(acc, inside)
+        inside = in_kernel(acc, float(waits["own_work_min_us"]))
+        costs = costed(
+            acc, candidates(acc, g.ranks, g.nodes, waits) + ([inside] if inside else []), g.nodes, waits, boot
+        )
+        group_wait = next((c for c in costs if is_group_wait(c)), None)
+        group = excess(acc, group_wait)
     else:  # durations are own work and compare directly (docs/architecture.md): the longest's lead is what it costs
-        costs, inside, group = longest_own_work(g, waits, boot), None, duration_excess(g)
+        costs, group_wait, group = longest_own_work(g, waits, boot), None, duration_excess(g)
     named = covered(costs)
-    add_shares(costs + ([inside] if inside else []), group)
-    if inside and inside["named"]:
-        named.append(inside)
-        named.sort(key=lambda c: (-c["cost_us_per_launch"], -c["cost_timed_us_per_launch"]))
+    add_shares(costs, group)
     for c in named:
         if c["evidence"] == "late_arrival":
             c["where"] = where
         c["explanation"] = describe(c)
-    unnamed = [c for c in costs if not c["named"]][:10]
+    unnamed = [c for c in costs if not c["named"] and c is not group_wait][:10]  # the group's wait names nobody to list
     # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
     blamed = {r for c in named + unnamed for r in c["ranks"]}
     answer, explanation = answer_of(named, unnamed, float(waits["min_cost_us"]))
@@ -218,8 +221,8 @@ CAUSE_KEYS = (
 def analyse(
     g: LaunchGrid, waits: Mapping[str, Any], missing_ranks: list[int], bootstrap: Mapping[str, int] | None = None
 ) -> dict[str, Any]:
-    """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, and the entry-wait
-    heat map."""
+    """node_clock, coupling, entry_wait_us and straggler (the cost account) of the timeline's stats, the entry-wait
+    heat map, and the picture of a typical and the costliest launch."""
     clocks, correction = node_clocks(g)
     couple = coupling(g)
     strag = awaited(g, correction, couple, waits, bootstrap, clocks)
@@ -233,4 +236,5 @@ def analyse(
         "entry_wait_us": entry_waits(g, correction),
         "straggler": strag,
         "entry_wait_heatmap": entry_wait_grid(g, correction),
+        "launch_picture": launch_picture(g, correction, clocks, strag["causes"]),
     }

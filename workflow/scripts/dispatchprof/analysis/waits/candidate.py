@@ -1,4 +1,5 @@
-"""A candidate cause: the shifts that would remove a delay, per analysed launch, with the facts its explanation reads."""
+"""A candidate cause: the delay it adds to each analysed launch (shifts of its ranks' arrivals and ends, a delay of the
+whole group's ends), with the facts its explanation reads. Every kind is costed alike (costing.py)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ class Facts(TypedDict, total=False):
     followers_of: int  # late-ending ranks that end as one: the rank they follow
     stands_out: ChanceTest
     not_named: str  # listed, never named: why
+    kernel_us_median: float  # the group waiting inside the kernel: the typical launch's kernel time
+    above_us_median: float  # ... and the median excess of the launches it struck
+    not_coupled: bool  # ranks that do not wait for each other: own work compared by durations
 
 
 @dataclass(kw_only=True)
@@ -48,6 +52,7 @@ class Candidate:
     end_shift: np.ndarray  # [row, len(cols)] end delay removed in the timed kernel scope
     struck: np.ndarray  # [row] bool
     facts: Facts = field(default_factory=lambda: Facts())
-    period_extra: np.ndarray | None = None  # [row] a saving that moves the whole group (added to the shifts' saving)
-    timed_extra: np.ndarray | None = None
+    # [row] a delay every rank's end waits for (data every rank receives: a spike of one rank's own work, the group
+    # waiting inside the kernel): removing it moves the whole group, in both scopes
+    group_delay: np.ndarray | None = None
     group: bool = False  # listed, never named (late-ending ranks; own work that the clocks cannot establish): facts["not_named"] says why

@@ -1,8 +1,10 @@
-"""Costing: each candidate's what-if savings per launch in both scopes, above its background, with bootstrap CIs over
+"""Costing, one mechanism for every kind of cause: each candidate is a delay in its launches' graph (Replay), and its
+cost is the graph replayed without it, per launch in both scopes, above its background, with bootstrap CIs over
 launches; the group's excess the shares are of."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -60,83 +62,131 @@ def backgrounds(costs: np.ndarray, peers: int) -> np.ndarray:
 def kind_backgrounds(raw: list[tuple[Candidate, np.ndarray, np.ndarray]], world: int, n_nodes: int) -> np.ndarray:
     """``[candidate, scope]``: the background of each candidate's saving in the launch period (0) and the timed scope
     (1): the median over the other ranks (or nodes) of the same evidence (backgrounds)."""
-    kinds: dict[tuple[str, bool], list[int]] = {}
+    kinds: dict[tuple[str, bool, bool], list[int]] = {}
     for i, (c, *_) in enumerate(raw):
-        kinds.setdefault((c.evidence, c.node is None), []).append(i)
+        # a delay of the whole group (no rank's columns) is a kind of its own: no other rank has one
+        kinds.setdefault((c.evidence, c.node is None, len(c.cols) > 0), []).append(i)
     background = np.zeros((len(raw), 2))
-    for (_, per_rank), members in kinds.items():
+    for (_, per_rank, _), members in kinds.items():
         peers = (world if per_rank else n_nodes) - 1  # peers without a candidate cost nothing
         for k in (0, 1):
             background[members, k] = backgrounds(np.array([float(raw[i][1 + k].mean()) for i in members]), peers)
     return background
 
 
+@dataclass(frozen=True)
+class Replay:
+    """The launches a cost replays, as the graph every kind of cause is a delay in: per row the arrivals at the barrier
+    (which releases everyone at the last), the ends (the timed scope ends at the last; a delay of the data every rank
+    receives moves them all) and, through the shifts a candidate carries, an end delay into the next row's arrival.
+    Ranks that do not wait for each other replay their durations in both scopes, and nobody waits for anybody."""
+
+    arrivals: Maxima
+    ends: Maxima
+    rows: int
+    world: int
+    n_nodes: int
+    coupled: bool = True
+
+    @staticmethod
+    def of(acc: Account, nodes: np.ndarray) -> Replay:
+        return Replay(
+            Maxima(acc.arrival, nodes), Maxima(acc.end, nodes), acc.rows, acc.arrival.shape[1], len(np.unique(nodes))
+        )
+
+    @staticmethod
+    def of_durations(durations: np.ndarray, nodes: np.ndarray) -> Replay:
+        longest = Maxima(durations, nodes)
+        return Replay(longest, longest, len(durations), durations.shape[1], len(np.unique(nodes)), coupled=False)
+
+    def savings(self, c: Candidate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row, in the launch period and the timed scope: how much earlier the last arrival (the last end) comes
+        with the candidate's shifts removed from the graph; and its group delay, which moves both alike."""
+        group = c.group_delay if c.group_delay is not None else np.zeros(self.rows)
+        return (
+            self.arrivals.saving(c.cols, c.node, c.arrival_shift),
+            self.ends.saving(c.cols, c.node, c.end_shift),
+            group,
+        )
+
+    def waits_caused(self, c: Candidate) -> np.ndarray:
+        """Per row, Scalasca's delay cost: the waiting the delay made the others do (a group delay: every other rank
+        waits it; the cause is at least one rank). Nobody waits where ranks do not wait for each other."""
+        if not self.coupled:
+            return np.zeros(self.rows)
+        group = c.group_delay * (self.world - max(1, len(c.cols))) if c.group_delay is not None else 0.0
+        return self.arrivals.waits_caused(c.cols, c.arrival_shift) + group
+
+
 def costed(
     acc: Account, cands: list[Candidate], nodes: np.ndarray, waits: Mapping[str, Any], boot: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """Each candidate with its costs: the what-if savings per launch (averaged over every analysed launch, zero where
-    it did not strike) in the launch period and in the timed scope, Scalasca's delay cost, and a bootstrap CI over
-    launches. Ranked by cost (launch period first, then timed); costs are not additive.
+    """The candidates of ranks that wait for each other, costed on their launches' replay (replayed)."""
+    return replayed(Replay.of(acc, nodes), cands, waits, boot)
+
+
+def replayed(
+    replay: Replay, cands: list[Candidate], waits: Mapping[str, Any], boot: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """Each candidate with its costs, whatever its kind: the graph replayed without its delay, the saving per launch
+    (averaged over every analysed launch, zero where it did not strike) in the launch period and in the timed scope,
+    Scalasca's delay cost, and a bootstrap CI over launches. Ranked by cost (launch period first, then timed); costs
+    are not additive.
 
     Removing a cause leaves a rank as its peers are: the same evidence costs every rank something (its jitter is last
     now and then), so a cost is counted above the median cost of the same evidence over the other ranks (or nodes),
     its background, where no cause is."""
-    arrivals, ends = Maxima(acc.arrival, nodes), Maxima(acc.end, nodes)
-    raw = []
-    for c in cands:
-        period, timed = arrivals.saving(c.cols, c.node, c.arrival_shift), ends.saving(c.cols, c.node, c.end_shift)
-        zero = np.zeros(len(period))
-        raw.append(
-            (
-                c,
-                period,
-                timed,
-                c.period_extra if c.period_extra is not None else zero,
-                c.timed_extra if c.timed_extra is not None else zero,
-            )
-        )
-    causes = []
+    raw = [(c, *replay.savings(c)) for c in cands]
     min_cost = float(waits["min_cost_us"])
-    background = kind_backgrounds(
-        [(c, period, timed) for c, period, timed, *_ in raw], acc.arrival.shape[1], len(np.unique(nodes))
-    )
-    for i, (c, period, timed, extra, extra_timed) in enumerate(raw):
+    # the background is of the shifts' savings: a whole-group delay is no jitter the other ranks have too
+    background = kind_backgrounds([(c, period, timed) for c, period, timed, _ in raw], replay.world, replay.n_nodes)
+    causes = []
+    for i, (c, shifts_period, shifts_timed, group) in enumerate(raw):
+        period, timed = shifts_period + group, shifts_timed + group
         # a spike (a launch 5 robust sigmas above the launch-to-launch spread) is no jitter: the background, what
         # jitter gives every rank now and then, is of the leads only. The CI resamples the launches, spikes
         # included: a spike seen in one to three launches is not a rate (its CI reaches zero) and is listed, not named
-        cost = float((period + extra).mean() - background[i, 0])
-        cost_timed = float((timed + extra_timed).mean() - background[i, 1])
+        cost, cost_timed = float(period.mean() - background[i, 0]), float(timed.mean() - background[i, 1])
         if not worth_costing(max(cost, cost_timed), min_cost):
             continue
-        ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period + extra, boot["resamples"], boot["seed"])]
-        ci_timed = [
-            float(x - background[i, 1]) for x in bootstrap_mean_ci(timed + extra_timed, boot["resamples"], boot["seed"])
-        ]
-        # named on one scope, the larger, and said in it: its explanation leads with that scope (cost_text), so that
-        # a cause named on its timed cost never reads as a launch-period cost below min_cost_us
-        named_on = "period" if cost >= cost_timed else "timed"
-        deciding = ci if named_on == "period" else ci_timed
-        causes.append(
-            {
-                "evidence": c.evidence,
-                "rank": c.rank,
-                "node": c.node,
-                "ranks": c.ranks,
-                "fraction": float(c.struck.mean()) if acc.rows else 0.0,
-                "cost_us_per_launch": cost,
-                "cost_ci_us": ci,
-                "cost_timed_us_per_launch": cost_timed,
-                "cost_timed_ci_us": ci_timed,
-                "background_us_per_launch": float(background[i, 0]),
-                "wait_caused_us_per_launch": float(arrivals.waits_caused(c.cols, c.arrival_shift).mean()),
-                "launches": acc.rows,
-                "named": is_named(max(cost, cost_timed), deciding[0], min_cost) and not c.group,
-                "named_on": named_on,
-                **c.facts,
-            }
-        )
+        ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
+        ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
+        causes.append(cause_entry(c, replay, (cost, ci), (cost_timed, ci_timed), float(background[i, 0]), min_cost))
     causes.sort(key=by_cost)
     return causes
+
+
+def cause_entry(
+    c: Candidate,
+    replay: Replay,
+    period: tuple[float, list[float]],
+    timed: tuple[float, list[float]],
+    background: float,
+    min_cost: float,
+) -> dict[str, Any]:
+    """One costed candidate as the cost account holds it. Named on one scope, the larger, and said in it: its
+    explanation leads with that scope (cost_text), so that a cause named on its timed cost never reads as a
+    launch-period cost below min_cost_us."""
+    (cost, ci), (cost_timed, ci_timed) = period, timed
+    named_on = "period" if cost >= cost_timed else "timed"
+    deciding = ci if named_on == "period" else ci_timed
+    return {
+        "evidence": c.evidence,
+        "rank": c.rank,
+        "node": c.node,
+        "ranks": c.ranks,
+        "fraction": float(c.struck.mean()) if replay.rows else 0.0,
+        "cost_us_per_launch": cost,
+        "cost_ci_us": ci,
+        "cost_timed_us_per_launch": cost_timed,
+        "cost_timed_ci_us": ci_timed,
+        "background_us_per_launch": background,
+        "wait_caused_us_per_launch": float(replay.waits_caused(c).mean()),
+        "launches": replay.rows,
+        "named": is_named(max(cost, cost_timed), deciding[0], min_cost) and not c.group,
+        "named_on": named_on,
+        **c.facts,
+    }
 
 
 def duration_excess(g: LaunchGrid) -> dict[str, float | None]:

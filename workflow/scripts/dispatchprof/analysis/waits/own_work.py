@@ -104,8 +104,7 @@ def own_work_of(
             end_shift=end_shift,
             struck=struck,
             facts=facts,
-            period_extra=extra,
-            timed_extra=extra,
+            group_delay=extra,
             group="not_named" in facts,
         )
 
