@@ -44,6 +44,7 @@ from dispatchprof.analysis.rank_identity import assign_ranks  # noqa: E402
 from dispatchprof.analysis.timeline import coverage_rows, kernel_regex, launch_columns, prof_sources, used_launches  # noqa: E402
 from dispatchprof.formats.msprof import discover, read_prof_info  # noqa: E402
 from dispatchprof.formats.target_kernels import read_target_kernels  # noqa: E402
+from dispatchprof.report.cause_text import in_words  # noqa: E402
 from dispatchprof.stages.timeline_parse import launch_columns_of  # noqa: E402
 
 # the schema's defaults, as benchmarks/localisation.py analyses with them (tests/benchmarks/test_second_model.py holds
@@ -268,7 +269,7 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
     t0 = time.perf_counter()
     try:
         grid, missing = read_tree(tree, shape)
-        result = waits.analyse(grid, SETTINGS, missing, BOOT)
+        result = in_words(waits.analyse(grid, SETTINGS, missing, BOOT), SETTINGS)  # the explanation, as the stage's
     except Exception as exc:  # the point is to record what fails on data it was not tuned on
         real = [t for t in truths if max(t["period"], t["timed"]) >= SETTINGS["min_cost_us"] and t["knob"] != "spikes"]
         row.update(

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from launch_grids import COLUMNS, Shape, simulate
 
 from dispatchprof.analysis import waits
+from dispatchprof.report.cause_text import in_words
 from dispatchprof.stages.timeline import longest_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -35,7 +36,7 @@ def analyse_as_the_stage(
     """What stages/timeline.timeline_stats does with the used launches: the grid, the waits, the longest view, and
     the stats as JSON text (a NaN or an object JSON cannot hold would fail there too)."""
     g = waits.grid(columns["rank"], columns["launch"], {c: columns[c].astype(float) for c in COLUMNS}, ranks_per_node)
-    waited = waits.analyse(g, settings, missing, boot)
+    waited = in_words(waits.analyse(g, settings, missing, boot), settings)
     strag = waited["straggler"]
     causes = strag.pop("causes")
     longest = longest_of(g, waited, causes)

@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import localisation as bench  # noqa: E402
 
+from dispatchprof.report.cause_text import in_words  # noqa: E402
+
 SHAPE = bench.Shape(2, 8)
 LAUNCHES = 120 + bench.SKIP
 CASES = {c.name: c for c in bench.cases(SHAPE)}
@@ -123,9 +125,8 @@ def test_a_slow_rank_and_the_receiver_that_ends_with_it_are_costed_together_not_
         lag = ends[:, 10] - ends[:, 9]
         assert (np.argmax(ends, axis=1) == 10).mean() > 0.9, seed
         assert 1.4826 * np.median(np.abs(lag - np.median(lag))) < own_min, seed
-        strag = bench.waits.analyse(bench.msprof_view(launches, knobs, shape), bench.SETTINGS, [], bench.BOOT)[
-            "straggler"
-        ]
+        waited = bench.waits.analyse(bench.msprof_view(launches, knobs, shape), bench.SETTINGS, [], bench.BOOT)
+        strag = in_words(waited, bench.SETTINGS)["straggler"]  # the explanation, as the timeline stage writes it
         true_cost = next(c["cost_us_per_launch"] for c in truth["causes"] if c["cause"] == "slow_rank")
         top = strag["causes"][0]
         assert top["evidence"] == "in_kernel" and top["named"], strag["causes"]

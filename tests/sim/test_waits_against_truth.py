@@ -17,6 +17,7 @@ from dispatchprof.analysis import waits
 from dispatchprof.analysis.timeline import barrier_before, kernel_regex
 from dispatchprof.formats.msprof import discover, read_prof_info
 from dispatchprof.formats.target_kernels import read_target_kernels
+from dispatchprof.report.cause_text import in_words
 
 RPN, ITERATIONS, SKIP = 4, 40, 3
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -51,7 +52,7 @@ def analysed(tmp_path, knobs: dict, synchronize_start: bool = True) -> tuple[dic
             ):
                 columns[key] += [float(v) if v != -1 else np.nan for v in values[SKIP:]]
     grid = waits.grid(np.array(rank), np.array(launch), {k: np.array(v) for k, v in columns.items()}, RPN)
-    return waits.analyse(grid, SETTINGS, [], BOOT), truth
+    return in_words(waits.analyse(grid, SETTINGS, [], BOOT), SETTINGS), truth  # in words, as the stage writes it
 
 
 def test_no_knob_names_nobody_and_reports_the_coupling(tmp_path):

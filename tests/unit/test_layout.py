@@ -19,6 +19,7 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 LIBRARY = SCRIPTS / "dispatchprof"
 LAYERS = ("node", "formats", "shell", "analysis", "report", "tools", "stages")
 ENTRY_SCRIPT_MAX_LINES = 80
+FUNCTION_MAX_LINES = 100  # a function a reader can hold on one screen or two
 
 
 def module_name(path: Path) -> str:
@@ -117,6 +118,18 @@ def test_entry_scripts_stay_thin():
     """An entry script reads the snakemake object, calls one library function per stage, writes the outputs: the
     orchestration lives in dispatchprof/stages/, where it is tested without Snakemake."""
     long = {p.name: n for p in SCRIPTS.glob("*.py") if (n := len(p.read_text().splitlines())) > ENTRY_SCRIPT_MAX_LINES}
+    assert long == {}
+
+
+def test_no_library_function_is_longer_than_a_reader_can_hold():
+    """Every function of the library, nested ones included, from its def (decorators aside) to its last line."""
+    long = {
+        f"{path.relative_to(LIBRARY)}:{node.name}": node.end_lineno - node.lineno + 1
+        for path in LIBRARY.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > FUNCTION_MAX_LINES
+    }
     assert long == {}
 
 

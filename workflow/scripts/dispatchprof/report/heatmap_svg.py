@@ -102,6 +102,47 @@ def _tick_label(value: float) -> str:
     return f"{value:.4g}"
 
 
+def _colour_bar(
+    finite: np.ndarray,
+    low: float,
+    high: float,
+    unit: str,
+    colourbar_x: float,
+    top: float,
+    bar_h: float,
+    legend_w: float,
+) -> list[str]:
+    """The colour bar beside the map, its ticks and unit, and the swatch of cells without a value."""
+    parts: list[str] = []
+    # Colour bar: the same colour map on a 1 x 64 strip, top = high; smooth scaling is right here (a continuous scale).
+    strip = (
+        colours(_between(high, low, np.linspace(0, 1, 64))[:, None], low, high)
+        if finite.any()
+        else np.full((1, 1, 3), NO_VALUE_GREY, np.uint8)
+    )
+    parts.append(
+        f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" href="{png_data_uri(png(strip))}"/>'
+        f'<rect x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" fill="none" stroke="#333"/>'
+    )
+    shares = (np.linspace(0, 1, 5) if high > low else np.array([0.0])) if finite.any() else np.array([])
+    ticks = _between(low, high, shares)
+    for k, value in enumerate(ticks):
+        y = top + bar_h * (1 - (k / (len(ticks) - 1) if len(ticks) > 1 else 0.5))
+        parts.append(
+            f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>'
+        )
+    parts.append(
+        f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(unit)}</text>'
+    )
+    if not finite.all():
+        y = top + bar_h + 14
+        parts.append(
+            f'<rect x="{colourbar_x:.1f}" y="{y:.1f}" width="14" height="10" fill="rgb{NO_VALUE_GREY}" stroke="#333"/>'
+            f'<text x="{colourbar_x + 20:.1f}" y="{y + 5:.1f}" dominant-baseline="middle" font-size="{FONT - 1}">{NO_VALUE_NOTE}</text>'
+        )
+    return parts
+
+
 def heatmap_svg(
     grid: Mapping[str, Any], title: str, xlabel: str, bands: Sequence[Mapping[str, Any]] | None = None
 ) -> str:
@@ -175,32 +216,6 @@ def heatmap_svg(
             f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" font-size="{FONT - 1}">{_text(str(band["role"]))}</text>'
         )
 
-    # Colour bar: the same colour map on a 1 x 64 strip, top = high; smooth scaling is right here (a continuous scale).
-    bar_h = min(plot_h, 240.0)
-    strip = (
-        colours(_between(high, low, np.linspace(0, 1, 64))[:, None], low, high)
-        if finite.any()
-        else np.full((1, 1, 3), NO_VALUE_GREY, np.uint8)
-    )
-    parts.append(
-        f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" href="{png_data_uri(png(strip))}"/>'
-        f'<rect x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" fill="none" stroke="#333"/>'
-    )
-    shares = (np.linspace(0, 1, 5) if high > low else np.array([0.0])) if finite.any() else np.array([])
-    ticks = _between(low, high, shares)
-    for k, value in enumerate(ticks):
-        y = top + bar_h * (1 - (k / (len(ticks) - 1) if len(ticks) > 1 else 0.5))
-        parts.append(
-            f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>'
-        )
-    parts.append(
-        f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(unit)}</text>'
-    )
-    if not finite.all():
-        y = top + bar_h + 14
-        parts.append(
-            f'<rect x="{colourbar_x:.1f}" y="{y:.1f}" width="14" height="10" fill="rgb{NO_VALUE_GREY}" stroke="#333"/>'
-            f'<text x="{colourbar_x + 20:.1f}" y="{y + 5:.1f}" dominant-baseline="middle" font-size="{FONT - 1}">{NO_VALUE_NOTE}</text>'
-        )
+    parts += _colour_bar(finite, low, high, unit, colourbar_x, top, min(plot_h, 240.0), legend_w)
     parts.append("</svg>")
     return "".join(parts)

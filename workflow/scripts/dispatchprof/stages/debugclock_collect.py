@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dispatchprof.shell.atomic import copy_under_umask
+from dispatchprof.tools.launch import CommandResult
 from dispatchprof.tools.collective import run_driver
 from dispatchprof.tools.debugbuild import (
     baseline_intact,
@@ -91,18 +92,9 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     )
     if not intact:
         return run.status("failed", intact_detail, **common)
-    if built.timed_out:
-        return run.status(
-            "timeout",
-            f"the DEBUG_CLOCK_ON build exceeded its {run.timeout:g} s budget; see {logs / 'debug_build.log'}",
-            **common,
-        )
-    if not built.ok:
-        return run.status(
-            "failed",
-            f"the DEBUG_CLOCK_ON build failed (exit code {built.exit_code}); see {logs / 'debug_build.log'}",
-            **common,
-        )
+    unbuilt = build_failure(built, run.timeout, logs / "debug_build.log")
+    if unbuilt:
+        return run.status(*unbuilt, **common)
     event_map = tree.path / dc["event_map"]
     if event_map.is_file():
         copy_under_umask(event_map, raw / "event_map.json")
@@ -128,8 +120,7 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
             f"the DEBUG_CLOCK_ON run failed the precision check ({'; '.join(precision)}): {KNOWN_CAUSE}",
             **common,
         )
-    found = sorted(str(p.relative_to(raw)) for p in raw.rglob("*") if p.is_file())
-    if not any("dispatch_clock" in f or f.endswith("trace.bin") for f in found):
+    if not wrote_clock_files(raw):
         return run.status(
             "invalid",
             f"the DEBUG_CLOCK_ON build ran but wrote no DebugClock file under {raw} (dispatch_clock*_rank_*.csv or trace.bin)",
@@ -142,6 +133,21 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
         artifacts=[str(raw), str(out)],
         **common,
     )
+
+
+def build_failure(built: CommandResult, budget_s: float, log: Path) -> tuple[str, str] | None:
+    """The state and reason when the DEBUG_CLOCK_ON build gave no library to run; None when it did."""
+    if built.timed_out:
+        return "timeout", f"the DEBUG_CLOCK_ON build exceeded its {budget_s:g} s budget; see {log}"
+    if not built.ok:
+        return "failed", f"the DEBUG_CLOCK_ON build failed (exit code {built.exit_code}); see {log}"
+    return None
+
+
+def wrote_clock_files(raw: Path) -> bool:
+    """Whether the ON runs left a DebugClock file of either format (legacy CSV or AKL trace) under ``raw``."""
+    found = (str(p.relative_to(raw)) for p in raw.rglob("*") if p.is_file())
+    return any("dispatch_clock" in f or f.endswith("trace.bin") for f in found)
 
 
 def debugclock_wrap(

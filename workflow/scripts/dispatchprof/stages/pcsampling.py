@@ -52,7 +52,34 @@ def decode_ranks(run: StageRun) -> PerRank[Any]:
     )
 
 
+def pcsampling_record(run: StageRun, merged: Mapping[str, Any], cov: Mapping[str, Any], source_mapped: bool) -> dict:
+    """The stats file's record of samples that cover enough ranks (its summary is added by the caller)."""
+    stalls, top_lines = merged["stalls"], merged["hot_lines"]
+    candidates = {f: [f"{e['file']}:{e['line']}" for e in top_lines if e.get("function") == f] for f in SIMT_FUNCTIONS}
+    return {
+        "toolchain": run.toolchain,
+        "source": run.source,
+        "denominators": {
+            "all_samples": "fraction of all samples, Active (issuing) included",
+            "not_issue": "fraction of samples that did not issue (Active excluded): the stall breakdown",
+        },
+        "stalls": stalls,
+        "hot_lines": top_lines,
+        "hot_line_share": HOT_LINE_SHARE,
+        "coverage": cov,
+        "simt_functions_in_hot_lines": candidates,
+        "per_function": merged["per_function"],
+        "per_role": merged["per_role"],
+        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (docs/formats.md §3), weighted by their sample shares",
+        "source_mapped": source_mapped,
+        "instructions": merged["instructions_seen"],
+        "per_rank": merged["per_rank"],
+        "states": STATES,
+    }
+
+
 def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
+    """Decode every rank's samples, merge them into stalls, hot lines and per-role mixtures, and judge coverage."""
     cfg = run.config
     repo = (
         resolve(cfg).repo
@@ -86,7 +113,7 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
         return run.status("invalid", f"no rank has PC sampling output: {why}")
     merged = aggregate(decoded, repo)
     per_rank, stalls, top_lines = merged["per_rank"], merged["stalls"], merged["hot_lines"]
-    lines_seen, instr_seen = merged["lines_seen"], merged["instructions_seen"]
+    lines_seen = merged["lines_seen"]
     # Coverage as the timeline judges it: which of the world's ranks have samples (ranks without a run count as missing)
     cov = {
         **coverage(world_ranks(cfg), per_rank, cfg["stats"]["min_rank_coverage"], files.refused),
@@ -120,27 +147,7 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
                 "debug info (-g on the device target in cmake/AscendDeepEPKernel.cmake; the stand-in: deepep.build_env DEVICE_DEBUG_INFO=ON)",
             )
         )
-    candidates = {f: [f"{e['file']}:{e['line']}" for e in top_lines if e.get("function") == f] for f in SIMT_FUNCTIONS}
-    result = {
-        "toolchain": run.toolchain,
-        "source": run.source,
-        "denominators": {
-            "all_samples": "fraction of all samples, Active (issuing) included",
-            "not_issue": "fraction of samples that did not issue (Active excluded): the stall breakdown",
-        },
-        "stalls": stalls,
-        "hot_lines": top_lines,
-        "hot_line_share": HOT_LINE_SHARE,
-        "coverage": cov,
-        "simt_functions_in_hot_lines": candidates,
-        "per_function": merged["per_function"],
-        "per_role": merged["per_role"],
-        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (docs/formats.md §3), weighted by their sample shares",
-        "source_mapped": source_mapped,
-        "instructions": instr_seen,
-        "per_rank": per_rank,
-        "states": STATES,
-    }
+    result = pcsampling_record(run, merged, cov, source_mapped)
     result["summary"] = {"stalls": stalls, "hot_lines": top_lines, "per_role": merged["per_role"], "coverage": cov}
     write_json_atomic(run.outputs["stats"], result)
     common = {

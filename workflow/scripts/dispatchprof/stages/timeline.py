@@ -25,6 +25,7 @@ from dispatchprof.analysis.timeline import (
     timeline_minus_kernel,
     used_launches,
 )
+from dispatchprof.report.cause_text import in_words
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
 from dispatchprof.shell.stage import StageRun
@@ -120,6 +121,32 @@ def rank_mapping(details: Mapping[int, Mapping[str, Any]], covered: Coverage, in
     }
 
 
+def timeline_summary(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary the report and summary.json read, drawn from the stats record it sits in."""
+    strag, longest, coupling = stats["straggler"], stats["longest_duration"], stats["coupling"]
+    return {
+        "kernel_name": stats["kernel_name"],
+        "chips": stats["chips"],
+        "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
+        "causes": [{k: c.get(k) for k in waits.CAUSE_KEYS} for c in stats["causes"][:5]],
+        "straggler": {k: strag.get(k) for k in (*waits.STRAGGLER_KEYS, "explanation")},
+        "excess": strag["excess"],
+        "waiting": strag["waiting"],
+        "notes": strag["notes"],
+        "longest_duration": {
+            "rank": longest["rank"],
+            "ranks": longest["ranks"],
+            "fraction": longest["fraction"],
+            "label": longest["label"],
+        },
+        "coupling": {k: coupling.get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
+        "node_clock": stats["node_clock"],
+        "coverage": stats["coverage"],
+        "rank_mapping": stats["rank_mapping"],
+        "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
+    }
+
+
 def timeline_stats(
     run: StageRun,
     parts: Mapping[str, Status],
@@ -136,7 +163,10 @@ def timeline_stats(
         {c: used[c].astype(float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
         cfg["cluster"]["ranks_per_node"],
     )
-    waited = waits.analyse(launch_grid, cfg["timeline"]["waits"], fold_.summary["missing"], cfg["stats"]["bootstrap"])
+    settings = cfg["timeline"]["waits"]  # the causes in words (explanation) where the stats are written
+    waited = in_words(
+        waits.analyse(launch_grid, settings, fold_.summary["missing"], cfg["stats"]["bootstrap"]), settings
+    )
     strag = waited["straggler"]
     causes = strag.pop("causes")
     longest = longest_of(launch_grid, waited, causes)
@@ -199,27 +229,7 @@ def timeline_stats(
             {c for p in parts.values() for c in (p.details or {}).get("chips", [])}
         ),  # as the PROF_ data names it
     }
-    stats["summary"] = {
-        "kernel_name": stats["kernel_name"],
-        "chips": stats["chips"],
-        "per_rank": {r: {k: v[k] for k in ("launches", "median_us", "p95_us")} for r, v in stats["per_rank"].items()},
-        "causes": [{k: c.get(k) for k in waits.CAUSE_KEYS} for c in causes[:5]],
-        "straggler": {k: strag.get(k) for k in (*waits.STRAGGLER_KEYS, "explanation")},
-        "excess": strag["excess"],
-        "waiting": strag["waiting"],
-        "notes": strag["notes"],
-        "longest_duration": {
-            "rank": longest["rank"],
-            "ranks": longest["ranks"],
-            "fraction": longest["fraction"],
-            "label": longest["label"],
-        },
-        "coupling": {k: waited["coupling"].get(k) for k in ("state", "end_spread_us_median", "start_spread_us_median")},
-        "node_clock": waited["node_clock"],
-        "coverage": fold_.summary,
-        "rank_mapping": mapping,
-        "gap_us": {k: stats["gap_us"][k] for k in ("median", "p95")} if stats["gap_us"] else None,
-    }
+    stats["summary"] = timeline_summary(stats)
     return stats, waited
 
 

@@ -25,7 +25,7 @@ The package, by concern (every name is re-exported here: import from ``dispatchp
   wait for each other);
 - costing: what-if savings above the background, bootstrap CIs, the group's excess;
 - naming: named or listed (min_cost_us, the chance test), the order by cost, what a named node covers;
-- describe: the causes in words; awaited: the account assembled (awaited, analyse);
+- awaited: the account assembled (awaited, analyse), facts only: report/cause_text puts it in words;
 - picture: a typical and the costliest launch per rank, for the report's picture of the launch.
 """
 
@@ -46,7 +46,6 @@ from dispatchprof.analysis.waits.coupling import coupling
 from dispatchprof.analysis.waits.account import Account, Maxima, account, carried
 from dispatchprof.analysis.waits.candidate import Candidate
 from dispatchprof.analysis.waits.candidates import candidates
-from dispatchprof.analysis.waits.arrivals import CLOCKS_FROM_ENDS
 from dispatchprof.analysis.waits.end_order import (
     PERSISTENT_FRACTION,
     followers,
@@ -60,18 +59,11 @@ from dispatchprof.analysis.waits.in_kernel import in_kernel, transient
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
 from dispatchprof.analysis.waits.costing import backgrounds, bootstrap_mean_ci, costed, duration_excess, excess
 from dispatchprof.analysis.waits.naming import covered, stands_out
-from dispatchprof.analysis.waits.describe import (
-    EVERY_LAUNCH_ALIKE,
-    EXCESS_DEFINITION,
-    EXCESS_NOT_COUPLED,
-    describe,
-    listed_clause,
-    listed_text,
-)
 from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.awaited import (
     CAUSE_KEYS,
-    EXPLAINED,
+    EXCESS_DEFINITION,
+    EXCESS_NOT_COUPLED,
     STRAGGLER_KEYS,
     analyse,
     arrived_last,
@@ -83,13 +75,10 @@ from dispatchprof.analysis.waits.awaited import (
 __all__ = [
     "Account",
     "CAUSE_KEYS",
-    "CLOCKS_FROM_ENDS",
     "Candidate",
     "DRIFT_IMPLAUSIBLE_PPM",
-    "EVERY_LAUNCH_ALIKE",
     "EXCESS_DEFINITION",
     "EXCESS_NOT_COUPLED",
-    "EXPLAINED",
     "LaunchGrid",
     "MAX_LATE_SET",
     "Maxima",
@@ -108,7 +97,6 @@ __all__ = [
     "costed",
     "coupling",
     "covered",
-    "describe",
     "duration_excess",
     "entry_wait_grid",
     "entry_waits",
@@ -123,8 +111,6 @@ __all__ = [
     "late_sets",
     "launch_picture",
     "lead_within_node",
-    "listed_clause",
-    "listed_text",
     "longest_own_work",
     "node_clocks",
     "persistent_candidate",

@@ -10,11 +10,6 @@ import numpy as np
 from dispatchprof.analysis.waits.account import Account, Maxima
 from dispatchprof.analysis.waits.candidate import Candidate, Facts
 
-CLOCKS_FROM_ENDS = (
-    "its cost compares arrivals across nodes on clocks fitted to the target's own ends (no barrier kernel): a node that ends later in "
-    "every launch looks on time there, so the cost is uncertain by that skew; enable baseline.synchronize_start"
-)
-
 
 @dataclass
 class HostLateness:
@@ -52,7 +47,7 @@ def bound_facts(host: HostLateness, delay: np.ndarray) -> Facts:
     node's by its latest rank, since removing several delays gives back at most the largest)."""
     if not host.bounded:
         return {}
-    return {"cost_clocks": CLOCKS_FROM_ENDS, "cost_bound_us": [0.0, float(delay.mean())]}
+    return {"cost_clocks": "target_ends", "cost_bound_us": [0.0, float(delay.mean())]}
 
 
 def ahead_facts(acc: Account, host: HostLateness, cols: np.ndarray, node: int | None, struck: np.ndarray) -> Facts:

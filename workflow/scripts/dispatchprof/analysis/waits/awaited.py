@@ -1,5 +1,5 @@
 """The cost account assembled: every cause with its cost, ranked by cost, the top one as the straggler, and what the
-timeline's stats hold of it (analyse)."""
+timeline's stats hold of it (analyse). Facts only: report/cause_text puts the causes in words (their explanations)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,23 @@ from dispatchprof.analysis.waits.candidates import candidates
 from dispatchprof.analysis.waits.clocks import node_clocks, release_skew
 from dispatchprof.analysis.waits.costing import costed, duration_excess, excess
 from dispatchprof.analysis.waits.coupling import coupling
-from dispatchprof.analysis.waits.describe import (
-    EVERY_LAUNCH_ALIKE,
-    EXCESS_DEFINITION,
-    EXCESS_NOT_COUPLED,
-    describe,
-    listed_text,
-)
 from dispatchprof.analysis.waits.in_kernel import in_kernel, is_group_wait
 from dispatchprof.analysis.waits.naming import covered
 from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.table import LaunchGrid, entry_wait_grid, entry_waits, kernel_entry_waits
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
+
+
+EXCESS_DEFINITION = (
+    "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
+    "the first (timed kernel scope), plus the kernel time above the typical launch's; averaged over the analysed launches"
+)
+
+
+EXCESS_NOT_COUPLED = (
+    "ranks that do not wait for each other: per launch, the longest duration's lead over the median rank's (each duration is own work, "
+    "on the rank's own clock), in both scopes; averaged over the launches every rank has"
+)
 
 
 def arrived_last(acc: Account, ranks: np.ndarray) -> dict[str, float]:
@@ -83,13 +88,13 @@ def awaited(
     clocks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The cost account: every cause with its cost, ranked by cost, and the top one as the straggler:
-    ``{rank, ranks, node, evidence, fraction, cost..., causes, explanation}``."""
+    ``{rank, ranks, node, evidence, fraction, cost..., causes, unnamed, ...}``; the explanations are report/cause_text's."""
     boot = {"resamples": 2000, "seed": 0, **(boot or {})}
     acc = account(g, correction, release_skew(clocks) if clocks else 0.0)
     # Ranks shown to run independently wait for nobody: no group time to account. Unknown coupling (say, no barrier
     # kernel across nodes) is accounted, and what the clocks cannot establish is listed, not named.
     coupled = couple["state"] != "not_coupled"
-    where = "at the barrier kernel" if g.has_barrier else "at the kernel's entry barrier"
+    where = "barrier_kernel" if g.has_barrier else "entry_barrier"  # where a late arrival is late (a kind)
     # every kind of cause is a delay in the launches' graph, costed by one replay (costing.py); kinds differ only in
     # how their delay is found
     if coupled:
@@ -106,16 +111,13 @@ def awaited(
     for c in named:
         if c["evidence"] == "late_arrival":
             c["where"] = where
-        c["explanation"] = describe(c)
     unnamed = [c for c in costs if not c["named"] and c is not group_wait][:10]  # the group's wait names nobody to list
     # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
     blamed = {r for c in named + unnamed for r in c["ranks"]}
-    answer, explanation = answer_of(named, unnamed, float(waits["min_cost_us"]))
     return {
-        **answer,
+        **answer_of(named),
         "causes": named,
         "unnamed": unnamed,
-        "explanation": explanation,
         "excess": {**group, "definition": EXCESS_DEFINITION if coupled else EXCESS_NOT_COUPLED},
         "arrived_last_fraction": arrived_last(acc, g.ranks),
         "rank_offsets": rank_offsets(acc, g.ranks),
@@ -140,21 +142,14 @@ def add_shares(causes: list[dict[str, Any]], group: Mapping[str, float | None]) 
             c["cost_share"] = c["wait_caused_us_per_launch"] = None
 
 
-def answer_of(
-    named: list[dict[str, Any]], unnamed: list[dict[str, Any]], min_cost: float
-) -> tuple[dict[str, Any], str]:
-    """The straggler's keys (the top named cause's, or nobody's) and the explanation: the named causes' sentences, or
-    why nobody stands out with the listed causes and what the timeline cannot see."""
+def answer_of(named: list[dict[str, Any]]) -> dict[str, Any]:
+    """The straggler's keys: the top named cause's, or nobody's."""
     if named:
         main = named[0]
-        answer = {
+        return {
             k: main.get(k) for k in (*STRAGGLER_KEYS, "cost_timed_ci_us", "cost_timed_share", "launches", "named_on")
         }
-        explanation = "; ".join(c["explanation"] for c in named[:EXPLAINED])
-        if len(named) > EXPLAINED:
-            explanation += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
-        return answer, explanation
-    answer = {
+    return {
         "rank": None,
         "ranks": [],
         "node": None,
@@ -162,12 +157,6 @@ def answer_of(
         "fraction": None,
         **dict.fromkeys(STRAGGLER_KEYS[5:]),
     }
-    explanation = f"no rank or node stands out: no cause costs the group more than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
-    listed = [c for c in unnamed if c.get("not_named")]
-    if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
-        explanation += ". Listed, not named: " + listed_text(listed[:3])
-    explanation += f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
-    return answer, explanation
 
 
 def notes_of(coupled: bool, has_barrier: bool) -> list[str]:
@@ -182,9 +171,6 @@ def notes_of(coupled: bool, has_barrier: bool) -> list[str]:
             "cross-node comparisons of ends: not established (enable baseline.synchronize_start for a pure barrier)"
         )
     return notes
-
-
-EXPLAINED = 5  # named causes spelled out in the explanation; the rest are in the causes table
 
 
 STRAGGLER_KEYS = (
@@ -214,7 +200,7 @@ CAUSE_KEYS = (
     "cost_timed_us_per_launch",
     "cost_share",
     "cost_bound_us",
-    "explanation",
+    "explanation",  # report/cause_text's
 )
 
 

@@ -19,10 +19,11 @@ class ChanceTest(TypedDict):
 
 class Facts(TypedDict, total=False):
     """What a candidate's explanation reads; spread into its cost-account entry in the order they were set (the stats
-    JSON keeps that order)."""
+    JSON keeps that order). Kinds, never words: report/cause_text says them under the same keys."""
 
     late_us_median: float  # late arrival: its median host-gap excess where it struck
-    cost_clocks: str  # late arrival without a pure barrier: why its estimate is uncertain (CLOCKS_FROM_ENDS)
+    cost_clocks: str  # late arrival without a pure barrier: why its estimate is uncertain ("target_ends": clocks fitted
+    # to the target's ends)
     cost_bound_us: list[float]  # ... and the bound that holds whatever the clocks: [0, mean delay per launch]
     ahead_us_median: float  # late arrival: where it arrived last, its median lead over the next arrival
     ahead_launches: int
@@ -38,7 +39,7 @@ class Facts(TypedDict, total=False):
         int
     ]  # late-ending ranks of most launches: the ranks whose end moves with theirs, brought down too
     stands_out: ChanceTest
-    not_named: str  # listed, never named: why
+    not_named: str  # listed, never named: why, as a kind ("chance", "no_pure_barrier", "kernel_structure")
     kernel_us_median: float  # the group waiting inside the kernel: the typical launch's kernel time
     above_us_median: float  # ... and the median excess of the launches it struck
     not_coupled: bool  # ranks that do not wait for each other: own work compared by durations

@@ -135,10 +135,7 @@ def listed_late_sets(acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: E
         facts: Facts = {
             "lead_us_median": float(np.median(ends.gap[struck])),
             "late_ending_ranks": ranks[cols].tolist(),
-            "not_named": (
-                "the timeline cannot tell a slow rank among late-ending ranks from the kernel's own "
-                "structure (a sender serves its receivers in turn): PMU or DebugClock can"
-            ),
+            "not_named": "kernel_structure",  # a slow rank among them, or the kernel's own structure
         }
         out.append(
             Candidate(

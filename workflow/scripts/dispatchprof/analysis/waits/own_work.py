@@ -14,10 +14,6 @@ from dispatchprof.analysis.waits.candidate import Candidate, Facts
 from dispatchprof.analysis.waits.end_order import EndOrder
 from dispatchprof.analysis.waits.in_kernel import transient
 
-NO_PURE_BARRIER = (
-    "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
-)
-
 
 def lead_within_node(end: np.ndarray, last: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Per row: the last rank's lead over the next end on its own node (one clock); infinite when it is alone there."""
@@ -120,7 +116,7 @@ def own_work_of(
                 carried(end_shift, acc.follows),
                 end_shift,
                 clear & ~own_spike,
-                {**facts, "not_named": NO_PURE_BARRIER},
+                {**facts, "not_named": "no_pure_barrier"},
                 None,
             )
         )

@@ -1,4 +1,12 @@
-"""The cost account in words: each named cause's sentence, and the listed ones' clauses with why they are not named."""
+"""The cost account in words: the one place the English of the timeline's causes is built (issue 45).
+
+analysis.waits returns facts (numbers, ranks, kinds, scopes); in_words puts them in words where the stats are written
+(stages/timeline.timeline_stats), so the timeline's stats, summary.json and the report read one text:
+- each named cause's ``explanation`` (describe, with its cost: cost_text) and ``where`` it arrives late;
+- why a listed cause is not named (``not_named``) and why a late arrival's cost is uncertain (``cost_clocks``): the
+  analysis gives their kind, said here under the same key;
+- the straggler's ``explanation``: the named causes' sentences, or why nobody stands out with the listed causes.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +19,92 @@ EVERY_LAUNCH_ALIKE = (
 )
 
 
-EXCESS_DEFINITION = (
-    "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
-    "the first (timed kernel scope), plus the kernel time above the typical launch's; averaged over the analysed launches"
-)
+EXPLAINED = 5  # named causes spelled out in the straggler's explanation; the rest are in the causes table
 
 
-EXCESS_NOT_COUPLED = (
-    "ranks that do not wait for each other: per launch, the longest duration's lead over the median rank's (each duration is own work, "
-    "on the rank's own clock), in both scopes; averaged over the launches every rank has"
-)
+WHERE = {  # where a late arrival is late (the analysis's kind: a barrier kernel ran, or only the kernel's entry barrier)
+    "barrier_kernel": "at the barrier kernel",
+    "entry_barrier": "at the kernel's entry barrier",
+}
+
+
+COST_CLOCKS = {  # why a late arrival's cost is uncertain (the analysis's kind)
+    "target_ends": (
+        "its cost compares arrivals across nodes on clocks fitted to the target's own ends (no barrier kernel): a node "
+        "that ends later in every launch looks on time there, so the cost is uncertain by that skew; enable "
+        "baseline.synchronize_start"
+    ),
+}
+
+
+NOT_NAMED = {  # why a listed cause is not named (the analysis's kind; "chance": not_apart_text)
+    "no_pure_barrier": (
+        "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
+    ),
+    "kernel_structure": (
+        "the timeline cannot tell a slow rank among late-ending ranks from the kernel's own "
+        "structure (a sender serves its receivers in turn): PMU or DebugClock can"
+    ),
+}
+
+
+def in_words(waited: dict[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``waited`` (analysis.waits.analyse's result) with its causes and straggler in words, changed in place and
+    returned: each cause's kinds said under their keys, each named cause's explanation after its facts, and the
+    straggler's explanation after its listed causes (``unnamed``), where the stats JSON keeps them. ``settings``:
+    timeline.waits (min_cost_us and alpha are said in the text). Once per result: a kind said is no longer a kind."""
+    strag = waited["straggler"]
+    named, unnamed = strag["causes"], strag["unnamed"]
+    for cause in named + unnamed:
+        say_kinds(cause, float(settings["alpha"]))
+    for cause in named:
+        cause["explanation"] = describe(cause)
+    text = straggler_text(named, unnamed, float(settings["min_cost_us"]))
+    at = list(strag).index("unnamed") + 1
+    items = list(strag.items())
+    waited["straggler"] = dict(items[:at] + [("explanation", text)] + items[at:])
+    return waited
+
+
+def say_kinds(cause: dict[str, Any], alpha: float) -> None:
+    """The cause's kinds (where, cost_clocks, not_named) in words, under the same keys (their place in the JSON kept)."""
+    if "where" in cause:
+        cause["where"] = WHERE[cause["where"]]
+    if "cost_clocks" in cause:
+        cause["cost_clocks"] = COST_CLOCKS[cause["cost_clocks"]]
+    if "not_named" in cause:
+        kind = cause["not_named"]
+        cause["not_named"] = not_apart_text(cause, alpha) if kind == "chance" else NOT_NAMED[kind]
+
+
+def not_apart_text(cause: Mapping[str, Any], alpha: float) -> str:
+    """Why a late set of most launches is listed: the chance test (analysis.waits.stands_out) did not set it apart."""
+    test, n = cause["stands_out"], cause["launches"]
+    return (
+        f"late in {test['fraction_late']:.0%} of {n} launches, the most often late of the other ranks in "
+        f"{test['others_fraction_late']:.0%}: not apart beyond chance (z = {test['z']:.1f}, timeline.waits.alpha "
+        f"{alpha:g}). The kernel's own structure makes some ranks end late often; more launches "
+        "(timeline.iterations) can tell"
+    )
+
+
+def straggler_text(named: list[Mapping[str, Any]], unnamed: list[Mapping[str, Any]], min_cost: float) -> str:
+    """The straggler's explanation: the named causes' sentences, or why nobody stands out with the listed causes and
+    what the timeline cannot see."""
+    if named:
+        text = "; ".join(c["explanation"] for c in named[:EXPLAINED])
+        if len(named) > EXPLAINED:
+            text += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
+        return text
+    text = f"no rank or node stands out: no cause costs the group more than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
+    listed = [c for c in unnamed if c.get("not_named")]
+    if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
+        text += ". Listed, not named: " + listed_text(listed[:3])
+    return text + f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
 
 
 def cost_text(cause: Mapping[str, Any]) -> str:
+    """What a named cause costs, in the scope it was named on (or as a bound where the saving is not established)."""
     lo, hi = cause["cost_ci_us"]
     if cause.get("cost_bound_us"):  # the saving is not established: the bound is the cost, the estimate is said as one
         return (
@@ -50,6 +131,7 @@ def cost_text(cause: Mapping[str, Any]) -> str:
 
 
 def describe(cause: Mapping[str, Any]) -> str:
+    """A named cause's sentence: who, the evidence, how often, and what it costs (cost_text)."""
     share = 100 * cause["fraction"]
     # "100%" only for every launch: 199 of 200 (a first launch without a host gap) reads 99.5%
     pct = (
