@@ -108,13 +108,15 @@ def scontrol_stub_env(work: Path) -> tuple[dict, str | None]:
     stub.chmod(0o755)
     env["PATH"] = f"{stub_dir}{os.pathsep}{env['PATH']}"
     return env, (
-        f"note: `scontrol show config` took {delay:.1f} s here (a SLURM client without a reachable controller); the timed Snakemake "
-        f"runs use a scontrol that fails at once ({stub}), so they do not include the executor plugin's wait."
+        f"note: `scontrol show config` took {delay:.1f} s here (a SLURM client without a reachable controller); the "
+        "timed Snakemake runs use a scontrol that fails at once "
+        f"({stub}), so they do not include the executor plugin's wait."
     )
 
 
 def gate_rows(shapes: dict, faults: dict, row_of) -> list[dict]:
-    """One row per shape and fault of a gate benchmark (``row_of(shape, fault)``: its counts), each printed as it ends."""
+    """One row per shape and fault of a gate benchmark (``row_of(shape,
+    fault)``: its counts), each printed as it ends."""
     rows = []
     for label, shape in shapes.items():
         for name, fault in faults.items():

@@ -63,7 +63,8 @@ def write_csv(path: Path, rows: int, seed: int = 1) -> None:
 
 def parse_once(scripts: Path, csv: Path) -> dict:
     """One parse in a fresh interpreter: its seconds (parse only) and the child's own peak RSS in bytes (``os.wait4``'s
-    rusage of that child: ``getrusage(RUSAGE_CHILDREN)`` keeps the largest child so far and would hide a smaller one)."""
+    rusage of that child: ``getrusage(RUSAGE_CHILDREN)`` keeps
+    the largest child so far and would hide a smaller one)."""
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(scripts), str(csv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -114,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(parse_once(scripts, csv))
                 r = runs[name][-1]
                 print(
-                    f"{name}: {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s of CPU), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB"
-                    f" (imports alone {r['imports_rss_bytes'] / 2**20:.0f} MiB), peak / file {r['peak_rss_bytes'] / size:.2f}",
+                    f"{name}: {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s of CPU), peak RSS "
+                    f"{r['peak_rss_bytes'] / 2**20:.0f} MiB (imports alone "
+                    f"{r['imports_rss_bytes'] / 2**20:.0f} MiB), peak / file {r['peak_rss_bytes'] / size:.2f}",
                     flush=True,
                 )
     summary = {name: _summary(rs, size) for name, rs in runs.items()}

@@ -141,10 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# DebugClock node gate benchmark (benchmarks/debugclock_gate.py)",
         "",
-        f"debugclock.busiest_node at the schema's defaults; {args.seeds} seeds per row; AKL traces of {LAUNCHES} live launches ({WARMUP} left out).",
+        f"debugclock.busiest_node at the schema's defaults; {args.seeds} seeds "
+        f"per row; AKL traces of {LAUNCHES} live launches ({WARMUP} left out).",
         "A false alarm is a node named without a slow link out of it.",
         "",
-        "| shape | fault | runs | named | slow link's node named (URMASendToken) | its excess, us per launch | false alarms |",
+        "| shape | fault | runs | named | slow link's node named "
+        "(URMASendToken) | its excess, us per launch | false alarms |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:

@@ -22,7 +22,8 @@ from _common import PY, ROOT, measure, scontrol_stub_env, workflow_copy  # noqa:
 
 
 def job_spans(wf: Path) -> list[dict]:
-    """One entry per job (rule, start, end) from Snakemake's metadata records (one record per output file, the same job hash)."""
+    """One entry per job (rule, start, end) from Snakemake's metadata
+    records (one record per output file, the same job hash)."""
     jobs: dict[tuple, dict] = {}
     for record in (wf / ".snakemake" / "metadata").iterdir():
         data = json.loads(record.read_text())
@@ -106,7 +107,8 @@ def main() -> int:
     for job in typical["jobs"]:
         print(f"  {job['offset_s']:6.2f} s  +{job['span_s']:5.2f} s  {job['rule']}")
     print(
-        f"  {len(typical['jobs'])} jobs, {typical['job_seconds']:.2f} job-seconds; last job end until exit: {typical['last_job_to_exit_s']:.2f} s"
+        f"  {len(typical['jobs'])} jobs, {typical['job_seconds']:.2f} job-seconds; "
+        f"last job end until exit: {typical['last_job_to_exit_s']:.2f} s"
     )
     return 0
 

@@ -95,7 +95,8 @@ def main() -> int:
     generate(args.out, args.nodes, args.ranks_per_node, args.launches, args.text)
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(
-        f"generated {args.nodes}x{args.ranks_per_node}x{args.launches} in {time.perf_counter() - started:.1f} s: {size / 1e6:.0f} MB in {args.out}"
+        f"generated {args.nodes}x{args.ranks_per_node}x{args.launches} in "
+        f"{time.perf_counter() - started:.1f} s: {size / 1e6:.0f} MB in {args.out}"
     )
     return 0
 

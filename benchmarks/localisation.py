@@ -54,7 +54,8 @@ from dispatchprof.analysis import waits  # noqa: E402
 
 # what the timeline stage analyses with in a run that sets neither timeline.waits nor stats.bootstrap
 SETTINGS, BOOT = timeline_settings()
-TIE = 0.15  # the issue's goal for the median cost error: causes whose true costs differ by less are tied at that precision
+# the issue's goal for the median cost error: causes whose true costs differ by less are tied at that precision
+TIE = 0.15
 SKIP = 15  # warm-up launches left out (timeline.skip_launches): the model's first calls are slower (cold caches)
 
 
@@ -221,8 +222,8 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         if matched and top
         else None
     )
-    # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits/arrivals.py cost_bound_us): the
-    # answer gives "at most", so the bound must hold; its estimate on clocks fitted to the ends is kept, not scored
+    # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits/arrivals.py cost_bound_us):
+    # the answer gives "at most", so the bound must hold; its estimate on clocks fitted to the ends is kept, not scored
     bound = top.get("cost_bound_us") if top else None
     bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None
     estimate_error, error = (error, None) if bound else (None, error)
@@ -414,7 +415,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def case_table(rows: list[dict[str, Any]]) -> str:
     """Per case and synchronize_start: runs, fault runs, top knob cause right, top true cause right, cost errors."""
     lines = [
-        "| case | synchronize_start | runs | fault runs | top = top knob cause | answer with the PMU = top knob cause | top = top true cause | cost error median | cost error max | cost a bound: truth within (estimate error max) | answer with PMU and DebugClock = top knob cause | answer with DebugClock: cost error max | false alarms | victims |",
+        "| case | synchronize_start | runs | fault runs | top = top knob cause | answer with the PMU = top knob cause "
+        "| top = top true cause | cost error median | cost error max | cost a bound: truth within (estimate error "
+        "max) | answer with PMU and DebugClock = top knob cause | answer "
+        "with DebugClock: cost error max | false alarms | victims |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = list(dict.fromkeys((r["case"], r["sync"]) for r in rows))
@@ -444,36 +448,45 @@ def case_table(rows: list[dict[str, Any]]) -> str:
             else "-"
         )
         lines.append(
-            f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {answer} | {true} | {med} | {top} | {within} | {right_dc} | {with_dc} | {fa} | {vb} |"
+            f"| {case} | {sync} | {len(mine)} | {len(faults)} | {knob} | {answer} | "
+            f"{true} | {med} | {top} | {within} | {right_dc} | {with_dc} | {fa} | {vb} |"
         )
     return "\n".join(lines)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| case | shape | sync | seed | top right | cost error | named (cost, timed; us/launch) | true causes (period, timed) | false alarms | victims |",
+        "| case | shape | sync | seed | top right | cost error | named (cost, "
+        "timed; us/launch) | true causes (period, timed) | false alarms | victims |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         named = (
             "; ".join(
-                f"{c['cause']} ({'at most ' + format(c['at_most'], '.2f') + ', estimate ' if 'at_most' in c else ''}{c['cost']:.2f}, {c['timed']:.2f})"
+                f"{c['cause']} "
+                f"({'at most ' + format(c['at_most'], '.2f') + ', estimate ' if 'at_most' in c else ''}{c['cost']:.2f},"
+                f" {c['timed']:.2f})"
                 for c in r["named"]
             )
             or "none"
         )
         truth = (
             "; ".join(
-                f"{t['evidence']} {'rank ' + str(t['rank']) if t['rank'] is not None else 'node ' + str(t['node'])} ({t['period']:.2f}, {t['timed']:.2f})"
+                f"{t['evidence']} {'rank ' + str(t['rank']) if t['rank'] is not None else 'node ' + str(t['node'])} "
+                f"({t['period']:.2f}, {t['timed']:.2f})"
                 for t in r["truth"]
             )
             or "none"
         )
         err = f"{100 * r['cost_error']:.0f}%" if r["cost_error"] is not None else "-"
         if r.get("bound_holds") is not None:
-            err = f"at most {r['cost_bound'][1]:.1f}: {'holds' if r['bound_holds'] else 'FAILS'} (estimate {100 * r['estimate_error']:.0f}%)"
+            err = (
+                f"at most {r['cost_bound'][1]:.1f}: {'holds' if r['bound_holds'] else 'FAILS'} "
+                f"(estimate {100 * r['estimate_error']:.0f}%)"
+            )
         lines.append(
-            f"| {r['case']} | {r['shape']} | {r['sync']} | {r['seed']} | {'yes' if r['top_right'] else 'NO'} | {err} | {named} | {truth} | {', '.join(r['false_alarms']) or '-'} | {', '.join(r['victims_blamed']) or '-'} |"
+            f"| {r['case']} | {r['shape']} | {r['sync']} | {r['seed']} | {'yes' if r['top_right'] else 'NO'} | {err} "
+            f"| {named} | {truth} | {', '.join(r['false_alarms']) or '-'} | {', '.join(r['victims_blamed']) or '-'} |"
         )
     return "\n".join(lines)
 
@@ -515,7 +528,10 @@ def main(argv: list[str] | None = None) -> int:
                     with partial.open("a") as handle:
                         handle.write(json.dumps(row) + "\n")
                     print(
-                        f"{row['case']:28s} {row['shape']} sync={sync!s:5s} seed={seed} top={'ok' if row['top_right'] else 'NO'} err={row['cost_error']} fa={row['false_alarms']} named={row['named'][:2]} truth={[(t['evidence'], t['rank'], t['node'], t['period'], t['timed']) for t in row['truth']][:3]}",
+                        f"{row['case']:28s} {row['shape']} sync={sync!s:5s} seed={seed} "
+                        f"top={'ok' if row['top_right'] else 'NO'} err={row['cost_error']} fa={row['false_alarms']} "
+                        f"named={row['named'][:2]} "
+                        f"truth={[(t['evidence'], t['rank'], t['node'], t['period'], t['timed']) for t in row['truth']][:3]}",
                         flush=True,
                     )
     partial.unlink()

@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# PMU gate benchmark (benchmarks/pmu_gate.py)",
         "",
-        f"pmu.busiest_alpha = {args.alpha}; {args.seeds} seeds per row; one replayed launch per run, as msopprof profiles it.",
+        f"pmu.busiest_alpha = {args.alpha}; {args.seeds} seeds per "
+        "row; one replayed launch per run, as msopprof profiles it.",
         "A false alarm is a named rank that is neither the knob's rank nor spiked in the replay (event truth).",
         "",
         "| shape | fault | runs | named | knob's rank named | with its role | false alarms | runs with a spike |",
@@ -142,13 +143,15 @@ def main(argv: list[str] | None = None) -> int:
         det = "-" if r["detected"] is None else str(r["detected"])
         role = "-" if r["role_right"] is None else str(r["role_right"])
         lines.append(
-            f"| {r['shape']} | {r['fault']} | {r['runs']} | {r['named']} | {det} | {role} | {r['false_alarms']} | {r['spike_runs']} |"
+            f"| {r['shape']} | {r['fault']} | {r['runs']} | {r['named']} "
+            f"| {det} | {role} | {r['false_alarms']} | {r['spike_runs']} |"
         )
     total_runs = sum(r["runs"] for r in rows)
     total_fa = sum(r["false_alarms"] for r in rows)
     lines += [
         "",
-        f"False alarms: {total_fa} in {total_runs} runs ({100 * total_fa / total_runs:.2f}%; the gate's design rate is alpha = {args.alpha}).",
+        f"False alarms: {total_fa} in {total_runs} runs ({100 * total_fa / total_runs:.2f}%; "
+        f"the gate's design rate is alpha = {args.alpha}).",
     ]
     write_results(Path(args.out), lines, {"alpha": args.alpha, "seeds": args.seeds, "rows": rows})
     return 0

@@ -334,7 +334,8 @@ def python_defaults(env: dict) -> tuple[dict, str | None]:
     env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return (
         env,
-        "note: PYTHONDONTWRITEBYTECODE is set here; the timed runs go without it (Python's default: compiled modules are cached).",
+        "note: PYTHONDONTWRITEBYTECODE is set here; the timed runs go "
+        "without it (Python's default: compiled modules are cached).",
     )
 
 
@@ -402,16 +403,25 @@ def main() -> int:
             reanalysis=scale == args.reanalysis_scale,
         )
         record["scales"].append(r)
-        line = f"{scale:>12}  input {r['input_mb']:7.1f} MB  library {r['library']['wall_s']:6.2f} s {r['library']['peak_rss_mib']:7.0f} MiB  end-to-end {r['end_to_end']['wall_s']:6.2f} s {r['end_to_end']['peak_rss_mib']:7.0f} MiB"
+        line = (
+            f"{scale:>12}  input {r['input_mb']:7.1f} MB  library {r['library']['wall_s']:6.2f} s "
+            f"{r['library']['peak_rss_mib']:7.0f} MiB  end-to-end "
+            f"{r['end_to_end']['wall_s']:6.2f} s {r['end_to_end']['peak_rss_mib']:7.0f} MiB"
+        )
         if "msprof_analyze" in r:
             m, q = r["msprof_analyze"], r["ratios"]
-            line += f"  msprof-analyze {m['wall_s']:6.2f} s {m['peak_rss_mib']:7.0f} MiB  speedup lib {q['library_speedup']:.1f}x e2e {q['end_to_end_speedup']:.2f}x, lib memory {q['library_memory_fraction']:.2f} of theirs"
+            line += (
+                f"  msprof-analyze {m['wall_s']:6.2f} s {m['peak_rss_mib']:7.0f} MiB  speedup lib "
+                f"{q['library_speedup']:.1f}x e2e {q['end_to_end_speedup']:.2f}x, "
+                f"lib memory {q['library_memory_fraction']:.2f} of theirs"
+            )
         print(line, flush=True)
     record["doubling"] = doubling_pairs(record["scales"])
     for pair in record["doubling"]:
         print(
-            f"doubling {pair['doubled']:>8} {pair['from']} -> {pair['to']}: library time x{pair['library_time']:.2f} memory x{pair['library_memory']:.2f}, "
-            f"end to end time x{pair['end_to_end_time']:.2f} memory x{pair['end_to_end_memory']:.2f}",
+            f"doubling {pair['doubled']:>8} {pair['from']} -> {pair['to']}: library time x{pair['library_time']:.2f} "
+            f"memory x{pair['library_memory']:.2f}, end to end time "
+            f"x{pair['end_to_end_time']:.2f} memory x{pair['end_to_end_memory']:.2f}",
             flush=True,
         )
     if args.dry_run_scale:
@@ -423,7 +433,8 @@ def main() -> int:
 
         record["fixed_cost"] = profile_fixed_cost(args.work, args.repeat, env)
         print(
-            f"fixed cost (analyze run, tiny collection): {record['fixed_cost']['wall_s']:.2f} s; see benchmarks/fixed_cost.py for the per-job profile",
+            f"fixed cost (analyze run, tiny collection): {record['fixed_cost']['wall_s']:.2f} "
+            "s; see benchmarks/fixed_cost.py for the per-job profile",
             flush=True,
         )
     if not args.no_demo_reanalysis:
@@ -435,8 +446,10 @@ def main() -> int:
             if data:
                 k = data[kind]
                 print(
-                    f"re-analysis {where} after a {kind} key: {k['wall_s']:.2f} s ({k['fraction_of_first']:.2f} of the first run's {data['first_wall_s']:.2f} s), "
-                    f"planned {len(k['planned'])} jobs ({', '.join(sorted(set(k['planned'])))}), collections/imports {k['collections_planned'] or 'none'}",
+                    f"re-analysis {where} after a {kind} key: {k['wall_s']:.2f} s ({k['fraction_of_first']:.2f} of the "
+                    f"first run's {data['first_wall_s']:.2f} s), planned {len(k['planned'])} jobs "
+                    f"({', '.join(sorted(set(k['planned'])))}), "
+                    f"collections/imports {k['collections_planned'] or 'none'}",
                     flush=True,
                 )
     record["goals"] = goals(record)

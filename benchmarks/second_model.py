@@ -283,7 +283,8 @@ def rank_tasks(shape: Shape, events: Events, rank: int, p: Params = Params()) ->
 
 
 def prof_name(seed: int, node: int, device: int, first_ns: int) -> str:
-    """PROF_<6 digits>_<17 digits: collection start, ms>_<16 capitals> (shared by msprof and msprof-analyze's regexes)."""
+    """PROF_<6 digits>_<17 digits: collection start, ms>_<16
+    capitals> (shared by msprof and msprof-analyze's regexes)."""
     letters = "".join(chr(ord("A") + (seed * 7 + node * 3 + device + k * 5) % 26) for k in range(16))
     stamp = (
         np.datetime64(first_ns // 1_000_000, "ms")
@@ -342,11 +343,16 @@ DB_TABLES = {
     "NPU_INFO": "id INTEGER, name TEXT",
     "HOST_INFO": "hostUid TEXT, hostName TEXT",
     "RANK_DEVICE_MAP": "rankId INTEGER, deviceId INTEGER",
-    "TASK": "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, globalPid INTEGER, "
-    "taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER",
-    "COMPUTE_TASK_INFO": "name INTEGER, globalTaskId INTEGER, blockNum INTEGER, mixBlockNum INTEGER, taskType INTEGER, opType INTEGER, "
-    "inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, "
-    "attrInfo INTEGER, opState INTEGER, hf32Eligible INTEGER, gridDim INTEGER, blockDim INTEGER",
+    "TASK": (
+        "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, globalPid "
+        "INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER"
+    ),
+    "COMPUTE_TASK_INFO": (
+        "name INTEGER, globalTaskId INTEGER, blockNum INTEGER, mixBlockNum INTEGER, taskType INTEGER, opType INTEGER, "
+        "inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, outputFormats INTEGER, outputDataTypes "
+        "INTEGER, outputShapes INTEGER, attrInfo INTEGER, opState "
+        "INTEGER, hf32Eligible INTEGER, gridDim INTEGER, blockDim INTEGER"
+    ),
 }
 
 
@@ -411,7 +417,10 @@ def write_op_summary(path: Path, device: int, tasks: list[Task]) -> None:
     """op_summary_<ts>.csv with the real export's base columns (Block Dim, as CANN data of May 2026 names it)."""
     header = [
         "Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type", "Task Start Time(us)",
-        "Task Duration(us)", "Task Wait Time(us)", "Block Dim", "Mix Block Dim", "HF32 Eligible", "Input Shapes", "Input Data Types",
+        "Task "
+        "Duration(us)", "Task Wait "
+                             "Time(us)", "Block Dim", "Mix Block "
+                                                      "Dim", "HF32 Eligible", "Input Shapes", "Input Data Types",
         "Input Formats", "Output Shapes", "Output Data Types", "Output Formats", "Context ID",
     ]  # fmt: skip
     with open(path, "w", newline="") as handle:
@@ -530,7 +539,8 @@ def cases(shape: Shape) -> list[Case]:
 
 
 def generate(root: Path, shape: Shape, case: Case, seed: int, launches: int = 300) -> dict[str, Any]:
-    """The case's tree under ``root`` and its truth (also written as ``root``/truth.json, beside the node directories)."""
+    """The case's tree under ``root`` and its truth (also written
+    as ``root``/truth.json, beside the node directories)."""
     faults = list(case.faults)
     draws = draw(shape, launches, seed, faults)
     events = simulate(shape, draws, faults, case.coupled)

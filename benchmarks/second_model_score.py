@@ -108,7 +108,8 @@ def true_causes(found: dict[str, Any], shape: model.Shape) -> list[dict[str, Any
 
 
 def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: model.Shape) -> dict[str, float]:
-    """The true cost of what the analysis named (localisation.truth_of's rules): the costliest true cause it stands for."""
+    """The true cost of what the analysis named (localisation.truth_of's
+    rules): the costliest true cause it stands for."""
     if named["evidence"] == "late_arrival" and named.get("rank") is not None:
         found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
     elif named["evidence"] == "late_arrival":
@@ -169,7 +170,8 @@ def label(cause: dict[str, Any]) -> str:
 
 
 def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: model.Shape) -> dict[str, Any]:
-    """localisation.score_case's timeline columns: top right (within TIE, and strict), cost error, false alarms, victims."""
+    """localisation.score_case's timeline columns: top right
+    (within TIE, and strict), cost error, false alarms, victims."""
     min_cost = SETTINGS["min_cost_us"]
     real = sorted((t for t in truths if max(t["period"], t["timed"]) >= min_cost), key=lambda t: -t["period"])
     top_truth, top = (real[0] if real else None), (named[0] if named else None)
@@ -366,7 +368,10 @@ def share(rows: list[dict[str, Any]], key: str) -> str:
 def case_table(rows: list[dict[str, Any]]) -> str:
     """Per case and shape: runs, the case's true cost, top cause right, cost errors, false alarms, victims, errors."""
     lines = [
-        "| case | shape | runs | true cost of the case (us/launch, mean) | top = top knob cause | top = top true cause | of which named alone (no late-ending-ranks list) | top = a true cause (its cost error max) | cost error median | cost error max | cost a bound: truth within | false alarms | victims | named below min_cost | analysis raised |",
+        "| case | shape | runs | true cost of the case (us/launch, mean) | top = top knob cause | top = top true "
+        "cause | of which named alone (no late-ending-ranks list) | top = a true cause (its cost error max) | cost "
+        "error median | cost error max | cost a bound: truth within | "
+        "false alarms | victims | named below min_cost | analysis raised |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case, shape in dict.fromkeys((r["case"], r["shape"]) for r in rows):
@@ -387,31 +392,42 @@ def case_table(rows: list[dict[str, Any]]) -> str:
         ]
         some = share(faults, "top_is_a_true_cause") + (f" ({100 * max(own):.0f}%)" if own else "")
         lines.append(
-            f"| {case} | {shape} | {len(mine)} | {cost} | {share(faults, 'top_right_knob')} | {share(faults, 'top_right')} | {share(faults, 'top_right_exact')} | {some} | {err} | {within} | {counts} | {raised} |"
+            f"| {case} | {shape} | {len(mine)} | {cost} | {share(faults, 'top_right_knob')} | "
+            f"{share(faults, 'top_right')} | {share(faults, 'top_right_exact')} "
+            f"| {some} | {err} | {within} | {counts} | {raised} |"
         )
     return "\n".join(lines)
 
 
 def run_table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| case | shape | seed | coupling read | top right | cost error | named (cost, timed; us/launch) | true causes >= 0.1 us (period, timed) | false alarms | victims | analysis raised |",
+        "| case | shape | seed | coupling read | top right | cost error | named (cost, timed; us/launch) "
+        "| true causes >= 0.1 us (period, timed) | false alarms | victims | analysis raised |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         named = "; ".join(
-            f"{c['cause']} ({'at most ' + format(c['at_most'], '.2f') + ', estimate ' if 'at_most' in c else ''}{c['cost']:.2f}, {c['timed']:.2f})"
+            f"{c['cause']} "
+            f"({'at most ' + format(c['at_most'], '.2f') + ', estimate ' if 'at_most' in c else ''}{c['cost']:.2f}, "
+            f"{c['timed']:.2f})"
             for c in r["named"]
         )
         truth = "; ".join(
-            f"{t['knob']}: {t['evidence']} {'rank ' + str(t['rank']) if t['rank'] is not None else 'node ' + str(t['node']) if t['node'] is not None else 'ranks'} ({t['period']:.2f}, {t['timed']:.2f})"
+            f"{t['knob']}: {t['evidence']} "
+            f"{'rank ' + str(t['rank']) if t['rank'] is not None else 'node ' + str(t['node']) if t['node'] is not None else 'ranks'} "
+            f"({t['period']:.2f}, {t['timed']:.2f})"
             for t in r["truth"][:6]
         )
         err = f"{100 * r['cost_error']:.0f}%" if r["cost_error"] is not None else "-"
         if r.get("bound_holds") is not None:
-            err = f"at most {r['cost_bound'][1]:.1f}: {'holds' if r['bound_holds'] else 'FAILS'} (estimate {100 * r['estimate_error']:.0f}%)"
+            err = (
+                f"at most {r['cost_bound'][1]:.1f}: {'holds' if r['bound_holds'] else 'FAILS'} "
+                f"(estimate {100 * r['estimate_error']:.0f}%)"
+            )
         raised = f"{r['error']} ({r['error_at']})".replace("|", "/") if r["error"] else "-"
         lines.append(
-            f"| {r['case']} | {r['shape']} | {r['seed']} | {r['coupling'] or '-'} | {'yes' if r['top_right'] else 'NO'} | {err} | {named or 'none'} | {truth or 'none'} | "
+            f"| {r['case']} | {r['shape']} | {r['seed']} | {r['coupling'] or '-'} | "
+            f"{'yes' if r['top_right'] else 'NO'} | {err} | {named or 'none'} | {truth or 'none'} | "
             f"{', '.join(r['false_alarms']) or '-'} | {', '.join(r['victims_blamed']) or '-'} | {raised} |"
         )
     return "\n".join(lines)
@@ -435,14 +451,17 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
         commit(),
     )  # before this writes its own results
     head = [
-        "# Second model benchmark (benchmarks/second_model_score.py): the timeline's cost account on data it was never tuned on",
+        "# Second model benchmark (benchmarks/second_model_score.py): "
+        "the timeline's cost account on data it was never tuned on",
         "",
-        f"Run {when} at commit {at}; seeds {', '.join(map(str, seeds))}; {', '.join(sorted({str(r['launches']) for r in rows}))} launches per run, all analysed "
-        "(timeline.skip_launches null: 0 for imported data). Generator: benchmarks/second_model.py (no code of workflow/sim or of the "
-        "analysis); reader: the timeline parse's own calls on plain msprof PROF_ trees; analysis: waits.analyse with "
-        f"benchmarks/localisation.py's settings {json.dumps(SETTINGS)} and bootstrap {json.dumps(BOOT)}. Scored as localisation.py scores: "
-        f"the top cause right when it is the true top cause or one within {TIE:.0%} of its cost; cost error = |estimate - truth| / max(truth, "
-        "min_cost_us); a false alarm is a named cause whose true cost (its removal, the same draws) is below min_cost_us.",
+        f"Run {when} at commit {at}; seeds {', '.join(map(str, seeds))}; "
+        f"{', '.join(sorted({str(r['launches']) for r in rows}))} launches per run, all analysed "
+        "(timeline.skip_launches null: 0 for imported data). Generator: benchmarks/second_model.py (no code of "
+        "workflow/sim or of the analysis); reader: the timeline parse's own calls on plain msprof PROF_ trees; "
+        f"analysis: waits.analyse with benchmarks/localisation.py's settings {json.dumps(SETTINGS)} and bootstrap "
+        f"{json.dumps(BOOT)}. Scored as localisation.py scores: the top cause right when it is the true top cause or "
+        f"one within {TIE:.0%} of its cost; cost error = |estimate - truth| / max(truth, min_cost_us); a "
+        "false alarm is a named cause whose true cost (its removal, the same draws) is below min_cost_us.",
         "",
         "```",
         json.dumps(summary, indent=1),
@@ -561,7 +580,8 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(score_case(shape, case, seed, args.launches, work))
                     r = rows[-1]
                     print(
-                        f"{r['case']:30s} {r['shape']} seed={seed} top={'ok' if r['top_right'] else 'NO'} err={r['cost_error']} named={[(c['cause'], c['cost']) for c in r['named'][:2]]} "
+                        f"{r['case']:30s} {r['shape']} seed={seed} top={'ok' if r['top_right'] else 'NO'} "
+                        f"err={r['cost_error']} named={[(c['cause'], c['cost']) for c in r['named'][:2]]} "
                         f"cost={r['case_cost']} raised={r['error']}",
                         flush=True,
                     )
@@ -584,7 +604,8 @@ def legend(shapes: list[model.Shape]) -> list[str]:
                 or "none (a false-alarm check: only the built-in jitter and OS hiccups)"
             )
             lines.append(
-                f"| {case.name} | {shape.label} | {'yes' if case.coupled else 'no: ranks do not wait for each other in the kernel'} | {faults} |"
+                f"| {case.name} | {shape.label} | "
+                f"{'yes' if case.coupled else 'no: ranks do not wait for each other in the kernel'} | {faults} |"
             )
     return lines + [""]
 

@@ -281,7 +281,8 @@ def main() -> None:
         cpu_text = f"{'-':>11s} {'-':>6s}" if pooled_row else f"{cpu:11.2f} {cpu / cpu_base:6.2f}"
         print(f"{name:58s} {wall:12.2f} {wall / wall_base:6.2f} {cpu_text}  {note}")
     print(
-        f"pool rows: {args.jobs} processes share the ranks: parallelism, not a faster read (wall / ranks; their CPU is in the workers)."
+        f"pool rows: {args.jobs} processes share the ranks: parallelism, "
+        "not a faster read (wall / ranks; their CPU is in the workers)."
     )
     print("cpu: this process's CPU time, steadier than wall on a shared machine. device rows: the device check alone.")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-# A reader's unexpected exception is raised, not folded into an `invalid` stage (shell/stage.py run_stage), so that a bug
-# still fails a test; the snakemake runs of the workflow tests inherit it. Tests of the folding itself unset it.
+# A reader's unexpected exception is raised, not folded into an `invalid` stage (shell/stage.py run_stage), so that a
+# bug still fails a test; the snakemake runs of the workflow tests inherit it. Tests of the folding itself unset it.
 os.environ["DISPATCHPROF_RAISE"] = "1"
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
@@ -104,10 +104,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy, su
     return copy, copy.snakemake(overlay=base_overlay(full_length=True))
 
 
-# Fewer calls per rank than the defaults (baseline 110, timeline 205, DebugClock 20): a whole simulated run costs ~0.15 s
-# per call on 2 cores, and the tests check what each stage does, not its statistics at full length. The shared demo
-# run keeps the defaults (it is the README's run); a test that needs more calls says so in its own overlay.
-# The msprof-analyze cross-check (timeline.crosscheck: auto, ~9 s beside every timeline with msprof-analyze
+# Fewer calls per rank than the defaults (baseline 110, timeline 205, DebugClock 20): a whole simulated run costs ~0.15
+# s per call on 2 cores, and the tests check what each stage does, not its statistics at full length. The shared demo
+# run keeps the defaults (it is the README's run); a test that needs more calls says so in its own overlay. The
+# msprof-analyze cross-check (timeline.crosscheck: auto, ~9 s beside every timeline with msprof-analyze
 # installed) runs in the demo run, which checks it; other tests leave it off unless their overlay says otherwise.
 SHORT_RUN = {
     "baseline": {"iterations": 14, "warmup": 4},
@@ -119,7 +119,8 @@ SHORT_RUN = {
 def base_overlay(fixed_ports: bool = False, full_length: bool = False, **sections: dict) -> dict:
     """A test's config overlay. Ports stay `auto` (a free pair per run under launcher local), as a user's do;
     launchers slurm and ssh would use the launcher's fixed ports, so their tests pass free ones explicitly.
-    Calls per rank and the cross-check are SHORT_RUN's unless ``full_length`` or the test's own sections say otherwise."""
+    Calls per rank and the cross-check are SHORT_RUN's unless
+    ``full_length`` or the test's own sections say otherwise."""
     import copy
 
     cluster: dict = {"ready_timeout": 30, "fail_grace": 3}
@@ -177,7 +178,8 @@ def pytest_configure(config: pytest.Config) -> None:
     ):
         # pytest 9 keeps node ids where pytest-xdist 3.8 appends the group: groups would be silently ignored
         raise pytest.UsageError(
-            f"--dist loadgroup needs pytest < 9 with this pytest-xdist (pytest {pytest.__version__}; requirements-dev.txt pins it)"
+            "--dist loadgroup needs pytest < 9 with this pytest-xdist "
+            f"(pytest {pytest.__version__}; requirements-dev.txt pins it)"
         )
 
 
@@ -204,8 +206,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     lost = [item.nodeid for item in session.items if any(item.iter_markers("xdist_group")) and "@" not in item.nodeid]
     if lost:
         raise pytest.UsageError(
-            f"--dist loadgroup did not group {len(lost)} tests (e.g. {lost[0]}): this pytest-xdist cannot mark groups with this "
-            "pytest (requirements-dev.txt pins a pair that can); the SLURM and sshd tests would run at the same time"
+            f"--dist loadgroup did not group {len(lost)} tests (e.g. {lost[0]}): this pytest-xdist cannot mark groups "
+            "with this pytest (requirements-dev.txt pins a pair that "
+            "can); the SLURM and sshd tests would run at the same time"
         )
 
 

@@ -38,7 +38,8 @@ class Shape:
 
 @dataclass
 class Events:
-    """Per launch and rank the true start and end (µs, one clock) and each rank's kernel duration: what the truth reads."""
+    """Per launch and rank the true start and end (µs, one clock)
+    and each rank's kernel duration: what the truth reads."""
 
     start: np.ndarray
     end: np.ndarray

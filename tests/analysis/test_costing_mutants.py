@@ -50,8 +50,8 @@ def brute_saving(values: np.ndarray, cols: list[int], shift: np.ndarray) -> np.n
 
 
 def brute_waits_caused(values: np.ndarray, cols: list[int], shift: np.ndarray) -> np.ndarray:
-    """Per row: what the ranks outside ``cols`` (and those in it the delay did not strike) wait for, less what they would
-    wait for without the delay; each waits from its own value to the row's last."""
+    """Per row: what the ranks outside ``cols`` (and those in it the delay did not strike) wait for,
+    less what they would wait for without the delay; each waits from its own value to the row's last."""
     full = np.zeros_like(values)
     full[:, cols] = shift
     out = np.zeros(len(values))
@@ -106,9 +106,9 @@ def candidate(
 
 
 def random_grids(count: int = 60):
-    """Small launch grids with ties on purpose (values from a few levels): [row, rank] values (0 = the row's last), delays
-    >= 0 (often none) and each rank's node. At least two ranks: with one, nobody waits, and its saving is 0 (top_two gives
-    the rank itself as the next)."""
+    """Small launch grids with ties on purpose (values from a few levels): [row, rank] values (0 = the row's last),
+    delays >= 0 (often none) and each rank's node. At least two ranks: with one,
+    nobody waits, and its saving is 0 (top_two gives the rank itself as the next)."""
     rng = np.random.default_rng(2026)
     for _ in range(count):
         rows, ranks, n_nodes = int(rng.integers(1, 13)), int(rng.integers(2, 9)), int(rng.integers(1, 5))
@@ -393,7 +393,8 @@ def test_every_cost_is_the_replay_without_the_delay_above_the_median_of_the_othe
                 bg,
                 i,
             )
-    # the ranks' late arrivals have a background in both scopes, and a different one: a test of which is subtracted where
+    # the ranks' late arrivals have a background in both scopes,
+    # and a different one: a test of which is subtracted where
     per_rank = [expected[("late_arrival", r, None)][2] for r in range(8)]
     assert all(p > 0.05 and t > 0.005 for p, t in per_rank) and max(abs(p - t) for p, t in per_rank) > 0.05, per_rank
     listed = {(c["evidence"], c["rank"], c["node"]) for c in got}
@@ -642,8 +643,8 @@ def test_a_late_set_without_outsiders_or_without_spread_is_judged_without_dividi
 
 
 def test_a_late_set_not_named_is_listed_by_the_chance_test_in_the_stats_launches():
-    """Not apart: listed with its kind, "chance" (report/cause_text says it with both fractions, z and alpha: tests/unit/
-    test_cause_text.py)."""
+    """Not apart: listed with its kind, "chance" (report/cause_text says it
+    with both fractions, z and alpha: tests/unit/ test_cause_text.py)."""
     n = 40
     fact = stands_out(late_matrix(n, [14, 12, 10]), np.array([0]), np.array([0]), 0.01)
     assert not fact["stands_out"]["z"] > statistics.NormalDist().inv_cdf(0.99)

@@ -60,7 +60,8 @@ def by_rank(launch: dict) -> dict[int, dict]:
 
 
 def late_rank_grid(lateness: list[float], offset_us: float = 0.0) -> waits.LaunchGrid:
-    """2 nodes x 2 ranks; rank 3's host late by ``lateness[i]`` in launch i; every rank ends 100 us after the release."""
+    """2 nodes x 2 ranks; rank 3's host late by ``lateness[i]``
+    in launch i; every rank ends 100 us after the release."""
     n = len(lateness)
     arrive = np.tile([0.0, 1.0, 2.0, 0.5], (n, 1))
     arrive[:, 3] += lateness

@@ -61,7 +61,8 @@ def test_another_nodes_slot_excess_is_not_this_causes_figure():
 
 
 def test_own_work_keeps_the_timelines_group_saving_even_beside_a_larger_lower_layer():
-    # its lead over the next end is what the group waits for it: a lower layer's larger excess is the role's, not the group's
+    # its lead over the next end is what the group waits for it: a
+    # lower layer's larger excess is the role's, not the group's
     own = cause("own_work", 32.3, rank=11)
     figures = layer_figures(own, RANK11_URMA, {"busiest": {"rank": 11, "role": "URMASendToken", "excess_us": 500.0}})
     assert [f.layer for f in figures] == ["timeline", "DebugClock", "PMU"]

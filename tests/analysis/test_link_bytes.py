@@ -51,7 +51,8 @@ def test_two_nodes_of_eight_count_each_destination_rank_once_per_token():
 def test_three_nodes_of_four_split_by_topology():
     # 12 ranks, 4 experts per rank (rank = e // 4), 4 ranks per node (node = rank // 4). Rank 5 (node 1) sends:
     # token -> experts 20, 21, 22 (all rank 5: itself), token -> 24, 25 (rank 6, intra, once), 0 (rank 0, node 0),
-    # token -> 47 (rank 11, node 2), 44 (rank 11 again: once). Rank 11 (node 2) sends one token to rank 8 (intra) and 1 (node 0).
+    # token -> 47 (rank 11, node 2), 44 (rank 11 again: once). Rank
+    # 11 (node 2) sends one token to rank 8 (intra) and 1 (node 0).
     routing = [record(5, [[20, 21, 22], [24, 25, 0], [47, 44, -1]], 4, 4), record(11, [[32, 4, -1]], 4, 4)]
     routing += [record(r, [], 4, 4) for r in range(12) if r not in (5, 11)]
     out = link_bytes(routing, HIDDEN, "bf16", ranks_per_node=4)

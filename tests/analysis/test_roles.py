@@ -385,8 +385,8 @@ def test_a_change_of_profile_inside_a_role_is_described_by_how_busy_the_cores_on
     assert (d["aiv"], d["role"], d["role_aiv"]) == (2, "Send", [0, 2])
     assert d["busy_share_before"] == pytest.approx(0.30) and d["busy_share_from"] == pytest.approx(0.01)
     assert (
-        "Inside Send (AIV 0-2) the profile changes at AIV 2: AIV 2 keep their pipes busy 1% of the time against 30% for AIV 0-1"
-        in check["sentence"]
+        "Inside Send (AIV 0-2) the profile changes at AIV 2: AIV 2 "
+        "keep their pipes busy 1% of the time against 30% for AIV 0-1" in check["sentence"]
     )
     assert (
         "idle cores of the role" in check["sentence"]

@@ -108,7 +108,8 @@ def test_longest_duration_leaves_out_launches_a_rank_lacks_and_says_occasionally
 
 
 def test_a_launch_where_ranks_tie_is_shared_among_them():
-    # launch 0: ranks 1 and 2 tie for longest (1/2 each); launch 1: rank 2 alone. argmax would credit rank 1 with launch 0.
+    # launch 0: ranks 1 and 2 tie for longest (1/2 each); launch
+    # 1: rank 2 alone. argmax would credit rank 1 with launch 0.
     s = longest_duration([0, 1, 2], np.array([[5.0, 9.0, 9.0], [5.0, 6.0, 7.0]]))
     assert s["per_rank_fraction"] == {"2": 0.75, "1": 0.25}
     assert s["rank"] == 2 and s["ranks"] == [2] and s["fraction"] == 0.75

@@ -233,8 +233,8 @@ def test_without_a_pure_barrier_ends_are_not_compared_across_nodes():
     strag = result["straggler"]
     assert not any(c["evidence"] == "late_ending_node" for c in strag["causes"])
     assert any("not established" in n and "synchronize_start" in n for n in strag["notes"])
-    # a rank that ends last by 40 us (less than the 80 us rank 6 is late): listed with its lead over its own node's ranks, not named (it compares ends
-    # across nodes); a late arrival is still named without the barrier kernel
+    # a rank that ends last by 40 us (less than the 80 us rank 6 is late): listed with its lead over its own node's
+    # ranks, not named (it compares ends across nodes); a late arrival is still named without the barrier kernel
     both = analyse(table(late=6, late_us=80.0, work={3: 1040.0}, barrier=False, sync=False), SETTINGS, [], BOOT)[
         "straggler"
     ]
@@ -326,9 +326,9 @@ def recurring_set(launches: int) -> dict:
 
 
 def test_a_late_set_of_most_launches_is_named_only_when_it_is_late_more_often_than_the_others_beyond_chance():
-    """A majority of 25 launches (64%) against the next rank's 32% is within chance (the kernel's structure makes ranks end
-    late often without a fault: 3x4 named a set in 52% of 25 launches at 47 us per launch): listed, with the two
-    fractions and the test. The same rates over 400 launches are apart: named, the same set."""
+    """A majority of 25 launches (64%) against the next rank's 32% is within chance (the kernel's structure makes ranks
+    end late often without a fault: 3x4 named a set in 52% of 25 launches at 47 us per launch): listed, with
+    the two fractions and the test. The same rates over 400 launches are apart: named, the same set."""
     short, long = recurring_set(25), recurring_set(400)
     assert short["late_ending_ranks"] == long["late_ending_ranks"] == [2, 5]
     assert (

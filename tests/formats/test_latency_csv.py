@@ -156,11 +156,15 @@ def test_wrong_types_in_any_field_end_in_a_clear_error_or_a_valid_table(tmp_path
         assert (table.frame["rank"] >= 0).all()
 
 
-WORK_HEADER = "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,processed_bytes,sent_bytes,processed_gbps,sent_gbps,measurement,clock_hz\n"
+WORK_HEADER = (
+    "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,processed_bytes,"
+    "sent_bytes,processed_gbps,sent_gbps,measurement,clock_hz\n"
+)
 
 
 def test_work_byte_columns_are_read_by_header_name(tmp_path):
-    # docs/formats.md §3: work=callback adds processed_bytes,sent_bytes (uint64) and *_gbps = bytes/(ms*1e6), empty if ms = 0
+    # docs/formats.md §3: work=callback adds processed_bytes,sent_bytes
+    # (uint64) and *_gbps = bytes/(ms*1e6), empty if ms = 0
     text = WORK_HEADER + "0,0,0.5,500,1,0,1000,400,0.002,0.0008,kernel,1\n1,0,0,0,1,0,2000,800,,,kernel,1\n"
     table = parse_latency_csv(write(tmp_path, text))
     assert table.work is not None

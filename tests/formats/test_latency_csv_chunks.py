@@ -13,7 +13,10 @@ from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv
 WHOLE = 2**30  # one piece: the file read whole
 HEADERS = {
     "full": "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,measurement,clock_hz",
-    "work": "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,processed_bytes,sent_bytes,processed_gbps,sent_gbps,measurement,clock_hz",
+    "work": (
+        "rank,iteration,elapsed_ms,elapsed_us,is_warmup,in_average,"
+        "processed_bytes,sent_bytes,processed_gbps,sent_gbps,measurement,clock_hz"
+    ),
     "legacy": "rank,iteration,elapsed_us,is_warmup,in_average",
 }
 # (field, bad value, what the refusal says): values pyarrow refuses to type and values it types that a check refuses

@@ -142,7 +142,8 @@ def test_malformed_metric_csv_names_file_line_and_field(tmp_path, edit, message)
 
 
 def clear_error_or_table(path):
-    """A metric CSV either reads into the long table or fails with the format error naming the file; (header, frame) or None."""
+    """A metric CSV either reads into the long table or fails with
+    the format error naming the file; (header, frame) or None."""
     try:
         header, frame = read_metric_csv(path)
     except OpprofFormatError as exc:

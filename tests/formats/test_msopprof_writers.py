@@ -32,7 +32,8 @@ def test_the_cann_8_pipe_and_conflict_sets_are_what_no_open_source_header_versio
         BY_NAME["CANN 8.5.2 msprof op"].files["PipeUtilization"],
         BY_NAME["CANN 8.5.2 msprof op"].files["ResourceConflictRatio"],
     )
-    # The open-source A2 header before e581c4a, then the DBI columns it appends; and aiv_mte1_wait_ratio, which no version has.
+    # The open-source A2 header before e581c4a, then the DBI columns
+    # it appends; and aiv_mte1_wait_ratio, which no version has.
     assert pipe == BY_NAME["msopprof *For910B_ bac21ac..79ae61a"].files["PipeUtilization"] + (
         "aic_mte1_active_bw(GB/s)",
         "aic_mte2_active_bw(GB/s)",

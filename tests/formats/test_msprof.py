@@ -166,7 +166,8 @@ def test_target_read_from_the_db_matches_the_whole_table_and_the_text_export(sim
         and set(fast.stream) == {1332}
         and fast.symbols == ["elastic_dispatch_kernel"]
     )
-    # Only compute kernels between launch 0 and the last launch: the barriers of iterations 1..3 (MEMCPY is not compute).
+    # Only compute kernels between launch 0 and the last launch:
+    # the barriers of iterations 1..3 (MEMCPY is not compute).
     assert fast.other_name.tolist() == ["cached_notify_combine"] * 3 and fast.context_intervals == 3
     text = target_kernels_of(read_op_summary(op_summary_files(info.text_dir), info.pid), is_dispatch, 0)
     for field in ("start_ns", "dur_ns", "stream", "task_id", "other_start_ns", "other_dur_ns"):
@@ -208,7 +209,10 @@ def test_non_integer_times_in_the_db_are_refused_with_the_file(tmp_path, sim_pro
     db = tmp_path / "msprof_20260101000000.db"
     db.write_bytes(next(sim_prof.glob("msprof_*.db")).read_bytes())
     with sqlite3.connect(db) as conn:
-        target = "SELECT MIN(globalTaskId) FROM COMPUTE_TASK_INFO WHERE name = (SELECT id FROM STRING_IDS WHERE value = 'elastic_dispatch_kernel')"
+        target = (
+            "SELECT MIN(globalTaskId) FROM COMPUTE_TASK_INFO WHERE name = "
+            "(SELECT id FROM STRING_IDS WHERE value = 'elastic_dispatch_kernel')"
+        )
         conn.execute(f"UPDATE TASK SET endNs = 'soon' WHERE globalTaskId = ({target})")
     with pytest.raises(MsprofFormatError, match=f"{db}.*non-integer"):
         read_db_target(db, is_dispatch, 0)
@@ -364,7 +368,8 @@ def test_db_with_wrong_types_in_times_or_names_ends_in_a_clear_error(tmp_path_fa
         conn.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
         conn.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier")])
         conn.execute(
-            "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)"
+            "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId "
+            "INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)"
         )
         conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
         for i, (name, start, end) in enumerate([(1, 0, 10), *rows, (1, 100, 110)]):
@@ -503,7 +508,8 @@ def test_the_barrier_the_target_and_the_window_are_each_every_row_they_name(
             "INSERT INTO STRING_IDS VALUES (?, ?)", [(1, "elastic_dispatch_kernel"), (2, "barrier"), (3, "other")]
         )
         conn.execute(
-            "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)"
+            "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, globalTaskId "
+            "INTEGER PRIMARY KEY, streamId INTEGER, taskId INTEGER)"
         )
         conn.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER)")
         for name, op, start, end, task in random.sample(rows, len(rows)):  # any scan order
@@ -557,7 +563,10 @@ def test_the_db_path_needs_no_pandas():
     from conftest import ROOT
 
     lib = ROOT / "workflow" / "scripts"
-    code = "import sys; sys.path.insert(0, sys.argv[1]); import dispatchprof.formats.target_kernels; print('pandas' in sys.modules)"
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import "
+        "dispatchprof.formats.target_kernels; print('pandas' in sys.modules)"
+    )
     assert (
         subprocess.run(
             [sys.executable, "-c", code, str(lib)], capture_output=True, text=True, check=True
@@ -607,11 +616,13 @@ def two_device_prof(tmp_path, sim_prof):
     conn = sqlite3.connect(db)
     offset = conn.execute("SELECT max(globalTaskId) FROM TASK").fetchone()[0]
     conn.execute(
-        f"INSERT INTO TASK SELECT startNs, endNs + 1000, 7, connectionId, globalTaskId + {offset}, globalPid, taskType, contextId, streamId, taskId, modelId FROM TASK"
+        "INSERT INTO TASK SELECT startNs, endNs + 1000, 7, connectionId, globalTaskId + "
+        f"{offset}, globalPid, taskType, contextId, streamId, taskId, modelId FROM TASK"
     )
     conn.execute(
-        "INSERT INTO COMPUTE_TASK_INFO SELECT name, globalTaskId + ?, blockNum, mixBlockNum, taskType, opType, inputFormats, inputDataTypes, inputShapes, "
-        "outputFormats, outputDataTypes, outputShapes, attrInfo, opState, hf32Eligible, gridDim, blockDim FROM COMPUTE_TASK_INFO",
+        "INSERT INTO COMPUTE_TASK_INFO SELECT name, globalTaskId + ?, blockNum, mixBlockNum, taskType, opType, "
+        "inputFormats, inputDataTypes, inputShapes, outputFormats, outputDataTypes, "
+        "outputShapes, attrInfo, opState, hf32Eligible, gridDim, blockDim FROM COMPUTE_TASK_INFO",
         (offset,),
     )
     conn.commit()

@@ -179,12 +179,13 @@ KNOBS = {
     "plain": {},
     "late_rank": {"late_rank": 1, "late_us": 120},
     "late_node": {"late_node": 1, "late_us": 90, "late_prob": 0.5},
-    # two late ranks through DEEPEP_SIM_LATE_RANK2/_US2 as the workflow maps them: the 120 us one arrives last every time
+    # two late ranks through DEEPEP_SIM_LATE_RANK2/_US2 as the
+    # workflow maps them: the 120 us one arrives last every time
     "late_rank2": {"late_rank": 1, "late_us": 8, "late_rank2": 2, "late_us2": 120},
     "slow_rank": {"slow_rank": 2, "slow_factor": 1.3},
-    # A slow core slows its WQE building, not the wire. Rank 3's send to rank 0 is the first of its core's loop, rank 1's
-    # the second, after a cross-node one: rank 3's is last once (factor - 2) x WQE time > the same-node wire time, i.e.
-    # a factor above 4.5 at 6000 B/us of WQEs against 2400 B/us of wire; x6 it is.
+    # A slow core slows its WQE building, not the wire. Rank 3's send to rank 0 is the first of its core's loop, rank
+    # 1's the second, after a cross-node one: rank 3's is last once (factor - 2) x WQE time > the same-node
+    # wire time, i.e. a factor above 4.5 at 6000 B/us of WQEs against 2400 B/us of wire; x6 it is.
     "slow_sender": {"slow_role": {"rank": 3, "role": "URMASendToken", "factor": 6.0}},
     "slow_receiver": {"slow_role": {"rank": 0, "role": "LocalWindowCopy", "factor": 4.0}},
     "slow_link": {"slow_link": {"src_node": 1, "dst_node": 0, "factor": 2.5}},

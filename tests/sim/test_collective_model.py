@@ -149,7 +149,8 @@ def test_late_prob_makes_a_rank_late_in_that_fraction_of_launches_and_late_node_
     _, node_late = run(Knobs(late_node=1, late_us=100.0))
     for before, launch in zip([None, *node_late], node_late):
         if before is not None and max(r.work_factor for r in before.ranks) > min(r.work_factor for r in before.ranks):
-            continue  # a rare spike in the launch before: that rank returns late by its own work and may arrive among them
+            # a rare spike in the launch before: that rank returns late by its own work and may arrive among them
+            continue
         assert set(launch.arrival_order()[-8:]) == set(range(8, 16))
 
 

@@ -35,9 +35,10 @@ def test_without_a_fault_no_node_is_named_beyond_the_gates_false_alarm_rate():
 
 @pytest.mark.parametrize("label", sorted(bench.SHAPES))
 def test_a_slow_link_names_the_sending_node_with_the_time_its_removal_gives_back(label: str):
-    """A link twice as slow out of node 0 into node 1: in each shape (the workflow's default, 56 AIV, included) the sends of every rank of node 0 are named
-    (URMASendToken send_complete), and their excess over the other nodes' is within 35% (the issue's goal for the
-    cost account's largest error) of the group time per launch the events give back without the slow link."""
+    """A link twice as slow out of node 0 into node 1: in each shape (the workflow's default, 56 AIV, included) the
+    sends of every rank of node 0 are named (URMASendToken send_complete), and their excess over the other nodes' is
+    within 35% (the issue's goal for the cost account's largest error) of
+    the group time per launch the events give back without the slow link."""
     shape = bench.SHAPES[label]
     for seed in (1, 2):
         knobs = Knobs(seed=seed, slow_link=(0, 1, 2.0))

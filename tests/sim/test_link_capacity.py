@@ -55,7 +55,8 @@ def routing_record(rank: int, topk: list[list[int]], experts_per_rank: int, rank
 
 
 def stand_in_run(nodes: int, rpn: int, route: str, seed: int, tokens: int, topk: int, experts_per_rank: int):
-    """The stand-in's byte matrix (sends[src][dst], as ElasticBuffer.dispatch builds it) and the perf driver's records."""
+    """The stand-in's byte matrix (sends[src][dst], as
+    ElasticBuffer.dispatch builds it) and the perf driver's records."""
     world = nodes * rpn
     experts = experts_per_rank * world
     inputs = {r: make_inputs(seed, r, tokens, topk, experts, world, route) for r in range(world)}

@@ -48,7 +48,8 @@ def test_the_top_cause_and_its_cost_are_the_truths(case, sync):
 def test_without_a_pure_barrier_a_late_arrivals_cost_is_a_bound_the_truth_keeps(shape, case):
     # Without synchronize_start the clocks come from the target's ends, and in 3x4 node 2 ends ~60 us after node 0 in
     # every launch by the kernel's own structure: the estimate on those clocks is 50-60% under there (2x8: ~1%). The
-    # cost is then given as "at most" the lateness itself: it must hold in both shapes, and the estimate stays beside it.
+    # cost is then given as "at most" the lateness itself: it
+    # must hold in both shapes, and the estimate stays beside it.
     cases = {c.name: c for c in bench.cases(shape)}
     for seed in (1, 2):
         row = bench.score_case(shape, cases[case], seed=seed, sync=False, n=LAUNCHES)
@@ -66,7 +67,8 @@ def test_without_a_fault_nothing_is_named_that_costs_nothing():
 
 def delays(shape: bench.Shape, knobs: bench.Knobs, n: int) -> tuple[list, dict, np.ndarray, np.ndarray]:
     """The run's launches and truth, its kernel ends per analysed launch and rank (since the launch's first start), and
-    per rank the median delay of its end that the knobs cause: the same draws without them (the events' counterfactual)."""
+    per rank the median delay of its end that the knobs cause:
+    the same draws without them (the events' counterfactual)."""
     launches, truth = bench.run(shape, knobs, n, True)
     base, _ = bench.run(shape, bench.Knobs(seed=knobs.seed), n, True)
 

@@ -1,4 +1,5 @@
-"""The stand-in store's shutdown wait: node 0 serves until every rank has hung up, bounded (the stand-in test's main)."""
+"""The stand-in store's shutdown wait: node 0 serves until
+every rank has hung up, bounded (the stand-in test's main)."""
 
 import sys
 import time

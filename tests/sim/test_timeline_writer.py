@@ -1,6 +1,6 @@
-"""The stand-in's PipeTimeline/InstrTimeline trace.json follows docs/formats.md §2 (string core pids, pipe tids, µs) and is
-derived from the event model's phases: read back by the library, a sampled core's busy time per pipe is its model
-pipe time; InstrTimeline keeps only the --instr-timeline-pipe pipes; the TRACE block holds the same JSON."""
+"""The stand-in's PipeTimeline/InstrTimeline trace.json follows docs/formats.md §2 (string core pids, pipe tids, µs) and
+is derived from the event model's phases: read back by the library, a sampled core's busy time per pipe is its
+model pipe time; InstrTimeline keeps only the --instr-timeline-pipe pipes; the TRACE block holds the same JSON."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Issue 31's acceptance case on the event model: two late ranks, one 8 us late in 90% of launches (sim.late_rank) and
-one 120 us late in 15% (sim.late_rank2). The answer is a cost account (docs/architecture.md): the second heads it with its
-cost, and the first, if named, is below it with its smaller cost. Scored against the event truth (each cause's
-counterfactual cost: the same draws, that cause removed), never against the knobs.
+one 120 us late in 15% (sim.late_rank2). The answer is a cost account (docs/architecture.md): the second heads it with
+its cost, and the first, if named, is below it with its smaller cost. Scored against the event truth
+(each cause's counterfactual cost: the same draws, that cause removed), never against the knobs.
 
 The second knob draws from a stream of its own, so the first tests pin what that buys: setting it, or removing it
 for its counterfactual, moves no other draw.

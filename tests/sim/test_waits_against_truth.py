@@ -214,10 +214,10 @@ def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
     cores = per_core(pd.concat(frames, ignore_index=True), roles)
     top = busiest(cores, 0.1)
     assert top is not None and (top["rank"], top["role"]) == slowest, (top, excess)
-    # a URMA core's time with no pipe active is its polling (for the link, for its peers), as the truth says: some on every
-    # core, never more than the truth's polling time (pipe times overlap, so their sum bounds the busy time from above;
-    # 1% of aiv_time for the ratios' rounding). With link capacities shared per rank port the link wait is no longer
-    # most of a URMA core's time in every shape.
+    # a URMA core's time with no pipe active is its polling (for the link, for its peers), as the truth says: some on
+    # every core, never more than the truth's polling time (pipe times overlap, so their sum bounds the busy time from
+    # above; 1% of aiv_time for the ratios' rounding). With link capacities shared per
+    # rank port the link wait is no longer most of a URMA core's time in every shape.
     polling = {(r["rank"], c["block_id"]): c["polling_us"] for r in truth["replays"][0]["ranks"] for c in r["cores"]}
     urma = cores[cores["role"] == "URMASendToken"]
     assert all(

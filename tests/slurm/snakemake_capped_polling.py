@@ -30,7 +30,8 @@ def cap_status_check_interval(cap_s: float) -> None:
     interval = RemoteExecutor.__dict__.get("next_seconds_between_status_checks")
     if not isinstance(interval, property) or interval.fset is None:
         raise SystemExit(
-            "snakemake_capped_polling: RemoteExecutor.next_seconds_between_status_checks is no settable property in this version"
+            "snakemake_capped_polling: RemoteExecutor.next_seconds_between_status_checks "
+            "is no settable property in this version"
         )
 
     def capped(self: RemoteExecutor, value: float | None) -> None:

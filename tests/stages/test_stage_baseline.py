@@ -66,8 +66,8 @@ def test_an_implausible_latency_never_reaches_the_statistics(tmp_path):
     status = baseline(run, {})
     assert status.state == "invalid", status.reason
     assert (
-        status.reason
-        == f"{csv}: line 8: field 'elapsed_us' is 1e300, 1e+300 us, above stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
+        status.reason == f"{csv}: line 8: field 'elapsed_us' is 1e300, 1e+300 us, above "
+        "stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
     )
     assert not run.outputs["stats"].exists() and not run.outputs["latency"].exists()
 

@@ -93,7 +93,8 @@ def test_the_reason_names_the_top_stall_and_the_hottest_line():
     stalls = {"not_issue": {"MEM": 0.25, "SYNC": 0.75}}
     line = {"file": "k.cpp", "line": 12, "function": "CalCumSum", "share_of_samples": 0.125}
     assert stall_reason(cov, stalls, [line]) == (
-        "stall samples on 2 of 2 ranks; top stall SYNC (75% of not-issued samples); hottest line k.cpp:12 (CalCumSum, 12.5% of all samples)"
+        "stall samples on 2 of 2 ranks; top stall SYNC (75% of not-issued "
+        "samples); hottest line k.cpp:12 (CalCumSum, 12.5% of all samples)"
     )
     assert stall_reason({**cov, "state": "partial"}, stalls, []).startswith("PARTIAL COVERAGE: 2 of 2 ranks; ")
 

@@ -1,4 +1,5 @@
-"""The pipe_timeline stage as a library function, without Snakemake (the whole DAG: tests/workflow/test_pipe_timeline.py)."""
+"""The pipe_timeline stage as a library function, without Snakemake
+(the whole DAG: tests/workflow/test_pipe_timeline.py)."""
 
 import json
 import shutil

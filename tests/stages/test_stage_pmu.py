@@ -33,7 +33,10 @@ def test_an_imported_three_launch_run_gives_role_tables_and_a_reason(tmp_path):
     )
     assert pq.read_table(run.outputs["cores"]).num_rows == 12
     # The 950 header without dump/op_basic_info.txt: the writer is named, the chip is not.
-    a5 = "columns of the msopprof *ForA5_ 44ba9d9..d6c29df / msopprof *ForA5_ bac21ac writers (written for Ascend 950, by its name)"
+    a5 = (
+        "columns of the msopprof *ForA5_ 44ba9d9..d6c29df / msopprof "
+        "*ForA5_ bac21ac writers (written for Ascend 950, by its name)"
+    )
     assert roles["chips"] == [{"name": "chip unknown", "family": None, "source": a5, "columns": a5}]
 
 
@@ -93,8 +96,8 @@ def test_a_910b2_default_run_names_its_chip_from_the_data_and_measures_not_provi
     assert (
         roles["roles"]["Stage"]["aiv_time_us_median"] == 20.75 and roles["roles"]["Send"]["aiv_time_us_median"] == 30.0
     )
-    # Its PipeUtilization holds the columns of the open-source A2 header before e581c4a (other order): that writer wrote no
-    # scalar detail columns, so none is "not provided"; nor is any 950 column.
+    # Its PipeUtilization holds the columns of the open-source A2 header before e581c4a (other order):
+    # that writer wrote no scalar detail columns, so none is "not provided"; nor is any 950 column.
     assert roles["missing_columns"] == [] and roles["new_columns"] == {}
     not_provided = set(roles["missing_columns"]).union(
         *(set(m["missing_columns"]) for m in roles["metric_sets"].values())
@@ -155,7 +158,8 @@ def test_cann_852_910b2_exports_without_op_basic_info_are_ok_and_never_called_a_
     # Stage = the first two, Send the third.
     assert roles["roles"]["Stage"]["aiv_time_us_median"] == stage_median
     assert send is None or roles["roles"]["Send"]["aiv_time_us_median"] == send
-    # Judged against the 8.x writer: the DBI columns it writes are NA (aic side, counted for a mix kernel); nothing is new.
+    # Judged against the 8.x writer: the DBI columns it writes are
+    # NA (aic side, counted for a mix kernel); nothing is new.
     assert (
         roles["missing_columns"] == ["aic_mte1_active_bw(GB/s)", "aic_mte2_active_bw(GB/s)"]
         and roles["new_columns"] == {}

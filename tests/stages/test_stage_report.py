@@ -1,4 +1,5 @@
-"""The report's section builders: one pattern for every stage (stats file, status -> what is rendered, what is summarised)."""
+"""The report's section builders: one pattern for every stage
+(stats file, status -> what is rendered, what is summarised)."""
 
 import inspect
 import json

@@ -122,8 +122,8 @@ def parse_and_merge(tmp_path, raw, kernel):
 
 
 def test_a_json_only_prof_gives_the_timeline_with_exact_medians(tmp_path):
-    """A PROF_ whose export is msprof_*.json alone (no db, no op_summary): the JSON has no op type (None), which pandas 3
-    keeps as NaN through astype(str); it once reached the kernel matcher as a float and crashed the parse job."""
+    """A PROF_ whose export is msprof_*.json alone (no db, no op_summary): the JSON has no op type (None), which pandas
+    3 keeps as NaN through astype(str); it once reached the kernel matcher as a float and crashed the parse job."""
     from conftest import FIXTURES
 
     raw = tmp_path / "raw"
@@ -254,8 +254,8 @@ def test_an_implausible_launch_duration_is_refused_with_its_file_and_row(tmp_pat
     _, db, start = implausible_prof(tmp_path)
     status = timeline_parse(parse_run(tmp_path, {**ONE_RANK, "analyze": {"timeline_dir": str(tmp_path / "raw")}}))
     assert refusal_of_the_rank(tmp_path, status) == (
-        f"{db}: launch 2 of elastic_dispatch_kernel (start {start} ns, {start // 1000}.{start % 1000:03d} us): duration 5000000000 ns, "
-        "5e+06 us, above stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
+        f"{db}: launch 2 of elastic_dispatch_kernel (start {start} ns, {start // 1000}.{start % 1000:03d} us): "
+        "duration 5000000000 ns, 5e+06 us, above stats.max_plausible_us (1e+06 us): not a plausible dispatch duration"
     )
 
 

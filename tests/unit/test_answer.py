@@ -47,13 +47,13 @@ def test_each_link_of_the_chain_names_its_evidence():
     )
     assert "rank 5's URMASendToken cores are the busiest against the same role" in text
     assert (
-        "The timeline finds the cause inside the kernel, without a rank: this names it; the role's excess is 50.0 us per launch"
-        in text
+        "The timeline finds the cause inside the kernel, without a "
+        "rank: this names it; the role's excess is 50.0 us per launch" in text
     )
     assert "The URMASendToken role's I-cache miss rate is 2.5% (median), rank 2 of 2 roles" in text
     assert (
-        "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), the main reasons not to issue are Scoreboard_Not_Ready (70%)"
-        in text
+        "In the SIMT functions the URMASendToken role runs (buildRemoteWqeDesc), "
+        "the main reasons not to issue are Scoreboard_Not_Ready (70%)" in text
     )
     assert "no A/B comparison is configured" in text
     ab = evidence_paragraph(
@@ -188,7 +188,10 @@ def test_the_next_steps_name_the_evidence_and_a_command_that_works_when_copied()
     )
     assert "DebugClock" in steps[1]["confirm"] and "PMU of the senders" in steps[1]["confirm"]
     # a stage whose status exists without evidence: its collect job forced, DebugClock asked for whatever the PMU did
-    dclk = "snakemake --cores 2 results/baseline/debugclock/status.json --forcerun debugclock_collect --config 'debugclock={when: always}'"
+    dclk = (
+        "snakemake --cores 2 results/baseline/debugclock/status.json "
+        "--forcerun debugclock_collect --config 'debugclock={when: always}'"
+    )
     assert dclk in steps[1]["commands"]
     assert "snakemake --cores 2 results/baseline/timeline/ranks/rank3/detail.json" in steps[2]["commands"]
     (late_set,) = next_steps([{"evidence": "in_kernel", "rank": None, "node": None, "ranks": [13, 14]}], "baseline")
@@ -270,12 +273,12 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     assert "waiting excluded" not in text and "the scalar pipe included" in text
     assert "rank 6's CalCumSum cores are the busiest against the same role" in text
     assert (
-        "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)"
-        in text
+        "+6% without the scalar pipe (44.9 us against 42.4 us, 8x the "
+        "role's spread); busy 77.2 us against a median of 72.6 us (+4.6 us)" in text
     )
     assert (
-        "The role's excess on its vector and MTE pipes (its scalar work not counted), 2.5 us per launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)"
-        in text
+        "The role's excess on its vector and MTE pipes (its scalar work not counted), 2.5 us per "
+        "launch, stands beside rank 6's cost to the group in the timeline, 9.5 us per launch (own_work)" in text
     )
     few = evidence_paragraph(
         statuses(), "sim", 3, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": {**BUSY_NEW, "spread_measured": False}}}
@@ -298,8 +301,8 @@ def test_the_role_link_gives_the_relative_excess_without_scalar_and_its_cost_bes
     }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": lwc}})
     assert (
-        "every role of rank 6 is busier than the same role on the other ranks by about the same time, 10.1 us per core and launch: LocalWindowCopy"
-        in text
+        "every role of rank 6 is busier than the same role on the other ranks "
+        "by about the same time, 10.1 us per core and launch: LocalWindowCopy" in text
     )
     assert (
         "(its scalar work not counted), 5.0 to 10.1 us per launch, stands beside rank 6's cost" in text
@@ -312,12 +315,13 @@ def test_debugclock_is_in_the_answer_whenever_it_ran_with_the_own_work_ranks_loc
         states, "sim", 16, {"timeline": OWN_WORK, "pmu": {**PMU, "busiest": BUSY_NEW}, "debugclock": DC}
     )
     assert (
-        "DebugClock also ran (a DEBUG_CLOCK_ON build): rank 6's CalCumSum slot 4 (experts_written) exceeds the same role and slot on the other ranks by 1.2 us per launch"
-        in text
+        "DebugClock also ran (a DEBUG_CLOCK_ON build): rank 6's CalCumSum slot 4 "
+        "(experts_written) exceeds the same role and slot on the other ranks by 1.2 us per launch" in text
     )
     assert (
-        "Rank 6, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes 30.0 us against a median of 20.0 us on the other ranks (+10.0 us per launch; the other ranks spread by 2.0 us): it stands out: its own copying"
-        in text
+        "Rank 6, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and "
+        "launches) takes 30.0 us against a median of 20.0 us on the other ranks (+10.0 "
+        "us per launch; the other ranks spread by 2.0 us): it stands out: its own copying" in text
     )
     states["pmu"] = Status("pmu", "e", "timeout", "replay hung", "sim")
     text = evidence_paragraph(states, "sim", 16, {"timeline": OWN_WORK, "debugclock": DC})
@@ -360,8 +364,8 @@ def test_the_role_link_places_the_busiest_rank_against_late_ending_ranks_and_a_l
     }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": late_set, "pmu": PMU})
     assert (
-        "The timeline names ranks 5 and 6 ending late together, 210.0 us per launch, with no claim about why; rank 5 is one of them: this names which"
-        in text
+        "The timeline names ranks 5 and 6 ending late together, 210.0 us per "
+        "launch, with no claim about why; rank 5 is one of them: this names which" in text
     )
     alone = {
         **late_set,
@@ -382,8 +386,8 @@ def test_the_role_link_places_the_busiest_rank_against_late_ending_ranks_and_a_l
     }
     text = evidence_paragraph(statuses(), "sim", 16, {"timeline": {**TIMELINE, "straggler": node}, "pmu": PMU})
     assert (
-        "The timeline's top cause is node 1's late end, 17.0 us per launch (the link into it, or its own work: not established)"
-        in text
+        "The timeline's top cause is node 1's late end, 17.0 us per "
+        "launch (the link into it, or its own work: not established)" in text
     )
     assert (
         "rank 5 is on another node: a sender into it, so the link or that sender, not the late node's own work" in text
@@ -420,25 +424,26 @@ def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_e
         states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": dc}
     )
     assert (
-        "Every rank of node 0 runs URMASendToken slot 4 (send_complete) longer than the other nodes' ranks: 5845.0 us against 3914.0 us (each rank's slowest core, median over launches; "
-        "+1931.0 us per launch; 50x their spread). A slowdown the node's ranks share: its sends out of the node (the link from it, or its senders), not one rank"
+        "Every rank of node 0 runs URMASendToken slot 4 (send_complete) longer than the other nodes' ranks: 5845.0 us "
+        "against 3914.0 us (each rank's slowest core, median over launches; +1931.0 us per launch; 50x their spread). "
+        "A slowdown the node's ranks share: its sends out of the node (the link from it, or its senders), not one rank"
     ) in text
     assert (
-        "The timeline's top cause is the same node's late end at 17.0 us per launch: a late end counts only its lead over the others"
-        in text
+        "The timeline's top cause is the same node's late end at 17.0 "
+        "us per launch: a late end counts only its lead over the others" in text
     )
     # the rank-level busiest on that node with that slot is the node's excess, not the rank's alone
     assert (
-        "rank 3's URMASendToken slot 4 (send_complete) exceeds the same role and slot on the other ranks by 1920.0 us per launch (one of node 0's ranks"
-        in text
+        "rank 3's URMASendToken slot 4 (send_complete) exceeds the same role and "
+        "slot on the other ranks by 1920.0 us per launch (one of node 0's ranks" in text
     )
     receiving = {**late, "node": 1, "ranks": list(range(8, 16))}
     text = evidence_paragraph(
         states, "sim", 16, {"timeline": {**TIMELINE, "straggler": receiving}, "pmu": PMU, "debugclock": dc}
     )
     assert (
-        "The timeline's top cause is node 1's late end (it may receive those sends: the link into it, not its own work) at 17.0 us per launch"
-        in text
+        "The timeline's top cause is node 1's late end (it may receive those "
+        "sends: the link into it, not its own work) at 17.0 us per launch" in text
     )
     assert "Every rank of node" not in evidence_paragraph(
         states, "sim", 16, {"timeline": {**TIMELINE, "straggler": late}, "pmu": PMU, "debugclock": DC}
@@ -446,7 +451,8 @@ def test_a_node_whose_every_rank_sends_slower_stands_beside_the_timelines_late_e
 
 
 def test_a_top_cause_whose_cost_is_only_bounded_is_given_beside_the_role_as_at_most():
-    # without a pure barrier a late arrival across nodes costs "at most" its lateness (analysis/waits/arrivals.py cost_bound_us)
+    # without a pure barrier a late arrival across nodes costs "at
+    # most" its lateness (analysis/waits/arrivals.py cost_bound_us)
     late = {"rank": 5, "evidence": "late_arrival", "cost_us_per_launch": 13.0, "cost_bound_us": [0.0, 54.5]}
     assert "another rank, 5 (late_arrival, at most 54.5 us per launch)" in cost_beside(6, 2.5, late)
     assert "rank 5's cost to the group in the timeline, at most 54.5 us per launch (late_arrival)" in cost_beside(

@@ -44,8 +44,8 @@ def section(efficiency=0.5, far=True, kind="configured", warning=None, command="
 def test_the_line_gives_the_time_the_bound_and_the_share():
     line = bandwidth_line(section(far=False))
     assert line.startswith(
-        "Dispatch takes 2000 us (median per-iteration max); its links allow 1000 us (inter-node bytes at the configured peak, 1.0 GB/s per rank; "
-        "busiest: rank 3 sends): 50% of the bound"
+        "Dispatch takes 2000 us (median per-iteration max); its links allow 1000 us (inter-node "
+        "bytes at the configured peak, 1.0 GB/s per rank; busiest: rank 3 sends): 50% of the bound"
     )
     assert "50% of the bound (95% CI 48.0-53.0%" in line and "not a link counter" in line
     assert "slow link" not in line

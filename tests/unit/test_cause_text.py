@@ -74,7 +74,8 @@ def test_listed_causes_that_share_a_reason_say_it_once():
     text = listed_text(sets)
     assert text.count(structure) == 1 and text.count("not established") == 1
     assert text.startswith(
-        "ranks 3, 8 end late together (22.7 us after the others' last, in 1% of launches) and ranks 6, 9 end late together"
+        "ranks 3, 8 end late together (22.7 us after the others' "
+        "last, in 1% of launches) and ranks 6, 9 end late together"
     )
     assert "rank 15 own_work (40.0 us lead" in text
 

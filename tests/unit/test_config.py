@@ -101,7 +101,8 @@ def test_an_empty_config_gets_every_default_from_the_schema():
         ),
         ({"sim": {"clock_offset_us": {7: 100}}}, "sim.clock_offset_us: nodes [7] are outside the cluster's 2 nodes"),
         ({"sim": {"clock_drift_ppm": {"one": 5}}}, "sim.clock_drift_ppm: 'one' does not match"),
-        # Before: any name was accepted, collected by msopprof and never read (the pmu stage parsed PipeUtilization only).
+        # Before: any name was accepted, collected by msopprof and
+        # never read (the pmu stage parsed PipeUtilization only).
         (
             {"pmu": {"metrics": ["PipeUtilization", "Occupancy"]}},
             "pmu.metrics.1: 'Occupancy' is not one of ['PipeUtilization', 'ArithmeticUtilization',",
@@ -300,7 +301,8 @@ def test_instr_timeline_pipe_refuses_anything_else_by_key(pipes):
 def test_instr_timeline_pipe_without_an_instr_timeline_run_is_refused():
     found = problems({"pipe_timeline": {"runs": ["PipeTimeline"], "instr_timeline_pipe": "mte2"}})
     assert found == [
-        "pipe_timeline.instr_timeline_pipe is set but pipe_timeline.runs has no InstrTimeline (msopprof accepts --instr-timeline-pipe only with InstrTimeline)"
+        "pipe_timeline.instr_timeline_pipe is set but pipe_timeline.runs has no "
+        "InstrTimeline (msopprof accepts --instr-timeline-pipe only with InstrTimeline)"
     ]
 
 

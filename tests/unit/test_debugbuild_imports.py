@@ -41,7 +41,10 @@ def _package(root: Path, native: bool) -> Path:
     pkg.mkdir(parents=True)
     (root / "build").mkdir()
     (root / "build/libascend_deepep_kernels.so").write_bytes(b"kernels of " + str(root).encode())
-    line = "from pathlib import Path\nKERNEL_LIBRARY = Path(__file__).resolve().parents[1] / 'build' / 'libascend_deepep_kernels.so'\n"
+    line = (
+        "from pathlib import Path\nKERNEL_LIBRARY = Path(__file__).resolve().parents[1] "
+        "/ 'build' / 'libascend_deepep_kernels.so'\n"
+    )
     (pkg / "__init__.py").write_text(line if native else "")
     return pkg
 
@@ -51,7 +54,8 @@ def _run_runtime(tmp_path: Path, first: Path, second: Path, root: Path | None) -
     driver's header line for DISPATCHPROF_IMPORT_ROOT."""
     code = (
         "import os, sys\n"
-        "sys.path[:0] = [os.environ['DISPATCHPROF_IMPORT_ROOT']] if os.environ.get('DISPATCHPROF_IMPORT_ROOT') else []\n"
+        "sys.path[:0] = [os.environ['DISPATCHPROF_IMPORT_ROOT']] "
+        "if os.environ.get('DISPATCHPROF_IMPORT_ROOT') else []\n"
         f"sys.path.insert(0, {str(TEMPLATES)!r})\n"
         "import dispatchprof_perf_runtime as rt\n"
         "rt.record_library()\n"

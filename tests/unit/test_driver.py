@@ -24,8 +24,8 @@ def test_the_stand_in_test_is_patched_and_still_parses():
     ast.parse(result.source)
     assert result.spawn_function == "test_loop"
     assert (
-        "with buffer.profile_dispatch_latency(output_dir=_dp_rt.latency_dir(), warmup=_dp_rt.WARMUP, synchronize_start=_dp_rt.SYNCHRONIZE_START):"
-        in result.source
+        "with buffer.profile_dispatch_latency(output_dir=_dp_rt.latency_dir(), "
+        "warmup=_dp_rt.WARMUP, synchronize_start=_dp_rt.SYNCHRONIZE_START):" in result.source
     )
     assert "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)" in result.source
     assert "torch.npu.synchronize()" in result.source
@@ -40,7 +40,8 @@ def test_a_shifted_and_reformatted_copy_is_patched_the_same_way():
     source = TEST.read_text()
     shifted = "# a comment\n\n\n" + source.replace(
         "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)",
-        "(recv_x, recv_topk_idx,\n         recv_topk_weights, _, _) = buffer.dispatch(\n            **dispatch_args,\n        )",
+        "(recv_x, recv_topk_idx,\n         recv_topk_weights, _, _) "
+        "= buffer.dispatch(\n            **dispatch_args,\n        )",
     )
     result = patch(shifted)
     ast.parse(result.source)
@@ -53,11 +54,15 @@ def test_a_shifted_and_reformatted_copy_is_patched_the_same_way():
 def test_two_dispatch_calls_are_refused_naming_file_and_lines():
     source = TEST.read_text().replace(
         "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)",
-        "recv_x, recv_topk_idx, recv_topk_weights, _, _ = buffer.dispatch(**dispatch_args)\n        buffer.dispatch(**dispatch_args)",
+        "recv_x, recv_topk_idx, recv_topk_weights, _, _ = "
+        "buffer.dispatch(**dispatch_args)\n        buffer.dispatch(**dispatch_args)",
     )
     with pytest.raises(
         PatchError,
-        match=r"test_v2.py: expected exactly one statement calling buffer.dispatch\(...\) .*found 2 at line \d+, line \d+",
+        match=(
+            r"test_v2.py: expected exactly one statement calling "
+            r"buffer.dispatch\(...\) .*found 2 at line \d+, line \d+"
+        ),
     ):
         patch(source)
 
@@ -68,7 +73,10 @@ def test_no_dispatch_call_is_refused():
 
 
 def test_a_configured_callee_is_used_and_keyword_arguments_become_routing_input():
-    source = 'def worker(local_rank):\n    """Doc."""\n    out = ep.elastic_dispatch(x=x, topk_idx=idx)\n\nmp.spawn(worker, nprocs=8)\n'
+    source = (
+        'def worker(local_rank):\n    """Doc."""\n    out = '
+        "ep.elastic_dispatch(x=x, topk_idx=idx)\n\nmp.spawn(worker, nprocs=8)\n"
+    )
     result = patch(source, callee="ep.elastic_dispatch")
     assert "_dp_rt.record_routing({'x': x, 'topk_idx': idx})" in result.source
     lines = result.source.splitlines()

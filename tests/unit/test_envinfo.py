@@ -80,7 +80,8 @@ def test_clock_sync_names_chrony_with_its_offset_or_says_nothing_was_found(tmp_p
 
     tracking = tmp_path / "clock_chrony.txt"
     tracking.write_text(
-        "Reference ID    : C0A80001 (ntp1)\nStratum         : 3\nSystem time     : 0.000012345 seconds fast of NTP time\n"
+        "Reference ID    : C0A80001 (ntp1)\nStratum         : "
+        "3\nSystem time     : 0.000012345 seconds fast of NTP time\n"
     )
     probes = {
         "clock_chrony": ProbeRecord("clock_chrony", ["chronyc"], True, 0, str(tracking), None, "Reference ID"),

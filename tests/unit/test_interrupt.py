@@ -43,8 +43,8 @@ def test_a_status_that_cannot_be_written_ends_with_one_line_and_no_traceback(tmp
     assert ended.value.code == 1 and ended.value.__suppress_context__
     err = capsys.readouterr().err
     assert (
-        err
-        == f"baseline: cannot write {run.status_path.parent / '.status.json.x.tmp'}: Permission denied; the run cannot record this stage\n"
+        err == f"baseline: cannot write {run.status_path.parent / '.status.json.x.tmp'}: "
+        "Permission denied; the run cannot record this stage\n"
     )
 
 
@@ -67,7 +67,8 @@ def test_ctrl_c_before_run_stage_also_ends_with_one_line(tmp_path):
 
     script = tmp_path / "tmp1kmdut_e.timeline_collect.py"  # how Snakemake names the copy of an entry script it runs
     script.write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof.shell.atomic\nraise KeyboardInterrupt\n"
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport "
+        "dispatchprof.shell.atomic\nraise KeyboardInterrupt\n"
     )
     ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert (
@@ -76,7 +77,8 @@ def test_ctrl_c_before_run_stage_also_ends_with_one_line(tmp_path):
     ), ended.stderr
     other = tmp_path / "other.py"
     other.write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport dispatchprof\nraise ValueError('a bug')\n"
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'workflow' / 'scripts')!r})\nimport "
+        "dispatchprof\nraise ValueError('a bug')\n"
     )
     bug = subprocess.run([sys.executable, str(other)], capture_output=True, text=True, timeout=60)
     assert bug.returncode == 1 and "Traceback" in bug.stderr and "ValueError: a bug" in bug.stderr

@@ -1,4 +1,5 @@
-"""A job lives only as long as its Snakemake, and its tools only as long as the job (shell/lifeline.py, node/reaper.py)."""
+"""A job lives only as long as its Snakemake, and its tools
+only as long as the job (shell/lifeline.py, node/reaper.py)."""
 
 import json
 import os
@@ -34,13 +35,17 @@ def test_a_reused_pid_is_not_the_process_that_was_recorded():
 def test_the_nearest_snakemake_above_a_job_is_found_and_none_outside_snakemake():
     assert lifeline.snakemake_ancestor() is None  # pytest runs under no Snakemake
     # A stand-in "snakemake" (by its argv[0]) whose child asks for its nearest Snakemake.
-    child = "import sys; sys.path.insert(0, sys.argv[1]); from dispatchprof.shell import lifeline; print(lifeline.snakemake_ancestor())"
+    child = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from dispatchprof.shell "
+        "import lifeline; print(lifeline.snakemake_ancestor())"
+    )
     scripts = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "scripts")
     parent = subprocess.run(
         [
             "bash",
             "-c",
-            'exec -a snakemake python3 -c "import subprocess, sys; r = subprocess.run(sys.argv[1:]); sys.exit(r.returncode)" "$@"',
+            'exec -a snakemake python3 -c "import subprocess, sys; r = '
+            'subprocess.run(sys.argv[1:]); sys.exit(r.returncode)" "$@"',
             "x",
         ]
         + [sys.executable, "-c", child, scripts],
@@ -82,8 +87,8 @@ def test_the_lock_note_asks_the_scheduler_about_jobs_of_other_hosts(tmp_path):
 
 def test_a_job_records_itself_as_live_until_it_exits(tmp_path):
     code = (
-        "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; from dispatchprof.shell import lifeline;"
-        "lifeline.record_live('probe', Path(sys.argv[2])); print('recorded', flush=True); time.sleep(0.5)"
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; from dispatchprof.shell import "
+        "lifeline;lifeline.record_live('probe', Path(sys.argv[2])); print('recorded', flush=True); time.sleep(0.5)"
     )
     scripts = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "scripts")
     proc = subprocess.Popen([sys.executable, "-c", code, scripts, str(tmp_path)], stdout=subprocess.PIPE, text=True)

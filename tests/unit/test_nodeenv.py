@@ -197,7 +197,10 @@ def test_without_forwarding_the_wrapper_does_not_read_stdin(tmp_path):
 def test_under_ssh_the_end_of_the_launchers_pipe_ends_the_node(tmp_path):
     """The ssh launcher keeps the session's stdin open while the run lasts: when it ends (the launcher or its ssh
     client killed), node_wrapper.py ends its node's whole group, grandchildren included."""
-    code = "import subprocess, time; c = subprocess.Popen(['sleep', '300']); open('pids', 'w').write(str(c.pid)); time.sleep(300)"
+    code = (
+        "import subprocess, time; c = subprocess.Popen(['sleep', "
+        "'300']); open('pids', 'w').write(str(c.pid)); time.sleep(300)"
+    )
     spec = NodeSpec(0, [sys.executable, "-c", code], {}, tmp_path, tmp_path / "run" / "node0.log")
     spec_file, exits = write_node_specs([spec], forwarded_on_stdin=[])
     env = {"PATH": os.environ["PATH"], "DISPATCHPROF_NODE": "0"}

@@ -38,8 +38,8 @@ def test_the_timeline_plan_is_msprof_with_its_output_per_node_and_the_nodes_choi
             and f"/results/exp/timeline/raw/node{node} " in lines["profiler"]
         )
         assert (
-            "<decided on the node: of --task-time=on --ascendcl=on --runtime-api=on, those the node's msprof --help lists>"
-            in lines["profiler"]
+            "<decided on the node: of --task-time=on --ascendcl=on "
+            "--runtime-api=on, those the node's msprof --help lists>" in lines["profiler"]
         )
         assert "--application=" in lines["profiler"] and "<decided on the node:" in lines["environment script"]
         assert (

@@ -100,7 +100,9 @@ def test_the_script_runs_alone_as_it_does_over_ssh(tmp_path):
         [sys.executable, preflight.__file__, str(spec_file)], capture_output=True, text=True, env={}, check=True
     ).stdout
     assert failed(json.loads(out)) == {
-        "deepep.test_args flags in the test's --help": f"not in `{sys.executable} {tmp_path / 'fake_test.py'} --help`: --nope (deepep.test_args)"
+        "deepep.test_args flags in the test's --help": (
+            f"not in `{sys.executable} {tmp_path / 'fake_test.py'} --help`: --nope (deepep.test_args)"
+        )
     }
 
 

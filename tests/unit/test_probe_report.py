@@ -158,7 +158,10 @@ def test_the_answer_states_the_probe_as_a_local_hypothesis_only_when_it_is_ok():
     statuses = {s: status(s, "ok") for s in ("correctness", "baseline", "timeline", "pmu", "pcsampling")}
     cm = {"total": 68, "per_core": {"core0.veccore0": 68}, "top_pcs": [{"pc": "0x10f86a00", "count": 17}]}
     probe = {"label": "simulator, single card, local probe", "cachemiss": cm}
-    sentence = "A local probe under msopprof simulator (simulator, single card, local probe) counted 68 I-cache misses, most at 0x10f86a00 (17)"
+    sentence = (
+        "A local probe under msopprof simulator (simulator, single card, "
+        "local probe) counted 68 I-cache misses, most at 0x10f86a00 (17)"
+    )
     assert sentence in evidence_paragraph({**statuses, "probe": status("probe", "ok")}, "sim", 16, {"probe": probe})
     assert "local probe" not in evidence_paragraph(
         {**statuses, "probe": status("probe", "disabled")}, "sim", 16, {"probe": probe}

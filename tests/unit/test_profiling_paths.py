@@ -1,4 +1,5 @@
-"""Paths with spaces and non-ASCII characters reach msprof whole (form `msprof [options] bash <probe>`, docs/formats.md §1); an --output msprof refuses is refused before the DAG, with the reason."""
+"""Paths with spaces and non-ASCII characters reach msprof whole (form `msprof [options] bash <probe>`,
+docs/formats.md §1); an --output msprof refuses is refused before the DAG, with the reason."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ PATTERN = r"\[rank (?P<rank>\d+)\].*precision check passed"
 def test_pass_lines_are_found_per_rank_with_file_and_line(tmp_path):
     log = tmp_path / "node0.log"
     log.write_text(
-        "[rank 0] node 0 starting\n[rank 1] elastic dispatch precision check passed: 3 tokens\n[rank 0] elastic dispatch precision check passed\n"
+        "[rank 0] node 0 starting\n[rank 1] elastic dispatch precision check "
+        "passed: 3 tokens\n[rank 0] elastic dispatch precision check passed\n"
     )
     found = find_pass_lines([log], PATTERN)
     assert sorted(found) == [0, 1]
@@ -28,8 +29,10 @@ def test_interleaved_writes_on_one_line_never_give_a_failed_rank_anothers_succes
     greedy pattern on the whole line read it as passed (the verdict then blamed only node 0's exit code)."""
     log = tmp_path / "node0.log"
     log.write_text(
-        "[rank 5] elastic dispatch precision check FAILED: 1 of 1536 received tokens differ[rank 7] elastic dispatch precision check passed: 1536 tokens received\n"
-        "[rank 3] elastic dispatch precision check passed: 9 tokens[rank 4] elastic dispatch precision check passed: 9 tokens\n"
+        "[rank 5] elastic dispatch precision check FAILED: 1 of 1536 received tokens "
+        "differ[rank 7] elastic dispatch precision check passed: 1536 tokens received\n"
+        "[rank 3] elastic dispatch precision check passed: 9 tokens[rank "
+        "4] elastic dispatch precision check passed: 9 tokens\n"
     )
     found = find_pass_lines([log], PATTERN)
     assert sorted(found) == [3, 4, 7]

@@ -56,7 +56,8 @@ def reasons_of(text: str) -> list[str]:
 def test_every_finding_is_whole_at_any_terminal_width(tmp_path, width):
     finding = (
         "late_arrival: the group waits for rank 11 (node 1) in 93% of launches, 48.2 us per launch (95% CI 46.0-50.1), "
-        "its host gap is 50 us above its peers'; drill down: snakemake --cores 2 results/exp/timeline/ranks/rank11/detail.json"
+        "its host gap is 50 us above its peers'; drill down: snakemake "
+        "--cores 2 results/exp/timeline/ranks/rank11/detail.json"
     )
     write(tmp_path, "timeline", "ok", finding)
     write(tmp_path, "pmu", "ok", "short")

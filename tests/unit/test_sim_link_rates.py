@@ -1,6 +1,6 @@
-"""The simulator's link capacities: the workflow's defaults (config schema) are the stand-in's own (the sim imports nothing
-from the library), the workflow passes them to the stand-in, and under toolchain sim they are the bound's peaks, said to
-be the simulator's capacity, never hardware."""
+"""The simulator's link capacities: the workflow's defaults (config schema) are the stand-in's own (the sim imports
+nothing from the library), the workflow passes them to the stand-in, and under toolchain
+sim they are the bound's peaks, said to be the simulator's capacity, never hardware."""
 
 from __future__ import annotations
 

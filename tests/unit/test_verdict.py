@@ -129,8 +129,8 @@ def test_no_cause_says_so_and_a_missing_pmu_gives_its_command():
     items = verdict(facts([], waiting=[], states=statuses(pmu="timeout", debugclock="disabled"), ok=()))
     texts = [i.text for i in lines(items)]
     assert (
-        "No rank or node costs the group over 1 us per launch; a slowdown every rank shares would not stand out (DebugClock can show one)."
-        in texts
+        "No rank or node costs the group over 1 us per launch; a slowdown "
+        "every rank shares would not stand out (DebugClock can show one)." in texts
     )
     assert not any(isinstance(i, CauseTable) for i in items)
     pmu = next(i for i in lines(items) if i.text == "PMU timeout:")

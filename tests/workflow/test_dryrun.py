@@ -91,12 +91,12 @@ def test_a_knob_that_can_only_end_at_a_timeout_says_so_in_the_dry_run(workflow_c
     result = workflow_copy.snakemake("-n", overlay=base_overlay(sim={"dead_node": 1, "replay": "hang"}))
     assert result.returncode == 0, result.stderr
     assert (
-        "Note: sim.dead_node: 1: that node never starts its ranks, so correctness ends only at its timeout (timeouts.correctness = 600 s (10.0 min))"
-        in result.stderr
+        "Note: sim.dead_node: 1: that node never starts its ranks, so correctness "
+        "ends only at its timeout (timeouts.correctness = 600 s (10.0 min))" in result.stderr
     )
     assert (
-        "sim.replay: hang: the kernel replay never returns, so pmu ends only at its timeout (timeouts.pmu = 1800 s (30.0 min))"
-        in result.stderr
+        "sim.replay: hang: the kernel replay never returns, so pmu "
+        "ends only at its timeout (timeouts.pmu = 1800 s (30.0 min))" in result.stderr
     )
     assert "Note:" not in workflow_copy.snakemake("-n", overlay=base_overlay()).stderr
 
@@ -242,8 +242,8 @@ def test_dry_run_under_cann_shows_the_plan_and_warns_once_of_what_this_host_lack
     check_profiler_lines(out, 2)
     (plan,) = plans_of(out, "pmu_collect")
     assert (
-        f"environment script: source the first existing of {tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh"
-        in plan
+        "environment script: source the first existing of "
+        f"{tmp_path}/Ascend/cann/set_env.sh | {tmp_path}/Ascend/ascend-toolkit/set_env.sh" in plan
     )
     assert "DEEPEP_SIM_" not in plan
     for warned in ("WARNING: cann.set_env: none of", "WARNING: msprof: neither on PATH", "WARNING: deepep: the test"):

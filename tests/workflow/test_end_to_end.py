@@ -101,7 +101,8 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     assert "SIMULATED DATA" in html and "Evidence ledger" in html
     assert "kernel scope:" in html and "full-API scope:" in html and "data:image/png;base64," in html
     assert summary["baseline"]["per_iteration_max_us"]["n"] == 100
-    # the link bound at the simulator's own rates: the classes split the cross-rank bytes exactly, the efficiency is in (0, 1]
+    # the link bound at the simulator's own rates: the classes split
+    # the cross-rank bytes exactly, the efficiency is in (0, 1]
     bandwidth = summary["baseline"]["bandwidth"]
     links = bandwidth["links"]
     assert (
@@ -317,7 +318,8 @@ def test_a_slow_rank_is_where_the_truth_puts_it_and_a_spiky_rank_moves_only_the_
             )
             assert truth["root_causes"][0]["ranks"] == [7]
             expected = longest_fractions(truth, "kernel_mode_us", skip=truth["run"]["warmup"])
-            # the truth is rounded to 1 ns: a near-tie between rank 7 and a rank waiting for its tokens may flip one launch
+            # the truth is rounded to 1 ns: a near-tie between rank 7
+            # and a rank waiting for its tokens may flip one launch
             one_launch = 1 / (len(truth["launches"]) - truth["run"]["warmup"])
             assert {
                 int(r): v["fraction_slowest"] for r, v in stats["per_rank"].items() if v["fraction_slowest"]
@@ -375,7 +377,8 @@ def test_one_missing_device_leaves_a_timeline_over_the_other_ranks_and_says_so(w
 
 
 def place_real_sample(root: Path) -> Path:
-    """The real custom-kernel export as a colleague shares it: <dir>/node0/PROF_<valid name>/mindstudio_profiler_output/."""
+    """The real custom-kernel export as a colleague shares it:
+    <dir>/node0/PROF_<valid name>/mindstudio_profiler_output/."""
     from conftest import FIXTURES
 
     prof = root / "node0" / "PROF_000001_20260402160352000_ABCDEFGHIJ"

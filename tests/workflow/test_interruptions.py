@@ -73,7 +73,8 @@ def results_of(wf):
         # what scancel, systemd and CI runners send: a cancelled measurement, never a `timeout` that stands for good
         (
             signal.SIGTERM,
-            "timeline/collect: cancelled (received SIGTERM); its tools were stopped and the next snakemake reruns this job",
+            "timeline/collect: cancelled (received SIGTERM); its tools "
+            "were stopped and the next snakemake reruns this job",
         ),
     ],
 )
@@ -226,8 +227,8 @@ def test_a_read_only_results_directory_is_refused_before_any_job(tmp_path):
     result = subprocess.run(cmd, cwd=wf.root, capture_output=True, text=True, timeout=120, env=without_slurm_probe())
     assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
     assert (
-        f"Results directory refused; nothing was run:\n  - cannot write in {wf.root / 'results'}: Read-only file system\n"
-        in result.stderr
+        "Results directory refused; nothing was run:\n  - cannot "
+        f"write in {wf.root / 'results'}: Read-only file system\n" in result.stderr
     )
     assert "Execute" not in result.stdout + result.stderr and not list((wf.root / "results").iterdir())
 
@@ -257,7 +258,10 @@ def test_a_tampered_status_skips_the_stages_after_it_naming_the_file_and_the_tab
     out = run.stdout + run.stderr
     assert run.returncode == 0 and "Traceback" not in out, out[-3000:]
     table = " ".join(run.stdout[run.stdout.index("Stages (sim data):") :].split())  # the table's rows, unwrapped
-    said = "results/baseline/correctness/status.json: field 'validations' is a string ('all ranks passed'), expected a list of validations"
+    said = (
+        "results/baseline/correctness/status.json: field 'validations' "
+        "is a string ('all ranks passed'), expected a list of validations"
+    )
     assert f"baseline correctness unreadable {said}" in table, table
     assert f"baseline baseline skipped root cause: correctness unreadable: {said}" in table, table
     assert wf.status("baseline")["root_cause"]["state"] == "unreadable"

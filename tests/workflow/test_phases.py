@@ -126,7 +126,9 @@ VALUES: dict[str, Any] = {
 
 # Keys that cannot be changed alone in this test, and why.
 NOT_WALKED = {
-    "mode": "analyze mode is another DAG (imports instead of collections): test_analyze_mode_reimports_only_changed_inputs",
+    "mode": (
+        "analyze mode is another DAG (imports instead of collections): test_analyze_mode_reimports_only_changed_inputs"
+    ),
     "toolchain": "cann needs the real toolchain on this machine",
     "launcher": "slurm and ssh need a cluster or sshd (tests/workflow/test_slurm.py, test_ssh.py)",
     "experiments": "its values are overlays of the other keys, each walked here",
@@ -278,7 +280,8 @@ def complete_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[WorkflowCopy
 
 
 def recording(copy_: WorkflowCopy) -> dict:
-    """The environment of a run whose jobs write the config keys their scripts read (dispatchprof.shell.config_reads)."""
+    """The environment of a run whose jobs write the config keys
+    their scripts read (dispatchprof.shell.config_reads)."""
     return without_slurm_probe({**os.environ, READS_ENV: str(reads_dir(copy_))})
 
 
@@ -396,7 +399,8 @@ def test_a_read_outside_the_row_fails_the_check(tmp_path: Path) -> None:
     problems, _ = read_problems(tmp_path)
     assert problems == [
         "newrule: reads ['mode'] and has no row in RULE_KEYS (nor a reason in NO_FINGERPRINT)",
-        "pmu: its script reads ['timeline.waits.own_work_min_us'], not in its row of RULE_KEYS: a change would not rerun it",
+        "pmu: its script reads ['timeline.waits.own_work_min_us'], "
+        "not in its row of RULE_KEYS: a change would not rerun it",
     ]
 
 

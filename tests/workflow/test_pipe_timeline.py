@@ -1,5 +1,6 @@
 """Stage pipe_timeline on the simulated cluster (2 nodes x 8 ranks): PipeTimeline and InstrTimeline as two runs, each
-parsed; per-role pipe busy time against the event model's truth; a refusal explained; the same raw tree in analyze mode."""
+parsed; per-role pipe busy time against the event model's truth;
+a refusal explained; the same raw tree in analyze mode."""
 
 import json
 import shutil

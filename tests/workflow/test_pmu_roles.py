@@ -59,7 +59,8 @@ def test_the_answer_has_the_role_with_its_cost_debugclock_beside_the_pmu_and_the
         and "LocalWindowCopy" in answer
     )
     assert re.search(
-        r"The role's excess on its vector and MTE pipes \(its scalar work not counted\)(, | is )\d+\.\d to \d+\.\d us per launch",
+        r"The role's excess on its vector and MTE pipes \(its scalar "
+        r"work not counted\)(, | is )\d+\.\d to \d+\.\d us per launch",
         answer,
     )
     assert "DebugClock also ran (a DEBUG_CLOCK_ON build)" in answer  # PMU ok, and DebugClock is still in the answer

@@ -45,8 +45,8 @@ def test_probe_cachemiss_counts_equal_the_events_the_stand_in_wrote(demo):
     ]  # the verdict's line and the evidence's sentence
     assert f"Local probe (simulator): {truth['total']} I-cache misses" in answer
     assert (
-        f"A local probe under msopprof simulator (simulator, single card, local probe) counted {truth['total']} I-cache misses"
-        in answer
+        "A local probe under msopprof simulator (simulator, single "
+        f"card, local probe) counted {truth['total']} I-cache misses" in answer
     )
     assert "Pipes run in parallel: never sum them." in html and html.count("never sum them") == 1
 

@@ -238,8 +238,8 @@ def test_report_renders_in_a_real_browser_with_images_and_no_network(demo_run, t
     roles = json.loads((workflow_copy.root / "results/baseline/pmu/roles.json").read_text())
     for role, v in roles["roles"].items():
         assert (
-            f"| {role} | {v['cores']} | {v['aiv_time_us_median']:.1f} / {v['aiv_time_us_max']:.1f} / {v['aiv_time_us_spread']:.1f} |"
-            in md
+            f"| {role} | {v['cores']} | {v['aiv_time_us_median']:.1f} / "
+            f"{v['aiv_time_us_max']:.1f} / {v['aiv_time_us_spread']:.1f} |" in md
         ), role
     stalls = json.loads((workflow_copy.root / "results/baseline/pcsampling/stalls.json").read_text())
     worst = max(stalls["stalls"]["not_issue"], key=stalls["stalls"]["not_issue"].get)

@@ -81,7 +81,8 @@ def slurm_cluster():
 
 def run_profile(workflow_copy, overlay, *args, env=None):
     shutil.copytree(PROFILE, workflow_copy.root / "slurm_profile", dirs_exist_ok=True)
-    # snakemake with the plugin's status-check back-off capped at the profile's interval (tests/slurm/snakemake_capped_polling.py)
+    # snakemake with the plugin's status-check back-off capped at the
+    # profile's interval (tests/slurm/snakemake_capped_polling.py)
     cmd = [
         sys.executable,
         str(CAPPED_POLLING),
@@ -119,8 +120,9 @@ def test_the_pipeline_runs_through_sbatch_and_srun_on_two_nodes(slurm_cluster, w
     )
     with capsys.disabled():
         print(
-            f"\n[slurm] pipeline through sbatch/srun: correctness nodes {[(e['node'], e['slurm_nodeid'], e['host']) for e in exits]}; "
-            f"submitted through sbatch: {', '.join(submitted)}; report {workflow_copy.root / 'results/baseline/report/report.html'}"
+            "\n[slurm] pipeline through sbatch/srun: correctness nodes "
+            f"{[(e['node'], e['slurm_nodeid'], e['host']) for e in exits]}; submitted through sbatch: "
+            f"{', '.join(submitted)}; report {workflow_copy.root / 'results/baseline/report/report.html'}"
         )
 
 

@@ -41,7 +41,8 @@ def sshd(tmp_path_factory):
     port = free_port()
     (d / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nAuthorizedKeysFile {d / 'authorized_keys'}\n"
-        f"PidFile {d / 'sshd.pid'}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\nStrictModes no\n"
+        f"PidFile {d / 'sshd.pid'}\nPermitRootLogin "
+        "prohibit-password\nPasswordAuthentication no\nUsePAM no\nStrictModes no\n"
     )
     os.makedirs("/run/sshd", exist_ok=True)
     proc = subprocess.Popen(

@@ -79,8 +79,8 @@ def test_a_corrupt_db_costs_its_rank_and_a_file_loop_its_import_and_the_run_ends
     timeline = workflow_copy.status("timeline")
     assert timeline["state"] == "ok" and f"15/16 ranks (missing rank {bad})" in timeline["reason"], timeline
     assert (
-        f"Left out, their files refused: rank {bad} ({db}: not a readable msprof database (database disk image is malformed))"
-        in timeline["reason"]
+        f"Left out, their files refused: rank {bad} ({db}: not a "
+        "readable msprof database (database disk image is malformed))" in timeline["reason"]
     ), timeline["reason"]
     assert str(db) in timeline["details"]["coverage"]["refused"][str(bad)]
     stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())

@@ -46,7 +46,8 @@ def body(run: StageRun) -> Status:
         )
     return run.status(
         "ok",
-        f"{cfg['baseline']['iterations']} calls per rank on {len(test.table)} ranks; precision of the last result passed everywhere",
+        f"{cfg['baseline']['iterations']} calls per rank on {len(test.table)} "
+        "ranks; precision of the last result passed everywhere",
         **common,
     )
 

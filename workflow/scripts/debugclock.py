@@ -1,5 +1,6 @@
 """Entry point of rule debugclock: parse the DebugClock files (collected, or analyze.debugclock_dir), per-role phase
-statistics, the busiest slot against its peers, wait versus work, and the ON/OFF overhead (dispatchprof.stages.debugclock)."""
+statistics, the busiest slot against its peers, wait versus work,
+and the ON/OFF overhead (dispatchprof.stages.debugclock)."""
 
 import sys
 

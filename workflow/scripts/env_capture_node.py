@@ -43,7 +43,10 @@ def body(run: StageRun) -> Status:
         return run.status(
             "failed", f"preflight on node {run.node} found {len(problems)} problem(s): " + "; ".join(problems), **common
         )
-    reason = f"node {run.node} recorded, preflight passed ({len(findings)} checks); op-profiler entry: {env['op_profiler_entry']}"
+    reason = (
+        f"node {run.node} recorded, preflight passed ({len(findings)} "
+        f"checks); op-profiler entry: {env['op_profiler_entry']}"
+    )
     if unavailable:
         reason += f"; unavailable: {', '.join(unavailable)}"
     return run.status("ok", reason, **common)

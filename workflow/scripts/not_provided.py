@@ -1,5 +1,6 @@
 """Entry point of rule not_provided (analyze mode): every stage with nothing to analyse in one job, with the status
-files and placeholders its own jobs would write (dispatchprof.stages.absent). No pandas: this job is pure bookkeeping."""
+files and placeholders its own jobs would write
+(dispatchprof.stages.absent). No pandas: this job is pure bookkeeping."""
 
 import os
 import sys

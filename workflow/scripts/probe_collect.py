@@ -13,7 +13,10 @@ from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.shell.status import Status, Validation  # noqa: E402
 from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
-DISABLED = "probe.enabled is false: the local probe under msopprof simulator is optional and off by default (set probe.enabled, probe.command, probe.soc_version)"
+DISABLED = (
+    "probe.enabled is false: the local probe under msopprof simulator is optional "
+    "and off by default (set probe.enabled, probe.command, probe.soc_version)"
+)
 
 
 def body(run: StageRun) -> Status:

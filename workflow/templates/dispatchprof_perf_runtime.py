@@ -2,12 +2,12 @@
 Python environment, next to perf_driver.py, on every rank.
 
 Environment: DISPATCHPROF_OUT (where to write), DISPATCHPROF_WARMUP, DISPATCHPROF_ITERATIONS,
-DISPATCHPROF_NUM_EXPERTS, DISPATCHPROF_RANKS_PER_NODE, DISPATCHPROF_TOPK_KEY, DISPATCHPROF_SYNCHRONIZE_START (1|0); RANK (node index) and
-RANK_ID (global rank, set by the driver at the start of the per-rank function); DISPATCHPROF_HOST_CLOCK
-(optional, module:function): the clock of the full-API scope instead of time.perf_counter. Only the simulated
-cluster sets it (its modelled host clock); the clock used is written to api/clock.json. DISPATCHPROF_MODULE
-(default ascend_deepep): the package whose loaded files are named, with their sha256, in library/<rank>.json and in
-one "[rank r] dispatchprof: loaded ..." line of the log per file (which build did this run import?).
+DISPATCHPROF_NUM_EXPERTS, DISPATCHPROF_RANKS_PER_NODE, DISPATCHPROF_TOPK_KEY, DISPATCHPROF_SYNCHRONIZE_START (1|0); RANK
+(node index) and RANK_ID (global rank, set by the driver at the start of the per-rank function); DISPATCHPROF_HOST_CLOCK
+(optional, module:function): the clock of the full-API scope instead of time.perf_counter. Only the simulated cluster
+sets it (its modelled host clock); the clock used is written to api/clock.json. DISPATCHPROF_MODULE (default
+ascend_deepep): the package whose loaded files are named, with their sha256, in library/<rank>.json and
+in one "[rank r] dispatchprof: loaded ..." line of the log per file (which build did this run import?).
 """
 
 import csv

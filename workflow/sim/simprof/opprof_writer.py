@@ -12,60 +12,60 @@ from pathlib import Path
 from typing import Any
 
 PIPE_950 = (
-    "block_id,sub_block_id,aic_time(us),aic_total_cycles,aic_cube_time(us),aic_cube_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),"
-    "aic_mte1_ratio,aic_mte1_active_bw(GB/s),aic_mte2_time(us),aic_mte2_ratio,aic_mte2_active_bw(GB/s),aic_mte3_time(us),aic_mte3_ratio,"
-    "aic_mte3_active_bw(GB/s),aic_fixpipe_time(us),aic_fixpipe_ratio,aic_fixpipe_active_bw(GB/s),aic_icache_miss_rate,aiv_time(us),aiv_total_cycles,"
-    "aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),aiv_mte2_ratio,aiv_mte2_active_bw(GB/s),aiv_mte3_time(us),"
-    "aiv_mte3_ratio,aiv_mte3_active_bw(GB/s),aiv_icache_miss_rate"
+    "block_id,sub_block_id,aic_time(us),aic_total_cycles,aic_cube_time(us),aic_cube_ratio,aic_scalar_time(us),"
+    "aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,aic_mte1_active_bw(GB/s),aic_mte2_time(us),aic_mte2_ratio,"
+    "aic_mte2_active_bw(GB/s),aic_mte3_time(us),aic_mte3_ratio,aic_mte3_active_bw(GB/s),aic_fixpipe_time(us),"
+    "aic_fixpipe_ratio,aic_fixpipe_active_bw(GB/s),aic_icache_miss_rate,aiv_time(us),aiv_total_cycles,"
+    "aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),aiv_mte2_ratio,"
+    "aiv_mte2_active_bw(GB/s),aiv_mte3_time(us),aiv_mte3_ratio,aiv_mte3_active_bw(GB/s),aiv_icache_miss_rate"
 ).split(",")
 _L2 = (
     "read_close_hit,read_close_miss,read_close_victim,read_far_hit,read_far_miss,read_far_victim,read_hit_rate(%),"
-    "write_close_hit,write_close_miss,write_close_victim,write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
+    "write_close_hit,write_close_miss,write_close_victim,"
+    "write_far_hit,write_far_miss,write_far_victim,write_hit_rate(%)"
 ).split(",")
-# The other per-core CSVs of METRICS_CSV_MAP, 950 (`*ForA5_`) headers: (aic columns, aiv columns, columns of neither side).
+# The other per-core CSVs of METRICS_CSV_MAP, 950 (`*ForA5_`)
+# headers: (aic columns, aiv columns, columns of neither side).
 OTHER_950 = {
     "ArithmeticUtilization": (
-        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,aic_cube_fp_instr_number,aic_cube_int_instr_number".split(
-            ","
-        ),
+        "aic_cube_ratio,aic_cube_fp_ratio,aic_cube_int_ratio,aic_cube_total_instr_number,"
+        "aic_cube_fp_instr_number,aic_cube_int_instr_number".split(","),
         "aiv_vec_ratio,aiv_vec_vf_ratio,aiv_vec_sfu_ratio,aiv_vec_simt_vf_ratio".split(","),
         [],
     ),
     "L2Cache": ([f"aic_{c}" for c in _L2], [f"aiv_{c}" for c in _L2], []),
     "Memory": (
         (
-            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),aic_mte1_instructions,aic_mte1_ratio,"
-            "aic_mte2_instructions,aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio"
+            "aic_l1_read_bw(GB/s),aic_l1_write_bw(GB/s),aic_main_mem_read_bw(GB/s),aic_main_mem_write_bw(GB/s),"
+            "aic_mte1_instructions,aic_mte1_ratio,aic_mte2_instructions,"
+            "aic_mte2_ratio,aic_mte3_instructions,aic_mte3_ratio"
         ).split(","),
         (
-            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),aiv_mte2_instructions,aiv_mte2_ratio,"
-            "aiv_mte3_instructions,aiv_mte3_ratio"
+            "aiv_ub_to_gm_bw(GB/s),aiv_gm_to_ub_bw(GB/s),aiv_main_mem_read_bw(GB/s),aiv_main_mem_write_bw(GB/s),"
+            "aiv_mte2_instructions,aiv_mte2_ratio,aiv_mte3_instructions,aiv_mte3_ratio"
         ).split(","),
         (
-            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),L0C_to_L1_datas(KB),"
-            "L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),"
-            "UB_to_GM_bw_usage_rate(%)"
+            "read_main_memory_datas(KB),write_main_memory_datas(KB),GM_to_L1_datas(KB),GM_to_L1_bw_usage_rate(%),"
+            "L0C_to_L1_datas(KB),L0C_to_L1_bw_usage_rate(%),L0C_to_GM_datas(KB),L0C_to_GM_bw_usage_rate(%),"
+            "GM_to_UB_datas(KB),GM_to_UB_bw_usage_rate(%),UB_to_GM_datas(KB),UB_to_GM_bw_usage_rate(%)"
         ).split(","),
     ),
     "MemoryL0": (
-        "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)".split(
-            ","
-        ),
+        "aic_l0a_read_bw(GB/s),aic_l0a_write_bw(GB/s),aic_l0b_read_bw(GB/s),"
+        "aic_l0b_write_bw(GB/s),aic_l0c_read_bw_cube(GB/s),aic_l0c_write_bw_cube(GB/s)".split(","),
         [],
         [],
     ),
     "MemoryUB": (
         [],
-        "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)".split(
-            ","
-        ),
+        "aiv_ub_read_bw_vector(GB/s),aiv_ub_write_bw_vector(GB/s),"
+        "aiv_ub_read_bw_gm(GB/s),aiv_ub_write_bw_gm(GB/s)".split(","),
         [],
     ),
     "ResourceConflictRatio": (
         "aic_cube_wait_ratio,aic_mte1_wait_ratio,aic_mte2_wait_ratio,aic_mte3_wait_ratio".split(","),
-        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio".split(
-            ","
-        ),
+        "aiv_vec_stu_cflt_ratio,aiv_vec_ldu_cflt_ratio,aiv_vec_sfu_cflt_ratio,"
+        "aiv_vec_wait_ratio,aiv_mte2_wait_ratio,aiv_mte3_wait_ratio".split(","),
         [],
     ),
 }
@@ -335,7 +335,8 @@ def sampled_cores(n: int) -> list[int]:
 def timeline_trace(cores: list[dict[str, Any]], instr: bool, instr_pipes: list[str] | None) -> dict[str, Any]:
     """Device trace.json (docs/formats.md §2) from the event model's phases: pid core<block_id>.veccore0, tid the pipe,
     ts/dur in µs from the kernel start. Each pipe of a phase is busy its share of every slice, so a core's busy time per
-    pipe is the model's pipe time. InstrTimeline adds args pc_addr/code and keeps only the --instr-timeline-pipe pipes."""
+    pipe is the model's pipe time. InstrTimeline adds args
+    pc_addr/code and keeps only the --instr-timeline-pipe pipes."""
     events = []
     wanted = {p.upper() for p in instr_pipes} if instr and instr_pipes else None
     for index in sampled_cores(len(cores)):

@@ -19,9 +19,10 @@ from typing import Any, Iterable
 SCHEMA_VERSION = "1.2.0"
 HW_SORT_INDEX = 13  # "Ascend Hardware" process sort index in current data
 OP_SUMMARY_HEADER = (
-    "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),Task Duration(us),Task Wait Time(us),"
-    "Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID,"
-    "aiv_time(us),aiv_total_cycles,aiv_icache_miss_rate"
+    "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),Task "
+    "Duration(us),Task Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,Input "
+    "Formats,Output Shapes,Output Data Types,Output Formats,Context "
+    "ID,aiv_time(us),aiv_total_cycles,aiv_icache_miss_rate"
 ).split(",")
 TASK_TIME_HEADER = [
     "Device_id",

@@ -14,14 +14,22 @@ from dispatchprof.analysis.traffic import DEFINITIONS, bandwidths, byte_accounti
 from dispatchprof.formats.latency_csv import LatencyTable, parse_api_csv
 
 BOUNDARY = {
-    "kernel": "kernel scope: per rank the max over AIV cores of the kernel's own clock, after the entry barrier (outer barriers excluded)",
+    "kernel": (
+        "kernel scope: per rank the max over AIV cores of the kernel's "
+        "own clock, after the entry barrier (outer barriers excluded)"
+    ),
     "event": "event scope: the whole kernel between ACL events, outer barriers included",
     None: "unspecified legacy boundary (the CSV has no measurement column)",
 }
 # How per-rank differences read in each scope of a collective kernel (docs/formats.md §3).
 INTERPRETATION = {
-    "kernel": "after the entry barrier: per-rank differences are the rank's own work plus waits inside the kernel (counts, incoming tokens)",
-    "event": "includes the entry barrier: a late rank shows as the shortest and the ranks that waited for it as the longest",
+    "kernel": (
+        "after the entry barrier: per-rank differences are the rank's "
+        "own work plus waits inside the kernel (counts, incoming tokens)"
+    ),
+    "event": (
+        "includes the entry barrier: a late rank shows as the shortest and the ranks that waited for it as the longest"
+    ),
     None: "boundary unspecified (legacy CSV): per-rank differences cannot be read as own work or waiting",
 }
 API_SCOPE = "full-API scope: host wall time around dispatch(...) plus torch.npu.synchronize(), per call"
@@ -115,7 +123,8 @@ def analyse(
 
 
 def routing_shape(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """hidden and dtype of the recorded routing: shape: when collected here, analyze.shape when imported (may be unknown)."""
+    """hidden and dtype of the recorded routing: shape: when
+    collected here, analyze.shape when imported (may be unknown)."""
     return config["shape"] if config["mode"] == "collect" else (config["analyze"].get("shape") or {})
 
 
@@ -137,7 +146,8 @@ def link_section(routing: list[Mapping[str, Any]], config: Mapping[str, Any]) ->
 def bytes_section(kernel: LatencyTable, routing: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """The computed accounting, the CSV's own byte columns beside it, and the bandwidths from one of them. The computed
     accounting is used when every rank's routing was recorded (its definition is known); otherwise the CSV's
-    sent_bytes (docs/formats.md §3 names the column, not what it counts). Durations: kernel scope, complete measured iterations."""
+    sent_bytes (docs/formats.md §3 names the column, not what it
+    counts). Durations: kernel scope, complete measured iterations."""
     shape = routing_shape(config)
     if routing and (shape.get("hidden") is None or shape.get("dtype") is None):
         traffic: dict[str, Any] = {
@@ -227,8 +237,8 @@ SUMMARY_BOUND_KEYS = (
 
 
 def bandwidth_summary(bandwidth: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """summary.json's bandwidth: per class its bytes, peak, bound, average rate and own efficiency; the group's bound and
-    efficiency. Keys absent in the stats (no bound, no warning) are null."""
+    """summary.json's bandwidth: per class its bytes, peak, bound, average rate and own efficiency;
+    the group's bound and efficiency. Keys absent in the stats (no bound, no warning) are null."""
     if bandwidth is None:
         return None
     links = bandwidth.get("links")

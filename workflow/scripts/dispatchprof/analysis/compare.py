@@ -142,7 +142,10 @@ def variance_split(reps: Sequence[np.ndarray]) -> dict[str, Any]:
         "between": between,
         "within": msw,
         "between_fraction": between / (between + msw) if between + msw > 0 else 0.0,
-        "note": "variance of the per-iteration maxima (us^2): between repeats (of the repeat means, net of within-repeat noise) and within a repeat",
+        "note": (
+            "variance of the per-iteration maxima (us^2): between repeats (of "
+            "the repeat means, net of within-repeat noise) and within a repeat"
+        ),
     }
 
 
@@ -192,9 +195,10 @@ def compare(
         for side, v in split.items():
             if v["between_fraction"] is not None and v["between_fraction"] > BETWEEN_REPEAT_WARN:
                 variance_warnings.append(
-                    f"{side.upper()} ({name}): between-repeat variance is {100 * v['between_fraction']:.0f}% of the total "
-                    f"(> {100 * BETWEEN_REPEAT_WARN:.0f}%, between {v['between']:.2f} us^2, within {v['within']:.2f} us^2): the repeats differ more "
-                    "than iterations within a repeat; the CI accounts for it, more repeats (not more iterations) narrow it"
+                    f"{side.upper()} ({name}): between-repeat variance is {100 * v['between_fraction']:.0f}% of the "
+                    f"total (> {100 * BETWEEN_REPEAT_WARN:.0f}%, between {v['between']:.2f} us^2, within "
+                    f"{v['within']:.2f} us^2): the repeats differ more than iterations within a "
+                    "repeat; the CI accounts for it, more repeats (not more iterations) narrow it"
                 )
     kernel_a, kernel_b = scope(a_tables, "kernel"), scope(b_tables, "kernel")
     per_rank = {}
@@ -221,8 +225,9 @@ def compare(
         if kernel.get("per_iteration_max_median")
         else "not comparable",
         rule=(
-            "verdict from the median of the per-iteration max (kernel scope): improved if the 95% CI of B - A lies below 0, regressed if above, "
-            "else no significant change; CIs from a hierarchical bootstrap (repeats, then iterations within each repeat; seeded)"
+            "verdict from the median of the per-iteration max (kernel scope): improved if the 95% CI of B - A lies "
+            "below 0, regressed if above, else no significant change; CIs from a "
+            "hierarchical bootstrap (repeats, then iterations within each repeat; seeded)"
         ),
         between_repeat_warn=BETWEEN_REPEAT_WARN,
     )

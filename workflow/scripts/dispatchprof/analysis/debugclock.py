@@ -41,9 +41,12 @@ AKL_ALIASES = {
 SPLIT_WAIT = "LW:wait"  # a newer kernel's receiver markers split LocalWindowCopy into waiting and copying
 CAUTIONS = [
     "Slot numbers are not comparable across roles: each role runs a different branch between the same tick indices.",
-    "Cycles are not comparable across devices: there is no global clock, so a slot compares with the same slot on another rank only as a duration.",
-    "DebugClock ticks start after the kernel's entry barrier: a rank that arrives late is invisible here (see the timeline).",
-    "Wait slots are mixed: they hold the cross-rank wait and the work around it; only AKL's LW:wait/LW:copy markers split LocalWindowCopy.",
+    "Cycles are not comparable across devices: there is no global clock, so "
+    "a slot compares with the same slot on another rank only as a duration.",
+    "DebugClock ticks start after the kernel's entry barrier: a "
+    "rank that arrives late is invisible here (see the timeline).",
+    "Wait slots are mixed: they hold the cross-rank wait and the work "
+    "around it; only AKL's LW:wait/LW:copy markers split LocalWindowCopy.",
 ]
 
 
@@ -426,9 +429,9 @@ def local_window_copy(seg: pd.DataFrame) -> dict[str, Any]:
         "per_rank": out,
         "phases": sorted(set(lw["phase"])),
         "definition": (
-            "per rank the median over cores and launches of the LocalWindowCopy slot (wait plus copy), against the other ranks' median; "
-            f"peers_spread_us = 1.4826 x their MAD (3 or more other ranks); stands_out = excess above {LWC_Z:.2f} x that spread "
-            "(one named rank tested: the one-sided 1% normal quantile)"
+            "per rank the median over cores and launches of the LocalWindowCopy slot (wait plus copy), against the "
+            "other ranks' median; peers_spread_us = 1.4826 x their MAD (3 or more other ranks); stands_out = "
+            f"excess above {LWC_Z:.2f} x that spread (one named rank tested: the one-sided 1% normal quantile)"
         ),
     }
 
@@ -500,11 +503,17 @@ def overhead(on: Mapping[str, np.ndarray], off: Mapping[str, np.ndarray]) -> dic
         "off_median_us": k.get("off_median_us"),
         "ratio": k.get("ratio"),
         "scopes": scopes,
-        "note": "kernel scope ends before the DebugClock flush, so export cost shows only in the API scope; the ON build's latencies never enter the baseline",
+        "note": (
+            "kernel scope ends before the DebugClock flush, so export cost shows "
+            "only in the API scope; the ON build's latencies never enter the baseline"
+        ),
     }
 
 
-LATE_ARRIVAL = "DebugClock ticks start after the kernel's entry barrier: a rank's late arrival is invisible here (the timeline shows it)."
+LATE_ARRIVAL = (
+    "DebugClock ticks start after the kernel's entry barrier: a "
+    "rank's late arrival is invisible here (the timeline shows it)."
+)
 
 
 def summarize(
@@ -563,10 +572,14 @@ def summarize(
         "phase_chart": phase_chart(table, source),
         "cautions": CAUTIONS
         + [
-            "Values the legacy analyzer clipped (< 0 or > 500000 cycles) are reported here, not zeroed; -1 (missing) stays missing."
+            "Values the legacy analyzer clipped (< 0 or > 500000 cycles) "
+            "are reported here, not zeroed; -1 (missing) stays missing."
         ],
         "late_arrival": LATE_ARRIVAL,
-        "statistics": "per rank, role and slot: median and spread (P25-P75, min-max) over cores and launches; pooled per role over ranks",
+        "statistics": (
+            "per rank, role and slot: median and spread (P25-P75, "
+            "min-max) over cores and launches; pooled per role over ranks"
+        ),
     }
     key = "slots" if source == "legacy_csv" else "phases"
     stats["summary"] = {

@@ -141,8 +141,9 @@ def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
         "mean_of_rank_means_us": float(rank_means.mean()) if len(rank_means) else None,
         "mean_of_launch_max_us": float(launch_max.mean()) if len(launch_max) else None,
         "definition": (
-            "ascend-kernel-lab convention: per rank the mean of its last N measured samples, then the unweighted mean over ranks; "
-            "and the mean over complete selected launches of the max across ranks. Not the per-iteration-max median above."
+            "ascend-kernel-lab convention: per rank the mean of its last N measured samples, then the unweighted mean "
+            "over ranks; and the mean over complete selected launches of "
+            "the max across ranks. Not the per-iteration-max median above."
         ),
     }
 
@@ -160,12 +161,18 @@ def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_u
     if len(tied) > 1:
         return {
             "rank": None,
-            "why": f"ranks {', '.join(map(str, tied))} are tied for the longest ({share:.0f}% of iterations each): no single rank is named",
+            "why": (
+                f"ranks {', '.join(map(str, tied))} are tied for the longest "
+                f"({share:.0f}% of iterations each): no single rank is named"
+            ),
         }
     if measurement == "event":
         return {
             "rank": None,
-            "why": f"event scope includes the entry barrier: rank {rank}, longest in {share:.0f}% of iterations, is the one that waited longest (a late rank is the shortest here); not named",
+            "why": (
+                f"event scope includes the entry barrier: rank {rank}, longest in {share:.0f}% of "
+                "iterations, is the one that waited longest (a late rank is the shortest here); not named"
+            ),
         }
     if slowest["fraction"] < 0.5:
         return {
@@ -175,13 +182,19 @@ def name_slowest(scope: Mapping[str, Any], measurement: str | None, min_excess_u
     if lead is None or lead <= min_excess_us:
         return {
             "rank": None,
-            "why": f"rank {rank} is the longest in {share:.0f}% of iterations, but by a median of only {lead or 0:.1f} us over the next rank: "
-            "the excess is shared (ranks waiting inside the kernel for the same peer), not its own",
+            "why": (
+                f"rank {rank} is the longest in {share:.0f}% of iterations, but by a median of only {lead or 0:.1f} us "
+                "over the next rank: the excess is shared (ranks waiting "
+                "inside the kernel for the same peer), not its own"
+            ),
         }
     boundary = "" if measurement == "kernel" else " (boundary unspecified: legacy CSV)"
     return {
         "rank": rank,
-        "why": f"rank {rank} is the longest in {share:.0f}% of iterations, by a median of {lead:.1f} us over the next rank: its own excess{boundary}",
+        "why": (
+            f"rank {rank} is the longest in {share:.0f}% of iterations, by a "
+            f"median of {lead:.1f} us over the next rank: its own excess{boundary}"
+        ),
     }
 
 

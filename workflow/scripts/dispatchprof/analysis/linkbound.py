@@ -3,8 +3,8 @@ busiest rank (sending or receiving); the bound is the largest of those, and the 
 
 - Bytes: ``traffic.link_bytes`` (token payload per (token, destination rank) pair, split by topology).
 - Peaks: GB/s (1e9 B/s) per rank, in one direction (a rank's link can send at the peak and receive at the peak); a
-  vendor figure that is a bidirectional aggregate must be halved before it is configured. A class whose bytes are not zero and whose peak is not
-  configured leaves the bound not established ("peak not configured"), never a guess.
+  vendor figure that is a bidirectional aggregate must be halved before it is configured. A class whose bytes are
+  not zero and whose peak is not configured leaves the bound not established ("peak not configured"), never a guess.
 - Measured: the kernel scope's per-iteration max over ranks (median, with its bootstrap CI).
 Efficiency is an average over the kernel, not a link counter and not evidence of congestion. It is never clamped: above
 1 the peak or the byte definition is wrong, and the result says so.
@@ -17,13 +17,14 @@ from typing import Any, Mapping
 from dispatchprof.analysis.traffic import LINK_CLASSES
 
 NOT_A_COUNTER = (
-    "an average over the kernel: bytes / the whole kernel's time, not a link counter (no hardware counter was read) and not "
-    "evidence of network congestion (a kernel far from its bound may be waiting for slow senders, its own work or a slow link "
-    "alike)"
+    "an average over the kernel: bytes / the whole kernel's time, not a link counter (no hardware counter was read) "
+    "and not evidence of network congestion (a kernel far from its bound "
+    "may be waiting for slow senders, its own work or a slow link alike)"
 )
 CLASS_TIME_MISSING = (
-    "needs the class's own send time (DebugClock URMASendToken send phases per destination rank); this run has none (the "
-    "legacy slots hold one send completion per core, not per destination), so only the group's efficiency is given"
+    "needs the class's own send time (DebugClock URMASendToken send phases per destination rank); this run has none "
+    "(the legacy slots hold one send completion per core, not "
+    "per destination), so only the group's efficiency is given"
 )
 
 
@@ -48,7 +49,8 @@ def busiest(link: Mapping[str, Any], peak_gbps: float) -> dict[str, Any]:
 
 
 def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], kernel_us: float | None) -> dict[str, Any]:
-    """One class: its bytes, its peak (with source), the bound on its busiest rank or node pair, and its average rate."""
+    """One class: its bytes, its peak (with source), the bound
+    on its busiest rank or node pair, and its average rate."""
     out: dict[str, Any] = {
         "bytes_per_launch": int(link["bytes_per_launch"]),
         "peak_gbps": peak.get("peak_gbps"),
@@ -70,7 +72,8 @@ def class_bound(name: str, link: Mapping[str, Any], peak: Mapping[str, Any], ker
     if kernel_us:  # the busiest rank's bytes over the whole kernel: per rank, comparable with a per-rank peak
         out["achieved_gbps"] = busy_bytes / (kernel_us * 1e3)
         out["achieved_definition"] = (
-            f"the busiest rank's bytes of this class ({busy_bytes} B) / the median per-iteration max kernel time; {NOT_A_COUNTER}"
+            f"the busiest rank's bytes of this class ({busy_bytes} B) / "
+            f"the median per-iteration max kernel time; {NOT_A_COUNTER}"
         )
     if peak.get("peak_gbps") is None:
         out["note"] = f"peak not configured (hardware.links.{name}.peak_gbps)"
@@ -128,12 +131,15 @@ def link_bound(
         measured_us=kernel_us,
         efficiency=section["bound_us"] / kernel_us,
         efficiency_ci95=[section["bound_us"] / hi, section["bound_us"] / lo],
-        efficiency_definition="bound / the median per-iteration max kernel time (kernel scope); CI from the median's bootstrap CI",
+        efficiency_definition=(
+            "bound / the median per-iteration max kernel time (kernel scope); CI from the median's bootstrap CI"
+        ),
     )
     section["far"] = section["efficiency"] < far_below
     if section["efficiency"] > 1:
         section["warning"] = (
-            f"efficiency {section['efficiency']:.2f} > 1: the kernel moved its bytes faster than the configured peak allows, so the peak "
-            "(hardware.links.*.peak_gbps: per rank, one direction) or the byte definition is wrong; the value is not clamped"
+            f"efficiency {section['efficiency']:.2f} > 1: the kernel moved its bytes faster than the configured peak "
+            "allows, so the peak (hardware.links.*.peak_gbps: per rank, one "
+            "direction) or the byte definition is wrong; the value is not clamped"
         )
     return section

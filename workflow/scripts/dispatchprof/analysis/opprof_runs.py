@@ -177,7 +177,10 @@ def why_no_run_has(
     if not holding:
         return f"no {name} under {root} (node<k>/OPPROF_*/...)"
     source, kernel, run, basic = holding[0]
-    where = f"{len(holding)} {name} found (first: {run.directory / name}), but none belongs to a rank of kernel.name {pattern!r}: "
+    where = (
+        f"{len(holding)} {name} found (first: {run.directory / name}), "
+        f"but none belongs to a rank of kernel.name {pattern!r}: "
+    )
     if not basic:
         return (
             where

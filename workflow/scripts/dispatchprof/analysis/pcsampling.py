@@ -180,12 +180,12 @@ def role_stalls(by_function: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[
 def coverage(
     world: int, per_rank: Mapping[str, Mapping[str, Any]], min_fraction: float, refused: Iterable[int] = ()
 ) -> dict[str, Any]:
-    """Which of the ``world`` ranks have PC samples, judged as the timeline and PMU judge theirs (rank_identity.coverage_of,
-    stats.min_rank_coverage): {expected, found, missing: [ranks], without_output: [ranks with no visualize_data.bin],
-    state: full | partial | none | most_missing, text}. A rank absent from per_rank wrote no visualize_data.bin; a rank
-    present with samples False wrote one without a TopStallReason block. Below the fraction, means over ranks would
-    describe a minority: most_missing, and the stage is invalid. ``refused``: ranks whose visualize_data.bin could not
-    be read (missing, but not for want of a file)."""
+    """Which of the ``world`` ranks have PC samples, judged as the timeline and PMU judge theirs
+    (rank_identity.coverage_of, stats.min_rank_coverage): {expected, found, missing: [ranks], without_output: [ranks
+    with no visualize_data.bin], state: full | partial | none | most_missing, text}. A rank absent from per_rank wrote
+    no visualize_data.bin; a rank present with samples False wrote one without a TopStallReason block. Below the
+    fraction, means over ranks would describe a minority: most_missing, and the stage is invalid.
+    ``refused``: ranks whose visualize_data.bin could not be read (missing, but not for want of a file)."""
     covered = coverage_of(world, [int(r) for r, v in per_rank.items() if v.get("samples")], min_fraction)
     refused = sorted(set(refused))
     without_output = [r for r in covered.missing if str(r) not in per_rank and r not in refused]

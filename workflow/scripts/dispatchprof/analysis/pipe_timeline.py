@@ -21,13 +21,16 @@ COMPUTE_PIPES = ("VECTOR", "SCALAR")
 INSTR_PC_LIMIT = 1024
 INSTR_NOTE = (
     f"InstrTimeline keeps at most {INSTR_PC_LIMIT} PCs per pipe and omits instructions inside SIMT/SIMD VF functions "
-    "(docs/formats.md §2): dense code may drop data (narrow it with pipe_timeline.instr_timeline_pipe), and the SIMT send path is "
-    "not in this table"
+    "(docs/formats.md §2): dense code may drop data (narrow it with "
+    "pipe_timeline.instr_timeline_pipe), and the SIMT send path is not in this table"
 )
-PARALLEL_CAUTION = "pipes run in parallel: never sum the pipe columns into a busy time (a core's busy time lies between its largest pipe and the sum)"
+PARALLEL_CAUTION = (
+    "pipes run in parallel: never sum the pipe columns into a busy time "
+    "(a core's busy time lies between its largest pipe and the sum)"
+)
 BANDWIDTH_CAUTION = (
-    "MTE2/MTE3 move data between global memory and the core's local buffer: their busy time and bandwidth are not network "
-    "bandwidth (the URMA/SHMEM traffic between ranks is not on these pipes)"
+    "MTE2/MTE3 move data between global memory and the core's local buffer: their busy time and "
+    "bandwidth are not network bandwidth (the URMA/SHMEM traffic between ranks is not on these pipes)"
 )
 
 
@@ -159,7 +162,8 @@ def unassigned(cores: pd.DataFrame) -> dict[str, Any]:
 
 
 def top_instructions(events: pd.DataFrame, top: int) -> dict[str, list[dict[str, Any]]]:
-    """InstrTimeline: per pipe, the instructions (name, PC) with the most total time over every rank, launch and core."""
+    """InstrTimeline: per pipe, the instructions (name, PC) with
+    the most total time over every rank, launch and core."""
     instr = events.dropna(subset=["pc_addr"])
     out: dict[str, list[dict[str, Any]]] = {}
     for pipe, group in instr.groupby("pipe", sort=True):

@@ -24,8 +24,9 @@ from dispatchprof.formats.trace_events import unmatched_warning
 
 LABEL = "simulator, single card, local probe"
 SCOPE = (
-    "a piece of the kernel run alone under msopprof simulator on one card: it validates a local hypothesis (I-cache misses, "
-    "hot instructions of that piece) and never speaks for the multi-rank kernel (no peers, no waits, no network)"
+    "a piece of the kernel run alone under msopprof simulator on one card: it validates a local hypothesis (I-cache "
+    "misses, hot instructions of that piece) and never speaks "
+    "for the multi-rank kernel (no peers, no waits, no network)"
 )
 NOT_PIPES = {"CACHEMISS", "ALL", "FLOWCTRL", "USEMASK", "PUSHQ"}  # lanes that mark events, not a pipe's work
 
@@ -192,7 +193,10 @@ def probe_result(runs: list[SimulatorRun], top: int) -> dict[str, Any]:
         if agreements
         else None,
         "pipe_busy_us": pipe_busy(events) if events is not None else {},
-        "pipe_busy_definition": "per core and pipe, the union of the pipe's event intervals (µs, simulated); pipes run in parallel, never add them up",
+        "pipe_busy_definition": (
+            "per core and pipe, the union of the pipe's event intervals "
+            "(µs, simulated); pipes run in parallel, never add them up"
+        ),
         "span_us": {
             core: round(float((g["ts_us"] + g["dur_us"]).max() - g["ts_us"].min()), 6)
             for core, g in sorted(events.groupby("core"))
@@ -208,7 +212,8 @@ def probe_result(runs: list[SimulatorRun], top: int) -> dict[str, Any]:
 
 
 def summary_section(result: dict[str, Any]) -> dict[str, Any]:
-    """summary.json's `probe` section: probe.cachemiss.{total,per_core,top_pcs}, probe.instr_top.{core,instr,addr,cycles}."""
+    """summary.json's `probe` section: probe.cachemiss.{total,per_core,top_pcs},
+    probe.instr_top.{core,instr,addr,cycles}."""
     return {
         "label": LABEL,
         "cachemiss": result["cachemiss"],

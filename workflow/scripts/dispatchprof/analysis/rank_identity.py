@@ -153,16 +153,21 @@ def why_unmapped(a: RankAssignment, ranks_per_node: int, infer: str) -> str:
     """Why a source maps to no rank, naming what it holds and what is missing (a sentence part)."""
     where = f"{a.source.path} (node {a.source.node})"
     if a.source.device is None:
-        return f"{where} names neither a device nor a rank (no identity sidecar, rank_id -1 or absent); name its rank: {rank_map_line(a.source.path)}"
+        return (
+            f"{where} names neither a device nor a rank (no identity sidecar, "
+            f"rank_id -1 or absent); name its rank: {rank_map_line(a.source.path)}"
+        )
     if infer == "device_id":
         return (
-            f"{where} holds device {a.source.device}, which maps to no rank: with no identity sidecar and rank_id -1 its local rank "
-            f"is its device id (cluster.infer_rank: device_id), and ranks_per_node is {ranks_per_node}; set cluster.infer_rank: "
-            "device_order (the node's devices in order), or record the rank (identity sidecar, RANK_ID)"
+            f"{where} holds device {a.source.device}, which maps to no rank: with no identity sidecar and rank_id -1 "
+            f"its local rank is its device id (cluster.infer_rank: device_id), and ranks_per_node is {ranks_per_node}; "
+            "set cluster.infer_rank: device_order (the node's devices "
+            "in order), or record the rank (identity sidecar, RANK_ID)"
         )
     return (
         f"{where} holds device {a.source.device}, which maps to no rank: the node has more devices than ranks_per_node "
-        f"{ranks_per_node} (cluster.infer_rank: device_order); raise cluster.ranks_per_node or record the rank (identity sidecar, RANK_ID)"
+        f"{ranks_per_node} (cluster.infer_rank: device_order); raise "
+        "cluster.ranks_per_node or record the rank (identity sidecar, RANK_ID)"
     )
 
 

@@ -33,8 +33,8 @@ ROLE_METRICS = {
 }
 PIPES = ("vec", "scalar", "mte2", "mte3")
 REPLAY_NOTE = (
-    "msopprof replays the kernel per rank: the peers' waits inside a replayed launch are not the live run's (host lateness is gone, "
-    "the tools' set-up skew takes its place); compare busy time, which waiting does not change"
+    "msopprof replays the kernel per rank: the peers' waits inside a replayed launch are not the live run's (host "
+    "lateness is gone, the tools' set-up skew takes its place); compare busy time, which waiting does not change"
 )
 
 
@@ -218,8 +218,8 @@ def _rank_table(known: pd.DataFrame, column: str) -> pd.DataFrame:
     ranks, leave-one-out) and the noise of that comparison: the spread between ranks (_spread of the peers, from at
     least MIN_PEERS_FOR_SPREAD of them, with its degrees of freedom: a spread between few ranks may read low by
     chance), else the standard error of the rank's median from the spread of its role's cores (pooled MAD of each
-    core about its rank's median), both widened for the peers' median's own error. ``spread_measured`` is False with fewer peers: then a
-    difference between whole ranks (a clock, a thermal state) is not told from an excess."""
+    core about its rank's median), both widened for the peers' median's own error. ``spread_measured`` is False with
+    fewer peers: then a difference between whole ranks (a clock, a thermal state) is not told from an excess."""
     data = known.dropna(subset=[column])
     per = (
         data.groupby(["role", "rank"])[column]
@@ -264,8 +264,9 @@ def _every_role(mine: pd.DataFrame) -> str | None:
     """Whether every role of one rank exceeds its peers, and how: by about the same µs ("same_us": the part every
     core runs alike, LocalWindowCopy) or by about the same fraction ("same_fraction": the rank's own work as a
     whole); None when not every role exceeds. All roles but at most one must stand out on their own (with two roles
-    both), and none fall short of its peers beyond its noise (a long role's noise may hide the shift). The pattern is the better of two one-parameter fits of
-    the roles' excesses, weighted by their noise: a constant (µs) or a multiple of the peers' median (fraction)."""
+    both), and none fall short of its peers beyond its noise (a long role's noise may hide the shift). The pattern is
+    the better of two one-parameter fits of the roles' excesses, weighted by their
+    noise: a constant (µs) or a multiple of the peers' median (fraction)."""
     n = len(mine)
     if n < 2 or not (mine["excess"] > -mine["z_min"] * mine["noise"]).all() or int(mine["out"].sum()) < max(n - 1, 2):
         return None
@@ -450,12 +451,16 @@ def busiest(cores: pd.DataFrame, min_excess: float, alpha: float = 0.01) -> dict
             for r in mine[mine["out"]].sort_values("ratio", ascending=False).itertuples()
         ],
         "definition": (
-            "per rank and role the median busy-time upper bound over the role's cores and launches, against the same role's median on the other ranks; "
-            "the largest relative excess among those at least pmu.busiest_min_excess of the peers' median and z_min noise units "
-            "(the spread between ranks, or the cores' spread; z_min: pmu.busiest_alpha shared over every role and rank, Student's t); ranked without the scalar pipe "
-            "(a polling loop runs there) when vector/MTE times are provided, net of polling (poll_slope x the core's aiv_time beyond its role's median); excess_us_per_launch is the named rank's excess per core and launch "
-            "on the ranked busy time's upper bound (pipes summed), excess_us_per_launch_low on its lower bound (the largest pipe): pipes overlap, the "
-            "excess of the work on those pipes lies between; without the scalar pipe a role's scalar work is left out (excess_us keeps it, polls included)"
+            "per rank and role the median busy-time upper bound over the role's cores and launches, against the same "
+            "role's median on the other ranks; the largest relative excess among those at least "
+            "pmu.busiest_min_excess of the peers' median and z_min noise units (the spread between ranks, or the "
+            "cores' spread; z_min: pmu.busiest_alpha shared over every role and rank, Student's t); ranked without "
+            "the scalar pipe (a polling loop runs there) when vector/MTE times are provided, net of polling "
+            "(poll_slope x the core's aiv_time beyond its role's median); excess_us_per_launch is the named rank's "
+            "excess per core and launch on the ranked busy time's upper bound (pipes summed), "
+            "excess_us_per_launch_low on its lower bound (the largest pipe): pipes overlap, the excess of the work on "
+            "those pipes lies between; without the scalar pipe a role's "
+            "scalar work is left out (excess_us keeps it, polls included)"
         ),
     }
 
@@ -504,7 +509,10 @@ def role_boundaries(cores: pd.DataFrame, roles: Sequence[Mapping[str, Any]], jum
         "unexpected": unexpected,
         "unexpected_detail": detail,
         "not_seen": sorted(set(configured) - set(observed)),
-        "definition": f"AIV index where the median pipe-share profile moves by more than {jump} from the core before it; busy share: a core's pipe ratios summed (median over ranks and launches)",
+        "definition": (
+            f"AIV index where the median pipe-share profile moves by more than {jump} from the core "
+            "before it; busy share: a core's pipe ratios summed (median over ranks and launches)"
+        ),
     }
     return {**check, "sentence": boundaries_sentence(check)}
 
@@ -513,8 +521,8 @@ def boundaries_sentence(check: Mapping[str, Any]) -> str:
     """kernel.roles against the data in words: where they agree, and for each boundary they do not share, what the
     cores on either side do (a role's idle cores and a missing boundary both show; the reader knows which to expect)."""
     text = (
-        f"kernel.roles against the data: configured role boundaries at AIV {', '.join(map(str, check['configured']))}; the per-core pipe-share "
-        f"profile changes at {', '.join(map(str, check['observed'])) or 'none'}"
+        f"kernel.roles against the data: configured role boundaries at AIV {', '.join(map(str, check['configured']))}; "
+        f"the per-core pipe-share profile changes at {', '.join(map(str, check['observed'])) or 'none'}"
     )
     if not check["unexpected"] and not check["not_seen"]:
         return text + ": they agree."
@@ -528,13 +536,15 @@ def boundaries_sentence(check: Mapping[str, Any]) -> str:
     for d in check.get("unexpected_detail", []):
         role = f"inside {d['role']} ({span(d['role_aiv'])}) " if d["role"] else ""
         parts.append(
-            f"{role}the profile changes at AIV {d['aiv']}: {span(d['from_aiv'])} keep their pipes busy {100 * d['busy_share_from']:.0f}% of the time "
-            f"against {100 * d['busy_share_before']:.0f}% for {span(d['before_aiv'])}: idle cores of the role (more cores than work: "
-            "URMASendToken serves a range of destination ranks per core) or a role boundary that kernel.roles lacks"
+            f"{role}the profile changes at AIV {d['aiv']}: {span(d['from_aiv'])} keep their pipes busy "
+            f"{100 * d['busy_share_from']:.0f}% of the time against {100 * d['busy_share_before']:.0f}% for "
+            f"{span(d['before_aiv'])}: idle cores of the role (more cores than work: URMASendToken "
+            "serves a range of destination ranks per core) or a role boundary that kernel.roles lacks"
         )
     if check["not_seen"]:
         parts.append(
-            f"no change at configured AIV {', '.join(map(str, check['not_seen']))}: two roles alike there, or kernel.roles off by some cores"
+            f"no change at configured AIV {', '.join(map(str, check['not_seen']))}: "
+            "two roles alike there, or kernel.roles off by some cores"
         )
     said = "; ".join(parts)
     return f"{text}. {said[0].upper()}{said[1:]}. Check kernel.roles where that is not what the kernel does."

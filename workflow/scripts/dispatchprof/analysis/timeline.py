@@ -1,4 +1,5 @@
-"""System-timeline analysis: which rank each PROF_ holds (rule in rank_identity), the target kernel's launches, stragglers, gaps.
+"""System-timeline analysis: which rank each PROF_ holds (rule in
+rank_identity), the target kernel's launches, stragglers, gaps.
 
 Cross-node timestamps are not comparable (each host's clock), so ranks are aligned by launch index of
 the target kernel, never by absolute time across nodes. Gaps (start minus previous end) and intervals
@@ -94,7 +95,8 @@ def coverage_rows(
             elif not info.has_kernel_tables:
                 state, why = (
                     "missing",
-                    "PROF_ has device data but neither a db nor mindstudio_profiler_output/ (run msprof --export=on on it)",
+                    "PROF_ has device data but neither a db nor "
+                    "mindstudio_profiler_output/ (run msprof --export=on on it)",
                 )
             else:
                 state, why = "found", f"mapped by {a.how}"
@@ -285,7 +287,10 @@ def longest_duration(ranks: Sequence[int], durations_us: np.ndarray) -> dict[str
     }
 
 
-UNIDENTIFIED = "unidentified: its name is not in timeline.known_kernels (the repository's layout/notify/epilogue kernel names are not public); its share is not guessed"
+UNIDENTIFIED = (
+    "unidentified: its name is not in timeline.known_kernels (the repository's "
+    "layout/notify/epilogue kernel names are not public); its share is not guessed"
+)
 
 
 def merged_call_chain(ranks: Iterable[Mapping[str, Any]], known: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -538,7 +543,8 @@ def merged_trace(
         else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
     )
     aligned = (
-        f"node clocks corrected by the estimated offsets{' and drifts' if any(drifts.values()) else ''} (timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
+        f"node clocks corrected by the estimated offsets{' and drifts' if any(drifts.values()) else ''} "
+        f"(timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
         if node_offset_us is not None
         else f"end of used launch {align_launch} of every rank = 0 us"
     )

@@ -21,23 +21,27 @@ import pandas as pd
 
 DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 DEFINITIONS = {
-    "cross_rank_token_bytes": "remote (token, destination rank) pairs x hidden x dtype bytes, summed over ranks, per dispatch call",
-    "logical_output_bytes": "all (token, expert) rows incl. top-k copies x hidden x dtype bytes, summed over ranks, per dispatch call",
+    "cross_rank_token_bytes": (
+        "remote (token, destination rank) pairs x hidden x dtype bytes, summed over ranks, per dispatch call"
+    ),
+    "logical_output_bytes": (
+        "all (token, expert) rows incl. top-k copies x hidden x dtype bytes, summed over ranks, per dispatch call"
+    ),
     # The profiling guide behind this workflow (issue 15 quotes it) says the FP8 path does not transfer or return
     # *complete* scales; docs/formats.md §3 has no sentence on FP8 scales (§3 --dtype fp8, §4 QuantMode only).
     "excluded": (
-        "FP8 scales are not counted: the FP8 path does not transfer or return complete scales (the profiling guide, as quoted "
-        "in this project's issue 15; docs/formats.md §3 names FP8 only as the test's --dtype fp8 and as the kernel's "
-        "QuantMode template parameter), so the scale bytes actually moved are unknown; with dtype fp8 the figures count "
-        "1 byte per hidden element and nothing for scales"
+        "FP8 scales are not counted: the FP8 path does not transfer or return complete scales (the profiling guide, "
+        "as quoted in this project's issue 15; docs/formats.md §3 names FP8 only as the test's --dtype fp8 and as the "
+        "kernel's QuantMode template parameter), so the scale bytes actually moved are unknown; "
+        "with dtype fp8 the figures count 1 byte per hidden element and nothing for scales"
     ),
 }
 # The CSV's columns and the accounting they are set beside: the nearest definitions, not documented equivalents.
 CSV_PAIRS = {"sent_bytes": "cross_rank_token_bytes", "processed_bytes": "logical_output_bytes"}
 PER_RANK_CAVEAT = (
-    "in a coupled kernel a late rank looks fastest per rank: it waits least inside the kernel (its peers wait for its counts "
-    "and tokens), so its own duration is the shortest and its bytes / duration the highest; a high per-rank figure does not "
-    "make a rank fast, and the group figure is what one call delivers"
+    "in a coupled kernel a late rank looks fastest per rank: it waits least inside the kernel (its peers wait for its "
+    "counts and tokens), so its own duration is the shortest and its bytes / duration the highest; a "
+    "high per-rank figure does not make a rank fast, and the group figure is what one call delivers"
 )
 
 
@@ -93,12 +97,16 @@ def csv_bytes(work: pd.DataFrame, measured: pd.DataFrame) -> dict[str, Any]:
         "processed_bytes": sum(v["processed_bytes"] for v in per_rank.values()),
         "sent_bytes": sum(v["sent_bytes"] for v in per_rank.values()),
         "calls": int(len(rows)),
-        "definition": "the latency CSV's processed_bytes / sent_bytes (docs/formats.md §3, written by the work callback): per rank the median per measured call",
+        "definition": (
+            "the latency CSV's processed_bytes / sent_bytes (docs/formats.md §3, "
+            "written by the work callback): per rank the median per measured call"
+        ),
     }
 
 
 def compare_bytes(computed: Mapping[str, Any], read: Mapping[str, Any]) -> dict[str, Any]:
-    """Per rank, each CSV column against its nearest computed definition (CSV_PAIRS): agree only when equal on every rank."""
+    """Per rank, each CSV column against its nearest computed
+    definition (CSV_PAIRS): agree only when equal on every rank."""
     pairs = {}
     for column, ours in CSV_PAIRS.items():
         mismatch = {
@@ -111,9 +119,9 @@ def compare_bytes(computed: Mapping[str, Any], read: Mapping[str, Any]) -> dict[
         "pairs": pairs,
         "agree": all(p["agree"] for p in pairs.values()),
         "note": (
-            "docs/formats.md §3 names processed_bytes and sent_bytes but not what the work callback counts: sent_bytes is set beside the "
-            "cross-rank token bytes and processed_bytes beside the logical output bytes, the nearest definitions here; a mismatch "
-            "[csv, computed] may be a different definition, not an error"
+            "docs/formats.md §3 names processed_bytes and sent_bytes but not what the work callback counts: "
+            "sent_bytes is set beside the cross-rank token bytes and processed_bytes beside the logical output bytes, "
+            "the nearest definitions here; a mismatch [csv, computed] may be a different definition, not an error"
         ),
     }
 
@@ -133,10 +141,16 @@ def bandwidths(per_call_bytes: pd.DataFrame, measured: pd.DataFrame, byte_label:
         "group": {
             "gbps_median": float(np.median(group)) if len(group) else None,
             "iterations": int(len(group)),
-            "definition": f"{byte_label}: per iteration the total moved by all ranks / that iteration's max kernel duration over ranks; median over measured iterations; GB/s = 1e9 B/s",
+            "definition": (
+                f"{byte_label}: per iteration the total moved by all ranks / that iteration's "
+                "max kernel duration over ranks; median over measured iterations; GB/s = 1e9 B/s"
+            ),
         },
         "per_rank": {str(int(r)): float(np.median(g["gbps"])) for r, g in own.groupby("rank")},
-        "per_rank_definition": f"{byte_label}: per call that rank's own bytes / its own kernel duration; median over its measured calls; GB/s = 1e9 B/s",
+        "per_rank_definition": (
+            f"{byte_label}: per call that rank's own bytes / its own kernel "
+            "duration; median over its measured calls; GB/s = 1e9 B/s"
+        ),
         "per_rank_caveat": PER_RANK_CAVEAT,
     }
 
@@ -145,18 +159,19 @@ def bandwidths(per_call_bytes: pd.DataFrame, measured: pd.DataFrame, byte_label:
 # destination rank (docs/formats.md §3); the class is the topology of the pair, not the transport.
 LINK_CLASSES = ("intra_node", "inter_node")
 LINK_DEFINITION = (
-    "token payload bytes: (token, destination rank) pairs from the recorded routing (a token routed to several experts of one "
-    "destination rank counts once for it) x hidden x dtype bytes, split by topology: intra_node = the destination is another "
-    "rank of the sender's node, inter_node = a rank of another node; a rank's own tokens need no link and are in neither. "
-    "intra_node + inter_node = cross_rank_token_bytes exactly. Wire bytes are not counted: the kernel's 512-byte blocks carry "
-    "480 bytes of payload and a 32-byte arrival flag, so the wire moves ~6.7% more than these figures, and FP8 scales "
-    "are left out (as in cross_rank_token_bytes)"
+    "token payload bytes: (token, destination rank) pairs from the recorded routing (a token routed to several "
+    "experts of one destination rank counts once for it) x hidden x dtype bytes, split by topology: intra_node = the "
+    "destination is another rank of the sender's node, inter_node = a rank of another node; a rank's own tokens need "
+    "no link and are in neither. intra_node + inter_node = cross_rank_token_bytes exactly. Wire bytes are not "
+    "counted: the kernel's 512-byte blocks carry 480 bytes of payload and a 32-byte arrival flag, so the "
+    "wire moves ~6.7% more than these figures, and FP8 scales are left out (as in cross_rank_token_bytes)"
 )
 
 
 def routing_problem(routing: list[Mapping[str, Any]], ranks_per_node: int, world: int | None) -> str | None:
-    """Why the routing cannot give link bytes for this cluster: ranks without a record (a bound from part of the ranks is
-    too short), or a record whose same-node flag disagrees with cluster.ranks_per_node (the classes would be wrong)."""
+    """Why the routing cannot give link bytes for this cluster: ranks without a record (a bound from part of the ranks
+    is too short), or a record whose same-node flag disagrees
+    with cluster.ranks_per_node (the classes would be wrong)."""
     recorded = {int(r["global_rank"]) for r in routing if r.get("global_rank") is not None}
     missing = sorted(set(range(world)) - recorded) if world else []
     if missing:
@@ -167,8 +182,9 @@ def routing_problem(routing: list[Mapping[str, Any]], ranks_per_node: int, world
             ours = src // ranks_per_node == int(dest_key) // ranks_per_node
             if "same_node" in dest and bool(dest["same_node"]) != ours:
                 return (
-                    f"rank {src} -> {dest_key}: the driver recorded same_node={dest['same_node']}, but cluster.ranks_per_node "
-                    f"{ranks_per_node} puts them on {'one node' if ours else 'two nodes'}: the cluster does not match the routing"
+                    f"rank {src} -> {dest_key}: the driver recorded same_node={dest['same_node']}, but "
+                    f"cluster.ranks_per_node {ranks_per_node} puts them on "
+                    f"{'one node' if ours else 'two nodes'}: the cluster does not match the routing"
                 )
     return None
 

@@ -65,7 +65,8 @@ def parse_legacy_csv(path: str | Path) -> pd.DataFrame:
     for name in ("rank", "aiv_id"):
         if name not in header:
             raise DebugClockFormatError(
-                f"{path}: line 1: column {name!r} missing; expected rank,aiv_id,time_<k>_cycles (found {','.join(header)})"
+                f"{path}: line 1: column {name!r} missing; expected "
+                f"rank,aiv_id,time_<k>_cycles (found {','.join(header)})"
             )
     slots = {i: int(m.group(1)) for i, h in enumerate(header) if (m := SLOT_RE.match(h))}
     if not slots:
@@ -215,7 +216,8 @@ def parse_capture(directory: str | Path, event_map: dict[int, tuple[str, ...]]) 
     expected = blocks * row_words * 8
     if len(raw) != expected:
         raise DebugClockFormatError(
-            f"{trace}: {len(raw)} bytes; expected {expected} ({blocks} blocks x {row_words} uint64 words, capacity {cap} from capture.json): truncated or not this capture's"
+            f"{trace}: {len(raw)} bytes; expected {expected} ({blocks} blocks x {row_words} "
+            f"uint64 words, capacity {cap} from capture.json): truncated or not this capture's"
         )
     words = struct.unpack(f"<{blocks * row_words}Q", raw) if raw else ()
     rows, dropped = [], 0
@@ -318,7 +320,8 @@ def load_tree(root: str | Path) -> Loaded:
     if dirs:
         if not maps:
             raise DebugClockFormatError(
-                f"{root}: {len(dirs)} AKL captures but no event_map.json under it; expected the build's ascend_deepep/lib/event_map.json"
+                f"{root}: {len(dirs)} AKL captures but no event_map.json under "
+                "it; expected the build's ascend_deepep/lib/event_map.json"
             )
         events = merged_event_maps(maps)
         for d in dirs:
@@ -350,6 +353,7 @@ def merged_event_maps(maps: list[Path]) -> dict[int, tuple[str, ...]]:
         for key, parts in parse_event_map(path).items():
             if events.setdefault(key, parts) != parts:
                 raise DebugClockFormatError(
-                    f"{path}: field events[{key}]: {'/'.join(parts)} disagrees with another event map ({'/'.join(events[key])})"
+                    f"{path}: field events[{key}]: {'/'.join(parts)} disagrees "
+                    f"with another event map ({'/'.join(events[key])})"
                 )
     return events

@@ -27,12 +27,15 @@ def encoding_problem(path: Path, head: bytes | None = None, expected: str = "a U
     head = head[:4096]
     for bom, name in BOMS:
         if head.startswith(bom):
-            return f"{path}: line 1: {name} text (byte order mark {bom.hex(' ')}); expected UTF-8: convert it, e.g. iconv -f {name.split()[0]} -t UTF-8"
+            return (
+                f"{path}: line 1: {name} text (byte order mark {bom.hex(' ')}); "
+                f"expected UTF-8: convert it, e.g. iconv -f {name.split()[0]} -t UTF-8"
+            )
     for order, odd in (("LE", head[1::2]), ("BE", head[0::2])):  # ASCII in UTF-16: its high byte is NUL
         if len(head) >= 4 and odd.count(0) > len(head) // 4:
             return (
-                f"{path}: line 1: looks like UTF-16 {order} text without a byte order mark (NUL every other byte); expected UTF-8: "
-                f"convert it, e.g. iconv -f UTF-16{order} -t UTF-8"
+                f"{path}: line 1: looks like UTF-16 {order} text without a byte order mark (NUL "
+                f"every other byte); expected UTF-8: convert it, e.g. iconv -f UTF-16{order} -t UTF-8"
             )
     if b"\x00" in head:
         return f"{path}: line {head[: head.index(0)].count(10) + 1}: binary data (NUL byte); expected {expected}"

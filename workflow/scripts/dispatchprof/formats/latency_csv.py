@@ -95,7 +95,8 @@ def _duration(path: Path, line: int, field: str, value: str, max_us: float | Non
     us = finite_nonnegative(path, line, field, value, LatencyCsvError, "duration") * scale
     if max_us is not None and us > max_us:
         raise LatencyCsvError(
-            f"{path}: line {line}: field '{field}' is {value}, {us:.4g} us, above stats.max_plausible_us ({max_us:g} us): not a plausible dispatch duration"
+            f"{path}: line {line}: field '{field}' is {value}, {us:.4g} us, above "
+            f"stats.max_plausible_us ({max_us:g} us): not a plausible dispatch duration"
         )
     return us
 
@@ -110,11 +111,13 @@ def _uint64(path: Path, line: int, field: str, value: str) -> int:
 
 
 def _gbps(path: Path, line: int, field: str, value: str, byte_count: int, ms: float) -> None:
-    """The writer's ``bytes/(ms*1e6)``, empty when ms = 0: a value that disagrees means the columns do not belong together."""
+    """The writer's ``bytes/(ms*1e6)``, empty when ms = 0: a value
+    that disagrees means the columns do not belong together."""
     if value == "":
         if ms != 0:
             raise LatencyCsvError(
-                f"{path}: line {line}: field '{field}' is empty, expected {byte_count / (ms * 1e6)!r} (bytes/(ms*1e6); empty only when elapsed_ms is 0)"
+                f"{path}: line {line}: field '{field}' is empty, expected "
+                f"{byte_count / (ms * 1e6)!r} (bytes/(ms*1e6); empty only when elapsed_ms is 0)"
             )
         return
     try:
@@ -157,7 +160,8 @@ def _layout(path: Path, header: list[str], max_us: float | None) -> _Layout:
     if len(has_work) == 1:
         other = next(f for f in WORK_BYTES if f not in has_work)
         raise LatencyCsvError(
-            f"{path}: line 1: field '{other}' missing but '{has_work[0]}' present; expected both work byte columns or neither"
+            f"{path}: line 1: field '{other}' missing but '{has_work[0]}' "
+            "present; expected both work byte columns or neither"
         )
     col = {name: header.index(name) for name in header}
     time_field, scale = ("elapsed_us", 1.0) if "elapsed_us" in col else ("elapsed_ms", 1000.0)
@@ -200,7 +204,8 @@ class _Singles:
             if name in self.mixed:
                 (line, value), (first_line, first) = self.mixed[name], self.first[name]
                 raise LatencyCsvError(
-                    f"{path}: line {line}: field '{name}' is {value!r} but line {first_line} has {first!r}; mixed {name} values cannot be compared"
+                    f"{path}: line {line}: field '{name}' is {value!r} but line "
+                    f"{first_line} has {first!r}; mixed {name} values cannot be compared"
                 )
 
 
@@ -284,7 +289,8 @@ def _duplicate_in(
     while first > 0 and r[first - 1] == r[at] and i[first - 1] == i[at]:
         first -= 1
     return LatencyCsvError(
-        f"{path}: line {line[order[at]]}: field 'iteration': rank {r[at]} iteration {i[at]} duplicates line {line[order[first]]}"
+        f"{path}: line {line[order[at]]}: field 'iteration': rank "
+        f"{r[at]} iteration {i[at]} duplicates line {line[order[first]]}"
     )
 
 

@@ -36,10 +36,10 @@ METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]{1,30}?)(?:_(?P<stamp>\d{17
 SUB_BLOCK_RE = re.compile(r"^(cube|vector)(\d+)$")
 NA = {"NA", "N/A", ""}
 
-# The writers' per-core CSV headers (formats/msopprof_writers.py, docs/formats.md §2.5): which one wrote a launch's files
-# is judged from its columns (judge_columns), and "not provided by this tool version" is measured against that writer.
-# CATALOGUE keeps the newest open-source header set per chip family: what a chip named by the data expects when no
-# writer's columns fit its files. Without block_id/sub_block_id.
+# The writers' per-core CSV headers (formats/msopprof_writers.py, docs/formats.md §2.5): which one wrote a launch's
+# files is judged from its columns (judge_columns), and "not provided by this tool version" is measured against that
+# writer. CATALOGUE keeps the newest open-source header set per chip family: what a chip named
+# by the data expects when no writer's columns fit its files. Without block_id/sub_block_id.
 _NEWEST = {A2_A3: "msopprof *For910B_ e581c4a..d6c29df", ASCEND_950: "msopprof *ForA5_ 44ba9d9..d6c29df"}
 CATALOGUE: dict[str, dict[str, list[str]]] = {
     family: {metric: list(cols) for metric, cols in next(w for w in WRITERS if w.name == name).files.items()}
@@ -191,14 +191,16 @@ def _number(path: Path, line: int, field: str, value: str) -> float:
 
 
 def read_metric_csv(path: Path) -> tuple[list[str], pd.DataFrame]:
-    """A per-core metric CSV as a long table: block_id, sub_block_id, core_kind, core_index, metric, value (NaN = NA)."""
+    """A per-core metric CSV as a long table: block_id, sub_block_id,
+    core_kind, core_index, metric, value (NaN = NA)."""
     import pandas as pd  # here, not at the top: jobs that only discover OPPROF_ directories need no pandas
 
     header, rows = _rows(path)
     for needed in ("block_id", "sub_block_id"):
         if needed not in header:
             raise OpprofFormatError(
-                f"{path}: line 1: header lacks {needed} (per-core CSVs of A2/A3/950 have it; 310P files are not supported)"
+                f"{path}: line 1: header lacks {needed} (per-core CSVs "
+                "of A2/A3/950 have it; 310P files are not supported)"
             )
     if len(set(header)) != len(header):
         raise OpprofFormatError(f"{path}: line 1: duplicate column names in the header")
@@ -302,7 +304,8 @@ def judge_columns(headers: dict[str, list[str]], family: str | None) -> ColumnVe
 
 def requested_metric_csvs(metrics: Sequence[str]) -> list[str]:
     """The per-core metric CSVs an --aic-metrics list makes msopprof write, in PMU_METRIC_CSVS order. Matched
-    case-insensitively, as the tool does; `Default` (and `Roofline`/`MemoryDetail`, which turn it on) means all seven."""
+    case-insensitively, as the tool does; `Default` (and
+    `Roofline`/`MemoryDetail`, which turn it on) means all seven."""
     lowered = {m.lower() for m in metrics}
     if lowered & {"default", "roofline", "memorydetail"}:
         return list(PMU_METRIC_CSVS)

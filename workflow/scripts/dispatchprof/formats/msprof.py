@@ -243,7 +243,8 @@ def export_devices(text_dir: Path) -> list[int]:
                         value = row[column].strip() if len(row) > column else ""
                         if not (value.isascii() and value.isdigit()):
                             raise MsprofFormatError(
-                                f"{path}: line {reader.line_num}: field 'Device_id' is {value!r}, expected a device number"
+                                f"{path}: line {reader.line_num}: field 'Device_id' "
+                                f"is {value!r}, expected a device number"
                             )
                         found.add(int(value))
             except csv.Error as exc:
@@ -327,7 +328,8 @@ def query_db(
     try:
         with read_only_db(path) as conn:
             # Pages read from a memory map, not copied by a read() each (kernel time): ~4% of read_db_target's CPU in
-            # passes over 64 ranks. Read-only, so nothing is written through the map; a larger db reads the rest as usual.
+            # passes over 64 ranks. Read-only, so nothing is written
+            # through the map; a larger db reads the rest as usual.
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             names = string_ids(conn) if strings else {}
             return query(conn, names), names

@@ -48,7 +48,8 @@ def us_to_ns(values: pd.Series, path: Path, field_name: str, first_line: int = 2
     if not ok.all():
         bad = int(np.flatnonzero(~ok.to_numpy())[0])
         raise MsprofFormatError(
-            f"{path}: line {bad + first_line}: field '{field_name}' is {values.iloc[bad]!r}, expected microseconds like 1778463028745189.370"
+            f"{path}: line {bad + first_line}: field '{field_name}' is "
+            f"{values.iloc[bad]!r}, expected microseconds like 1778463028745189.370"
         )
     parts = text.str.split(".", n=1, expand=True)
     # Beyond int64 nanoseconds (292 years; a 301-digit duration) is refused by its line, never wrapped or a traceback.
@@ -57,7 +58,8 @@ def us_to_ns(values: pd.Series, path: Path, field_name: str, first_line: int = 2
     if too_long.any():
         bad = int(np.flatnonzero(too_long.to_numpy())[0])
         raise MsprofFormatError(
-            f"{path}: line {bad + first_line}: field '{field_name}' is {values.iloc[bad]!r}, beyond 64-bit nanoseconds ({INT64_MAX_US} us at most)"
+            f"{path}: line {bad + first_line}: field '{field_name}' is "
+            f"{values.iloc[bad]!r}, beyond 64-bit nanoseconds ({INT64_MAX_US} us at most)"
         )
     whole = parts[0].astype("int64")
     frac = parts[1].fillna("").str.ljust(3, "0").str[:3].astype("int64") if parts.shape[1] > 1 else 0
@@ -338,7 +340,8 @@ def read_msprof_json(path: Path) -> pd.DataFrame:
         )
     except (ValueError, TypeError, OverflowError) as exc:
         raise MsprofFormatError(
-            f"{path}: fields 'ts', 'dur', 'pid', 'Physic Stream Id' or 'Task Id' are not 64-bit integers (microseconds for ts/dur) ({exc})"
+            f"{path}: fields 'ts', 'dur', 'pid', 'Physic Stream Id' or 'Task "
+            f"Id' are not 64-bit integers (microseconds for ts/dur) ({exc})"
         ) from None
     return frame.sort_values("start_ns", kind="stable", ignore_index=True)
 

@@ -119,7 +119,8 @@ def torch_rank(path: Path, children: set[str], db: Path | None, mapped: set[int]
 
 
 def read_torch_dir(path: Path) -> ProfInfo:
-    """One torch_npu profiler directory: its db and rank (torch_rank), its own PROF_ for pid, host and the text export."""
+    """One torch_npu profiler directory: its db and rank
+    (torch_rank), its own PROF_ for pid, host and the text export."""
     children = listing(path) or set()
     output = path / TORCH_OUTPUT
     dbs = sorted(c for c in (listing(output) or set()) if TORCH_DB_RE.match(c))
@@ -140,9 +141,9 @@ def read_torch_dir(path: Path) -> ProfInfo:
             None
             if details is not None
             else (
-                f"torch_npu directory without {TORCH_OUTPUT}/ascend_pytorch_profiler*.db, {TORCH_OUTPUT}/{KERNEL_DETAILS} or "
-                f"PROF_*/{EXPORT_DIR}/: profile with experimental_config export_type db (torch_npu.profiler.ExportType.Db), "
-                "or run torch_npu.profiler.profiler.analyse on it"
+                f"torch_npu directory without {TORCH_OUTPUT}/ascend_pytorch_profiler*.db, "
+                f"{TORCH_OUTPUT}/{KERNEL_DETAILS} or PROF_*/{EXPORT_DIR}/: profile with experimental_config "
+                "export_type db (torch_npu.profiler.ExportType.Db), or run torch_npu.profiler.profiler.analyse on it"
             )
         )
     return ProfInfo(

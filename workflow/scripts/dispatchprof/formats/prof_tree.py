@@ -5,8 +5,9 @@ One walk finds every *data directory* of a tree, read-only (directory listings o
 
 - ``msprof``: a ``PROF_*`` directory (``device_<n>/info.json.<n>``, ``msprof_*.db``, ``mindstudio_profiler_output/``);
 - ``torch_npu``: a torch_npu profiler directory, ``<worker>_<pid>_<time>_ascend_pt`` (or any directory holding
-  ``profiler_info*.json`` or ``ASCEND_PROFILER_OUTPUT/``), with ``ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_<rank>.db``
-  (the msprof db's tables), ``profiler_info_<rank>.json`` (``rank_id``) and the run's own ``PROF_*`` inside;
+  ``profiler_info*.json`` or ``ASCEND_PROFILER_OUTPUT/``), with
+  ``ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_<rank>.db`` (the msprof db's tables),
+  ``profiler_info_<rank>.json`` (``rank_id``) and the run's own ``PROF_*`` inside;
 - ``export``: a bare ``mindstudio_profiler_output/`` (what people share), its devices from the export.
 
 A data directory is not searched further (a torch_npu directory's own PROF_ is part of it). A ``node<k>`` directory

@@ -166,7 +166,8 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
             pid, name = e.get("pid"), _args(path, i, e).get("name")
             if isinstance(pid, bool) or not isinstance(pid, int) or not isinstance(name, str):
                 raise SimulatorFormatError(
-                    f"{path}: traceEvents[{i}]: process_name needs an integer 'pid' and args.name, got pid={pid!r} name={name!r}"
+                    f"{path}: traceEvents[{i}]: process_name needs an integer "
+                    f"'pid' and args.name, got pid={pid!r} name={name!r}"
                 )
             pipes[pid] = name
     spans = _spans(path, events)
@@ -176,11 +177,13 @@ def read_core_trace(path: Path, core: str | None = None) -> pd.DataFrame:
         pid = e.get("pid")
         if isinstance(pid, bool) or not isinstance(pid, int):
             raise SimulatorFormatError(
-                f"{path}: traceEvents[{i}]: field 'pid' is {pid!r}, expected an integer pipe id (per-core trace, schemaVersion 1)"
+                f"{path}: traceEvents[{i}]: field 'pid' is {pid!r}, expected "
+                "an integer pipe id (per-core trace, schemaVersion 1)"
             )
         if pid not in pipes:
             raise SimulatorFormatError(
-                f"{path}: traceEvents[{i}]: pid {pid} has no process_name metadata event; declared pids: {sorted(pipes)}"
+                f"{path}: traceEvents[{i}]: pid {pid} has no process_name "
+                f"metadata event; declared pids: {sorted(pipes)}"
             )
         args = _args(path, i, e)
         name = _text(path, i, "name", e.get("name"), required=True)
@@ -215,7 +218,8 @@ def read_summary_trace(path: Path) -> pd.DataFrame:
         pid, tid = e.get("pid"), e.get("tid")
         if not isinstance(pid, str) or not isinstance(tid, str):
             raise SimulatorFormatError(
-                f"{path}: traceEvents[{i}]: pid {pid!r} / tid {tid!r}, expected a core string and a pipe string (summary trace, schemaVersion 2)"
+                f"{path}: traceEvents[{i}]: pid {pid!r} / tid {tid!r}, expected a "
+                "core string and a pipe string (summary trace, schemaVersion 2)"
             )
         args = _args(path, i, e)
         name = _text(path, i, "name", e.get("name"), required=True)
@@ -244,7 +248,8 @@ def _csv_lines(path: Path, header: list[str]) -> list[tuple[int, str]]:
     found = lines[0].strip().split(",")
     if found != header:
         raise SimulatorFormatError(
-            f"{path}: line 1: header {found}, expected {header} (the simulator's order: 'detail' last, it may hold commas)"
+            f"{path}: line 1: header {found}, expected {header} (the "
+            "simulator's order: 'detail' last, it may hold commas)"
         )
     return [(n, line) for n, line in enumerate(lines[1:], start=2) if line.strip()]
 
@@ -269,7 +274,8 @@ def read_instr_exe(path: Path) -> pd.DataFrame:
         cells = line.split(",", 6)
         if len(cells) != 7:
             raise SimulatorFormatError(
-                f"{path}: line {n}: {len(cells)} fields, expected 7 (instr,addr,pipe,call_count,cycles,running_time(us),detail)"
+                f"{path}: line {n}: {len(cells)} fields, expected 7 "
+                "(instr,addr,pipe,call_count,cycles,running_time(us),detail)"
             )
         instr, addr, pipe, count, cycles, time_us, detail = cells
         # sim_pc_to_code.cpp writes detail quoted ("dst:UB[0x200], src:GM[...]"); older files do not

@@ -55,6 +55,7 @@ def refuse_implausible(kernels: TargetKernels, info: ProfInfo, max_us: float) ->
     start, dur = int(kernels.start_ns[i]), int(kernels.dur_ns[i])
     where = info.db if info.db is not None else info.text_dir
     raise MsprofFormatError(
-        f"{where}: launch {i} of {kernels.name[i]} (start {start} ns, {start // 1000}.{start % 1000:03d} us): duration {dur} ns, "
-        f"{dur / 1000:.4g} us, above stats.max_plausible_us ({max_us:g} us): not a plausible dispatch duration"
+        f"{where}: launch {i} of {kernels.name[i]} (start {start} ns, {start // 1000}.{start % 1000:03d} us): duration "
+        f"{dur} ns, {dur / 1000:.4g} us, above stats.max_plausible_us "
+        f"({max_us:g} us): not a plausible dispatch duration"
     )

@@ -123,7 +123,10 @@ def check_text_file(
             try:
                 piece.decode("utf-8")
             except UnicodeDecodeError as exc:
-                not_utf8 = f"{path}: line {line_at(piece, line, exc.start)}: not UTF-8 text ({exc.reason}); expected {expected}"
+                not_utf8 = (
+                    f"{path}: line {line_at(piece, line, exc.start)}: "
+                    f"not UTF-8 text ({exc.reason}); expected {expected}"
+                )
         plain = plain and _one_record_per_line(piece)
     if not_utf8:
         raise error(not_utf8)

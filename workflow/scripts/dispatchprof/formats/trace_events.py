@@ -48,7 +48,10 @@ def _thread(event: dict) -> tuple[str, str]:
 
 
 def _label(i: int, event: dict) -> str:
-    return f"traceEvents[{i}] {event.get('ph')} {event.get('name')!r:.60} on pid {event.get('pid')!r:.40} tid {event.get('tid')!r:.40} at ts {event.get('ts')!r:.20}"
+    return (
+        f"traceEvents[{i}] {event.get('ph')} {event.get('name')!r:.60} on pid "
+        f"{event.get('pid')!r:.40} tid {event.get('tid')!r:.40} at ts {event.get('ts')!r:.20}"
+    )
 
 
 def _pair(b: tuple[int, dict, float], e: tuple[int, dict, float]) -> Span:

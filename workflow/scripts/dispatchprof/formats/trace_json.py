@@ -2,13 +2,13 @@
 (0x2) of visualize_data.bin (§7).
 
 Device form: ``{"profilingType":"op","displayTimeUnit":"ns","schemaVersion":1,"traceEvents":[...]}`` with complete
-events (``ph:"X"``): ``pid`` = ``core<N>.cubecore|veccore0|veccore1``, ``tid`` = a pipe name (SCALAR, VECTOR, CUBE, MTE1,
-MTE2, MTE3, FIXP), ``ts``/``dur`` in µs (cycles / aicore frequency; ``displayTimeUnit`` is only how a viewer shows
+events (``ph:"X"``): ``pid`` = ``core<N>.cubecore|veccore0|veccore1``, ``tid`` = a pipe name (SCALAR, VECTOR, CUBE,
+MTE1, MTE2, MTE3, FIXP), ``ts``/``dur`` in µs (cycles / aicore frequency; ``displayTimeUnit`` is only how a viewer shows
 them), InstrTimeline ``args`` with ``pc_addr`` and ``code``. A pid or tid may instead be an integer declared by a
 ``process_name`` / ``thread_name`` metadata event (the simulator's per-core form, §6): an integer pid that no
 ``process_name`` declares is an error, never a guess. Begin/end pairs (``ph:"B"``/``"E"``, matched per pid/tid as a
-stack: formats/trace_events.py) are intervals too; an unmatched B or E is named in ``Trace.unmatched``. Events of other
-phases (metadata, instants, flows) are not intervals and are left out.
+stack: formats/trace_events.py) are intervals too; an unmatched B or E is named in ``Trace.unmatched``.
+Events of other phases (metadata, instants, flows) are not intervals and are left out.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def _metadata(where: str, events: list[Any], kind: str) -> dict[Any, str]:
             pid, tid = event.get("pid"), event.get("tid")
             if not isinstance(pid, int | str) or (kind == "thread_name" and not isinstance(tid, int | str)):
                 raise TraceFormatError(
-                    f"{where}: traceEvents[{i}]: {kind} metadata with pid {pid!r:.40} / tid {tid!r:.40}, expected integers or strings"
+                    f"{where}: traceEvents[{i}]: {kind} metadata with pid "
+                    f"{pid!r:.40} / tid {tid!r:.40}, expected integers or strings"
                 )
             key = pid if kind == "process_name" else (pid, tid)
             names[key] = name
@@ -79,7 +80,8 @@ def _row(where: str, event: dict, ts: float, dur: float, processes: dict[Any, st
         core_name = processes[pid]
     else:
         raise TraceFormatError(
-            f"{where}: field 'pid' is {pid!r:.40}: not core<N>.cubecore|veccore0|veccore1 and no process_name metadata event declares it"
+            f"{where}: field 'pid' is {pid!r:.40}: not core<N>.cubecore|veccore0|veccore1 "
+            "and no process_name metadata event declares it"
         )
     core = CORE_RE.match(core_name)
     tid = event.get("tid")
@@ -91,7 +93,8 @@ def _row(where: str, event: dict, ts: float, dur: float, processes: dict[Any, st
         pipe = threads[(pid, tid)]
     else:
         raise TraceFormatError(
-            f"{where}: field 'tid' is {tid!r:.40}, expected a pipe name ({', '.join(PIPES)}) or a tid declared by thread_name"
+            f"{where}: field 'tid' is {tid!r:.40}, expected a pipe name "
+            f"({', '.join(PIPES)}) or a tid declared by thread_name"
         )
     name = event.get("name")
     if not isinstance(name, str):

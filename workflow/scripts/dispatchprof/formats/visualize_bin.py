@@ -82,7 +82,8 @@ def read_blocks(path: Path) -> list[Block]:
         end = start + size
         if end > len(data):
             raise VisualizeBinError(
-                f"{path}: byte {offset}: block of type 0x{kind:x} declares {size} bytes but only {len(data) - start} remain (truncated file)"
+                f"{path}: byte {offset}: block of type 0x{kind:x} declares {size} "
+                f"bytes but only {len(data) - start} remain (truncated file)"
             )
         if padding > size:
             raise VisualizeBinError(f"{path}: byte {offset}: block padding {padding} exceeds its size {size}")
@@ -150,12 +151,14 @@ def _stall_entry(where: str, record: dict[str, Any], key: str, scale: float) -> 
     percent = _number(entry.get("Percent"))
     if percent is None or not 0.0 <= percent <= scale * (1 + 1e-6):
         raise VisualizeBinError(
-            f"{where}: field {key!r}.Percent is {entry.get('Percent')!r}, expected a number in [0, {scale:g}] for its dtype"
+            f"{where}: field {key!r}.Percent is {entry.get('Percent')!r}, "
+            f"expected a number in [0, {scale:g}] for its dtype"
         )
     details = entry.get("Details")
     if not isinstance(details, dict) or not all((v := _number(n)) is not None and v >= 0 for n in details.values()):
         raise VisualizeBinError(
-            f"{where}: field {key!r}.Details is {details!r:.80}, expected an object of non-negative sample counts per state"
+            f"{where}: field {key!r}.Details is {details!r:.80}, "
+            "expected an object of non-negative sample counts per state"
         )
     total = sum(float(v) for v in details.values())
     return min(percent / scale, 1.0), ({str(k): float(v) / total for k, v in details.items()} if total > 0 else {})
@@ -201,8 +204,9 @@ def decode_pc_sampling(path: Path) -> PcSampling:
                 code = _dtype(data, key, DTYPE_MAPS[block.kind])
                 if code not in PERCENT_SCALE and any(key in r for r, _ in records):
                     raise VisualizeBinError(
-                        f"{where}: field {DTYPE_MAPS[block.kind]!r}[{key!r}] is {code!r}, expected {CUSTOM_PERCENTAGE} (CUSTOM_PERCENTAGE: "
-                        f"Percent a fraction 0..1) or {PERCENTAGE} (PERCENTAGE: 0..100); without it the unit of Percent is unknown"
+                        f"{where}: field {DTYPE_MAPS[block.kind]!r}[{key!r}] is {code!r}, expected {CUSTOM_PERCENTAGE} "
+                        f"(CUSTOM_PERCENTAGE: Percent a fraction 0..1) or {PERCENTAGE} "
+                        "(PERCENTAGE: 0..100); without it the unit of Percent is unknown"
                     )
                 scales[key] = PERCENT_SCALE.get(code, 1.0)
             for record, file in records:

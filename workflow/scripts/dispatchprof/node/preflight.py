@@ -27,7 +27,9 @@ except ImportError:  # run as a script on a node: its sibling module
 
 FORBIDDEN_ENV = {
     # docs/formats.md §3: it overrides profile_dispatch_latency's output_dir, so the CSV lands elsewhere.
-    "AKL_LATENCY_OUTPUT_DIR": "overrides profile_dispatch_latency's output_dir: dispatch_latency.csv would not land in results/",
+    "AKL_LATENCY_OUTPUT_DIR": (
+        "overrides profile_dispatch_latency's output_dir: dispatch_latency.csv would not land in results/"
+    ),
 }
 
 
@@ -81,7 +83,8 @@ def port_in_use(port: int) -> str | None:
 
 
 def write_probe(directory: str) -> str | None:
-    """Write and remove a file in ``directory`` (created when missing): None, or why the stages could not write there."""
+    """Write and remove a file in ``directory`` (created when
+    missing): None, or why the stages could not write there."""
     try:
         os.makedirs(directory, exist_ok=True)
         fd, path = tempfile.mkstemp(dir=directory, prefix=".preflight_")
@@ -140,7 +143,8 @@ def run_checks(
         add(
             "disk space",
             free >= need,
-            f"{free / 2**30:.1f} GiB free at {path}; {disk['what']} need about {need / 2**30:.1f} GiB (preflight.expected_mib_per_rank)",
+            f"{free / 2**30:.1f} GiB free at {path}; {disk['what']} need "
+            f"about {need / 2**30:.1f} GiB (preflight.expected_mib_per_rank)",
         )
     for port in spec.get("ports", []):
         held = port_in_use(int(port))
@@ -155,7 +159,8 @@ def run_checks(
         add(
             "results/ on a shared filesystem",
             seen,
-            f"{token} {'is visible here' if seen else 'written by the launching host is not visible here: put results/ on a filesystem every node shares'}",
+            f"{token} "
+            f"{'is visible here' if seen else 'written by the launching host is not visible here: put results/ on a filesystem every node shares'}",
         )
     unwritable = [problem for d in spec.get("write_dirs", []) if (problem := write_probe(d))]
     if spec.get("write_dirs"):

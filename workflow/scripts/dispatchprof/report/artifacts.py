@@ -23,7 +23,8 @@ KINDS = {
     ),
     "visualize_bin": (
         "msopprof visualize_data.bin",
-        "MindStudio Insight: Details, Source and the matching timeline (a TRACE block opens as the pipe/instruction timeline)",
+        "MindStudio Insight: Details, Source and the matching timeline "
+        "(a TRACE block opens as the pipe/instruction timeline)",
     ),
     "simulator_trace": (
         "msopprof simulator trace.json (summary or per core)",
@@ -31,7 +32,8 @@ KINDS = {
     ),
     "device_trace": (
         "msopprof device trace.json (PipeTimeline / InstrTimeline)",
-        "MindStudio Insight: pipe / instruction timeline (the same JSON as the .bin's TRACE block; also chrome://tracing)",
+        "MindStudio Insight: pipe / instruction timeline (the same "
+        "JSON as the .bin's TRACE block; also chrome://tracing)",
     ),
     "pipe_utilization": (
         "msopprof PipeUtilization*.csv",
@@ -46,8 +48,8 @@ NOTES = (
     "A visualize_data.bin shows only what was collected: views whose data was not collected (e.g. Source without -g, "
     "stall samples without PcSampling) are empty, not zero.",
     "Import a visualize_data.bin as a single file, not its directory.",
-    "Do not hand-edit a JSON to change its type (e.g. a device trace.json into a simulator one): Insight picks the view "
-    "from the content, and an edited file shows a view of data that was never collected.",
+    "Do not hand-edit a JSON to change its type (e.g. a device trace.json into a simulator one): Insight "
+    "picks the view from the content, and an edited file shows a view of data that was never collected.",
 )
 PIPE_CSV_RE = re.compile(r"^PipeUtilization(_\d{17})?\.csv$")
 

@@ -14,15 +14,17 @@ from typing import Any, Mapping
 
 
 EVERY_LAUNCH_ALIKE = (
-    "a slowdown in every launch that moves every rank's end alike (a slow link between nodes, a role slow on every rank) does not stand "
-    "out here: DebugClock's busiest_node (debugclock.when: always) or an A/B comparison can show it"
+    "a slowdown in every launch that moves every rank's end alike (a slow link between nodes, a role slow on every "
+    "rank) does not stand out here: DebugClock's busiest_node "
+    "(debugclock.when: always) or an A/B comparison can show it"
 )
 
 
 EXPLAINED = 5  # named causes spelled out in the straggler's explanation; the rest are in the causes table
 
 
-WHERE = {  # where a late arrival is late (the analysis's kind: a barrier kernel ran, or only the kernel's entry barrier)
+# where a late arrival is late (the analysis's kind: a barrier kernel ran, or only the kernel's entry barrier)
+WHERE = {
     "barrier_kernel": "at the barrier kernel",
     "entry_barrier": "at the kernel's entry barrier",
 }
@@ -67,7 +69,8 @@ def in_words(waited: dict[str, Any], settings: Mapping[str, Any]) -> dict[str, A
 
 
 def say_kinds(cause: dict[str, Any], alpha: float) -> None:
-    """The cause's kinds (where, cost_clocks, not_named) in words, under the same keys (their place in the JSON kept)."""
+    """The cause's kinds (where, cost_clocks, not_named) in
+    words, under the same keys (their place in the JSON kept)."""
     if "where" in cause:
         cause["where"] = WHERE[cause["where"]]
     if "cost_clocks" in cause:
@@ -96,7 +99,10 @@ def straggler_text(named: list[Mapping[str, Any]], unnamed: list[Mapping[str, An
         if len(named) > EXPLAINED:
             text += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
         return text
-    text = f"no rank or node stands out: no cause costs the group more than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
+    text = (
+        "no rank or node stands out: no cause costs the group more "
+        f"than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
+    )
     listed = [c for c in unnamed if c.get("not_named")]
     if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
         text += ". Listed, not named: " + listed_text(listed[:3])
@@ -108,19 +114,27 @@ def cost_text(cause: Mapping[str, Any]) -> str:
     lo, hi = cause["cost_ci_us"]
     if cause.get("cost_bound_us"):  # the saving is not established: the bound is the cost, the estimate is said as one
         return (
-            f"costs at most {cause['cost_bound_us'][1]:.1f} us per launch (its lateness, where it struck: a delay gives back no more than itself); "
-            f"the saving estimated on clocks fitted to the target's ends, {cause['cost_us_per_launch']:.1f} us (95% CI {lo:.1f}-{hi:.1f}), is not "
-            "established: a node that ends later than the others in every launch by the kernel's own structure looks on time on those clocks "
-            f"(enable baseline.synchronize_start for a number); {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
+            f"costs at most {cause['cost_bound_us'][1]:.1f} us per launch (its lateness, where it struck: a delay "
+            "gives back no more than itself); the saving estimated on clocks fitted to the target's ends, "
+            f"{cause['cost_us_per_launch']:.1f} us (95% CI {lo:.1f}-{hi:.1f}), is not established: a node that ends "
+            "later than the others in every launch by the kernel's own structure looks on time on those clocks "
+            "(enable baseline.synchronize_start for a number); "
+            f"{cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope"
         )
     if cause.get("not_coupled"):  # nobody waits: one saving, in the launch's longest duration
-        text = f"costs the launch's longest duration {cause['cost_us_per_launch']:.1f} us per launch (95% CI {lo:.1f}-{hi:.1f}"
+        text = (
+            f"costs the launch's longest duration {cause['cost_us_per_launch']:.1f} "
+            f"us per launch (95% CI {lo:.1f}-{hi:.1f}"
+        )
         return text + (
             f"; {100 * cause['cost_share']:.0f}% of the group's excess)" if cause.get("cost_share") is not None else ")"
         )
     if cause.get("named_on") == "timed":  # named on its timed cost: said in that scope first (costed)
         lo, hi = cause["cost_timed_ci_us"]
-        text = f"costs {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope per launch (95% CI {lo:.1f}-{hi:.1f}"
+        text = (
+            f"costs {cause['cost_timed_us_per_launch']:.1f} us of the "
+            f"timed kernel scope per launch (95% CI {lo:.1f}-{hi:.1f}"
+        )
         if cause.get("cost_timed_share") is not None:
             text += f"; {100 * cause['cost_timed_share']:.0f}% of the group's excess there"
         return text + f"), {cause['cost_us_per_launch']:.1f} us per launch of the launch period"
@@ -149,14 +163,18 @@ def describe(cause: Mapping[str, Any]) -> str:
         ahead = ""
         if cause.get("ahead_us_median") is not None and cause["ahead_us_median"] < 0.9 * cause["late_us_median"]:
             ahead = (
-                f" (where it arrives last, the next arrival is a median {cause['ahead_us_median']:.0f} us before it: removing its lateness brings "
-                "the group's last arrival back no further)"
+                f" (where it arrives last, the next arrival is a median {cause['ahead_us_median']:.0f} "
+                "us before it: removing its lateness brings the group's last arrival back no further)"
             )
-        return f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} by its host (its host gap) in {pct}: it {cost}{ahead}"
+        return (
+            f"{who} arrives {cause['late_us_median']:.0f} us late {cause.get('where', '')} "
+            f"by its host (its host gap) in {pct}: it {cost}{ahead}"
+        )
     if cause["evidence"] == "own_work" and cause.get("not_coupled"):
         return (
-            f"rank {cause['rank']}'s kernel takes longest by itself (median {cause['lead_us_median']:.1f} us longer than the next-longest rank) in "
-            f"{pct}: the ranks do not wait for each other here, so its duration is its own work; it {cost}"
+            f"rank {cause['rank']}'s kernel takes longest by itself (median {cause['lead_us_median']:.1f} us longer "
+            f"than the next-longest rank) in {pct}: the ranks do not wait "
+            f"for each other here, so its duration is its own work; it {cost}"
         )
     if (
         cause["evidence"] == "own_work"
@@ -165,26 +183,28 @@ def describe(cause: Mapping[str, Any]) -> str:
     ):
         n = cause["spike_launches"]
         return (
-            f"rank {cause['rank']}'s own work spiked in {n} launch{'es' if n > 1 else ''} of {cause['launches']} (median {cause['lead_us_median']:.0f} us above "
-            f"its typical time in the kernel, the group's kernel as much above its typical launch): not a wait; it {cost}"
+            f"rank {cause['rank']}'s own work spiked in {n} launch{'es' if n > 1 else ''} of {cause['launches']} "
+            f"(median {cause['lead_us_median']:.0f} us above its typical time in the kernel, "
+            f"the group's kernel as much above its typical launch): not a wait; it {cost}"
         )
     if cause["evidence"] == "own_work":
         return (
-            f"rank {cause['rank']} ends last by itself (median {cause['lead_us_median']:.1f} us after the next rank, its host on time) in {pct}: "
-            f"its own work, not a wait; it {cost}"
+            f"rank {cause['rank']} ends last by itself (median {cause['lead_us_median']:.1f} us "
+            f"after the next rank, its host on time) in {pct}: its own work, not a wait; it {cost}"
         )
     if cause["evidence"] == "late_ending_node":
         return (
-            f"node {cause['node']}'s ranks ({cause['ranks'][0]}-{cause['ranks'][-1]}) end late together (median {cause['lead_us_median']:.1f} us after the "
-            f"other nodes' last) in {pct}: the link into or out of it, or its own work: not established (DebugClock's send/receive phases and the PMU of the "
-            f"senders on the other nodes can tell); it {cost}"
+            f"node {cause['node']}'s ranks ({cause['ranks'][0]}-{cause['ranks'][-1]}) end late together (median "
+            f"{cause['lead_us_median']:.1f} us after the other nodes' last) in {pct}: the link into or out of it, or "
+            "its own work: not established (DebugClock's send/receive phases "
+            f"and the PMU of the senders on the other nodes can tell); it {cost}"
         )
     if cause.get("late_ending_ranks"):
         return late_ending_text(cause, pct, cost)
     return (
         f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
-        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside the kernel for a peer's data; "
-        f"PMU or DebugClock must name the rank and role; it {cost}"
+        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside "
+        f"the kernel for a peer's data; PMU or DebugClock must name the rank and role; it {cost}"
     )
 
 
@@ -199,18 +219,21 @@ def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
             else ""
         )
         return (
-            f"rank {core} is among the late-ending ranks of most launches{others} (median lead {cause['lead_us_median']:.1f} us: the set's over "
-            f"the others' last where they end after it, its own over the next end where it ends last; in {pct}): late-ending ranks, with no claim about why (rank {core} may keep the others waiting "
-            f"for its data, or wait with them; PMU or DebugClock must name the rank and role); it {cost}"
+            f"rank {core} is among the late-ending ranks of most launches{others} (median lead "
+            f"{cause['lead_us_median']:.1f} us: the set's over the others' last where they end after it, its own over "
+            f"the next end where it ends last; in {pct}): late-ending ranks, with no claim about why (rank {core} may "
+            "keep the others waiting for its data, or wait with them; "
+            f"PMU or DebugClock must name the rank and role); it {cost}"
         )
     if cause.get("followers_of") is not None:
         late, core = cause["late_ending_ranks"], cause["followers_of"]
         tied = ", ".join(str(r) for r in late if r != core)
         return (
-            f"rank {core} ends late in most launches, and rank{'s' if len(late) > 2 else ''} {tied} end{'' if len(late) > 2 else 's'} with it launch after "
-            f"launch, a constant lag apart: they end as one, last in most of them (median {cause['lead_us_median']:.1f} us after the others' last; in "
-            f"{pct}): late-ending ranks, with no claim about why (which of them keeps the other waiting, the timeline cannot tell; PMU or DebugClock "
-            f"must name the rank and role); it {cost}"
+            f"rank {core} ends late in most launches, and rank{'s' if len(late) > 2 else ''} {tied} "
+            f"end{'' if len(late) > 2 else 's'} with it launch after launch, a constant lag apart: they end as one, "
+            f"last in most of them (median {cause['lead_us_median']:.1f} us after the others' last; in {pct}): "
+            "late-ending ranks, with no claim about why (which of them keeps the other waiting, "
+            f"the timeline cannot tell; PMU or DebugClock must name the rank and role); it {cost}"
         )
     late = cause["late_ending_ranks"]
     if cause.get("ending_with"):
@@ -218,16 +241,17 @@ def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
         core = ", ".join(str(r) for r in late if r not in tied)
         return (
             f"ranks {core} are among the late-ending ranks of most launches, and rank{'s' if len(tied) > 1 else ''} "
-            f"{', '.join(map(str, tied))} end{'' if len(tied) > 1 else 's'} with them launch after launch, a constant lag apart: "
-            f"together {cause['lead_us_median']:.1f} us after the others' last (median; in {pct}): late-ending ranks, with no claim about why "
-            "(one of them may keep the others waiting for its data; PMU or DebugClock must name the rank and role); "
-            f"it {cost}"
+            f"{', '.join(map(str, tied))} end{'' if len(tied) > 1 else 's'} with them launch after launch, a constant "
+            f"lag apart: together {cause['lead_us_median']:.1f} us after the others' last (median; in {pct}): "
+            "late-ending ranks, with no claim about why (one of them may keep the others "
+            f"waiting for its data; PMU or DebugClock must name the rank and role); it {cost}"
         )
     return (
-        f"ranks {', '.join(map(str, late))}{' are among the late-ending ranks of most launches and' if cause.get('persistent') else ''} end late together (median "
-        f"{cause['lead_us_median']:.1f} us after the others' last) in {pct}: "
-        "late-ending ranks, with no claim about why (one of them may keep the others waiting for its data; PMU or DebugClock must name "
-        f"the rank and role); it {cost}"
+        "ranks "
+        f"{', '.join(map(str, late))}{' are among the late-ending ranks of most launches and' if cause.get('persistent') else ''} "
+        f"end late together (median {cause['lead_us_median']:.1f} us after the others' last) in {pct}: late-ending "
+        "ranks, with no claim about why (one of them may keep the others waiting "
+        f"for its data; PMU or DebugClock must name the rank and role); it {cost}"
     )
 
 
@@ -238,7 +262,10 @@ def listed_clause(cause: Mapping[str, Any]) -> str:
     if cause.get(
         "late_ending_ranks"
     ):  # ends on corrected clocks: the lead is established, the culprit among them is not
-        return f"{who} end late together ({cause['lead_us_median']:.1f} us after the others' last, in {100 * cause['fraction']:.0f}% of launches)"
+        return (
+            f"{who} end late together ({cause['lead_us_median']:.1f} us after "
+            f"the others' last, in {100 * cause['fraction']:.0f}% of launches)"
+        )
     return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare)"
 
 

@@ -33,10 +33,11 @@ def environment_rows(env: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list
     return rows, list(env.get("mismatches", []))
 
 
-REPLAY_CHECK = "op-profiler log has no failure line"  # the validation every op-profiler replay run records (op_profiler_collect.py)
+# the validation every op-profiler replay run records (op_profiler_collect.py)
+REPLAY_CHECK = "op-profiler log has no failure line"
 HCCL_CAUTION = (
-    "The msprof HCCL view shows HCCL collectives only: the kernel's SHMEM/URMA traffic (UDMA/RDMA writes issued from AIV "
-    "cores) does not appear there, so an empty or quiet HCCL lane says nothing about the network"
+    "The msprof HCCL view shows HCCL collectives only: the kernel's SHMEM/URMA traffic (UDMA/RDMA writes issued "
+    "from AIV cores) does not appear there, so an empty or quiet HCCL lane says nothing about the network"
 )
 PC_SAMPLES_CAUTION = (
     "PC samples x a sampling period is not stall time: samples are a statistical share of where warps were found, "
@@ -71,7 +72,8 @@ def open_boundaries(
     verified = [name for name in replayed if parts[name].ok]
     if verified:
         items.append(
-            f"Kernel replay verified in this run by {', '.join(verified)}: each replayed the kernel on every rank and precision still passed afterwards"
+            f"Kernel replay verified in this run by {', '.join(verified)}: each "
+            "replayed the kernel on every rank and precision still passed afterwards"
             + (
                 f"; not verified by {', '.join(n for n in replayed if n not in verified)}"
                 if len(verified) < len(replayed)
@@ -82,25 +84,30 @@ def open_boundaries(
     imported = pmu is not None and pmu.ok and pmu.source == "import"
     if imported and not verified:
         items.append(
-            "Kernel replay not verified here: the op-profiler data was imported, and its precision after replay was not checked in this run"
+            "Kernel replay not verified here: the op-profiler data was imported, "
+            "and its precision after replay was not checked in this run"
         )
     if pmu is None or not pmu.ok or not (verified or imported):
         items.append(
-            "PMU replay compatibility of the full kernel unresolved: kernel replay of a cross-rank kernel was not verified in this run"
+            "PMU replay compatibility of the full kernel unresolved: kernel "
+            "replay of a cross-rank kernel was not verified in this run"
         )
         debugclock = statuses.get("debugclock")
         if debugclock is not None and debugclock.ok:
             items.append(
-                "Per-role phases come from the DebugClock fallback (a DEBUG_CLOCK_ON build): pipe utilisation per core is not measured"
+                "Per-role phases come from the DebugClock fallback (a "
+                "DEBUG_CLOCK_ON build): pipe utilisation per core is not measured"
             )
     if not network_evidence:
         items.append(
-            f"Network evidence (link counters, RDMA/UDMA transfer traces) is not collected by this workflow. {HCCL_CAUTION}"
+            "Network evidence (link counters, RDMA/UDMA transfer "
+            f"traces) is not collected by this workflow. {HCCL_CAUTION}"
         )
     probe = statuses.get("probe")
     if probe is not None and probe.ok:
         items.append(
-            "The probe's numbers are simulator, single card, local probe: they test a local hypothesis and never speak for the multi-rank kernel"
+            "The probe's numbers are simulator, single card, local probe: they "
+            "test a local hypothesis and never speak for the multi-rank kernel"
         )
     return items
 

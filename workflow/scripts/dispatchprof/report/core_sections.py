@@ -20,9 +20,9 @@ ROLE_HEADER = (
 )
 NP = "not provided"
 BUSY_NOTE = (
-    "Busy time is a range: from the largest pipe time to min(sum of pipe times, aiv_time), as pipes overlap; it includes the scalar "
-    "pipe, where a core polling a flag spins too; the rest of aiv_time had no pipe active (polling, instruction fetch or stalls: the "
-    "PMU cannot tell which)."
+    "Busy time is a range: from the largest pipe time to min(sum of pipe times, aiv_time), as pipes overlap; it "
+    "includes the scalar pipe, where a core polling a flag spins too; the rest of aiv_time "
+    "had no pipe active (polling, instruction fetch or stalls: the PMU cannot tell which)."
 )
 
 
@@ -39,7 +39,10 @@ def role_row(role: str, v: dict[str, Any]) -> tuple[Text, ...]:
     )
     icache = NP
     if v["aiv_icache_miss_rate_median"] is not None:
-        icache = f"{num(100 * v['aiv_icache_miss_rate_median'], '.2f')}% / {num(100 * v['aiv_icache_miss_rate_max'], '.2f')}%"
+        icache = (
+            f"{num(100 * v['aiv_icache_miss_rate_median'], '.2f')}% "
+            f"/ {num(100 * v['aiv_icache_miss_rate_max'], '.2f')}%"
+        )
     ratios = " / ".join(
         num(v[k], ".2f", "n/p") for k in ("aiv_vec_ratio_median", "aiv_mte2_ratio_median", "aiv_mte3_ratio_median")
     )
@@ -99,7 +102,8 @@ def busiest_paragraph(pmu: dict[str, Any]) -> Paragraph:
     b = pmu["busiest"]
     if not b:
         said: list[Any] = [
-            "No role on any rank is busier than the same role elsewhere beyond the role's spread across ranks (pmu.busiest_alpha, pmu.busiest_min_excess)."
+            "No role on any rank is busier than the same role elsewhere beyond the "
+            "role's spread across ranks (pmu.busiest_alpha, pmu.busiest_min_excess)."
         ]
         return Paragraph(text(*said, f" {BUSY_NOTE} {pmu['replay_note']}."))
     said = [Strong(f"Busiest against its peers: rank {b['rank']}, {b['role']}")]
@@ -116,19 +120,20 @@ def busiest_paragraph(pmu: dict[str, Any]) -> Paragraph:
             else ""
         )
         said.append(
-            f"+{num(100 * ns['excess_ratio'], '.0f')}% without the scalar pipe ({num(ns['us'])} us against {num(ns['peers_median_us'])} us; "
-            f"the role's spread {num(ns['noise_us'], '.2f')} us{few}); "
+            f"+{num(100 * ns['excess_ratio'], '.0f')}% without the scalar pipe ({num(ns['us'])} us against "
+            f"{num(ns['peers_median_us'])} us; the role's spread {num(ns['noise_us'], '.2f')} us{few}); "
         )
     said.append(
-        f"busy {num(b['busy_us_high'])} us against the same role's median of {num(b['peers_median_us'])} us over ranks (+{num(b['excess_us'])} us)"
+        f"busy {num(b['busy_us_high'])} us against the same role's median of "
+        f"{num(b['peers_median_us'])} us over ranks (+{num(b['excess_us'])} us)"
     )
     if b.get("excess_us_per_launch") is not None:
         low = f"+{num(b['excess_us_per_launch_low'])} to " if b.get("excess_us_per_launch_low") is not None else ""
         said.append(f"; {low}+{num(b['excess_us_per_launch'])} us per core and launch (pipes overlap)")
     said.append(
-        ". Named: the largest relative excess among those beyond the role's spread across ranks (pmu.busiest_alpha) and "
-        "pmu.busiest_min_excess; compared without the scalar pipe, where a polling loop spins, and net of what waiting shows on the "
-        "other pipes (poll_slope in roles.json)."
+        ". Named: the largest relative excess among those beyond the role's spread across ranks (pmu.busiest_alpha) "
+        "and pmu.busiest_min_excess; compared without the scalar pipe, where a polling loop "
+        "spins, and net of what waiting shows on the other pipes (poll_slope in roles.json)."
     )
     return Paragraph(text(*said, f" {BUSY_NOTE} {pmu['replay_note']}."))
 
@@ -160,7 +165,10 @@ def pmu_head(pmu: dict[str, Any]) -> list[Any]:
         c["name"] + (f" ({c['family']})" if c.get("family") and c["family"] != c["name"] else "") + f", {c['source']}"
         for c in pmu["chips"]
     )
-    entry = f"Entry: {pmu['entry']} · chip: {chips or 'not known'} · kernel {', '.join(pmu['kernel'])} · rank mapping: {', '.join(pmu['rank_mapping'])} · "
+    entry = (
+        f"Entry: {pmu['entry']} · chip: {chips or 'not known'} · kernel "
+        f"{', '.join(pmu['kernel'])} · rank mapping: {', '.join(pmu['rank_mapping'])} · "
+    )
     blocks.append(Paragraph(text(entry, Link("roles.json", pmu["link"]), f". {pmu['roles_assumption']}."), "muted"))
     rows = tuple(role_row(role, pmu["roles"][role]) for role in pmu["order_by_aiv_time"])
     pooled = (
@@ -182,8 +190,9 @@ def pmu_tail(c: ReportContext, pmu: dict[str, Any]) -> list[Any]:
             blocks.append(Paragraph(text(pmu["roles_check"]["sentence"]), "muted"))
     if pmu.get("busy_svg"):
         caption = (
-            "Compare a role band across ranks (down a column group): a rank whose cores are busier than the same role elsewhere stands out "
-            "as a bright row segment. No-pipe time holds waiting for peers, so it is not a measure of slowness."
+            "Compare a role band across ranks (down a column group): a rank whose cores are busier than the same role "
+            "elsewhere stands out as a bright row segment. No-pipe time "
+            "holds waiting for peers, so it is not a measure of slowness."
         )
         blocks.append(Figure("Busy time per rank and AIV core", path=c.figures.get("pmu_busy"), svg=pmu["busy_svg"]))
         blocks.append(
@@ -195,7 +204,10 @@ def pmu_tail(c: ReportContext, pmu: dict[str, Any]) -> list[Any]:
             )
         )
     order = " > ".join(pmu["order_by_icache_miss_rate"])
-    note = f"Roles by I-cache miss rate: {order}. No threshold verdict: a high miss rate on a role that spends little time matters little; read it beside the absolute times."
+    note = (
+        f"Roles by I-cache miss rate: {order}. No threshold verdict: a high miss rate on a "
+        "role that spends little time matters little; read it beside the absolute times."
+    )
     rows = tuple(
         tuple(
             text(x)
@@ -281,7 +293,10 @@ def stall_tables(c: ReportContext, pcs: dict[str, Any]) -> list[Any]:
             for h in hot
         )
         covered = num(100 * sum(h["share_of_samples"] for h in hot))
-        note = f"Share: {pcs['hot_line_share']}. The top {len(hot)} lines cover {covered}% of the samples; the rest fall on other lines or on PCs that map to no source line."
+        note = (
+            f"Share: {pcs['hot_line_share']}. The top {len(hot)} lines cover {covered}% of "
+            "the samples; the rest fall on other lines or on PCs that map to no source line."
+        )
         blocks.append(Table(header, rows, footnotes=(text(note),)))
     else:
         blocks.append(Paragraph(text("No source lines: see the source-mapping warning in the ledger.")))

@@ -50,16 +50,19 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
         return left + max(0.0, v or 0.0) * scale
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" font-size="{FONT}" font-family="sans-serif">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" font-size="{FONT}" font-family="sans-serif">',
         "<title>Causes by cost (us per launch): launch period and timed kernel scope, 95% CI</title>",
         '<text x="4" y="14" font-weight="bold">Causes by cost (us per launch, 95% CI)</text>',
-        f'<rect x="{left}" y="20" width="10" height="8" fill="{PERIOD}"/><text x="{left + 14}" y="28">launch period</text>',
-        f'<rect x="{left + 110}" y="20" width="10" height="8" fill="{TIMED}"/><text x="{left + 124}" y="28">timed kernel scope</text>',
+        f'<rect x="{left}" y="20" width="10" height="8" '
+        f'fill="{PERIOD}"/><text x="{left + 14}" y="28">launch period</text>',
+        f'<rect x="{left + 110}" y="20" width="10" height="8" '
+        f'fill="{TIMED}"/><text x="{left + 124}" y="28">timed kernel scope</text>',
     ]
     if any(c.get("cost_bound_us") for c in rows):
         parts.append(
-            f'<rect x="{left + 250}" y="20" width="10" height="8" fill="none" stroke="{PERIOD}" stroke-dasharray="3,2"/>'
-            f'<text x="{left + 264}" y="28">at most (no pure barrier)</text>'
+            f'<rect x="{left + 250}" y="20" width="10" height="8" fill="none" stroke="{PERIOD}" '
+            f'stroke-dasharray="3,2"/><text x="{left + 264}" y="28">at most (no pure barrier)</text>'
         )
     for i, c in enumerate(rows):
         y = top + i * (2 * bar + gap)
@@ -71,18 +74,21 @@ def causes_svg(causes: Sequence[Mapping[str, Any]], width: int = 640) -> str:
             bound = c.get("cost_bound_us") if key == "cost_us_per_launch" else None
             faint = ' fill-opacity="0.45"' if bound else ""  # an estimate that is not established
             parts.append(
-                f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colour}"{faint}><title>{v:.2f} us</title></rect>'
+                f'<rect x="{left}" y="{yy}" width="{x(v) - left:.1f}" height="{bar - 1}" '
+                f'fill="{colour}"{faint}><title>{v:.2f} us</title></rect>'
             )
             if bound:  # the cost is this bound; the bar is the estimate on clocks fitted to the ends (not established)
                 parts.append(
-                    f'<rect x="{left}" y="{yy}" width="{x(bound[1]) - left:.1f}" height="{bar - 1}" fill="none" stroke="{colour}" '
-                    f'stroke-dasharray="3,2"><title>at most {bound[1]:.2f} us (a bound: no pure barrier); estimate {v:.2f} us</title></rect>'
+                    f'<rect x="{left}" y="{yy}" width="{x(bound[1]) - left:.1f}" height="{bar - 1}" fill="none" '
+                    f'stroke="{colour}" stroke-dasharray="3,2"><title>at most {bound[1]:.2f} '
+                    f"us (a bound: no pure barrier); estimate {v:.2f} us</title></rect>"
                 )
             ci = c.get(ci_key)
             if ci and None not in ci and ci[0] == ci[0]:
                 mid = yy + (bar - 1) / 2
                 parts.append(
-                    f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.2"/>'
+                    f'<line x1="{x(ci[0]):.1f}" x2="{x(ci[1]):.1f}" y1="{mid:.1f}" '
+                    f'y2="{mid:.1f}" stroke="#24292f" stroke-width="1.2"/>'
                 )
     parts += _axis_and_end(height, left, width - right, high, x)
     return "".join(parts)
@@ -107,26 +113,32 @@ def offsets_svg(offsets: Mapping[str, Any], marked: Sequence[int] = (), width: i
     scale = (width - left - right) / high
     mark = set(marked)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" font-size="{FONT}" font-family="sans-serif">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" font-size="{FONT}" font-family="sans-serif">',
         "<title>Per rank: median arrival and end after the launch's first (us, corrected clocks)</title>",
         '<text x="4" y="14" font-weight="bold">Per rank: median arrival and end after the launch\'s first (us)'
         + (f" ({len(shown)} of {len(rows)} ranks: the latest)" if len(shown) < len(rows) else "")
         + "</text>",
-        f'<circle cx="{left + 5}" cy="24" r="4" fill="{PERIOD}"/><text x="{left + 14}" y="28">arrival at the barrier</text>',
-        f'<circle cx="{left + 155}" cy="24" r="4" fill="{TIMED}"/><text x="{left + 164}" y="28">end of the kernel</text>',
+        f'<circle cx="{left + 5}" cy="24" r="4" fill="{PERIOD}"/><text '
+        f'x="{left + 14}" y="28">arrival at the barrier</text>',
+        f'<circle cx="{left + 155}" cy="24" r="4" fill="{TIMED}"/><text '
+        f'x="{left + 164}" y="28">end of the kernel</text>',
     ]
     for i, (rank, a, e) in enumerate(shown):
         y = top + i * step + step / 2
         weight = ' font-weight="bold"' if rank in mark else ""
         parts.append(
-            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end"{weight}>rank {rank}{" *" if rank in mark else ""}</text>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end"{weight}>rank '
+            f"{rank}{' *' if rank in mark else ''}</text>"
         )
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>')
         parts.append(
-            f'<circle cx="{left + a * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{PERIOD}"><title>rank {rank}: arrival +{a:.2f} us</title></circle>'
+            f'<circle cx="{left + a * scale:.1f}" cy="{y:.1f}" r="3.5" '
+            f'fill="{PERIOD}"><title>rank {rank}: arrival +{a:.2f} us</title></circle>'
         )
         parts.append(
-            f'<circle cx="{left + e * scale:.1f}" cy="{y:.1f}" r="3.5" fill="{TIMED}"><title>rank {rank}: end +{e:.2f} us</title></circle>'
+            f'<circle cx="{left + e * scale:.1f}" cy="{y:.1f}" r="3.5" '
+            f'fill="{TIMED}"><title>rank {rank}: end +{e:.2f} us</title></circle>'
         )
     parts += _axis_and_end(height, left, width - right, high, lambda v: left + v * scale)
     return "".join(parts)

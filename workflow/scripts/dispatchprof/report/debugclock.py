@@ -17,7 +17,8 @@ def phase_svg(role: str, bars: list[Mapping[str, Any]], wait_keys: set[str], wid
     row, label_w, pad = 18, 150, 4
     scale = (width - label_w - 10) / end
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(bars) + 24}" role="img" aria-label="{escape(role)} phases">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{row * len(bars) + 24}" role="img" aria-label="{escape(role)} phases">'
     ]
     for i, b in enumerate(bars):
         y = i * row + pad
@@ -26,12 +27,14 @@ def phase_svg(role: str, bars: list[Mapping[str, Any]], wait_keys: set[str], wid
         title = f"{b['key']} {b['phase']}: starts {b['start_us']:.2f} us, lasts {b['us']:.2f} us (medians)"
         parts.append(f'<text x="0" y="{y + 12}" font-size="11">{escape(str(b["key"]))} {escape(b["phase"])}</text>')
         parts.append(
-            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 6}" fill="{colour}"><title>{escape(title)}</title></rect>'
+            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 6}" '
+            f'fill="{colour}"><title>{escape(title)}</title></rect>'
         )
     axis_y = row * len(bars) + pad + 12
     parts.append(f'<text x="{label_w}" y="{axis_y}" font-size="10">0 us</text>')
     parts.append(
-        f'<text x="{width - 10}" y="{axis_y}" font-size="10" text-anchor="end">{end:.1f} us from the core\'s first tick</text>'
+        f'<text x="{width - 10}" y="{axis_y}" font-size="10" '
+        f'text-anchor="end">{end:.1f} us from the core\'s first tick</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
@@ -72,8 +75,9 @@ def local_window_copy_sentence(section: Mapping[str, Any], rank: int | None) -> 
     if not entry or entry.get("peers_median_us") is None:
         return ""
     text = (
-        f" Rank {rank}, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores and launches) takes "
-        f"{entry['median_us']:.1f} us against a median of {entry['peers_median_us']:.1f} us on the other ranks ({entry['excess_us']:+.1f} us per launch"
+        f" Rank {rank}, slow by itself in the timeline: its LocalWindowCopy slot (wait plus copy, median over cores "
+        f"and launches) takes {entry['median_us']:.1f} us against a median of "
+        f"{entry['peers_median_us']:.1f} us on the other ranks ({entry['excess_us']:+.1f} us per launch"
     )
     if entry.get("peers_spread_us") is None:
         return text + ")."
@@ -112,8 +116,9 @@ def node_sentence(section: Mapping[str, Any], straggler: Mapping[str, Any]) -> s
     slot = slot_text(best)
     spread = f"; {best['excess_us'] / best['peers_spread_us']:.0f}x their spread" if best.get("peers_spread_us") else ""
     text = (
-        f" Every rank of node {best['node']} runs {best['role']} {slot} longer than the other nodes' ranks: {best['median_us']:.1f} us against "
-        f"{best['peers_median_us']:.1f} us (each rank's slowest core, median over launches; +{best['excess_us']:.1f} us per launch{spread}). A slowdown the node's ranks share"
+        f" Every rank of node {best['node']} runs {best['role']} {slot} longer than the other nodes' ranks: "
+        f"{best['median_us']:.1f} us against {best['peers_median_us']:.1f} us (each rank's slowest core, median "
+        f"over launches; +{best['excess_us']:.1f} us per launch{spread}). A slowdown the node's ranks share"
     )
     text += (
         ": its sends out of the node (the link from it, or its senders), not one rank"
@@ -129,21 +134,22 @@ def node_sentence(section: Mapping[str, Any], straggler: Mapping[str, Any]) -> s
             else f"node {node}'s late end (it may receive those sends: the link into it, not its own work)"
         )
         text += (
-            f" The timeline's top cause is {where} at {cost:.1f} us per launch: a late end counts only its lead over the others, "
-            "and a slowdown every node waits for moves every end alike."
+            f" The timeline's top cause is {where} at {cost:.1f} us per launch: a late end counts only "
+            "its lead over the others, and a slowdown every node waits for moves every end alike."
         )
     return text
 
 
 def also_sentence(section: Mapping[str, Any]) -> str:
-    """DebugClock beside an ok PMU: what its busiest work slot says (a DEBUG_CLOCK_ON build, not the replayed launch)."""
+    """DebugClock beside an ok PMU: what its busiest work slot
+    says (a DEBUG_CLOCK_ON build, not the replayed launch)."""
     best = section.get("busiest")
     text = "DebugClock also ran (a DEBUG_CLOCK_ON build): "
     if best:
         slot = slot_text(best)
         return (
-            text
-            + f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on the other ranks by {best['excess_us']:.1f} us per launch{_shared(section)}."
+            text + f"rank {best['rank']}'s {best['role']} {slot} exceeds the same role and slot on "
+            f"the other ranks by {best['excess_us']:.1f} us per launch{_shared(section)}."
         )
     return text + "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess."
 
@@ -165,8 +171,11 @@ def fallback_sentence(section: Mapping[str, Any], pmu_state: str) -> str:
         )
         text += _shared(section) or ", so it is the slow sender the others wait for"
     else:
-        text += "no work slot on any rank exceeds the same role and slot elsewhere by debugclock.busiest_min_excess: the busiest role is not established"
+        text += (
+            "no work slot on any rank exceeds the same role and slot elsewhere by "
+            "debugclock.busiest_min_excess: the busiest role is not established"
+        )
     return (
-        text
-        + "; wait slots (mixed work and wait) are left out, and a late arrival before the entry barrier is invisible to DebugClock."
+        text + "; wait slots (mixed work and wait) are left out, and a late "
+        "arrival before the entry barrier is invisible to DebugClock."
     )

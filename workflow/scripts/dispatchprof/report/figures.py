@@ -21,8 +21,9 @@ def render_figures(
     """Adds to each stage's report context its pictures: the entry waits per rank and launch (timeline
     ``entry_wait_svg``), the causes by cost with CIs (``causes_svg``), each rank's arrival and end offsets
     (``offsets_svg``), a typical and the costliest launch per rank (``launch_svg``, shown with the Answer), busy and
-    no-pipe time per rank and AIV core (pmu ``busy_svg``, ``no_pipe_svg``): inline SVG text; the stall reasons per role (pcsampling ``per_role_img``): an SVG file in ``figures`` drawn by matplotlib,
-    the only one that needs it, imported only then (~0.65 s), embedded as a data: URI."""
+    no-pipe time per rank and AIV core (pmu ``busy_svg``, ``no_pipe_svg``): inline SVG text; the stall reasons per role
+    (pcsampling ``per_role_img``): an SVG file in ``figures`` drawn by matplotlib, the
+    only one that needs it, imported only then (~0.65 s), embedded as a data: URI."""
     if timeline and timeline["stats"].get("entry_wait_heatmap"):
         grid = timeline["stats"]["entry_wait_heatmap"]
         timeline["entry_wait_svg"] = heatmap_svg(grid, f"Entry wait per rank and launch ({grid['what']})", "launch")

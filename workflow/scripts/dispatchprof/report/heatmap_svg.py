@@ -121,24 +121,28 @@ def _colour_bar(
         else np.full((1, 1, 3), NO_VALUE_GREY, np.uint8)
     )
     parts.append(
-        f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" href="{png_data_uri(png(strip))}"/>'
-        f'<rect x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" fill="none" stroke="#333"/>'
+        f'<image x="{colourbar_x:.1f}" y="{top:.1f}" width="14" height="{bar_h:.1f}" preserveAspectRatio="none" '
+        f'href="{png_data_uri(png(strip))}"/><rect x="{colourbar_x:.1f}" '
+        f'y="{top:.1f}" width="14" height="{bar_h:.1f}" fill="none" stroke="#333"/>'
     )
     shares = (np.linspace(0, 1, 5) if high > low else np.array([0.0])) if finite.any() else np.array([])
     ticks = _between(low, high, shares)
     for k, value in enumerate(ticks):
         y = top + bar_h * (1 - (k / (len(ticks) - 1) if len(ticks) > 1 else 0.5))
         parts.append(
-            f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>'
+            f'<text x="{colourbar_x + 20:.1f}" y="{y:.1f}" '
+            f'dominant-baseline="middle">{_text(_tick_label(float(value)))}</text>'
         )
     parts.append(
-        f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(unit)}</text>'
+        f'<text transform="translate({colourbar_x + 20 + legend_w + FONT:.1f},{top + bar_h / 2:.1f}) '
+        f'rotate(-90)" text-anchor="middle">{_text(unit)}</text>'
     )
     if not finite.all():
         y = top + bar_h + 14
         parts.append(
             f'<rect x="{colourbar_x:.1f}" y="{y:.1f}" width="14" height="10" fill="rgb{NO_VALUE_GREY}" stroke="#333"/>'
-            f'<text x="{colourbar_x + 20:.1f}" y="{y + 5:.1f}" dominant-baseline="middle" font-size="{FONT - 1}">{NO_VALUE_NOTE}</text>'
+            f'<text x="{colourbar_x + 20:.1f}" y="{y + 5:.1f}" '
+            f'dominant-baseline="middle" font-size="{FONT - 1}">{NO_VALUE_NOTE}</text>'
         )
     return parts
 
@@ -172,20 +176,22 @@ def heatmap_svg(
     cell_w, cell_h = plot_w / max(len(columns), 1), plot_h / max(len(rows), 1)
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'role="img" font-family="sans-serif" font-size="{FONT}" style="max-width:100%;height:auto">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} '
+        f'{height:.0f}" role="img" font-family="sans-serif" font-size="{FONT}" style="max-width:100%;height:auto">',
         f"<title>{_text(title)}</title>",
         f'<text x="{title_x:.1f}" y="{FONT + 6}" text-anchor="middle" font-size="{FONT + 2}">{_text(title)}</text>',
     ]
     if not values.size:
         parts.append(
-            f'<text x="{left:.1f}" y="{top + FONT:.1f}">no cells to draw ({len(rows)} rows, {len(columns)} columns)</text></svg>'
+            f'<text x="{left:.1f}" y="{top + FONT:.1f}">no cells to draw '
+            f"({len(rows)} rows, {len(columns)} columns)</text></svg>"
         )
         return "".join(parts)
 
     parts.append(
         f'<image x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" preserveAspectRatio="none" '
-        f'image-rendering="optimizeSpeed" style="image-rendering:pixelated" href="{png_data_uri(png(colours(values, low, high)))}"/>'
+        'image-rendering="optimizeSpeed" style="image-rendering:pixelated" '
+        f'href="{png_data_uri(png(colours(values, low, high)))}"/>'
     )
     parts.append(
         f'<rect x="{left:.1f}" y="{top:.1f}" width="{plot_w:.1f}" height="{plot_h:.1f}" fill="none" stroke="#333"/>'
@@ -198,22 +204,26 @@ def heatmap_svg(
     for j in column_ticks:
         x = left + (j + 0.5) * cell_w
         parts.append(
-            f'<text transform="translate({x:.1f},{top + plot_h + 6:.1f}) rotate(-90)" text-anchor="end" dominant-baseline="middle">{_text(columns[j])}</text>'
+            f'<text transform="translate({x:.1f},{top + plot_h + 6:.1f}) rotate(-90)" '
+            f'text-anchor="end" dominant-baseline="middle">{_text(columns[j])}</text>'
         )
     parts.append(
-        f'<text transform="translate({FONT + 2},{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_text(ylabel)}</text>'
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 8:.1f}" text-anchor="middle">{_text(xlabel)}</text>'
+        f'<text transform="translate({FONT + 2},{top + plot_h / 2:.1f}) rotate(-90)" '
+        f'text-anchor="middle">{_text(ylabel)}</text><text x="{left + plot_w / 2:.1f}" '
+        f'y="{height - 8:.1f}" text-anchor="middle">{_text(xlabel)}</text>'
     )
     for band in bands:
         first, last = max(0, int(band["first"])), min(len(columns) - 1, int(band["last"]))
         if last < len(columns) - 1:  # a white line after the band, as axvline drew it
             x = left + (last + 1) * cell_w
             parts.append(
-                f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{top + plot_h:.1f}" stroke="white" stroke-width="1"/>'
+                f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" '
+                f'y2="{top + plot_h:.1f}" stroke="white" stroke-width="1"/>'
             )
         middle = left + (first + last + 1) / 2 * cell_w
         parts.append(
-            f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" font-size="{FONT - 1}">{_text(str(band["role"]))}</text>'
+            f'<text x="{middle:.1f}" y="{top - 5:.1f}" text-anchor="middle" '
+            f'font-size="{FONT - 1}">{_text(str(band["role"]))}</text>'
         )
 
     parts += _colour_bar(finite, low, high, unit, colourbar_x, top, min(plot_h, 240.0), legend_w)

@@ -1,7 +1,7 @@
-"""The picture of the launch, drawn as SVG without matplotlib from the timeline's ``launch_picture``: per rank, a typical
-launch and the costliest one on one time axis (µs after the launch's first arrival), each rank a row: its wait at the
-barrier (arrival to release) and its time in the kernel, the cause's ranks in their own colour, dashed lines at the
-last arrival and the last end. A reader sees who waits for whom: the late rank's short barrier wait against everyone
+"""The picture of the launch, drawn as SVG without matplotlib from the timeline's ``launch_picture``: per rank, a
+typical launch and the costliest one on one time axis (µs after the launch's first arrival), each rank a row: its wait
+at the barrier (arrival to release) and its time in the kernel, the cause's ranks in their own colour, dashed lines at
+the last arrival and the last end. A reader sees who waits for whom: the late rank's short barrier wait against everyone
 else's long one, or the one bar that ends after the rest. The kernel's body, where every rank is inside the kernel, is
 cut out of the axis when it would take most of the width (a marked break with its length): the waiting happens at the
 arrivals and at the ends. Without established clocks every row starts at 0 (durations only), and the picture says so."""
@@ -67,7 +67,8 @@ def shown_ranks(picture: Mapping[str, Any], max_ranks: int) -> list[int]:
 
 
 def bars(row: Mapping[str, Any], placed: bool) -> tuple[float, float, float, float]:
-    """A rank's arrival, release, kernel start and end (µs); durations only: from 0, the barrier wait then the kernel."""
+    """A rank's arrival, release, kernel start and end (µs);
+    durations only: from 0, the barrier wait then the kernel."""
     if placed:
         release = row["barrier_release_us"] if row.get("barrier_release_us") is not None else row["arrival_us"]
         return row["arrival_us"], release, row["kernel_start_us"], row["end_us"]
@@ -90,7 +91,8 @@ def panel(
             (max(r["end_us"] for r in rows.values()), "last end"),
         ):
             parts.append(
-                f'<line class="{label.replace(" ", "-")}" x1="{x(value):.1f}" x2="{x(value):.1f}" y1="{top - 4}" y2="{bottom}" stroke="{MARK}" stroke-dasharray="4,3"/>'
+                f'<line class="{label.replace(" ", "-")}" x1="{x(value):.1f}" x2="{x(value):.1f}" '
+                f'y1="{top - 4}" y2="{bottom}" stroke="{MARK}" stroke-dasharray="4,3"/>'
             )
             parts.append(f'<text x="{x(value) + 3:.1f}" y="{top - 6}" font-size="10">{label}</text>')
     for i, rank in enumerate(ranks):
@@ -109,16 +111,20 @@ def panel(
         parts += [
             f'<g class="rank" data-rank="{rank}" data-cause="{str(mine).lower()}"><title>{html.escape(tip)}</title>',
             f'<text x="{LEFT - 6}" y="{y + 11}" text-anchor="end"{weight}>{html.escape(label)}</text>',
-            f'<rect class="barrier" x="{x(arrival):.1f}" y="{y + 4}" width="{max(0.5, x(release) - x(arrival)):.1f}" height="6" fill="{WAIT}"/>',
-            f'<rect class="kernel" x="{x(start):.1f}" y="{y + 2}" width="{max(0.5, x(end) - x(start)):.1f}" height="10" fill="{colour}"/>',
+            f'<rect class="barrier" x="{x(arrival):.1f}" y="{y + 4}" '
+            f'width="{max(0.5, x(release) - x(arrival)):.1f}" height="6" fill="{WAIT}"/>',
+            f'<rect class="kernel" x="{x(start):.1f}" y="{y + 2}" '
+            f'width="{max(0.5, x(end) - x(start)):.1f}" height="10" fill="{colour}"/>',
         ]
         if placed:
             parts.append(
-                f'<line class="arrival" x1="{x(arrival):.1f}" x2="{x(arrival):.1f}" y1="{y + 1}" y2="{y + 13}" stroke="{MARK}" stroke-width="1.5"/>'
+                f'<line class="arrival" x1="{x(arrival):.1f}" x2="{x(arrival):.1f}" '
+                f'y1="{y + 1}" y2="{y + 13}" stroke="{MARK}" stroke-width="1.5"/>'
             )
         if notes:
             parts.append(
-                f'<text x="{x(end) + 4:.1f}" y="{y + 11}" font-size="10" fill="{CAUSE if mine else MARK}">{", ".join(notes)}</text>'
+                f'<text x="{x(end) + 4:.1f}" y="{y + 11}" font-size="10" '
+                f'fill="{CAUSE if mine else MARK}">{", ".join(notes)}</text>'
             )
         parts.append("</g>")
     return parts
@@ -176,7 +182,8 @@ def axis(y: float, x: TimeAxis, right_x: float) -> list[str]:
     if x.cut:
         mid = x(x.cut[0]) + GAP / 2
         parts.append(
-            f'<text class="cut" x="{mid:.1f}" y="{y + 16}" text-anchor="middle" font-size="10">// {x.cut[1] - x.cut[0]:.0f} us</text>'
+            f'<text class="cut" x="{mid:.1f}" y="{y + 16}" text-anchor="middle" '
+            f'font-size="10">// {x.cut[1] - x.cut[0]:.0f} us</text>'
         )
     parts.append(f'<text x="{right_x + 24}" y="{y + 16}">us</text>')  # clear of a last tick's label
     return parts
@@ -211,7 +218,8 @@ def legend(y: float, placed: bool, barrier: bool) -> list[str]:
     for mark, text, shown in items:
         if shown:
             parts.append(
-                f'<g class="legend" transform="translate({xx:.0f},{y})">{mark}<text x="22" y="0">{html.escape(text)}</text></g>'
+                f'<g class="legend" transform="translate({xx:.0f},{y})">{mark}<text '
+                f'x="22" y="0">{html.escape(text)}</text></g>'
             )
             xx += 36 + 6.2 * len(text)
     return parts
@@ -281,14 +289,15 @@ def launch_svg(picture: Mapping[str, Any] | None, width: int = 1000, max_ranks: 
     if len(ranks) < world:
         notes.insert(
             0,
-            f"{len(ranks)} of {world} ranks shown (the cause's, who arrives or ends last, who arrives first, a few typical); {world - len(ranks)} left out",
+            f"{len(ranks)} of {world} ranks shown (the cause's, who arrives or ends "
+            f"last, who arrives first, a few typical); {world - len(ranks)} left out",
         )
     for note in notes:
         lines, y = note_lines(note, y)
         parts += lines
     height = int(y + 6)
     head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'font-size="{FONT}" font-family="sans-serif"><title>{html.escape(title)}</title>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} '
+        f'{height}" role="img" font-size="{FONT}" font-family="sans-serif"><title>{html.escape(title)}</title>'
     )
     return head + "".join(parts) + "</svg>"

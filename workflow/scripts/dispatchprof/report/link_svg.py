@@ -19,8 +19,8 @@ PAIR_TIME_MISSING = "time per node pair: not measured (no DebugClock send time p
 
 def _svg_open(width: float, height: float, title: str) -> list[str]:
     return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'role="img" font-family="sans-serif" font-size="{FONT}" style="max-width:100%;height:auto">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} '
+        f'{height:.0f}" role="img" font-family="sans-serif" font-size="{FONT}" style="max-width:100%;height:auto">',
         f"<title>{html.escape(title)}</title>",
         f'<text x="4" y="{FONT + 4}" font-weight="bold">{html.escape(title)}</text>',
     ]
@@ -67,21 +67,25 @@ def node_pairs_svg(matrix: np.ndarray, simulated: bool, max_nodes: int = 32) -> 
             r, g, b = (int(c) for c in rgb[i, j])
             x, y, value = left + j * cell, top + i * cell, matrix[i, j]
             parts.append(
-                f'<rect class="pair" x="{x:.1f}" y="{y:.1f}" width="{cell:.1f}" height="{cell:.1f}" fill="rgb({r},{g},{b})" stroke="white">'
+                f'<rect class="pair" x="{x:.1f}" y="{y:.1f}" width="{cell:.1f}" '
+                f'height="{cell:.1f}" fill="rgb({r},{g},{b})" stroke="white">'
                 f"<title>node {i} -&gt; node {j}: {value:,.0f} B per launch</title></rect>"
             )
             if cell >= 40:  # the value in the cell, dark on the light (yellow) end of the map
                 ink = "#000" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#fff"
                 parts.append(
-                    f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" text-anchor="middle" fill="{ink}" font-size="{FONT - 1}">{_bytes_label(value)}</text>'
+                    f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" text-anchor="middle" '
+                    f'fill="{ink}" font-size="{FONT - 1}">{_bytes_label(value)}</text>'
                 )
     parts.append(f'<text x="{left + n * cell / 2:.1f}" y="{top - 20:.1f}" text-anchor="middle">destination node</text>')
     parts.append(
-        f'<text transform="translate({FONT + 2},{top + n * cell / 2:.1f}) rotate(-90)" text-anchor="middle">source node</text>'
+        f'<text transform="translate({FONT + 2},{top + n * cell / 2:.1f}) '
+        'rotate(-90)" text-anchor="middle">source node</text>'
     )
     foot = top + n * cell + 18
     parts.append(
-        f'<text x="4" y="{foot:.1f}">colour: bytes per launch (B), 0 (dark) to {matrix.max():,.0f} B (yellow); the diagonal is intra-node</text>'
+        f'<text x="4" y="{foot:.1f}">colour: bytes per launch (B), 0 (dark) '
+        f"to {matrix.max():,.0f} B (yellow); the diagonal is intra-node</text>"
     )
     parts.append(f'<text x="4" y="{foot + 16:.1f}">{html.escape(PAIR_TIME_MISSING)}</text>')
     parts.append("</svg>")
@@ -133,12 +137,14 @@ def bound_bars_svg(
             )
             continue
         parts.append(
-            f'<rect class="bar" data-us="{value:.6g}" x="{left}" y="{y}" width="{value * scale:.2f}" height="{bar}" fill="{colour}"><title>{html.escape(label)}: {value:.2f} us</title></rect>'
+            f'<rect class="bar" data-us="{value:.6g}" x="{left}" y="{y}" width="{value * scale:.2f}" '
+            f'height="{bar}" fill="{colour}"><title>{html.escape(label)}: {value:.2f} us</title></rect>'
         )
         if colour == MEASURED and len(ci) == 2 and None not in ci:
             mid = y + bar / 2
             parts.append(
-                f'<line x1="{left + ci[0] * scale:.1f}" x2="{left + ci[1] * scale:.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.5">'
+                f'<line x1="{left + ci[0] * scale:.1f}" x2="{left + ci[1] * scale:.1f}" '
+                f'y1="{mid:.1f}" y2="{mid:.1f}" stroke="#24292f" stroke-width="1.5">'
                 f"<title>95% CI {ci[0]:.2f}-{ci[1]:.2f} us</title></line>"
             )
         label_x = (
@@ -151,7 +157,8 @@ def bound_bars_svg(
         v = high * k / 4
         parts.append(f'<text x="{left + v * scale:.1f}" y="{axis_y + 14}" text-anchor="middle">{_us(v)}</text>')
     parts.append(
-        f'<text x="{left + (width - left - right) / 2:.1f}" y="{axis_y + 28}" text-anchor="middle">time per launch (us); whisker: 95% CI of the median</text>'
+        f'<text x="{left + (width - left - right) / 2:.1f}" y="{axis_y + 28}" '
+        'text-anchor="middle">time per launch (us); whisker: 95% CI of the median</text>'
     )
     parts.append("</svg>")
     return "".join(parts)

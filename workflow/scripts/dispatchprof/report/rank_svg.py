@@ -26,5 +26,6 @@ def launch_svg(rank: int, dur_us: Sequence[float], median_us: float | None, reas
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img">'
         f"<title>rank {rank}: kernel duration per used launch ({bottom:.1f}-{top:.1f} us)</title>"
         f'<polyline fill="none" stroke="#0969da" stroke-width="1.5" points="{points}"/>'
-        f'<text x="4" y="12" font-size="10">rank {rank}: {bottom:.1f}-{top:.1f} us, median {median_us:.1f} us</text></svg>'
+        f'<text x="4" y="12" font-size="10">rank {rank}: '
+        f"{bottom:.1f}-{top:.1f} us, median {median_us:.1f} us</text></svg>"
     )

@@ -40,19 +40,29 @@ def cost_beside(
     if named == rank and cost is not None:
         return (
             f" {label}, {role_us_text} us per launch, stands beside rank {rank}'s cost to the group in the timeline, "
-            f"{cost_text} us per launch ({straggler.get('evidence')}): a replayed or instrumented launch, so the two are compared, not subtracted."
+            f"{cost_text} us per launch ({straggler.get('evidence')}): a replayed "
+            "or instrumented launch, so the two are compared, not subtracted."
         )
     if named == rank:
-        return f" The timeline names rank {rank} too ({straggler.get('evidence')}); {inner} is {role_us_text} us per launch."
+        return (
+            f" The timeline names rank {rank} too ({straggler.get('evidence')}); "
+            f"{inner} is {role_us_text} us per launch."
+        )
     if named is not None:
-        return f" The timeline's top cause is another rank, {named} ({straggler.get('evidence')}{extra}); {inner} here is {role_us_text} us per launch."
+        return (
+            f" The timeline's top cause is another rank, {named} "
+            f"({straggler.get('evidence')}{extra}); {inner} here is {role_us_text} us per launch."
+        )
     if straggler.get("evidence") == "late_ending_node" and straggler.get("node") is not None:
         where = (
             "one of its ranks: its own work is a candidate"
             if rank in (straggler.get("ranks") or [])
             else "on another node: a sender into it, so the link or that sender, not the late node's own work"
         )
-        return f" The timeline's top cause is node {straggler['node']}'s late end{extra} (the link into it, or its own work: not established); rank {rank} is {where}; {inner} is {role_us_text} us per launch."
+        return (
+            f" The timeline's top cause is node {straggler['node']}'s late end{extra} (the link into it, or "
+            f"its own work: not established); rank {rank} is {where}; {inner} is {role_us_text} us per launch."
+        )
     if straggler.get("evidence") == "in_kernel" and straggler.get("ranks"):
         late = rank_list(straggler["ranks"]).lower()
         alone = len(straggler["ranks"]) == 1
@@ -61,9 +71,15 @@ def cost_beside(
             if rank in straggler["ranks"]
             else "not among them: a peer they wait for"
         )
-        return f" The timeline names {late} ending late{'' if alone else ' together'}{extra}, with no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
+        return (
+            f" The timeline names {late} ending late{'' if alone else ' together'}{extra}, with "
+            f"no claim about why; rank {rank} is {among}; {inner} is {role_us_text} us per launch."
+        )
     if straggler.get("evidence") == "in_kernel":
-        return f" The timeline finds the cause inside the kernel{extra}, without a rank: this names it; {inner} is {role_us_text} us per launch."
+        return (
+            f" The timeline finds the cause inside the kernel{extra}, without "
+            f"a rank: this names it; {inner} is {role_us_text} us per launch."
+        )
     return f" {label} is {role_us_text} us per launch; the timeline names no rank."
 
 
@@ -76,8 +92,9 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
     lead = "Per core (msopprof PMU; busy = some pipe active, the scalar pipe included, where a polling loop spins too)"
     if busy.get("every_role_pattern") == "same_us":
         what = (
-            f"every role of rank {rank} is busier than the same role on the other ranks by about the same time, {per_launch:.1f} us per core and launch: "
-            "LocalWindowCopy, which every core runs after its role (the receive side); the PMU cannot split a core's time between its role and LocalWindowCopy"
+            f"every role of rank {rank} is busier than the same role on the other ranks by about the same time, "
+            f"{per_launch:.1f} us per core and launch: LocalWindowCopy, which every core runs after its role "
+            "(the receive side); the PMU cannot split a core's time between its role and LocalWindowCopy"
         )
     elif busy.get("every_role_pattern") == "same_fraction":
         what = (
@@ -86,17 +103,23 @@ def pmu_busiest_sentence(busy: Mapping[str, Any], straggler: Mapping[str, Any]) 
         )
     else:
         what = f"rank {rank}'s {role} cores are the busiest against the same role on the other ranks"
-    numbers = f"busy {busy['busy_us_high']:.1f} us against a median of {busy['peers_median_us']:.1f} us (+{busy['excess_us']:.1f} us)"
+    numbers = (
+        f"busy {busy['busy_us_high']:.1f} us against a median of "
+        f"{busy['peers_median_us']:.1f} us (+{busy['excess_us']:.1f} us)"
+    )
     if ns and busy.get("ranked_by") == "nonscalar_us_high":
         spread = f", {ns['excess_us'] / ns['noise_us']:.0f}x the role's spread" if ns["noise_us"] > 0 else ""
-        numbers = f"+{100 * ns['excess_ratio']:.0f}% without the scalar pipe ({ns['us']:.1f} us against {ns['peers_median_us']:.1f} us{spread}); {numbers}"
+        numbers = (
+            f"+{100 * ns['excess_ratio']:.0f}% without the scalar pipe ({ns['us']:.1f} "
+            f"us against {ns['peers_median_us']:.1f} us{spread}); {numbers}"
+        )
     elif ratio is not None:
         numbers = f"+{100 * ratio:.0f}%, " + numbers
     if busy.get("every_role_pattern"):
         numbers = f"{busy['role_on_top']} most, {numbers}"
     caveat = (
-        " With so few ranks the spread between ranks is not measured (only the cores' spread): a difference between whole ranks "
-        "(a clock, a thermal state) may pass for this excess."
+        " With so few ranks the spread between ranks is not measured (only the cores' spread): "
+        "a difference between whole ranks (a clock, a thermal state) may pass for this excess."
         if busy.get("spread_measured") is False
         else ""
     )

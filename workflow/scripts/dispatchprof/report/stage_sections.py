@@ -65,7 +65,8 @@ def kernel_paragraphs(k: dict[str, Any]) -> list[Any]:
         blocks.append(
             Paragraph(
                 text(
-                    f"Kernel scope {k['interpretation']}. Spread over ranks per iteration: median {num(spread['median'])} us, P95 {num(spread['p95'])} us. ",
+                    f"Kernel scope {k['interpretation']}. Spread over ranks per iteration: "
+                    f"median {num(spread['median'])} us, P95 {num(spread['p95'])} us. ",
                     who,
                     f": {named['why']}.",
                 )
@@ -149,8 +150,9 @@ def baseline_section(c: ReportContext) -> Section:
     blocks.append(
         Paragraph(
             text(
-                f"Policy: {policy['iterations']} calls per rank, {policy['warmup']} warm-up calls excluded; synchronisation: "
-                f"{policy['synchronize_start']}; after each call: {policy['after_each_call']}. Source: ",
+                f"Policy: {policy['iterations']} calls per rank, {policy['warmup']} warm-up calls excluded; "
+                f"synchronisation: {policy['synchronize_start']}; after "
+                f"each call: {policy['after_each_call']}. Source: ",
                 Link("stats.json", base["link"]),
                 ", ",
                 Link("latency.parquet", base["parquet"]),
@@ -164,14 +166,15 @@ def baseline_section(c: ReportContext) -> Section:
     header = ("scope", "what it measures", "per-iteration max: median [95% CI]", "P95 [95% CI]", "mean", "n")
     akl = k["akl"]
     note = (
-        "Per-iteration max: for each measured iteration the longest rank's latency, then the median / P95 over iterations (linear "
-        "interpolation; percentile-bootstrap CIs, fixed seed). The kernel and full-API scopes measure different things and are not "
-        "subtracted from each other here."
+        "Per-iteration max: for each measured iteration the longest rank's latency, then the median / P95 over "
+        "iterations (linear interpolation; percentile-bootstrap CIs, fixed seed). The kernel and "
+        "full-API scopes measure different things and are not subtracted from each other here."
     )
     if akl["mean_of_rank_means_us"] is not None:
         note += (
-            f" For comparison with ascend-kernel-lab (its conventions, labelled): mean of per-rank means over the last {akl['last_n']} "
-            f"samples {num(akl['mean_of_rank_means_us'])} us; mean of launch maxima {num(akl['mean_of_launch_max_us'])} us."
+            " For comparison with ascend-kernel-lab (its conventions, labelled): mean of per-rank means over the last "
+            f"{akl['last_n']} samples {num(akl['mean_of_rank_means_us'])} us; "
+            f"mean of launch maxima {num(akl['mean_of_launch_max_us'])} us."
         )
     blocks.append(Table(header, scope_rows(st), footnotes=(text(note),)))
     blocks += kernel_paragraphs(k)
@@ -223,7 +226,10 @@ def peak_sources(bw: dict[str, Any]) -> str:
         )
         if v["peak_kind"] == "simulator":
             configured = v.get("configured_peak_gbps")
-            source += f" (hardware.links.{cls}.peak_gbps is {configured if configured is not None else 'null'}: not used under the simulator)"
+            source += (
+                f" (hardware.links.{cls}.peak_gbps is "
+                f"{configured if configured is not None else 'null'}: not used under the simulator)"
+            )
         parts.append(f"{cls}: {source}")
     return "Peak sources: " + "; ".join(parts) + "."
 
@@ -235,7 +241,8 @@ def bound_paragraph(bw: dict[str, Any]) -> Paragraph:
     return Paragraph(
         text(
             Strong(f"Bound {num(bw['bound_us'])} us"),
-            f", set by {bw['sets_bound']} ({bw['busiest']['where']}); measured {num(bw['measured_us'])} us (median per-iteration max, kernel scope): ",
+            f", set by {bw['sets_bound']} ({bw['busiest']['where']}); measured "
+            f"{num(bw['measured_us'])} us (median per-iteration max, kernel scope): ",
             Strong(f"efficiency {num(100 * bw['efficiency'], '.0f')}%"),
             f" (95% CI {num(100 * lo)}-{num(100 * hi)}%). {bw.get('efficiency_definition')}.",
         )
@@ -291,8 +298,8 @@ def links_section(c: ReportContext) -> Section:
     blocks.append(
         Paragraph(
             text(
-                f"What the efficiency is not: it is {bw['not']}. A slow link shows as a group far from its bound with no rank standing out; "
-                "DebugClock's send phases per node tell a slow link from slow senders."
+                f"What the efficiency is not: it is {bw['not']}. A slow link shows as a group far from its bound "
+                "with no rank standing out; DebugClock's send phases per node tell a slow link from slow senders."
             )
         )
     )
@@ -308,16 +315,16 @@ def links_section(c: ReportContext) -> Section:
         blocks.append(bytes_per_rank(bw))
     if c.baseline.get("link_bound_svg"):
         caption = (
-            "The measured kernel time (median per-iteration max over ranks, whisker at its 95% CI) against the time each link class's "
-            "bytes need at its peak on its busiest rank; the longest of those is the bound"
+            "The measured kernel time (median per-iteration max over ranks, whisker at its 95% CI) against the "
+            "time each link class's bytes need at its peak on its busiest rank; the longest of those is the bound"
             + (". Simulated data." if simulated else ".")
         )
         alt = f"Measured kernel time against each link class's bound (us per launch){simulated}"
         blocks.append(Figure(alt, path=c.figures.get("links_bound"), svg=c.baseline["link_bound_svg"], caption=caption))
     if c.baseline.get("node_pairs_svg"):
         caption = (
-            "Bytes each launch sends from a node (row) to a node (column); hover a cell for its exact value. The time per node pair is "
-            "not measured, so no GB/s per pair is drawn" + (". Simulated data." if simulated else ".")
+            "Bytes each launch sends from a node (row) to a node (column); hover a cell for its exact value. The time "
+            "per node pair is not measured, so no GB/s per pair is drawn" + (". Simulated data." if simulated else ".")
         )
         alt = f"Bytes per launch from node to node{simulated}; time per node pair: not measured"
         blocks.append(

@@ -45,8 +45,8 @@ def with_config(invocation: Sequence[str], words: Sequence[str]) -> list[str]:
 
 
 def collect_command(stage: str, run: Run) -> str:
-    """The command that collects a stage's evidence again: its collect job (``<stage>_collect``) forced, since its status
-    exists; DebugClock asked for whatever the PMU did."""
+    """The command that collects a stage's evidence again: its collect job (``<stage>_collect``)
+    forced, since its status exists; DebugClock asked for whatever the PMU did."""
     rule = f"{stage}_collect"
     extra = [DEBUGCLOCK_ALWAYS] if stage == "debugclock" else []
     target = f"results/{run.experiment}/{stage}/status.json"

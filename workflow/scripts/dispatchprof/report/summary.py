@@ -12,7 +12,10 @@ from dispatchprof.report.roles import cost_beside, own_work_rank, pmu_busiest_se
 from dispatchprof.shell.invocation import snakemake_command
 from dispatchprof.shell.status import Status
 
-SCHEMA = "dispatchprof.summary/4"  # /4: baseline.bandwidth (bytes per link class, the link bound, the group efficiency); /3: timeline causes ranked by cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
+# /4: baseline.bandwidth (bytes per link class, the link bound, the group efficiency); /3: timeline causes ranked by
+# cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler
+# by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
+SCHEMA = "dispatchprof.summary/4"
 
 
 def build_summary(
@@ -44,8 +47,9 @@ def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
     lo, hi = per_iter["median_ci95"]
     slowest = section["slowest_rank"]
     text = (
-        f"One dispatch takes a median of {per_iter['median']:.1f} us for the whole group (per-iteration max over {world} ranks, kernel scope; "
-        f"95% CI {lo:.1f}-{hi:.1f} us) and {per_iter['p95']:.1f} us at P95, over {per_iter['n']} measured iterations."
+        f"One dispatch takes a median of {per_iter['median']:.1f} us for the whole group (per-iteration max over "
+        f"{world} ranks, kernel scope; 95% CI {lo:.1f}-{hi:.1f} us) and "
+        f"{per_iter['p95']:.1f} us at P95, over {per_iter['n']} measured iterations."
     )
     named = section.get("slowest_named")
     if named is not None:
@@ -57,7 +61,10 @@ def baseline_sentence(section: Mapping[str, Any], world: int) -> str:
     elif slowest and slowest["fraction"] >= 0.5:
         text += f" Rank {slowest['rank']} is consistently the slowest ({100 * slowest['fraction']:.0f}% of iterations)."
     elif slowest:
-        text += f" No rank is consistently the slowest (most often rank {slowest['rank']}, {100 * slowest['fraction']:.0f}% of iterations)."
+        text += (
+            " No rank is consistently the slowest (most often rank "
+            f"{slowest['rank']}, {100 * slowest['fraction']:.0f}% of iterations)."
+        )
     return text
 
 
@@ -72,7 +79,10 @@ def precision_sentence(corr: Status) -> str:
     if cause == "timeout":
         return f"The precision test did not finish ({corr.state}: {corr.reason})"
     if cause == "crash":
-        return f"The precision test crashed before every rank gave its verdict: no precision failure is known ({corr.reason})"
+        return (
+            "The precision test crashed before every rank gave its "
+            f"verdict: no precision failure is known ({corr.reason})"
+        )
     if cause == "exit":
         return f"The precision test's nodes did not exit cleanly although every rank passed ({corr.reason})"
     return f"The precision test did not pass ({corr.state}: {corr.reason})"
@@ -85,8 +95,8 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
     coverage = tl.get("coverage") or {}
     if coverage.get("missing"):
         text.append(
-            f"The msprof timeline covers {coverage.get('sentence') or coverage['found']}: the ranks present are analysed, "
-            "and a rank without data may be the one the others wait for."
+            f"The msprof timeline covers {coverage.get('sentence') or coverage['found']}: the ranks "
+            "present are analysed, and a rank without data may be the one the others wait for."
         )
     refused = coverage.get("refused") or {}
     if refused:
@@ -110,7 +120,10 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
         return text
     strag = tl["straggler"]
     coupled = tl["coupling"]["state"] == "coupled"
-    lead = f"In the msprof timeline {tl['kernel_name']} behaves as a {'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
+    lead = (
+        f"In the msprof timeline {tl['kernel_name']} behaves as a "
+        f"{'coupled collective' if coupled else 'kernel whose ranks are not seen to wait for each other'}: "
+    )
     if strag["evidence"] != "none":
         text.append(
             lead
@@ -136,16 +149,17 @@ def timeline_sentences(tl: Mapping[str, Any]) -> list[str]:
         and longest["rank"] not in waiting
     ):
         text.append(
-            f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): a rank's duration holds its wait "
-            "inside the kernel (the entry barrier, its peers' data), which does not make it slow."
+            f"Rank {longest['rank']} has the longest durations ({100 * longest['fraction']:.0f}% of launches): a "
+            "rank's duration holds its wait inside the kernel (the entry "
+            "barrier, its peers' data), which does not make it slow."
         )
     elif (
         coupled and longest.get("label") == "waits longest" and len(tied) > 1
     ):  # a shared top is named in full, never given to the lowest rank
         names = ", ".join(map(str, tied[:-1])) + f" and {tied[-1]}"
         text.append(
-            f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of launches): a rank's duration holds its wait "
-            "inside the kernel, which does not make them slow."
+            f"Ranks {names} share the longest durations (each {100 * longest['fraction']:.0f}% of "
+            "launches): a rank's duration holds its wait inside the kernel, which does not make them slow."
         )
     for note in tl.get("notes") or []:
         text.append(note[0].upper() + note[1:] + ".")
@@ -162,7 +176,8 @@ def causes_waiting_sentences(left: Sequence[int], named: set[int]) -> list[str]:
         if group:
             alone = len(group) == 1
             text.append(
-                f"{name_list(group)} also {'waits' if alone else 'wait'} as long at the barrier, and {'is ' + one if alone else 'are ' + many}."
+                f"{name_list(group)} also {'waits' if alone else 'wait'} as long "
+                f"at the barrier, and {'is ' + one if alone else 'are ' + many}."
             )
     return text
 
@@ -172,7 +187,10 @@ def waiting_sentence(waiting: Sequence[int], compared: int) -> str:
     if (
         compared >= 8 and len(waiting) > compared / 2
     ):  # most of the ranks waiting alike say that the group waits, not who
-        return f"{len(waiting)} of the {compared} ranks that are no cause wait longest at the barrier: waiting is not blame."
+        return (
+            f"{len(waiting)} of the {compared} ranks that are no "
+            "cause wait longest at the barrier: waiting is not blame."
+        )
     return (
         f"{name_list(waiting)} {'waits' if len(waiting) == 1 else 'wait'} longest at the barrier: waiting is not blame."
     )
@@ -204,41 +222,50 @@ def next_steps(
         evidence, rank, ranks = c["evidence"], c.get("rank"), c.get("ranks") or []
         if evidence == "late_arrival" and rank is not None:
             confirm = (
-                f"rank {rank}'s host gap (previous kernel end to its next arrival, one clock) in its drill-down: a late host shows a long gap "
-                "in the same launches; then the host side (CPU binding, the launch path, other work on that host)"
+                f"rank {rank}'s host gap (previous kernel end to its next arrival, one clock) in its drill-down: a "
+                "late host shows a long gap in the same launches; then the host "
+                "side (CPU binding, the launch path, other work on that host)"
             )
             commands = [drill_step(rank, run)]
         elif evidence == "late_arrival":
             confirm = (
-                f"node {c.get('node')}'s hosts: every rank's host gap is long in the same launches (a node-wide host cause: its clock service, its "
-                "CPU load); a node whose gaps are normal but arrives late was still busy with the previous launch (see a late-ending node)"
+                f"node {c.get('node')}'s hosts: every rank's host gap is long in the same launches (a node-wide host "
+                "cause: its clock service, its CPU load); a node whose gaps are normal but "
+                "arrives late was still busy with the previous launch (see a late-ending node)"
             )
             commands = [drill_step(ranks[0], run)] if ranks else []
         elif evidence == "own_work":
             confirm = (
-                f"which role on rank {rank} is slow: the PMU's busiest role against the same role on the other ranks, or DebugClock's slots of "
-                f"rank {rank} (its LocalWindowCopy slot, wait plus copy, against its peers)"
+                f"which role on rank {rank} is slow: the PMU's busiest role against the same role on the other ranks, "
+                f"or DebugClock's slots of rank {rank} (its LocalWindowCopy slot, wait plus copy, against its peers)"
             )
             commands = [pmu, dclk, drill_step(rank, run)]
         elif evidence == "late_ending_node":
             confirm = (
-                f"link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, node {c.get('node')}'s "
-                "LocalWindowCopy waits; debugclock.busiest_node names a node whose every rank sends slower, with the excess per launch) and the "
-                "PMU of the senders on the other nodes: a slow link shows as senders polling for their completions, the node's own work as its "
-                "own roles busy"
+                "link or node: DebugClock's send and receive phases (the senders' URMASendToken completion waits, "
+                f"node {c.get('node')}'s LocalWindowCopy waits; debugclock.busiest_node names a node whose every rank "
+                "sends slower, with the excess per launch) and the PMU of the senders on the other nodes: a slow "
+                "link shows as senders polling for their completions, the node's own work as its own roles busy"
             )
             commands = [dclk, pmu]
         elif evidence == "in_kernel" and ranks:
             shown = rank_list(ranks).lower()
             confirm = (
-                f"{'whether' if len(ranks) == 1 else 'which of'} {shown} is slow and which waits for it: the PMU's busiest role against the same role on the other ranks (the slow "
-                "one's own roles are busy, a waiting one's cores poll), DebugClock's slots of these ranks (a waiting one's time is in its wait slots)"
+                f"{'whether' if len(ranks) == 1 else 'which of'} {shown} is slow and which waits for it: the PMU's "
+                "busiest role against the same role on the other ranks (the slow one's own roles are busy, a waiting "
+                "one's cores poll), DebugClock's slots of these ranks (a waiting one's time is in its wait slots)"
             )
             commands = [pmu, dclk, *(drill_step(r, run) for r in ranks[:2])]
         else:
-            confirm = "which rank and role keep the group waiting: the PMU's busiest role by relative excess, DebugClock's slots per rank and role"
+            confirm = (
+                "which rank and role keep the group waiting: the PMU's busiest "
+                "role by relative excess, DebugClock's slots per rank and role"
+            )
             commands = [pmu, dclk]
-        note = "a path is evidence this run holds; a command collects what it lacks (DebugClock's asks for it whatever the PMU did: debugclock.when always)"
+        note = (
+            "a path is evidence this run holds; a command collects what it lacks "
+            "(DebugClock's asks for it whatever the PMU did: debugclock.when always)"
+        )
         steps.append(
             {
                 "cause": c.get("explanation") or evidence,
@@ -255,7 +282,8 @@ def next_steps(
 
 def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     """How far dispatch is from what its links allow (baseline.bandwidth): one line, and where the group is far from its
-    bound with no rank or node standing out, what tells a slow link from slow senders and the command that collects it."""
+    bound with no rank or node standing out, what tells a slow
+    link from slow senders and the command that collects it."""
     baseline = sections.get("baseline") or {}
     bw, per_iter = baseline.get("bandwidth"), baseline.get("per_iteration_max_us")
     if not bw or not per_iter:
@@ -268,9 +296,9 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     peak = "the simulator's capacity" if link.get("peak_kind") == "simulator" else "the configured peak"
     lo, hi = bw["efficiency_ci95"]
     line = (
-        f"{took}; its links allow {bw['bound_us']:.0f} us ({sets.replace('_', '-')} bytes at {peak}, {link['peak_gbps']:.1f} GB/s per rank; "
-        f"busiest: {bw['busiest']['where']}): {100 * bw['efficiency']:.0f}% of the bound (95% CI {100 * lo:.1f}-{100 * hi:.1f}%; an average over "
-        "the kernel, not a link counter)."
+        f"{took}; its links allow {bw['bound_us']:.0f} us ({sets.replace('_', '-')} bytes at {peak}, "
+        f"{link['peak_gbps']:.1f} GB/s per rank; busiest: {bw['busiest']['where']}): {100 * bw['efficiency']:.0f}% "
+        f"of the bound (95% CI {100 * lo:.1f}-{100 * hi:.1f}%; an average over the kernel, not a link counter)."
     )
     if bw.get("warning"):
         return line + " " + bw["warning"][0].upper() + bw["warning"][1:] + "."
@@ -282,10 +310,10 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
     )
     if bw.get("far") and not stands_out:
         line += (
-            " The group is far from its bound and no rank or node stands out: a slow link or slow senders on every rank would look like "
-            "this. DebugClock's URMASendToken send phases per node tell them apart: a slow link out of a node shows as every rank of that "
-            "node longer in its send_complete slot than the other nodes' ranks (debugclock.busiest_node names the node), slow senders on "
-            "every rank as no node apart"
+            " The group is far from its bound and no rank or node stands out: a slow link or slow senders on every "
+            "rank would look like this. DebugClock's URMASendToken send phases per node tell them apart: a slow link "
+            "out of a node shows as every rank of that node longer in its send_complete slot than the other "
+            "nodes' ranks (debugclock.busiest_node names the node), slow senders on every rank as no node apart"
             + (f": {bw['tell_apart_command']}" if bw.get("tell_apart_command") else "")
             + "."
         )
@@ -349,8 +377,9 @@ def role_said(a: Facts) -> Said:
         said.append(
             (
                 "role",
-                "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond the role's spread across ranks "
-                "(pmu.busiest_alpha, pmu.busiest_min_excess): the busiest role is not established by the PMU.",
+                "Per core (msopprof PMU), no role on any rank is busier than the same role on the other ranks beyond "
+                "the role's spread across ranks (pmu.busiest_alpha, "
+                "pmu.busiest_min_excess): the busiest role is not established by the PMU.",
             )
         )
     if dc:  # used whenever it ran: beside the PMU, or as the role link when the PMU is not ok
@@ -398,7 +427,8 @@ def icache_said(a: Facts) -> Said:
             (
                 "icache",
                 f"The {role} role's I-cache miss rate is {100 * rates[role]:.1f}% (median), "
-                f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); a ranking, not a verdict that the I-cache is the bottleneck.",
+                f"rank {order.index(role) + 1} of {len(order)} roles ({listing}); "
+                "a ranking, not a verdict that the I-cache is the bottleneck.",
             )
         ]
     if rates:
@@ -437,7 +467,8 @@ def simt_said(a: Facts) -> Said:
         return [
             (
                 "simt",
-                f"The SIMT stall reasons of the {role} role are not established: the pcsampling stage is {st.state} ({st.reason}).",
+                f"The SIMT stall reasons of the {role} role are not established: "
+                f"the pcsampling stage is {st.state} ({st.reason}).",
             )
         ]
     said: Said = []
@@ -447,7 +478,8 @@ def simt_said(a: Facts) -> Said:
         said.append(
             (
                 "simt",
-                f"In the SIMT functions the {role} role runs ({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.",
+                f"In the SIMT functions the {role} role runs "
+                f"({', '.join(per_role[role]['functions'])}), the main reasons not to issue are {top}.",
             )
         )
     elif role:
@@ -466,7 +498,8 @@ def simt_said(a: Facts) -> Said:
     said.append(
         (
             "simt",
-            f"Over all SIMT code, the most common reason not to issue is {worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).",
+            "Over all SIMT code, the most common reason not to issue is "
+            f"{worst} ({100 * ni[worst]:.0f}% of not-issued samples{where}).",
         )
     )
     return said
@@ -485,7 +518,8 @@ def ab_said(a: Facts) -> Said:
     return [
         (
             "ab",
-            "Whether a change helped is not established here: no A/B comparison is configured (experiments and compare in the config).",
+            "Whether a change helped is not established here: no A/B "
+            "comparison is configured (experiments and compare in the config).",
         )
     ]
 

@@ -32,7 +32,8 @@ CAUSE_HEADER = (
     "launches struck",
 )
 BOUND_NOTE = (
-    '; "at most": without a pure barrier (baseline.synchronize_start) a late arrival\'s saving compares arrivals across nodes on clocks '
+    '; "at most": without a pure barrier (baseline.synchronize_start) '
+    "a late arrival's saving compares arrivals across nodes on clocks "
     "fitted to the target's ends, so only the bound is established (removing a delay gives back no more than the delay)"
 )
 
@@ -95,9 +96,15 @@ def longest_sentence(ld: dict[str, Any]) -> str:
     if ld["rank"] is None and not ld.get("ranks"):
         return f"Longest durations: {ld['kind'] or 'not established'}."
     who = f"rank {ld['rank']}" if ld["rank"] is not None else f"ranks {', '.join(str(r) for r in ld['ranks'])} (tied)"
-    out = f"Longest durations: {who}, {ld['kind']} ({num(100 * (ld['fraction'] or 0), '.0f')}% of {ld['launches_compared']} launches)"
+    out = (
+        f"Longest durations: {who}, {ld['kind']} "
+        f"({num(100 * (ld['fraction'] or 0), '.0f')}% of {ld['launches_compared']} launches)"
+    )
     if ld.get("label") == "waits longest":
-        out += f": in a coupled kernel {'this rank waits' if ld['rank'] is not None else 'these ranks wait'} longest, not the one waited for"
+        out += (
+            f": in a coupled kernel {'this rank waits' if ld['rank'] is not None else 'these ranks wait'} "
+            "longest, not the one waited for"
+        )
     return out + "."
 
 
@@ -124,7 +131,8 @@ def waits_paragraph(tl: dict[str, Any]) -> Paragraph:
         said.append(" " + longest_sentence(tl["longest_duration"]))
     if tl.get("gap_us"):
         said.append(
-            f" Launch gaps (start minus previous end, same rank): median {num(tl['gap_us']['median'])} us, P95 {num(tl['gap_us']['p95'])} us."
+            " Launch gaps (start minus previous end, same rank): median "
+            f"{num(tl['gap_us']['median'])} us, P95 {num(tl['gap_us']['p95'])} us."
         )
     return Paragraph(text(*said))
 
@@ -140,7 +148,10 @@ def cause_cells(i: int, c: dict[str, Any]) -> tuple[Text, ...]:
     cost = f"{num(c['cost_us_per_launch'], '.2f')} ({lo}-{hi})"
     if c.get("cost_bound_us"):
         bound = num(c["cost_bound_us"][1], ".2f")
-        cost = f"at most {bound} (estimate {num(c['cost_us_per_launch'], '.2f')}, {lo}-{hi}, on clocks fitted to the ends: not established)"
+        cost = (
+            f"at most {bound} (estimate {num(c['cost_us_per_launch'], '.2f')}, "
+            f"{lo}-{hi}, on clocks fitted to the ends: not established)"
+        )
     share = f"{num(100 * c['cost_share'], '.0f')}%" if c["cost_share"] is not None else "n/a"
     cells = (
         str(i),
@@ -159,17 +170,19 @@ def causes_blocks(c: ReportContext, tl: dict[str, Any], timeline: dict[str, Any]
     causes = tl["causes"]
     excess = tl["straggler"]["excess"]
     note = (
-        "Cost: the group time per launch that removing the cause alone would save (launch period: one launch's last end to the next's; "
-        "timed: the kernel-scope latency, where a late arrival before the entry barrier costs nothing), averaged over "
-        f"{causes[0]['launches']} launches, zero where it did not strike; costs are not additive"
+        "Cost: the group time per launch that removing the cause alone would save (launch period: one launch's last "
+        "end to the next's; timed: the kernel-scope latency, where a late arrival before the entry barrier costs "
+        f"nothing), averaged over {causes[0]['launches']} launches, "
+        "zero where it did not strike; costs are not additive"
         + (BOUND_NOTE if any(x.get("cost_bound_us") for x in causes) else "")
-        + f". Share: of the group's excess ({excess['definition']}: {num(excess['period_us_per_launch'] or 0)} us per launch). "
-        "Waiting caused: Scalasca's delay cost, summed over the ranks that waited. Frequency never ranks."
+        + f". Share: of the group's excess ({excess['definition']}: {num(excess['period_us_per_launch'] or 0)} us per "
+        "launch). Waiting caused: Scalasca's delay cost, summed over the ranks that waited. Frequency never ranks."
     )
     rows = tuple(cause_cells(i, x) for i, x in enumerate(causes, 1))
     intro = Paragraph(
         text(
-            "Causes ranked by cost (what removing each alone saves per launch; costs are not additive, frequency never ranks):"
+            "Causes ranked by cost (what removing each alone saves per "
+            "launch; costs are not additive, frequency never ranks):"
         )
     )
     blocks: list[Any] = [intro, Table(CAUSE_HEADER, rows, footnotes=(text(note),), anchor="causes")]
@@ -262,7 +275,8 @@ def later_blocks(c: ReportContext, tl: dict[str, Any], timeline: dict[str, Any])
         blocks.append(
             Paragraph(
                 text(
-                    f"Timeline minus kernel scope: median {num(tmk['median'])} us per rank. Definition: {tmk['definition']}"
+                    f"Timeline minus kernel scope: median {num(tmk['median'])} "
+                    f"us per rank. Definition: {tmk['definition']}"
                 ),
                 "muted",
             )
@@ -278,8 +292,8 @@ def later_blocks(c: ReportContext, tl: dict[str, Any], timeline: dict[str, Any])
         items = []
         for d in timeline["drilldowns"]:
             said: list[Any] = [
-                f"rank {d['rank']} (node {d['node']}, device {d['device']}): {d['launches']} launches used, median {num(d['median_us'])} us, "
-                f"P95 {num(d['p95_us'])} us"
+                f"rank {d['rank']} (node {d['node']}, device {d['device']}): {d['launches']} "
+                f"launches used, median {num(d['median_us'])} us, P95 {num(d['p95_us'])} us"
             ]
             if d.get("calls_between"):
                 first = d["calls_between"][0]
@@ -292,8 +306,9 @@ def later_blocks(c: ReportContext, tl: dict[str, Any], timeline: dict[str, Any])
         blocks += [Paragraph(text("Drill-down (own job per rank, every launch interval):")), Items(tuple(items))]
     if timeline.get("entry_wait_svg"):
         caption = (
-            "A dark row is a rank that arrived last and waited least: late on its host (the Answer names a late host when the timeline finds "
-            "one), or still busy with the previous launch; bright rows waited for it. A late node darkens a block of rows."
+            "A dark row is a rank that arrived last and waited least: late on its host (the Answer names a late host "
+            "when the timeline finds one), or still busy with the previous launch; "
+            "bright rows waited for it. A late node darkens a block of rows."
         )
         blocks.append(
             Figure(

@@ -58,7 +58,10 @@ def role_tables(pt: dict[str, Any]) -> list[Any]:
         else:
             cells = [text(v["note"]), *(text("") for _ in shown)]
         rows.append((text(role), text(str(v["coverage"])), text(str(v["ranks_seen"])), *cells))
-    intro = f"Busy time per pipe (µs, union of the pipe's intervals on a core), median over the role's sampled cores, from {pt['roles_from']}:"
+    intro = (
+        "Busy time per pipe (µs, union of the pipe's intervals on a core), "
+        f"median over the role's sampled cores, from {pt['roles_from']}:"
+    )
     blocks: list[Any] = [
         Paragraph(text(intro)),
         Table(("role", "coverage", "ranks", *(f"{p} busy" for p in shown), SPAN), tuple(rows)),
@@ -82,8 +85,8 @@ def role_tables(pt: dict[str, Any]) -> list[Any]:
             cells.append(text(f"{num(o['overlap_us_median'])} us{share}"))
         overlap_rows.append((text(role), *cells))
     note = (
-        "Overlap: the time a memory pipe (MTE2 GM→UB, MTE3 UB→GM) was busy while VECTOR or SCALAR also was (median per role): data "
-        "movement hidden behind compute."
+        "Overlap: the time a memory pipe (MTE2 GM→UB, MTE3 UB→GM) was busy while VECTOR "
+        "or SCALAR also was (median per role): data movement hidden behind compute."
     )
     blocks.append(
         Table(
@@ -177,7 +180,8 @@ def probe_blocks(probe: dict[str, Any]) -> list[Any]:
         )
         note = text(
             Strong("Pipes run in parallel: never sum them."),
-            " Busy time: per core and pipe, the union of the pipe's event intervals (µs, simulated); span: first event to last end on the core.",
+            " Busy time: per core and pipe, the union of the pipe's event "
+            "intervals (µs, simulated); span: first event to last end on the core.",
         )
         blocks.append(
             Table(
@@ -251,13 +255,22 @@ def debugclock_head(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
     simulated = (
         (" ", Strong("Simulated"), ": the stand-in's DEBUG build, not a measurement.") if c.toolchain == "sim" else ()
     )
-    found = f" ({dc['found']['legacy_csv']} legacy CSV file(s), {dc['found']['akl_trace']} AKL capture(s)); {dc['ranks']} ranks, {dc['cores']} cores, "
-    found += f"{dc['launches']} rank-launches. Cycles to us at {num(dc['clock_hz'], '.0f')} Hz ({dc['clock_key']}). {dc['statistics']}."
+    found = (
+        f" ({dc['found']['legacy_csv']} legacy CSV file(s), {dc['found']['akl_trace']} "
+        f"AKL capture(s)); {dc['ranks']} ranks, {dc['cores']} cores, "
+    )
+    found += (
+        f"{dc['launches']} rank-launches. Cycles to us at "
+        f"{num(dc['clock_hz'], '.0f')} Hz ({dc['clock_key']}). {dc['statistics']}."
+    )
     blocks: list[Any] = [Paragraph(text("Source: ", Strong(dc["source"]), found, *simulated))]
     b = dc.get("busiest")
     if b:
         slot = b["slot"] if b["slot"] is not None else "-"
-        said = f": median {num(b['median_us'], '.2f')} us against {num(b['peers_median_us'], '.2f')} us on the other ranks (+{num(b['excess_us'], '.2f')} us)."
+        said = (
+            f": median {num(b['median_us'], '.2f')} us against {num(b['peers_median_us'], '.2f')} "
+            f"us on the other ranks (+{num(b['excess_us'], '.2f')} us)."
+        )
         said += " Wait slots are left out: a rank that waits longer waits for someone else."
         blocks.append(
             Paragraph(
@@ -277,10 +290,11 @@ def debugclock_head(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
     if bn:
         where = f"slot {bn['slot']}" if bn["slot"] is not None else "phase"
         said = (
-            f": median over its ranks of each rank's slowest core (median over launches) {num(bn['median_us'], '.2f')} us against "
-            f"{num(bn['peers_median_us'], '.2f')} us on the other nodes' ranks (+{num(bn['excess_us'], '.2f')} us per launch; their spread "
-            f"{num(bn['peers_spread_us'], '.2f')} us, gate debugclock.busiest_node_alpha). A slowdown the node's ranks share: for URMASendToken, "
-            "its sends out of the node (the link from it, or its senders)."
+            f": median over its ranks of each rank's slowest core (median over launches) {num(bn['median_us'], '.2f')} "
+            f"us against {num(bn['peers_median_us'], '.2f')} us on the other nodes' ranks "
+            f"(+{num(bn['excess_us'], '.2f')} us per launch; their spread {num(bn['peers_spread_us'], '.2f')} us, gate "
+            "debugclock.busiest_node_alpha). A slowdown the node's ranks share: for "
+            "URMASendToken, its sends out of the node (the link from it, or its senders)."
         )
         blocks.append(
             Paragraph(
@@ -292,7 +306,10 @@ def debugclock_head(c: ReportContext, dc: dict[str, Any]) -> list[Any]:
         )
     if dc.get("role_mismatches"):
         m = dc["role_mismatches"][0]
-        first = f" on {len(dc['role_mismatches'])} cores (first: rank {m['rank']} AIV {m['block']}: configured {m['kernel_roles']}, paths say {m['event_paths']})."
+        first = (
+            f" on {len(dc['role_mismatches'])} cores (first: rank {m['rank']} AIV "
+            f"{m['block']}: configured {m['kernel_roles']}, paths say {m['event_paths']})."
+        )
         blocks.append(Paragraph(text(Strong("kernel.roles disagrees with the AKL event paths"), first), "warning"))
     return blocks
 
@@ -341,8 +358,8 @@ def wait_work_section(c: ReportContext, dc: dict[str, Any]) -> Section:
     """Wait against work per role and rank: the heat maps, and the table they are drawn from (folded under them)."""
     missing = sum(r["missing"] for r in dc["wait_work_rows"])
     caption = (
-        "Compare a role (a column) down the ranks: a bright work cell is a rank whose role works longer than the same role elsewhere; "
-        f"a bright wait cell waits longer, for someone else. {missing} missing values in all."
+        "Compare a role (a column) down the ranks: a bright work cell is a rank whose role works longer than the "
+        f"same role elsewhere; a bright wait cell waits longer, for someone else. {missing} missing values in all."
     )
     svgs = list(dc["wait_work_svgs"].items())
     blocks: list[Any] = [
@@ -397,7 +414,10 @@ def overhead_section(dc: dict[str, Any]) -> Section:
             )
         )
     cautions = " ".join(dc["cautions"])
-    clipped = f"Clipped by the old analyzer (reported here): {dc['clipped']['missing']} missing, {dc['clipped']['above_500000_cycles']} above 500000 cycles."
+    clipped = (
+        f"Clipped by the old analyzer (reported here): {dc['clipped']['missing']} "
+        f"missing, {dc['clipped']['above_500000_cycles']} above 500000 cycles."
+    )
     blocks.append(Paragraph(text(f"Cautions: {cautions} {clipped}"), "muted"))
     return Section(
         "Instrumentation overhead (DebugClock ON vs OFF, same inputs)", "debugclock-overhead", tuple(blocks), level=4

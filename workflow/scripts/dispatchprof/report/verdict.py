@@ -101,7 +101,10 @@ def links_line(f: Facts) -> list[Item]:
     bw = (f.section("baseline") or {}).get("bandwidth")
     if not bw or bw.get("efficiency") is None:
         return []
-    text = f"Links allow {bw['bound_us']:.0f} us ({bw['sets_bound'].replace('_', '-')} at peak): {100 * bw['efficiency']:.0f}% of that bound."
+    text = (
+        f"Links allow {bw['bound_us']:.0f} us ({bw['sets_bound'].replace('_', '-')} "
+        f"at peak): {100 * bw['efficiency']:.0f}% of that bound."
+    )
     if bw.get("warning"):
         return [Line("links", text + " Above 1: the peak or the byte definition is wrong.")]
     tl = f.section("timeline") or {}
@@ -175,7 +178,8 @@ def share_cell(cause: Mapping[str, Any]) -> str:
 
 
 def seen_by(cause: Mapping[str, Any], f: Facts) -> str:
-    """The layers that saw the cause: the timeline always; the PMU's or DebugClock's busiest where it is on its ranks."""
+    """The layers that saw the cause: the timeline always; the
+    PMU's or DebugClock's busiest where it is on its ranks."""
     ranks = set(cause.get("ranks") or ([cause["rank"]] if cause.get("rank") is not None else []))
     layers = ["timeline"]
     busy = (f.section("pmu") or {}).get("busiest")
@@ -209,7 +213,8 @@ def timeline_scope_lines(f: Facts) -> list[Item]:
         lines.append(
             Line(
                 "timeline",
-                f"The timeline covers {coverage.get('sentence') or coverage['found']}: a rank without data may be the one waited for.",
+                f"The timeline covers {coverage.get('sentence') or coverage['found']}: "
+                "a rank without data may be the one waited for.",
             )
         )
     if (tl.get("rank_mapping") or {}).get("note"):
@@ -239,7 +244,8 @@ def top_cause_line(f: Facts) -> list[Item]:
             return [
                 Line(
                     "timeline",
-                    f"No rank or node costs the group over {floor} per launch; a slowdown every rank shares would not stand out (DebugClock can show one).",
+                    f"No rank or node costs the group over {floor} per launch; a slowdown "
+                    "every rank shares would not stand out (DebugClock can show one).",
                 )
             ]
         return []
@@ -380,7 +386,9 @@ def pmu_line(f: Facts) -> list[Item]:
     per_launch = busy.get("excess_us_per_launch", busy["excess_us"])
     ratio = busy.get("ranked_excess_ratio", busy.get("excess_ratio"))
     what = {
-        "same_us": f"every role of rank {busy['rank']} is busier than on its peers by about the same time (LocalWindowCopy)",
+        "same_us": (
+            f"every role of rank {busy['rank']} is busier than on its peers by about the same time (LocalWindowCopy)"
+        ),
         "same_fraction": f"every role of rank {busy['rank']} is busier than on its peers (its own work)",
     }.get(busy.get("every_role_pattern") or "", f"rank {busy['rank']}'s {busy['role']} is busiest against its peers")
     text = f"PMU: {what}" + (f", +{100 * ratio:.0f}%" if ratio is not None else "")
@@ -396,7 +404,10 @@ def debugclock_line(f: Facts) -> list[Item]:
     best, node = dc.get("busiest"), dc.get("busiest_node")
     lead = "DebugClock" if f.section("pmu") else f"DebugClock (PMU {f.statuses['pmu'].state})"
     if node:
-        text = f"{lead}: node {node['node']}'s ranks all run {node['role']} {node['excess_us']:.1f} us per launch longer than other nodes'."
+        text = (
+            f"{lead}: node {node['node']}'s ranks all run {node['role']} "
+            f"{node['excess_us']:.1f} us per launch longer than other nodes'."
+        )
     elif best:
         text = f"{lead}: rank {best['rank']}'s {best['role']} is {best['excess_us']:.1f} us per launch above its peers."
     elif f.section("pmu") and not f.section("pmu").get("busiest"):

@@ -6,7 +6,8 @@ from typing import Sequence
 
 
 def rank_list(ranks: Sequence[int], limit: int = 8) -> str:
-    """A rank list as a sentence starts it: "Rank 3", "Ranks 1 and 4", "Ranks 0, 1, ..., 7 and 5 other ranks" ("7 and 7 more" read as a rank list)."""
+    """A rank list as a sentence starts it: "Rank 3", "Ranks 1 and 4", "Ranks
+    0, 1, ..., 7 and 5 other ranks" ("7 and 7 more" read as a rank list)."""
     shown = [str(r) for r in ranks[:limit]]
     if len(ranks) == 1:
         return f"Rank {shown[0]}"

@@ -74,7 +74,8 @@ def render_args(templates: list[str], values: Mapping[str, Any]) -> list[str]:
         unknown = placeholders_in(template) - set(values)
         if unknown:
             raise ConfigError(
-                f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(values)}"
+                f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} "
+                f"in {template!r}; known: {sorted(values)}"
             )
         rendered.append(template.format(**values))
     return rendered
@@ -93,7 +94,10 @@ def msprof_output_problem(path: Path | str) -> str | None:
     bad = sorted({c for c in str(path) if c in MSPROF_OUTPUT_REFUSED})
     if not bad:
         return None
-    return f"output path {path} holds {' '.join(repr(c) for c in bad)}, which msprof refuses in --output (newline ' \" % > < | & $ ; ` \\)"
+    return (
+        f"output path {path} holds {' '.join(repr(c) for c in bad)}, which "
+        "msprof refuses in --output (newline ' \" % > < | & $ ; ` \\)"
+    )
 
 
 def msopprof_output_dirs(config: Mapping[str, Any], workdir: Path, experiment: str) -> list[Path]:
@@ -341,9 +345,10 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
         if other:
             suggestion = f"{run.get('_experiment', name)}_{'analyzed' if run['mode'] == 'analyze' else 'collected'}"
             problems.append(
-                f"experiment {name!r}: {results / name}/ holds {other_mode}-mode results ({', '.join(other)}); {'an' if run['mode'] == 'analyze' else 'a'} "
-                f"{run['mode']} run under the same name would leave them beside its own and the report would mix both. Give this run's "
-                f"experiment its own name (e.g. {suggestion}, as `experiment:` or as a key of `experiments:`), or move {results / name}/ away"
+                f"experiment {name!r}: {results / name}/ holds {other_mode}-mode results ({', '.join(other)}); "
+                f"{'an' if run['mode'] == 'analyze' else 'a'} {run['mode']} run under the same name would leave them "
+                "beside its own and the report would mix both. Give this run's experiment its own name (e.g. "
+                f"{suggestion}, as `experiment:` or as a key of `experiments:`), or move {results / name}/ away"
             )
     return problems
 
@@ -366,11 +371,13 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
         for key in override or {}:
             if key in FIXED_ACROSS_EXPERIMENTS:
                 problems.append(
-                    f"experiments.{name}: {key} cannot be overridden (every experiment runs on the same cluster, in the same mode)"
+                    f"experiments.{name}: {key} cannot be overridden (every "
+                    "experiment runs on the same cluster, in the same mode)"
                 )
         if isinstance((override or {}).get("timeline"), dict) and "nodes_per_job" in override["timeline"]:
             problems.append(
-                f"experiments.{name}: timeline.nodes_per_job cannot be overridden (it shapes the job graph of every experiment)"
+                f"experiments.{name}: timeline.nodes_per_job cannot be "
+                "overridden (it shapes the job graph of every experiment)"
             )
     for pair in config.get("compare") or []:
         for name in pair:
@@ -397,7 +404,8 @@ def long_waits(config: Mapping[str, Any]) -> list[str]:
 
     if sim["dead_node"] is not None:
         notes.append(
-            f"sim.dead_node: {sim['dead_node']}: that node never starts its ranks, so correctness ends only at its timeout ({budget('correctness')})"
+            f"sim.dead_node: {sim['dead_node']}: that node never starts its ranks, "
+            f"so correctness ends only at its timeout ({budget('correctness')})"
         )
     if sim["replay"] == "hang":
         notes.append(
@@ -450,17 +458,20 @@ def check_config(config: Mapping[str, Any], workdir: Path, experiments: list[str
         )
     if collect and shape["num_max_tokens_per_rank"] < shape["num_tokens"]:
         problems.append(
-            f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) must be at least shape.num_tokens ({shape['num_tokens']})"
+            f"shape.num_max_tokens_per_rank ({shape['num_max_tokens_per_rank']}) "
+            f"must be at least shape.num_tokens ({shape['num_tokens']})"
         )
     roles = kernel["roles"]
     if not 1 <= shape["num_aiv"] <= kernel["max_aiv"]:
         problems.append(
-            f"shape.num_aiv ({shape['num_aiv']}) is out of range: it must be between 1 and kernel.max_aiv ({kernel['max_aiv']})"
+            f"shape.num_aiv ({shape['num_aiv']}) is out of range: it "
+            f"must be between 1 and kernel.max_aiv ({kernel['max_aiv']})"
         )
     role_total = sum(int(r["count"]) for r in roles)
     if role_total != shape["num_aiv"]:
         problems.append(
-            f"kernel.roles counts sum to {role_total} but shape.num_aiv is {shape['num_aiv']}: the roles must cover every AIV core exactly once, in AIV order"
+            f"kernel.roles counts sum to {role_total} but shape.num_aiv is {shape['num_aiv']}: "
+            "the roles must cover every AIV core exactly once, in AIV order"
         )
     names = [r["name"] for r in roles]
     if len(set(names)) != len(names):
@@ -499,7 +510,8 @@ def cluster_problems(config: Mapping[str, Any]) -> list[str]:
             problems.append(f"cluster.hosts[{i}] ({host!r}) is not a plain hostname or IP address")
     if cluster["hosts"] and len(cluster["hosts"]) != nodes:
         problems.append(
-            f"cluster.hosts lists {len(cluster['hosts'])} hosts but cluster.nodes is {nodes}: give one host per node, node 0 first"
+            f"cluster.hosts lists {len(cluster['hosts'])} hosts but "
+            f"cluster.nodes is {nodes}: give one host per node, node 0 first"
         )
     if not is_plain_host(cluster["master_addr"]):
         problems.append(f"cluster.master_addr ({cluster['master_addr']!r}) is not a plain hostname or IP address")
@@ -508,7 +520,8 @@ def cluster_problems(config: Mapping[str, Any]) -> list[str]:
 
     if config["launcher"] == "ssh" and len(cluster["hosts"]) != nodes:
         problems.append(
-            f"launcher: ssh needs cluster.hosts with one host per node, node 0 first ({nodes} nodes, {len(cluster['hosts'])} hosts given)"
+            "launcher: ssh needs cluster.hosts with one host per node, node "
+            f"0 first ({nodes} nodes, {len(cluster['hosts'])} hosts given)"
         )
     user = config["ssh"]["user"]
     if user is not None and not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", user):
@@ -525,7 +538,8 @@ def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
         try:
             if "rank" not in re.compile(deepep[key]).groupindex:
                 problems.append(
-                    f"deepep.{key} must have a named group (?P<rank>\\d+) holding the global rank of the process that printed it"
+                    f"deepep.{key} must have a named group (?P<rank>\\d+) "
+                    "holding the global rank of the process that printed it"
                 )
         except re.error as exc:
             problems.append(f"deepep.{key} is not a valid regular expression: {exc}")
@@ -533,7 +547,8 @@ def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
         unknown = placeholders_in(template) - PLACEHOLDERS
         if unknown:
             problems.append(
-                f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} in {template!r}; known: {sorted(PLACEHOLDERS)}"
+                f"deepep.test_args: unknown placeholder {{{sorted(unknown)[0]}}} "
+                f"in {template!r}; known: {sorted(PLACEHOLDERS)}"
             )
     return problems
 
@@ -583,11 +598,13 @@ def run_problems(config: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     if config["baseline"]["iterations"] <= config["baseline"]["warmup"]:
         problems.append(
-            f"baseline.iterations ({config['baseline']['iterations']}) must exceed baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
+            f"baseline.iterations ({config['baseline']['iterations']}) must exceed "
+            f"baseline.warmup ({config['baseline']['warmup']}): nothing would be measured"
         )
     if config["timeline"]["iterations"] <= config["timeline"]["warmup"]:
         problems.append(
-            f"timeline.iterations ({config['timeline']['iterations']}) must exceed timeline.warmup ({config['timeline']['warmup']})"
+            f"timeline.iterations ({config['timeline']['iterations']}) "
+            f"must exceed timeline.warmup ({config['timeline']['warmup']})"
         )
     for option in config["timeline"]["msprof_options"]:
         if option.split("=")[0] in ("--hccl", "--model-execution", "--output", "--application"):
@@ -596,8 +613,8 @@ def run_problems(config: Mapping[str, Any]) -> list[str]:
             )
     if config["pmu"]["timelines"]:
         problems.append(
-            f"pmu.timelines ({config['pmu']['timelines']}) is no longer read: PipeTimeline and InstrTimeline are runs of their own now "
-            "(stage pipe_timeline); move the list to pipe_timeline.runs and remove pmu.timelines"
+            f"pmu.timelines ({config['pmu']['timelines']}) is no longer read: PipeTimeline and InstrTimeline are runs "
+            "of their own now (stage pipe_timeline); move the list to pipe_timeline.runs and remove pmu.timelines"
         )
     if (
         config["pipe_timeline"]["instr_timeline_pipe"] is not None
@@ -610,13 +627,15 @@ def run_problems(config: Mapping[str, Any]) -> list[str]:
     pmu = config["pmu"]
     if not {"PipeUtilization", "Default"} & set(pmu["metrics"]):
         problems.append(
-            f"pmu.metrics ({pmu['metrics']}) must include PipeUtilization or Default: the per-role table is built from PipeUtilization"
+            f"pmu.metrics ({pmu['metrics']}) must include PipeUtilization "
+            "or Default: the per-role table is built from PipeUtilization"
         )
     if pmu["launch_count"] > pmu["iterations"]:
         # The driver launches the kernel pmu.iterations times; msopprof cannot profile launches that never happen.
         problems.append(
-            f"pmu.launch_count ({pmu['launch_count']}) exceeds pmu.iterations ({pmu['iterations']}): the perf driver launches the kernel "
-            "pmu.iterations times under msopprof, so some launches asked for would never be profiled; raise pmu.iterations"
+            f"pmu.launch_count ({pmu['launch_count']}) exceeds pmu.iterations ({pmu['iterations']}): the perf driver "
+            "launches the kernel pmu.iterations times under msopprof, so some "
+            "launches asked for would never be profiled; raise pmu.iterations"
         )
     return problems
 
@@ -645,11 +664,13 @@ def probe_problems(probe: Mapping[str, Any]) -> list[str]:
     problems = []
     if not probe["command"]:
         problems.append(
-            "probe.command is empty: give the probe program as an argument list, e.g. [python3, my_probe.py] (probe.enabled is true)"
+            "probe.command is empty: give the probe program as an argument "
+            "list, e.g. [python3, my_probe.py] (probe.enabled is true)"
         )
     if probe["soc_version"] is None:
         problems.append(
-            "probe.soc_version must be set when probe.enabled is true: the full SoC name of the simulator, e.g. Ascend950PR_9599 "
+            "probe.soc_version must be set when probe.enabled is true: "
+            "the full SoC name of the simulator, e.g. Ascend950PR_9599 "
             '(python3 -c "import acl; print(acl.get_soc_name())" on the target machine); it is never guessed'
         )
     elif probe["soc_version"] == "950":

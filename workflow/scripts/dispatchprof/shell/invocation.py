@@ -19,7 +19,8 @@ def invocation_args(
     configfiles: Sequence[str | os.PathLike[str]], config_args: Sequence[str] | None, workdir: Path
 ) -> list[str]:
     """The words that made this run's config: ``--configfile`` with its files (relative to the workflow's directory
-    when under it, so that the command also works in a clone elsewhere) and ``--config`` with its raw key=value words."""
+    when under it, so that the command also works in a clone
+    elsewhere) and ``--config`` with its raw key=value words."""
     words: list[str] = []
     if configfiles:
         words.append("--configfile")

@@ -90,12 +90,18 @@ def report_line(path: str, started: float) -> str:
     ``started``: when this Snakemake process began (a report older than that was not rebuilt)."""
     html = Path(path)
     if not html.is_file():
-        return f"Report: not built in this run ({path} does not exist: a job failed, or --until or a target stopped before the report)"
+        return (
+            f"Report: not built in this run ({path} does not exist: a job "
+            "failed, or --until or a target stopped before the report)"
+        )
     if html.stat().st_mtime < started:
         from datetime import datetime
 
         stamp = datetime.fromtimestamp(html.stat().st_mtime).isoformat(timespec="seconds")
-        return f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild it (a job failed, or --until or a target stopped before the report)"
+        return (
+            f"Report: {path} is from an earlier run ({stamp}); this run did not rebuild "
+            "it (a job failed, or --until or a target stopped before the report)"
+        )
     # the same report for a terminal, a diff or a chat: say where it is
     markdown = html.with_suffix(".md")
     return f"Report: {path}" + (f" (Markdown: {markdown})" if markdown.is_file() else "")

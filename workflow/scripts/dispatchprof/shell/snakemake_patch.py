@@ -20,7 +20,10 @@ from typing import Any
 # The Snakemake releases this patch was run on (tests/workflow/test_interruptions.py, results made read-only).
 # Add a release here only after that test passed on it.
 TESTED_VERSIONS = frozenset({"9.27.1"})
-CONSEQUENCE = "a results/ directory that becomes unwritable mid-run then ends with Snakemake's traceback instead of one line and the end-of-run table"
+CONSEQUENCE = (
+    "a results/ directory that becomes unwritable mid-run then ends with "
+    "Snakemake's traceback instead of one line and the end-of-run table"
+)
 
 
 def installed_version() -> str:

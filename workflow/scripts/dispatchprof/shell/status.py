@@ -222,7 +222,8 @@ def read_status(path: str | Path) -> Status:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise StatusError(
-            f"{path}: not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); a status file is JSON in UTF-8"
+            f"{path}: not UTF-8 text (byte {exc.start}: "
+            f"{raw[exc.start : exc.start + 1]!r}); a status file is JSON in UTF-8"
         ) from exc
     try:
         data = json.loads(text)
@@ -245,8 +246,9 @@ def read_input_status(path: str | Path) -> Status:
 
 
 def place_of_status(path: str | Path) -> tuple[str, str, str | None]:
-    """The experiment, stage and part whose status file ``path`` is: results/<experiment>/<stage>[/<part>...]/status.json
-    (the part may be nested: timeline/nodes/nodes0-1, pipe_timeline/pipe/collect)."""
+    """The experiment, stage and part whose status file ``path`` is:
+    results/<experiment>/<stage>[/<part>...]/status.json (the part may
+    be nested: timeline/nodes/nodes0-1, pipe_timeline/pipe/collect)."""
     parents = Path(path).parent.parts
     for depth in range(len(parents) - 1, 0, -1):
         if parents[depth] in STAGES:

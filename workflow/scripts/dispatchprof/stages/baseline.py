@@ -56,7 +56,8 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
             "warmup": int(kernel.frame.groupby("iteration")["warmup"].all().sum()),
             "iterations": int(kernel.frame["iteration"].nunique()),
             "synchronize_start": (
-                "requested (profile_dispatch_latency(synchronize_start=True): an untimed cross-rank barrier before each timed launch)"
+                "requested (profile_dispatch_latency(synchronize_start=True): "
+                "an untimed cross-rank barrier before each timed launch)"
                 if cfg["baseline"]["synchronize_start"]
                 else "off (baseline.synchronize_start: false): host lateness lands in the kernel's entry barrier"
             )
@@ -81,8 +82,9 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
     named = kernel_scope["slowest_named"]
     spread = kernel_scope["per_iteration_spread_us"]
     reason = (
-        f"{per_iter_stats['n']} measured iterations on {ranks} ranks; per-iteration max median {per_iter_stats['median']:.1f} us, "
-        f"P95 {per_iter_stats['p95']:.1f} us, spread over ranks median {spread['median']:.1f} us; "
+        f"{per_iter_stats['n']} measured iterations on {ranks} ranks; per-iteration max median "
+        f"{per_iter_stats['median']:.1f} us, P95 {per_iter_stats['p95']:.1f} "
+        f"us, spread over ranks median {spread['median']:.1f} us; "
         + (
             f"slow by itself: rank {named['rank']}"
             if named["rank"] is not None
@@ -99,7 +101,8 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
 
 
 def load_routing(cfg: Mapping[str, Any], run_dir: Path | None) -> list[dict[str, Any]]:
-    """The perf driver's routing records: its run directory's routing/ when collected here, analyze.routing_dir when imported."""
+    """The perf driver's routing records: its run directory's routing/
+    when collected here, analyze.routing_dir when imported."""
     if run_dir:
         return load_json_dir(run_dir / "routing")
     imported = cfg["analyze"].get("routing_dir")
@@ -154,7 +157,8 @@ def latency_validations(stats: Mapping[str, Any], csv: Path, configured_hz: str)
                 "device clock",
                 False,
                 "warning",
-                f"{csv}: clock_hz {kernel_scope['clock_hz']} differs from kernel.clock_hz {configured_hz}: the build converted ticks with its own value",
+                f"{csv}: clock_hz {kernel_scope['clock_hz']} differs from kernel.clock_hz "
+                f"{configured_hz}: the build converted ticks with its own value",
             )
         )
     if not stats["bytes"].get("available"):

@@ -50,8 +50,8 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
     if result is None:
         return run.status(
             "invalid",
-            f"no {'readable ' if loaded.refused else ''}DebugClock file under {root} (dispatch_clock*_rank_*.csv, or rank<R>-pid<P>-launch<L>/trace.bin)"
-            + left_out,
+            f"no {'readable ' if loaded.refused else ''}DebugClock file under {root} "
+            "(dispatch_clock*_rank_*.csv, or rank<R>-pid<P>-launch<L>/trace.bin)" + left_out,
             upstream=upstream,
             validations=refused,
         )
@@ -73,13 +73,17 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
     validations = debugclock_validations(stats) + refused
     busy = stats["busiest"]
     named = (
-        f"busiest: rank {busy['rank']} {busy['role']} slot {busy['slot']} ({busy['phase']}), +{busy['excess_us']:.1f} us over its peers"
+        f"busiest: rank {busy['rank']} {busy['role']} slot {busy['slot']} "
+        f"({busy['phase']}), +{busy['excess_us']:.1f} us over its peers"
         if busy
         else "no slot exceeds its peers"
     )
     node = stats["busiest_node"]
     if node:
-        named += f"; every rank of node {node['node']}: {node['role']} {node['phase']} +{node['excess_us']:.1f} us over the other nodes'"
+        named += (
+            f"; every rank of node {node['node']}: {node['role']} "
+            f"{node['phase']} +{node['excess_us']:.1f} us over the other nodes'"
+        )
     reason = f"{stats['source']}: {stats['ranks']} ranks, {stats['cores']} cores; {named}" + left_out
     return run.status(
         "ok", reason, upstream=upstream, validations=validations, artifacts=[str(p) for p in run.outputs.values()]
@@ -87,7 +91,8 @@ def debugclock(run: StageRun, parts: Mapping[str, Status]) -> Status:
 
 
 def debugclock_validations(stats: Mapping[str, Any]) -> list[Validation]:
-    """Warnings: roles that disagree with the event paths, the legacy analyzer's clipping, markers the recorder dropped."""
+    """Warnings: roles that disagree with the event paths, the
+    legacy analyzer's clipping, markers the recorder dropped."""
     validations = (
         [
             Validation(
@@ -115,7 +120,8 @@ def debugclock_validations(stats: Mapping[str, Any]) -> list[Validation]:
                 "AKL recorder capacity",
                 False,
                 "warning",
-                f"{stats['dropped_markers']} markers dropped by the recorder (capacity reached): the segments around them span the lost markers",
+                f"{stats['dropped_markers']} markers dropped by the recorder "
+                "(capacity reached): the segments around them span the lost markers",
             )
         ]
         if stats.get("dropped_markers")

@@ -31,7 +31,10 @@ from dispatchprof.tools.toolchain import Toolchain, resolve
 # The legacy DEBUG build writes its clocks over tpSendCountsOut (docs/formats.md §3): a precision failure of the ON run
 # alone is the instrumentation's, not the kernel's. It still makes the stage invalid: an ON run whose results are
 # wrong is not the run the clocks were meant to time, and a lead reading "ok" would trust them.
-KNOWN_CAUSE = "the legacy DEBUG build overwrites tpSendCountsOut with its clocks (docs/formats.md §3): the instrumentation's failure, not the kernel's"
+KNOWN_CAUSE = (
+    "the legacy DEBUG build overwrites tpSendCountsOut with its clocks "
+    "(docs/formats.md §3): the instrumentation's failure, not the kernel's"
+)
 
 
 def debugclock_collect(run: StageRun, logs: Path) -> Status:
@@ -123,13 +126,14 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     if not wrote_clock_files(raw):
         return run.status(
             "invalid",
-            f"the DEBUG_CLOCK_ON build ran but wrote no DebugClock file under {raw} (dispatch_clock*_rank_*.csv or trace.bin)",
+            "the DEBUG_CLOCK_ON build ran but wrote no DebugClock file "
+            f"under {raw} (dispatch_clock*_rank_*.csv or trace.bin)",
             **common,
         )
     return run.status(
         "ok",
-        f"{why}; DEBUG_CLOCK_ON build in a {tree.how} ({tree.path.name}), {dc['runs']} OFF/ON run pair(s) of {dc['iterations']} calls; "
-        f"precision of the ON run {details['precision_on'].split(' (')[0].split(':')[0]}",
+        f"{why}; DEBUG_CLOCK_ON build in a {tree.how} ({tree.path.name}), {dc['runs']} OFF/ON run pair(s) of "
+        f"{dc['iterations']} calls; precision of the ON run {details['precision_on'].split(' (')[0].split(':')[0]}",
         artifacts=[str(raw), str(out)],
         **common,
     )
@@ -176,7 +180,8 @@ def off_on_runs(
     precision, commands = [], []
     driver = Path(run.inputs["driver"])
     for i in range(dc["runs"]):
-        # OFF then ON, alternating: drift between them lands on both builds alike. The baseline's numbers are not reused.
+        # OFF then ON, alternating: drift between them lands on
+        # both builds alike. The baseline's numbers are not reused.
         for variant, use_chain, wrap in (
             ("off", chain, None),
             ("on", debug_chain, debugclock_wrap(raw, i, dc, chain.name)),
@@ -197,7 +202,8 @@ def off_on_runs(
                 return (
                     (
                         "timeout",
-                        f"the DebugClock {variant.upper()} run {i} exceeded its {run.timeout:g} s budget: {test.result.problem}",
+                        f"the DebugClock {variant.upper()} run {i} exceeded "
+                        f"its {run.timeout:g} s budget: {test.result.problem}",
                     ),
                     precision,
                     commands,

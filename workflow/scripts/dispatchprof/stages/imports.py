@@ -38,7 +38,8 @@ class ImportError_(ValueError):
 
 
 def manifest(root: Path, checksums: bool = False) -> list[dict[str, Any]]:
-    """Every readable regular file of the tree (tree_problems lists the others): path, size, mtime, sha256 on request."""
+    """Every readable regular file of the tree (tree_problems
+    lists the others): path, size, mtime, sha256 on request."""
     entries = []
     for entry in walk_tree(root):
         if entry.problem is not None or entry.stat is None or entry.is_dir:
@@ -197,7 +198,8 @@ def count_import(kind: str, root: Path) -> ImportCount:
         runs = simulator_runs(root)
         if not runs:
             raise ImportError_(
-                f"{root}: no OPPROF_*/simulator/ directory; expected msopprof simulator output (an OPPROF_* directory or a directory holding one)"
+                f"{root}: no OPPROF_*/simulator/ directory; expected msopprof "
+                "simulator output (an OPPROF_* directory or a directory holding one)"
             )
         return ImportCount([], len(runs), None, f"{len(runs)} simulated kernel(s)")
     if kind == "timeline_dir":
@@ -209,7 +211,8 @@ def count_import(kind: str, root: Path) -> ImportCount:
     found = sum(1 for d in nodes.values() for p in d.iterdir() if p.is_dir() and pattern.match(p.name))
     if not found:
         raise ImportError_(
-            f"{root}: no {label} directory under node0..node{max(nodes)} (names as the tool writes them, e.g. {label[:-1]}...)"
+            f"{root}: no {label} directory under node0..node{max(nodes)} "
+            f"(names as the tool writes them, e.g. {label[:-1]}...)"
         )
     return ImportCount(sorted(nodes), found, None, f"{found} {label} directories in {len(nodes)} node directories")
 
@@ -220,8 +223,8 @@ def count_timeline_tree(root: Path) -> ImportCount:
     found = find_data_dirs(root)
     if not found:
         raise ImportError_(
-            f"{root}: no profiler data directory found (searched {MAX_DEPTH} levels for msprof's PROF_* directories, torch_npu's "
-            "*_ascend_pt directories, or a mindstudio_profiler_output/ export, under node<k>/ or not)"
+            f"{root}: no profiler data directory found (searched {MAX_DEPTH} levels for msprof's PROF_* directories, "
+            "torch_npu's *_ascend_pt directories, or a mindstudio_profiler_output/ export, under node<k>/ or not)"
         )
     nodes = sorted({d.node for d in found if d.node is not None})
     kinds = ", ".join(f"{sum(d.kind == k for d in found)} {k}" for k in KINDS if any(d.kind == k for d in found))
@@ -258,13 +261,15 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
     if outside:
         return (
             "invalid",
-            f"analyze.{kind}: {root} holds node directories {outside} but cluster.nodes is {nodes} (node0..node{nodes - 1})",
+            f"analyze.{kind}: {root} holds node directories {outside} "
+            f"but cluster.nodes is {nodes} (node0..node{nodes - 1})",
             details,
         )
     if count.ranks is not None and count.ranks != world:
         return (
             "invalid",
-            f"analyze.{kind}: {root} holds {count.ranks} ranks ({count.how}) but the config has {world} (nodes x ranks_per_node)",
+            f"analyze.{kind}: {root} holds {count.ranks} ranks ({count.how}) "
+            f"but the config has {world} (nodes x ranks_per_node)",
             details,
         )
     held = f"{count.ranks} ranks, {count.how}" if count.ranks is not None else count.how
@@ -275,7 +280,10 @@ def unreadable_entries(kind: str, root: Path, problems: list[str], most: int = 3
     """The import's refusal: which entries of the tree cannot be read, each with why (tree_problems)."""
     listed = "; ".join(problems[:most]) + (f"; and {len(problems) - most} more" if len(problems) > most else "")
     entries = "1 entry" if len(problems) == 1 else f"{len(problems)} entries"
-    return f"analyze.{kind}: {entries} of {root} cannot be read: {listed} (fix or remove them; the import reads nothing until then)"
+    return (
+        f"analyze.{kind}: {entries} of {root} cannot be read: {listed} "
+        "(fix or remove them; the import reads nothing until then)"
+    )
 
 
 def file_count(entries: list[dict[str, Any]]) -> str:

@@ -24,8 +24,8 @@ from dispatchprof.shell.status import Status, Validation
 from dispatchprof.tools.toolchain import resolve
 
 NO_SAMPLES_WHY = (
-    "no SIMT samples: visualize_data.bin has no TopStallReason block. msopprof switches PC sampling off silently when the "
-    "kernel has no SIMT code (Has Simt=0 in dump/op_basic_info.txt) or when dump/pcSampling.bin* is missing"
+    "no SIMT samples: visualize_data.bin has no TopStallReason block. msopprof switches PC sampling off silently "
+    "when the kernel has no SIMT code (Has Simt=0 in dump/op_basic_info.txt) or when dump/pcSampling.bin* is missing"
 )
 
 
@@ -70,7 +70,10 @@ def pcsampling_record(run: StageRun, merged: Mapping[str, Any], cov: Mapping[str
         "simt_functions_in_hot_lines": candidates,
         "per_function": merged["per_function"],
         "per_role": merged["per_role"],
-        "per_role_definition": "not-issued stall mixture of the hot source lines of the SIMT functions each role runs (docs/formats.md §3), weighted by their sample shares",
+        "per_role_definition": (
+            "not-issued stall mixture of the hot source lines of the SIMT functions "
+            "each role runs (docs/formats.md §3), weighted by their sample shares"
+        ),
         "source_mapped": source_mapped,
         "instructions": merged["instructions_seen"],
         "per_rank": merged["per_rank"],
@@ -143,8 +146,9 @@ def pcsampling(run: StageRun, parts: Mapping[str, Status]) -> Status:
                 "source mapping",
                 False,
                 "warning",
-                "no per-line data: the kernel was built without -g, so msopprof could not map PCs to source lines; rebuild with device "
-                "debug info (-g on the device target in cmake/AscendDeepEPKernel.cmake; the stand-in: deepep.build_env DEVICE_DEBUG_INFO=ON)",
+                "no per-line data: the kernel was built without -g, so msopprof could not map PCs to source lines; "
+                "rebuild with device debug info (-g on the device target in "
+                "cmake/AscendDeepEPKernel.cmake; the stand-in: deepep.build_env DEVICE_DEBUG_INFO=ON)",
             )
         )
     result = pcsampling_record(run, merged, cov, source_mapped)
@@ -171,11 +175,12 @@ def stall_reason(cov: Mapping[str, Any], stalls: Mapping[str, Any], top_lines: l
     worst = max(stalls["not_issue"], key=stalls["not_issue"].get)
     lead = f"PARTIAL COVERAGE: {cov['text']}; " if cov["state"] == "partial" else ""
     reason = (
-        lead
-        + f"stall samples on {cov['found']} of {cov['expected']} ranks; top stall {worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
+        lead + f"stall samples on {cov['found']} of {cov['expected']} ranks; top stall "
+        f"{worst} ({100 * stalls['not_issue'][worst]:.0f}% of not-issued samples)"
     )
     reason += (
-        f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} ({top_lines[0].get('function') or 'function unknown'}, "
+        f"; hottest line {top_lines[0]['file']}:{top_lines[0]['line']} "
+        f"({top_lines[0].get('function') or 'function unknown'}, "
         f"{100 * top_lines[0]['share_of_samples']:.1f}% of all samples)"
         if top_lines
         else "; no source lines (see source mapping)"

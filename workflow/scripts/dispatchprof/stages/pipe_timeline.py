@@ -33,12 +33,14 @@ from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, worst_state
 
 REFUSAL_NOTE = (
-    "an expected outcome: the msopprof docs say PipeTimeline/InstrTimeline do not support comm-compute fused kernels, and whether "
-    "elastic_dispatch_kernel counts as one is not known"
+    "an expected outcome: the msopprof docs say PipeTimeline/InstrTimeline do not support "
+    "comm-compute fused kernels, and whether elastic_dispatch_kernel counts as one is not known"
 )
 CORE_MAPPING = {
-    "block_id": "assumed: trace.json's core<N>.veccore0 is block_id N, i.e. AIV index N of this AIV-only kernel (docs/formats.md §2 does not say; "
-    "pipe_timeline.core_mapping); cube cores and veccore1 are not placed",
+    "block_id": (
+        "assumed: trace.json's core<N>.veccore0 is block_id N, i.e. AIV index N of this AIV-only kernel "
+        "(docs/formats.md §2 does not say; pipe_timeline.core_mapping); cube cores and veccore1 are not placed"
+    ),
     "unknown": "unknown (pipe_timeline.core_mapping): cores are not placed on roles",
 }
 
@@ -161,7 +163,10 @@ def source_traces(
     if not cov.enough:
         entry.update(
             state="invalid",
-            reason=f"trace.json (or a TRACE block in visualize_data.bin) for {cov.sentence()}: below stats.min_rank_coverage"
+            reason=(
+                "trace.json (or a TRACE block in visualize_data.bin) "
+                f"for {cov.sentence()}: below stats.min_rank_coverage"
+            )
             + (f"; {len(without)} kernel runs have none (not a PipeTimeline/InstrTimeline run?)" if without else "")
             + left_out,
         )
@@ -226,7 +231,10 @@ def pipe_timeline_result(run: StageRun, runs: dict[str, dict], primary: str | No
         "core_mapping_note": CORE_MAPPING[settings["core_mapping"]],
         "time_unit": "µs (trace.json ts/dur are cycles / aicore frequency; displayTimeUnit is only the viewer's)",
         "cautions": {"parallel_pipes": PARALLEL_CAUTION, "mte_bandwidth": BANDWIDTH_CAUTION},
-        "sampling_note": "the device timelines are sampling-based: msopprof shows only a subset of cores (6 on 950), so each role carries its coverage",
+        "sampling_note": (
+            "the device timelines are sampling-based: msopprof shows only a "
+            "subset of cores (6 on 950), so each role carries its coverage"
+        ),
     }
     result["summary"] = {
         "runs": {k: v.get("state") for k, v in runs.items()},
@@ -253,7 +261,10 @@ def pipe_timeline_reason(
         text = f"{kind}: {entry.get('state')}"
         if entry.get("state") == "ok" and entry.get("roles"):
             seen = sum(v["cores_seen"] for v in entry["roles"].values())
-            text += f" ({(entry.get('rank_coverage') or {}).get('sentence', 'ranks not known')}, {seen} of {sum(int(r['count']) for r in roles)} AIV cores placed on roles)"
+            text += (
+                f" ({(entry.get('rank_coverage') or {}).get('sentence', 'ranks not known')}, "
+                f"{seen} of {sum(int(r['count']) for r in roles)} AIV cores placed on roles)"
+            )
             text += refused_sentence((entry.get("rank_coverage") or {}).get("refused") or {}).replace(
                 ". Left out", "; left out"
             )

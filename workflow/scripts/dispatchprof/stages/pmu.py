@@ -194,7 +194,8 @@ def read_pmu_runs(raw: Path, cfg: Mapping[str, Any], identity: Any, named: dict[
     """Every rank's runs under ``raw``, each launch's metric CSVs read. A rank with a file that cannot be read is left
     out whole, with why (read.refused); the others go on. Raises RankIdentityError."""
     rpn = cfg["cluster"]["ranks_per_node"]
-    # Every metric CSV msopprof was asked for must be there for every launch: a requested metric never disappears silently.
+    # Every metric CSV msopprof was asked for must be there for
+    # every launch: a requested metric never disappears silently.
     requested = requested_metric_csvs(cfg["pmu"]["metrics"])
     unplaced: list[str] = []
     runs = rank_runs(
@@ -245,7 +246,8 @@ def unequal_launches(cores: pd.DataFrame, cfg: Mapping[str, Any]) -> str | None:
         + ", but "
         + ", ".join(f"rank {r} has {launches[r]}" for r in short[:8])
         + (f" and {len(short) - 8} more ranks" if len(short) > 8 else "")
-        + " (msopprof profiles at most the matching launches the driver makes: pmu.iterations, after pmu.launch_skip_before_match)"
+        + " (msopprof profiles at most the matching launches the driver "
+        "makes: pmu.iterations, after pmu.launch_skip_before_match)"
     )
 
 
@@ -277,8 +279,8 @@ def pmu(run: StageRun, parts: Mapping[str, Status]) -> Status:
     if not covered.enough:
         return run.status(
             "invalid",
-            f"PipeUtilization data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
-            + left_out,
+            f"PipeUtilization data for {covered.sentence()}: below "
+            f"stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)" + left_out,
             details={"coverage": {**covered.as_dict(), **refused_details(read.refused)}},
             validations=refused_validations(read.refused, "metric CSVs"),
         )
@@ -363,7 +365,10 @@ def roles_result(
         "entry": entry,
         "chips": chip_list(chips),
         "kernel": sorted({r.kernel for r in runs}),
-        "roles_assumption": "kernel.roles maps AIV index (vector rows by block_id, then sub-block) to roles: a configured assumption to verify against your commit's tiling",
+        "roles_assumption": (
+            "kernel.roles maps AIV index (vector rows by block_id, then sub-block) "
+            "to roles: a configured assumption to verify against your commit's tiling"
+        ),
         "launches": sorted(int(n) for n in cores["launch"].unique()),
         "roles_pooling": "role statistics pool every rank, core and launch; roles_by_launch holds each launch alone",
         "roles": stats,
@@ -495,17 +500,20 @@ def pmu_reason(result: Mapping[str, Any], cores: pd.DataFrame, covered: Coverage
     n_cores = len(cores[["rank", "aiv_index"]].drop_duplicates())
     reason = (
         ("PARTIAL COVERAGE " if not covered.complete else "")
-        + f"{n_cores} vector cores on {covered.sentence()}, {len(result['launches'])} {'launch' if len(result['launches']) == 1 else 'launches'} each (role statistics pooled over launches, "
-        "also per launch in roles.json)"
+        + f"{n_cores} vector cores on {covered.sentence()}, {len(result['launches'])} "
+        f"{'launch' if len(result['launches']) == 1 else 'launches'} each "
+        "(role statistics pooled over launches, also per launch in roles.json)"
         + (f"; also {', '.join(sorted(metric_sets))} per role" if metric_sets else "")
         + "; "
         + (
-            f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{100 * busy['ranked_excess_ratio']:.0f}% busy{'' if busy['ranked_by'] == 'busy_us_high' else ' without the scalar pipe'}, "
+            f"busiest against its peers: rank {busy['rank']} {busy['role']} (+{100 * busy['ranked_excess_ratio']:.0f}% "
+            f"busy{'' if busy['ranked_by'] == 'busy_us_high' else ' without the scalar pipe'}, "
             f"+{busy['excess_us_per_launch']:.1f} us per core and launch over the role's median); "
             if busy
             else ""
         )
         + f"longest role {by_time[0]} (median aiv_time {top['aiv_time_us_median']:.1f} us, waits included); "
-        f"highest I-cache miss rate {by_miss[0]} (median {100 * (stats[by_miss[0]]['aiv_icache_miss_rate_median'] or 0):.1f}%)"
+        f"highest I-cache miss rate {by_miss[0]} (median "
+        f"{100 * (stats[by_miss[0]]['aiv_icache_miss_rate_median'] or 0):.1f}%)"
     )
     return reason

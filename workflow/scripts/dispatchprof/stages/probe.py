@@ -30,7 +30,8 @@ def probe(run: StageRun, needed: Mapping[str, Status]) -> Status:
                 "CACHEMISS in both traces",
                 False,
                 "warning",
-                f"{agreement['per_core_traces']} in the per-core trace.json files, {agreement['summary_trace']} in the summary trace.json; the per-core count is used",
+                f"{agreement['per_core_traces']} in the per-core trace.json files, "
+                f"{agreement['summary_trace']} in the summary trace.json; the per-core count is used",
             )
         )
     if result["unmatched_begin_end"]:

@@ -67,8 +67,8 @@ def too_few(covered: Coverage, summary: Mapping[str, Any], kernel: str) -> str:
     refused rank's when all were refused), with the refused files named."""
     if covered.found:
         return (
-            f"timeline data for {covered.sentence()}: below stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)"
-            + refused_sentence(summary["refused"])
+            f"timeline data for {covered.sentence()}: below "
+            f"stats.min_rank_coverage ({covered.min_fraction:.0%} of the ranks)" + refused_sentence(summary["refused"])
         )
     if summary["refused"] and len(summary["refused"]) == covered.expected:
         return "no rank has usable timeline data: every rank's files were refused" + refused_sentence(
@@ -82,7 +82,8 @@ def too_few(covered: Coverage, summary: Mapping[str, Any], kernel: str) -> str:
 
 
 def longest_of(grid: waits.LaunchGrid, waited: Mapping[str, Any], causes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The rank with the longest durations, labelled so that it is never read as "slowest" when the ranks are coupled."""
+    """The rank with the longest durations, labelled so that it
+    is never read as "slowest" when the ranks are coupled."""
     if len(grid.ranks) > 1:
         longest = longest_duration(grid.ranks.tolist(), grid.duration)
     else:  # one rank has no peer to be longer than: "slowest on rank 0 (100%)" would be an empty claim
@@ -113,8 +114,8 @@ def rank_mapping(details: Mapping[int, Mapping[str, Any]], covered: Coverage, in
         "inferred_ranks": inferred,
         "rule": infer_rank,
         "note": (
-            f"{len(inferred)} of {len(covered.found)} ranks were numbered from device ids (cluster.infer_rank: {infer_rank}); "
-            "neither the tool (rank_id -1) nor our identity sidecar recorded them"
+            f"{len(inferred)} of {len(covered.found)} ranks were numbered from device ids (cluster.infer_rank: "
+            f"{infer_rank}); neither the tool (rank_id -1) nor our identity sidecar recorded them"
             if inferred
             else None
         ),
@@ -212,15 +213,19 @@ def timeline_stats(
         else None,
         "call_chain": merged_call_chain(details.values(), cfg["timeline"]["known_kernels"]),
         "call_chain_scope": (
-            f"other kernels starting between consecutive target launches, over the first {cfg['timeline']['call_chain_launches']} launch intervals of each rank (timeline.call_chain_launches)"
+            "other kernels starting between consecutive target launches, over the first "
+            f"{cfg['timeline']['call_chain_launches']} launch intervals of each rank (timeline.call_chain_launches)"
             if cfg["timeline"]["call_chain_launches"]
             else "other kernels starting between consecutive target launches, over every launch interval of each rank"
         ),
         "timeline_minus_kernel_scope_us": {
             "per_rank": difference,
             "median": float(np.median(list(difference.values()))) if difference else None,
-            "definition": "timeline kernel duration (msprof, median per rank) minus the baseline's kernel-scope latency (median per rank): "
-            "the in-kernel entry barrier wait plus profiler overhead, which this data cannot separate. Listed apart from both.",
+            "definition": (
+                "timeline kernel duration (msprof, median per rank) minus the baseline's kernel-scope latency (median "
+                "per rank): the in-kernel entry barrier wait plus profiler "
+                "overhead, which this data cannot separate. Listed apart from both."
+            ),
         },
         "alignment": "ranks aligned by launch index of the target kernel",
         # provenance of the msprof databases (META_DATA SCHEMA_VERSION): readers are checked against 1.2.0
@@ -300,9 +305,15 @@ def timeline(run: StageRun) -> Status:
     strag = stats["straggler"]
     if len(covered.found) == 1:
         only = stats["per_rank"][str(covered.found[0])]
-        reason = f"{stats['kernel_name']} on a single rank ({covered.sentence()}): {only['launches']} launches, median {only['median_us']:.1f} us; no peers to compare"
+        reason = (
+            f"{stats['kernel_name']} on a single rank ({covered.sentence()}): {only['launches']} "
+            f"launches, median {only['median_us']:.1f} us; no peers to compare"
+        )
     else:
-        reason = f"{stats['kernel_name']} on {covered.sentence()}, {waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
+        reason = (
+            f"{stats['kernel_name']} on {covered.sentence()}, "
+            f"{waited['coupling']['state'].replace('_', ' ')}; {strag['evidence']}: {strag['explanation']}"
+        )
     reason += refused_sentence(coverage_summary["refused"])
     validations = [
         Validation(

@@ -90,6 +90,7 @@ def timeline_collect(run: StageRun, templates: Path) -> Status:
         return run.status(test.verdict.state, f"perf driver under msprof: {test.verdict.reason}", **common)
     return run.status(
         "ok",
-        f"msprof ran on {cfg['cluster']['nodes']} nodes ({timeline['iterations']} calls per rank, options {' '.join(options)}); precision passed on every rank",
+        f"msprof ran on {cfg['cluster']['nodes']} nodes ({timeline['iterations']} "
+        f"calls per rank, options {' '.join(options)}); precision passed on every rank",
         **common,
     )

@@ -1,4 +1,5 @@
-"""The parse part of stage timeline (rule timeline_parse): the PROF_ directories of a range of nodes -> ranks, coverage, launches.
+"""The parse part of stage timeline (rule timeline_parse): the
+PROF_ directories of a range of nodes -> ranks, coverage, launches.
 
 One job reads several nodes (timeline.nodes_per_job) and writes every rank's launch table and summary itself:
 hundreds of per-rank jobs would cost more in Snakemake's bookkeeping than the parsing does.
@@ -152,7 +153,8 @@ class RankReader:
         return kernels
 
     def communication(self, info: ProfInfo) -> str:
-        """Why a rank with no launch may have been asked for a communication op (analysis.timeline.communication_note)."""
+        """Why a rank with no launch may have been asked for a
+        communication op (analysis.timeline.communication_note)."""
         try:
             ops = communication_ops_named(info.db, self.is_target) if info.db is not None else 0
         except MsprofFormatError:
@@ -250,8 +252,8 @@ def parse_validations(
                 "rank mapping",
                 False,
                 "warning",
-                f"{len(inferred)} of {len(assignments)} sources numbered from their device id (cluster.infer_rank: {infer_rank}; "
-                "no identity sidecar, rank_id -1): inferred, not recorded",
+                f"{len(inferred)} of {len(assignments)} sources numbered from their device id "
+                f"(cluster.infer_rank: {infer_rank}; no identity sidecar, rank_id -1): inferred, not recorded",
             )
         )
     outside = [a for a in assignments if a.rank is not None and not first * rpn <= a.rank < (last + 1) * rpn]

@@ -70,7 +70,8 @@ def timeline_rank(run: StageRun) -> Status:
     slowest_other = chain[0]["name"] if chain else "none"
     return run.status(
         "ok",
-        f"rank {rank}: {summary['launches']} launches used, median {summary['median_us']:.1f} us; longest other kernel between launches: {slowest_other}",
+        f"rank {rank}: {summary['launches']} launches used, median {summary['median_us']:.1f} "
+        f"us; longest other kernel between launches: {slowest_other}",
         upstream=gate.upstream,
         artifacts=[str(p) for p in run.outputs.values()],
     )

@@ -233,7 +233,8 @@ def first_dead_rank(result: CollectiveResult, ranks_per_node: int, logs: list[Pa
         return DeadRank(
             rank,
             failure.how,
-            f"rank {rank} (node {node.node}, local rank {failure.local_rank}) died first: {failure.how} ({failure.path}:{failure.line_no}){said}",
+            f"rank {rank} (node {node.node}, local rank {failure.local_rank}) "
+            f"died first: {failure.how} ({failure.path}:{failure.line_no}){said}",
         )
     return None
 

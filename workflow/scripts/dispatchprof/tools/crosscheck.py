@@ -94,10 +94,14 @@ def compare_ranks(
     note = None
     if not rank_ids_set:
         note = (
-            "The PROF_ data carries rank_id -1: msprof-analyze numbered ranks by sorted (hostUid, device id), so ranks of "
-            "different nodes sharing a device id were merged and all but one dropped; its ranks do not map to ours."
+            "The PROF_ data carries rank_id -1: msprof-analyze numbered ranks by sorted (hostUid, device id), so "
+            "ranks of different nodes sharing a device id were merged "
+            "and all but one dropped; its ranks do not map to ours."
         )
     elif len(theirs) != len(found):
         note = f"msprof-analyze kept {len(theirs)} ranks, we found {len(found)} with launches"
-    selection = "msprof-analyze counts every launch; ours leave out the first timeline.skip_launches per rank, so medians may differ slightly"
+    selection = (
+        "msprof-analyze counts every launch; ours leave out the first "
+        "timeline.skip_launches per rank, so medians may differ slightly"
+    )
     return {"rows": rows, "their_ranks": len(theirs), "our_ranks": len(found), "note": note, "selection": selection}

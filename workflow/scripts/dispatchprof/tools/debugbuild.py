@@ -110,7 +110,8 @@ def baseline_intact(repo: Path, globs: Sequence[str], record: Mapping[str, Any])
     if still:
         return (
             False,
-            f"the DEBUG build changed the baseline libraries {still} and they could not be restored from the build record's copies",
+            f"the DEBUG build changed the baseline libraries {still} and "
+            "they could not be restored from the build record's copies",
         )
     return (
         True,
@@ -156,7 +157,8 @@ def imported_from_tree(loaded: Mapping[str, Any], tree: Path) -> tuple[bool, str
     if outside:
         return (
             False,
-            f"the ON run imported {', '.join(outside)}, not the DEBUG build's checkout {root}: its clocks would time another build ({shown})",
+            f"the ON run imported {', '.join(outside)}, not the DEBUG build's "
+            f"checkout {root}: its clocks would time another build ({shown})",
         )
     return True, f"every rank imported the package from {root} ({shown})" + (
         f"; {len(loaded['unknown'])} ranks did not say" if loaded["unknown"] else ""

@@ -86,8 +86,8 @@ def patch_test(
     if len(statements) != 1:
         where = ", ".join(f"line {s.lineno}" for s in statements)
         raise PatchError(
-            f"{path}: expected exactly one statement calling {callee}(...) (baseline.dispatch_call), found {len(statements)}"
-            + (f" at {where}" if where else "")
+            f"{path}: expected exactly one statement calling {callee}(...) "
+            f"(baseline.dispatch_call), found {len(statements)}" + (f" at {where}" if where else "")
         )
     stmt = statements[0]
     call = stmt.value
@@ -132,14 +132,16 @@ def patch_test(
         body_indent = lines[anchor.lineno - 1][: anchor.col_offset]
         insert_at = (first.end_lineno or first.lineno) if has_doc else first.lineno - 1
         rank_id = (
-            f'{body_indent}_dp_os.environ["RANK_ID"] = str(int(_dp_os.environ.get("RANK", "0")) * {ranks_per_node} + int({local_rank}))'
+            f'{body_indent}_dp_os.environ["RANK_ID"] = str(int(_dp_os.environ.get("RANK", '
+            f'"0")) * {ranks_per_node} + int({local_rank}))'
             "  # dispatchprof: profilers record the global rank"
         )
         edits.append((insert_at, insert_at, [rank_id]))
         spawn_name = function.name
     else:
         notes.append(
-            f"{path}: no single function passed to spawn(...) was found; RANK_ID is not set, ranks rely on the identity sidecar"
+            f"{path}: no single function passed to spawn(...) was found; "
+            "RANK_ID is not set, ranks rely on the identity sidecar"
         )
 
     test_dir = str(Path(path).resolve().parent)
@@ -149,7 +151,8 @@ def patch_test(
         "_dp_sys.path[:0] = [_dp_os.path.dirname(_dp_os.path.abspath(__file__)), "
         + repr(test_dir)
         + "]  # dispatchprof: runtime, then the test's own directory",
-        '_dp_sys.path[:0] = [_dp_os.environ["DISPATCHPROF_IMPORT_ROOT"]] if _dp_os.environ.get("DISPATCHPROF_IMPORT_ROOT") else []'
+        '_dp_sys.path[:0] = [_dp_os.environ["DISPATCHPROF_IMPORT_ROOT"]] '
+        'if _dp_os.environ.get("DISPATCHPROF_IMPORT_ROOT") else []'
         "  # dispatchprof: the DEBUG build's checkout first",
         f"import {RUNTIME_MODULE} as _dp_rt  # noqa: E402  dispatchprof",
         "import torch  # noqa: E402  dispatchprof: torch.npu.synchronize() after each call",

@@ -59,7 +59,10 @@ def _probe(
     out_file.write_text(result.output)
     error = result.error or ("timed out" if result.timed_out else None)
     if error is None and result.exit_code != 0:
-        error = f"exit code {result.exit_code}: {result.output.strip().splitlines()[-1] if result.output.strip() else 'no output'}"
+        error = (
+            f"exit code {result.exit_code}: "
+            f"{result.output.strip().splitlines()[-1] if result.output.strip() else 'no output'}"
+        )
     first = result.output.strip().splitlines()[0] if result.output.strip() else None
     return ProbeRecord(name, argv, result.ok, result.exit_code, str(out_file), error, first if result.ok else None)
 
@@ -81,7 +84,8 @@ _SET_ENV_PROBE = (
     'n=$0; f=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; shift; n=$((n-1)); done; '
     '[ -n "$f" ] || { echo "dispatchprof-set-env: none"; exit 127; }; echo "dispatchprof-set-env: sourcing $f"; '
     'source "$f" 2>&1 >/dev/null; code=$?; echo "dispatchprof-set-env: exit $code"; '
-    'echo "dispatchprof-set-env: ASCEND_HOME_PATH=${ASCEND_HOME_PATH:-}"; echo "dispatchprof-set-env: ASCEND_TOOLKIT_HOME=${ASCEND_TOOLKIT_HOME:-}"; exit $code'
+    'echo "dispatchprof-set-env: ASCEND_HOME_PATH=${ASCEND_HOME_PATH:-}"; echo '
+    '"dispatchprof-set-env: ASCEND_TOOLKIT_HOME=${ASCEND_TOOLKIT_HOME:-}"; exit $code'
 )
 
 
@@ -182,7 +186,8 @@ def capture_node(
         "repo_commit": ["git", "-C", str(chain.repo), "rev-parse", "HEAD"],
         "torch_version": [python, "-c", "import torch; print(torch.__version__)"],
         "torch_npu_version": [python, "-c", "import torch_npu; print(torch_npu.__version__)"],
-        # Node clocks: the timeline estimates offsets and drift itself; what synchronises the hosts is recorded beside it.
+        # Node clocks: the timeline estimates offsets and drift
+        # itself; what synchronises the hosts is recorded beside it.
         "clock_chrony": ["chronyc", "-n", "tracking"],
         "clock_ntp_synchronized": ["timedatectl", "show", "--property=NTPSynchronized"],
         "clock_ptp": ["pmc", "-u", "-b", "0", "GET TIME_STATUS_NP"],

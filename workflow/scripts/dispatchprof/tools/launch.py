@@ -312,7 +312,10 @@ class LocalLauncher:
             now = time.monotonic()
             if failed_at is not None and now - failed_at > self.fail_grace_s:
                 bad = [n for n, r in results.items() if r.exit_code not in (None, 0)]
-                outcome.problem = f"node {bad[0]} exited with code {results[bad[0]].exit_code}; the remaining nodes were stopped after {self.fail_grace_s:g} s"
+                outcome.problem = (
+                    f"node {bad[0]} exited with code {results[bad[0]].exit_code}; "
+                    f"the remaining nodes were stopped after {self.fail_grace_s:g} s"
+                )
                 return
             if now > deadline:
                 outcome.timed_out = True
@@ -436,7 +439,10 @@ class SlurmLauncher:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 outcome.timed_out = True
-                outcome.problem = f"the run exceeded its {timeout_s:g} s budget; the srun step was stopped (every node's process group ended)"
+                outcome.problem = (
+                    f"the run exceeded its {timeout_s:g} s budget; the srun "
+                    "step was stopped (every node's process group ended)"
+                )
                 kill_group(proc)
             except Cancelled:
                 kill_group(proc)  # srun passes the TERM to every node's wrapper, which ends its node's group

@@ -34,7 +34,8 @@ def decided(what: str) -> str:
 
 
 def planned_ports(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config with ``auto`` ports marked: they are picked when the run starts (launcher local) or are the launcher's."""
+    """The config with ``auto`` ports marked: they are picked when
+    the run starts (launcher local) or are the launcher's."""
     ports = {
         k: (
             decided(f"{k}, a free port picked when the run starts")
@@ -102,7 +103,8 @@ def planned_commands(
         )
     )
     lines = [
-        f"plan of {rule} ({experiment}{', ' + kind if kind else ''}) on {config['cluster']['nodes']} node(s), in {chain.repo}:"
+        f"plan of {rule} ({experiment}{', ' + kind if kind else ''}) "
+        f"on {config['cluster']['nodes']} node(s), in {chain.repo}:"
     ]
     for node in range(int(config["cluster"]["nodes"])):
         profiler = profiler_argv(config, rule, experiment, node, kernel or config["kernel"]["name"], kind)
@@ -143,8 +145,9 @@ def planned_env_capture(config: Mapping[str, Any], experiment: str, node: int, f
     chain = resolve(config)
     checks = planned_preflight(config, chain, node, Path("results").resolve(), first_experiment)
     lines = [
-        f"plan of env_capture_node ({experiment}) on node {node}: probes msprof, the op profiler, npu-smi and the repository, "
-        "and settles what the collect plans mark <decided on the node>; then preflight checks, before any collective runs:",
+        f"plan of env_capture_node ({experiment}) on node {node}: probes msprof, the op profiler, npu-smi and the "
+        "repository, and settles what the collect plans mark <decided on "
+        "the node>; then preflight checks, before any collective runs:",
         *(f"  - {check}" for check in checks),
     ]
     return "\n".join(lines)

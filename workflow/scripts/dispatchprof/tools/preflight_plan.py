@@ -154,7 +154,8 @@ def planned_preflight(
     disk = spec["disk"]
     lines = [
         f"the test's --help lists deepep.test_args' flags ({' '.join(spec['flags']) or 'none'})",
-        f"about {disk['need_bytes'] / 2**30:.1f} GiB free at {disk['path']} for {disk['what']} (preflight.expected_mib_per_rank)",
+        f"about {disk['need_bytes'] / 2**30:.1f} GiB free at {disk['path']} "
+        f"for {disk['what']} (preflight.expected_mib_per_rank)",
         "results/ and the stage directories under it writable",
         "unset: " + ", ".join(sorted(FORBIDDEN_ENV)),
         "msprof's and the op profiler's options each listed in their --help",

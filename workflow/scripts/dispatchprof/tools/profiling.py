@@ -64,7 +64,8 @@ def msprof_application_form(help_text: str) -> tuple[str, str]:
     if re.search(r"^\s*--application(?![\w-])", help_text, re.MULTILINE):
         return (
             APPLICATION,
-            "the captured msprof --help lists --application and no usage with a trailing application (CANN before 8.1.RC1)",
+            "the captured msprof --help lists --application and no "
+            "usage with a trailing application (CANN before 8.1.RC1)",
         )
     if help_text.strip():
         return TRAILING, "the captured msprof --help shows neither form: the trailing one (CANN 8.1.RC1 on) is used"
@@ -72,17 +73,18 @@ def msprof_application_form(help_text: str) -> tuple[str, str]:
 
 
 def msprof_command(output: Path, options: Sequence[str], probe: Path, form: str = TRAILING) -> list[str]:
-    """msprof [options] bash <probe> (``trailing``, the form docs/formats.md §1 recommends: the probe is its own argument,
-    so any path reaches msprof whole), or msprof [options] --application="bash <probe>" (``application``, the only
-    form before CANN 8.1.RC1: msprof splits the string at its first space, so a probe path holding whitespace is
-    refused here). An --output msprof refuses is refused here (check_config refuses it before the DAG)."""
+    """msprof [options] bash <probe> (``trailing``, the form docs/formats.md §1 recommends: the probe is its own
+    argument, so any path reaches msprof whole), or msprof [options] --application="bash <probe>" (``application``, the
+    only form before CANN 8.1.RC1: msprof splits the string at its first space, so a probe path holding whitespace
+    is refused here). An --output msprof refuses is refused here (check_config refuses it before the DAG)."""
     problem = msprof_output_problem(output)
     if problem:
         raise ValueError(problem)
     if form == APPLICATION:
         if re.search(r"\s", str(probe)):
             raise ValueError(
-                f"the probe path {str(probe)!r} holds whitespace: this msprof takes the application only as --application, which it splits at spaces"
+                f"the probe path {str(probe)!r} holds whitespace: this msprof takes "
+                "the application only as --application, which it splits at spaces"
             )
         return ["msprof", f"--output={output}", *options, f"--application=bash {probe}"]
     return ["msprof", f"--output={output}", *options, "bash", str(probe)]

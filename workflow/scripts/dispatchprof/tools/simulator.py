@@ -64,7 +64,8 @@ def judge(
     if killed:
         return Outcome(
             "timeout",
-            f"{tool} ran past its --timeout of {tool_timeout_min(budget_s)} min plus {PARSE_MARGIN_S} s to parse; its process group was ended",
+            f"{tool} ran past its --timeout of {tool_timeout_min(budget_s)} min "
+            f"plus {PARSE_MARGIN_S} s to parse; its process group was ended",
         )
     if TIMEOUT_LINE in log_text:
         return Outcome(
@@ -81,7 +82,8 @@ def judge(
     if not simulated_kernels:
         return Outcome(
             "invalid",
-            f"{tool} exited {exit_code} but wrote no OPPROF_*/simulator/ directory (no kernel was simulated: did the probe launch one?)",
+            f"{tool} exited {exit_code} but wrote no OPPROF_*/simulator/ "
+            "directory (no kernel was simulated: did the probe launch one?)",
         )
     return Outcome(
         "ok", f"{tool} simulated {simulated_kernels} kernel(s) of the probe (simulator, single card, local probe)"

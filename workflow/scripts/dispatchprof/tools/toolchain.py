@@ -26,7 +26,10 @@ def sim_link_peaks(sim: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         c: {
             "peak_gbps": float(gbps),
-            "source": f"simulator capacity (sim.link_gbps.{c}: each rank's send port and receive port of this class, one direction), not a hardware figure",
+            "source": (
+                f"simulator capacity (sim.link_gbps.{c}: each rank's send port and "
+                "receive port of this class, one direction), not a hardware figure"
+            ),
             "kind": "simulator",
         }
         for c, gbps in sim["link_gbps"].items()
@@ -165,16 +168,18 @@ WORKFLOW_ROOT = Path(__file__).resolve().parents[4]
 # bash: source the first existing of the $0 candidates that follow (shifted off); set_env.sh's stdout is dropped, its
 # stderr kept in a file and shown when sourcing fails, so a broken install says why instead of "cannot source".
 SOURCE_FIRST = (
-    'n=$0; f=; tried=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; tried="$tried $1"; shift; n=$((n-1)); done; '
-    'if [ -z "$f" ]; then echo "dispatchprof: no CANN set_env.sh: none of$tried exists (cann.set_env)" >&2; exit 127; fi; '
-    'e=$(mktemp); if ! source "$f" >/dev/null 2>"$e"; then cat "$e" >&2; rm -f "$e"; echo "dispatchprof: cannot source $f" >&2; exit 127; fi; rm -f "$e"; '
+    'n=$0; f=; tried=; while [ "$n" -gt 0 ]; do if [ -z "$f" ] && [ -f "$1" ]; then f=$1; fi; tried="$tried $1"; '
+    'shift; n=$((n-1)); done; if [ -z "$f" ]; then echo "dispatchprof: no CANN set_env.sh: none of$tried exists '
+    '(cann.set_env)" >&2; exit 127; fi; e=$(mktemp); if ! source "$f" >/dev/null 2>"$e"; then cat '
+    '"$e" >&2; rm -f "$e"; echo "dispatchprof: cannot source $f" >&2; exit 127; fi; rm -f "$e"; '
 )
 # CANN 8.5+ installs under <install_root>/cann/; older releases under <install_root>/ascend-toolkit/ (latest/ links).
 AUTO_SET_ENV = ("cann/set_env.sh", "ascend-toolkit/set_env.sh")
 
 
 def set_env_candidates(setting: str | list[str], install_root: Path) -> tuple[str, ...]:
-    """cann.set_env as the candidates tried in order: ``auto`` (AUTO_SET_ENV under install_root), one path, or a list."""
+    """cann.set_env as the candidates tried in order: ``auto``
+    (AUTO_SET_ENV under install_root), one path, or a list."""
     if setting == "auto":
         return tuple(str(install_root / rel) for rel in AUTO_SET_ENV)
     return (setting,) if isinstance(setting, str) else tuple(setting)

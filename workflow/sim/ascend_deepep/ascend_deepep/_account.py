@@ -101,7 +101,8 @@ def summarise(launch: Launch, host_before: Sequence[float], host_after: Sequence
 def run_sequence(
     cluster: Cluster, knobs: Knobs, calls: Sequence[Call], keep: bool = True
 ) -> tuple[list[Launch], list[Summary]]:
-    """The base run of a sequence from the model's start (call 0's host clocks): its launches (when ``keep``) and summaries."""
+    """The base run of a sequence from the model's start (call 0's
+    host clocks): its launches (when ``keep``) and summaries."""
     model = CollectiveModel(cluster, knobs)
     launches, summaries = [], []
     for c in calls:
@@ -318,8 +319,8 @@ def attach_costs(launches: list[dict[str, Any]], acc: dict[str, Any], index_of_c
 def msprof_tasks(rl: Any, knobs: Knobs, node: int, epoch_ns: int) -> list[tuple[str, int, int]]:
     """The tasks msprof writes for one rank's launch (a RankLaunch, or anything with its ``pre_tasks, arrival,
     barrier_end, kernel_start, kernel_end``), on its node's clock: (name, start_ns, dur_ns) of the sim.pre_kernels
-    stand-ins (sim_layout_kernel, then sim_notify_kernel, when set), cached_notify_combine (with synchronize_start) and elastic_dispatch_kernel (durations are differences of clock
-    readings, so drift stretches them)."""
+    stand-ins (sim_layout_kernel, then sim_notify_kernel, when set), cached_notify_combine (with synchronize_start)
+    and elastic_dispatch_kernel (durations are differences of clock readings, so drift stretches them)."""
     out = []
     for name, start_us, end_us in rl.pre_tasks or ():
         start = node_clock_ns(knobs, node, start_us, epoch_ns)

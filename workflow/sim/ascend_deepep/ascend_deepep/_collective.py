@@ -67,9 +67,10 @@ SPIKY_PROB, SPIKY_RANGE = 0.08, (2.0, 3.0)  # sim.spiky_rank
 WARM_EXTRA, WARM_DECAY_CALLS = 1.5, 2.0  # the first calls of a process are slower (cold caches)
 REPLAY_SETUP_MAX_US = 40.0  # kernel replay: each rank's tool re-issues the kernel after its own set-up
 POLL_SCALAR = 0.02  # a polling core's scalar pipe share (the default of sim.poll_pipe_share)
-# sim.pre_kernels: stand-ins for kernels in the host window before the barrier (docs/formats.md §3: layout/notify kernels
-# exist, their names and behaviour on hardware are not known). The plain one runs on its own; the collective one ends on
-# every rank only after the last rank started it, so it absorbs host lateness before cached_notify_combine sees it.
+# sim.pre_kernels: stand-ins for kernels in the host window before the barrier (docs/formats.md §3: layout/notify
+# kernels exist, their names and behaviour on hardware are not known). The plain one runs on its own; the collective one
+# ends on every rank only after the last rank started it, so it
+# absorbs host lateness before cached_notify_combine sees it.
 PRE_PLAIN = "sim_layout_kernel"
 PRE_COLLECTIVE = "sim_notify_kernel"
 PRE_KERNELS = {"none": (), "plain": (PRE_PLAIN,), "collective": (PRE_COLLECTIVE,), "both": (PRE_PLAIN, PRE_COLLECTIVE)}
@@ -114,7 +115,8 @@ def _poll_share(text: str) -> dict[str, float]:
     given = {k: float(v) for k, v in _pairs(text).items()}
     if set(given) - set(PIPES) or any(not 0.0 <= v <= 1.0 for v in given.values()):
         raise ValueError(
-            f"DEEPEP_SIM_POLL_PIPE_SHARE={text!r}: expected pipe=share with pipes from {', '.join(PIPES)} and shares in [0, 1]"
+            f"DEEPEP_SIM_POLL_PIPE_SHARE={text!r}: expected pipe=share "
+            f"with pipes from {', '.join(PIPES)} and shares in [0, 1]"
         )
     return given or dict(DEFAULT_POLL_SHARE)
 
@@ -123,7 +125,8 @@ def _link_gbps(text: str) -> dict[str, float]:
     given = {k: float(v) for k, v in _pairs(text).items()}
     if set(given) - set(LINK_CLASSES) or any(not v > 0.0 for v in given.values()):
         raise ValueError(
-            f"DEEPEP_SIM_LINK_GBPS={text!r}: expected class=GB/s with classes from {', '.join(LINK_CLASSES)} and capacities > 0"
+            f"DEEPEP_SIM_LINK_GBPS={text!r}: expected class=GB/s with "
+            f"classes from {', '.join(LINK_CLASSES)} and capacities > 0"
         )
     return {**DEFAULT_LINK_GBPS, **given}
 
@@ -152,7 +155,8 @@ class Knobs:
     late_us: float = 50.0
     late_prob: float = 1.0
     # A second late rank with its own lateness and probability, drawn independently of the first (two late ranks of
-    # different cost and frequency: 8 us in 90% of launches against 120 us in 15%). A rank late by both is late by the sum.
+    # different cost and frequency: 8 us in 90% of launches against
+    # 120 us in 15%). A rank late by both is late by the sum.
     late_rank2: int | None = None
     late_us2: float = 50.0
     late_prob2: float = 1.0
@@ -165,8 +169,9 @@ class Knobs:
     # use is not known; by default 2% scalar and nothing else). Given, it replaces the default whole.
     poll_pipe_share: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_POLL_SHARE))
     pre_kernels: str = "none"  # none | plain | collective | both (PRE_KERNELS)
-    # Capacity of one rank's send port and of its receive port per link class, GB/s (DEFAULT_LINK_GBPS; a class not given
-    # keeps its default). Not a fault: the simulated cluster's hardware, which the bandwidth bound reads under toolchain sim.
+    # Capacity of one rank's send port and of its receive port per link class, GB/s (DEFAULT_LINK_GBPS; a class not
+    # given keeps its default). Not a fault: the simulated cluster's
+    # hardware, which the bandwidth bound reads under toolchain sim.
     link_gbps: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LINK_GBPS))
 
     @classmethod
@@ -266,7 +271,8 @@ class Core:
         return sum(p.us for p in self.phases if p.kind != "work")
 
     def pipe_us(self, poll: Mapping[str, float] = DEFAULT_POLL_SHARE) -> dict[str, float]:
-        """Busy time per pipe: work phases by their kind's fractions, polling phases by ``poll`` (sim.poll_pipe_share)."""
+        """Busy time per pipe: work phases by their kind's fractions,
+        polling phases by ``poll`` (sim.poll_pipe_share)."""
         busy = dict.fromkeys(PIPES, 0.0)
         for p in self.phases:
             if p.kind == "work":
@@ -371,7 +377,8 @@ class CollectiveModel:
         self.tiling = stand_in_tiling(cluster.num_aiv)
         if not {"TokenCopyToBuffer", "URMASendToken", "CalCumSum"} <= set(self.tiling):
             raise ValueError(
-                f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a role without cores (tiling {self.tiling}); use at least 3"
+                f"elastic dispatch: num_aiv={cluster.num_aiv} leaves a "
+                f"role without cores (tiling {self.tiling}); use at least 3"
             )
         rng = random.Random(f"start/{knobs.seed}")
         self.host_now = [rng.uniform(0.0, START_SKEW_MAX_US) for _ in range(cluster.world)]
@@ -434,8 +441,9 @@ class CollectiveModel:
 
     # -- one launch ------------------------------------------------------------------------------------------
     def launch(self, call: int, sends: list[list[int]], sync_start: bool, host_extra_us: float = 0.0) -> Launch:
-        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host clocks
-        (``host_extra_us``: host time every rank spends after the call returns, e.g. a DebugClock build's export)."""
+        """The live launch number ``call``; ``sends[src][dst]`` = bytes rank src sends rank dst. Advances the host
+        clocks (``host_extra_us``: host time every rank spends after
+        the call returns, e.g. a DebugClock build's export)."""
         cl, kn = self.cluster, self.knobs
         rng = random.Random(f"launch/{kn.seed}/{call}")
         host_call = list(self.host_now)
@@ -672,14 +680,15 @@ class CollectiveModel:
         urma: list[int],
         sends: list[list[int]],
     ) -> list[list[float]]:
-        """Every rank's URMA sends through the link ports; returns arrival[src][dst] (the token arrivals) and appends each
-        URMA core's phases. Modelling assumptions: a destination's WQEs are built (work: the sender's work factors), then
-        posted, and the core polls until the link completes them (no overlap of building and transfer on one core). A
-        posted send moves through its sender's send port and its receiver's receive port of its class at once. Each
-        port shares its capacity equally among the sends moving through it, and a send moves at the smaller of its two
-        shares (divided by slow_link's factor on its node pair; no jitter: a port never runs above its capacity), its
-        rate recomputed whenever a send starts or ends on one of its ports. So a port's bytes need at least bytes /
-        capacity, and the busiest port bounds the kernel from below (the analysis's link bound under toolchain sim)."""
+        """Every rank's URMA sends through the link ports; returns arrival[src][dst] (the token arrivals) and appends
+        each URMA core's phases. Modelling assumptions: a destination's WQEs are built (work: the sender's work
+        factors), then posted, and the core polls until the link completes them (no overlap of building and transfer on
+        one core). A posted send moves through its sender's send port and its receiver's receive port of its class at
+        once. Each port shares its capacity equally among the sends moving through it, and a send moves at the smaller
+        of its two shares (divided by slow_link's factor on its node pair; no jitter: a port never runs above its
+        capacity), its rate recomputed whenever a send starts or ends on one of its ports. So a port's bytes need at
+        least bytes / capacity, and the busiest port bounds the kernel
+        from below (the analysis's link bound under toolchain sim)."""
         cl, world = self.cluster, self.cluster.world
         rate = {c: self.knobs.link_gbps[c] * 1e3 for c in LINK_CLASSES}  # bytes per us
         moving: dict[tuple[int, str, str], set[tuple[int, int]]] = {}  # port (rank, send|receive, class) -> its sends

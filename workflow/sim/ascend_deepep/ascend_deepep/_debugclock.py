@@ -6,7 +6,8 @@ Writes what the real DEBUG build writes (docs/formats.md §3), per launch:
 - AKL semantic trace: ``rank<R>-pid<P>-launch<L>/{trace.bin,capture.json}`` (L counts this process's launches);
   ``AKL_TRACE_KEEP_LAST=1`` keeps only the newest capture per rank and process.
 Where: ``AKL_TRACE_DIR`` (AKL traces), else ``DISPATCH_CLOCK_DIR``, else ``./clock_results``. Which:
-``DEEPEP_SIM_DEBUGCLOCK_FORMAT`` legacy|akl|both. Fault knob ``DEEPEP_SIM_DEBUGCLOCK`` ok|missing|corrupt|overwrite (missing:
+``DEEPEP_SIM_DEBUGCLOCK_FORMAT`` legacy|akl|both. Fault knob
+``DEEPEP_SIM_DEBUGCLOCK`` ok|missing|corrupt|overwrite (missing:
 nothing written; corrupt: a truncated trace.bin and a CSV row short of one field; overwrite: the legacy build's clocks
 overwrite tpSendCountsOut, docs/formats.md §3, so every rank's precision check fails while the clocks are fine).
 

@@ -406,7 +406,8 @@ class ElasticBuffer:
         if mode == "kernel" and not (clock_hz.isdigit() and int(clock_hz) > 0):
             # As the real build: mandatory for kernel mode, and an invalid value is a collective error before launch.
             raise RuntimeError(
-                f"AKL_LATENCY_CLOCK_HZ={clock_hz!r}: kernel-mode latency needs the device clock in Hz (Ascend950: 1000000000)"
+                f"AKL_LATENCY_CLOCK_HZ={clock_hz!r}: kernel-mode latency "
+                "needs the device clock in Hz (Ascend950: 1000000000)"
             )
         metadata = metadata or {"measurement": mode, "clock_hz": clock_hz or str(DEVICE_CLOCK_HZ)}
         self._tick_scale = DEVICE_CLOCK_HZ / int(clock_hz) if mode == "kernel" else 1.0

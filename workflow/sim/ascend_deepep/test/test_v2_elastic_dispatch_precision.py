@@ -65,7 +65,8 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
     with open(os.path.join(run_dir, f"rank{rank}.log"), "w") as log:
         log_line(
             log,
-            f"[rank {rank}] node {node} local rank {local_rank} of world {world} pid {os.getpid()} host {socket.gethostname()}",
+            f"[rank {rank}] node {node} local rank {local_rank} of world "
+            f"{world} pid {os.getpid()} host {socket.gethostname()}",
         )
         tuning = " ".join(f"{name}={os.environ[name]}" for name in TUNING_ENV if name in os.environ)
         if tuning:
@@ -102,7 +103,8 @@ def test_loop(local_rank, num_local_ranks, args, run_dir):
         if mismatched:
             log_line(
                 log,
-                f"[rank {rank}] elastic dispatch precision check FAILED: {mismatched} of {len(expected)} received tokens differ",
+                f"[rank {rank}] elastic dispatch precision check FAILED: "
+                f"{mismatched} of {len(expected)} received tokens differ",
             )
         else:
             log_line(log, f"[rank {rank}] elastic dispatch precision check passed: {len(recv_x)} tokens received")
@@ -140,7 +142,8 @@ def main():
             # when its process ends; at most 0.5 s, so a hung peer cannot hold this node).
             if not server.wait_until_clients_left(0.5):
                 print(
-                    f"[node {node}] ranks were still connected to the store 0.5 s after this node's ranks ended; shutting it down",
+                    f"[node {node}] ranks were still connected to the store "
+                    "0.5 s after this node's ranks ended; shutting it down",
                     flush=True,
                 )
             server.shutdown()

@@ -45,7 +45,10 @@ def account(g: LaunchGrid, correction: np.ndarray, skew_us: float = 0.0) -> Acco
         # the barrier releases the last arrival's node first: the other nodes' waits are longer by the skew
         late_node = last_arrival_node(g)
         arrival = -g.barrier_wait + skew_us * (g.nodes[None, :] != late_node[:, None])
-        how = f"the barrier kernel's durations (shortest = last arrival; no clock), less its release skew across nodes ({skew_us:.2f} us)"
+        how = (
+            "the barrier kernel's durations (shortest = last arrival; no "
+            f"clock), less its release skew across nodes ({skew_us:.2f} us)"
+        )
     else:
         arrival, how = (
             g.start - correction,

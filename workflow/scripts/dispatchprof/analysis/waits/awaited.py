@@ -22,14 +22,15 @@ from dispatchprof.analysis.waits.uncoupled import longest_own_work
 
 
 EXCESS_DEFINITION = (
-    "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the last end's lead over "
-    "the first (timed kernel scope), plus the kernel time above the typical launch's; averaged over the analysed launches"
+    "per launch, the last arrival's lead over the first at the barrier (launch period; carried ends included) or the "
+    "last end's lead over the first (timed kernel scope), plus the kernel "
+    "time above the typical launch's; averaged over the analysed launches"
 )
 
 
 EXCESS_NOT_COUPLED = (
-    "ranks that do not wait for each other: per launch, the longest duration's lead over the median rank's (each duration is own work, "
-    "on the rank's own clock), in both scopes; averaged over the launches every rank has"
+    "ranks that do not wait for each other: per launch, the longest duration's lead over the median rank's (each "
+    "duration is own work, on the rank's own clock), in both scopes; averaged over the launches every rank has"
 )
 
 
@@ -53,8 +54,10 @@ def rank_offsets(acc: Account, ranks: np.ndarray) -> dict[str, Any]:
         "ranks": [int(r) for r in ranks],
         "arrival_us_median": [round(float(v), 3) for v in arrival],
         "end_us_median": [round(float(v), 3) for v in end],
-        "definition": f"median over launches of each rank's arrival after the launch's first ({acc.arrival_how}) and of its end after the first end "
-        f"({acc.end_how})",
+        "definition": (
+            "median over launches of each rank's arrival after the launch's first "
+            f"({acc.arrival_how}) and of its end after the first end ({acc.end_how})"
+        ),
     }
 
 
@@ -74,8 +77,10 @@ def waiting_ranks(g: LaunchGrid, correction: np.ndarray, blamed: set[int]) -> di
         "ranks": [r for r in long if r not in blamed],
         "causes_left_out": [r for r in long if r in blamed],  # they wait as long, but are causes, named or listed
         "compared": int(ok.sum() - len(blamed & set(g.ranks[ok].tolist()))),  # ranks with waits that are no cause
-        "definition": "ranks whose median wait at the barrier (its duration; else the kernel's entry wait) is above the lowest rank's by more than "
-        "half the spread over ranks; a cause, named or listed, is never among them",
+        "definition": (
+            "ranks whose median wait at the barrier (its duration; else the kernel's entry wait) is above the "
+            "lowest rank's by more than half the spread over ranks; a cause, named or listed, is never among them"
+        ),
     }
 
 
@@ -88,7 +93,8 @@ def awaited(
     clocks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The cost account: every cause with its cost, ranked by cost, and the top one as the straggler:
-    ``{rank, ranks, node, evidence, fraction, cost..., causes, unnamed, ...}``; the explanations are report/cause_text's."""
+    ``{rank, ranks, node, evidence, fraction, cost..., causes,
+    unnamed, ...}``; the explanations are report/cause_text's."""
     boot = {"resamples": 2000, "seed": 0, **(boot or {})}
     acc = account(g, correction, release_skew(clocks) if clocks else 0.0)
     # Ranks shown to run independently wait for nobody: no group time to account. Unknown coupling (say, no barrier

@@ -59,4 +59,5 @@ class Candidate:
     # [row] a delay every rank's end waits for (data every rank receives: a spike of one rank's own work, the group
     # waiting inside the kernel): removing it moves the whole group, in both scopes
     group_delay: np.ndarray | None = None
-    group: bool = False  # listed, never named (late-ending ranks; own work that the clocks cannot establish): facts["not_named"] says why
+    # listed, never named (late-ending ranks; own work that the clocks cannot establish): facts["not_named"] says why
+    group: bool = False

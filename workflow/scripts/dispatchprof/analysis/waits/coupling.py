@@ -37,7 +37,8 @@ def coupling(g: LaunchGrid) -> dict[str, Any]:
     elif corr_med is not None and corr_med <= -0.5:
         state, why = (
             "coupled",
-            f"within a node the later a rank starts, the shorter it runs (median correlation {corr_med:.2f}): ranks wait for each other",
+            "within a node the later a rank starts, the shorter it runs "
+            f"(median correlation {corr_med:.2f}): ranks wait for each other",
         )
     elif end_med >= 0.9 * start_med and (corr_med is None or corr_med > -0.2):
         state, why = (

@@ -32,25 +32,29 @@ NOT_SPLIT = (
 COSTLIEST_BY_CAUSE = (
     "the launch where the top named cause's ranks lead the others most (what removing it could at most give back there)"
 )
-COSTLIEST_BY_EXCESS = "no cause is named: the launch with the largest excess (the last arrival's lead over the first, plus kernel time above the typical launch's)"
+COSTLIEST_BY_EXCESS = (
+    "no cause is named: the launch with the largest excess (the last arrival's "
+    "lead over the first, plus kernel time above the typical launch's)"
+)
 COSTLIEST_BY_EXCESS_INSTEAD = (
-    "the top named cause's ranks lead the others in none of these launches: the launch with the largest excess (the last arrival's lead over "
-    "the first, plus kernel time above the typical launch's)"
+    "the top named cause's ranks lead the others in none of these launches: the launch with the largest "
+    "excess (the last arrival's lead over the first, plus kernel time above the typical launch's)"
 )
 
 DEFINITION = (
-    "per rank of a typical launch (group time, first arrival to last end, nearest the median launch's) and of the costliest (costliest_by): "
-    "arrival_us (the barrier kernel's start; else the target's), barrier_release_us (the barrier kernel's end), kernel_start_us and end_us, "
-    "each after the launch's first arrival on corrected node clocks (null where the clocks are not established: why); barrier_wait_us and "
-    "kernel_us, durations that need no clock; last_arrival_rank (the shortest barrier wait), last_end_rank; cost_us: what the cause could at "
-    "most give back in that launch"
+    "per rank of a typical launch (group time, first arrival to last end, nearest the median launch's) and of the "
+    "costliest (costliest_by): arrival_us (the barrier kernel's start; else the target's), barrier_release_us (the "
+    "barrier kernel's end), kernel_start_us and end_us, each after the launch's first arrival on corrected node "
+    "clocks (null where the clocks are not established: why); barrier_wait_us and kernel_us, durations that need no "
+    "clock; last_arrival_rank (the shortest barrier wait), last_end_rank; "
+    "cost_us: what the cause could at most give back in that launch"
 )
 
 
 @dataclass
 class Times:
-    """``[launch, rank]`` µs of the launches every rank has: arrival, release and the kernel's start and end on corrected
-    clocks (NaN without them), and the durations that need no clock."""
+    """``[launch, rank]`` µs of the launches every rank has: arrival, release and the kernel's
+    start and end on corrected clocks (NaN without them), and the durations that need no clock."""
 
     rows: np.ndarray  # the grid's row indices
     arrival: np.ndarray
@@ -68,8 +72,8 @@ def clocks_of(g: LaunchGrid, clocks: Mapping[str, Any]) -> tuple[str, str]:
         return CORRECTED, "one node: one host clock, nothing to correct"
     if not g.has_barrier:
         return DURATIONS, (
-            "no barrier kernel (baseline.synchronize_start off): the node clocks come from the target's own ends, so arrivals and "
-            "ends cannot be placed across nodes; durations only"
+            "no barrier kernel (baseline.synchronize_start off): the node clocks come from the "
+            "target's own ends, so arrivals and ends cannot be placed across nodes; durations only"
         )
     unfitted = sorted(int(n) for n, c in clocks.items() if c.get("offset_us") is None)
     if unfitted:

@@ -102,8 +102,10 @@ def entry_waits(g: LaunchGrid, correction: np.ndarray) -> dict[str, Any]:
         }
     return {
         "per_rank": per_rank,
-        "definition": "median per rank: the barrier kernel's duration (synchronize_start) when it is there, else the wait at the kernel's "
-        "entry barrier (last clock-corrected start of the launch minus the rank's own); both listed",
+        "definition": (
+            "median per rank: the barrier kernel's duration (synchronize_start) when it is there, else the wait at "
+            "the kernel's entry barrier (last clock-corrected start of the launch minus the rank's own); both listed"
+        ),
     }
 
 
@@ -111,7 +113,8 @@ def binned_grid(
     values: np.ndarray, rows: np.ndarray, columns: np.ndarray, max_rows: int = 128, max_columns: int = 200
 ) -> dict[str, Any]:
     """A ``[row, column]`` matrix for a heat map that stays readable at thousands of ranks: rows (ranks) and columns
-    are grouped into at most ``max_rows`` / ``max_columns`` consecutive bins, each cell the max of its bin (NaN-aware)."""
+    are grouped into at most ``max_rows`` / ``max_columns``
+    consecutive bins, each cell the max of its bin (NaN-aware)."""
     values = np.asarray(values, dtype=float)
 
     def edges(n: int, limit: int) -> np.ndarray:
