@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -64,46 +65,75 @@ def test_without_a_fault_nothing_is_named_that_costs_nothing():
     assert not row["false_alarms"] and not row["victims_blamed"], row
 
 
-def test_a_slow_rank_whose_receivers_end_after_it_is_the_core_of_the_late_ending_ranks():
-    """The workflow's default shape (2x8, 56 AIV, 256 tokens): a x1.15 rank rarely ends last itself, its receivers on
-    the other node end just after it, waiting for its tokens. It is named as the core of the late-ending ranks with a
-    cost within the benchmark's 35% goal of its counterfactual truth, and never blamed alone as own work."""
+def delays(shape: bench.Shape, knobs: bench.Knobs, n: int) -> tuple[list, dict, np.ndarray, np.ndarray]:
+    """The run's launches and truth, its kernel ends per analysed launch and rank (since the launch's first start), and
+    per rank the median delay of its end that the knobs cause:
+    the same draws without them (the events' counterfactual)."""
+    launches, truth = bench.run(shape, knobs, n, True)
+    base, _ = bench.run(shape, bench.Knobs(seed=knobs.seed), n, True)
+
+    def ends(runs: list) -> np.ndarray:
+        return np.array(
+            [
+                [r.kernel_end - min(x.kernel_start for x in lc.ranks) for r in sorted(lc.ranks, key=lambda r: r.rank)]
+                for lc in runs[bench.SKIP :]
+            ]
+        )
+
+    mine = ends(launches)
+    return launches, truth, mine, np.median(mine - ends(base), axis=0)
+
+
+def test_a_slow_rank_whose_whole_receiving_node_ends_with_it_is_left_to_the_pmu_and_blamed_on_nobody():
+    """The workflow's default shape (2x8, 56 AIV, 256 tokens), a x1.15 rank 14. With the links' ports shared per rank
+    (sim.link_gbps) its late inter-node sends pace every rank of the other node: in the events all eight end ~33 us
+    late and end 1-2 us after rank 14 itself, which almost never ends last. Nine ranks of sixteen end late: more than
+    the half a late set may be (end_order.late_sets: a majority ending after a minority is as much a minority ending
+    early), so the timeline names nobody and blames none of the waiting ranks; the answer's pointer is then the PMU's
+    busiest rank, rank 14, its own work as a whole (every role by about the same fraction). Before the link
+    capacities (fixed per-core rates) its receivers ended just after it at varying lags and it was named as the core
+    of a minority late set; costing a majority late set from the timeline is open (benchmarks/README)."""
     shape = bench.Shape(2, 8, num_aiv=56, num_experts=384, num_tokens=256)
     for seed in (0, 1):
         knobs = bench.Knobs(seed=seed, slow_rank=14)
-        launches, truth = bench.run(shape, knobs, 100 + bench.SKIP, True)
+        launches, truth, ends, delay = delays(shape, knobs, 100 + bench.SKIP)
+        late = set(np.flatnonzero(delay > bench.SETTINGS["own_work_min_us"]).tolist())
+        assert late == {*range(8), 14}, delay
+        assert (np.argmax(ends, axis=1) == 14).mean() < 0.1 and (ends[:, 14] < ends[:, :8].max(axis=1)).mean() > 0.9
+        true_cost = next(c["cost_us_per_launch"] for c in truth["causes"] if c["cause"] == "slow_rank")
+        assert true_cost > bench.SETTINGS["min_cost_us"]
         strag = bench.waits.analyse(bench.msprof_view(launches, knobs, shape), bench.SETTINGS, [], bench.BOOT)[
             "straggler"
         ]
-        true_cost = next(c["cost_us_per_launch"] for c in truth["causes"] if c["cause"] == "slow_rank")
-        assert (strag["evidence"], strag["ranks"]) == ("in_kernel", [14]), strag["causes"]
-        top = strag["causes"][0]
-        assert top["late_ending_ranks"] == [14] and top["with_ranks"] and 14 not in top["with_ranks"]
-        assert abs(top["cost_us_per_launch"] - true_cost) <= 0.35 * true_cost, (top["cost_us_per_launch"], true_cost)
-        assert not any(c["evidence"] == "own_work" and c["rank"] == 14 for c in strag["causes"])
+        assert strag["evidence"] == "none" and not any(c["named"] for c in strag["causes"]), strag["causes"]
+        pmu = bench.pmu_busiest(shape, knobs)
+        assert pmu is not None and pmu["rank"] == 14 and pmu["every_role_pattern"] == "same_fraction", pmu
 
 
 def test_a_slow_rank_and_the_receiver_that_ends_with_it_are_costed_together_not_by_the_lead_between_them():
-    """3x4: the x1.15 rank 10 ends last in most launches where it is late; one receiver on its node ends a constant
-    2-3 us from it (waiting for rank 10's data to the end), and the rest of the late set (ranks 7, 8) ends late by the
-    kernel's own structure even without the fault. The whole set's lead over the others' last had costed it at about
-    3x its counterfactual truth, its lead over the very next end (that receiver) at about half. Over five seeds the two
-    are named as late-ending ranks that end as one, with no blame, and costed within the benchmark's 35% goal of the
-    truth, at the benchmark's 200 analysed launches (the issue's length for a case). A receiver that follows in about
-    half the launches is a follower or not by the chance of which launches were drawn: at 120 launches seed 4 loses
-    rank 9 that way and is costed 46% under (benchmarks/localisation_results.md, README)."""
+    """3x4, a x1.15 rank 10: in the events it ends last in most launches and rank 9, a receiver on its node, ends a
+    constant ~1.6 us before it launch after launch (waiting for its data to the end), so both are in the late set of
+    most launches. Over five seeds the two are named as late-ending ranks that end together, only ranks the slow rank
+    delays (their end later than without it by more than own_work_min_us), with no blame, and costed within the
+    benchmark's 35% goal of the truth, at the benchmark's 200 analysed launches (the issue's length for a case). A
+    lead over the very next end (rank 9) had costed rank 10 at about half its counterfactual truth. (Before the link
+    capacities rank 9 followed in about half the launches, and was named as rank 10's follower.)"""
     shape = bench.Shape(3, 4)
     case = {c.name: c for c in bench.cases(shape)}["slow_rank"]
+    own_min = bench.SETTINGS["own_work_min_us"]
     for seed in range(1, 6):
         knobs = bench.Knobs(seed=seed, **case.knobs)
-        launches, truth = bench.run(shape, knobs, 200 + bench.SKIP, True)
+        launches, truth, ends, delay = delays(shape, knobs, 200 + bench.SKIP)
+        lag = ends[:, 10] - ends[:, 9]
+        assert (np.argmax(ends, axis=1) == 10).mean() > 0.9, seed
+        assert 1.4826 * np.median(np.abs(lag - np.median(lag))) < own_min, seed
         waited = bench.waits.analyse(bench.msprof_view(launches, knobs, shape), bench.SETTINGS, [], bench.BOOT)
         strag = in_words(waited, bench.SETTINGS)["straggler"]  # the explanation, as the timeline stage writes it
         true_cost = next(c["cost_us_per_launch"] for c in truth["causes"] if c["cause"] == "slow_rank")
         top = strag["causes"][0]
-        assert top["evidence"] == "in_kernel" and top["followers_of"] == 10, strag["causes"]
-        assert 10 in top["late_ending_ranks"] and set(top["late_ending_ranks"]) <= {9, 10, 11}, top
-        assert "end as one" in top["explanation"] and "no claim about why" in top["explanation"]
+        assert top["evidence"] == "in_kernel" and top["named"], strag["causes"]
+        assert {9, 10} <= set(top["late_ending_ranks"]) <= set(np.flatnonzero(delay > own_min).tolist()), (top, delay)
+        assert "no claim about why" in top["explanation"]
         assert abs(top["cost_us_per_launch"] - true_cost) <= 0.35 * true_cost, (
             seed,
             top["cost_us_per_launch"],

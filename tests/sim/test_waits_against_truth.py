@@ -214,7 +214,13 @@ def test_the_pmu_names_the_slow_senders_rank_and_role_by_busy_time(tmp_path):
     cores = per_core(pd.concat(frames, ignore_index=True), roles)
     top = busiest(cores, 0.1)
     assert top is not None and (top["rank"], top["role"]) == slowest, (top, excess)
-    # most of a URMA core's aiv_time has no pipe active: it polls for the link, as the truth says
+    # a URMA core's time with no pipe active is its polling (for the link, for its peers), as the truth says: some on
+    # every core, never more than the truth's polling time (pipe times overlap, so their sum bounds the busy time from
+    # above; 1% of aiv_time for the ratios' rounding). With link capacities shared per
+    # rank port the link wait is no longer most of a URMA core's time in every shape.
+    polling = {(r["rank"], c["block_id"]): c["polling_us"] for r in truth["replays"][0]["ranks"] for c in r["cores"]}
     urma = cores[cores["role"] == "URMASendToken"]
-    assert (urma["no_pipe_us"] > urma["busy_us_high"]).all()
+    assert all(
+        0 < row.no_pipe_us <= polling[(row.rank, row.aiv_index)] + 0.01 * row.aiv_time_us for row in urma.itertuples()
+    )
     assert role_boundaries(cores, roles)["unexpected"] == []

@@ -49,7 +49,7 @@ def test_the_line_gives_the_time_the_bound_and_the_share():
     )
     assert "50% of the bound (95% CI 48.0-53.0%" in line and "not a link counter" in line
     assert "slow link" not in line
-    assert "the simulator's link rate" in bandwidth_line(section(far=False, kind="simulator"))
+    assert "the simulator's capacity" in bandwidth_line(section(far=False, kind="simulator"))
 
 
 def test_far_from_the_bound_with_nobody_standing_out_names_the_step_that_tells_link_from_senders():
@@ -110,3 +110,22 @@ def test_the_debugclock_command_forces_its_collection_with_the_runs_own_config_w
     ]
     words = shlex.split(collect_command("debugclock", Run("base", ("--config", "experiment=base"))))
     assert words.count("--config") == 1 and words[-1] == "debugclock={when: always}" and "experiment=base" in words
+
+
+def test_the_links_table_names_a_simulator_peak_a_simulator_capacity_and_a_configured_one_configured():
+    from dispatchprof.report.stage_sections import link_rows
+
+    def link(kind: str) -> dict:
+        return {
+            "bytes_per_launch": 1000,
+            "peak_gbps": 11.2,
+            "peak_kind": kind,
+            "busiest": None,
+            "bound_us": 1.0,
+            "achieved_gbps": 5.0,
+            "efficiency": 0.5,
+        }
+
+    rows = link_rows({"links": {"inter_node": link("simulator"), "intra_node": link("configured")}})
+    peaks = {row[0][0]: row[2][0] for row in rows}
+    assert peaks == {"inter_node": "11.2 GB/s (simulator capacity)", "intra_node": "11.2 GB/s (configured)"}

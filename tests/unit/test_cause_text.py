@@ -144,3 +144,25 @@ def test_the_whole_group_waiting_inside_the_kernel_names_nobody_and_says_who_can
     text = describe(cause)
     assert text.startswith("in 20% of launches the whole group's kernel takes longer (200 us above the typical 260 us)")
     assert "PMU or DebugClock must name the rank and role" in text
+
+
+def test_late_ending_ranks_with_the_ranks_that_end_with_them_say_both_and_blame_nobody():
+    cause = {
+        "evidence": "in_kernel",
+        "rank": None,
+        "node": None,
+        "ranks": [0, 1, 2, 5, 6],
+        "late_ending_ranks": [0, 1, 2, 5, 6],
+        "ending_with": [0, 1, 2],
+        "persistent": True,
+        "fraction": 0.99,
+        "lead_us_median": 580.0,
+        "cost_us_per_launch": 552.0,
+        "cost_ci_us": [534.0, 569.0],
+        "cost_timed_us_per_launch": 562.0,
+    }
+    text = describe(cause)
+    assert text.startswith(
+        "ranks 5, 6 are among the late-ending ranks of most launches, and ranks 0, 1, 2 end with them"
+    )
+    assert "580.0 us after the others' last" in text and "no claim about why" in text

@@ -236,6 +236,16 @@ def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
             f"the timeline cannot tell; PMU or DebugClock must name the rank and role); it {cost}"
         )
     late = cause["late_ending_ranks"]
+    if cause.get("ending_with"):
+        tied = cause["ending_with"]
+        core = ", ".join(str(r) for r in late if r not in tied)
+        return (
+            f"ranks {core} are among the late-ending ranks of most launches, and rank{'s' if len(tied) > 1 else ''} "
+            f"{', '.join(map(str, tied))} end{'' if len(tied) > 1 else 's'} with them launch after launch, a constant "
+            f"lag apart: together {cause['lead_us_median']:.1f} us after the others' last (median; in {pct}): "
+            "late-ending ranks, with no claim about why (one of them may keep the others "
+            f"waiting for its data; PMU or DebugClock must name the rank and role); it {cost}"
+        )
     return (
         "ranks "
         f"{', '.join(map(str, late))}{' are among the late-ending ranks of most launches and' if cause.get('persistent') else ''} "

@@ -206,7 +206,8 @@ def baseline_section(c: ReportContext) -> Section:
 def link_rows(bw: dict[str, Any]) -> tuple[tuple[Text, ...], ...]:
     rows = []
     for cls, v in bw["links"].items():
-        peak = f"{num(v['peak_gbps'])} GB/s ({v['peak_kind']})" if v["peak_gbps"] is not None else "peak not configured"
+        kind = "simulator capacity" if v["peak_kind"] == "simulator" else v["peak_kind"]
+        peak = f"{num(v['peak_gbps'])} GB/s ({kind})" if v["peak_gbps"] is not None else "peak not configured"
         busiest = f"{v['busiest']['where']}: {thousands(v['busiest']['bytes'])} B" if v["busiest"] else "-"
         at_peak = f"{num(v['bound_us'])} us" if v["bound_us"] is not None else "-"
         achieved = f"{num(v['achieved_gbps'], '.2f')} GB/s" if v["achieved_gbps"] is not None else "-"

@@ -293,7 +293,7 @@ def bandwidth_line(sections: Mapping[str, Any]) -> str | None:
         return f"{took}; how long its links allow is not established: {bw.get('reason') or 'no bound'}."
     sets = bw["sets_bound"]
     link = bw["links"][sets]
-    peak = "the simulator's link rate" if link.get("peak_kind") == "simulator" else "the configured peak"
+    peak = "the simulator's capacity" if link.get("peak_kind") == "simulator" else "the configured peak"
     lo, hi = bw["efficiency_ci95"]
     line = (
         f"{took}; its links allow {bw['bound_us']:.0f} us ({sets.replace('_', '-')} bytes at {peak}, "

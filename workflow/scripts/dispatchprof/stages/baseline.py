@@ -110,12 +110,13 @@ def load_routing(cfg: Mapping[str, Any], run_dir: Path | None) -> list[dict[str,
 
 
 def link_peaks(cfg: Mapping[str, Any], toolchain: str) -> dict[str, dict[str, Any]]:
-    """The peaks the bound uses: the simulator's own link rates under toolchain sim (hardware.links shown beside them,
-    not used: a simulated run has no hardware), else hardware.links as configured (null = "peak not configured")."""
+    """The peaks the bound uses: the simulator's capacities (sim.link_gbps) under toolchain sim (hardware.links shown
+    beside them, not used: a simulated run has no hardware), else hardware.links as configured (null = "peak not
+    configured")."""
     configured = configured_link_peaks(cfg["hardware"])
     if toolchain != "sim":
         return configured
-    peaks = sim_link_peaks(int(cfg["cluster"]["nodes"]), int(cfg["cluster"]["ranks_per_node"]))
+    peaks = sim_link_peaks(cfg["sim"])
     for c, peak in peaks.items():
         peak["configured_peak_gbps"] = configured.get(c, {}).get("peak_gbps")
     return peaks

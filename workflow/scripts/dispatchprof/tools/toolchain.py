@@ -17,29 +17,22 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.node.nodeenv import merge
 
-# The simulated cluster's link rates, GB/s of ONE URMA send queue (one destination rank), same node / across nodes: the
-# stand-in's LINK_BYTES_PER_US (workflow/sim/ascend_deepep/ascend_deepep/_collective.py; bytes per us / 1e3 = GB/s;
-# tests/unit/test_sim_link_rates.py keeps them equal). The simulator has no shared link capacity: every queue runs at
-# its rate whatever the others carry, so a rank's rate for a
-# class is the queue rate x its destination ranks of that class.
-SIM_QUEUE_GBPS = {"intra_node": 2.4, "inter_node": 1.4}
 
-
-def sim_link_peaks(nodes: int, ranks_per_node: int) -> dict[str, dict[str, Any]]:
-    """Per link class, the simulated cluster's rate per rank (one direction) with where it comes from: used as the peak
-    under ``toolchain: sim``, in place of hardware.links (a simulated run has no hardware to configure)."""
-    queues = {"intra_node": ranks_per_node - 1, "inter_node": (nodes - 1) * ranks_per_node}
+def sim_link_peaks(sim: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per link class, the simulated cluster's capacity (sim.link_gbps: GB/s of one rank's send port and of its receive
+    port, one direction; the stand-in reads it from DEEPEP_SIM_LINK_GBPS) with where it comes from: the peak under
+    ``toolchain: sim``, in place of hardware.links (a simulated run has no hardware to configure). The stand-in's ports
+    never run above it, so the bound it gives is a real bound of the simulated kernel."""
     return {
         c: {
-            "peak_gbps": SIM_QUEUE_GBPS[c] * queues[c] if queues[c] else None,
+            "peak_gbps": float(gbps),
             "source": (
-                f"the simulator's own link rate, not a hardware figure: {SIM_QUEUE_GBPS[c]} GB/s per destination queue "
-                f"(the stand-in's LINK_BYTES_PER_US) x {queues[c]} destination ranks "
-                "of this class per rank; the simulator has no shared link capacity"
+                f"simulator capacity (sim.link_gbps.{c}: each rank's send port and "
+                "receive port of this class, one direction), not a hardware figure"
             ),
             "kind": "simulator",
         }
-        for c in SIM_QUEUE_GBPS
+        for c, gbps in sim["link_gbps"].items()
     }
 
 
@@ -86,6 +79,7 @@ SIM_ENV = {
     "clock_drift_ppm": "DEEPEP_SIM_CLOCK_DRIFT_PPM",
     "poll_pipe_share": "DEEPEP_SIM_POLL_PIPE_SHARE",
     "pre_kernels": "DEEPEP_SIM_PRE_KERNELS",
+    "link_gbps": "DEEPEP_SIM_LINK_GBPS",
 }
 # The stand-in's modelled host clock: the full-API scope of the simulated cluster is its host path, not the
 # stand-in store's TCP round trips (the driver records which clock it used in api/clock.json).

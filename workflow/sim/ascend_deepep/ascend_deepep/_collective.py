@@ -25,6 +25,7 @@ Nothing here is a measurement. The model uses the standard library only (it runs
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 import random
@@ -46,7 +47,13 @@ LAUNCH_GAP_US = 1.5  # barrier kernel end -> dispatch kernel start on the same s
 POST_US = 9.0  # kernel end -> dispatch() returns after synchronize (epilogue, D2H)
 EVENT_OVERHEAD_US = 0.8  # ACL event record around the launch (event-mode latency)
 LINK_LATENCY_US = {True: 1.5, False: 4.0}  # same node / across nodes
-LINK_BYTES_PER_US = {True: 2400.0, False: 1400.0}  # per URMA core, same node / across nodes
+# Link capacity (sim.link_gbps, DEEPEP_SIM_LINK_GBPS): GB/s (1e9 B/s, x 1e3 = bytes per us) of ONE rank's port of a link
+# class, in one direction. Every rank has a send port and a receive port per class (intra_node: to/from its node's other
+# ranks; inter_node: to/from other nodes' ranks); a send holds its sender's send port and its receiver's receive port of
+# its class for bytes / capacity (sim.slow_link divides the capacity of its node pair). The defaults are the per-rank
+# rates of the earlier model's independent queues on 2 x 8 (2.4 GB/s x 7 same-node destinations, 1.4 GB/s x 8 across).
+LINK_CLASSES = ("intra_node", "inter_node")
+DEFAULT_LINK_GBPS: Mapping[str, float] = {"intra_node": 16.8, "inter_node": 11.2}
 WQE_BYTES_PER_US = 6_000.0  # WQE build (SIMT) rate of one URMA core; then the core polls for the link's completion
 STAGE_BYTES_PER_US = 8_000.0  # TokenCopyToBuffer, per core
 SELF_BYTES_PER_US = 4_000.0  # SelfCopyToken, per core
@@ -114,6 +121,16 @@ def _poll_share(text: str) -> dict[str, float]:
     return given or dict(DEFAULT_POLL_SHARE)
 
 
+def _link_gbps(text: str) -> dict[str, float]:
+    given = {k: float(v) for k, v in _pairs(text).items()}
+    if set(given) - set(LINK_CLASSES) or any(not v > 0.0 for v in given.values()):
+        raise ValueError(
+            f"DEEPEP_SIM_LINK_GBPS={text!r}: expected class=GB/s with "
+            f"classes from {', '.join(LINK_CLASSES)} and capacities > 0"
+        )
+    return {**DEFAULT_LINK_GBPS, **given}
+
+
 def _pre_kernels(value: str) -> str:
     if value not in PRE_KERNELS:
         raise ValueError(f"DEEPEP_SIM_PRE_KERNELS={value!r}: expected one of {', '.join(PRE_KERNELS)}")
@@ -152,6 +169,10 @@ class Knobs:
     # use is not known; by default 2% scalar and nothing else). Given, it replaces the default whole.
     poll_pipe_share: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_POLL_SHARE))
     pre_kernels: str = "none"  # none | plain | collective | both (PRE_KERNELS)
+    # Capacity of one rank's send port and of its receive port per link class, GB/s (DEFAULT_LINK_GBPS; a class not
+    # given keeps its default). Not a fault: the simulated cluster's
+    # hardware, which the bandwidth bound reads under toolchain sim.
+    link_gbps: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LINK_GBPS))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Knobs:
@@ -180,6 +201,7 @@ class Knobs:
             icache_hot_role=env.get("DEEPEP_SIM_ICACHE_HOT_ROLE") or None,
             poll_pipe_share=_poll_share(env.get("DEEPEP_SIM_POLL_PIPE_SHARE", "")),
             pre_kernels=_pre_kernels(env.get("DEEPEP_SIM_PRE_KERNELS") or "none"),
+            link_gbps=_link_gbps(env.get("DEEPEP_SIM_LINK_GBPS", "")),
         )
 
     def offset_us(self, node: int) -> float:
@@ -592,31 +614,7 @@ class CollectiveModel:
 
         # URMASendToken: prepare the mapping, then per destination (round-robin over the URMA cores, starting with
         # the next rank) build WQEs and wait for the link; tokens arrive a link latency after the send completes.
-        # Modelling assumption: a destination's WQEs are built, then posted, and the core polls until the link
-        # completes them (no overlap of building and transfer on one core). The WQE work scales with the sender's work
-        # factors (slow rank, spikes, warm-up, slow URMASendToken); the wire time only with the link's own factor
-        # (slow_link): a slow core is busier, a slow link makes it poll longer.
-        arrival = [[0.0] * world for _ in range(world)]  # arrival[src][dst]
-        for r in range(world):
-            f = factor[r] * self._role_factor(r, "URMASendToken")
-            order = [(r + k) % world for k in range(1, world)]
-            for j, i in enumerate(urma):
-                t = tick[r][i]
-                prep = PREPARE_US * f * jitter[r][i]
-                phases[r][i].append(Phase("prepare", "work", t, t + prep, "prepare"))
-                t += prep
-                for dst in order[j :: len(urma)]:
-                    same = cl.node(dst) == cl.node(r)
-                    nbytes = sends[r][dst]
-                    wqe = (0.5 + nbytes / WQE_BYTES_PER_US) * f * jitter[r][i]
-                    wire = (
-                        nbytes / LINK_BYTES_PER_US[same] * self._link_factor(r, dst) * jitter[r][i]
-                    )  # the link's time: no work factor
-                    phases[r][i].append(Phase(f"send_to_{dst}", "work", t, t + wqe, "wqe"))
-                    done = t + wqe + wire
-                    phases[r][i].append(Phase(f"complete_{dst}", "wait_link", t + wqe, done))
-                    arrival[r][dst] = done + LINK_LATENCY_US[same]
-                    t = done
+        arrival = self._urma_sends(phases, tick, factor, jitter, urma, sends)
 
         # SelfCopyToken: prepare, wait for this rank's stage (WaitAllStageDone), copy the local tokens.
         for r in range(world):
@@ -672,6 +670,102 @@ class CollectiveModel:
                 )
             )
         return Launch(call, False, replay, ranks, None, entry, list(kernel_start), frozenset(self._struck))
+
+    def _urma_sends(
+        self,
+        phases: list[list[list[Phase]]],
+        tick: list[list[float]],
+        factor: list[float],
+        jitter: list[list[float]],
+        urma: list[int],
+        sends: list[list[int]],
+    ) -> list[list[float]]:
+        """Every rank's URMA sends through the link ports; returns arrival[src][dst] (the token arrivals) and appends
+        each URMA core's phases. Modelling assumptions: a destination's WQEs are built (work: the sender's work
+        factors), then posted, and the core polls until the link completes them (no overlap of building and transfer on
+        one core). A posted send moves through its sender's send port and its receiver's receive port of its class at
+        once. Each port shares its capacity equally among the sends moving through it, and a send moves at the smaller
+        of its two shares (divided by slow_link's factor on its node pair; no jitter: a port never runs above its
+        capacity), its rate recomputed whenever a send starts or ends on one of its ports. So a port's bytes need at
+        least bytes / capacity, and the busiest port bounds the kernel
+        from below (the analysis's link bound under toolchain sim)."""
+        cl, world = self.cluster, self.cluster.world
+        rate = {c: self.knobs.link_gbps[c] * 1e3 for c in LINK_CLASSES}  # bytes per us
+        moving: dict[tuple[int, str, str], set[tuple[int, int]]] = {}  # port (rank, send|receive, class) -> its sends
+        flow: dict[
+            tuple[int, int], list[float]
+        ] = {}  # (src, dst) -> [bytes left, bytes per us, since, version, posted]
+        events: list[
+            tuple[float, int, int, int, int, float]
+        ] = []  # (time, 0 = may end | 1 = posted, src, dst, core, version)
+        queue: dict[tuple[int, int], list[int]] = {}  # (src, core) -> its destinations still to send
+        arrival = [[0.0] * world for _ in range(world)]  # arrival[src][dst]
+
+        def ports(r: int, dst: int) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+            link = LINK_CLASSES[cl.node(dst) != cl.node(r)]
+            return (r, "send", link), (dst, "receive", link)
+
+        route = {
+            (r, dst): (*ports(r, dst), self._link_factor(r, dst))
+            for r in range(world)
+            for dst in range(world)
+            if sends[r][dst]
+        }
+
+        def build(r: int, i: int, t: float) -> None:
+            dst = queue[r, i].pop(0)
+            wqe = (
+                (0.5 + sends[r][dst] / WQE_BYTES_PER_US)
+                * factor[r]
+                * self._role_factor(r, "URMASendToken")
+                * jitter[r][i]
+            )
+            phases[r][i].append(Phase(f"send_to_{dst}", "work", t, t + wqe, "wqe"))
+            heapq.heappush(events, (t + wqe, 1, r, dst, i, 0.0))
+
+        def reshare(touched: tuple[tuple[int, str, str], ...], t: float, i_of: dict[tuple[int, int], int]) -> None:
+            """The sends on the touched ports move at their new shares from t on."""
+            for key in moving[touched[0]] | moving[touched[1]]:
+                f, (out, into, slow) = flow[key], route[key]
+                speed = min(rate[out[2]] / len(moving[out]), rate[into[2]] / len(moving[into])) / slow
+                if speed == f[1]:
+                    continue  # the same share: it ends when it would have
+                f[0] = max(0.0, f[0] - f[1] * (t - f[2]))
+                f[1], f[2], f[3] = speed, t, f[3] + 1
+                heapq.heappush(events, (t + f[0] / f[1], 0, key[0], key[1], i_of[key], f[3]))
+
+        for r in range(world):
+            f = factor[r] * self._role_factor(r, "URMASendToken")
+            order = [(r + k) % world for k in range(1, world)]
+            for j, i in enumerate(urma):
+                prep = PREPARE_US * f * jitter[r][i]
+                phases[r][i].append(Phase("prepare", "work", tick[r][i], tick[r][i] + prep, "prepare"))
+                queue[r, i] = order[j :: len(urma)]
+                if queue[r, i]:
+                    build(r, i, tick[r][i] + prep)
+        core_of: dict[tuple[int, int], int] = {}
+        while events:
+            now, kind, r, dst, i, version = heapq.heappop(events)
+            key = (r, dst)
+            touched = route[key][:2] if key in route else ()
+            if kind == 1 and sends[r][dst]:  # posted: it starts moving, and its ports' sends re-share
+                flow[key], core_of[key] = [float(sends[r][dst]), 0.0, now, 0.0, now], i
+                for p in touched:
+                    moving.setdefault(p, set()).add(key)
+                reshare(touched, now, core_of)
+                continue
+            if kind == 0 and (key not in flow or version != flow[key][3]):
+                continue  # its rate changed since: a later event ends it
+            posted = flow.pop(key)[4] if kind == 0 else now
+            for p in touched if kind == 0 else ():
+                moving[p].discard(key)
+            phases[r][i].append(Phase(f"complete_{dst}", "wait_link", posted, now))
+            arrival[r][dst] = now + LINK_LATENCY_US[cl.node(dst) == cl.node(r)]  # the tokens land a link latency later
+            if kind == 0:
+                reshare(touched, now, core_of)
+            if queue[r, i]:
+                build(r, i, now)
+        return arrival
 
     # -- what a node's clock says ------------------------------------------------------------------------------
     def node_clock_ns(self, node: int, true_us: float, epoch_ns: int) -> int:

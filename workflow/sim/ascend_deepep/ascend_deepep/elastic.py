@@ -107,6 +107,16 @@ def make_inputs(
     return RankInputs(x=x, topk_idx=topk_idx, topk_weights=weights)
 
 
+def destinations(topk_idx: list[list[int]], experts_per_rank: int, world: int) -> dict[int, list[int]]:
+    """Per destination rank, the tokens this rank sends it: each token once per rank that holds one of its experts
+    (what the event model's byte matrix counts: tokens x hidden x dtype bytes per destination)."""
+    outgoing: dict[int, list[int]] = {dst: [] for dst in range(world)}
+    for t, experts in enumerate(topk_idx):
+        for dst in sorted({e // experts_per_rank for e in experts}):
+            outgoing[dst].append(t)
+    return outgoing
+
+
 def expected_receive(
     inputs_by_rank: dict[int, RankInputs], dst: int, experts_per_rank: int
 ) -> list[tuple[int, int, list[float], list[int]]]:
@@ -262,10 +272,7 @@ class ElasticBuffer:
             print(f"[rank {self.rank}] [sim] exits with code 1 after {call} dispatch calls (sim.die_rank)", flush=True)
             sys.exit(1)
         self._calls += 1
-        outgoing: dict[int, list[int]] = {dst: [] for dst in range(self.world)}
-        for t, experts in enumerate(topk_idx):
-            for dst in sorted({e // self.experts_per_rank for e in experts}):
-                outgoing[dst].append(t)
+        outgoing = destinations(topk_idx, self.experts_per_rank, self.world)
         row_bytes = self.hidden * self.dtype_bytes
         in_session = self._session is not None
         sync_start = in_session and self._sync_start

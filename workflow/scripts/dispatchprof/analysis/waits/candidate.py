@@ -35,6 +35,9 @@ class Facts(TypedDict, total=False):
     persistent: bool  # late-ending ranks in most launches
     with_ranks: list[int]  # the core of a late-ending set: the ranks late with it in at least 10% of its launches
     followers_of: int  # late-ending ranks that end as one: the rank they follow
+    ending_with: list[
+        int
+    ]  # late-ending ranks of most launches: the ranks whose end moves with theirs, brought down too
     stands_out: ChanceTest
     not_named: str  # listed, never named: why, as a kind ("chance", "no_pure_barrier", "kernel_structure")
     kernel_us_median: float  # the group waiting inside the kernel: the typical launch's kernel time

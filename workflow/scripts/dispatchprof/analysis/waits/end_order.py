@@ -75,6 +75,17 @@ def followers(end: np.ndarray, core: int, own_min: float) -> np.ndarray:
     return np.flatnonzero(tied)
 
 
+def persistent_group(end: np.ndarray, persistent: np.ndarray, own_min: float) -> np.ndarray:
+    """The persistent columns and the followers of each (followers): ranks whose end moves with a persistent rank's,
+    launch after launch, are delayed with it, wherever they fall in the end order. A slow sender serves its receivers
+    in turn, each waiting for its data a step later than the one before (2x8 with one URMA core per rank: seven ranks
+    54 to 593 us late in steps of ~107 us): the late sets hold the top steps, the lower steps end before them at a
+    constant lag, and left among the others they made the others' last end a victim's (costed 44% under). A rank
+    late by its own slowdown is no follower (its lag spreads with both jitters): it stays among the others."""
+    found = [followers(end, int(core), own_min) for core in persistent]
+    return np.union1d(persistent, np.concatenate(found)).astype(int) if found else persistent
+
+
 @dataclass
 class EndOrder:
     """The ends of the analysed launches, read once for every cause that needs them."""
@@ -113,9 +124,7 @@ def end_order(acc: Account, own_min: float, alpha: float) -> EndOrder:
     size, gap, order = late_sets(acc, own_min)
     member = late_members(size, order)
     persistent = persistent_late_ranks(member) if acc.ends_across_nodes else np.zeros(0, int)
-    group = (
-        np.union1d(persistent, followers(acc.end, int(persistent[0]), own_min)) if len(persistent) == 1 else persistent
-    )
+    group = persistent_group(acc.end, persistent, own_min)
     alone = len(persistent) == 1 and float(np.isin(last[member[:, persistent[0]]], group).mean()) > PERSISTENT_FRACTION
     apart: Facts = stands_out(member, persistent, group, alpha) if len(persistent) else {}
     return EndOrder(last, first, second, size, gap, order, member, persistent, group, alone, apart)

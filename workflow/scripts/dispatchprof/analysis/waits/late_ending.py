@@ -99,7 +99,10 @@ def recurring_late_ranks(
     ending after it (core_candidate). Listed, not named, where the chance test does not set them apart."""
     persistent, group = ends.persistent, ends.group
     if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes(nodes):
-        recurring = persistent_candidate(acc, ranks, persistent, own_min)
+        # brought down with the ranks whose end moves with theirs (a lead over a follower is no lead)
+        recurring = persistent_candidate(acc, ranks, group, own_min)
+        if len(group) > len(persistent):
+            recurring.facts["ending_with"] = ranks[np.setdiff1d(group, persistent)].tolist()
     elif ends.alone and len(group) > 1:
         recurring = persistent_candidate(acc, ranks, group, own_min)
         recurring.facts["followers_of"] = int(ranks[persistent[0]])
