@@ -118,6 +118,7 @@ VALUES: dict[str, Any] = {
     "sim.icache_hot_role": "CalCumSum",
     "sim.slow_role": {"rank": 1, "role": "CalCumSum", "factor": 1.3},
     "sim.slow_link": {"src_node": 0, "dst_node": 1, "factor": 1.3},
+    "sim.link_gbps": {"intra_node": 20.0, "inter_node": 10.0},
     "sim.clock_offset_us": {"1": 30.0},
     "sim.clock_drift_ppm": {"1": 5.0},
     "sim.poll_pipe_share": {"mte2": 0.05},
