@@ -54,7 +54,7 @@ def test_without_a_barrier_kernel_the_target_starts_set_the_origin_and_nulls_sta
     columns = used_launches([two_ranks(False)])
     assert columns["start_ns"].tolist()[:3] == [0, 1_000_000, 2_000_000] and columns["start_ns"].dtype == np.int64
     assert np.isnan(columns["barrier_start_ns"]).all() and np.isnan(columns["barrier_dur_ns"]).all()
-    assert list(columns) == [c for c in two_ranks(False).column_names if c != "used"]
+    assert list(columns) == [c for c in two_ranks(False).column_names if c != "used"] + ["previous_end_ns"]
 
 
 def test_only_used_launches_are_kept_and_they_set_the_origin():
@@ -106,3 +106,15 @@ def test_int64_column_reads_any_slice_of_any_nullable_column_as_to_pylist_does(v
     array = pa.array(values, pa.int64()).slice(offset, length)
     got, valid = int64_column(pa.chunked_array([array], pa.int64()))
     assert [int(g) if ok else None for g, ok in zip(got, valid)] == array.to_pylist()
+
+
+def test_a_used_launch_after_a_left_out_one_has_that_launch_end_as_its_previous_end():
+    """The previous end is the same rank's launch before, used or not, on the shifted clock; unknown for launch 0."""
+    columns = used_launches([two_ranks(True, used=[False, True, True, False, True, True])])
+    ends = {(r, launch): s + 900_000 for r, launch, s in zip(columns["rank"], columns["launch"], columns["start_ns"])}
+    previous = dict(zip(zip(columns["rank"], columns["launch"]), columns["previous_end_ns"]))
+    assert previous[(0, 2)] == ends[(0, 1)] and previous[(1, 2)] == ends[(1, 1)]
+    # launch 0 was left out: its end (1 ms before launch 1's start, less the 100 us gap) still starts launch 1's gap
+    assert previous[(0, 1)] == columns["start_ns"][0] - 1_000_000 + 900_000
+    everything = used_launches([two_ranks(True)])
+    assert np.isnan(everything["previous_end_ns"][[0, 3]]).all()  # launch 0 of each rank: nothing before it

@@ -423,3 +423,25 @@ def test_a_late_arrival_that_costs_less_than_its_lateness_says_how_far_ahead_of_
     # a late rank far ahead of every other arrival costs about its lateness: nothing to explain
     alone = analyse(table(late=6, late_us=80.0), SETTINGS, [], BOOT)["straggler"]
     assert "where it arrives last" not in alone["explanation"]
+
+
+def test_the_first_analysed_launch_has_a_host_gap_from_the_left_out_launch_before_it():
+    """A rank 50 us late by its host in every launch, the first launch left out (a warm-up): with the left-out launch's
+    end as its previous end, the first analysed launch is late like the others, and its cost counts (without it, the
+    first launch has no host gap and the cost is short by one launch in n)."""
+    truth: list = []
+    g = table(late=3, late_us=50.0, launches=8, truth=truth)
+    kept = slice(1, None)
+    fields = ("launches", "start", "end", "duration", "barrier_start", "barrier_end", "barrier_wait")
+    rows = {f: getattr(g, f)[kept] for f in fields}
+    without = waits.LaunchGrid(ranks=g.ranks, nodes=g.nodes, **rows)
+    with_previous = waits.LaunchGrid(ranks=g.ranks, nodes=g.nodes, previous_end=g.end[:-1], **rows)
+    assert np.isnan(host_gaps(without)[0]).all() and np.isfinite(host_gaps(with_previous)).all()
+    held = [min(50.0, np.sort(t["arrive"])[-1] - np.sort(t["arrive"])[-2]) for t in truth[1:]]
+    costs = {}
+    for name, grid_ in (("without", without), ("with", with_previous)):
+        cause = analyse(grid_, SETTINGS, [], BOOT)["straggler"]["causes"][0]
+        assert (cause["evidence"], cause["rank"]) == ("late_arrival", 3)
+        costs[name] = (cause["fraction"], cause["cost_us_per_launch"])
+    assert costs["with"][0] == 1.0 and costs["without"][0] == pytest.approx(6 / 7)
+    assert costs["with"][1] == pytest.approx(np.mean(held), rel=0.05)

@@ -325,6 +325,7 @@ def timeline_minus_kernel(
 
 
 LAUNCH_STARTS = ("start_ns", "barrier_start_ns")  # ns on the node's clock: shifted by since_first_start
+LAUNCH_TIMES = (*LAUNCH_STARTS, "previous_end_ns")  # shifted with them (the origin is the earliest start)
 
 
 def int64_column(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -359,13 +360,14 @@ def used_launches(tables: Iterable[pa.Table]) -> dict[str, np.ndarray]:
     parts: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
     for table in tables:
         used = table.column("used").to_numpy()
-        parts.append(
-            {
-                name: tuple(a[used] for a in int64_column(table.column(name)))
-                for name in table.column_names
-                if name != "used"
-            }
-        )
+        part = {
+            name: tuple(a[used] for a in int64_column(table.column(name)))
+            for name in table.column_names
+            if name != "used"
+        }
+        if {"rank", "launch", "start_ns", "dur_ns"} <= set(table.column_names):
+            part["previous_end_ns"] = tuple(a[used] for a in previous_ends(table))
+        parts.append(part)
     if not parts:
         return {}
     columns = {
@@ -376,6 +378,22 @@ def used_launches(tables: Iterable[pa.Table]) -> dict[str, np.ndarray]:
     return {
         name: values if valid.all() else np.where(valid, values, np.nan) for name, (values, valid) in columns.items()
     }
+
+
+def previous_ends(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the end (start + duration, ns) of the same rank's launch before it, and whether it is known: the
+    launch before a used one may be a left-out warm-up launch, and its end still starts the used launch's host gap."""
+    rank, _ = int64_column(table.column("rank"))
+    launch, _ = int64_column(table.column("launch"))
+    start, start_ok = int64_column(table.column("start_ns"))
+    dur, dur_ok = int64_column(table.column("dur_ns"))
+    order = np.lexsort((launch, rank))
+    before, after = order[:-1], order[1:]
+    follows = (rank[after] == rank[before]) & (launch[after] == launch[before] + 1)
+    values, valid = np.zeros(len(rank), np.int64), np.zeros(len(rank), bool)
+    values[after] = np.where(follows, start[before] + dur[before], 0)
+    valid[after] = follows & start_ok[before] & dur_ok[before]
+    return values, valid
 
 
 def since_first_start(columns: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -392,7 +410,7 @@ def since_first_start(columns: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> d
     if highest - origin > np.iinfo(np.int64).max:
         raise OverflowError(f"launch start times span {highest - origin} ns, more than an int64 holds")
     shifted = dict(columns)
-    for name in LAUNCH_STARTS:
+    for name in LAUNCH_TIMES:
         if name in columns:
             values, valid = columns[name]
             shifted[name] = (np.where(valid, values - np.int64(origin), 0), valid)

@@ -161,7 +161,11 @@ def timeline_stats(
     launch_grid = waits.grid(
         used["rank"],
         used["launch"],
-        {c: used[c].astype(float) for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns")},
+        {
+            c: used[c].astype(float)
+            for c in ("start_ns", "dur_ns", "barrier_start_ns", "barrier_dur_ns", "previous_end_ns")
+            if c in used
+        },
         cfg["cluster"]["ranks_per_node"],
     )
     settings = cfg["timeline"]["waits"]  # the causes in words (explanation) where the stats are written

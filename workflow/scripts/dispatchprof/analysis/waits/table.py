@@ -25,6 +25,10 @@ class LaunchGrid:
     barrier_start: np.ndarray
     barrier_end: np.ndarray
     barrier_wait: np.ndarray  # the barrier kernel's duration: its wait
+    # the end of each rank's launch before, used or not (a left-out warm-up launch's too): the first used launch then
+    # has a host gap like the others. None where the table had no such column (every used launch's previous end then
+    # comes from the row before, and the first row's gap is unknown).
+    previous_end: np.ndarray | None = None
 
     @property
     def has_barrier(self) -> bool:
@@ -49,15 +53,19 @@ def grid(rank: np.ndarray, launch: np.ndarray, columns: Mapping[str, np.ndarray]
 
     start, dur = wide(columns["start_ns"]), wide(columns["dur_ns"])
     bstart, bdur = wide(columns["barrier_start_ns"]), wide(columns["barrier_dur_ns"])
-    return LaunchGrid(launches, ranks, ranks // ranks_per_node, start, start + dur, dur, bstart, bstart + bdur, bdur)
+    previous = wide(columns["previous_end_ns"]) if "previous_end_ns" in columns else None
+    nodes = ranks // ranks_per_node
+    return LaunchGrid(launches, ranks, nodes, start, start + dur, dur, bstart, bstart + bdur, bdur, previous)
 
 
 def host_gaps(g: LaunchGrid) -> np.ndarray:
     """``[launch, rank]``: from the rank's previous target end to its arrival (the barrier kernel's start, else the
     target's start), on the rank's own clock. This is the host's share of lateness: a rank that ended the previous
     launch late (it waited inside the kernel) returns late without being late itself. NaN where the previous launch
-    is not in the table."""
+    is not in the table (or, with ``previous_end``, where the rank's launch before was not read)."""
     arrival = np.where(np.isfinite(g.barrier_start), g.barrier_start, g.start) if g.has_barrier else g.start
+    if g.previous_end is not None:
+        return arrival - g.previous_end
     gaps = np.full_like(arrival, np.nan)
     consecutive = np.flatnonzero(np.diff(g.launches) == 1) + 1
     gaps[consecutive] = arrival[consecutive] - g.end[consecutive - 1]
