@@ -23,6 +23,10 @@ LEAD_ONLY = frozenset({"in_kernel", "late_ending_node"})
 TIMELINE = "group time saved without it (msprof timeline)"
 DEBUGCLOCK = "slot excess on the DEBUG_CLOCK_ON run, if that slot is on the critical path"
 PMU = "role busy-time excess on one replayed launch, if that role is on the critical path"
+NOT_ESTABLISHED = (
+    "not established by the timeline (the other ranks' own work is hidden behind their wait for this rank's data): "
+    "0 is no estimate"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +83,10 @@ def layer_figures(
 ) -> list[LayerFigure]:
     """The timeline's figure first, then each lower layer that saw the same ranks or node."""
     timeline = LayerFigure(
-        layer="timeline", us_per_launch=float(cause["cost_us_per_launch"]), low_us=None, measures=TIMELINE
+        layer="timeline",
+        us_per_launch=float(cause["cost_us_per_launch"]),
+        low_us=None,
+        measures=NOT_ESTABLISHED if cause.get("cost_not_established") else TIMELINE,
     )
     lower = [debugclock_figure(cause, debugclock), pmu_figure(cause, pmu_busiest)]
     return [timeline, *(f for f in lower if f is not None)]
@@ -90,8 +97,13 @@ def best_figure(cause: Mapping[str, Any], figures: list[LayerFigure]) -> LayerFi
     lead (ranks ending late together, a late-ending node) and DebugClock, timing the same launches' work slots on
     device clocks, sees a larger delay on the same ranks: the lead then misses what the receivers waited with it. A
     bound stays the timeline's (its own statement). The PMU never replaces it: one replayed launch's busy time,
-    polling included, is no group saving (in the localisation benchmark it ran 1.5-11x the event truth)."""
+    polling included, is no group saving (in the localisation benchmark it ran 1.5-11x the event truth), except where
+    the timeline has no figure at all (a cause named with its cost not established, a rank that paces the group's
+    end): DebugClock's then, else the PMU's, each with what it measures."""
     timeline = figures[0]
+    if cause.get("cost_not_established"):
+        lower = [f for layer in ("DebugClock", "PMU") for f in figures if f.layer == layer]
+        return lower[0] if lower else timeline
     if cause.get("cost_bound_us") or cause.get("evidence") not in LEAD_ONLY:
         return timeline
     deeper = [f for f in figures if f.layer == "DebugClock" and f.us_per_launch > timeline.us_per_launch]

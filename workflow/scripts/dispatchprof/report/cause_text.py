@@ -39,6 +39,15 @@ COST_CLOCKS = {  # why a late arrival's cost is uncertain (the analysis's kind)
 }
 
 
+COST_NOT_ESTABLISHED = {  # why a named cause has no cost (the analysis's kind)
+    "peers_hidden": (
+        "not established by the timeline: the other ranks' own work is hidden behind their wait for its data, so "
+        "how much earlier they would end without its slowdown does not show; the PMU's role excess or DebugClock's "
+        "slot excess on that rank gives a figure"
+    ),
+}
+
+
 NOT_NAMED = {  # why a listed cause is not named (the analysis's kind; "chance": not_apart_text)
     "no_pure_barrier": (
         "without a pure barrier, cross-node comparisons of ends are not established (enable baseline.synchronize_start)"
@@ -61,6 +70,8 @@ def in_words(waited: dict[str, Any], settings: Mapping[str, Any]) -> dict[str, A
         say_kinds(cause, float(settings["alpha"]))
     for cause in named:
         cause["explanation"] = describe(cause)
+    if strag.get("cost_not_established"):  # the straggler's copy of its top cause's kind (awaited.answer_of)
+        strag["cost_not_established"] = COST_NOT_ESTABLISHED[strag["cost_not_established"]]
     text = straggler_text(named, unnamed, float(settings["min_cost_us"]))
     at = list(strag).index("unnamed") + 1
     items = list(strag.items())
@@ -75,6 +86,8 @@ def say_kinds(cause: dict[str, Any], alpha: float) -> None:
         cause["where"] = WHERE[cause["where"]]
     if "cost_clocks" in cause:
         cause["cost_clocks"] = COST_CLOCKS[cause["cost_clocks"]]
+    if "cost_not_established" in cause:
+        cause["cost_not_established"] = COST_NOT_ESTABLISHED[cause["cost_not_established"]]
     if "not_named" in cause:
         kind = cause["not_named"]
         cause["not_named"] = not_apart_text(cause, alpha) if kind == "chance" else NOT_NAMED[kind]
@@ -153,6 +166,8 @@ def describe(cause: Mapping[str, Any]) -> str:
         if f"{share:.0f}" in ("0", "100") and share not in (0.0, 100.0)
         else f"{share:.0f}% of launches"
     )
+    if cause.get("paces_end"):
+        return paces_end_text(cause)
     cost = cost_text(cause)
     if cause["evidence"] == "late_arrival":
         who = (
@@ -205,6 +220,22 @@ def describe(cause: Mapping[str, Any]) -> str:
         f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
         f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside "
         f"the kernel for a peer's data; PMU or DebugClock must name the rank and role; it {cost}"
+    )
+
+
+def paces_end_text(cause: Mapping[str, Any]) -> str:
+    """A rank that paces the group's end (analysis.waits.paces_end) in words: how often it ends first against chance,
+    what that means, and that its cost is not established."""
+    test = cause["paces_end"]
+    n = round(1 / test["chance"])
+    p = f"p = {test['p_value']:.1g}" if test["p_value"] > 0 else "p < 1e-300"  # below a double: the sum underflows
+    return (
+        f"rank {cause['rank']} paces the group's end: it ends first and the other ranks end just after it (the last a "
+        f"median {test['lag_us_median']:.1f} us after) in {100 * test['fraction_first']:.0f}% of launches (chance "
+        f"1/{n}, {100 * test['chance']:.0f}%; binomial {p}): they wait for its data, so its own "
+        "work is longer than theirs in those launches; the timeline cannot see by how much (their own work is hidden "
+        "behind the wait): its cost is not established; the PMU's role excess or DebugClock's slot excess on rank "
+        f"{cause['rank']} gives a figure"
     )
 
 

@@ -22,7 +22,8 @@ The package, by concern (every name is re-exported here: import from ``dispatchp
 - candidate: the Candidate record and its Facts; candidates: every candidate cause, one function per kind:
   arrivals (late arrival), own_work (own work and its spikes), end_order and late_ending (late-ending ranks and
   nodes), in_kernel (the whole group waiting inside the kernel), uncoupled (longest own work of ranks that do not
-  wait for each other);
+  wait for each other), paces_end (a rank the others end just after, first far more often than chance: named, its
+  cost not established);
 - costing: what-if savings above the background, bootstrap CIs, the group's excess;
 - naming: named or listed (min_cost_us, the chance test), the order by cost, what a named node covers;
 - awaited: the account assembled (awaited, analyse), facts only: report/cause_text puts it in words;
@@ -58,6 +59,7 @@ from dispatchprof.analysis.waits.late_ending import MAX_LATE_SET, core_candidate
 from dispatchprof.analysis.waits.in_kernel import in_kernel, transient
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
 from dispatchprof.analysis.waits.costing import backgrounds, bootstrap_mean_ci, costed, duration_excess, excess
+from dispatchprof.analysis.waits.paces_end import paced_causes, pacers
 from dispatchprof.analysis.waits.naming import covered, stands_out
 from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.awaited import (
@@ -113,6 +115,8 @@ __all__ = [
     "lead_within_node",
     "longest_own_work",
     "node_clocks",
+    "paced_causes",
+    "pacers",
     "persistent_candidate",
     "persistent_late_ranks",
     "rank_offsets",

@@ -15,7 +15,8 @@ from dispatchprof.analysis.waits.clocks import node_clocks, release_skew
 from dispatchprof.analysis.waits.costing import costed, duration_excess, excess
 from dispatchprof.analysis.waits.coupling import coupling
 from dispatchprof.analysis.waits.in_kernel import in_kernel, is_group_wait
-from dispatchprof.analysis.waits.naming import covered
+from dispatchprof.analysis.waits.naming import by_cost, covered
+from dispatchprof.analysis.waits.paces_end import paced_causes
 from dispatchprof.analysis.waits.picture import launch_picture
 from dispatchprof.analysis.waits.table import LaunchGrid, entry_wait_grid, entry_waits, kernel_entry_waits
 from dispatchprof.analysis.waits.uncoupled import longest_own_work
@@ -108,6 +109,8 @@ def awaited(
         costs = costed(
             acc, candidates(acc, g.ranks, g.nodes, waits) + ([inside] if inside else []), g.nodes, waits, boot
         )
+        if couple["state"] == "coupled":  # a rank that ends first paces the others only where they wait for it
+            costs = sorted(costs + paced_causes(acc, g.ranks, g.nodes, waits, costs), key=by_cost)
         group_wait = next((c for c in costs if is_group_wait(c)), None)
         group = excess(acc, group_wait)
     else:  # durations are own work and compare directly (docs/architecture.md): the longest's lead is what it costs
@@ -146,6 +149,8 @@ def add_shares(causes: list[dict[str, Any]], group: Mapping[str, float | None]) 
         if c.get("cost_bound_us"):
             # the share and the waiting caused compare the same arrivals across nodes as the estimate: not established
             c["cost_share"] = c["wait_caused_us_per_launch"] = None
+        if c.get("cost_not_established"):  # no cost, no share of anything, no waiting it is known to cause
+            c["cost_share"] = c["cost_timed_share"] = c["wait_caused_us_per_launch"] = None
 
 
 def answer_of(named: list[dict[str, Any]]) -> dict[str, Any]:
@@ -191,6 +196,7 @@ STRAGGLER_KEYS = (
     "wait_caused_us_per_launch",
     "cost_share",
     "cost_bound_us",
+    "cost_not_established",
 )
 
 
@@ -206,6 +212,7 @@ CAUSE_KEYS = (
     "cost_timed_us_per_launch",
     "cost_share",
     "cost_bound_us",
+    "cost_not_established",  # named without a cost: why, in words (report/cause_text)
     "explanation",  # report/cause_text's
 )
 

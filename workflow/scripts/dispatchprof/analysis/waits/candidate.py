@@ -17,6 +17,16 @@ class ChanceTest(TypedDict):
     z: float
 
 
+class PacesEnd(TypedDict):
+    """paces_end: how often the rank ends first, against chance under exchangeable ends, and how close after it the
+    others end."""
+
+    fraction_first: float  # the launches it ends first (ties at the nanosecond: nobody)
+    chance: float  # 1 / n_ranks
+    p_value: float  # the one-sided binomial tail of its count at chance
+    lag_us_median: float  # where it ends first, the others' last end after its own (median)
+
+
 class Facts(TypedDict, total=False):
     """What a candidate's explanation reads; spread into its cost-account entry in the order they were set (the stats
     JSON keeps that order). Kinds, never words: report/cause_text says them under the same keys."""
@@ -43,6 +53,9 @@ class Facts(TypedDict, total=False):
     kernel_us_median: float  # the group waiting inside the kernel: the typical launch's kernel time
     above_us_median: float  # ... and the median excess of the launches it struck
     not_coupled: bool  # ranks that do not wait for each other: own work compared by durations
+    paces_end: PacesEnd  # own work that paces the group's end: the others end just after it (paces_end.py)
+    cost_not_established: str  # named, but the timeline cannot cost it ("peers_hidden": its peers' own work is hidden
+    # behind their wait for its data); cost_us_per_launch is then the replay's saving of what it sees (0), no estimate
 
 
 @dataclass(kw_only=True)

@@ -189,6 +189,15 @@ def cause_entry(
     }
 
 
+def not_costed(c: Candidate, replay: Replay) -> dict[str, Any]:
+    """A candidate the timeline names but cannot cost (facts["cost_not_established"] says why), as the cost account
+    holds it: the replay's saving of what the timeline sees of it, nothing (0, CI 0-0: its delay is hidden, not
+    zero), no background, named unless it is a listed kind."""
+    entry = cause_entry(c, replay, (0.0, [0.0, 0.0]), (0.0, [0.0, 0.0]), 0.0, 0.0)
+    entry["named"] = not c.group
+    return entry
+
+
 def duration_excess(g: LaunchGrid) -> dict[str, float | None]:
     """Ranks that do not wait for each other: the group's excess per launch is its longest duration's lead over the
     median rank's, in both scopes."""
