@@ -217,9 +217,11 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         )
     )
     matched = top_truth if right else knob_real[0] if right_knob else None
+    # a cause named without a cost (cost_not_established: a rank that paces the group's end) has no estimate to score
+    costed = top is not None and not top.get("cost_not_established")
     error = (
         abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost)
-        if matched and top
+        if matched and costed
         else None
     )
     # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits/arrivals.py cost_bound_us):
@@ -231,7 +233,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     # in-kernel wait with its excess (report/debugclock.py node_sentence), the larger cost the answer gives; elsewhere
     # the answer's cost is the timeline's. Run only where it can change the answer (debugclock_gate.py scores the gate).
     dc = dc_node(shape, knobs) if top is None or top["evidence"] in ("in_kernel", "late_ending_node") else None
-    answer_cost = top["cost_us_per_launch"] if top and not bound else None
+    answer_cost = top["cost_us_per_launch"] if costed and not bound else None
     if dc and (answer_cost is None or dc["excess_us"] > answer_cost):
         answer_cost = dc["excess_us"]
     # where the timeline names nobody, DebugClock's node is what the answer points at: right when it is the slow

@@ -188,7 +188,11 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
     matched = top_truth if right else knob_real[0] if right_knob else None
     # the top names a real cause, not the costliest: its cost is still scored against that cause's truth
     some = next((t for t in real if matches(top, t)), None) if top is not None else None
-    some_error = abs(top["cost_us_per_launch"] - some["period"]) / max(some["period"], min_cost) if some else None
+    # a cause named without a cost (cost_not_established: a rank that paces the group's end) has no estimate to score
+    costed = top is not None and not top.get("cost_not_established")
+    some_error = (
+        abs(top["cost_us_per_launch"] - some["period"]) / max(some["period"], min_cost) if some and costed else None
+    )
     # localisation.matches counts a rank's own work as found when it is among the late-ending ranks of an in-kernel
     # cause, however many ranks that list holds: "exact" asks the top to name the cause itself
     exact = right and (
@@ -196,7 +200,7 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
     )
     error = (
         abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost)
-        if matched and top
+        if matched and costed
         else None
     )
     bound = top.get("cost_bound_us") if top else None
@@ -210,7 +214,7 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
             false_alarms.append(label(cause))
             if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprits and real:
                 victims.append(label(cause))
-    below = [label(c) for c in named if c["cost_us_per_launch"] < min_cost]
+    below = [label(c) for c in named if c["cost_us_per_launch"] < min_cost and not c.get("cost_not_established")]
     return {
         "fault_run": bool(knob_real),
         "top_right": right,
@@ -226,6 +230,7 @@ def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: mode
         "false_alarms": false_alarms,
         "victims_blamed": victims,
         "named_below_min_cost": below,
+        "top_cost_not_established": top is not None and not costed,
     }
 
 
@@ -288,6 +293,7 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
             false_alarms=[],
             victims_blamed=[],
             named_below_min_cost=[],
+            top_cost_not_established=False,
             named=[],
             straggler=None,
             coupling=None,
@@ -311,6 +317,7 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
             "timed": round(c["cost_timed_us_per_launch"], 3),
             "ci": [round(x, 3) for x in c["cost_ci_us"]],
             **({"at_most": round(c["cost_bound_us"][1], 3)} if c.get("cost_bound_us") else {}),
+            **({"not_established": True} if c.get("cost_not_established") else {}),
         }
         for c in named
     ]
@@ -342,6 +349,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
         "false_alarms": sum(len(r["false_alarms"]) for r in rows),
         "named_below_min_cost": sum(len(r["named_below_min_cost"]) for r in rows),
+        "top_cost_not_established_fault_runs": sum(bool(r.get("top_cost_not_established")) for r in faults),
         "analysis_errors": sum(r["error"] is not None for r in rows),
         # the node clocks fitted from the barrier's ends against the model's (+1.7 ms x node; node 2 15 ppm fast)
         "node_offset_error_us_max": max(
@@ -407,7 +415,9 @@ def run_table(rows: list[dict[str, Any]]) -> str:
     ]
     for r in rows:
         named = "; ".join(
-            f"{c['cause']} "
+            f"{c['cause']} (cost not established)"
+            if c.get("not_established")
+            else f"{c['cause']} "
             f"({'at most ' + format(c['at_most'], '.2f') + ', estimate ' if 'at_most' in c else ''}{c['cost']:.2f}, "
             f"{c['timed']:.2f})"
             for c in r["named"]

@@ -325,6 +325,27 @@ def test_own_work_keeps_the_timelines_cost_beside_a_larger_pmu_excess():
     assert "PMU" in table(items).rows[0].seen_by
 
 
+def test_a_rank_that_paces_the_end_is_ranked_by_the_pmus_figure_and_says_the_timeline_cannot_size_it():
+    """The timeline sees the others wait for rank 11's data but has no size for it; the PMU's role excess on rank 11 is
+    the row's figure. Rows are ranked by the figure each carries: 88.0 (PMU) above a late host's 43.1 (timeline)."""
+    late = cause("late_arrival", 43.1, rank=2)
+    pacer = {**cause("own_work", 0.0, rank=11, share=None), "cost_not_established": "peers_hidden"}
+    pmu = {
+        "busiest": {"rank": 11, "role": "URMASendToken", "excess_us": 88.0, "excess_us_per_launch_low": 58.8},
+        "roles": {},
+    }
+    items = verdict(facts([late, pacer], pmu=pmu))
+    top = next(line for line in lines(items) if line.text.startswith("Top cause"))
+    assert top.text.startswith("Top cause: rank 11") and "(PMU; the timeline sees the others wait for it" in top.text
+    rows = table(items).rows
+    assert [r.who for r in rows] == ["rank 11", "rank 2"] and rows[0].cost.endswith("(PMU)\u2020")
+    assert any("cannot size it" in n for n in table(items).footnotes)
+    # without a PMU figure the pacer has no size at all: it stays below the costed cause, said not established
+    items = verdict(facts([late, pacer], pmu={"busiest": None, "roles": {}}))
+    assert [r.cost for r in table(items).rows][1] == "not established"
+    assert next(line for line in lines(items) if line.text.startswith("Top cause")).text.startswith("Top cause: rank 2")
+
+
 def test_where_the_timeline_names_nobody_debugclocks_slot_is_the_top_cause_with_its_assumption():
     items = verdict(
         facts(

@@ -146,6 +146,8 @@ def cause_cells(i: int, c: dict[str, Any]) -> tuple[Text, ...]:
         who = f"ranks {', '.join(str(r) for r in c['ranks'])} (late-ending)" if c["ranks"] else "the group"
     lo, hi = (num(x, ".2f") for x in c["cost_ci_us"])
     cost = f"{num(c['cost_us_per_launch'], '.2f')} ({lo}-{hi})"
+    if c.get("cost_not_established"):  # a rank that paces the group's end: the timeline sees no saving
+        cost = "not established (the others' own work is hidden behind their wait for it)"
     if c.get("cost_bound_us"):
         bound = num(c["cost_bound_us"][1], ".2f")
         cost = (

@@ -167,10 +167,19 @@ def cost_cell(cause: Mapping[str, Any], best: LayerFigure) -> str:
     a lower layer's figure, where it is the best estimate (``best``, figures), names its layer."""
     if cause.get("cost_bound_us"):
         return f"at most {cause['cost_bound_us'][1]:.1f}*"
+    if cause.get("cost_not_established") and best.layer == "timeline":  # a rank that paces the group's end
+        return "not established"
     if best.layer != "timeline":
         return f"{best.us_per_launch:.1f} ({best.layer})†"
     lo, hi = cause["cost_ci_us"]
     return f"{cause['cost_us_per_launch']:.1f} ({lo:.1f}-{hi:.1f})"
+
+
+def timeline_saw(cause: Mapping[str, Any], unit: str = "") -> str:
+    """What the timeline's own figure is, beside a lower layer's that replaced it: a lead, or no size at all."""
+    if cause.get("cost_not_established"):
+        return "the timeline sees the others wait for it but cannot size it"
+    return f"the timeline's lead {cause['cost_us_per_launch']:.1f}{unit}"
 
 
 def share_cell(cause: Mapping[str, Any]) -> str:
@@ -199,7 +208,11 @@ def named_causes(f: Facts) -> list[Mapping[str, Any]]:
     if not tl or (tl.get("coverage") or {}).get("found") == 1 or not tl.get("straggler"):
         return []
     causes = list(tl.get("causes") or [])
-    return causes or ([tl["straggler"]] if tl["straggler"].get("evidence") not in (None, "none") else [])
+    if not causes:
+        return [tl["straggler"]] if tl["straggler"].get("evidence") not in (None, "none") else []
+    # ranked by the figure each row carries: a lower layer's where it is the best estimate (figures), e.g. the PMU's
+    # role excess of a rank the timeline sees pace the group's end without a size of its own
+    return sorted(causes, key=lambda c: -figures(c, f)[0].us_per_launch)
 
 
 def timeline_scope_lines(f: Facts) -> list[Item]:
@@ -254,10 +267,12 @@ def top_cause_line(f: Facts) -> list[Item]:
     cost = (
         f"at most {top['cost_bound_us'][1]:.1f} us per launch (a bound)"
         if top.get("cost_bound_us")
+        else "its cost not established by the timeline"
+        if top.get("cost_not_established") and best.layer == "timeline"
         else f"{best.us_per_launch:.1f} us per launch"
     )
     if best.layer != "timeline":
-        cost += f" ({best.layer}; the timeline's lead {top['cost_us_per_launch']:.1f})"
+        cost += f" ({best.layer}; {timeline_saw(top)})"
     established = best.layer == "timeline" and not top.get("cost_bound_us")
     share = (
         f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and established else ""
@@ -329,10 +344,7 @@ def causes_table(f: Facts) -> list[Item]:
     if deeper:  # the timeline's lead misses what the receivers waited with it: the lower layer's figure, its assumption
         notes.append(
             "\u2020 "
-            + "; ".join(
-                f"{who(c)}: {best.layer}'s {best.measures}; the timeline's lead {c['cost_us_per_launch']:.1f} us"
-                for c, best in deeper
-            )
+            + "; ".join(f"{who(c)}: {best.layer}'s {best.measures}; {timeline_saw(c, ' us')}" for c, best in deeper)
             + "."
         )
     if len(causes) > TABLE_ROWS:
