@@ -98,12 +98,14 @@ def recurring_late_ranks(
     one rank with the ranks that end as one with it (the same, their core said), or one rank mostly late with others
     ending after it (core_candidate). Listed, not named, where the chance test does not set them apart."""
     persistent, group = ends.persistent, ends.group
-    if len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes(nodes):
+    # followers may take every rank (ends tied to the nanosecond): nobody then ends before the set to compare with
+    others = len(group) < acc.end.shape[1]
+    if others and len(persistent) >= 2 and tuple(persistent.tolist()) not in whole_nodes(nodes):
         # brought down with the ranks whose end moves with theirs (a lead over a follower is no lead)
         recurring = persistent_candidate(acc, ranks, group, own_min)
         if len(group) > len(persistent):
             recurring.facts["ending_with"] = ranks[np.setdiff1d(group, persistent)].tolist()
-    elif ends.alone and len(group) > 1:
+    elif others and ends.alone and len(group) > 1:
         recurring = persistent_candidate(acc, ranks, group, own_min)
         recurring.facts["followers_of"] = int(ranks[persistent[0]])
     elif len(persistent) == 1 and not ends.alone:
