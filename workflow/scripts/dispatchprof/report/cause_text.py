@@ -248,9 +248,10 @@ def pacer_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
         f"every rank of node{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} ends late with "
         f"rank{'s' if several else ''} {', '.join(map(str, pacer))}, whose node mates end early (together "
         f"{cause['lead_us_median']:.1f} us after the others' last, median; in {pct}): the whole "
-        f"node{'s wait' if len(waiting) > 1 else ' waits'} for {'their' if several else 'its'} data, so rank"
-        f"{'s' if several else ''} {', '.join(map(str, pacer))} {'are' if several else 'is'} the likely pacer "
-        f"(PMU or DebugClock must name the role); it {cost}"
+        f"node{'s likely wait' if len(waiting) > 1 else ' likely waits'} for {'their' if several else 'its'} data, so "
+        f"rank{'s' if several else ''} {', '.join(map(str, pacer))} {'are' if several else 'is'} the likely pacer "
+        "(slow itself, or the link that carries its data: PMU or DebugClock must name the role or the link); "
+        f"it {cost}"
     )
 
 
