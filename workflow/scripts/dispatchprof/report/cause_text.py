@@ -239,6 +239,22 @@ def paces_end_text(cause: Mapping[str, Any]) -> str:
     )
 
 
+def pacer_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
+    """Late-ending ranks that are whole nodes plus a few ranks whose node mates end early: those few likely pace."""
+    pacer, waiting = cause["likely_pacer"], cause["waiting_nodes"]
+    several = len(pacer) > 1
+    return (
+        f"ranks {', '.join(map(str, cause['late_ending_ranks']))} are among the late-ending ranks of most launches: "
+        f"every rank of node{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} ends late with "
+        f"rank{'s' if several else ''} {', '.join(map(str, pacer))}, whose node mates end early (together "
+        f"{cause['lead_us_median']:.1f} us after the others' last, median; in {pct}): the whole "
+        f"node{'s likely wait' if len(waiting) > 1 else ' likely waits'} for {'their' if several else 'its'} data, so "
+        f"rank{'s' if several else ''} {', '.join(map(str, pacer))} {'are' if several else 'is'} the likely pacer "
+        "(slow itself, or the link that carries its data: PMU or DebugClock must name the role or the link); "
+        f"it {cost}"
+    )
+
+
 def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
     """Late-ending ranks in words: around their core, as one with the rank they follow, or as a set; never why."""
     if cause.get("with_ranks") is not None:
@@ -267,6 +283,8 @@ def late_ending_text(cause: Mapping[str, Any], pct: str, cost: str) -> str:
             f"the timeline cannot tell; PMU or DebugClock must name the rank and role); it {cost}"
         )
     late = cause["late_ending_ranks"]
+    if cause.get("likely_pacer"):
+        return pacer_text(cause, pct, cost)
     if cause.get("ending_with"):
         tied = cause["ending_with"]
         core = ", ".join(str(r) for r in late if r not in tied)

@@ -48,6 +48,8 @@ class Facts(TypedDict, total=False):
     ending_with: list[
         int
     ]  # late-ending ranks of most launches: the ranks whose end moves with theirs, brought down too
+    likely_pacer: list[int]  # late-ending ranks of most launches that are whole nodes plus these off-node ranks
+    waiting_nodes: list[int]  # ... and these whole nodes, which likely wait for the likely pacer's data
     stands_out: ChanceTest
     not_named: str  # listed, never named: why, as a kind ("chance", "no_pure_barrier", "kernel_structure")
     kernel_us_median: float  # the group waiting inside the kernel: the typical launch's kernel time

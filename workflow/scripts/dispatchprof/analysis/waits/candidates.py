@@ -24,7 +24,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     own_min = float(waits["own_work_min_us"])
     # ends compare across nodes on a pure barrier's clocks, or trivially on one node
     across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
-    ends = end_order(acc, own_min, float(waits["alpha"]))
+    ends = end_order(acc, own_min, float(waits["alpha"]), nodes)
     out = late_arrivals(acc, ranks, nodes, float(waits["late_min_us"])) + own_work(
         acc, ranks, nodes, ends, own_min, across
     )

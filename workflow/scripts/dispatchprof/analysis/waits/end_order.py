@@ -13,17 +13,39 @@ from dispatchprof.analysis.waits.candidate import Facts
 from dispatchprof.analysis.waits.naming import stands_out
 
 
-def late_sets(acc: Account, own_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def node_shaped(late: np.ndarray, nodes: np.ndarray) -> bool:
+    """Whether the late columns ``late`` are every rank of one node or more plus a few ranks of other nodes (at most
+    half of each other node's ranks, one at least in all): a node's ranks share links, so a whole node ending late with
+    an off-node rank whose node mates end early waits for that rank's data (the rank is slow itself). Only that shape
+    says who is late when the late side is the majority; ranks that end first by the kernel's own structure (3x4:
+    ranks 0, 3 and 6, each first in a quarter of the launches) leave no whole node behind them without taking more than
+    half of their own node's ranks."""
+    ids, size = np.unique(nodes, return_counts=True)
+    late_count = np.array([np.count_nonzero(nodes[late] == k) for k in ids])
+    whole = late_count == size
+    return bool(whole.any() and (~whole).any() and late_count[~whole].any() and (2 * late_count <= size)[~whole].all())
+
+
+def late_sets(
+    acc: Account, own_min: float, nodes: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row the ranks that end late apart from the others: the largest gap between consecutive ends in the later
     half, when it exceeds own_min and 3 times the median gap (the ends' own spacing). Returns per row the size of that
-    late set (0: none), its gap (its first end's lead over the others' last) and the end order (ascending)."""
+    late set (0: none), its gap (its first end's lead over the others' last) and the end order (ascending). Given the
+    columns' ``nodes``, a row's largest gap in the earlier half splits off a late majority where that majority is
+    node_shaped (a whole node waiting, to the end, for an off-node rank that is slow itself)."""
     n, world = acc.end.shape
     if not n or world < 2:
         return np.zeros(n, int), np.zeros(n), np.zeros((n, world), int)
     order = np.argsort(acc.end, axis=1, kind="stable")
     gaps = np.diff(np.take_along_axis(acc.end, order, axis=1), axis=1)  # [row, world - 1]
-    first = (world - 1) // 2  # a late set is at most half of the ranks
+    first = (world - 1) // 2  # a late set is at most half of the ranks, unless node_shaped
     split = first + np.argmax(gaps[:, first:], axis=1)
+    if nodes is not None and first:
+        widest = np.argmax(gaps, axis=1)
+        for i in np.flatnonzero((widest < first) & (gaps[np.arange(n), widest] > gaps[np.arange(n), split])):
+            if node_shaped(order[i, widest[i] + 1 :], nodes):
+                split[i] = widest[i]
     gap = gaps[np.arange(n), split]
     typical = np.median(gaps, axis=1)
     clear = (gap > own_min) & (gap > 3.0 * typical)
@@ -108,7 +130,7 @@ class EndOrder:
         return "not_named" not in self.apart
 
 
-def end_order(acc: Account, own_min: float, alpha: float) -> EndOrder:
+def end_order(acc: Account, own_min: float, alpha: float, nodes: np.ndarray | None = None) -> EndOrder:
     """Who ends last and by how much, the late sets, and the set late in most launches with its followers.
 
     One persistent rank and its followers (ranks whose end moves with its own launch after launch: a receiver that
@@ -121,7 +143,7 @@ def end_order(acc: Account, own_min: float, alpha: float) -> EndOrder:
     (core_candidate). A majority of launches can be the kernel's own structure over a short run: the set is named only
     where it is late more often than the others beyond chance (stands_out); else listed, with why."""
     last, first, second = top_two(acc.end)
-    size, gap, order = late_sets(acc, own_min)
+    size, gap, order = late_sets(acc, own_min, nodes)
     member = late_members(size, order)
     persistent = persistent_late_ranks(member) if acc.ends_across_nodes else np.zeros(0, int)
     group = persistent_group(acc.end, persistent, own_min)

@@ -8,7 +8,7 @@ import numpy as np
 
 from dispatchprof.analysis.waits.account import Account, carried, top_two
 from dispatchprof.analysis.waits.candidate import Candidate, Facts
-from dispatchprof.analysis.waits.end_order import EndOrder
+from dispatchprof.analysis.waits.end_order import EndOrder, node_shaped
 
 
 MAX_LATE_SET = 16  # late-ending ranks beyond this many are not listed one set at a time (thousands of ranks)
@@ -91,6 +91,14 @@ def whole_nodes(nodes: np.ndarray) -> set[tuple[int, ...]]:
     return {tuple(np.flatnonzero(nodes == n).tolist()) for n in np.unique(nodes)}
 
 
+def node_pacer(ranks: np.ndarray, nodes: np.ndarray, late: np.ndarray) -> Facts:
+    """A node_shaped late set's whole nodes (waiting) and its off-node ranks (their node mates end early): the whole
+    nodes likely wait for those ranks' data, which are then slow themselves."""
+    whole = [int(k) for k in np.unique(nodes) if np.isin(np.flatnonzero(nodes == k), late).all()]
+    off = late[~np.isin(nodes[late], whole)]
+    return {"likely_pacer": ranks[off].tolist(), "waiting_nodes": whole}
+
+
 def recurring_late_ranks(
     acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float
 ) -> Candidate | None:
@@ -105,6 +113,8 @@ def recurring_late_ranks(
         recurring = persistent_candidate(acc, ranks, group, own_min)
         if len(group) > len(persistent):
             recurring.facts["ending_with"] = ranks[np.setdiff1d(group, persistent)].tolist()
+        if node_shaped(persistent, nodes):
+            recurring.facts.update(node_pacer(ranks, nodes, persistent))
     elif others and ends.alone and len(group) > 1:
         recurring = persistent_candidate(acc, ranks, group, own_min)
         recurring.facts["followers_of"] = int(ranks[persistent[0]])
