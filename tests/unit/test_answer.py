@@ -347,6 +347,7 @@ def test_a_long_rank_list_says_how_many_other_ranks_it_leaves_out():
     from dispatchprof.report.summary import name_list
 
     assert name_list(list(range(15))) == "Ranks 0, 1, 2, 3, 4, 5, 6, 7 and 7 other ranks"  # not "7 and 7 more"
+    assert name_list(list(range(9))) == "Ranks 0, 1, 2, 3, 4, 5, 6, 7 and 1 other rank"
     assert name_list([3, 9]) == "Ranks 3 and 9" and name_list([4]) == "Rank 4"
 
 

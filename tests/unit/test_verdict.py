@@ -346,6 +346,20 @@ def test_a_rank_that_paces_the_end_is_ranked_by_the_pmus_figure_and_says_the_tim
     assert next(line for line in lines(items) if line.text.startswith("Top cause")).text.startswith("Top cause: rank 2")
 
 
+def test_a_node_shaped_late_set_is_said_as_the_waiting_node_with_its_likely_pacer():
+    node_paced = {
+        **cause("in_kernel", 107.0, ranks=[*range(8), 11]),
+        "likely_pacer": [11],
+        "waiting_nodes": [0],
+    }
+    items = verdict(facts([node_paced, cause("late_arrival", 43.1, rank=2)]))
+    top = next(line for line in lines(items) if line.text.startswith("Top cause"))
+    assert top.text.startswith("Top cause: node 0 with rank 11 (likely pacer), ends late inside the kernel, 107.0 us")
+    assert table(items).rows[0].who == "node 0 with rank 11 (likely pacer)"
+    two = {**node_paced, "likely_pacer": [14, 15], "waiting_nodes": [0, 2]}
+    assert table(verdict(facts([two]))).rows[0].who == "nodes 0, 2 with ranks 14 and 15 (likely pacers)"
+
+
 def test_where_the_timeline_names_nobody_debugclocks_slot_is_the_top_cause_with_its_assumption():
     items = verdict(
         facts(

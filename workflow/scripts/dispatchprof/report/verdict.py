@@ -131,6 +131,11 @@ def links_line(f: Facts) -> list[Item]:
 
 def who(cause: Mapping[str, Any]) -> str:
     ranks = cause.get("ranks") or []
+    if cause.get("likely_pacer") and cause.get("waiting_nodes"):  # a whole node late with an off-node rank
+        nodes = cause["waiting_nodes"]
+        waiting = f"node{'s' if len(nodes) > 1 else ''} {', '.join(str(n) for n in nodes)}"
+        pacer = cause["likely_pacer"]
+        return f"{waiting} with {rank_list(pacer).lower()} (likely pacer{'s' if len(pacer) > 1 else ''})"
     if cause.get("rank") is not None:
         return f"rank {cause['rank']}"
     if cause.get("node") is not None:

@@ -12,5 +12,6 @@ def rank_list(ranks: Sequence[int], limit: int = 8) -> str:
     if len(ranks) == 1:
         return f"Rank {shown[0]}"
     if len(ranks) > limit:
-        return "Ranks " + ", ".join(shown) + f" and {len(ranks) - limit} other ranks"
+        more = len(ranks) - limit
+        return "Ranks " + ", ".join(shown) + f" and {more} other rank{'s' if more > 1 else ''}"
     return "Ranks " + ", ".join(shown[:-1]) + f" and {shown[-1]}"

@@ -213,6 +213,8 @@ CAUSE_KEYS = (
     "cost_share",
     "cost_bound_us",
     "cost_not_established",  # named without a cost: why, in words (report/cause_text)
+    "likely_pacer",  # late-ending ranks that are whole nodes plus these off-node ranks (end_order.node_shaped)
+    "waiting_nodes",  # ... and these whole nodes
     "explanation",  # report/cause_text's
 )
 
