@@ -1,9 +1,9 @@
 """Mutation benchmark of the cost account's costing and naming code (not part of CI; no test runs it).
 
-mutmut (3.x) mutates ``analysis/waits/costing.py``, ``naming.py`` and the what-if helpers of ``account.py`` (Maxima,
-top_two, carried; not the ``account()`` reader) and runs the fast timeline-analysis tests against each mutant; a mutant
-is killed when a test fails. The score is killed / every mutant checked (survived, timed out, no tests and the like
-count against it; only mutants not checked yet are left out).
+mutmut (3.x) mutates ``analysis/waits/costing.py``, ``naming.py``, ``paces_end.py`` and the what-if helpers of
+``account.py`` (Maxima, top_two, carried; not the ``account()`` reader) and runs the fast timeline-analysis tests
+against each mutant; a mutant is killed when a test fails. The score is killed / every mutant checked (survived,
+timed out, no tests and the like count against it; only mutants not checked yet are left out).
 
 mutmut names a mutant after its file's path below the working directory (only a leading ``src/`` is dropped), and
 switches a mutant on only where that name equals the function's ``__module__``: the library is imported as
@@ -35,6 +35,7 @@ MUTATED = [
     "src/dispatchprof/analysis/waits/costing.py",
     "src/dispatchprof/analysis/waits/naming.py",
     "src/dispatchprof/analysis/waits/account.py",
+    "src/dispatchprof/analysis/waits/paces_end.py",
 ]
 # account.py: only the what-if helpers (top_two, Maxima, carried); the reader of the launches (the Account record and
 # account()) is not costing. mutmut's do_not_mutate_patterns spares single lines, so the workspace's copy has that span
@@ -46,6 +47,7 @@ TESTS = [
     "tests/analysis/test_waits.py",
     "tests/analysis/test_own_work_costs.py",
     "tests/analysis/test_costing_mutants.py",
+    "tests/analysis/test_paces_end.py",
 ]
 
 

@@ -176,3 +176,18 @@ def test_a_pacers_figure_is_debugclocks_or_the_pmus_never_the_timelines_zero():
     assert best_figure(cause, layer_figures(cause, pmu, None)).layer == "PMU"
     (timeline,) = layer_figures(cause, None, None)
     assert "not established" in timeline.measures
+
+
+def test_ends_are_compared_across_nodes_only_where_the_clocks_allow_it():
+    """paced_causes reads first ends across nodes only with ends_across_nodes (a pure barrier's clocks); on one node
+    the clocks are the node's own, so the pacer is named there without it."""
+    from dispatchprof.analysis.waits.paces_end import paced_causes
+
+    end = tied_ends(np.random.default_rng(8), 200, 8, pacer=5)
+    acc = account_of(end)
+    acc.ends_across_nodes = False
+    two_nodes, one_node = np.arange(8) // 4, np.zeros(8, int)
+    settings_ = {"alpha": ALPHA, "own_work_min_us": OWN_MIN}
+    assert paced_causes(acc, np.arange(8), two_nodes, settings_, []) == []
+    (named,) = paced_causes(acc, np.arange(8), one_node, settings_, [])
+    assert named["rank"] == 5 and named["cost_not_established"] == "peers_hidden"
