@@ -360,14 +360,10 @@ def used_launches(tables: Iterable[pa.Table]) -> dict[str, np.ndarray]:
     parts: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
     for table in tables:
         used = table.column("used").to_numpy()
-        part = {
-            name: tuple(a[used] for a in int64_column(table.column(name)))
-            for name in table.column_names
-            if name != "used"
-        }
-        if {"rank", "launch", "start_ns", "dur_ns"} <= set(table.column_names):
-            part["previous_end_ns"] = tuple(a[used] for a in previous_ends(table))
-        parts.append(part)
+        read = {name: int64_column(table.column(name)) for name in table.column_names if name != "used"}
+        if {"rank", "launch", "start_ns", "dur_ns"} <= set(read):
+            read["previous_end_ns"] = previous_ends(read)
+        parts.append({name: (values[used], valid[used]) for name, (values, valid) in read.items()})
     if not parts:
         return {}
     columns = {
@@ -380,13 +376,12 @@ def used_launches(tables: Iterable[pa.Table]) -> dict[str, np.ndarray]:
     }
 
 
-def previous_ends(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the end (start + duration, ns) of the same rank's launch before it, and whether it is known: the
-    launch before a used one may be a left-out warm-up launch, and its end still starts the used launch's host gap."""
-    rank, _ = int64_column(table.column("rank"))
-    launch, _ = int64_column(table.column("launch"))
-    start, start_ok = int64_column(table.column("start_ns"))
-    dur, dur_ok = int64_column(table.column("dur_ns"))
+def previous_ends(read: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of one launch table (its columns as int64_column reads them, every row, used or not), the end (start +
+    duration, ns) of the same rank's launch before it, and whether it is known: the launch before a used one may be a
+    left-out warm-up launch, and its end still starts the used launch's host gap."""
+    (rank, _), (launch, _) = read["rank"], read["launch"]
+    (start, start_ok), (dur, dur_ok) = read["start_ns"], read["dur_ns"]
     order = np.lexsort((launch, rank))
     before, after = order[:-1], order[1:]
     follows = (rank[after] == rank[before]) & (launch[after] == launch[before] + 1)
