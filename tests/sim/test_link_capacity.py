@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from analysis.test_link_bytes import record as routing_record  # one rank's record as the perf driver writes it
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,29 +30,6 @@ from ascend_deepep._collective import DEFAULT_LINK_GBPS, Cluster, CollectiveMode
 from ascend_deepep.elastic import destinations, make_inputs  # noqa: E402
 
 HIDDEN, DTYPE, DTYPE_BYTES = 7168, "bf16", 2
-
-
-def routing_record(rank: int, topk: list[list[int]], experts_per_rank: int, ranks_per_node: int) -> dict:
-    """One rank's routing record as the perf driver writes it (dispatchprof_perf_runtime.record_routing)."""
-    dest: dict[str, dict] = {}
-    for experts in topk:
-        per_rank: dict[int, int] = {}
-        for e in experts:
-            if e >= 0:
-                per_rank[e // experts_per_rank] = per_rank.get(e // experts_per_rank, 0) + 1
-        for r, pairs in per_rank.items():
-            d = dest.setdefault(
-                str(r),
-                {
-                    "tokens": 0,
-                    "pairs": 0,
-                    "remote": r != rank,
-                    "same_node": r // ranks_per_node == rank // ranks_per_node,
-                },
-            )
-            d["tokens"] += 1
-            d["pairs"] += pairs
-    return {"global_rank": rank, "available": True, "destinations": dest}
 
 
 def stand_in_run(nodes: int, rpn: int, route: str, seed: int, tokens: int, topk: int, experts_per_rank: int):
