@@ -27,6 +27,8 @@ class Shape:
     end_jitter_us: float = 0.5  # each rank's own end jitter (0: ends tied to the nanosecond)
     own_extra: dict[int, float] = field(default_factory=dict)
     own_factor: dict[int, float] = field(default_factory=dict)  # rank -> its own work x this (uncoupled slow rank)
+    group_extra: dict[int, float] = field(default_factory=dict)  # launch -> µs every rank's work takes longer (contention)
+    spike_extra: dict[tuple[int, int], float] = field(default_factory=dict)  # (rank, launch) -> µs of its own work
     rank_work_sd_us: float = 0.0  # uncoupled: each rank's own work varies this much per launch
     host_late: dict[int, float] = field(default_factory=dict)
     clock_offset_us: tuple[float, ...] = ()  # per node, added to its clock (seconds are 1e6)
@@ -75,6 +77,7 @@ def simulate(shape: Shape) -> tuple[dict[str, np.ndarray], Events]:
         gap = 25.0 + rng.uniform(0, 4, world)
         common = shape.common_sd_us * rng.standard_normal()
         own = (shape.work_us + common + shape.rank_work_sd_us * rng.standard_normal(world)) * factor + extra
+        own = own + shape.group_extra.get(i, 0.0) + [shape.spike_extra.get((r, i), 0.0) for r in range(world)]
         jitter = shape.end_jitter_us * rng.uniform(0, 1, world)
         arrive = prev_end + gap + late
         if shape.coupled:

@@ -114,3 +114,52 @@ def test_a_cause_named_on_its_timed_cost_is_said_in_that_scope(seed):
         f"costs {cause['cost_timed_us_per_launch']:.1f} us of the timed kernel scope per launch" in cause["explanation"]
     )
     assert cause["cost_timed_us_per_launch"] == pytest.approx(truth["timed"], rel=COST_ERROR_MAX)
+
+
+GROUP_SLOW_LAUNCHES = (40, 90, 140, 190, 240, 290)
+
+
+def causes_of(result: dict) -> tuple[dict | None, dict | None]:
+    """Rank 5's own-work cause and the group's wait inside the kernel, where listed or named."""
+    own = next((c for c in result["causes"] if c["evidence"] == "own_work" and c["rank"] == 5), None)
+    group = next((c for c in result["causes"] if c["evidence"] == "in_kernel" and not c["ranks"]), None)
+    return own, group
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_slow_launch_of_the_whole_group_is_not_charged_to_the_rank_that_ends_last_in_every_launch_anyway(seed):
+    """Rank 5 ends 8 us after the others in every launch (its own work); in six launches every rank's work takes
+    150 us longer (link contention: nobody's own work). Rank 5 ends last there too, as always, with its own time above
+    its typical: that is what the typical end order predicts, no evidence that the slow launches are its work. Its
+    cost is its lead alone, and the slow launches are the group's wait inside the kernel, each within 35% of what the
+    events give back without it (before, rank 5 was charged with both: about twice its truth)."""
+    shape = Shape(
+        nodes=3,
+        ranks_per_node=8,
+        launches=300,
+        own_extra={5: 8.0},
+        group_extra=dict.fromkeys(GROUP_SLOW_LAUNCHES, 150.0),
+        seed=seed,
+    )
+    result, own_truth = answer_and_truth(shape, dataclasses.replace(shape, own_extra={}))
+    _, group_truth = answer_and_truth(shape, dataclasses.replace(shape, group_extra={}))
+    own, group = causes_of(result)
+    assert own is not None and own["named"], result["straggler"]["explanation"]
+    assert own["cost_timed_us_per_launch"] == pytest.approx(own_truth["timed"], rel=COST_ERROR_MAX)
+    assert group is not None and group["cost_timed_us_per_launch"] == pytest.approx(
+        group_truth["timed"], rel=COST_ERROR_MAX
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_rank_whose_own_work_spikes_now_and_then_keeps_its_spikes(seed):
+    """Rank 9 never ends last in a typical launch; in six launches its own work takes 200 us longer. Ending last in
+    every slow launch is far more than the typical end order allows: the spikes are its own work, named, with a cost
+    within 35% of the events' (and no group wait is left over)."""
+    spikes = {(9, launch): 200.0 for launch in GROUP_SLOW_LAUNCHES}
+    shape = Shape(nodes=3, ranks_per_node=8, launches=300, spike_extra=spikes, seed=seed)
+    result, truth = answer_and_truth(shape, dataclasses.replace(shape, spike_extra={}))
+    strag = result["straggler"]
+    assert (strag["evidence"], strag["rank"]) == ("own_work", 9), strag["explanation"]
+    assert strag["cost_us_per_launch"] == pytest.approx(truth["period"], rel=COST_ERROR_MAX)
+    assert not any(c["evidence"] == "in_kernel" and not c["ranks"] and c["named"] for c in result["causes"])

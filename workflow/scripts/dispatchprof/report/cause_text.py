@@ -218,7 +218,7 @@ def describe(cause: Mapping[str, Any]) -> str:
         return late_ending_text(cause, pct, cost)
     return (
         f"in {pct} the whole group's kernel takes longer ({cause['above_us_median']:.0f} us above the typical "
-        f"{cause['kernel_us_median']:.0f} us) with nobody late by itself: every rank waits inside "
+        f"{cause['kernel_us_median']:.0f} us), which no rank's own work explains: every rank waits inside "
         f"the kernel for a peer's data; PMU or DebugClock must name the rank and role; it {cost}"
     )
 

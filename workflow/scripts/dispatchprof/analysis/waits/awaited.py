@@ -105,7 +105,7 @@ def awaited(
     # every kind of cause is a delay in the launches' graph, costed by one replay (costing.py); kinds differ only in
     # how their delay is found
     if coupled:
-        inside = in_kernel(acc, float(waits["own_work_min_us"]))
+        inside = in_kernel(acc, float(waits["own_work_min_us"]), float(waits["alpha"]))
         costs = costed(
             acc, candidates(acc, g.ranks, g.nodes, waits) + ([inside] if inside else []), g.nodes, waits, boot
         )

@@ -26,7 +26,7 @@ def candidates(acc: Account, ranks: np.ndarray, nodes: np.ndarray, waits: Mappin
     across = acc.ends_across_nodes or len(np.unique(nodes)) == 1
     ends = end_order(acc, own_min, float(waits["alpha"]), nodes)
     out = late_arrivals(acc, ranks, nodes, float(waits["late_min_us"])) + own_work(
-        acc, ranks, nodes, ends, own_min, across
+        acc, ranks, nodes, ends, own_min, across, float(waits["alpha"])
     )
     recurring = recurring_late_ranks(acc, ranks, nodes, ends, own_min)
     if recurring is not None:

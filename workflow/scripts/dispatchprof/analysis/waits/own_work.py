@@ -12,7 +12,7 @@ import numpy as np
 from dispatchprof.analysis.waits.account import Account, carried
 from dispatchprof.analysis.waits.candidate import Candidate, Facts
 from dispatchprof.analysis.waits.end_order import EndOrder
-from dispatchprof.analysis.waits.in_kernel import transient
+from dispatchprof.analysis.waits.in_kernel import own_spikes, transient
 
 
 def lead_within_node(end: np.ndarray, last: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -47,16 +47,17 @@ def own_leads(acc: Account, nodes: np.ndarray, ends: EndOrder, own_min: float, a
 
 
 def own_work(
-    acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float, across: bool
+    acc: Account, ranks: np.ndarray, nodes: np.ndarray, ends: EndOrder, own_min: float, across: bool, alpha: float
 ) -> list[Candidate]:
-    """Each rank that ends last by itself (its lead) or in a spike of its own time in the kernel."""
+    """Each rank that ends last by itself (its lead) or in a spike of its own time in the kernel (own_spikes)."""
     lead = own_leads(acc, nodes, ends, own_min, across)
     spike, above = transient(acc, own_min)
+    owned = own_spikes(acc, own_min, alpha)
     own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
     out = []
     for j in np.unique(ends.last[(lead > 0) | spike]).tolist():
         mine = (ends.last == j) & ((lead > 0) | spike)
-        own_spike = mine & spike & (own_above[:, j] > 0)
+        own_spike = mine & owned
         spike_cost = np.where(own_spike, np.minimum(above, own_above[:, j]), 0.0)
         out += own_work_of(acc, j, int(ranks[j]), lead, mine, own_spike, spike_cost, own_min, across)
     return out
