@@ -27,9 +27,7 @@ class Shape:
     end_jitter_us: float = 0.5  # each rank's own end jitter (0: ends tied to the nanosecond)
     own_extra: dict[int, float] = field(default_factory=dict)
     own_factor: dict[int, float] = field(default_factory=dict)  # rank -> its own work x this (uncoupled slow rank)
-    group_extra: dict[int, float] = field(
-        default_factory=dict
-    )  # launch -> µs every rank's work takes longer (contention)
+    group_extra: dict[int, float] = field(default_factory=dict)  # launch -> µs more for every rank (contention)
     spike_extra: dict[tuple[int, int], float] = field(default_factory=dict)  # (rank, launch) -> µs of its own work
     rank_work_sd_us: float = 0.0  # uncoupled: each rank's own work varies this much per launch
     host_late: dict[int, float] = field(default_factory=dict)
