@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dispatchprof.analysis.waits.in_kernel import owns_its_spikes
+from dispatchprof.analysis.waits.paces_end import binomial_tails
 
 ALPHA = 0.001  # the schema's default timeline.waits.alpha
 
@@ -50,6 +51,16 @@ def test_in_an_even_end_order_each_rank_owns_the_one_off_spikes_it_ends():
     typical = {j: 12 for j in range(16)} | {0: 8, 5: 14, 9: 14, 3: 12, 15: 9}
     last, spike = end_orders(typical, [1, 2, 2, 3, 4, 5, 5, 6, 9, 11, 13, 14, 14])
     assert owns_its_spikes(last, spike, 16, ALPHA).all()
+
+
+def test_every_rank_that_ends_a_spike_is_a_test_of_its_own():
+    """Two ranks end half the typical launches each; rank 0 ends 13 of 14 spikes, rank 1 one. Rank 0's tail (about
+    9e-4) is below alpha but not below alpha / 2, the level of two ranks tested: its spikes stay the group's."""
+    last, spike = end_orders({0: 100, 1: 100}, [0] * 13 + [1])
+    share = 100.5 / (200 + 0.5 * 12)
+    tail = binomial_tails(14, share)[13]
+    assert ALPHA / 2 < tail < ALPHA
+    assert not owns_its_spikes(last, spike, 12, ALPHA)[0]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)

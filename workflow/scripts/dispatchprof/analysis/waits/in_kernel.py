@@ -1,6 +1,6 @@
-"""Spikes: launches whose kernel takes far longer than the typical one; charged to the rank that ends last when its own
-time is above its typical and it is not a rank that ends launches anyway (own work), else to the whole group waiting
-inside the kernel (in_kernel)."""
+"""Spikes: launches whose kernel takes far longer than the typical one; charged to the rank that ends last (own work)
+unless it is a rank that ends launches anyway and ends the spikes no more often than that, else to the whole group
+waiting inside the kernel (in_kernel)."""
 
 from __future__ import annotations
 
@@ -44,22 +44,21 @@ def owns_its_spikes(last: np.ndarray, spike: np.ndarray, world: int, alpha: floa
 
 
 def own_spikes(acc: Account, own_min: float, alpha: float) -> np.ndarray:
-    """Per row: a spike charged to the own work of the rank that ends last, its own time in the kernel above its
-    typical and the spikes it ends its own (owns_its_spikes); the other spikes are the group's (in_kernel)."""
+    """Per row: a spike charged to the own work of the rank that ends last, where the spikes it ends are its own
+    (owns_its_spikes); the other spikes are the group's (in_kernel). The last rank's own time in the kernel is the
+    row's kernel time, so in a spike it is always above its own typical time (at most the typical kernel's)."""
     spike, _ = transient(acc, own_min)
     if not spike.any():
         return spike
     last = np.argmax(acc.end, axis=1)
-    own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
-    above_own = own_above[np.arange(acc.rows), last] > 0
-    return spike & above_own & owns_its_spikes(last, spike, acc.end.shape[1], alpha)[last]
+    return spike & owns_its_spikes(last, spike, acc.end.shape[1], alpha)[last]
 
 
 def in_kernel(acc: Account, own_min: float, alpha: float) -> Candidate | None:
-    """Launches whose kernel takes far longer than the typical one while the rank that ends last is not itself above
-    its own typical time: a slow peer's data (a slow sender, a slow counting role) keeps every rank waiting inside
-    the kernel; so does a spike ended by the rank that ends last in the typical launches too (own_spikes). The
-    timeline sees when, not who: PMU or DebugClock must name the rank and role. Its delay is the
+    """Launches whose kernel takes far longer than the typical one, ended by a rank that does not own them
+    (own_spikes): a rank that ends the typical launches too, while a slow peer's data (a slow sender, a slow counting
+    role) or a shared link keeps every rank waiting inside the kernel. The timeline sees when, not who: PMU or
+    DebugClock must name the rank and role. Its delay is the
     kernel time above the typical launch's, a delay of the whole group (Candidate.group_delay: every rank ends later,
     and so arrives later at the next barrier). A slowdown present in every launch is the typical launch, and is not
     seen here: it needs a reference run (an A/B comparison)."""

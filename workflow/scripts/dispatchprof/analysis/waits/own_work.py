@@ -53,12 +53,11 @@ def own_work(
     lead = own_leads(acc, nodes, ends, own_min, across)
     spike, above = transient(acc, own_min)
     owned = own_spikes(acc, own_min, alpha)
-    own_above = acc.body - np.median(acc.body, axis=0, keepdims=True)
     out = []
     for j in np.unique(ends.last[(lead > 0) | spike]).tolist():
         mine = (ends.last == j) & ((lead > 0) | spike)
         own_spike = mine & owned
-        spike_cost = np.where(own_spike, np.minimum(above, own_above[:, j]), 0.0)
+        spike_cost = np.where(own_spike, above, 0.0)  # its own time above its typical is at least that
         out += own_work_of(acc, j, int(ranks[j]), lead, mine, own_spike, spike_cost, own_min, across)
     return out
 
