@@ -38,16 +38,17 @@ def owns_its_spikes(last: np.ndarray, spike: np.ndarray, world: int, alpha: floa
     level = alpha / max(1, int(np.count_nonzero(hits)))
     ends_anyway = binomial_tails(int(typical.sum()), 1.0 / world)[typical] < level
     share = (typical + 0.5) / (typical.sum() + 0.5 * world)
-    spikes = int(spike.sum())
-    unusual = np.array([binomial_tails(spikes, share[j])[hits[j]] < level for j in range(world)])
+    unusual = np.zeros(world, bool)
+    for j in np.flatnonzero(hits).tolist():  # a rank that ends no spike has none to own
+        unusual[j] = binomial_tails(int(spike.sum()), share[j])[hits[j]] < level
     return ~ends_anyway | unusual
 
 
-def own_spikes(acc: Account, own_min: float, alpha: float) -> np.ndarray:
-    """Per row: a spike charged to the own work of the rank that ends last, where the spikes it ends are its own
-    (owns_its_spikes); the other spikes are the group's (in_kernel). The last rank's own time in the kernel is the
-    row's kernel time, so in a spike it is always above its own typical time (at most the typical kernel's)."""
-    spike, _ = transient(acc, own_min)
+def own_spikes(acc: Account, spike: np.ndarray, alpha: float) -> np.ndarray:
+    """Per row: a spike (``spike``, from transient) charged to the own work of the rank that ends last, where the
+    spikes it ends are its own (owns_its_spikes); the other spikes are the group's (in_kernel). The last rank's own
+    time in the kernel is the row's kernel time, so in a spike it is always above its own typical time (at most the
+    typical kernel's)."""
     if not spike.any():
         return spike
     last = np.argmax(acc.end, axis=1)
@@ -65,7 +66,7 @@ def in_kernel(acc: Account, own_min: float, alpha: float) -> Candidate | None:
     if acc.rows < 3:
         return None
     spike, above = transient(acc, own_min)
-    mine = spike & ~own_spikes(acc, own_min, alpha)
+    mine = spike & ~own_spikes(acc, spike, alpha)
     no_rank = np.zeros((acc.rows, 0))
     return Candidate(
         evidence="in_kernel",

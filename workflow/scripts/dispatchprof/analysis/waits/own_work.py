@@ -52,7 +52,7 @@ def own_work(
     """Each rank that ends last by itself (its lead) or in a spike of its own time in the kernel (own_spikes)."""
     lead = own_leads(acc, nodes, ends, own_min, across)
     spike, above = transient(acc, own_min)
-    owned = own_spikes(acc, own_min, alpha)
+    owned = own_spikes(acc, spike, alpha)
     out = []
     for j in np.unique(ends.last[(lead > 0) | spike]).tolist():
         mine = (ends.last == j) & ((lead > 0) | spike)
