@@ -246,8 +246,8 @@ def fill_defaults(config: dict[str, Any], schema: Mapping[str, Any]) -> None:
 
     def set_defaults(validator, properties, instance, subschema):  # type: ignore[no-untyped-def]
         for name, child in properties.items():
-            if "default" in child:
-                instance.setdefault(name, child["default"])
+            if "default" in child:  # a copy: the default {} of a section is filled in place below
+                instance.setdefault(name, copy.deepcopy(child["default"]))
         yield from validate_properties(validator, properties, instance, subschema)
 
     with_defaults = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": set_defaults})
