@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -53,6 +54,39 @@ class WorkflowCopy:
         import json
 
         return json.loads((self.root / "results" / experiment / stage / "status.json").read_text())
+
+
+_TEST_NUMBER = __import__("itertools").count()
+
+
+@pytest.fixture(scope="session")
+def cluster_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cluster-lock")
+
+
+@pytest.fixture(autouse=True)
+def simulated_cluster_of_the_tests(cluster_lock_dir: Path) -> Iterator[None]:
+    """A stage body called in this process (no Snakemake) takes the cluster lock as a job would: in a directory of
+    the test's own (the job's reaper, which the test process keeps, holds a copy of every lock taken before it
+    started), let go after the test, since a test process outlives its jobs (a job's lock lasts until the job process
+    ends). Snakemake runs of the workflow tests lock their own copy's directory."""
+    from dispatchprof.shell import cluster_lock
+
+    saved, cluster_lock.SIM_DIR = cluster_lock.SIM_DIR, cluster_lock_dir / f"test{next(_TEST_NUMBER)}"
+    yield
+    cluster_lock.SIM_DIR = saved
+    while (held := cluster_lock.held()) is not None:
+        held.release()
+
+
+@pytest.fixture
+def cluster_held() -> None:
+    """For a test that runs a collective itself (tools.collective.run_test) without a stage: the lock its stage would
+    hold (dispatchprof.shell.cluster_lock)."""
+    from dispatchprof.shell import cluster_lock
+
+    scope = cluster_lock.Scope(cluster_lock.SIM_DIR, (cluster_lock.SIM_HOST,), "a test's simulated cluster")
+    cluster_lock.take(scope, cluster_lock.Holder.here("test", "collective"), 60, lambda _: None)
 
 
 def without_slurm_probe(env: dict | None = None) -> dict:

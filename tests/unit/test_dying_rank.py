@@ -20,6 +20,7 @@ from dispatchprof.shell.stage import SCHEMA_PATH
 from dispatchprof.tools import collective, toolchain
 
 STAND_IN = ROOT / "workflow" / "sim" / "ascend_deepep"
+pytestmark = pytest.mark.usefixtures("cluster_held")  # a collective run holds the cluster (shell/cluster_lock.py)
 
 
 def config_with(**sim) -> dict:

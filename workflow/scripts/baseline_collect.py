@@ -15,6 +15,8 @@ def body(run: StageRun) -> Status:
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)
+    if busy := run.hold_cluster():  # the cluster is this job's from here to its end
+        return busy
     cfg, out = run.config, run.outputs["run"]
     chain = resolve(cfg)
     test = run_driver(

@@ -39,6 +39,8 @@ def body(run: StageRun) -> Status:
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)
+    if busy := run.hold_cluster():  # the cluster is this job's from here to its end
+        return busy
     test = run_test(run.config, resolve(run.config), run.outputs["run"], f"{run.experiment}_correctness", run.timeout)
     common = dict(
         command=test.command,

@@ -284,7 +284,17 @@ def yaml_booleans_as_words(config: dict[str, Any], schema: Mapping[str, Any]) ->
 
 
 # What an experiment may not override: every experiment runs on the same cluster, in the same mode.
-FIXED_ACROSS_EXPERIMENTS = ("cluster", "mode", "launcher", "experiment", "experiments", "compare", "repeats", "fail_on")
+FIXED_ACROSS_EXPERIMENTS = (
+    "cluster",
+    "cluster_lock",
+    "mode",
+    "launcher",
+    "experiment",
+    "experiments",
+    "compare",
+    "repeats",
+    "fail_on",
+)
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -85,15 +85,18 @@ def failing(lines: Sequence[StageLine], fail_on: Iterable[str]) -> list[StageLin
     return [line for line in lines if line.state in states]
 
 
-def report_line(path: str, started: float) -> str:
+def report_line(path: str, started: float, nothing_to_do: bool = False) -> str:
     """The last line a person reads: the report's path, or why the one on disk is not from this run (--until, -n).
-    ``started``: when this Snakemake process began (a report older than that was not rebuilt)."""
+    ``started``: when this Snakemake process began (a report older than that was not rebuilt); ``nothing_to_do``: a
+    run that found every result up to date."""
     html = Path(path)
     if not html.is_file():
         return (
             f"Report: not built in this run ({path} does not exist: a job "
             "failed, or --until or a target stopped before the report)"
         )
+    if nothing_to_do:
+        return f"Report: {path} (up to date: nothing needed to run)"
     if html.stat().st_mtime < started:
         from datetime import datetime
 

@@ -21,9 +21,19 @@ from typing import Any, Callable, Mapping
 
 from dispatchprof.shell.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
 from dispatchprof.shell.config_reads import recorded
-from dispatchprof.shell import lifeline
+from dispatchprof.shell import cluster_lock, disk_state, lifeline
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
-from dispatchprof.shell.status import Gate, Status, Validation, fold, gate, now_iso, read_input_status, write_status
+from dispatchprof.shell.status import (
+    Gate,
+    Status,
+    Validation,
+    fold,
+    gate,
+    now_iso,
+    read_input_status,
+    retryable,
+    write_status,
+)
 
 log = logging.getLogger("dispatchprof")
 
@@ -73,11 +83,23 @@ def write_placeholder(path: Path, status: Status) -> None:
         write_text_atomic(path, note + "\n")
 
 
-def finish_outputs(outputs: Mapping[str, Path], status_path: Path, status: Status) -> Status:
-    """Every declared output the work did not write becomes a placeholder that says why; the status is written last."""
+RETRY_NOTE = " (its cause may be gone by itself: the next plain snakemake runs it again)"
+
+
+def finish_outputs(
+    outputs: Mapping[str, Path], status_path: Path, status: Status, inputs: Mapping[str, int] | None = None
+) -> Status:
+    """Every declared output the work did not write becomes a placeholder that says why; the status is written last,
+    with what the job wrote and read (``inputs``: disk_state.record_inputs when it started) and whether its cause may
+    be gone by the next run (shell/disk_state.py reads them)."""
     for path in outputs.values():
         if not path.exists():
             write_placeholder(path, status)
+    status.outputs = disk_state.record_outputs(outputs.values())
+    status.inputs = dict(inputs or {})
+    status.retry = retryable(status)
+    if status.retry and not status.reason.endswith(RETRY_NOTE):
+        status.reason += RETRY_NOTE
     write_status(status_path, status)
     log.info("%s%s: %s (%s)", status.stage, f"/{status.part}" if status.part else "", status.state, status.reason)
     return status
@@ -103,6 +125,8 @@ class StageRun:
     part: str | None = None
     source: str = "collected"
     started: str = field(default_factory=now_iso)
+    cluster: dict[str, Any] | None = None  # the cluster lock this job holds (hold_cluster), as its status records it
+    read: dict[str, int] = field(default_factory=dict)  # the results/ files it takes, when it started (disk_state)
 
     @classmethod
     def from_snakemake(cls, smk: Any, stage: str, part: str | None = None) -> StageRun:
@@ -128,6 +152,7 @@ class StageRun:
             node=int(node) if node is not None else None,
             part=part,
             source=source,
+            read=disk_state.record_inputs(list(smk.input)),
         )
 
     @property
@@ -144,7 +169,27 @@ class StageRun:
     def gate(self, needed: Mapping[str, str | Path], optional: Mapping[str, str | Path] | None = None) -> Gate:
         return gate(needed, optional)
 
+    def hold_cluster(self) -> Status | None:
+        """A collective job, once its gate is open: wait for the cluster (shell/cluster_lock.py) and hold it until the
+        job ends. The wait is no part of the stage's budget: ``started`` is when the cluster became this job's. A wait
+        that runs out is a `failed` status naming the holder (the next plain snakemake tries again), returned for
+        the body to return; None when the cluster is held."""
+        where = cluster_lock.scope(self.config, Path.cwd())
+        holder = cluster_lock.Holder.here(self.experiment, f"{self.stage}/{self.part}" if self.part else self.stage)
+        try:
+            taken = cluster_lock.take(where, holder, float(self.config["cluster_lock"]["wait"]), log.warning)
+        except cluster_lock.Busy as exc:
+            return self.status("failed", str(exc), details={"cause": "cluster_busy", "cluster_lock": where.describe()})
+        if taken.waited_s >= 1:
+            log.warning("the cluster is this job's after %.0f s of waiting", taken.waited_s)
+        self.started, self.cluster = now_iso(), taken.record()
+        return None
+
     def status(self, state: str, reason: str, **fields: Any) -> Status:
+        if self.cluster is not None:
+            fields["details"] = {**fields.get("details", {}), "cluster_lock": self.cluster}
+        if self.params.get("on_demand"):  # outside `all`: refreshed when what it was made from changes (disk_state)
+            fields["details"] = {**fields.get("details", {}), "on_demand": True}
         return Status(
             stage=self.stage,
             experiment=self.experiment,
@@ -163,7 +208,7 @@ class StageRun:
         return self.status("skipped", g.reason(), upstream=g.upstream, root_cause=g.root_cause())
 
     def finish(self, status: Status) -> Status:
-        return finish_outputs(self.outputs, self.status_path, status)
+        return finish_outputs(self.outputs, self.status_path, status, self.read)
 
 
 RAISE_ENV = "DISPATCHPROF_RAISE"  # "1": an unexpected exception in a stage's body is raised (tests, debugging)
@@ -212,7 +257,7 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
     try:
         lifeline.install(name)
         run = StageRun.from_snakemake(smk, stage, part)  # in the try: Ctrl-C may come while Snakemake's params load
-        return run.finish(guarded(run, body))
+        return run.finish(damaged(run) or guarded(run, body))
     except OSError as exc:
         if exc.errno not in UNWRITABLE:
             raise
@@ -234,6 +279,16 @@ def run_stage(smk: Any, stage: str, body: Callable[[StageRun], Status], part: st
             f"{name}: cancelled ({exc}); its tools were stopped and the next snakemake reruns this job", file=sys.stderr
         )
         raise SystemExit(143) from None
+
+
+def damaged(run: StageRun) -> Status | None:
+    """`invalid` naming every input that is not what its job wrote (truncated, edited, gone), before the body reads
+    any: an input error, never a reader's crash. The report instead notes such a file in its section and renders
+    the rest."""
+    problems = [] if run.stage == "report" else disk_state.damaged_inputs(run.read)
+    if not problems:
+        return None
+    return run.status("invalid", "an input is not what its job wrote: " + "; ".join(problems))
 
 
 def guarded(run: StageRun, body: Callable[[StageRun], Status]) -> Status:

@@ -83,6 +83,9 @@ _FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "part": (_optional(_is_str), "a string or null"),
     "details": (lambda v: isinstance(v, dict), "a mapping"),
     "root_cause": (_optional(_labels_to_text), "a mapping of strings (stage, state, reason) or null"),
+    "retry": (lambda v: isinstance(v, bool), "true or false"),
+    "outputs": (lambda v: isinstance(v, dict) and all(isinstance(r, dict) for r in v.values()), "a mapping of records"),
+    "inputs": (lambda v: isinstance(v, dict) and all(_is_int(t) for t in v.values()), "a mapping of paths to times"),
 }
 _REQUIRED = ("stage", "experiment", "state", "reason", "toolchain")
 _CHOICES = {"stage": STAGES, "state": STATES, "source": SOURCES, "toolchain": TOOLCHAINS}
@@ -166,6 +169,13 @@ class Status:
     details: dict[str, Any] = field(default_factory=dict)
     # A skipped stage: the first failure up its chain ({stage, state, reason}), stated once however long the chain.
     root_cause: dict[str, str] | None = None
+    # The cause of this state may be gone by itself (a port in use, a busy cluster, a node's environment): the next
+    # plain snakemake reruns the job (shell/disk_state.py); set by ``retryable`` when the status is written.
+    retry: bool = False
+    # What the job wrote (path -> {bytes, mtime_ns, sha256}, or {directory: true}) and the results/ files it read
+    # (path -> mtime_ns when it started): how a later run tells a damaged or stale result (shell/disk_state.py).
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -201,6 +211,21 @@ class Status:
             return cls(**fields)
         except (StatusError, TypeError) as exc:  # checked above; kept so that nothing else ever escapes
             raise StatusError(f"{path}: {exc}") from exc
+
+
+# What ended a collective run without measuring (tools/collective.py verdict causes, shell/stage.py hold_cluster).
+TRANSIENT_CAUSES = frozenset({"infrastructure", "cluster_busy"})
+
+
+def retryable(status: Status) -> bool:
+    """Whether a status's cause may be gone by the next run, though nothing Snakemake sees changed: any failure of
+    env capture (it records the nodes' environment: a port in use, too little disk, a node not ready, a tool not
+    installed yet), and a collective stage that never got to measure (a node that did not start or become ready, a
+    port taken, the cluster busy). A measurement that failed (precision, a crash, a timeout) is not: it would fail
+    again until the code or the config changes, and both rerun it."""
+    if status.state in ("ok", "disabled", "skipped"):
+        return False
+    return status.stage == "env_capture" or status.details.get("cause") in TRANSIENT_CAUSES
 
 
 def write_status(path: str | Path, status: Status) -> None:

@@ -42,6 +42,8 @@ def op_profiler_collect(run: StageRun, kind: str | None = None) -> Status:
             "env capture found no usable op profiler on every node (neither msopprof nor `msprof op`)",
             upstream=gate.upstream,
         )
+    if busy := run.hold_cluster():  # the cluster is this job's from here to its end
+        return busy
     timeline = json.loads(Path(run.inputs["timeline_stats"]).read_text())
     kernel = (timeline.get("kernel_name") or cfg["kernel"]["name"]).split(",")[0]
     metrics, extra = op_profiler_run(cfg, run.stage, kind)

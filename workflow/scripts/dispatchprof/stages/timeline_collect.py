@@ -20,6 +20,8 @@ def timeline_collect(run: StageRun, templates: Path) -> Status:
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]})
     if not gate.open:
         return run.skipped(gate)
+    if busy := run.hold_cluster():  # the cluster is this job's from here to its end
+        return busy
     cfg, chain = run.config, resolve(run.config)
     raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
     nodes = json.loads(Path(run.inputs["env"]).read_text())["nodes"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dispatchprof.analysis.correctness import RankRow, Verdict, rank_table, verdict
+from dispatchprof.shell import cluster_lock
 from dispatchprof.shell.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines, log_tail, spawn_failure
 from dispatchprof.tools.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
@@ -172,6 +173,10 @@ def run_test(
     ``wrap(node, argv)`` may put a profiler in front of the command. Node logs and the test's own logs
     go under ``run_dir``.
     """
+    if cluster_lock.held() is None:
+        raise RuntimeError(
+            "a collective run without the cluster lock: its stage calls StageRun.hold_cluster() once its gate is open"
+        )
     run_dir = run_dir.resolve()
     test_logs = run_dir / "deepep"
     ports = run_ports(config)

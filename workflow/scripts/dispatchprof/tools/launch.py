@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from dispatchprof.node.nodeenv import forwardable, merge
+from dispatchprof.shell import cluster_lock
 from dispatchprof.shell.lifeline import Cancelled, raise_cancelled
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,7 @@ class Reaper:
                     stderr=subprocess.DEVNULL,
                     start_new_session=True,
                     text=True,
+                    pass_fds=cluster_lock.inherited_fds(),  # the cluster stays locked until the tools are ended
                 )
             except OSError as exc:  # no reaper: the launcher's own clean-up still runs on every exit but SIGKILL
                 log.warning(
