@@ -25,6 +25,7 @@ include: "workflow/rules/not_provided.smk"  # after the rules whose outputs it w
 NPU_RULES, CANN_RULES, CPU_RULES = place_rules()
 check_fingerprints()
 note_lock_at_exit()
+run_from_disk()
 
 
 rule all:

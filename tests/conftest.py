@@ -42,10 +42,9 @@ class WorkflowCopy:
     def snakemake(
         self, *args: str, overlay: dict | None = None, timeout: float = 600, env: dict | None = None
     ) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "snakemake", "--cores", "2"]
-        if overlay is not None:
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]  # before --configfile, which takes every
+        if overlay is not None:  # word after it as a file: a target there would be read as a config file
             cmd += ["--configfile", "config/config.yaml", str(self.overlay(overlay))]
-        cmd += list(args)
         return subprocess.run(
             cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout, env=without_slurm_probe(env)
         )

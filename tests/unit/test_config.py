@@ -333,7 +333,6 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(tmp_path):
     assert ours["pmu"] == DEFAULT["pmu"]  # an empty section gets every default of its own
 
 
-
 def test_filling_defaults_leaves_the_schema_as_it_was():
     # a section left out gets a copy of its default {}, filled in place: the schema's own {} must stay empty, or the
     # next config filled from the same loaded schema (one Snakemake start loads it once) sees the first one's values
@@ -346,6 +345,7 @@ def test_filling_defaults_leaves_the_schema_as_it_was():
     fill_defaults(config, schema)
     assert config["cluster_lock"] == DEFAULT["cluster_lock"] and config["pmu"] == DEFAULT["pmu"]
     assert schema == before
+
 
 def write_status(results, experiment, stage, source):
     from dispatchprof.shell.status import Status, write_status

@@ -133,7 +133,10 @@ def test_precision_failure_skips_everything_after_correctness_and_a_rerun_recove
     # fail_on (by default failed, timeout, invalid): the failed gate makes the process exit 1, after the report and
     # the table were written; the skipped stages after it do not count
     assert_ended_by_fail_on(result, "baseline/correctness is failed")
-    assert "fail_on [failed, timeout, invalid]: baseline/correctness is failed; exit status 1 " in result.stderr
+    assert (
+        "fail_on [failed, timeout, invalid, unreadable]: baseline/correctness is failed; exit status 1 "
+        in result.stderr
+    )
     correctness = workflow_copy.status("correctness")
     assert (
         correctness["state"] == "failed"
@@ -154,6 +157,15 @@ def test_precision_failure_skips_everything_after_correctness_and_a_rerun_recove
     assert table.rstrip().endswith(
         "Report: results/baseline/report/report.html (Markdown: results/baseline/report/report.md)"
     )
+
+    # A plain rerun with nothing to do answers from the states on disk: the table again, and fail_on (before, it said
+    # "Nothing to be done" and exited 0 over the failed stage). A precision failure is no cause that goes by itself:
+    # nothing is retried.
+    again = workflow_copy.snakemake(overlay=overlay)
+    assert_ended_by_fail_on(again, "baseline/correctness is failed")
+    assert "Nothing to be done" in again.stdout + again.stderr and "Runs again" not in again.stderr
+    assert re.search(r"baseline\s+correctness\s+failed\s+rank 5 did not pass", again.stdout)
+    assert "Report: results/baseline/report/report.html (up to date: nothing needed to run)" in again.stdout
 
     overlay["sim"] = {"precision_fail_rank": None}
     result = workflow_copy.snakemake("-R", "correctness", overlay=overlay)

@@ -59,6 +59,7 @@ VALUES: dict[str, Any] = {
     "deepep.build_env": {"DEVICE_DEBUG_INFO": "OFF"},
     "deepep.build_dir": "build_other",
     "deepep.library_globs": ["build/**/*.so"],
+    "cluster_lock.dir": "elsewhere/locks",
     "shape.num_tokens": 128,
     "shape.num_experts": 768,
     "shape.num_aiv": {

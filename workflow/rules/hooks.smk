@@ -2,10 +2,11 @@
 # the invocation record, the results/ write check). Included by common.smk; nothing here runs at load time.
 
 
-def end_of_run():
+def end_of_run(nothing_to_do=False):
     """What a person reads last: one line per experiment and stage, then the report paths. Then fail_on (by default
-    failed, timeout, invalid): the process exits 1 when a stage ended in one of those states, so that a CI job or a
-    script can tell (Snakemake's exit code otherwise).
+    failed, timeout, invalid, unreadable): the process exits 1 when a stage ended in one of those states, so that a
+    CI job or a script can tell (Snakemake's exit code otherwise). Also after a run with nothing to do (the states on
+    disk are this run's answer too: run_from_disk).
     """
     from dispatchprof.shell.runtable import (
         failing,
@@ -21,7 +22,7 @@ def end_of_run():
     print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
     print(format_lines(lines))
     for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
-        print(report_line(path, STARTED))
+        print(report_line(path, STARTED, nothing_to_do))
     bad = failing(lines, config["fail_on"])
     if bad:
         print(
@@ -80,3 +81,49 @@ def refuse_unwritable_results():
             ],
             "Results directory",
         )
+
+
+def run_from_disk():
+    """Snakemake reruns a job when an output is missing and something needs it, or its inputs, params or code
+    changed. What it does not see: a status whose cause may be gone by itself (a port in use, a busy cluster), an
+    intermediate damaged after it was written, a collection whose raw data a killed job took with it, a drill-down
+    older than what it drills into. Before the DAG is built (Snakemake calls execute with its settings in place),
+    those jobs are forced, each with its reason (dispatchprof.shell.disk_state); a dry run shows them as "Forced
+    execution". After a run with nothing to do, which calls no hook, the end-of-run table and fail_on still apply.
+    """
+    if not workflow.is_main_process:
+        return
+    execute = workflow.execute
+
+    def execute_from_disk(*args, **kwargs):
+        from dispatchprof.shell.disk_state import reruns
+
+        found = reruns(Path("results"), EXPERIMENTS)
+        for rerun in found:
+            sys.stderr.write(f"Runs again: {rerun.status}: {rerun.why}\n")
+        if found:
+            forced = {str(rerun.status) for rerun in found}
+            workflow.dag_settings.forcerun = frozenset(workflow.dag_settings.forcerun) | forced
+        if workflow.dryrun:
+            sys.stderr.write(lock_note())
+        result = execute(*args, **kwargs)
+        nothing_ran = not RUN_STARTED and not len(workflow.dag)
+        if nothing_ran and not workflow.dryrun and not workflow.execution_settings.no_hooks:
+            end_of_run(nothing_to_do=True)
+        return result
+
+    workflow.execute = execute_from_disk
+
+
+def lock_note():
+    """What a dry run says of the cluster lock: which rules take it, where, how long a second run waits."""
+    from dispatchprof.shell.cluster_lock import scope
+
+    if not COLLECT:
+        return ""
+    collective = sorted(r.name for r in workflow.rules if "npu_cluster" in r.resources)
+    held_by = scope(config, Path.cwd()).describe()
+    return (
+        f"Cluster lock: {', '.join(collective)} hold the cluster while they run: {held_by}; a job that finds it "
+        f"held waits up to {config['cluster_lock']['wait']:g} s (cluster_lock.wait), not counted in its timeout.\n"
+    )

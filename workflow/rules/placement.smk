@@ -6,21 +6,30 @@ def collective_resources(stage):
     """What a collective rule asks the scheduler for. Under snakemake-executor-plugin-slurm: one allocation of
     every node, one task per node; mpi="srun" so the job is not wrapped in a one-task step (the plugin refuses mpi
     with one task, and then the launcher's srun uses --overlap). The SLURM runtime exceeds the stage's own
-    timeout by a margin, so the workflow's timeout fires first and records `timeout`."""
+    timeout by a margin, so the workflow's timeout fires first and records `timeout`. Whole nodes (--exclusive,
+    slurm.exclusive): under toolchain cann the allocation is the cluster lock; where the job waits for a file lock
+    instead (the simulated cluster), that wait (cluster_lock.wait) is added: it is no part of the stage's budget.
+    """
     import math
 
     nodes = len(NODES)
+    lock_wait_min = (
+        math.ceil(config["cluster_lock"]["wait"] / 60) if config["toolchain"] == "sim" else 0
+    )
     resources = {
         "npu_cluster": 1,
         "nodes": nodes,
         "tasks": nodes,
         "runtime": lambda w: math.ceil(RUNS[w.experiment]["timeouts"][stage] / 60)
-        + RUNS[w.experiment]["slurm"]["runtime_margin_min"],
+        + RUNS[w.experiment]["slurm"]["runtime_margin_min"]
+        + lock_wait_min,
     }
     if nodes > 1:
         resources["mpi"] = "srun"
-    if config["slurm"]["gres"]:
-        resources["slurm_extra"] = f"--gres={config['slurm']['gres']}"
+    extra = [f"--gres={config['slurm']['gres']}"] if config["slurm"]["gres"] else []
+    extra += ["--exclusive"] if config["slurm"]["exclusive"] else []
+    if extra:
+        resources["slurm_extra"] = " ".join(extra)
     return resources
 
 

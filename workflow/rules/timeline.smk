@@ -86,6 +86,7 @@ rule timeline_rank:
         config_fingerprint=rule_fingerprint("timeline_rank"),
         rank=lambda w: int(w.rank),
         skip=lambda w: skip_launches(w.experiment),
+        on_demand=True,  # a drill-down outside `all`: a plain run refreshes it when the parts it reads change
     script:
         "../scripts/timeline_rank.py"
 

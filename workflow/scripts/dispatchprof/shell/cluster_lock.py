@@ -108,7 +108,7 @@ class Busy(Exception):
         who = holder.describe() if holder else "a holder that did not say who it is"
         super().__init__(
             f"the cluster is busy: {path} is held by {who}; waited {waited_s:.0f} s (cluster_lock.wait); "
-            "no measurement was made, and the next plain snakemake tries again"
+            "no measurement was made"
         )
 
 

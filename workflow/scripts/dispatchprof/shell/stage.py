@@ -172,7 +172,7 @@ class StageRun:
     def hold_cluster(self) -> Status | None:
         """A collective job, once its gate is open: wait for the cluster (shell/cluster_lock.py) and hold it until the
         job ends. The wait is no part of the stage's budget: ``started`` is when the cluster became this job's. A wait
-        that runs out is a `failed` status naming the holder (the next plain snakemake tries again), returned for
+        that runs out is a `failed` status naming the holder (retryable: the next plain snakemake runs it again), returned for
         the body to return; None when the cluster is held."""
         where = cluster_lock.scope(self.config, Path.cwd())
         holder = cluster_lock.Holder.here(self.experiment, f"{self.stage}/{self.part}" if self.part else self.stage)
