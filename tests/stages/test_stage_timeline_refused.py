@@ -255,3 +255,52 @@ def test_any_set_of_corrupt_ranks_leaves_a_result_over_the_rest_or_a_stated_refu
         assert status.state == "ok" and f"{left}/{WORLD} ranks" in status.reason, status.reason
         present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}
         assert present == {r: intact_stats["per_rank"][str(r)]["median_us"] for r in range(WORLD) if r not in bad}
+
+
+def test_one_file_the_user_cannot_read_refuses_its_rank_only_with_the_file_and_errno_named(
+    intact, tmp_path, monkeypatch
+):
+    """Issue 58: a mode-000 db made the import refuse the whole tree (16 ranks lost) where a corrupt one costs its own
+    rank. The tests run as root, who reads a mode-000 file, so the open that tells (stages/imports.entry_problem)
+    raises PermissionError for that one path, as it does for a user's account (the workflow test runs as nobody)."""
+    import errno
+    import os
+
+    from dispatchprof.stages.imports import checked_import
+
+    raw, profs, intact_stats = intact
+    shutil.copytree(raw, tmp_path / "raw")
+    bad = 5
+    db = db_of(tmp_path / "raw" / profs[bad].relative_to(raw))
+    real_open = os.open
+
+    def refuse(path, flags, *args, **kwargs):
+        if os.path.normpath(path) == str(db):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    state, reason, details = checked_import("timeline_dir", str(tmp_path / "raw"), NODES, WORLD)
+    assert state == "ok" and f"{db}: cannot be read (Permission denied)" in reason, reason
+    parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
+    assert parsed.state == "ok" and f"rank {bad} refused: {db}: cannot be read (Permission denied)" in parsed.reason
+    assert status.state == "ok" and "15/16 ranks (missing rank 5)" in status.reason, status.reason
+    assert f"Left out, their files refused: rank {bad} ({db}: cannot be read (Permission denied))" in status.reason
+    assert list(stats["coverage"]["refused"]) == [str(bad)]
+    present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}
+    assert present == {r: intact_stats["per_rank"][str(r)]["median_us"] for r in range(WORLD) if r != bad}
+
+
+def test_a_fifo_in_one_prof_refuses_that_prof_unread_and_the_others_are_analysed(intact, tmp_path):
+    """A FIFO where the db belongs would block its reader: the directory is refused before any of it is read."""
+    import os
+
+    raw, profs, _ = intact
+    shutil.copytree(raw, tmp_path / "raw")
+    prof = tmp_path / "raw" / profs[12].relative_to(raw)
+    db = db_of(prof)
+    db.unlink()
+    os.mkfifo(db)
+    parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
+    assert status.state == "ok" and "15/16 ranks (missing rank 12)" in status.reason, status.reason
+    assert f"{db}: not a regular file (a FIFO)" in stats["coverage"]["refused"]["12"]
