@@ -143,6 +143,23 @@ def on_identity(prof: Path) -> Path:
     return prof
 
 
+def link_loop(prof: Path) -> Path:
+    """Two links into each other inside the PROF_ (an entry that cannot be read): its rank is refused, unread."""
+    (prof / "a").symlink_to(prof / "b")
+    (prof / "b").symlink_to(prof / "a")
+    return prof / "a"
+
+
+def fifo_db(prof: Path) -> Path:
+    """A FIFO where the db belongs: opening it would block the reader, so its PROF_ is refused before any read."""
+    import os
+
+    db = db_of(prof)
+    db.unlink()
+    os.mkfifo(db)
+    return db
+
+
 CORRUPTIONS = {
     "db malformed": on_db(malformed),
     "db truncated": on_db(truncated),
@@ -151,6 +168,8 @@ CORRUPTIONS = {
     "csv truncated": text_export_only(truncated),
     "csv garbage": text_export_only(garbage),
     "identity garbage": on_identity,
+    "link loop": link_loop,
+    "fifo db": fifo_db,
 }
 
 
@@ -293,14 +312,9 @@ def test_one_file_the_user_cannot_read_refuses_its_rank_only_with_the_file_and_e
 
 def test_a_fifo_in_one_prof_refuses_that_prof_unread_and_the_others_are_analysed(intact, tmp_path):
     """A FIFO where the db belongs would block its reader: the directory is refused before any of it is read."""
-    import os
-
     raw, profs, _ = intact
     shutil.copytree(raw, tmp_path / "raw")
-    prof = tmp_path / "raw" / profs[12].relative_to(raw)
-    db = db_of(prof)
-    db.unlink()
-    os.mkfifo(db)
+    db = fifo_db(tmp_path / "raw" / profs[12].relative_to(raw))
     parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
     assert status.state == "ok" and "15/16 ranks (missing rank 12)" in status.reason, status.reason
     assert f"{db}: not a regular file (a FIFO)" in stats["coverage"]["refused"]["12"]
