@@ -77,14 +77,14 @@ def render_full(root: Path, with_link_bound: bool, tamper=None, overlay: dict | 
     """The full-sections run rendered; ``tamper(exp_dir)`` changes its stage outputs first, ``overlay`` its config."""
     shutil.copytree(FIXTURES / "report_full" / "results", root / "results")
     exp = root / "results" / "baseline"
-    if tamper:
-        tamper(exp)
     plots = exp / "baseline" / "plots"  # the baseline stage's PNG plots: a tiny one stands for them
     plots.mkdir()
     for name in ("kernel_per_rank", "kernel_iteration_max"):
         (plots / f"{name}.png").write_bytes(png(np.zeros((2, 3, 3), dtype=np.uint8)))
     if with_link_bound:
         add_link_bound(exp / "baseline" / "stats.json")
+    if tamper:
+        tamper(exp)
     inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
     # rule report's inputs (workflow/rules/report.smk), under results/baseline/
     inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
@@ -109,7 +109,7 @@ def render_full(root: Path, with_link_bound: bool, tamper=None, overlay: dict | 
             overlay={**OVERLAY, **(overlay or {})},
         )
         run.params["analysis_settings"] = json.dumps(analysis_settings(run.config, load_schema(SCHEMA_PATH)))
-        status = report(run)
+        status = run.finish(report(run))  # its status.json written, as run_stage writes it
     assert status.state == "ok", status.reason
     out = root / "out" / "report"
     return out.joinpath("report.html").read_text(), out.joinpath("report.md").read_text(), out / "figures"
@@ -430,3 +430,64 @@ def test_data_with_html_reaches_report_md_as_text_never_as_html(rendered_injecte
 def test_the_full_report_md_holds_no_raw_html(rendered):
     _html, md, _figures = rendered
     assert not [t.content for t in tokens_of(md) if t.type in ("html_inline", "html_block")]
+
+
+DAMAGEABLE = {  # a report input (under results/baseline/), the stage that wrote it, and its section's anchor
+    "env_capture/env.json": ("env_capture", "environment"),
+    "build/build.json": ("build", "environment"),
+    "correctness/ranks.parquet": ("correctness", "correctness"),
+    "baseline/stats.json": ("baseline", "baseline"),
+    "timeline/stats.json": ("timeline", "timeline"),
+    "timeline/ranks/rank0/detail.json": ("timeline", "timeline"),
+    "pmu/roles.json": ("pmu", "pmu"),
+    "pcsampling/stalls.json": ("pcsampling", "pcsampling"),
+    "probe/probe.json": ("probe", "probe"),
+    "debugclock/stats.json": ("debugclock", "debugclock"),
+    "pipe_timeline/pipe_timeline.json": ("pipe_timeline", "pipe-timeline"),
+}
+
+
+def outline(html: str) -> list[tuple[str, int, str]]:
+    """The report's sections in order: (anchor, heading level, heading)."""
+    found = re.finditer(r'<section id="([^"]+)"><h([1-4])>(.*?)</h\2>', html)
+    return [(m.group(1), int(m.group(2)), m.group(3)) for m in found]
+
+
+def parts_of(sections: list[tuple[str, int, str]], anchor: str) -> set[str]:
+    """The anchors of the section ``anchor`` and the sub-sections under it (until a heading as high as its own)."""
+    start = next(i for i, (a, _, _) in enumerate(sections) if a == anchor)
+    level = sections[start][1]
+    end = next((i for i in range(start + 1, len(sections)) if sections[i][1] <= level), len(sections))
+    return {a for a, _, _ in sections[start:end]}
+
+
+@pytest.fixture(scope="module")
+def intact_outline(rendered):
+    return outline(rendered[0])
+
+
+@pytest.mark.parametrize("relative", sorted(DAMAGEABLE))
+def test_a_stage_file_that_cannot_be_read_is_its_sections_note_and_the_rest_renders(relative, tmp_path, intact_outline):
+    """Issue 58: a truncated stats.json (or Parquet table) under results/ made the whole report a 350-byte
+    placeholder ("internal error ... (a workflow bug)"). Now that stage is shown invalid with the file named, and
+    every other section of the intact report is still there."""
+    stage, anchor = DAMAGEABLE[relative]
+
+    def truncate(exp: Path) -> None:
+        path = exp / relative
+        path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 2)])
+
+    html, md, _figures = render_full(tmp_path, True, truncate)  # the report's status is ok (render_full asserts it)
+    named = f"results/baseline/{relative}: cannot be read ("
+    why = "not a readable Parquet file" if relative.endswith(".parquet") else "not valid JSON"
+    section = html[html.index(f'<section id="{anchor}">') :].split("</section>")[0]
+    for text in (section, md.replace("\\", "")):
+        assert named in text and why in text and "a workflow bug" not in text, relative
+    shown = outline(html)
+    # the damaged stage's own sub-sections (its metric sets, its phases) go with its data; nothing else does
+    lost = {a for a, _, _ in intact_outline} - {a for a, _, _ in shown}
+    assert lost <= parts_of(intact_outline, anchor) - {anchor}, lost
+    summary = json.loads((tmp_path / "out" / "report" / "summary.json").read_text())
+    assert summary["stages"][stage]["state"] == "invalid" and named in summary["stages"][stage]["reason"]
+    status = json.loads((tmp_path / "out" / "status.json").read_text())
+    assert status["state"] == "ok" and f"files that cannot be read: {named}" in status["reason"], status["reason"]

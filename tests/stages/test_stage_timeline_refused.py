@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, stage_run
+from dispatchprof.shell.stage import guarded
 from dispatchprof.stages.timeline import timeline
 from dispatchprof.stages.timeline_parse import timeline_parse
 
@@ -63,8 +64,9 @@ def simulated_run(root: Path) -> dict[int, Path]:
     return profs
 
 
-def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
-    """The parse part over both nodes (one job), then the merge, as the rules run them: (part, merge, stats)."""
+def parse_and_merge(work: Path, raw: Path, between=None) -> tuple[object, dict, object]:
+    """The parse part over both nodes (one job), then the merge, as the rules run them (run_stage's guarded: an input
+    error is the merge's status): (part, merge, stats). ``between(part)`` runs after the parse."""
     overlay = {**CLUSTER, "analyze": {"timeline_dir": str(raw)}}
     outputs = {"coverage": "coverage.parquet", "launches": "launches.parquet", "ranks": "ranks.json", "plots": "plots"}
     params = {"needed": [], "nodes": [0, NODES - 1], "identity": None, "skip": 0}
@@ -72,6 +74,8 @@ def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
         work / "part", "timeline", outputs=outputs, params=params, overlay=overlay, part=f"nodes0-{NODES - 1}"
     )
     parsed = part.finish(timeline_parse(part))
+    if between:
+        between(part)
     (work / "baseline.json").write_text(json.dumps({"placeholder": True}))
     inputs = {
         "parts": [part.status_path],
@@ -89,7 +93,7 @@ def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
         params={"needed": [], "groups": [f"0-{NODES - 1}"]},
         overlay=overlay,
     )
-    status = merge.finish(timeline(merge))
+    status = merge.finish(guarded(merge, timeline))
     return parsed, status, json.loads(merge.outputs["stats"].read_text())
 
 
@@ -318,3 +322,21 @@ def test_a_fifo_in_one_prof_refuses_that_prof_unread_and_the_others_are_analysed
     parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
     assert status.state == "ok" and "15/16 ranks (missing rank 12)" in status.reason, status.reason
     assert f"{db}: not a regular file (a FIFO)" in stats["coverage"]["refused"]["12"]
+
+
+@pytest.mark.parametrize("output", ["launches", "coverage", "ranks"])
+def test_a_parse_output_damaged_before_the_merge_is_an_input_error_naming_it(intact, tmp_path, output):
+    """Issue 58: a truncated launches.parquet made the merge "internal error in timeline.<genexpr> on an unknown file:
+    ArrowInvalid: Parquet magic bytes not found (a workflow bug)". Now it is the merge's invalid input, named."""
+    raw, _, _ = intact
+
+    def truncate(part) -> None:
+        path = part.outputs[output]
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        truncate.path = path
+
+    _, status, stats = parse_and_merge(tmp_path, raw, truncate)
+    assert status.state == "invalid" and status.reason.startswith(f"{truncate.path}: cannot be read ("), status.reason
+    why = "not valid JSON" if output == "ranks" else "not a readable Parquet file"
+    assert why in status.reason and "workflow bug" not in status.reason, status.reason
+    assert stats["placeholder"] is True  # the merge's outputs are placeholders that say why
