@@ -89,7 +89,9 @@ def test_generated_torch_npu_trees_map_what_the_files_say_or_refuse_naming_the_d
         root = Path(tmp) / "tree"
         written = write_tree(root, dirs)
         before = snapshot(root)
-        per_node, refused, named = read_node_infos(root, range(1), RANKS_PER_NODE)
+        found = read_node_infos(root, range(1), RANKS_PER_NODE)
+        per_node, refused, named = found.per_node, found.refused, found.named
+        assert found.unreadable == {}  # every entry of a written tree can be read
         refused_text = "; ".join(refused.get(0, []))
         for path, d in written.items():
             if d["info"] in ("bad_json", "disagrees"):

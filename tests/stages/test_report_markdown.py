@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from markdown_it import MarkdownIt
+from markupsafe import escape as markupsafe_escape
 
 from conftest import FIXTURES, stage_run
 from dispatchprof.report.heatmap_svg import png
@@ -72,7 +73,8 @@ def rendered_without_link_bound(tmp_path_factory):
     return render_full(tmp_path_factory.mktemp("report_full_no_bound"), with_link_bound=False)
 
 
-def render_full(root: Path, with_link_bound: bool) -> tuple[str, str, Path]:
+def render_full(root: Path, with_link_bound: bool, tamper=None, overlay: dict | None = None) -> tuple[str, str, Path]:
+    """The full-sections run rendered; ``tamper(exp_dir)`` changes its stage outputs first, ``overlay`` its config."""
     shutil.copytree(FIXTURES / "report_full" / "results", root / "results")
     exp = root / "results" / "baseline"
     plots = exp / "baseline" / "plots"  # the baseline stage's PNG plots: a tiny one stands for them
@@ -81,6 +83,8 @@ def render_full(root: Path, with_link_bound: bool) -> tuple[str, str, Path]:
         (plots / f"{name}.png").write_bytes(png(np.zeros((2, 3, 3), dtype=np.uint8)))
     if with_link_bound:
         add_link_bound(exp / "baseline" / "stats.json")
+    if tamper:
+        tamper(exp)
     inputs = {stage: f"results/baseline/{stage}/status.json" for stage in STAGES}
     # rule report's inputs (workflow/rules/report.smk), under results/baseline/
     inputs.update({key: f"results/baseline/{path}" for key, path in REPORT_INPUTS.items()})
@@ -102,10 +106,10 @@ def render_full(root: Path, with_link_bound: bool) -> tuple[str, str, Path]:
             inputs=inputs,
             outputs=outputs,
             params={"stages": list(STAGES), "invocation": ["--configfile", "config/config.yaml", "exp.yaml"]},
-            overlay=OVERLAY,
+            overlay={**OVERLAY, **(overlay or {})},
         )
         run.params["analysis_settings"] = json.dumps(analysis_settings(run.config, load_schema(SCHEMA_PATH)))
-        status = report(run)
+        status = run.finish(report(run))  # its status.json written, as run_stage writes it
     assert status.state == "ok", status.reason
     out = root / "out" / "report"
     return out.joinpath("report.html").read_text(), out.joinpath("report.md").read_text(), out / "figures"
@@ -196,6 +200,11 @@ def test_the_links_pictures_are_absent_without_the_bound(rendered_without_link_b
     assert "<figure>" not in section and "<svg" not in section
 
 
+def unescaped(source: str) -> str:
+    """A cell's Markdown source with its backslash escapes read (report/markdown.md_escape writes them)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", source)
+
+
 def tables(md: str) -> list[dict]:
     """Every table markdown-it (GFM tables) finds: its header cells and its body rows' cells."""
     tokens = MarkdownIt("commonmark").enable("table").parse(md)
@@ -207,8 +216,8 @@ def tables(md: str) -> list[dict]:
             part = tok.type[:5]
         elif tok.type == "tr_open":
             row = []
-        elif tok.type == "inline" and row is not None:
-            row.append(tok.content)
+        elif tok.type == "inline" and row is not None:  # the cell as shown: its escapes read
+            row.append(unescaped(tok.content))
         elif tok.type == "tr_close":
             (current["header"] if part == "thead" else current["rows"]).append(row)
             row = None
@@ -364,3 +373,121 @@ def test_the_picture_of_the_launch_is_with_the_answer_in_both_formats(rendered):
     assert (
         figures.joinpath("launch.svg").read_text().count('data-cause="true"') == 2
     )  # rank 3, the cause, in each launch
+
+
+INJECTED = {
+    "hostname": "<script>alert(5)</script>",
+    "chip": "<img src=x onerror=alert(1)>",
+    "header": "['<b>rank</b>', '*iteration*', '[x](javascript:alert(2))', '&lt;', '`tick`']",
+    "kernel": "<i>elastic_dispatch_kernel</i>",
+}
+
+
+def inject(exp: Path) -> None:
+    """Data-derived text that holds HTML and Markdown, where a user's data puts it: a node's hostname (env capture),
+    the chip the PMU read, a CSV header quoted in a refused import's reason."""
+    env = json.loads((exp / "env_capture" / "env.json").read_text())
+    env["nodes"][0]["hostname"] = INJECTED["hostname"]
+    (exp / "env_capture" / "env.json").write_text(json.dumps(env))
+    roles = json.loads((exp / "pmu" / "roles.json").read_text())
+    roles["chips"][0]["name"] = INJECTED["chip"]
+    (exp / "pmu" / "roles.json").write_text(json.dumps(roles))
+    status = json.loads((exp / "pcsampling" / "status.json").read_text())
+    status["reason"] += f"; line 1: no 'rank' column in the header {INJECTED['header']}"
+    (exp / "pcsampling" / "status.json").write_text(json.dumps(status))
+
+
+@pytest.fixture(scope="module")
+def rendered_injected(tmp_path_factory):
+    return render_full(
+        tmp_path_factory.mktemp("report_injected"), True, inject, {"kernel": {"name": INJECTED["kernel"]}}
+    )
+
+
+def tokens_of(md: str) -> list:
+    """Every token markdown-it (CommonMark + GFM tables) makes of the text, inline children included."""
+    out = []
+    for tok in MarkdownIt("commonmark").enable("table").parse(md):
+        out.append(tok)
+        out.extend(tok.children or [])
+    return out
+
+
+def test_data_with_html_reaches_report_md_as_text_never_as_html(rendered_injected):
+    """Issue 58: report.md passed a chip name, a hostname and a CSV header through raw, where report.html escapes
+    them: a Markdown renderer then runs the HTML. Every piece reaches the rendered Markdown as the same text."""
+    html, md, _figures = rendered_injected
+    raw = [t for t in tokens_of(md) if t.type in ("html_inline", "html_block")]
+    assert not raw, [t.content for t in raw]
+    assert not [t for t in tokens_of(md) if t.type in ("link_open", "em_open", "strong_open") and "alert" in t.info]
+    text = " ".join(t.content for t in tokens_of(md) if t.type in ("text", "code_inline"))
+    for name, value in INJECTED.items():
+        assert value in text, (name, value)  # said as the data says it, not dropped or mangled
+        assert markupsafe_escape(value) in html, name  # the HTML's own escaping, for comparison
+    assert "javascript:" not in " ".join(str(t.attrs) for t in tokens_of(md) if t.type == "link_open")
+
+
+def test_the_full_report_md_holds_no_raw_html(rendered):
+    _html, md, _figures = rendered
+    assert not [t.content for t in tokens_of(md) if t.type in ("html_inline", "html_block")]
+
+
+DAMAGEABLE = {  # a report input (under results/baseline/), the stage that wrote it, and its section's anchor
+    "env_capture/env.json": ("env_capture", "environment"),
+    "build/build.json": ("build", "environment"),
+    "correctness/ranks.parquet": ("correctness", "correctness"),
+    "baseline/stats.json": ("baseline", "baseline"),
+    "timeline/stats.json": ("timeline", "timeline"),
+    "timeline/ranks/rank0/detail.json": ("timeline", "timeline"),
+    "pmu/roles.json": ("pmu", "pmu"),
+    "pcsampling/stalls.json": ("pcsampling", "pcsampling"),
+    "probe/probe.json": ("probe", "probe"),
+    "debugclock/stats.json": ("debugclock", "debugclock"),
+    "pipe_timeline/pipe_timeline.json": ("pipe_timeline", "pipe-timeline"),
+}
+
+
+def outline(html: str) -> list[tuple[str, int, str]]:
+    """The report's sections in order: (anchor, heading level, heading)."""
+    found = re.finditer(r'<section id="([^"]+)"><h([1-4])>(.*?)</h\2>', html)
+    return [(m.group(1), int(m.group(2)), m.group(3)) for m in found]
+
+
+def parts_of(sections: list[tuple[str, int, str]], anchor: str) -> set[str]:
+    """The anchors of the section ``anchor`` and the sub-sections under it (until a heading as high as its own)."""
+    start = next(i for i, (a, _, _) in enumerate(sections) if a == anchor)
+    level = sections[start][1]
+    end = next((i for i in range(start + 1, len(sections)) if sections[i][1] <= level), len(sections))
+    return {a for a, _, _ in sections[start:end]}
+
+
+@pytest.fixture(scope="module")
+def intact_outline(rendered):
+    return outline(rendered[0])
+
+
+@pytest.mark.parametrize("relative", sorted(DAMAGEABLE))
+def test_a_stage_file_that_cannot_be_read_is_its_sections_note_and_the_rest_renders(relative, tmp_path, intact_outline):
+    """Issue 58: a truncated stats.json (or Parquet table) under results/ made the whole report a 350-byte
+    placeholder ("internal error ... (a workflow bug)"). Now that stage is shown invalid with the file named, and
+    every other section of the intact report is still there."""
+    stage, anchor = DAMAGEABLE[relative]
+
+    def truncate(exp: Path) -> None:
+        path = exp / relative
+        path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 2)])
+
+    html, md, _figures = render_full(tmp_path, True, truncate)  # the report's status is ok (render_full asserts it)
+    named = f"results/baseline/{relative}: cannot be read ("
+    why = "not a readable Parquet file" if relative.endswith(".parquet") else "not valid JSON"
+    section = html[html.index(f'<section id="{anchor}">') :].split("</section>")[0]
+    for text in (section, md.replace("\\", "")):
+        assert named in text and why in text and "a workflow bug" not in text, relative
+    shown = outline(html)
+    # the damaged stage's own sub-sections (its metric sets, its phases) go with its data; nothing else does
+    lost = {a for a, _, _ in intact_outline} - {a for a, _, _ in shown}
+    assert lost <= parts_of(intact_outline, anchor) - {anchor}, lost
+    summary = json.loads((tmp_path / "out" / "report" / "summary.json").read_text())
+    assert summary["stages"][stage]["state"] == "invalid" and named in summary["stages"][stage]["reason"]
+    status = json.loads((tmp_path / "out" / "status.json").read_text())
+    assert status["state"] == "ok" and f"files that cannot be read: {named}" in status["reason"], status["reason"]

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, stage_run
+from dispatchprof.shell.stage import guarded
 from dispatchprof.stages.timeline import timeline
 from dispatchprof.stages.timeline_parse import timeline_parse
 
@@ -63,8 +64,9 @@ def simulated_run(root: Path) -> dict[int, Path]:
     return profs
 
 
-def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
-    """The parse part over both nodes (one job), then the merge, as the rules run them: (part, merge, stats)."""
+def parse_and_merge(work: Path, raw: Path, between=None) -> tuple[object, dict, object]:
+    """The parse part over both nodes (one job), then the merge, as the rules run them (run_stage's guarded: an input
+    error is the merge's status): (part, merge, stats). ``between(part)`` runs after the parse."""
     overlay = {**CLUSTER, "analyze": {"timeline_dir": str(raw)}}
     outputs = {"coverage": "coverage.parquet", "launches": "launches.parquet", "ranks": "ranks.json", "plots": "plots"}
     params = {"needed": [], "nodes": [0, NODES - 1], "identity": None, "skip": 0}
@@ -72,6 +74,8 @@ def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
         work / "part", "timeline", outputs=outputs, params=params, overlay=overlay, part=f"nodes0-{NODES - 1}"
     )
     parsed = part.finish(timeline_parse(part))
+    if between:
+        between(part)
     (work / "baseline.json").write_text(json.dumps({"placeholder": True}))
     inputs = {
         "parts": [part.status_path],
@@ -89,7 +93,7 @@ def parse_and_merge(work: Path, raw: Path) -> tuple[object, dict, object]:
         params={"needed": [], "groups": [f"0-{NODES - 1}"]},
         overlay=overlay,
     )
-    status = merge.finish(timeline(merge))
+    status = merge.finish(guarded(merge, timeline))
     return parsed, status, json.loads(merge.outputs["stats"].read_text())
 
 
@@ -143,6 +147,23 @@ def on_identity(prof: Path) -> Path:
     return prof
 
 
+def link_loop(prof: Path) -> Path:
+    """Two links into each other inside the PROF_ (an entry that cannot be read): its rank is refused, unread."""
+    (prof / "a").symlink_to(prof / "b")
+    (prof / "b").symlink_to(prof / "a")
+    return prof / "a"
+
+
+def fifo_db(prof: Path) -> Path:
+    """A FIFO where the db belongs: opening it would block the reader, so its PROF_ is refused before any read."""
+    import os
+
+    db = db_of(prof)
+    db.unlink()
+    os.mkfifo(db)
+    return db
+
+
 CORRUPTIONS = {
     "db malformed": on_db(malformed),
     "db truncated": on_db(truncated),
@@ -151,6 +172,8 @@ CORRUPTIONS = {
     "csv truncated": text_export_only(truncated),
     "csv garbage": text_export_only(garbage),
     "identity garbage": on_identity,
+    "link loop": link_loop,
+    "fifo db": fifo_db,
 }
 
 
@@ -255,3 +278,65 @@ def test_any_set_of_corrupt_ranks_leaves_a_result_over_the_rest_or_a_stated_refu
         assert status.state == "ok" and f"{left}/{WORLD} ranks" in status.reason, status.reason
         present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}
         assert present == {r: intact_stats["per_rank"][str(r)]["median_us"] for r in range(WORLD) if r not in bad}
+
+
+def test_one_file_the_user_cannot_read_refuses_its_rank_only_with_the_file_and_errno_named(
+    intact, tmp_path, monkeypatch
+):
+    """Issue 58: a mode-000 db made the import refuse the whole tree (16 ranks lost) where a corrupt one costs its own
+    rank. The tests run as root, who reads a mode-000 file, so the open that tells (stages/imports.entry_problem)
+    raises PermissionError for that one path, as it does for a user's account (the workflow test runs as nobody)."""
+    import errno
+    import os
+
+    from dispatchprof.stages.imports import checked_import
+
+    raw, profs, intact_stats = intact
+    shutil.copytree(raw, tmp_path / "raw")
+    bad = 5
+    db = db_of(tmp_path / "raw" / profs[bad].relative_to(raw))
+    real_open = os.open
+
+    def refuse(path, flags, *args, **kwargs):
+        if os.path.normpath(path) == str(db):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    state, reason, details = checked_import("timeline_dir", str(tmp_path / "raw"), NODES, WORLD)
+    assert state == "ok" and f"{db}: cannot be read (Permission denied)" in reason, reason
+    parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
+    assert parsed.state == "ok" and f"rank {bad} refused: {db}: cannot be read (Permission denied)" in parsed.reason
+    assert status.state == "ok" and "15/16 ranks (missing rank 5)" in status.reason, status.reason
+    assert f"Left out, their files refused: rank {bad} ({db}: cannot be read (Permission denied))" in status.reason
+    assert list(stats["coverage"]["refused"]) == [str(bad)]
+    present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}
+    assert present == {r: intact_stats["per_rank"][str(r)]["median_us"] for r in range(WORLD) if r != bad}
+
+
+def test_a_fifo_in_one_prof_refuses_that_prof_unread_and_the_others_are_analysed(intact, tmp_path):
+    """A FIFO where the db belongs would block its reader: the directory is refused before any of it is read."""
+    raw, profs, _ = intact
+    shutil.copytree(raw, tmp_path / "raw")
+    db = fifo_db(tmp_path / "raw" / profs[12].relative_to(raw))
+    parsed, status, stats = parse_and_merge(tmp_path, tmp_path / "raw")
+    assert status.state == "ok" and "15/16 ranks (missing rank 12)" in status.reason, status.reason
+    assert f"{db}: not a regular file (a FIFO)" in stats["coverage"]["refused"]["12"]
+
+
+@pytest.mark.parametrize("output", ["launches", "coverage", "ranks"])
+def test_a_parse_output_damaged_before_the_merge_is_an_input_error_naming_it(intact, tmp_path, output):
+    """Issue 58: a truncated launches.parquet made the merge "internal error in timeline.<genexpr> on an unknown file:
+    ArrowInvalid: Parquet magic bytes not found (a workflow bug)". Now it is the merge's invalid input, named."""
+    raw, _, _ = intact
+
+    def truncate(part) -> None:
+        path = part.outputs[output]
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        truncate.path = path
+
+    _, status, stats = parse_and_merge(tmp_path, raw, truncate)
+    assert status.state == "invalid" and status.reason.startswith(f"{truncate.path}: cannot be read ("), status.reason
+    why = "not valid JSON" if output == "ranks" else "not a readable Parquet file"
+    assert why in status.reason and "workflow bug" not in status.reason, status.reason
+    assert stats["placeholder"] is True  # the merge's outputs are placeholders that say why

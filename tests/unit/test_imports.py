@@ -170,9 +170,10 @@ def test_a_utf8_bom_is_read_as_utf8(tmp_path):
     assert latency_csv_ranks(path) == 2
 
 
-def prof_with(tmp_path: Path, make) -> tuple[Path, Path]:
-    """An imported timeline tree (node0/PROF_.../) with one entry made by ``make(directory) -> path``."""
-    prof = tmp_path / "node0" / "PROF_000001_20260101000000000_ABCDEFGHIJ"
+def prof_with(tmp_path: Path, make, name: str = "PROF_000001_20260101000000000_ABCDEFGHIJ") -> tuple[Path, Path]:
+    """An imported tree (node0/<name>/: a timeline's PROF_ by default) with one entry made by
+    ``make(directory) -> path``."""
+    prof = tmp_path / "node0" / name
     prof.mkdir(parents=True)
     (prof / "msprof_20260101000000.db").write_bytes(b"x")
     return prof, make(prof)
@@ -194,7 +195,7 @@ def fifo(prof: Path) -> Path:
     return prof / "op_summary_20260101000000.csv"
 
 
-@pytest.mark.parametrize(
+UNREADABLE = pytest.mark.parametrize(
     "make, why",
     [
         (file_loop, "a symbolic link loop"),
@@ -203,16 +204,40 @@ def fifo(prof: Path) -> Path:
     ],
     ids=["file-loop", "dangling-link", "fifo"],
 )
+
+
+@UNREADABLE
 def test_an_entry_that_cannot_be_read_is_refused_by_the_import_with_its_path(tmp_path, make, why):
-    prof, bad = prof_with(tmp_path, make)
-    fingerprint = tree_fingerprint(str(tmp_path))  # runs while Snakemake builds the DAG: it must not raise
-    assert len(fingerprint) == 16 and tree_fingerprint(str(tmp_path)) == fingerprint
-    state, reason, details = checked_import("timeline_dir", str(tmp_path), 1, 8)
-    assert state == "invalid" and f"{bad}: {why}" in reason and reason.startswith("analyze.timeline_dir: "), reason
+    """Outside a timeline's data directories (here: a PMU tree's OPPROF_, and a timeline tree's node directory) an
+    entry that cannot be read refuses the whole import: whose it is, nothing tells."""
+    prof, bad = prof_with(tmp_path / "pmu", make, "OPPROF_20260101000000_ABCDEFGHIJKLMNOP")
+    fingerprint = tree_fingerprint(str(tmp_path / "pmu"))  # runs while Snakemake builds the DAG: it must not raise
+    assert len(fingerprint) == 16 and tree_fingerprint(str(tmp_path / "pmu")) == fingerprint
+    state, reason, details = checked_import("pmu_dir", str(tmp_path / "pmu"), 1, 8)
+    assert state == "invalid" and f"{bad}: {why}" in reason and reason.startswith("analyze.pmu_dir: "), reason
     assert any(p.startswith(f"{bad}: {why}") for p in details["unreadable"])
-    assert [Path(e["path"]).name for e in manifest(tmp_path, checksums=True)] == [
+    assert [Path(e["path"]).name for e in manifest(tmp_path / "pmu", checksums=True)] == [
         "msprof_20260101000000.db"
     ]  # the rest, read
+    timeline = tmp_path / "timeline"
+    prof_with(timeline, lambda prof: prof)
+    node_level = make(timeline / "node0")
+    state, reason, _ = checked_import("timeline_dir", str(timeline), 1, 8)
+    assert state == "invalid" and f"{node_level}: {why}" in reason, reason
+
+
+@UNREADABLE
+def test_an_entry_inside_a_timeline_data_directory_is_left_to_its_ranks_refusal(tmp_path, make, why):
+    """Inside a PROF_ the entry is that directory's: the import goes on, naming it, and the parse refuses the ranks
+    of that directory only (tests/stages/test_stage_timeline_refused.py), as it does a corrupt db."""
+    prof, bad = prof_with(tmp_path, make)
+    state, reason, details = checked_import("timeline_dir", str(tmp_path), 1, 8)
+    assert state == "ok" and reason.startswith(f"imported {tmp_path} in place"), reason
+    assert (
+        "cannot be read, the ranks of the data directories holding them left out: " in reason
+        and f"{bad}: {why}" in reason
+    )
+    assert any(p.startswith(f"{bad}: {why}") for p in details["unreadable"]), details
 
 
 def test_the_fingerprint_sees_a_loop_appear_and_go(tmp_path):
@@ -240,12 +265,16 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from dispatchprof.stages.imports import checked_import, manifest, tree_fingerprint
 from pathlib import Path
+import sqlite3  # extension modules, loaded while the interpreter's own lib-dynload can be (under /root, mode 0700)
+from dispatchprof.stages.timeline_parse import read_node_infos
 if os.geteuid() == 0:  # root reads a mode-000 file: the check runs as nobody, as a user's account would
     os.setgid(65534)
     os.setuid(65534)
 root = sys.argv[2]
+found = read_node_infos(Path(root), range(1), 8)
 print(json.dumps({"fingerprint": tree_fingerprint(root), "import": checked_import("timeline_dir", root, 1, 8),
-                  "manifest": [Path(e["path"]).name for e in manifest(Path(root))]}))
+                  "manifest": [Path(e["path"]).name for e in manifest(Path(root))],
+                  "parse": {"unreadable": {str(p): v for p, v in found.unreadable.items()}, "refused": found.refused}}))
 """
 
 
@@ -279,13 +308,17 @@ def test_a_file_and_a_directory_the_user_cannot_read_are_refused_with_their_path
         assert done.returncode == 0, done.stderr
         seen = json.loads(done.stdout)
         state, reason, details = seen["import"]
-        assert state == "invalid" and "2 entries of" in reason, reason
+        # inside the PROF_: that directory's ranks are refused by the parse, the import names both entries
+        assert state == "ok" and "2 entries cannot be read, the ranks of the data directories holding" in reason, reason
         assert f"{locked}: cannot be read (Permission denied)" in details["unreadable"]
         assert (
             f"{prof / 'mindstudio_profiler_log'}: a directory that cannot be listed (Permission denied)"
             in details["unreadable"]
         )
         assert len(seen["fingerprint"]) == 16 and seen["manifest"] == []
+        # the parse refuses that PROF_ (its identity is in the db it cannot open), both entries named first
+        (said,) = seen["parse"]["refused"]["0"]
+        assert said.startswith("; ".join(details["unreadable"]) + "; "), said
     finally:
         for d in (root / "node0" / prof.name / "mindstudio_profiler_log",):
             d.chmod(0o755)

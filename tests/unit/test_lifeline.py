@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -81,8 +82,51 @@ def test_the_lock_note_asks_the_scheduler_about_jobs_of_other_hosts(tmp_path):
     write_record(live, 4243, 7, host="node-b", slurm="1002")
     assert "SLURM job 1002" in lifeline.live_note(live, slurm_alive=lambda ids: {"1002"} & set(ids))
     assert "SLURM job 1001" not in lifeline.live_note(live, slurm_alive=lambda ids: {"1002"} & set(ids))
-    unchecked = lifeline.live_note(live)
-    assert "could not be checked" in unchecked and "1001, 1002" in unchecked
+    gone = lifeline.live_note(live, slurm_alive=lambda ids: set())
+    assert gone.endswith("`snakemake --unlock` is safe."), gone  # the scheduler answered: none of them runs
+
+
+def test_without_squeue_or_with_it_failing_a_slurm_job_of_another_host_is_unknown_never_safe(tmp_path):
+    """Issue 58: with squeue missing, the note called another host's SLURM job not alive and said --unlock is safe."""
+    live = tmp_path / "live"
+    write_record(live, 4242, 7, host="node-a", slurm="1001")
+    write_record(live, 4243, 7, host="node-b", slurm="1002")
+    for slurm_alive, why in ((None, "squeue is not available here"), (lambda ids: None, "squeue did not answer")):
+        note = lifeline.live_note(live, slurm_alive=slurm_alive)
+        assert not note.endswith("is safe.") and "whether `snakemake --unlock` is safe is not known" in note, note
+        assert f"SLURM jobs 1001, 1002 could not be checked ({why}; `squeue -j 1001,1002`)" in note, note
+
+
+def test_a_pid_recorded_on_another_host_without_a_slurm_job_is_unknown(tmp_path):
+    """A job of another host (a shared directory, no SLURM) has a pid this host cannot look up: not known."""
+    live = tmp_path / "live"
+    write_record(live, 4242, 7, host="node-a", what="pmu/collect")
+    note = lifeline.live_note(live, slurm_alive=lambda ids: set())
+    assert not note.endswith("is safe.") and "not known" in note, note
+    assert "pid 4242 (pmu/collect) runs on node-a, which this host cannot see (`ssh node-a ps -p 4242`)" in note
+    write_record(live, os.getpid(), lifeline.start_time(os.getpid()))  # and one alive here: named, the other unknown
+    note = lifeline.live_note(live)
+    assert f"still alive from an earlier run: pid {os.getpid()}" in note and "runs on node-a" in note, note
+
+
+def fake_squeue(bin_dir: Path, exit_code: int, stdout: str = "", stderr: str = "") -> None:
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "squeue"
+    script.write_text(f"#!/bin/sh\nprintf '{stdout}'\nprintf '{stderr}' >&2\nexit {exit_code}\n")
+    script.chmod(0o755)
+
+
+def test_squeue_that_fails_is_no_answer_and_one_that_knows_no_such_job_says_it_is_gone(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    fake_squeue(bin_dir, 1, stderr="slurm_load_jobs error: Unable to contact slurm controller")
+    assert lifeline.slurm_jobs_alive(["1001"]) is None
+    fake_squeue(bin_dir, 1, stderr="slurm_load_jobs error: Invalid job id specified")
+    assert lifeline.slurm_jobs_alive(["1001"]) == set()
+    fake_squeue(bin_dir, 0, stdout="1002\n")
+    assert lifeline.slurm_jobs_alive(["1001", "1002"]) == {"1002"}
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no squeue at all
+    assert lifeline.slurm_jobs_alive(["1001"]) is None
 
 
 def test_a_job_records_itself_as_live_until_it_exits(tmp_path):

@@ -59,7 +59,7 @@ def test_a_section_added_to_the_model_is_in_both_the_html_and_the_markdown():
     assert '<a href="#queue-depth">Queue depth per rank</a>' in html  # the navigation lists it
     assert "Rank 5 holds **3x** the queue of its peers; run `snakemake -n q`." in md
     assert "Rank 5 holds <b>3x</b> the queue of its peers; run <code>snakemake -n q</code>." in html
-    assert "| rank | depth (<entries>) |\n|---|---|\n| 5 | 12 \\| 4 |\n| 6 | 4 |" in md  # a '|' in a cell is escaped
+    assert "| rank | depth (\\<entries\\>) |\n|---|---|\n| 5 | 12 \\| 4 |\n| 6 | 4 |" in md  # a "|" and a "<" escaped
     assert "<th>depth (&lt;entries&gt;)</th>" in html and "<td>12 | 4</td>" in html
     assert "Depth: a test's column." in md and "Depth: a test&#39;s column." in html
     assert "![Queue depth per rank](figures/queue.svg)\n\nA bright row is a deep queue." in md

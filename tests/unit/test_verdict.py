@@ -375,3 +375,16 @@ def test_where_the_timeline_names_nobody_debugclocks_slot_is_the_top_cause_with_
     )
     assert texts.index(top) == texts.index("The timeline sees no rank or node costing over 1 us per launch.") + 1
     assert not any(t.startswith("DebugClock:") for t in texts)  # said once, as the top cause
+
+
+def test_on_partial_coverage_no_named_cause_is_not_said_as_nothing_costing():
+    """analysis.waits names no cause when ranks have no data (tests/analysis/test_missing_rank.py): the Answer says so,
+    never that no rank or node costs the group more than min_cost_us (a listed cause may cost 30 us)."""
+    f = facts([])
+    partial = {**f.sections["timeline"], "coverage": {"found": 15, "expected": 16, "missing": [5], "sentence": "15/16"}}
+    f = Facts(f.statuses, "sim", 16, {**f.sections, "timeline": partial}, (), f.run)
+    texts = [i.text for i in lines(verdict(f))]
+    assert "The timeline names no cause on partial coverage: who ends last among all ranks is not known" in " ".join(
+        texts
+    )
+    assert not any(t.startswith("No rank or node costs") for t in texts), texts

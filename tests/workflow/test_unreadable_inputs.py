@@ -92,3 +92,58 @@ def test_a_corrupt_db_costs_its_rank_and_a_file_loop_its_import_and_the_run_ends
     html = (workflow_copy.root / "results/baseline/report/report.html").read_text()
     assert "Partial coverage: 15/16 ranks (missing rank 5)" in html and str(db) in html
     assert "Report: results/baseline/report/report.html" in result.stdout
+
+
+# Loaded by every Python process of the run (PYTHONPATH): the open that tells whether a file can be read
+# (stages/imports.entry_problem) refuses the paths listed, as the kernel refuses a mode-000 file to a user's account.
+# Root reads a mode-000 file, and a process dropped to another uid cannot start this machine's interpreter (under
+# /root, mode 0700); tests/unit/test_imports.py runs the same checks as uid 65534 in a process started as root.
+REFUSING_OPEN = """
+import errno, os
+_refused = set(filter(None, os.environ.get("DISPATCHPROF_TEST_EACCES", "").split(os.pathsep)))
+if _refused:
+    _open = os.open
+
+    def _refusing_open(path, flags, *args, **kwargs):
+        if os.path.normpath(os.fsdecode(path)) in _refused:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return _open(path, flags, *args, **kwargs)
+
+    os.open = _refusing_open
+"""
+
+
+def test_a_file_the_user_cannot_read_costs_its_rank_only(workflow_copy, tmp_path):
+    """Issue 58: one mode-000 db in an analyze-mode tree made the import refuse the whole tree (every rank lost),
+    where a corrupt db costs its own rank. Now its rank is refused, the file and the errno named, and the other 15
+    are analysed."""
+    import os
+
+    profs = simulated_timeline(tmp_path / "timeline")
+    bad = 9
+    db = next(profs[bad].glob("msprof_*.db"))
+    db.chmod(0o000)
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(REFUSING_OPEN)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")])),
+        "DISPATCHPROF_TEST_EACCES": str(db),
+    }
+    analyze = {"timeline_dir": str(tmp_path / "timeline")}
+    result = workflow_copy.snakemake(
+        "--until", "timeline", overlay=base_overlay(mode="analyze", analyze=analyze), env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = json.loads((workflow_copy.root / "results/baseline/timeline/import/status.json").read_text())
+    assert imported["state"] == "ok" and f"{db}: cannot be read (Permission denied)" in imported["reason"], imported
+    timeline = workflow_copy.status("timeline")
+    assert timeline["state"] == "ok" and f"15/16 ranks (missing rank {bad})" in timeline["reason"], timeline
+    assert (
+        f"Left out, their files refused: rank {bad} ({db}: cannot be read (Permission denied))" in timeline["reason"]
+    ), timeline["reason"]
+    stats = json.loads((workflow_copy.root / "results/baseline/timeline/stats.json").read_text())
+    present = {int(r): v["median_us"] for r, v in stats["per_rank"].items() if v["launches"]}
+    truth = {r: float(np.median(durations_ns(r))) / 1000 for r in range(NODES * PER_NODE) if r != bad}
+    assert present == pytest.approx(truth, abs=1e-9)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from dispatchprof.formats.ranklog import name_ranks
 
 EVERY_LAUNCH_ALIKE = (
     "a slowdown in every launch that moves every rank's end alike (a slow link between nodes, a role slow on every "
@@ -55,6 +56,11 @@ NOT_NAMED = {  # why a listed cause is not named (the analysis's kind; "chance":
     "kernel_structure": (
         "the timeline cannot tell a slow rank among late-ending ranks from the kernel's own "
         "structure (a sender serves its receivers in turn): PMU or DebugClock can"
+    ),
+    "ranks_missing": (
+        "ranks without data (see the coverage) may end or arrive with it or after it: who ends last among all ranks, "
+        "and by how much, is not known, so the timeline names no cause on partial coverage (the cost is over the "
+        "ranks with data)"
     ),
 }
 
@@ -112,11 +118,15 @@ def straggler_text(named: list[Mapping[str, Any]], unnamed: list[Mapping[str, An
         if len(named) > EXPLAINED:
             text += f"; and {len(named) - EXPLAINED} smaller named causes (timeline.causes)"
         return text
+    listed = [c for c in unnamed if c.get("not_named")]
+    missing = next((c["missing_ranks"] for c in listed if c.get("missing_ranks")), None)
     text = (
-        "no rank or node stands out: no cause costs the group more "
+        f"no cause is named: {name_ranks(missing)} {'has' if len(missing) == 1 else 'have'} no data, so who ends or "
+        "arrives last among all ranks is not known"
+        if missing
+        else "no rank or node stands out: no cause costs the group more "
         f"than {min_cost:g} us per launch (timeline.waits.min_cost_us)"
     )
-    listed = [c for c in unnamed if c.get("not_named")]
     if listed:  # sentences, not one chain of semicolons: the reader takes each part apart
         text += ". Listed, not named: " + listed_text(listed[:3])
     return text + f". {EVERY_LAUNCH_ALIKE[0].upper()}{EVERY_LAUNCH_ALIKE[1:]}"
@@ -315,6 +325,8 @@ def listed_clause(cause: Mapping[str, Any]) -> str:
             f"{who} end late together ({cause['lead_us_median']:.1f} us after "
             f"the others' last, in {100 * cause['fraction']:.0f}% of launches)"
         )
+    if cause.get("missing_ranks"):  # any kind: what it costs the ranks present
+        return f"{who} {cause['evidence']} ({cause['cost_us_per_launch']:.1f} us per launch over the ranks with data)"
     return f"{who} {cause['evidence']} ({cause['lead_us_median']:.1f} us lead over what the clocks can compare)"
 
 

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from markupsafe import escape as markupsafe_escape
 
 from dispatchprof.report import model
-from dispatchprof.report.markdown import markdown_cell, markdown_section
+from dispatchprof.report.markdown import markdown_cell, markdown_section, md_code, md_escape
 
 
 def png_data_uri(data: bytes) -> str:
@@ -114,6 +114,8 @@ def _environment(template_dir: Path) -> jinja2.Environment:
     env.filters["cell"] = markdown_cell  # filters are looked up when rendering, not compiled in: no cache key
     env.filters["html_section"] = html_section
     env.filters["markdown_section"] = markdown_section
+    env.filters["md"] = md_escape  # report.md.j2's fields: data enters Markdown through md_escape only
+    env.filters["md_code"] = md_code
     return env
 
 

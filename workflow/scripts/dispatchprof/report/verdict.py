@@ -246,6 +246,12 @@ def timeline_scope_lines(f: Facts) -> list[Item]:
     return lines
 
 
+PARTIAL_NAMES_NONE = (
+    "The timeline names no cause on partial coverage: who ends last among all ranks is not known (its costs over "
+    "the ranks with data are listed under System timeline)."
+)
+
+
 def top_cause_line(f: Facts) -> list[Item]:
     causes = named_causes(f)
     tl = f.section("timeline")
@@ -254,6 +260,8 @@ def top_cause_line(f: Facts) -> list[Item]:
             found = re.search(r"more than ([\d.]+) us per launch", tl["straggler"].get("explanation") or "")
             floor = f"{found.group(1)} us" if found else "timeline.waits.min_cost_us"
             deeper = slot_top_line(f)
+            if (tl.get("coverage") or {}).get("missing"):  # analysis.waits lists every cause on partial coverage
+                return [Line("timeline", PARTIAL_NAMES_NONE), *deeper]
             if deeper:  # debugclock_line leaves it out then (slot_is_top)
                 return [
                     Line("timeline", f"The timeline sees no rank or node costing over {floor} per launch."),

@@ -145,23 +145,46 @@ def install(what: str) -> None:
         watch(parent, lambda: os.kill(os.getpid(), signal.SIGTERM))
 
 
-def live_note(live_dir: Path = LIVE_DIR, slurm_alive: Callable[[list[str]], set[str]] | None = None) -> str:
+def live_note(live_dir: Path = LIVE_DIR, slurm_alive: Callable[[list[str]], set[str] | None] | None = None) -> str:
     """What to add to Snakemake's "Directory cannot be locked": which jobs of an earlier run still run (this host's
-    by pid, other hosts' by SLURM job id when ``slurm_alive`` can ask the scheduler), or that none does."""
+    by pid, other hosts' by SLURM job id when ``slurm_alive`` can ask the scheduler), that none does, or that it is
+    not known. `snakemake --unlock` is called safe only when every recorded job was checked: a SLURM job without a
+    scheduler to ask (``slurm_alive`` None, or it returns None: squeue failed) and a pid of another host (this host
+    cannot see its processes) are unknown, never taken for gone."""
     jobs = live_jobs(live_dir)
     here = [j for j in jobs if j.alive_here()]
-    elsewhere = sorted({j.slurm_job_id for j in jobs if j.host != socket.gethostname() and j.slurm_job_id})
-    queued = sorted(slurm_alive(elsewhere)) if slurm_alive and elsewhere else []
-    if not here and not queued:
-        unknown = (
-            f" (SLURM jobs {', '.join(elsewhere)} could not be checked)" if elsewhere and slurm_alive is None else ""
+    other = [j for j in jobs if j.host != socket.gethostname()]
+    elsewhere = sorted({j.slurm_job_id for j in other if j.slurm_job_id})
+    queued = slurm_alive(elsewhere) if slurm_alive and elsewhere else None
+    unknown = unchecked_jobs(elsewhere if queued is None else [], [j for j in other if not j.slurm_job_id], slurm_alive)
+    if here or queued:
+        parts = [f"pid {j.pid} ({j.what})" for j in here] + [f"SLURM job {i}" for i in sorted(queued or ())]
+        return (
+            f"dispatchprof: still alive from an earlier run: {', '.join(parts)}{'; ' + unknown if unknown else ''}. "
+            "Wait for them or end them (kill -TERM <pid>, scancel <job id>) before `snakemake --unlock`."
         )
-        return f"dispatchprof: no job of an earlier run is alive on this host{unknown}: `snakemake --unlock` is safe."
-    parts = [f"pid {j.pid} ({j.what})" for j in here] + [f"SLURM job {i}" for i in queued]
-    return (
-        f"dispatchprof: still alive from an earlier run: {', '.join(parts)}. Wait for them or end them "
-        "(kill -TERM <pid>, scancel <job id>) before `snakemake --unlock`."
-    )
+    if unknown:
+        return (
+            f"dispatchprof: no job of an earlier run is alive on this host, but {unknown}: whether "
+            "`snakemake --unlock` is safe is not known; check them first."
+        )
+    return "dispatchprof: no job of an earlier run is alive: `snakemake --unlock` is safe."
+
+
+def unchecked_jobs(slurm_ids: list[str], other_hosts: list[LiveJob], slurm_alive: object) -> str:
+    """The recorded jobs live_note could not check, in words ("" when none): SLURM jobs without an answer from the
+    scheduler, and pids of other hosts, each with the command that checks it."""
+    said = []
+    if slurm_ids:
+        why = "squeue is not available here" if slurm_alive is None else "squeue did not answer"
+        said.append(
+            f"SLURM jobs {', '.join(slurm_ids)} could not be checked ({why}; `squeue -j {','.join(slurm_ids)}`)"
+        )
+    for job in other_hosts:
+        said.append(
+            f"pid {job.pid} ({job.what}) runs on {job.host}, which this host cannot see (`ssh {job.host} ps -p {job.pid}`)"
+        )
+    return "; ".join(said)
 
 
 LOCK_DIR = Path(".snakemake") / "locks"
@@ -171,8 +194,9 @@ def lock_held(lock_dir: Path = LOCK_DIR) -> bool:
     return any(lock_dir.glob("*.lock"))
 
 
-def slurm_jobs_alive(job_ids: list[str]) -> set[str]:
-    """The ones of ``job_ids`` the scheduler still lists (squeue); empty where squeue is missing or fails."""
+def slurm_jobs_alive(job_ids: list[str]) -> set[str] | None:
+    """The ones of ``job_ids`` the scheduler still lists (squeue); None where squeue is missing, fails or times out:
+    not an answer, so no job is taken for gone."""
     import subprocess
 
     try:
@@ -180,5 +204,7 @@ def slurm_jobs_alive(job_ids: list[str]) -> set[str]:
             ["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired):
-        return set()
+        return None
+    if out.returncode != 0:  # squeue exits 1 for job ids it no longer knows (finished and purged): they are gone
+        return set() if "Invalid job id" in out.stderr else None
     return {line.strip() for line in out.stdout.splitlines() if line.strip()} & set(job_ids)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from dispatchprof.shell.intermediates import IntermediateUnreadable
 from dispatchprof.shell.config import SOURCE_OF_MODE, collection_config, load_schema, run_config
 from dispatchprof.shell.config_reads import recorded
 from dispatchprof.shell import cluster_lock, disk_state, lifeline
@@ -294,6 +295,8 @@ def damaged(run: StageRun) -> Status | None:
 def guarded(run: StageRun, body: Callable[[StageRun], Status]) -> Status:
     try:
         return body(run)
+    except IntermediateUnreadable as exc:  # a file of the run damaged since its job wrote it: an input error, named
+        return run.status("invalid", str(exc))
     except Exception as exc:
         if raise_internal_errors() or (isinstance(exc, OSError) and exc.errno in UNWRITABLE):
             raise  # an unwritable results directory is no workflow bug: run_stage ends the job with one line

@@ -124,9 +124,32 @@ def walk_tree(root: Path, open_files: bool = True) -> Iterator[TreeEntry]:
         stack.extend(os.path.join(current, name) for name in names)
 
 
+def problem_entries(root: Path) -> list[TreeEntry]:
+    """The entries of the tree that cannot be read (walk_tree), each with its problem: empty when every entry can."""
+    return [e for e in walk_tree(root) if e.problem is not None]
+
+
 def tree_problems(root: Path) -> list[str]:
     """What in the tree cannot be read, each entry named with why (walk_tree): empty when every entry can."""
-    return [f"{e.path}: {e.problem}" for e in walk_tree(root) if e.problem is not None]
+    return [f"{e.path}: {e.problem}" for e in problem_entries(root)]
+
+
+def would_block(entry: TreeEntry) -> bool:
+    """A FIFO, socket or device where a file belongs: a reader that opens it may wait forever (the walk opens it
+    non-blocking), so nothing in its directory is read."""
+    st = entry.stat
+    return st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)
+
+
+def inside_data_dirs(root: Path, entries: list[TreeEntry]) -> bool:
+    """Whether every entry lies inside one of the timeline tree's data directories (formats.prof_tree): each is then
+    the refusal of that directory's ranks (the parse names it), as a corrupt db is, not of the whole import. False
+    where the data directories cannot be found (a directory above them that cannot be listed)."""
+    try:
+        dirs = [os.path.join(str(d.path), "") for d in find_data_dirs(root)]
+    except OSError:
+        return False
+    return all(any(os.path.normpath(e.path).startswith(d) for d in dirs) for e in entries)
 
 
 def tree_fingerprint(path: str | None) -> str:
@@ -240,13 +263,11 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
     root = Path(path)
     if not root.exists() and not root.is_symlink():
         return "invalid", f"analyze.{kind}: {root} does not exist", {}
-    problems = tree_problems(root)
-    if problems:
-        return (
-            "invalid",
-            unreadable_entries(kind, root, problems),
-            {"unreadable": problems[:100], "unreadable_count": len(problems)},
-        )
+    entries = problem_entries(root)
+    problems = [f"{e.path}: {e.problem}" for e in entries]
+    unreadable = {"unreadable": problems[:100], "unreadable_count": len(problems)} if problems else {}
+    if problems and not (kind == "timeline_dir" and inside_data_dirs(root, entries)):
+        return "invalid", unreadable_entries(kind, root, problems), unreadable
     try:
         count = count_import(kind, root)
     except (ImportError_, OSError, UnicodeDecodeError) as exc:
@@ -273,13 +294,26 @@ def checked_import(kind: str, path: str | None, nodes: int, world: int) -> tuple
             details,
         )
     held = f"{count.ranks} ranks, {count.how}" if count.ranks is not None else count.how
-    return "ok", f"imported {root} in place ({held})", details
+    refused = f"; {ranks_left_out(problems)}" if problems else ""
+    return "ok", f"imported {root} in place ({held}){refused}", {**details, **unreadable}
+
+
+def ranks_left_out(problems: list[str], most: int = 3) -> str:
+    """The timeline import's entries that cannot be read, all inside data directories: their ranks are left out by
+    the parse, each refused with the file named, and the other ranks analysed."""
+    entries, listed = entries_listed(problems, most)
+    return f"{entries} cannot be read, the ranks of the data directories holding them left out: {listed}"
+
+
+def entries_listed(problems: list[str], most: int) -> tuple[str, str]:
+    """("1 entry" or "<n> entries", the first ``most`` problems joined, "and <k> more" after them)."""
+    listed = "; ".join(problems[:most]) + (f"; and {len(problems) - most} more" if len(problems) > most else "")
+    return ("1 entry" if len(problems) == 1 else f"{len(problems)} entries"), listed
 
 
 def unreadable_entries(kind: str, root: Path, problems: list[str], most: int = 3) -> str:
     """The import's refusal: which entries of the tree cannot be read, each with why (tree_problems)."""
-    listed = "; ".join(problems[:most]) + (f"; and {len(problems) - most} more" if len(problems) > most else "")
-    entries = "1 entry" if len(problems) == 1 else f"{len(problems)} entries"
+    entries, listed = entries_listed(problems, most)
     return (
         f"analyze.{kind}: {entries} of {root} cannot be read: {listed} "
         "(fix or remove them; the import reads nothing until then)"

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import pyarrow.parquet as pq
-
 from dispatchprof.report.artifacts import artifact_guide
 from dispatchprof.report.context import (
     HCCL_CAUTION,
@@ -36,7 +34,9 @@ from dispatchprof.report.summary import evidence_parts, evidence_sentences, buil
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
 from dispatchprof.shell.stage import StageRun
+from dispatchprof.shell.intermediates import IntermediateUnreadable
 from dispatchprof.shell.status import Status, read_input_status
+from dispatchprof.stages.report_inputs import StageFiles, read_stage_files
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
 Link = Callable[[str], str]
@@ -90,23 +90,23 @@ class Section:
     summary: dict[str, Any] | None
 
 
-def stats_of(path: str) -> dict[str, Any] | None:
-    """A stage's stats file; None when it is the placeholder of a stage that produced nothing."""
-    data = json.loads(Path(path).read_text())
+def stats_of(files: StageFiles, path: str) -> dict[str, Any] | None:
+    """A stage's stats file; None when it is the placeholder of a stage that produced nothing, or cannot be read."""
+    data = files.json(path)
     return None if data.get("placeholder") else data
 
 
-def evidence_section(path: str, status: Status, link: Link) -> Section | None:
+def evidence_section(files: StageFiles, path: str, status: Status, link: Link) -> Section | None:
     """PMU, PC sampling, probe: shown when the stage is ok, its stats linked."""
-    data = stats_of(path)
+    data = stats_of(files, path)
     if data is None or not status.ok:
         return None
     return Section({**data, "link": link(path)}, data["summary"])
 
 
-def debugclock_section(path: str, status: Status, link: Link) -> Section | None:
+def debugclock_section(files: StageFiles, path: str, status: Status, link: Link) -> Section | None:
     """DebugClock when it is ok: its phase charts and heat maps, and the summary with the DEBUG_CLOCK_ON overhead."""
-    data = stats_of(path)
+    data = stats_of(files, path)
     if data is None or not status.ok:
         return None
     from dispatchprof.report.debugclock import section  # its SVGs: only for a report that has DebugClock data
@@ -117,10 +117,10 @@ def debugclock_section(path: str, status: Status, link: Link) -> Section | None:
     return Section(section(data), {**data["summary"], "overhead": overhead})
 
 
-def pipe_timeline_section(path: str, status: Status, link: Link) -> Section | None:
+def pipe_timeline_section(files: StageFiles, path: str, status: Status, link: Link) -> Section | None:
     """The pipe timeline whenever a run was parsed, with links to its trace files: its runs' states are inside, so it
     is shown even when another run was refused and the stage is not ok."""
-    data = stats_of(path)
+    data = stats_of(files, path)
     if data is None:
         return None
     for entry in data["runs"].values():
@@ -129,7 +129,7 @@ def pipe_timeline_section(path: str, status: Status, link: Link) -> Section | No
 
 
 # stage -> (its stats input, its section builder)
-SECTIONS: dict[str, tuple[str, Callable[[str, Status, Link], Section | None]]] = {
+SECTIONS: dict[str, tuple[str, Callable[[StageFiles, str, Status, Link], Section | None]]] = {
     "pmu": ("pmu_stats", evidence_section),
     "pcsampling": ("pcsampling_stats", evidence_section),
     "probe": ("probe_stats", evidence_section),
@@ -138,11 +138,13 @@ SECTIONS: dict[str, tuple[str, Callable[[str, Status, Link], Section | None]]] =
 }
 
 
-def baseline_context(run: StageRun, status: Status, link: Link) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def baseline_context(
+    run: StageRun, files: StageFiles, status: Status, link: Link
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The baseline's context (stats, plots) and summary, when it is ok."""
     if not status.ok:
         return None, None
-    stats = json.loads(Path(run.inputs["baseline_stats"]).read_text())
+    stats = files.json(run.inputs["baseline_stats"])
     plot_dir = Path(run.inputs["baseline_plots"])
     return {
         "stats": stats,
@@ -156,9 +158,9 @@ def baseline_context(run: StageRun, status: Status, link: Link) -> tuple[dict[st
     }, stats["summary"]
 
 
-def timeline_context(run: StageRun, link: Link, ok: set[str]) -> dict[str, Any] | None:
+def timeline_context(run: StageRun, files: StageFiles, link: Link, ok: set[str]) -> dict[str, Any] | None:
     """The merged timeline with every per-rank drill-down and the next steps its causes suggest; None without data."""
-    timeline_stats = stats_of(run.inputs["timeline_stats"])
+    timeline_stats = stats_of(files, run.inputs["timeline_stats"])
     if timeline_stats is None:
         return None
     timeline = {
@@ -168,7 +170,7 @@ def timeline_context(run: StageRun, link: Link, ok: set[str]) -> dict[str, Any] 
         "drilldowns": [],
     }
     for path in run.inputs.get("timeline_ranks", []):
-        detail = json.loads(Path(path).read_text())
+        detail = files.json(path)
         if not detail.get("placeholder"):
             csv, svg = (link(str(Path(path).with_name(name))) for name in ("launches.csv", "launches.svg"))
             timeline["drilldowns"].append({**detail, "csv": csv, "svg": svg})
@@ -195,12 +197,11 @@ def answer_run(run: StageRun, ok: set[str], timeline: dict[str, Any] | None) -> 
     )
 
 
-def correctness_context(run: StageRun, link: Link) -> dict[str, Any] | None:
-    """The precision test's per-rank table, linked, with its failed rows; None where it holds no ranks."""
-    ranks = pq.ParquetFile(
-        run.inputs["correctness_ranks"]
-    ).read()  # one file: read_table would import pyarrow.dataset (~0.3 s)
-    if "global_rank" not in ranks.column_names:
+def correctness_context(run: StageRun, files: StageFiles, link: Link) -> dict[str, Any] | None:
+    """The precision test's per-rank table, linked, with its failed rows; None where it holds no ranks (or the
+    table cannot be read: the stage's note says so)."""
+    ranks = files.table(run.inputs["correctness_ranks"])
+    if ranks is None or "global_rank" not in ranks.column_names:
         return None
     return {
         "link": link(run.inputs["correctness_ranks"]),
@@ -208,11 +209,16 @@ def correctness_context(run: StageRun, link: Link) -> dict[str, Any] | None:
     }
 
 
-def comparisons_context(run: StageRun, link: Link) -> list[dict[str, Any]]:
-    """Each A/B comparison this experiment is part of, with links to its JSON and its page."""
+def comparisons_context(run: StageRun, files: StageFiles, link: Link) -> list[dict[str, Any]]:
+    """Each A/B comparison this experiment is part of, with links to its JSON and its page; one whose JSON cannot be
+    read is left out and named in ``files.damaged`` (the report's status says so)."""
     comparisons = []
     for path in run.inputs.get("comparisons", []):
-        data = json.loads(Path(path).read_text())
+        try:
+            data = files.json(path)
+        except IntermediateUnreadable as exc:
+            files.damaged.setdefault(f"compare {Path(path).parent.name}", exc)
+            continue
         comparisons.append({**data, "link": link(path), "html": link(str(Path(path).with_name("comparison.html")))})
     return comparisons
 
@@ -234,10 +240,13 @@ def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mappi
     write_json_atomic(run.outputs["summary"], summary)
 
 
-def crosscheck_of(run: StageRun) -> dict[str, Any]:
-    """msprof-analyze's cross-check of the timeline, or why it was skipped."""
+def crosscheck_of(run: StageRun, files: StageFiles) -> dict[str, Any]:
+    """msprof-analyze's cross-check of the timeline, or why it was skipped (or cannot be shown)."""
     if run.inputs.get("timeline_crosscheck"):
-        return json.loads(Path(run.inputs["timeline_crosscheck"]).read_text())
+        data = files.json(run.inputs["timeline_crosscheck"])
+        if data.get("placeholder") and "tool" not in data:  # cannot be read: the timeline's note names the file
+            return {"tool": "msprof-analyze cluster -m compute_op_sum", "state": "invalid", "reason": data["reason"]}
+        return data
     return {
         "tool": "msprof-analyze cluster -m compute_op_sum",
         "state": "skipped",
@@ -257,10 +266,12 @@ class StagesRead:
     figures: dict[str, str]
 
 
-def read_stages(run: StageRun, statuses: Mapping[str, Status], link: Link, figures: Path) -> StagesRead:
+def read_stages(
+    run: StageRun, files: StageFiles, statuses: Mapping[str, Status], link: Link, figures: Path
+) -> StagesRead:
     """Every stage's stats read once (its context and its summary section), and the report's pictures drawn."""
     sections: dict[str, Any] = {}
-    baseline, sections["baseline"] = baseline_context(run, statuses["baseline"], link)
+    baseline, sections["baseline"] = baseline_context(run, files, statuses["baseline"], link)
     if sections["baseline"] and sections["baseline"].get(
         "bandwidth"
     ):  # the answer's step that tells a slow link from slow senders
@@ -269,14 +280,14 @@ def read_stages(run: StageRun, statuses: Mapping[str, Status], link: Link, figur
             "debugclock", Run(run.experiment, tuple(invocation))
         )
     ok = {stage for stage, s in statuses.items() if s.ok}
-    timeline = timeline_context(run, link, ok)
+    timeline = timeline_context(run, files, link, ok)
     if timeline and statuses["timeline"].ok:
         sections["timeline"] = timeline["stats"]["summary"]
         if baseline:
             baseline["timeline_minus_kernel"] = timeline["stats"]["timeline_minus_kernel_scope_us"]
     shown: dict[str, dict[str, Any] | None] = {}
     for stage, (key, build_section) in SECTIONS.items():
-        section = build_section(run.inputs[key], statuses[stage], link)
+        section = build_section(files, run.inputs[key], statuses[stage], link)
         shown[stage] = section.context if section else None
         sections[stage] = section.summary if section else None
     render_figures(timeline, shown["pmu"], shown["pcsampling"], figures)
@@ -297,13 +308,14 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         return os.path.relpath(path, out_dir)
 
     statuses = {stage: read_input_status(run.inputs[stage]) for stage in run.params["stages"]}
-    env = json.loads(Path(run.inputs["env"]).read_text())
-    build = json.loads(Path(run.inputs["build_record"]).read_text())
+    files = read_stage_files(run.inputs, statuses)  # a file that cannot be read: its stage is shown invalid, named
+    env = files.json(run.inputs["env"])
+    build = files.json(run.inputs["build_record"])
     env_nodes, env_warnings = environment_rows(env)
     ok = {stage for stage, s in statuses.items() if s.ok}
-    read = read_stages(run, statuses, link, figures)
+    read = read_stages(run, files, statuses, link, figures)
     shown, sections, baseline, timeline = read.shown, read.sections, read.baseline, read.timeline
-    comparisons = comparisons_context(run, link)
+    comparisons = comparisons_context(run, files, link)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
     context = ReportContext(
         experiment=run.experiment,
@@ -325,7 +337,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         env_nodes=env_nodes,
         env_warnings=env_warnings,
         timeline=timeline,
-        crosscheck=crosscheck_of(run),
+        crosscheck=crosscheck_of(run, files),
         comparisons=comparisons,
         pmu=shown["pmu"],
         pcsampling=shown["pcsampling"],
@@ -338,7 +350,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
             evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)
         ),
         baseline=baseline,
-        correctness=correctness_context(run, link),
+        correctness=correctness_context(run, files, link),
         probe=shown["probe"],
         open_boundaries=open_boundaries(statuses, collect_parts(run.experiment, statuses), not_provided(evidence)),
         artifact_guide=artifact_guide(
@@ -361,6 +373,8 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     write_summary(run, statuses, sections)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
+    if files.damaged:  # each shown as its stage's note (or a comparison left out); every other section rendered
+        reason += "; files that cannot be read: " + "; ".join(str(exc) for exc in files.damaged.values())
     return run.status(
         "ok",
         reason,

@@ -6,14 +6,11 @@ No pandas, no pyarrow.compute: the merge reads the parse jobs' Parquet as numpy 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
@@ -28,6 +25,7 @@ from dispatchprof.analysis.timeline import (
 from dispatchprof.report.cause_text import in_words
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
+from dispatchprof.shell.intermediates import read_json, read_parquet
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, fold, read_input_status
 
@@ -273,7 +271,7 @@ def timeline(run: StageRun) -> Status:
     parts = {label: read_input_status(run.inputs[label]) for label in run.params["needed"]}
     parts.update({f"nodes{g}": read_input_status(p) for g, p in zip(run.params["groups"], run.inputs["parts"])})
     fold_ = fold_coverage(
-        (pq.ParquetFile(p).read() for p in run.inputs["coverage"]), world_ranks(cfg), cfg["stats"]["min_rank_coverage"]
+        (read_parquet(p) for p in run.inputs["coverage"]), world_ranks(cfg), cfg["stats"]["min_rank_coverage"]
     )
     write_table_parquet_atomic(run.outputs["coverage"], fold_.table, {"dispatchprof.toolchain": run.toolchain})
     covered, coverage_summary = fold_.covered, fold_.summary
@@ -295,12 +293,12 @@ def timeline(run: StageRun) -> Status:
             upstream={k: p.state for k, p in parts.items()},
             details={"coverage": coverage_summary},
         )
-    details = {r["rank"]: r for part in run.inputs["ranks"] for r in json.loads(Path(part).read_text())["ranks"]}
+    details = {r["rank"]: r for part in run.inputs["ranks"] for r in read_json(part)["ranks"]}
     # The used launches as numpy columns, chosen one node group at a time (each group's table is freed before the
     # next is read). Arrow allocates from the system allocator here, so that what it frees goes back to numpy.
     pa.set_memory_pool(pa.system_memory_pool())
-    used = used_launches(pq.ParquetFile(p).read(columns=LAUNCH_COLUMNS) for p in run.inputs["launches"])
-    baseline = json.loads(Path(run.inputs["baseline_stats"]).read_text())
+    used = used_launches(read_parquet(p, LAUNCH_COLUMNS) for p in run.inputs["launches"])
+    baseline = read_json(run.inputs["baseline_stats"])
     stats, waited = timeline_stats(run, parts, fold_, used, details, baseline)
     trace = clock_corrected_trace(run, used, details, waited)
     stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]

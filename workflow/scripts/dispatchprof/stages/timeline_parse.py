@@ -34,12 +34,13 @@ from dispatchprof.analysis.timeline import (
 from dispatchprof.shell.atomic import write_arrow_parquet_atomic, write_json_atomic, write_text_atomic
 from dispatchprof.formats.msprof import MsprofFormatError, ProfInfo, TargetKernels, communication_ops_named, prof_chips
 from dispatchprof.formats.prof_dirs import read_data_dir, resolve_rank_map
-from dispatchprof.formats.prof_tree import find_data_dirs
+from dispatchprof.formats.prof_tree import DataDir, find_data_dirs
 from dispatchprof.formats.target_kernels import read_target_kernels
 from dispatchprof.formats.text import refusal
 from dispatchprof.report.rank_svg import launch_svg
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
+from dispatchprof.stages.imports import problem_entries, would_block
 
 NO_LAUNCHES = launch_summary({"used": np.zeros(0, bool), "dur_ns": np.zeros(0, np.int64), "gap_ns": np.zeros(0)})
 LAUNCH_COLUMNS = [
@@ -89,36 +90,64 @@ class NodeRangeParse:
     versions: set[str] = field(default_factory=set)
 
 
+@dataclass
+class FoundInfos:
+    """A node range's data directories, read (read_node_infos): per node each directory's ProfInfo, per node the
+    directories refused before a rank was known (each named, with why), analyze.rank_map resolved, and the
+    directories read whose other entries cannot be (their ranks are refused, each entry named with why)."""
+
+    per_node: dict[int, dict[Path, ProfInfo]]
+    refused: dict[int, list[str]]
+    named: dict[Path, int]
+    unreadable: dict[Path, list[str]] = field(default_factory=dict)
+
+
 def read_node_infos(
     raw: Path, nodes: range, ranks_per_node: int, rank_map: Mapping[str, int] | None = None
-) -> tuple[dict[int, dict[Path, ProfInfo]], dict[int, list[str]], dict[Path, int]]:
+) -> FoundInfos:
     """Each node's data directories in whichever layout the tree has (formats.prof_tree: node<k>/PROF_*, a single
     PROF_*, torch_npu *_ascend_pt directories, a bare mindstudio_profiler_output/), read; per node the directories
     refused (unreadable, identity files that are no JSON, ranks that disagree), each with why: one such directory
     costs its own rank, never the node's other ranks; and analyze.rank_map resolved. A directory under no node<k>
-    belongs to the node of its rank (named in analyze.rank_map, else recorded), else to node 0."""
-    per_node: dict[int, dict[Path, ProfInfo]] = {node: {} for node in nodes}
-    refused: dict[int, list[str]] = {}
+    belongs to the node of its rank (named in analyze.rank_map, else recorded), else to node 0. A directory with an
+    entry that cannot be read (stages/imports.walk_tree: no permission, a link loop) is read for its identity and
+    its ranks are then refused, naming the entries; one with a FIFO or device in it is refused unread."""
+    found_infos = FoundInfos({node: {} for node in nodes}, {}, {})
     try:
         found = find_data_dirs(raw)
     except OSError as exc:
-        refused.setdefault(nodes.start, []).append(refusal(raw, exc))
-        return per_node, refused, {}
-    named = resolve_rank_map(raw, dict(rank_map or {}), found)
+        found_infos.refused.setdefault(nodes.start, []).append(refusal(raw, exc))
+        return found_infos
+    found_infos.named = resolve_rank_map(raw, dict(rank_map or {}), found)
     for data in found:
         if data.node is not None and data.node not in nodes:
             continue  # another job's node: not read
-        try:
-            info = read_data_dir(data)
-        except (MsprofFormatError, OSError) as exc:
-            if (data.node or 0) in nodes:
-                refused.setdefault(data.node or 0, []).append(refusal(data.path, exc))
-            continue
-        rank = named.get(data.path, info.rank_id)
-        node = data.node if data.node is not None else (rank // ranks_per_node if rank is not None else 0)
-        if node in per_node:
-            per_node[node][data.path] = info
-    return per_node, refused, named
+        read_one(data, nodes, ranks_per_node, found_infos)
+    return found_infos
+
+
+def read_one(data: DataDir, nodes: range, ranks_per_node: int, found: FoundInfos) -> None:
+    """One data directory of the range read into ``found`` (read_node_infos), or refused there with why."""
+    bad = problem_entries(data.path)
+    problems = [f"{e.path}: {e.problem}" for e in bad]
+    blocking = any(map(would_block, bad))
+    try:
+        if blocking:
+            raise MsprofFormatError(f"{data.path}: not read: {'; '.join(problems)}")
+        info = read_data_dir(data)
+    except (MsprofFormatError, OSError) as exc:
+        if (data.node or 0) in nodes:  # the entries that cannot be read first: the likeliest cause, named with why
+            said = refusal(data.path, exc)
+            found.refused.setdefault(data.node or 0, []).append(
+                "; ".join([*problems, said]) if problems and not blocking else said
+            )
+        return
+    rank = found.named.get(data.path, info.rank_id)
+    node = data.node if data.node is not None else (rank // ranks_per_node if rank is not None else 0)
+    if node in found.per_node:
+        found.per_node[node][data.path] = info
+        if problems:
+            found.unreadable[data.path] = problems
 
 
 @dataclass(frozen=True)
@@ -185,11 +214,12 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
     rank_map = cfg["analyze"].get("rank_map") if cfg["mode"] == "analyze" else None
-    per_node, refused, named = read_node_infos(run.raw_dir("timeline_dir"), nodes, rpn, rank_map)
-    infos = {p: i for found in per_node.values() for p, i in found.items()}
-    sources = [s for node, found in per_node.items() for s in prof_sources(node, found, named)]
+    found = read_node_infos(run.raw_dir("timeline_dir"), nodes, rpn, rank_map)
+    infos = {p: i for in_node in found.per_node.values() for p, i in in_node.items()}
+    sources = [s for node, in_node in found.per_node.items() for s in prof_sources(node, in_node, found.named)]
     assignments = assign_ranks(sources, rpn, load_identities(run.params["identity"]), cfg["cluster"]["infer_rank"])
-    coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"], refused)
+    coverage = coverage_rows(nodes, rpn, assignments, infos, cfg["cluster"]["infer_rank"], found.refused)
+    refuse_unreadable(coverage, found.unreadable)
     parsed = NodeRangeParse(infos, assignments, coverage)
     for row in coverage:
         rank = row["global_rank"]
@@ -215,6 +245,16 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
             plots / f"rank{rank}.svg", launch_svg(rank, (parsed.tables[-1]["dur_ns"][used] / 1000).tolist(), median)
         )
     return parsed
+
+
+def refuse_unreadable(coverage: list[dict[str, Any]], unreadable: Mapping[Path, list[str]], most: int = 3) -> None:
+    """The found ranks whose data directory holds entries that cannot be read, refused (coverage state ``refused``),
+    the entries named with why: one unreadable file costs its own rank, as a corrupt db does, never the others."""
+    for row in coverage:
+        problems = unreadable.get(Path(row["prof_dir"])) if row["state"] == "found" else None
+        if problems:
+            more = f"; and {len(problems) - most} more" if len(problems) > most else ""
+            row.update(state="refused", detail="refused: " + "; ".join(problems[:most]) + more)
 
 
 def add_rank(parsed: NodeRangeParse, record: dict[str, Any], kernels: TargetKernels, skip: int) -> None:

@@ -51,7 +51,9 @@ class Facts(TypedDict, total=False):
     likely_pacer: list[int]  # late-ending ranks of most launches that are whole nodes plus these off-node ranks
     waiting_nodes: list[int]  # ... and these whole nodes, which likely wait for the likely pacer's data
     stands_out: ChanceTest
-    not_named: str  # listed, never named: why, as a kind ("chance", "no_pure_barrier", "kernel_structure")
+    not_named: str  # listed, never named: why, as a kind ("chance", "no_pure_barrier", "kernel_structure",
+    # "ranks_missing")
+    missing_ranks: list[int]  # ranks_missing: the ranks of the world without data (awaited.listed_on_partial_coverage)
     kernel_us_median: float  # the group waiting inside the kernel: the typical launch's kernel time
     above_us_median: float  # ... and the median excess of the launches it struck
     not_coupled: bool  # ranks that do not wait for each other: own work compared by durations
