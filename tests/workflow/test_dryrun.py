@@ -39,7 +39,6 @@ def test_dry_run_lists_env_capture_per_node_and_every_stage_and_runs_nothing(wor
     assert not (workflow_copy.root / "results").exists()
 
 
-
 def test_a_home_that_cannot_be_written_plans_without_a_traceback(workflow_copy):
     # Snakemake's source cache defaults to ~/.cache/snakemake, made before the Snakefile is read; the workflow
     # profile keeps it in the run's temporary directory (shared-fs-usage without source-cache). /proc/... cannot be
@@ -49,6 +48,7 @@ def test_a_home_that_cannot_be_written_plans_without_a_traceback(workflow_copy):
     result = workflow_copy.snakemake("-n", overlay=base_overlay(), env=env)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "localrule report:" in result.stdout or "rule report:" in result.stdout
+
 
 def test_config_with_indivisible_experts_stops_before_the_dag_without_traceback(workflow_copy):
     result = workflow_copy.snakemake("-n", overlay=base_overlay(shape={"num_experts": 100}))

@@ -134,9 +134,9 @@ def test_kill_9_of_snakemake_leaves_no_process_and_says_unlock_is_safe_then_the_
             proc.wait()
     locked = wf.snakemake(overlay=TINY, env=env)
     assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
-    assert (
-        "dispatchprof: no job of an earlier run is alive: `snakemake --unlock` is safe." in locked.stderr
-    ), locked.stderr[-2000:]
+    assert "dispatchprof: no job of an earlier run is alive: `snakemake --unlock` is safe." in locked.stderr, (
+        locked.stderr[-2000:]
+    )
     unlocked = wf.snakemake("--unlock", overlay=TINY, env=env)
     assert unlocked.returncode == 0, unlocked.stderr[-2000:]
     rerun = wf.snakemake(overlay=TINY, env=env)
