@@ -17,6 +17,7 @@ include: "workflow/rules/pipe_timeline.smk"
 include: "workflow/rules/debugclock.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/history.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/not_provided.smk"  # after the rules whose outputs it writes in analyze mode
 

@@ -88,7 +88,7 @@ def test_demo_run_has_env_build_correctness_baseline_ok_and_honest_placeholders(
     build = json.loads((workflow_copy.root / "results/baseline/build/build.json").read_text())
     assert "-g" in build["device_compile_flags"] and all(len(lib["sha256"]) == 64 for lib in build["libraries"])
     summary = json.loads((workflow_copy.root / "results/baseline/report/summary.json").read_text())
-    assert summary["schema"] == "dispatchprof.summary/5" and summary["toolchain"] == "sim"
+    assert summary["schema"] == "dispatchprof.summary/6" and summary["toolchain"] == "sim"
     assert set(summary["stages"]) == {"env_capture", "build", "correctness", *LATER, "debugclock", "probe"}
     # no fault: PMU is ok, so the DebugClock fallback is not needed (debugclock.when: fallback)
     debugclock = workflow_copy.status("debugclock")

@@ -11,6 +11,7 @@ def end_of_run(nothing_to_do=False):
     from dispatchprof.shell.runtable import (
         failing,
         format_lines,
+        history_lines,
         release_requeue_timers,
         report_line,
         stage_lines,
@@ -19,6 +20,7 @@ def end_of_run(nothing_to_do=False):
     release_requeue_timers()
 
     lines = stage_lines(Path("results"), EXPERIMENTS, (*STAGES, "report"))
+    lines += history_lines(Path("results"), EXPERIMENTS)
     print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
     print(format_lines(lines))
     for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):

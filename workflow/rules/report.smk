@@ -27,6 +27,7 @@ rule report:
         debugclock_stats="results/{experiment}/debugclock/stats.json",
         pipe_timeline_stats="results/{experiment}/pipe_timeline/pipe_timeline.json",
         comparisons=lambda w: comparisons_of(w.experiment),
+        history="results/{experiment}/history/history.json",
     output:
         html=reported(
             "results/{experiment}/report/report.html",

@@ -15,7 +15,7 @@ from dispatchprof.shell.status import Status
 # /4: baseline.bandwidth (bytes per link class, the link bound, the group efficiency); /3: timeline causes ranked by
 # cost, straggler = the top cause with its cost (or evidence none), excess, waiting, notes; /2: timeline straggler
 # by wait evidence, longest_duration, coupling, node_clock; baseline slowest_named, spread; pmu busiest, busy ranges
-SCHEMA = "dispatchprof.summary/5"
+SCHEMA = "dispatchprof.summary/6"
 
 
 def build_summary(

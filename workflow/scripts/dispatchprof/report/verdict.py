@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from dispatchprof.analysis.layers import LayerFigure, best_figure, layer_figures
+from dispatchprof.report.history import sentence as history_sentence
 from dispatchprof.report.steps import Run, cause_step, collect_command, evidence_step
 from dispatchprof.report.words import rank_list
 from dispatchprof.shell.status import Status
@@ -62,6 +63,7 @@ class Facts:
     sections: Mapping[str, Any]
     comparisons: Sequence[Mapping[str, Any]]
     run: Run = field(default_factory=lambda: Run(""))
+    history: Mapping[str, Any] | None = None  # history.json: the regression gate's verdict
 
     def section(self, stage: str) -> Any:
         """A stage's summary section when the stage is ok, else None."""
@@ -513,6 +515,11 @@ def ab_line(f: Facts) -> list[Item]:
     return lines
 
 
+def history_line(f: Facts) -> list[Item]:
+    text = history_sentence(f.history)
+    return [Line("history", text)] if text else []
+
+
 # --- what is not known, with the command that collects it
 
 OPEN = {
@@ -565,6 +572,7 @@ ITEMS: list[Callable[[Facts], list[Item]]] = [
     probe_line,
     simt_line,
     ab_line,
+    history_line,
     open_lines,
 ]
 

@@ -85,6 +85,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "pipe_timeline": ("mode", "cluster", "kernel", "analyze", "pipe_timeline", "stats.min_rank_coverage"),
     "debugclock": ("mode", "cluster", "kernel", "analyze", "debugclock"),
     "probe": ("mode", "analyze", "probe"),
+    "history": ("mode", "toolchain", "cluster", "shape", "kernel.name", "history"),
     "report": ("mode", "toolchain", "cluster", "shape", "kernel", "deepep", "report", "analyze"),
     "not_provided": ("mode", "analyze", "cluster"),  # also not_provided_2, ... (one rule per group of experiments)
 }

@@ -6,6 +6,7 @@ table is what a person reads last. It reads only status files, never measurement
 
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -49,6 +50,27 @@ def stage_lines(results: Path, experiments: Iterable[str], stages: Sequence[str]
     return lines
 
 
+def history_lines(results: Path, experiments: Iterable[str]) -> list[StageLine]:
+    """One line per experiment whose history gate ran: its verdict (regressed, improved, unchanged, inconclusive;
+    a verdict, not a stage state) and why. No line when history is off or the file is absent or unreadable (the
+    report's Answer says why)."""
+    lines = []
+    for experiment in experiments:
+        try:
+            data = json.loads((results / experiment / "history" / "history.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("state") == "ok" and isinstance(data.get("verdict"), str):
+            moved = [
+                m["metric"]
+                for m in data.get("metrics", [])
+                if m.get("verdict") == data["verdict"] in ("regressed", "improved")
+            ]
+            why = f"{data.get('reason', '')}" + (f": {', '.join(moved[:4])}" if moved else "")
+            lines.append(StageLine(experiment, "history", data["verdict"], why))
+    return lines
+
+
 MIN_REASON_COLUMN = 30  # narrower than this, a wrapped reason is a column of single words: it goes under its row
 
 
@@ -82,6 +104,8 @@ def format_lines(lines: Sequence[StageLine], width: int | None = None) -> str:
 def failing(lines: Sequence[StageLine], fail_on: Iterable[str]) -> list[StageLine]:
     """The stages whose state the user asked to fail the process on (config fail_on, for CI)."""
     states = set(fail_on)
+    if "regression" in states:  # a verdict of the history gate, not a stage state
+        states.add("regressed")
     return [line for line in lines if line.state in states]
 
 

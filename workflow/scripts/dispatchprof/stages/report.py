@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from dispatchprof.report.history import summary_section as history_summary
 from dispatchprof.report.artifacts import artifact_guide
 from dispatchprof.report.context import (
     HCCL_CAUTION,
@@ -223,7 +224,9 @@ def comparisons_context(run: StageRun, files: StageFiles, link: Link) -> list[di
     return comparisons
 
 
-def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mapping[str, Any]) -> None:
+def write_summary(
+    run: StageRun, statuses: Mapping[str, Status], sections: Mapping[str, Any], history: Mapping[str, Any] | None
+) -> None:
     """summary.json: the stable keys for scripts (docs/summary.md), from the same sections the pages show."""
     summary = build_summary(
         run.experiment,
@@ -237,6 +240,7 @@ def write_summary(run: StageRun, statuses: Mapping[str, Status], sections: Mappi
     )
     # pipe_timeline: present whenever a run was parsed (its runs' states inside), even if another run was refused
     summary["pipe_timeline"] = sections["pipe_timeline"]
+    summary["history"] = history_summary(history)
     write_json_atomic(run.outputs["summary"], summary)
 
 
@@ -316,6 +320,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     read = read_stages(run, files, statuses, link, figures)
     shown, sections, baseline, timeline = read.shown, read.sections, read.baseline, read.timeline
     comparisons = comparisons_context(run, files, link)
+    history = files.json(run.inputs["history"]) if run.inputs.get("history") else None
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
     context = ReportContext(
         experiment=run.experiment,
@@ -344,7 +349,9 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         debugclock=shown["debugclock"],
         pipe_timeline=shown["pipe_timeline"],
         answer=verdict(
-            Facts(statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline))
+            Facts(
+                statuses, run.toolchain, world_ranks(cfg), sections, comparisons, answer_run(run, ok, timeline), history
+            )
         ),
         evidence_parts=evidence_parts(
             evidence_sentences(statuses, run.toolchain, world_ranks(cfg), sections, comparisons)
@@ -370,7 +377,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     shown_context = {**context.fields(), "sections": report_parts(context)}  # one model, two renderers
     write_text_atomic(run.outputs["html"], render(templates, shown_context))
     write_text_atomic(run.outputs["markdown"], spaced_tables(render(templates, shown_context, "report.md.j2")))
-    write_summary(run, statuses, sections)
+    write_summary(run, statuses, sections, history)
     not_ok = [s for s, st in statuses.items() if st.state not in ("ok", "disabled")]
     reason = "rendered" + (f"; stages without evidence: {', '.join(not_ok)}" if not_ok else "")
     if files.damaged:  # each shown as its stage's note (or a comparison left out); every other section rendered

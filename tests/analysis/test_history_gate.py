@@ -1,0 +1,147 @@
+"""The regression gate on series drawn from a stated noise model (not the simulator): false alarms of A/A series,
+a 5% step found at the run it starts, and degenerate histories that end in a verdict, never a crash."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dispatchprof.analysis.history import GateSettings, change_points, gate
+
+COMPARABLE = json.dumps({"kernel": "elastic_dispatch_kernel", "ranks": 16})
+
+
+def rows_of(series: dict[str, list[float]], kinds: dict[str, str] | None = None, better: str = "lower") -> pd.DataFrame:
+    """A store's rows: one run per index, metric -> values (NaN = the metric absent from that run)."""
+    kinds = kinds or {}
+    out = []
+    n = len(next(iter(series.values())))
+    for i in range(n):
+        for metric, values in series.items():
+            if np.isnan(values[i]):
+                continue
+            kind = kinds.get(metric, "metric")
+            out.append(
+                {
+                    "run_id": f"r{i:03d}",
+                    "series": "s",
+                    "recorded_at": f"2026-12-{1 + i // 24:02d}T{i % 24:02d}:00:00",
+                    "toolchain": "test",
+                    "comparable": COMPARABLE,
+                    "identity": "{}",
+                    "kind": kind,
+                    "metric": metric,
+                    "value": values[i],
+                    "ci_low": np.nan,
+                    "ci_high": np.nan,
+                    "better": "" if kind == "layer" else better,
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def newest_verdict(values: list[float], **kw) -> dict:
+    rows = rows_of({"latency.kernel.median": values})
+    return gate(rows, f"r{len(values) - 1:03d}", GateSettings(**kw))
+
+
+def test_aa_series_rarely_flags():
+    """30 runs of an A/A series (normal noise, 0.5% run-to-run): each run judged against those before it."""
+    false = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        values = list(1000 + 5 * rng.standard_normal(30))
+        flagged = sum(newest_verdict(values[: i + 1])["verdict"] in ("regressed", "improved") for i in range(5, 30))
+        false.append(flagged)
+    assert max(false) <= 2, false
+    assert sum(false) <= 5, false
+
+
+def test_five_percent_step_found_at_its_run():
+    found = 0
+    for seed in range(10):
+        rng = np.random.default_rng(100 + seed)
+        values = list(1000 + 5 * rng.standard_normal(30))
+        values[20:] = [v * 1.05 for v in values[20:]]
+        first = newest_verdict(values[:21])
+        later = newest_verdict(values)
+        found += first["verdict"] == "regressed" and "r020" in later["change_points"]
+    assert found >= 9
+
+
+def test_too_few_runs_is_inconclusive_naming_how_many():
+    result = newest_verdict([1000.0, 1001.0, 1300.0])
+    metric = result["metrics"][0]
+    assert result["verdict"] == "inconclusive"
+    assert "3 more comparable runs needed" in metric["why"]
+
+
+def test_improvement_and_direction_of_higher_is_better():
+    values = [0.80, 0.801, 0.799, 0.800, 0.802, 0.798, 0.85]
+    rows = rows_of({"links.efficiency": values, "latency.kernel.median": [1000.0] * 6 + [1000.5]}, better="higher")
+    result = gate(rows, "r006", GateSettings())
+    eff = next(m for m in result["metrics"] if m["metric"] == "links.efficiency")
+    assert eff["verdict"] == "improved"
+
+
+def test_a_cause_that_appears_regresses_and_explains():
+    n = 9
+    kernel = [1000.0 + d for d in (0.4, -0.3, 0.1, 0.2, -0.1, 0.0, 0.3, -0.2)] + [1040.0]
+    cause = [np.nan] * 8 + [40.0]
+    send = [140.0 + d for d in (0.3, -0.2, 0.1, 0.0, -0.1, 0.2, -0.3, 0.1)] + [210.0]
+    rows = rows_of(
+        {"latency.kernel.median": kernel, "cause.own_work.rank11": cause, "pmu.URMASendToken.busy_us": send},
+        kinds={"cause.own_work.rank11": "cause", "pmu.URMASendToken.busy_us": "layer"},
+    )
+    result = gate(rows, f"r{n - 1:03d}", GateSettings())
+    assert result["verdict"] == "regressed"
+    head = next(m for m in result["metrics"] if m["metric"] == "latency.kernel.median")
+    names = [e["metric"] for e in head["explained_by"]]
+    assert names[0] == "cause.own_work.rank11"
+    assert "pmu.URMASendToken.busy_us" in names
+    cause_row = next(m for m in result["metrics"] if m["metric"] == "cause.own_work.rank11")
+    assert cause_row["verdict"] == "regressed"
+
+
+def test_not_comparable_runs_are_named_with_the_key():
+    rows = rows_of({"latency.kernel.median": [1000.0] * 7})
+    rows.loc[rows["run_id"] == "r002", "comparable"] = json.dumps({"kernel": "elastic_dispatch_kernel", "ranks": 32})
+    result = gate(rows, "r006", GateSettings())
+    assert result["not_comparable"] == [{"run_id": "r002", "differs_in": "ranks", "newest": 16, "theirs": 32}]
+    assert result["compared_runs"] == 5
+
+
+def test_excluded_run_and_reference_since():
+    values = [1000.0, 1001.0, 999.0, 1200.0, 1000.5, 999.5, 1000.2, 1000.1, 999.8, 1000.0]
+    kept = newest_verdict(values, exclude=("r003",))
+    assert kept["compared_runs"] == 8
+    since = newest_verdict(values, reference_since="r005")
+    assert since["compared_runs"] == 4
+    assert since["verdict"] == "inconclusive"
+
+
+def test_change_points_of_a_flat_series_are_none():
+    assert change_points([5.0] * 10) == []
+    assert change_points([1.0, 2.0]) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.one_of(st.floats(-1e6, 1e6), st.just(float("nan"))), min_size=1, max_size=15),
+    st.sampled_from(["lower", "higher"]),
+)
+def test_any_series_ends_in_a_verdict(values, better):
+    rows = rows_of(
+        {"latency.kernel.median": values, "cause.x.rank0": values}, kinds={"cause.x.rank0": "cause"}, better=better
+    )
+    if rows.empty:
+        return
+    newest = rows["run_id"].iloc[-1]
+    result = gate(rows, newest, GateSettings())
+    assert result["verdict"] in ("regressed", "improved", "unchanged", "inconclusive")
+    for metric in result["metrics"]:
+        assert metric["verdict"] in ("regressed", "improved", "unchanged", "inconclusive")

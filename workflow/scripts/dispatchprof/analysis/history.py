@@ -1,0 +1,250 @@
+"""The regression gate: the newest run of a series against the comparable runs before it, one metric at a time.
+
+Per metric (docs/history.md has the reasoning and the sources):
+- the reference is the runs since the last change point of the earlier series (ruptures' PELT on the l2 cost, its
+  penalty 2 sigma^2 log n with sigma the robust spread of successive differences), or since
+  ``history.reference_since``;
+- fewer than ``min_runs`` reference runs: ``inconclusive``, naming how many more are needed;
+- otherwise the newest value is tested against the reference by a t prediction interval: the noise is the
+  run-to-run spread of the reference (sample standard deviation), widened by the newest run's own CI;
+- the p values of all gated metrics are Holm-corrected (family-wise alpha ``history.alpha``);
+- a change is called only when it is significant after Holm and at least ``history.min_change`` of the metric's
+  reference (a floor under the noise: a run-to-run spread of 0.01% would otherwise flag a 0.05% change);
+- ``smallest_visible`` is the change that would have been called: the larger of the noise threshold and the floor.
+The run's verdict is the worst of its gated metrics': regressed, improved, inconclusive (the kernel-scope headline
+could not be decided), unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+HEADLINE = "latency.kernel.median"
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    alpha: float = 0.01
+    min_runs: int = 5
+    min_change: float = 0.01
+    reference_since: str | None = None
+    exclude: tuple[str, ...] = ()
+
+
+def change_points(values: Sequence[float]) -> list[int]:
+    """Indices where a new segment starts (0 excluded), by PELT with a noise-scaled BIC penalty."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 4:
+        return []
+    sigma = 1.4826 * np.median(np.abs(np.diff(x) - np.median(np.diff(x)))) / math.sqrt(2)
+    if not np.isfinite(sigma) or sigma <= 0:
+        sigma = float(np.std(x)) or 1.0
+    import ruptures
+
+    ends = (
+        ruptures.Pelt(model="l2", min_size=2, jump=1).fit(x.reshape(-1, 1)).predict(pen=2 * sigma**2 * math.log(len(x)))
+    )
+    return [int(e) for e in ends[:-1]]
+
+
+def decide(reference: np.ndarray, newest: float, newest_se: float, better: str, floor: float) -> dict[str, Any]:
+    """One metric's test before the correction across metrics: the change, its p value and the noise threshold."""
+    n = len(reference)
+    mean = float(np.mean(reference))
+    spread = float(np.std(reference, ddof=1)) if n > 1 else 0.0
+    scale = math.sqrt(spread**2 + newest_se**2) * math.sqrt(1 + 1 / n)
+    change = newest - mean
+    if scale > 0:
+        p = float(2 * stats.t.sf(abs(change) / scale, df=max(n - 1, 1)))
+    else:
+        p = 0.0 if change != 0 else 1.0
+    worse = change > 0 if better == "lower" else change < 0
+    return {
+        "reference": mean,
+        "newest": newest,
+        "change": change,
+        "p": p,
+        "scale": scale,
+        "worse": worse,
+        "floor": floor,
+        "spread": spread,
+        "runs": n,
+    }
+
+
+def _holm(pvalues: list[float], alpha: float) -> list[tuple[bool, float]]:
+    """(rejected, the per-test alpha Holm used) for each p value, in the input order."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    out: list[tuple[bool, float]] = [(False, alpha)] * len(pvalues)
+    still = True
+    for rank, i in enumerate(order):
+        level = alpha / (len(pvalues) - rank)
+        still = still and pvalues[i] <= level
+        out[i] = (still, level)
+    return out
+
+
+def _verdict(test: dict[str, Any], rejected: bool, level: float) -> dict[str, Any]:
+    df = max(test["runs"] - 1, 1)
+    threshold = float(stats.t.isf(level / 2, df=df)) * test["scale"]
+    smallest = max(threshold, test["floor"])
+    big = abs(test["change"]) >= test["floor"]
+    if rejected and big:
+        verdict = "regressed" if test["worse"] else "improved"
+    elif abs(test["change"]) < smallest:
+        verdict = "unchanged"
+    else:
+        verdict = "inconclusive"
+    return {**test, "verdict": verdict, "smallest_visible": smallest, "alpha": level}
+
+
+def _comparable_runs(rows: pd.DataFrame, newest: str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The rows of runs comparable with ``newest`` (same kernel, shape, cluster, toolchain, chip), and the others
+    with the first key that differs."""
+    import json
+
+    keys = rows.groupby("run_id")["comparable"].first()
+    mine = json.loads(keys[newest])
+    others = []
+    for run, text in keys.items():
+        theirs = json.loads(text)
+        differing = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        if differing:
+            others.append(
+                {
+                    "run_id": run,
+                    "differs_in": differing[0],
+                    "newest": mine.get(differing[0]),
+                    "theirs": theirs.get(differing[0]),
+                }
+            )
+    same = {o["run_id"] for o in others}
+    return rows[~rows["run_id"].isin(same)], others
+
+
+def _ordered_table(rows: pd.DataFrame, settings: GateSettings, newest: str) -> tuple[pd.DataFrame, pd.Series]:
+    """run x metric values in time order (excluded runs and runs before reference_since left out; the newest
+    always kept, last); a cause absent from a run costs it nothing there. Also each metric's kind and direction."""
+    runs = rows.groupby("run_id")["recorded_at"].first().sort_values(kind="stable")
+    keep = [r for r in runs.index if r == newest or r not in settings.exclude]
+    if settings.reference_since:
+        since = settings.reference_since
+        start = list(runs.index).index(since) if since in runs.index else None
+        keep = [
+            r
+            for r in keep
+            if r == newest or (runs[r] >= since if start is None else list(runs.index).index(r) >= start)
+        ]
+    keep = [r for r in keep if r != newest] + [newest]
+    table = rows.pivot_table(index="run_id", columns="metric", values="value", aggfunc="first").reindex(keep)
+    info = rows.groupby("metric")[["kind", "better"]].first()
+    causes = [m for m in table.columns if info.loc[m, "kind"] == "cause"]
+    table[causes] = table[causes].fillna(0.0)
+    return table, info
+
+
+def _newest_se(rows: pd.DataFrame, newest: str) -> dict[str, float]:
+    mine = rows[rows["run_id"] == newest]
+    width = (mine["ci_high"] - mine["ci_low"]).fillna(0.0).clip(lower=0.0)
+    return dict(zip(mine["metric"], (width / 3.92).astype(float)))
+
+
+def _test_metric(
+    column: pd.Series, kind: str, better: str, se: float, headline_ref: float, settings: GateSettings
+) -> dict[str, Any]:
+    earlier = column.iloc[:-1].dropna().to_numpy(dtype=float)
+    cuts = change_points(earlier)
+    reference = earlier[cuts[-1] :] if cuts else earlier
+    first = column.iloc[:-1].dropna().index[cuts[-1]] if cuts else None
+    newest = float(column.iloc[-1]) if pd.notna(column.iloc[-1]) else 0.0
+    if len(reference) < settings.min_runs:
+        more = settings.min_runs - len(reference)
+        return {
+            "verdict": "inconclusive",
+            "newest": newest,
+            "runs": int(len(reference)),
+            "why": f"{more} more comparable run{'s' * (more != 1)} needed (history.min_runs {settings.min_runs})",
+            "change_points": [str(i) for i in column.iloc[:-1].dropna().index[cuts]] if cuts else [],
+            "since": first,
+        }
+    # a cause's cost (often 0 before it appeared) and a zero-mean metric take the kernel latency as their scale
+    own = float(np.mean(reference))
+    floor = settings.min_change * abs(headline_ref if kind == "cause" or own == 0 else own)
+    test = decide(reference, newest, se, better, floor)
+    test["change_points"] = [str(i) for i in column.iloc[:-1].dropna().index[cuts]]
+    test["since"] = first
+    return test
+
+
+def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, Any]:
+    """The newest run's verdict over the comparable series in ``rows`` (the store's metric and cause rows)."""
+    if newest not in set(rows["run_id"]):
+        return {"verdict": "inconclusive", "why": f"run {newest} is not in the history", "metrics": []}
+    same, others = _comparable_runs(rows, newest)
+    table, info = _ordered_table(same, settings, newest)
+    se = _newest_se(same, newest)
+    headline = table[HEADLINE].iloc[:-1].dropna() if HEADLINE in table else pd.Series(dtype=float)
+    headline_ref = float(headline.mean()) if len(headline) else float(table.get(HEADLINE, pd.Series([1.0])).iloc[-1])
+    gated = [m for m in table.columns if info.loc[m, "better"] in ("lower", "higher")]
+    tests = {
+        m: _test_metric(table[m], info.loc[m, "kind"], info.loc[m, "better"], se.get(m, 0.0), headline_ref, settings)
+        for m in gated
+    }
+    decided = [m for m, t in tests.items() if "p" in t]
+    for m, (rejected, level) in zip(decided, _holm([tests[m]["p"] for m in decided], settings.alpha)):
+        tests[m] = _verdict(tests[m], rejected, level)
+    metrics = [{"metric": m, "kind": info.loc[m, "kind"], **tests[m]} for m in gated]
+    for entry in metrics:
+        if entry["verdict"] in ("regressed", "improved"):
+            entry["explained_by"] = explained_by(table, info, entry["metric"], entry.get("since"))
+    return {
+        "verdict": run_verdict(metrics),
+        "compared_runs": int(len(table) - 1),
+        "not_comparable": others,
+        "change_points": sorted({c for m in metrics for c in m.get("change_points", [])}),
+        "metrics": metrics,
+    }
+
+
+def run_verdict(metrics: list[dict[str, Any]]) -> str:
+    verdicts = {m["verdict"] for m in metrics}
+    headline = next((m["verdict"] for m in metrics if m["metric"] == HEADLINE), "inconclusive")
+    for word in ("regressed", "improved"):
+        if word in verdicts:
+            return word
+    return "inconclusive" if headline == "inconclusive" else "unchanged"
+
+
+def explained_by(table: pd.DataFrame, info: pd.DataFrame, metric: str, since: Any) -> list[dict[str, Any]]:
+    """The layers' numbers that moved with ``metric``: causes first, then the rest, the largest move first; a
+    number moves when the newest run is more than 3 run-to-run spreads from its reference mean."""
+    start = list(table.index).index(since) if since in table.index else 0
+    reference = table.iloc[start:-1]
+    moved = []
+    for other in table.columns:
+        if other == metric or info.loc[other, "kind"] not in ("cause", "layer") or not len(reference):
+            continue
+        values = reference[other].dropna()
+        newest = table[other].iloc[-1]
+        if pd.isna(newest) or not len(values):
+            continue
+        change = float(newest - values.mean())
+        spread = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        if abs(change) > max(3 * spread, 1e-9 * abs(values.mean()), 1e-12):
+            moved.append(
+                {
+                    "metric": other,
+                    "kind": info.loc[other, "kind"],
+                    "reference": float(values.mean()),
+                    "newest": float(newest),
+                    "change": change,
+                }
+            )
+    moved.sort(key=lambda e: (e["kind"] != "cause", -abs(e["change"])))
+    return moved[:5]

@@ -1,0 +1,63 @@
+"""Entry point of rule history: land this run's record and gate it (dispatchprof.stages.history)."""
+
+import datetime
+import json
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, snakemake.scriptdir)
+
+import pandas as pd  # noqa: E402
+
+from dispatchprof.analysis.history import GateSettings  # noqa: E402
+from dispatchprof.shell.atomic import write_json_atomic  # noqa: E402
+from dispatchprof.shell.config import run_config  # noqa: E402
+from dispatchprof.shell.config_reads import recorded  # noqa: E402
+from dispatchprof.shell.stage import setup_logging, skip_final_collection  # noqa: E402
+from dispatchprof.shell.status import read_input_status  # noqa: E402
+from dispatchprof.stages.history import RunFiles, land_and_gate, record  # noqa: E402
+
+skip_final_collection()
+setup_logging(snakemake.log[0])
+experiment = snakemake.wildcards.experiment
+config = recorded(run_config(snakemake.config, experiment), snakemake.rule)
+settings = config["history"]
+files = snakemake.input
+base = {"schema": "dispatchprof.history_verdict/1", "experiment": experiment, "toolchain": config["toolchain"]}
+
+
+def ok_json(status_file: str, data_file: str):
+    return json.loads(Path(data_file).read_text()) if read_input_status(status_file).ok else None
+
+
+baseline = read_input_status(files.baseline_status)
+if settings["path"] is None:
+    result = {**base, "state": "disabled", "reason": "history.path is null: no record, no gate"}
+elif not baseline.ok:
+    result = {**base, "state": "skipped", "reason": f"no latency baseline ({baseline.state}: {baseline.reason})"}
+else:
+    started = json.loads(Path(files.collected).read_text()).get("started")
+    run_files = RunFiles(
+        latency=pd.read_parquet(files.latency),
+        baseline=json.loads(Path(files.baseline_stats).read_text()),
+        timeline=ok_json(files.timeline_status, files.timeline_stats),
+        pmu=ok_json(files.pmu_status, files.pmu_roles),
+        env=json.loads(Path(files.env).read_text()),
+        build=json.loads(Path(files.build_record).read_text()),
+    )
+    series = settings["series"] or config["_experiment"]
+    when = started or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    rows = record(run_files, series, when, config, experiment)
+    gate_settings = GateSettings(
+        alpha=settings["alpha"],
+        min_runs=settings["min_runs"],
+        min_change=settings["min_change"],
+        reference_since=settings["reference_since"],
+        exclude=tuple(settings["exclude"]),
+    )
+    verdict = land_and_gate(Path(settings["path"]), rows, gate_settings)
+    result = {**base, "state": "ok", **verdict}
+    result["reason"] = f"{verdict['verdict']} against {verdict['compared_runs']} comparable earlier runs"
+    logging.getLogger("dispatchprof").info("history: %s (%s)", result["reason"], verdict["record"])
+write_json_atomic(snakemake.output.verdict, result)
