@@ -15,6 +15,9 @@ import string
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from dispatchprof.tools.gitref import RefError, resolve_ref
+from dispatchprof.tools.toolchain import source_repo
+
 # msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
 ANALYZE_PATHS = (
@@ -503,6 +506,7 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     return [
         *cluster_problems(config),
         *deepep_problems(config["deepep"]),
+        *ref_problems(config),
         *sim_problems(config),
         *run_problems(config),
         *probe_problems(config["probe"]),
@@ -561,6 +565,19 @@ def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
                 f"in {template!r}; known: {sorted(PLACEHOLDERS)}"
             )
     return problems
+
+
+def ref_problems(config: Mapping[str, Any]) -> list[str]:
+    """deepep.ref names a commit of deepep.repo (git rev-parse --verify): checked when the config is read, so a ref
+    that does not resolve is refused before any job (and any allocation), the dry run included."""
+    ref = config["deepep"].get("ref")
+    if ref is None:
+        return []
+    try:
+        resolve_ref(source_repo(config), ref)
+    except RefError as exc:
+        return [str(exc)]
+    return []
 
 
 def sim_problems(config: Mapping[str, Any]) -> list[str]:
