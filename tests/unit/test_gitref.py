@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dispatchprof.shell.config import ref_problems
+from dispatchprof.shell.gitref import RefError, diff_stat, file_at, repo_prefix, resolve_ref
 from dispatchprof.tools.debugbuild import imported_own_build, make_tree
-from dispatchprof.tools.gitref import RefError, diff_stat, file_at, repo_prefix, resolve_ref
 
 
 def git(repo: Path, *args: str) -> str:

@@ -124,3 +124,23 @@ def test_the_comparison_names_both_shas_and_latency_improved_as_the_events_say(c
     assert busy("less", "URMASendToken") < 0.8 * busy("base", "URMASendToken")
     assert busy("less", "CalCumSum") == pytest.approx(busy("base", "CalCumSum"), rel=0.05)
     assert comparison["verdict"] == "improved", comparison.get("reason")
+
+
+def test_a_ref_that_does_not_resolve_is_refused_by_the_dry_run_naming_it(tmp_path):
+    from conftest import copy_workflow
+
+    repo = tmp_path / "ascend_deepep"
+    two_commits(repo)
+    wf = copy_workflow(tmp_path / "wf")
+    overlay = base_overlay(
+        deepep={"repo": str(repo)},
+        experiments={"base": {"deepep": {"ref": "base"}}, "typo": {"deepep": {"ref": "less-send-wrok"}}},
+        compare=[["base", "typo"]],
+    )
+    result = wf.snakemake("-n", overlay=overlay)
+    assert result.returncode != 0
+    assert f"deepep.ref 'less-send-wrok' does not name a commit of deepep.repo {repo}" in result.stderr
+    assert "Traceback" not in result.stderr and "Building DAG" not in result.stdout + result.stderr
+    assert not (wf.root / "results").exists()
+    good = wf.snakemake("-n", overlay={**overlay, "experiments": {"base": {"deepep": {"ref": "base"}}}, "compare": []})
+    assert good.returncode == 0, good.stderr[-2000:]

@@ -12,7 +12,7 @@ from dispatchprof.shell.atomic import write_text_atomic
 from dispatchprof.tools.driver import PatchError, patch_test
 from dispatchprof.shell.stage import StageRun, run_stage
 from dispatchprof.shell.status import Status, Validation
-from dispatchprof.tools.gitref import RefError, file_at, resolve_ref
+from dispatchprof.shell.gitref import RefError, file_at, resolve_ref
 from dispatchprof.tools.toolchain import resolve, source_repo
 
 TEMPLATES = Path(snakemake.scriptdir).resolve().parent / "templates"

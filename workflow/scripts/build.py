@@ -10,23 +10,9 @@ from dispatchprof.tools.building import fingerprint, run_build  # noqa: E402
 from dispatchprof.stages.absent import COLLECT_ONLY  # noqa: E402
 from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.shell.status import Status  # noqa: E402
-from dispatchprof.tools.debugbuild import make_tree  # noqa: E402
-from dispatchprof.tools.gitref import RefError, resolve_ref  # noqa: E402
-from dispatchprof.tools.toolchain import Toolchain, build_worktree, resolve, source_repo  # noqa: E402
-
-
-def checkout_ref(config, chain: Toolchain) -> dict:
-    """deepep.ref checked out (detached worktree, the DEBUG build's mechanism) at results/<experiment>/build/tree:
-    the record's ref, its resolved sha and where the build ran. Needs a build command: a checkout has no library."""
-    deepep = config["deepep"]
-    source = source_repo(config)
-    sha = resolve_ref(source, deepep["ref"])
-    if not deepep["build_command"]:
-        raise RefError(f"deepep.build_command is null: the checkout of {sha} in its own worktree has no library")
-    tree = make_tree(source, build_worktree(config), ref=sha)
-    if tree.path != chain.repo:
-        raise RuntimeError(f"the worktree holds deepep.repo at {tree.path}, not at {chain.repo}")
-    return {"ref": deepep["ref"], "sha": sha, "source_repo": str(source), "tree": str(tree.path)}
+from dispatchprof.tools.debugbuild import checkout_ref  # noqa: E402
+from dispatchprof.shell.gitref import RefError  # noqa: E402
+from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
 
 def body(run: StageRun) -> Status:

@@ -44,15 +44,7 @@ for side, names in runs.items():
             problems.append(f"{run}: precision not ok ({correctness.state}: {correctness.reason})")
         if not baseline.ok:
             problems.append(f"{run}: no latency baseline ({baseline.state}: {baseline.reason})")
-# which build each side ran (deepep.ref, sha, libraries' sha256) and the diff stat of the two commits
-result["sides"], side_notes = compare_sides.sides(
-    {"a": a, "b": b},
-    configs,
-    {
-        s: [compare_sides.read_record(snakemake.input.get(f"{s}_build_{run}")) for run in names]
-        for s, names in runs.items()
-    },
-)
+result["sides"], side_notes = compare_sides.sides({"a": a, "b": b}, configs, runs, snakemake.input)  # builds
 notes += side_notes
 if problems:
     result.update(state="refused", reason="; ".join(problems), notes=notes)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dispatchprof.tools.gitref import diff_stat
+from dispatchprof.shell.gitref import diff_stat
 
 
 def read_record(path: Path | str | None) -> dict[str, Any] | None:
@@ -39,10 +39,14 @@ def side(experiment: str, config: Mapping[str, Any], records: Sequence[Mapping[s
 
 
 def sides(
-    names: Mapping[str, str], configs: Mapping[str, Mapping[str, Any]], records: Mapping[str, Sequence[Any]]
+    names: Mapping[str, str],
+    configs: Mapping[str, Mapping[str, Any]],
+    runs: Mapping[str, Sequence[str]],
+    inputs: Mapping[str, Any],
 ) -> tuple[dict[str, Any], list[str]]:
     """``sides`` of comparison.json and the notes it adds (a side without a ref, both sides on one commit, repeats
-    that built different commits)."""
+    that built different commits). ``inputs``: the compare job's, whose ``<side>_build_<run>`` are build.json."""
+    records = {s: [read_record(inputs.get(f"{s}_build_{run}")) for run in runs[s]] for s in ("a", "b")}
     out: dict[str, Any] = {s: side(names[s], configs[s], records[s]) for s in ("a", "b")}
     notes = [
         f"{out[s]['experiment']}: its repeats built different commits or libraries (build.json differs)"

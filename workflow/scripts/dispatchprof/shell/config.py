@@ -15,8 +15,7 @@ import string
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from dispatchprof.tools.gitref import RefError, resolve_ref
-from dispatchprof.tools.toolchain import source_repo
+from dispatchprof.shell.gitref import RefError, deepep_repo, resolve_ref
 
 # msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
@@ -574,7 +573,7 @@ def ref_problems(config: Mapping[str, Any]) -> list[str]:
     if ref is None:
         return []
     try:
-        resolve_ref(source_repo(config), ref)
+        resolve_ref(deepep_repo(config), ref)
     except RefError as exc:
         return [str(exc)]
     return []

@@ -37,6 +37,13 @@ KNOWN_CAUSE = (
 )
 
 
+def debug_tree(cfg: Mapping[str, Any], chain: Toolchain, record: Mapping[str, Any], dest: Path):
+    """The DEBUG build's checkout: with deepep.ref at the side's commit (the build record's sha), not HEAD."""
+    if cfg["deepep"].get("ref"):
+        return make_tree(source_repo(cfg), dest, ref=record["sha"])
+    return make_tree(chain.repo, dest)
+
+
 def debugclock_collect(run: StageRun, logs: Path) -> Status:
     """The collect part; ``logs`` is the directory of the job's log, where the DEBUG build's log goes."""
     gate = run.gate({k: run.inputs[k] for k in run.params["needed"]}, {"pmu": run.inputs["pmu"]})
@@ -59,10 +66,7 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     empty_dirs(raw, out)
     record = json.loads(Path(run.inputs["build_record"]).read_text())
     try:
-        if deepep.get("ref"):  # the side's commit (the build record's sha), not the repository's HEAD
-            tree = make_tree(source_repo(cfg), run.outputs["raw"].parent / "tree", ref=record["sha"])
-        else:
-            tree = make_tree(chain.repo, run.outputs["raw"].parent / "tree")
+        tree = debug_tree(cfg, chain, record, run.outputs["raw"].parent / "tree")
     except (OSError, RuntimeError, KeyError, shutil.Error) as exc:
         return run.status(
             "failed",

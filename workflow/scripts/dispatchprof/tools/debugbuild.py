@@ -19,8 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.shell.atomic import copy_under_umask, umask
 from dispatchprof.tools.building import fingerprint, run_build
-from dispatchprof.tools.gitref import repo_prefix
-from dispatchprof.tools.toolchain import Toolchain
+from dispatchprof.shell.gitref import RefError, repo_prefix, resolve_ref
+from dispatchprof.tools.toolchain import Toolchain, build_worktree, source_repo
 
 COPY_IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", ".pytest_cache")
 
@@ -77,6 +77,20 @@ def make_tree(repo: Path, dest: Path, ref: str | None = None) -> DebugTree:
     for folder in [dest, *(p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink())]:
         folder.chmod(folder.stat().st_mode & 0o7777 & ~umask())  # copytree gives folders the source's mode
     return DebugTree(dest, "copy", [f"{repo} is not a git repository: copied without its build outputs"])
+
+
+def checkout_ref(config: Mapping[str, Any], chain: Toolchain) -> dict[str, Any]:
+    """deepep.ref checked out (detached worktree, the DEBUG build's mechanism) at results/<experiment>/build/tree:
+    the record's ref, its resolved sha and where the build ran. Needs a build command: a checkout has no library."""
+    deepep = config["deepep"]
+    source = source_repo(config)
+    sha = resolve_ref(source, deepep["ref"])
+    if not deepep["build_command"]:
+        raise RefError(f"deepep.build_command is null: the checkout of {sha} in its own worktree has no library")
+    tree = make_tree(source, build_worktree(config), ref=sha)
+    if tree.path != chain.repo:
+        raise RuntimeError(f"the worktree holds deepep.repo at {tree.path}, not at {chain.repo}")
+    return {"ref": deepep["ref"], "sha": sha, "source_repo": str(source), "tree": str(tree.path)}
 
 
 def build_debug(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.node.nodeenv import merge
-from dispatchprof.tools.gitref import repo_prefix
+from dispatchprof.shell.gitref import deepep_repo, repo_prefix
 
 
 def sim_link_peaks(sim: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -187,13 +187,8 @@ def set_env_candidates(setting: str | list[str], install_root: Path) -> tuple[st
 
 
 def source_repo(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Path:
-    """deepep.repo as configured (the stand-in under workflow/sim when null and the toolchain is sim): the checkout
-    deepep.ref names a commit of, never the build tree."""
-    if config["deepep"]["repo"]:
-        return Path(config["deepep"]["repo"]).resolve()
-    if config["toolchain"] == "sim":
-        return (basedir / "workflow" / "sim" / "ascend_deepep").resolve()
-    return Path(".").resolve()
+    """deepep.repo as configured, never the build tree (shell.gitref.deepep_repo)."""
+    return deepep_repo(config, basedir)
 
 
 def build_worktree(config: Mapping[str, Any]) -> Path:

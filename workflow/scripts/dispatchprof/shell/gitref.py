@@ -10,6 +10,19 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any, Mapping
+
+WORKFLOW_ROOT = Path(__file__).resolve().parents[4]
+
+
+def deepep_repo(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Path:
+    """deepep.repo as configured (the stand-in under workflow/sim when null and the toolchain is sim): the checkout
+    deepep.ref names a commit of, never the build stage's worktree."""
+    if config["deepep"]["repo"]:
+        return Path(config["deepep"]["repo"]).resolve()
+    if config["toolchain"] == "sim":
+        return (basedir / "workflow" / "sim" / "ascend_deepep").resolve()
+    return Path(".").resolve()
 
 
 class RefError(ValueError):
