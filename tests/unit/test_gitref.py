@@ -62,7 +62,7 @@ def test_a_repo_outside_git_is_said_so(tmp_path: Path) -> None:
 
 
 def test_the_config_check_refuses_a_bad_ref_naming_it_and_passes_a_good_one(repo: Path) -> None:
-    config = {"toolchain": "sim", "deepep": {"repo": str(repo), "ref": "nope"}}
+    config = {"mode": "collect", "toolchain": "sim", "deepep": {"repo": str(repo), "ref": "nope"}}
     (problem,) = ref_problems(config)
     assert "deepep.ref 'nope'" in problem and str(repo) in problem
     assert ref_problems({**config, "deepep": {"repo": str(repo), "ref": "v1"}}) == []

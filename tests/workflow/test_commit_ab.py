@@ -6,6 +6,7 @@ comparison names both shas. The truth is the events (sim_truth.json's per-role b
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -62,6 +63,7 @@ def commit_ab(tmp_path_factory):
     )
     result = wf.snakemake("--until", "compare", overlay=overlay, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
+    wf.ab_overlay = overlay
     return wf, repo, shas
 
 
@@ -124,6 +126,22 @@ def test_the_comparison_names_both_shas_and_latency_improved_as_the_events_say(c
     assert busy("less", "URMASendToken") < 0.8 * busy("base", "URMASendToken")
     assert busy("less", "CalCumSum") == pytest.approx(busy("base", "CalCumSum"), rel=0.05)
     assert comparison["verdict"] == "improved", comparison.get("reason")
+
+
+def test_a_branch_that_moved_rebuilds_its_side_and_only_its_side(commit_ab):
+    wf, repo, (_, sha_b) = commit_ab
+    planned = wf.snakemake("-n", "--until", "compare", overlay=wf.ab_overlay)
+    assert planned.returncode == 0 and re.search(r"^total\s+0$", planned.stdout, re.M), planned.stdout[-2000:]
+    git(repo, "commit", "-q", "-am", "a third commit")  # the working tree's edit
+    git(repo, "branch", "-f", "less-send-work", "HEAD")
+    try:
+        planned = wf.snakemake("-n", "--until", "compare", overlay=wf.ab_overlay)
+    finally:
+        git(repo, "branch", "-f", "less-send-work", sha_b)
+    out = planned.stdout + planned.stderr
+    assert planned.returncode == 0, out[-2000:]
+    assert re.search(r"^build\s+1$", out, re.M) and "output: results/less/build/build.json," in out, out[-3000:]
+    assert re.search(r"^baseline_driver\s+1$", out, re.M)  # the test as the new commit has it
 
 
 def test_a_ref_that_does_not_resolve_is_refused_by_the_dry_run_naming_it(tmp_path):

@@ -569,14 +569,20 @@ def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
 def ref_problems(config: Mapping[str, Any]) -> list[str]:
     """deepep.ref names a commit of deepep.repo (git rev-parse --verify): checked when the config is read, so a ref
     that does not resolve is refused before any job (and any allocation), the dry run included."""
-    ref = config["deepep"].get("ref")
-    if ref is None:
-        return []
     try:
-        resolve_ref(deepep_repo(config), ref)
+        ref_sha(config)
     except RefError as exc:
         return [str(exc)]
     return []
+
+
+def ref_sha(config: Mapping[str, Any]) -> str | None:
+    """The sha deepep.ref names (None without a ref, or in analyze mode, which builds nothing): a param of the rules
+    that read the ref's files (build, baseline_driver), so a branch or tag that moved to another commit rebuilds."""
+    ref = config["deepep"].get("ref")
+    if ref is None or config["mode"] != "collect":
+        return None
+    return resolve_ref(deepep_repo(config), ref)
 
 
 def sim_problems(config: Mapping[str, Any]) -> list[str]:
