@@ -162,3 +162,22 @@ def test_a_ref_that_does_not_resolve_is_refused_by_the_dry_run_naming_it(tmp_pat
     assert not (wf.root / "results").exists()
     good = wf.snakemake("-n", overlay={**overlay, "experiments": {"base": {"deepep": {"ref": "base"}}}, "compare": []})
     assert good.returncode == 0, good.stderr[-2000:]
+
+
+def test_a_run_that_loaded_another_library_than_its_build_is_invalid(tmp_path):
+    from conftest import copy_workflow
+
+    repo = tmp_path / "ascend_deepep"
+    two_commits(repo)
+    wf = copy_workflow(tmp_path / "wf")
+    overlay = base_overlay(deepep={"repo": str(repo), "ref": "base"})
+    result = wf.snakemake("--until", "baseline_collect", overlay=overlay)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = read(wf, "results/baseline/build/build.json")
+    library = Path(record["tree"]) / "build" / "libascend_deepep_kernels.so"
+    library.write_text(library.read_text() + "work_factor URMASendToken 0.5\n")  # not the build the record names
+    result = wf.snakemake("-R", "baseline_collect", "--until", "baseline_collect", overlay=overlay)
+    status = read(wf, "results/baseline/baseline/collect/status.json")
+    assert status["state"] == "invalid" and status["details"]["cause"] == "build", status["reason"]
+    assert "loaded a library other than deepep.ref 'base'" in status["reason"]
+    assert "build/libascend_deepep_kernels.so" in status["reason"] and not status["details"]["own_build"]["ok"]
