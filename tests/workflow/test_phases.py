@@ -136,6 +136,7 @@ NOT_WALKED = {
     "experiments": "its values are overlays of the other keys, each walked here",
     "compare": "needs two experiments (tests/workflow/test_dryrun.py)",
     "deepep.repo": "a checkout of the repository: the default is the simulator's stand-in",
+    "deepep.ref": "a commit of a git repository as deepep.repo: tests/workflow/test_commit_ab.py",
     "pmu.timelines": "kept only to refuse an old config: any value but [] is refused",
     "analyze": "the inputs of analyze mode, unused in collect mode: test_analyze_mode_reimports_only_changed_inputs",
 }

@@ -13,6 +13,7 @@ if COLLECT:
             stage_log("baseline", "driver"),
         params:
             config_fingerprint=rule_fingerprint("baseline_driver"),
+            ref_sha=lambda w: REF_SHAS[w.experiment],  # the test as deepep.ref's commit has it
         script:
             "../scripts/baseline_driver.py"
 

@@ -13,6 +13,7 @@ rule build:
         npu_node=1,  # the repository's build script needs the CANN toolkit of the NPU nodes
     params:
         config_fingerprint=rule_fingerprint("build"),
+        ref_sha=lambda w: REF_SHAS[w.experiment],  # deepep.ref's commit: a moved branch rebuilds
         needed=NEEDS["build"],
     script:
         "../scripts/build.py"

@@ -18,6 +18,7 @@ from dispatchprof.shell.config import (  # noqa: E402
     load_schema,
     phase_view,
     analysis_settings,
+    ref_sha,
     schema_problems,
     yaml_booleans_as_words,
 )
@@ -67,6 +68,8 @@ _problems += environment_problems(config, __import__("os").environ)
 _problems += results_of_other_mode(Path("results"), RUNS)
 if _problems:
     refuse(_problems)
+# deepep.ref's commit per run (checked above): a param of the rules that read the ref's files, so a moved branch rebuilds
+REF_SHAS = {run: ref_sha(cfg) for run, cfg in RUNS.items()}
 COMPARISONS = [tuple(pair) for pair in config["compare"]]
 if workflow.is_main_process and any(
     r["mode"] == "collect" and r["toolchain"] == "cann" for r in RUNS.values()

@@ -12,6 +12,8 @@ def comparison_inputs(wildcards):
             files[f"{side}_latency_{run}"] = f"results/{run}/baseline/latency.parquet"
             files[f"{side}_baseline_{run}"] = f"results/{run}/baseline/status.json"
             files[f"{side}_correctness_{run}"] = f"results/{run}/correctness/status.json"
+            if RUNS[run]["mode"] == "collect":  # which build the side ran (compare_sides)
+                files[f"{side}_build_{run}"] = f"results/{run}/build/build.json"
     return files
 
 

@@ -12,7 +12,8 @@ from dispatchprof.shell.atomic import write_text_atomic
 from dispatchprof.tools.driver import PatchError, patch_test
 from dispatchprof.shell.stage import StageRun, run_stage
 from dispatchprof.shell.status import Status, Validation
-from dispatchprof.tools.toolchain import resolve
+from dispatchprof.shell.gitref import RefError, file_at, resolve_ref
+from dispatchprof.tools.toolchain import resolve, source_repo
 
 TEMPLATES = Path(snakemake.scriptdir).resolve().parent / "templates"
 
@@ -21,14 +22,25 @@ def body(run: StageRun) -> Status:
     cfg = run.config
     chain = resolve(cfg)
     test = chain.repo / cfg["deepep"]["test"]
-    if not test.is_file():
+    if cfg["deepep"].get("ref"):
+        # before the build stage checks the ref out: the test as the ref's commit has it (git show)
+        try:
+            sha = resolve_ref(source_repo(cfg), cfg["deepep"]["ref"])
+        except RefError as exc:
+            return run.status("failed", str(exc))
+        text = file_at(source_repo(cfg), sha, cfg["deepep"]["test"])
+        if text is None:
+            return run.status("failed", f"the test {cfg['deepep']['test']} is not in deepep.ref's commit {sha}")
+    elif not test.is_file():
         return run.status("failed", f"the test {test} does not exist (deepep.repo + deepep.test)")
+    else:
+        text = test.read_text()
     loop = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True).from_string(
         (TEMPLATES / "perf_loop.py.j2").read_text()
     )
     try:
         patched = patch_test(
-            test.read_text(),
+            text,
             str(test),
             cfg["baseline"]["dispatch_call"],
             lambda v: loop.render(**v),

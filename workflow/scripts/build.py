@@ -10,6 +10,8 @@ from dispatchprof.tools.building import fingerprint, run_build  # noqa: E402
 from dispatchprof.stages.absent import COLLECT_ONLY  # noqa: E402
 from dispatchprof.shell.stage import StageRun, run_stage  # noqa: E402
 from dispatchprof.shell.status import Status  # noqa: E402
+from dispatchprof.tools.debugbuild import checkout_ref  # noqa: E402
+from dispatchprof.shell.gitref import RefError  # noqa: E402
 from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
 
@@ -28,6 +30,11 @@ def body(run: StageRun) -> Status:
         "environment": deepep["build_env"],
         "build_dir": deepep["build_dir"],
     }
+    if deepep.get("ref"):
+        try:
+            record.update(checkout_ref(run.config, chain))
+        except (RefError, RuntimeError, OSError) as exc:
+            return run.status("failed", f"build of deepep.ref {deepep['ref']!r}: {exc}", upstream=gate.upstream)
     copies = run.outputs["record"].parent / "libs"
     if not deepep["build_command"]:
         record["libraries"] = fingerprint(chain.repo, deepep["library_globs"], copies)
@@ -63,7 +70,8 @@ def body(run: StageRun) -> Status:
         return run.status(
             "invalid", f"build exited 0 but no library matched deepep.library_globs {deepep['library_globs']}", **common
         )
-    return run.status("ok", f"built; {len(record['libraries'])} libraries fingerprinted (sha256)", **common)
+    at = f" deepep.ref {record['ref']!r} ({record['sha'][:12]}) in {record['tree']};" if "sha" in record else ""
+    return run.status("ok", f"built;{at} {len(record['libraries'])} libraries fingerprinted (sha256)", **common)
 
 
 run_stage(snakemake, "build", body)

@@ -9,6 +9,7 @@ sys.path.insert(0, snakemake.scriptdir)
 import jinja2
 import pandas as pd
 
+from dispatchprof.analysis import compare_sides
 from dispatchprof.analysis.compare import compare
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import run_config
@@ -43,6 +44,8 @@ for side, names in runs.items():
             problems.append(f"{run}: precision not ok ({correctness.state}: {correctness.reason})")
         if not baseline.ok:
             problems.append(f"{run}: no latency baseline ({baseline.state}: {baseline.reason})")
+result["sides"], side_notes = compare_sides.sides({"a": a, "b": b}, configs, runs, snakemake.input)  # builds
+notes += side_notes
 if problems:
     result.update(state="refused", reason="; ".join(problems), notes=notes)
 else:

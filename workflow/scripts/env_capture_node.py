@@ -13,7 +13,7 @@ from dispatchprof.tools.toolchain import resolve  # noqa: E402
 
 
 def body(run: StageRun) -> Status:
-    chain = resolve(run.config)
+    chain = resolve(run.config, built=False)  # before the build: deepep.repo itself (deepep.ref is checked out later)
     node_dir = run.outputs["env"].parent
     probe_dir = node_dir / "probes"
     timeout = float(run.config["timeouts"]["env_capture"])

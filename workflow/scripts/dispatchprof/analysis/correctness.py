@@ -24,7 +24,8 @@ class Verdict:
     reason: str
     # What ended the run: none (ok), infrastructure (not run), timeout, precision (a rank failed its precision check),
     # crash (a rank ended by a signal, or exited non-zero without a precision-failure line), exit (a node exited
-    # non-zero although its ranks passed).
+    # non-zero although its ranks passed), build (every rank passed, but a side with deepep.ref loaded another build
+    # than its own: tools.collective.own_build_check).
     cause: str = "none"
 
 

@@ -15,6 +15,8 @@ import string
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from dispatchprof.shell.gitref import RefError, deepep_repo, resolve_ref
+
 # msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
 ANALYZE_PATHS = (
@@ -503,6 +505,7 @@ def collect_problems(config: Mapping[str, Any], workdir: Path, experiments: list
     return [
         *cluster_problems(config),
         *deepep_problems(config["deepep"]),
+        *ref_problems(config),
         *sim_problems(config),
         *run_problems(config),
         *probe_problems(config["probe"]),
@@ -561,6 +564,25 @@ def deepep_problems(deepep: Mapping[str, Any]) -> list[str]:
                 f"in {template!r}; known: {sorted(PLACEHOLDERS)}"
             )
     return problems
+
+
+def ref_problems(config: Mapping[str, Any]) -> list[str]:
+    """deepep.ref names a commit of deepep.repo (git rev-parse --verify): checked when the config is read, so a ref
+    that does not resolve is refused before any job (and any allocation), the dry run included."""
+    try:
+        ref_sha(config)
+    except RefError as exc:
+        return [str(exc)]
+    return []
+
+
+def ref_sha(config: Mapping[str, Any]) -> str | None:
+    """The sha deepep.ref names (None without a ref, or in analyze mode, which builds nothing): a param of the rules
+    that read the ref's files (build, baseline_driver), so a branch or tag that moved to another commit rebuilds."""
+    ref = config["deepep"].get("ref")
+    if ref is None or config["mode"] != "collect":
+        return None
+    return resolve_ref(deepep_repo(config), ref)
 
 
 def sim_problems(config: Mapping[str, Any]) -> list[str]:

@@ -26,7 +26,7 @@ from dispatchprof.tools.debugbuild import (
 )
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, read_input_status
-from dispatchprof.tools.toolchain import Toolchain, resolve
+from dispatchprof.tools.toolchain import Toolchain, resolve, source_repo
 
 # The legacy DEBUG build writes its clocks over tpSendCountsOut (docs/formats.md §3): a precision failure of the ON run
 # alone is the instrumentation's, not the kernel's. It still makes the stage invalid: an ON run whose results are
@@ -35,6 +35,13 @@ KNOWN_CAUSE = (
     "the legacy DEBUG build overwrites tpSendCountsOut with its clocks "
     "(docs/formats.md §3): the instrumentation's failure, not the kernel's"
 )
+
+
+def debug_tree(cfg: Mapping[str, Any], chain: Toolchain, record: Mapping[str, Any], dest: Path):
+    """The DEBUG build's checkout: with deepep.ref at the side's commit (the build record's sha), not HEAD."""
+    if cfg["deepep"].get("ref"):
+        return make_tree(source_repo(cfg), dest, ref=record["sha"])
+    return make_tree(chain.repo, dest)
 
 
 def debugclock_collect(run: StageRun, logs: Path) -> Status:
@@ -57,9 +64,10 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
     chain = resolve(cfg)
     raw, out = run.outputs["raw"].resolve(), run.outputs["run"].resolve()
     empty_dirs(raw, out)
+    record = json.loads(Path(run.inputs["build_record"]).read_text())
     try:
-        tree = make_tree(chain.repo, run.outputs["raw"].parent / "tree")
-    except (OSError, RuntimeError, shutil.Error) as exc:
+        tree = debug_tree(cfg, chain, record, run.outputs["raw"].parent / "tree")
+    except (OSError, RuntimeError, KeyError, shutil.Error) as exc:
         return run.status(
             "failed",
             f"could not check out a second copy of {chain.repo} for the DEBUG build: {exc}",
@@ -74,7 +82,6 @@ def debugclock_collect(run: StageRun, logs: Path) -> Status:
         logs / "debug_build.log",
         deepep["build_dir"],
     )
-    record = json.loads(Path(run.inputs["build_record"]).read_text())
     intact, intact_detail = baseline_intact(chain.repo, deepep["library_globs"], record)
     validations = [
         Validation("baseline build untouched (sha256 of the build record)", intact, "error", intact_detail),

@@ -7,6 +7,7 @@ ASCEND_DEEPEP_TRANSPORT; the test spawns --ep-size processes itself (never torch
 from __future__ import annotations
 
 import copy
+import json
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from dispatchprof.shell import cluster_lock
 from dispatchprof.shell.config import render_args, world_ranks
 from dispatchprof.formats.ranklog import LogFormatError, find_pass_lines, log_tail, spawn_failure
 from dispatchprof.tools.launch import CollectiveResult, LocalLauncher, NodeSpec, SlurmLauncher, SshLauncher
-from dispatchprof.tools.toolchain import Toolchain
+from dispatchprof.tools.debugbuild import imported_own_build, loaded_libraries
+from dispatchprof.tools.toolchain import Toolchain, build_worktree, built_repo
 
 
 # The repository launcher's ports (docs/formats.md §3): what `auto` means where this host cannot pick a
@@ -151,11 +153,16 @@ class TestRun:
     command: list[str]
     run_dir: Path
     ports: dict[str, int] = field(default_factory=dict)
+    own_build: dict[str, Any] | None = None  # with deepep.ref: whether the run imported its side's build (sha256)
 
     @property
     def details(self) -> dict[str, Any]:
-        """What every collective stage records in its status: the run's ports and what ended it (verdict.cause)."""
-        return {"ports": self.ports, "cause": self.verdict.cause}
+        """What every collective stage records in its status: the run's ports and what ended it (verdict.cause), and
+        with deepep.ref whether the run imported its own build."""
+        out = {"ports": self.ports, "cause": self.verdict.cause}
+        if self.own_build is not None:
+            out["own_build"] = self.own_build
+        return out
 
 
 def run_test(
@@ -257,4 +264,27 @@ def run_driver(
 ) -> TestRun:
     """Run the generated perf driver collectively (baseline, and under each profiler), writing into ``out_dir``."""
     env = {**driver_environment(config, out_dir, iterations, warmup), **chain.driver_env()}
-    return run_test(config, chain, out_dir, run_tag, timeout_s, script=str(driver.resolve()), extra_env=env, wrap=wrap)
+    test = run_test(config, chain, out_dir, run_tag, timeout_s, script=str(driver.resolve()), extra_env=env, wrap=wrap)
+    return own_build_check(config, chain, test)
+
+
+def own_build_check(config: Mapping[str, Any], chain: Toolchain, test: TestRun) -> TestRun:
+    """A side with deepep.ref: the run imported the build stage's checkout and the libraries build.json fingerprinted
+    (library/<rank>.json of the runtime, "loaded <path> sha256" in the node logs), else it is invalid, with why. A
+    commit A/B can then never compare X with X. Runs of another build (the DEBUG_CLOCK_ON one, which its stage checks
+    against its own tree) and runs without a ref are left as they are."""
+    if not config["deepep"].get("ref") or test.verdict.state != "ok" or chain.import_root is None:
+        return test
+    if chain.import_root.resolve() != built_repo(config).resolve():
+        return test
+    record_path = build_worktree(config).parent / "build.json"
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError) as exc:
+        test.verdict = Verdict("invalid", f"no build record to check the loaded library against: {exc}", "build")
+        return test
+    ok, why = imported_own_build(loaded_libraries(test.run_dir), record, chain.import_root)
+    test.own_build = {"ok": ok, "detail": why, "sha": record.get("sha")}
+    if not ok:
+        test.verdict = Verdict("invalid", why, "build")  # the run ended well; its build is not its side's
+    return test

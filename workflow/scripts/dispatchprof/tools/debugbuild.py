@@ -19,7 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from dispatchprof.shell.atomic import copy_under_umask, umask
 from dispatchprof.tools.building import fingerprint, run_build
-from dispatchprof.tools.toolchain import Toolchain
+from dispatchprof.shell.gitref import RefError, repo_prefix, resolve_ref
+from dispatchprof.tools.toolchain import Toolchain, build_worktree, source_repo
 
 COPY_IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", ".pytest_cache")
 
@@ -46,19 +47,26 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=300)
 
 
-def make_tree(repo: Path, dest: Path) -> DebugTree:
-    """A fresh checkout of ``repo`` at ``dest`` (an earlier one is removed first)."""
+def make_tree(repo: Path, dest: Path, ref: str | None = None) -> DebugTree:
+    """A fresh checkout of ``repo`` at ``dest`` (an earlier one is removed first): a detached git worktree at
+    ``ref`` (a resolved sha: deepep.ref's commit, for the build stage and the DEBUG build of a side that names one)
+    or, without a ref, at HEAD when ``repo`` is a git repository, else a copy. With a ref, ``repo`` may be a
+    subdirectory of its git repository (the stand-in): the worktree holds the whole repository and the returned
+    path is ``repo``'s place in it."""
     dest = dest.resolve()
-    is_git = (repo / ".git").exists()
+    is_git = ref is not None or (repo / ".git").exists()
     if dest.exists():
         if is_git:
             _git(repo, "worktree", "remove", "--force", str(dest))
         shutil.rmtree(dest, ignore_errors=True)
     if is_git:
         _git(repo, "worktree", "prune")
-        done = _git(repo, "worktree", "add", "--detach", str(dest), "HEAD")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        done = _git(repo, "worktree", "add", "--detach", str(dest), ref or "HEAD")
         if done.returncode != 0:
-            raise RuntimeError(f"git worktree add {dest} failed: {done.stderr.strip()}")
+            raise RuntimeError(f"git worktree add {dest} {ref or 'HEAD'} failed: {done.stderr.strip()}")
+        if ref is not None:
+            return DebugTree(dest / repo_prefix(repo), "git worktree", [f"the worktree is deepep.ref's commit {ref}"])
         dirty = _git(repo, "status", "--porcelain", "--untracked-files=no").stdout.strip()
         notes = (
             [f"the worktree is HEAD; {repo} has uncommitted changes the DEBUG build does not contain"] if dirty else []
@@ -69,6 +77,20 @@ def make_tree(repo: Path, dest: Path) -> DebugTree:
     for folder in [dest, *(p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink())]:
         folder.chmod(folder.stat().st_mode & 0o7777 & ~umask())  # copytree gives folders the source's mode
     return DebugTree(dest, "copy", [f"{repo} is not a git repository: copied without its build outputs"])
+
+
+def checkout_ref(config: Mapping[str, Any], chain: Toolchain) -> dict[str, Any]:
+    """deepep.ref checked out (detached worktree, the DEBUG build's mechanism) at results/<experiment>/build/tree:
+    the record's ref, its resolved sha and where the build ran. Needs a build command: a checkout has no library."""
+    deepep = config["deepep"]
+    source = source_repo(config)
+    sha = resolve_ref(source, deepep["ref"])
+    if not deepep["build_command"]:
+        raise RefError(f"deepep.build_command is null: the checkout of {sha} in its own worktree has no library")
+    tree = make_tree(source, build_worktree(config), ref=sha)
+    if tree.path != chain.repo:
+        raise RuntimeError(f"the worktree holds deepep.repo at {tree.path}, not at {chain.repo}")
+    return {"ref": deepep["ref"], "sha": sha, "source_repo": str(source), "tree": str(tree.path)}
 
 
 def build_debug(
@@ -146,7 +168,9 @@ def loaded_libraries(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def imported_from_tree(loaded: Mapping[str, Any], tree: Path) -> tuple[bool, str]:
+def imported_from_tree(
+    loaded: Mapping[str, Any], tree: Path, run: str = "the ON run", build: str = "the DEBUG build"
+) -> tuple[bool, str]:
     """Whether every rank of the ON run imported the package from the DEBUG build's checkout (the sentence says
     which files, with their sha256, either way)."""
     root = str(tree.resolve())
@@ -157,9 +181,41 @@ def imported_from_tree(loaded: Mapping[str, Any], tree: Path) -> tuple[bool, str
     if outside:
         return (
             False,
-            f"the ON run imported {', '.join(outside)}, not the DEBUG build's "
-            f"checkout {root}: its clocks would time another build ({shown})",
+            f"{run} imported {', '.join(outside)}, not {build}'s "
+            f"checkout {root}: {'its clocks would time' if build == 'the DEBUG build' else 'it would measure'} "
+            f"another build ({shown})",
         )
     return True, f"every rank imported the package from {root} ({shown})" + (
         f"; {len(loaded['unknown'])} ranks did not say" if loaded["unknown"] else ""
     )
+
+
+def imported_own_build(loaded: Mapping[str, Any], record: Mapping[str, Any], tree: Path) -> tuple[bool, str]:
+    """Whether every rank of a run of a side with deepep.ref imported that side's build: the package from the build
+    stage's checkout and every loaded file the build record fingerprinted with the record's sha256 (at least one:
+    a run that names no built library proves nothing). The sentence names the files and their sha256 either way."""
+    ok, where = imported_from_tree(loaded, tree, "the run", f"deepep.ref {record.get('ref')!r}")
+    if not ok:
+        return False, where
+    root = tree.resolve()
+    built = {lib["path"]: lib["sha256"] for lib in record.get("libraries", [])}
+    matched, wrong = [], []
+    for path, seen in loaded["files"].items():
+        try:
+            rel = str(Path(path).resolve().relative_to(root))
+        except ValueError:
+            continue
+        if rel not in built:
+            continue
+        (matched if seen["sha256"] == [built[rel]] else wrong).append(
+            f"{rel} sha256 {', '.join(seen['sha256'])} (build.json: {built[rel]})"
+        )
+    ref = f"deepep.ref {record.get('ref')!r} ({str(record.get('sha', '?'))[:12]})"
+    if wrong:
+        return False, f"the run loaded a library other than {ref}'s build: {'; '.join(wrong)}"
+    if not matched:
+        return False, (
+            f"no loaded file is a library of {ref}'s build record ({sorted(built) or 'it lists none'}): "
+            f"the run cannot prove it imported its own build ({where})"
+        )
+    return True, f"every rank imported {ref}'s build: {'; '.join(matched)}"

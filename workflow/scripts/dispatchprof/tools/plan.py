@@ -124,7 +124,7 @@ def submit_host_warnings(config: Mapping[str, Any]) -> list[str]:
     repository. Warnings, never refusals: the nodes may hold what this host does not (env capture checks there)."""
     if config["mode"] != "collect" or config["toolchain"] != "cann":
         return []
-    chain = resolve(config)
+    chain = resolve(config, built=False)  # deepep.repo itself: deepep.ref's checkout is made by the build stage
     where = "this host; the nodes may differ, env capture checks each of them"
     warnings = []
     if not any(Path(c).is_file() for c in chain.set_env_candidates):
@@ -142,7 +142,7 @@ def planned_env_capture(config: Mapping[str, Any], experiment: str, node: int, f
     decided on the node, then run preflight's checks (tools/preflight_plan.planned_preflight)."""
     from dispatchprof.tools.preflight_plan import planned_preflight  # the launcher it imports is only needed here
 
-    chain = resolve(config)
+    chain = resolve(config, built=False)  # env capture runs before the build: deepep.repo itself
     checks = planned_preflight(config, chain, node, Path("results").resolve(), first_experiment)
     lines = [
         f"plan of env_capture_node ({experiment}) on node {node}: probes msprof, the op profiler, npu-smi and the "

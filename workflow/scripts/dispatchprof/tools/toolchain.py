@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dispatchprof.node.nodeenv import merge
+from dispatchprof.shell.gitref import deepep_repo, repo_prefix
 
 
 def sim_link_peaks(sim: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -185,9 +186,38 @@ def set_env_candidates(setting: str | list[str], install_root: Path) -> tuple[st
     return (setting,) if isinstance(setting, str) else tuple(setting)
 
 
-def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Toolchain:
-    """Build the toolchain of this configuration; ``basedir`` is the workflow's root directory."""
+def source_repo(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Path:
+    """deepep.repo as configured, never the build tree (shell.gitref.deepep_repo)."""
+    return deepep_repo(config, basedir)
+
+
+def build_worktree(config: Mapping[str, Any]) -> Path:
+    """Where the build stage checks deepep.ref out: results/<experiment>/build/tree (absolute, from the working
+    directory of the workflow). The repository is at ``<tree>/<prefix>`` (tools.gitref.repo_prefix)."""
+    return (Path("results") / config["experiment"] / "build" / "tree").resolve()
+
+
+def built_repo(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT) -> Path:
+    """The checkout of deepep.ref the build stage made: deepep.repo's place inside build_worktree."""
+    return build_worktree(config) / repo_prefix(source_repo(config, basedir))
+
+
+def resolve(config: Mapping[str, Any], basedir: Path = WORKFLOW_ROOT, built: bool = True) -> Toolchain:
+    """Build the toolchain of this configuration; ``basedir`` is the workflow's root directory.
+
+    With deepep.ref set (collect mode) the repository is the build stage's checkout of that ref
+    (results/<experiment>/build/tree), and its package is the one every run imports (import_root), under every
+    toolchain; ``built=False`` gives deepep.repo itself (what the stages before the build read: env capture, the
+    driver's patch, which takes the test from the ref's commit)."""
     name = "none" if config["mode"] == "analyze" else config["toolchain"]
+    chain = _resolve(config, name, basedir)
+    if name != "none" and built and config["deepep"].get("ref"):
+        tree = built_repo(config, basedir)
+        chain = replace(chain, repo=tree, import_root=tree)
+    return chain
+
+
+def _resolve(config: Mapping[str, Any], name: str, basedir: Path) -> Toolchain:
     sim_root = basedir / "workflow" / "sim"
     if name == "sim":
         repo = Path(config["deepep"]["repo"] or sim_root / "ascend_deepep")

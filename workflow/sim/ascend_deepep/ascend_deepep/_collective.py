@@ -25,11 +25,13 @@ Nothing here is a measurement. The model uses the standard library only (it runs
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import os
 import random
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Mapping
 
 ROLES = ("TokenCopyToBuffer", "URMASendToken", "SelfCopyToken", "CalCumSum")
@@ -365,15 +367,45 @@ class Launch:
         return sorted(range(len(self.arrivals)), key=lambda r: (self.arrivals[r], r))
 
 
+# The kernel library this checkout's build wrote (scripts/build.sh; the package's KERNEL_LIBRARY).
+KERNEL_LIBRARY = Path(__file__).resolve().parents[1] / "build" / "libascend_deepep_kernels.so"
+
+
+def library_work(path: Path | None = None) -> dict[str, float]:
+    """Per role, the work factor the built library holds (kernels/elastic_dispatch.cpp's ``constexpr float
+    WORK_<role>``, which scripts/build.sh writes into the library as ``work_factor <role> <x>`` lines): what a commit
+    of the kernel changes under the simulator. A library without such lines, or none at all, is 1.0 for every role."""
+    path = KERNEL_LIBRARY if path is None else path
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    work = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "work_factor":
+            with contextlib.suppress(ValueError):
+                work[parts[1]] = float(parts[2])
+    return work
+
+
 class CollectiveModel:
     """The event model of one process group's launches, for all ranks at once. Deterministic: the launches follow from
     the seed, the call index and the byte matrix. The stand-in computes them in rank 0's process only (which holds
     the host clocks between calls) and sends every rank its own view."""
 
-    def __init__(self, cluster: Cluster, knobs: Knobs, without: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        cluster: Cluster,
+        knobs: Knobs,
+        without: frozenset[str] = frozenset(),
+        work: Mapping[str, float] | None = None,
+    ):
         """``without``: causes removed for a counterfactual run (ids as in ``cause_ids``; what removal means is in
-        ``remove``'s docstring). Removing a cause never changes a random draw: every launch draws the same numbers."""
+        ``remove``'s docstring). Removing a cause never changes a random draw: every launch draws the same numbers.
+        ``work``: per role, the kernel's own work factor (default: what the built library holds, library_work)."""
         self.cluster, self.knobs, self.without = cluster, knobs, frozenset(without)
+        self.work = dict(library_work() if work is None else work)
         self.tiling = stand_in_tiling(cluster.num_aiv)
         if not {"TokenCopyToBuffer", "URMASendToken", "CalCumSum"} <= set(self.tiling):
             raise ValueError(
@@ -387,7 +419,7 @@ class CollectiveModel:
 
     # -- factors -------------------------------------------------------------------------------------------
     def _role_factor(self, rank: int, role: str) -> float:
-        f = self.knobs.role_speedup.get(role, 1.0)
+        f = self.knobs.role_speedup.get(role, 1.0) * self.work.get(role, 1.0)
         if (
             self.knobs.slow_role
             and self.knobs.slow_role[0] == rank

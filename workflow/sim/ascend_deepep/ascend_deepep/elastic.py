@@ -459,6 +459,7 @@ class ElasticBuffer:
                 "synchronize_start": self._sync_start,
                 "measurement": metadata.get("measurement"),
                 "warmup": self._warmup,
+                "kernel_work": self._model.work,  # per role, what the loaded library's WORK_<role> constants say
                 "epoch_ns": self._epoch_ns,
                 "time_unit": "us since the first call on the true clock (node clocks are in 'clocks')",
             },

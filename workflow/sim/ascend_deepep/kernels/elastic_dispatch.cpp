@@ -134,3 +134,8 @@ extern "C" __global__ __aicore__ void elastic_dispatch_kernel(GM_ADDR x, GM_ADDR
 {
     // role split, then Process()
 }
+
+// Work per role of the stand-in's model, relative to the model (1.0 = as modelled): what a commit of the kernel can
+// change under the simulator. scripts/build.sh writes each WORK_<role> into the built library; the simulated roles
+// read it from the library the run loaded (workflow/sim/README.md). URMASendToken: its WQE building and mapping.
+constexpr float WORK_URMASendToken = 1.0f;
