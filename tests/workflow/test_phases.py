@@ -33,6 +33,10 @@ SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 # rest of the default config. Keys that need other keys changed with them give those too (a dotted key -> value map).
 VALUES: dict[str, Any] = {
     "experiment": "renamed",
+    "history.path": "results/history_other",
+    "history.series": "other",
+    "history.reference_since": "2026-12-01T00:00:00+00:00",
+    "history.exclude": {"0123456789abcdef": "a known-bad night"},
     "fail_on": ["failed"],
     "cluster.ranks_per_node": 4,
     "cluster.hosts": ["127.0.0.1", "127.0.0.1"],
