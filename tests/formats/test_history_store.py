@@ -61,6 +61,7 @@ def test_round_trip_and_samples_left_out_by_default(tmp_path):
 
 def test_readable_by_duckdb_without_our_code(tmp_path):
     import duckdb
+
     write_record(tmp_path, "demo", "r1", rows("r1"))
     write_record(tmp_path, "demo", "r2", rows("r2", 1010.0))
     got = duckdb.sql(f"select avg(value) from '{tmp_path}/**/*.parquet' where kind = 'metric'").fetchall()[0][0]

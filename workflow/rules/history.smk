@@ -17,6 +17,7 @@ rule history:
         timeline_stats="results/{experiment}/timeline/stats.json",
         pmu_status=status_path("pmu"),
         pmu_roles="results/{experiment}/pmu/roles.json",
+        pmu_cores="results/{experiment}/pmu/cores.parquet",
         env="results/{experiment}/env_capture/env.json",
         build_record="results/{experiment}/build/build.json",
     output:

@@ -43,6 +43,7 @@ else:
         baseline=json.loads(Path(files.baseline_stats).read_text()),
         timeline=ok_json(files.timeline_status, files.timeline_stats),
         pmu=ok_json(files.pmu_status, files.pmu_roles),
+        cores=pd.read_parquet(files.pmu_cores) if read_input_status(files.pmu_status).ok else None,
         env=json.loads(Path(files.env).read_text()),
         build=json.loads(Path(files.build_record).read_text()),
     )

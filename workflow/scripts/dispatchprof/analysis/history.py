@@ -37,10 +37,12 @@ class GateSettings:
     exclude: tuple[str, ...] = ()
 
 
-def change_points(values: Sequence[float]) -> list[int]:
-    """Indices where a new segment starts (0 excluded), by PELT with a noise-scaled BIC penalty."""
+def change_points(values: Sequence[float], min_size: int = 5) -> list[int]:
+    """Indices where a new segment starts (0 excluded), by PELT with a noise-scaled BIC penalty. A segment holds at
+    least ``min_size`` runs (history.min_runs): a shorter one could not be a reference, and on 5 A/A runs a
+    2-run segment is found by chance."""
     x = np.asarray(values, dtype=float)
-    if len(x) < 4:
+    if len(x) < 2 * min_size:
         return []
     sigma = 1.4826 * np.median(np.abs(np.diff(x) - np.median(np.diff(x)))) / math.sqrt(2)
     if not np.isfinite(sigma) or sigma <= 0:
@@ -48,7 +50,9 @@ def change_points(values: Sequence[float]) -> list[int]:
     import ruptures
 
     ends = (
-        ruptures.Pelt(model="l2", min_size=2, jump=1).fit(x.reshape(-1, 1)).predict(pen=2 * sigma**2 * math.log(len(x)))
+        ruptures.Pelt(model="l2", min_size=min_size, jump=1)
+        .fit(x.reshape(-1, 1))
+        .predict(pen=2 * sigma**2 * math.log(len(x)))
     )
     return [int(e) for e in ends[:-1]]
 
@@ -159,7 +163,7 @@ def _test_metric(
     column: pd.Series, kind: str, better: str, se: float, headline_ref: float, settings: GateSettings
 ) -> dict[str, Any]:
     earlier = column.iloc[:-1].dropna().to_numpy(dtype=float)
-    cuts = change_points(earlier)
+    cuts = change_points(earlier, settings.min_runs)
     reference = earlier[cuts[-1] :] if cuts else earlier
     first = column.iloc[:-1].dropna().index[cuts[-1]] if cuts else None
     newest = float(column.iloc[-1]) if pd.notna(column.iloc[-1]) else 0.0
@@ -228,7 +232,11 @@ def explained_by(table: pd.DataFrame, info: pd.DataFrame, metric: str, since: An
     reference = table.iloc[start:-1]
     moved = []
     for other in table.columns:
-        if other == metric or info.loc[other, "kind"] not in ("cause", "layer") or not len(reference):
+        # per-rank latencies are recorded, not explanations: in a coupled kernel every rank's end moves together
+        explains = info.loc[other, "kind"] == "cause" or (
+            info.loc[other, "kind"] == "layer" and not other.startswith("latency.")
+        )
+        if other == metric or not explains or not len(reference):
             continue
         values = reference[other].dropna()
         newest = table[other].iloc[-1]

@@ -33,6 +33,7 @@ class RunFiles:
     baseline: Mapping[str, Any]
     timeline: Mapping[str, Any] | None
     pmu: Mapping[str, Any] | None
+    cores: pd.DataFrame | None  # the PMU's per-core table (rank, role, busy_us_high), when PMU is ok
     env: Mapping[str, Any]
     build: Mapping[str, Any]
 
@@ -75,10 +76,20 @@ def value_rows(files: RunFiles) -> list[dict[str, Any]]:
         for key, metric in (("busy_us_median_high", "busy_us"), ("aiv_icache_miss_rate_median", "icache_miss")):
             if block.get(key) is not None:
                 rows.append(_row("layer", f"pmu.{role}.{metric}", block[key]))
+    rows += rank_role_rows(files.cores)
     for scope in ("kernel", "api"):
         for value in maxima(files.latency[files.latency["scope"] == scope]):
             rows.append(_row("sample", f"latency.{scope}.max_us", value))
     return rows
+
+
+def rank_role_rows(cores: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Each rank's busy time per role (median over its cores and launches, net of polling): what names the rank
+    whose own work moved when the timeline sees only ranks ending late together."""
+    if cores is None or cores.empty or not {"rank", "role", "busy_us_high"} <= set(cores.columns):
+        return []
+    busy = cores.dropna(subset=["role"]).groupby(["rank", "role"])["busy_us_high"].median().dropna()
+    return [_row("layer", f"pmu.rank{rank}.{role}.busy_us", value) for (rank, role), value in busy.items()]
 
 
 def identity(files: RunFiles, experiment: str, config: Mapping[str, Any]) -> dict[str, Any]:
