@@ -228,7 +228,13 @@ def build(root, entries):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=trees())
-def test_arbitrary_small_trees_with_links_never_crash_the_walk_or_the_copy(tmp_path, entries):
+def test_arbitrary_small_trees_with_links_never_crash_the_walk_or_the_copy(tmp_path, monkeypatch, entries):
+    fake = tmp_path / "bin" / "msprof-analyze"  # a tool that writes nothing: the whole cross-check ends as a note
+    if not fake.exists():
+        fake.parent.mkdir()
+        fake.write_text("#!/bin/sh\nexit 1\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
     with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
         root = Path(tmp) / "tree"
         build(root, entries)
@@ -237,3 +243,7 @@ def test_arbitrary_small_trees_with_links_never_crash_the_walk_or_the_copy(tmp_p
         mirror = mirror_prof_tree(root, Path(tmp) / "mirror", plan)
         assert sum(p.stat().st_size for p in mirror.rglob("*") if p.is_file()) == plan.bytes
         assert not [p for p in mirror.rglob("*") if p.is_symlink()]  # a copy of files, never of links
+        scratch = Path(tmp) / "scratch"
+        scratch.mkdir()
+        result = run_crosscheck(root, True, scratch, 30, {}, "elastic_dispatch_kernel")
+        assert result["state"] == "failed" and result["read"] == ("copied" if plan.copy_needed else "in_place")
