@@ -35,12 +35,21 @@ class Selection:
         ``measured.pivot(index="iteration", columns="rank", values="us")`` holds), built once with numpy: a pivot
         of a 5M-row frame copies it several times over (issue 58 part 4)."""
         if self._wide is None:
-            iterations, row = np.unique(self.measured["iteration"].to_numpy(), return_inverse=True)
-            ranks, column = np.unique(self.measured["rank"].to_numpy(), return_inverse=True)
+            row, iterations = sorted_codes(self.measured["iteration"].to_numpy())
+            column, ranks = sorted_codes(self.measured["rank"].to_numpy())
             values = np.full((len(iterations), len(ranks)), np.nan)
             values[row, column] = self.measured["us"].to_numpy(dtype=float)
             self._wide = (iterations, ranks, values)
         return self._wide
+
+
+def sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques): ``np.unique(values, return_inverse=True)`` reversed, by hashing (pandas.factorize) instead of
+    a sort, whose argsort and sorted copy are two more arrays of the column's size."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes, np.asarray(uniques)
 
 
 def measured_mask(frame: pd.DataFrame) -> np.ndarray:
@@ -52,7 +61,7 @@ def select_measured(frame: pd.DataFrame) -> Selection:
     """``frame``: rank, iteration, us, warmup, in_average (bools). The iterations are judged on arrays (one
     factorisation of the iteration column) and the kept rows copied once, in the frame's order."""
     ranks = sorted(frame["rank"].unique().tolist())
-    iterations, code = np.unique(frame["iteration"].to_numpy(), return_inverse=True)
+    code, iterations = sorted_codes(frame["iteration"].to_numpy())
     warmup = frame["warmup"].to_numpy(dtype=bool)
     rows = np.bincount(code, minlength=len(iterations))
     warm_rows = np.bincount(code, weights=warmup, minlength=len(iterations))
@@ -186,16 +195,14 @@ def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
         measured = frame[keep].sort_values("iteration")
         selected = measured
     else:
-        rows = np.flatnonzero(keep)
-        del keep
-        iteration = frame["iteration"].to_numpy()[rows]
-        order = np.argsort(iteration, kind="stable")  # by iteration; a rank has each iteration once
-        rows, iteration = rows[order], iteration[order]
-        rank = frame["rank"].to_numpy()[rows]
-        last = np.zeros(len(rows), dtype=bool)
-        for r in np.unique(rank):
-            last[np.flatnonzero(rank == r)[-last_n:]] = True
-        selected = frame.iloc[rows[last]][["rank", "iteration", "us"]]
+        rank, iteration = frame["rank"].to_numpy(), frame["iteration"].to_numpy()
+        picked = []
+        for r in np.unique(rank[keep]):  # a rank's rows, one rank at a time: no array of all measured rows
+            rows = np.flatnonzero(keep & (rank == r))
+            picked.append(rows[np.argsort(iteration[rows], kind="stable")[-last_n:]])  # each iteration once
+        rows = np.concatenate(picked)
+        rows = rows[np.lexsort((rows, iteration[rows]))]  # by iteration, then the frame's order, as the sort gave
+        selected = frame.iloc[rows][["rank", "iteration", "us"]]
     rank_means = selected.groupby("rank")["us"].mean()
     ranks = frame["rank"].nunique()
     complete = selected.groupby("iteration").filter(lambda g: g["rank"].nunique() == ranks)
