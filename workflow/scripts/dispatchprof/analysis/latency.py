@@ -200,7 +200,7 @@ def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
         for r in np.unique(rank[keep]):  # a rank's rows, one rank at a time: no array of all measured rows
             rows = np.flatnonzero(keep & (rank == r))
             picked.append(rows[np.argsort(iteration[rows], kind="stable")[-last_n:]])  # each iteration once
-        rows = np.concatenate(picked)
+        rows = np.concatenate(picked) if picked else np.zeros(0, dtype=np.intp)  # no measured row: no figures
         rows = rows[np.lexsort((rows, iteration[rows]))]  # by iteration, then the frame's order, as the sort gave
         selected = frame.iloc[rows][["rank", "iteration", "us"]]
     rank_means = selected.groupby("rank")["us"].mean()
