@@ -235,15 +235,17 @@ def test_arbitrary_small_trees_with_links_never_crash_the_walk_or_the_copy(tmp_p
         fake.write_text("#!/bin/sh\nexit 1\n")
         fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(fake.parent))
-    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
-        root = Path(tmp) / "tree"
+    # the tree two levels below its temporary directory (a link climbs at most there), the copies in another one
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp, tempfile.TemporaryDirectory(dir=tmp_path) as out:
+        root = Path(tmp) / "x" / "y" / "tree"
+        root.parent.mkdir(parents=True)
         build(root, entries)
         plan = plan_prof_tree(root)
         assert all(isinstance(e, str) and ": " in e for e in plan.left_out)
-        mirror = mirror_prof_tree(root, Path(tmp) / "mirror", plan)
+        mirror = mirror_prof_tree(root, Path(out) / "mirror", plan)
         assert sum(p.stat().st_size for p in mirror.rglob("*") if p.is_file()) == plan.bytes
         assert not [p for p in mirror.rglob("*") if p.is_symlink()]  # a copy of files, never of links
-        scratch = Path(tmp) / "scratch"
+        scratch = Path(out) / "scratch"
         scratch.mkdir()
         result = run_crosscheck(root, True, scratch, 30, {}, "elastic_dispatch_kernel")
         assert result["state"] == "failed" and result["read"] == ("copied" if plan.copy_needed else "in_place")
