@@ -8,9 +8,10 @@ directory, then parses it (or runs the baseline stage's library function on it, 
 config) in a fresh interpreter per run, so that the child's peak RSS (``os.wait4``'s rusage of that child) is the
 job's alone plus the imports. Printed per run: the job's seconds and CPU seconds (measured in the child, imports
 excluded: on a loaded machine the wall time is mostly waiting for a core, the CPU time is not), the child's peak RSS,
-and peak RSS / file size; for the baseline job also the kernel scope's CIs. With ``--reference <checkout>`` the same
-job runs on another checkout's library too (e.g. a ``git worktree`` of the commit before a change), alternating with
-this one, and the ratios of the medians are printed (for the baseline job: whether the CIs are identical): the machine
+and peak RSS / file size; for the baseline job also the kernel scope's CIs and the sha256 of its stats.json. With
+``--reference <checkout>`` the same job runs on another checkout's library too (e.g. a ``git worktree`` of the commit
+before a change), alternating with this one, and the ratios of the medians are printed (for the baseline job: whether
+the CIs and stats.json are identical): the machine
 is shared and noisy, so only numbers from one run compare.
 
     python benchmarks/big_latency_csv.py                          # 5,000,000 rows (~290 MB), 1 run
@@ -70,9 +71,12 @@ imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started, cpu = time.perf_counter(), time.process_time()
 status = baseline(run, {})
 seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-kernel = json.loads((out / "stats.json").read_text())["scopes"]["kernel"]["per_iteration_max_us"]
+import hashlib
+text = (out / "stats.json").read_bytes()
+kernel = json.loads(text)["scopes"]["kernel"]["per_iteration_max_us"]
 print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "iterations": kernel["n"], "imports_rss_kib": imported,
-                  "state": status.state, "cis": [kernel["median_ci95"], kernel["p95_ci95"]]}))
+                  "state": status.state, "cis": [kernel["median_ci95"], kernel["p95_ci95"]],
+                  "stats_sha256": hashlib.sha256(text).hexdigest()}))
 """
 CHILDREN = {"parse": CHILD, "baseline": BASELINE_CHILD}
 
@@ -112,7 +116,7 @@ def parse_once(scripts: Path, csv: Path, job: str = "parse") -> dict:
         raise RuntimeError(f"{job} failed ({scripts}):\n{err[-2000:]}")
     result = json.loads(out)
     return {
-        **{k: result[k] for k in ("state", "cis", "iterations") if k in result},
+        **{k: result[k] for k in ("state", "cis", "iterations", "stats_sha256") if k in result},
         "seconds": result["seconds"],
         "cpu_seconds": result["cpu_seconds"],
         "peak_rss_bytes": usage.ru_maxrss * 1024,
@@ -171,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.job == "baseline":
             same = all(r["cis"] == runs["reference"][0]["cis"] for rs in runs.values() for r in rs)
             print("kernel CIs identical to the reference's" if same else "kernel CIs DIFFER from the reference's")
+            hashes = {r.get("stats_sha256") for rs in runs.values() for r in rs}
+            if None not in hashes:  # a reference from before the hash was printed has none
+                print("stats.json identical to the reference's" if len(hashes) == 1 else "stats.json DIFFERS")
     return 0
 
 

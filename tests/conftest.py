@@ -205,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "xdist_group(name): run on the same pytest-xdist worker as the group's other tests"
     )
     if (
-        config.getvalue("dist") == "loadgroup"
+        config.getoption("dist", default=None) == "loadgroup"
         and not hasattr(config, "workerinput")
         and int(pytest.__version__.split(".")[0]) >= 9
     ):

@@ -131,3 +131,17 @@ def test_the_api_scope_names_its_clock_when_it_is_not_wall_time(tmp_path):
     )
     clock.write_bytes(b"\xff\x00garbage")
     assert "clock unknown" in api_boundary(tmp_path) and str(clock) in api_boundary(tmp_path)
+
+
+def test_the_akl_figures_of_a_frame_without_measured_rows_are_none():
+    # the per-rank selection of the last N rows (issue 58 part 4) must not fail on nothing to select
+    import pandas as pd
+
+    from dispatchprof.analysis.latency import akl_numbers
+
+    frame = pd.DataFrame(
+        {"rank": [0, 1], "iteration": [0, 0], "us": [1.0, 2.0], "warmup": [True, True], "in_average": [False, False]}
+    )
+    for last_n in (0, 5):
+        akl = akl_numbers(frame, last_n)
+        assert akl["mean_of_rank_means_us"] is None and akl["mean_of_launch_max_us"] is None

@@ -17,6 +17,7 @@ import yaml
 
 from conftest import ROOT, assert_ended_by_fail_on, base_overlay, copy_workflow, without_slurm_probe
 from dispatchprof.shell.config import load_schema
+from dispatchprof.tools.crosscheck import REVISITED
 
 LATER = ("baseline", "timeline", "pmu", "pcsampling", "pipe_timeline")
 
@@ -272,6 +273,42 @@ def test_analyze_mode_imports_in_place_and_skips_what_was_not_provided(workflow_
     manifest = json.loads((workflow_copy.root / "results/baseline/baseline/import/manifest.json").read_text())
     assert manifest["files"][0]["path"] == str(csv) and csv.stat().st_mtime == mtime
     assert "IMPORTED DATA" in (workflow_copy.root / "results/baseline/report/report.html").read_text()
+
+
+def test_an_analyze_tree_with_a_directory_loop_gets_its_cross_check_and_its_report(workflow_copy, tmp_path):
+    """Issue 58: ``ln -s .. <tree>/node0/PROF_x/loop`` made timeline_crosscheck die with ELOOP, and no report was
+    built. The tree (rollback-journal dbs) is now read in place, the loop named, and the tree left as it was."""
+    csv = tmp_path / "dispatch_latency.csv"
+    rows = "".join(f"{r},{i},{10 + r},{int(i == 0)},{int(i != 0)}\n" for i in range(3) for r in range(16))
+    csv.write_text("rank,iteration,elapsed_us,is_warmup,in_average\n" + rows)
+    timeline_dir = tmp_path / "timeline"
+    synthetic_timeline(timeline_dir, rank_id=True)
+    prof = sorted((timeline_dir / "node0").glob("PROF_*"))[0]
+    os.symlink("..", prof / "loop")
+    before = sorted((str(p), p.lstat().st_size, p.lstat().st_mtime_ns) for p in timeline_dir.rglob("*"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    result = workflow_copy.snakemake(
+        overlay=base_overlay(
+            mode="analyze",
+            analyze={"latency_csv": str(csv), "timeline_dir": str(timeline_dir)},
+            timeline={"crosscheck": "auto"},
+        ),
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert workflow_copy.status("timeline")["state"] == "ok"
+    cross = json.loads((workflow_copy.root / "results/baseline/timeline/crosscheck.json").read_text())
+    if shutil.which("msprof-analyze"):
+        assert cross["state"] == "ok" and cross["read"] == "in_place" and cross["their_ranks"] == 16, cross
+        assert cross["left_out"] == [f"{prof / 'loop'}: {REVISITED}"], cross
+    else:
+        assert cross["state"] == "skipped" and "not installed" in cross["reason"], cross
+    report = (workflow_copy.root / "results/baseline/report/report.html").read_text()
+    if shutil.which("msprof-analyze"):
+        assert "Not read: 1 entry of the tree" in report and "kept 16 ranks" in report
+    assert sorted((str(p), p.lstat().st_size, p.lstat().st_mtime_ns) for p in timeline_dir.rglob("*")) == before
+    assert not list(tmp.rglob("msprof_*.db"))  # nothing copied (nor left behind)
 
 
 def longest_fractions(truth: dict, key: str, skip: int) -> dict[int, float]:

@@ -395,4 +395,5 @@ def test_analyze_mode_reads_wal_databases_in_a_read_only_mount_and_changes_nothi
     crosscheck = json.loads((wf.root / "results/baseline/timeline/crosscheck.json").read_text())
     if shutil.which("msprof-analyze"):
         assert crosscheck["state"] == "ok" and crosscheck["their_ranks"] == 16, crosscheck  # it read a copy, rank 3 too
+        assert crosscheck["read"] == "copied" and "a WAL database" in crosscheck["copy_needed"][0], crosscheck
     assert not list(tmp.glob("dispatchprof_db_*")), list(tmp.iterdir())  # the private copy of rank 3's db is removed

@@ -11,7 +11,7 @@ fixed seed, so a rerun on the same data gives the same numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -28,24 +28,56 @@ class Selection:
     ranks: list[int]
     excluded_mixed_warmup: int  # iterations whose rows disagree on the warm-up label
     excluded_incomplete: int  # iterations in which some rank has no measured sample
+    _wide: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    def wide(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(iterations, ranks, values): the measured samples as an iteration x rank matrix, both sorted (what
+        ``measured.pivot(index="iteration", columns="rank", values="us")`` holds), built once with numpy: a pivot
+        of a 5M-row frame copies it several times over (issue 58 part 4)."""
+        if self._wide is None:
+            row, iterations = sorted_codes(self.measured["iteration"].to_numpy())
+            column, ranks = sorted_codes(self.measured["rank"].to_numpy())
+            values = np.full((len(iterations), len(ranks)), np.nan)
+            values[row, column] = self.measured["us"].to_numpy(dtype=float)
+            self._wide = (iterations, ranks, values)
+        return self._wide
+
+
+def sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques): ``np.unique(values, return_inverse=True)`` reversed, by hashing (pandas.factorize) instead of
+    a sort, whose argsort and sorted copy are two more arrays of the column's size."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes, np.asarray(uniques)
+
+
+def measured_mask(frame: pd.DataFrame) -> np.ndarray:
+    """The rows that count (in_average and not warm-up), as a boolean array: no copy of the frame."""
+    return frame["in_average"].to_numpy(dtype=bool) & ~frame["warmup"].to_numpy(dtype=bool)
 
 
 def select_measured(frame: pd.DataFrame) -> Selection:
-    """``frame``: rank, iteration, us, warmup, in_average (bools)."""
+    """``frame``: rank, iteration, us, warmup, in_average (bools). The iterations are judged on arrays (one
+    factorisation of the iteration column) and the kept rows copied once, in the frame's order."""
     ranks = sorted(frame["rank"].unique().tolist())
-    by_iter = frame.groupby("iteration")
-    mixed = by_iter["warmup"].nunique() > 1
-    measured_rows = frame[frame["in_average"] & ~frame["warmup"]]
-    counts = measured_rows.groupby("iteration")["rank"].nunique()
-    complete = counts[counts == len(ranks)].index
-    complete = complete.difference(mixed[mixed].index)
-    all_iters = frame["iteration"].unique()
-    warmup_only = by_iter["warmup"].all()
-    incomplete = [
-        i for i in all_iters if i not in complete and not mixed.get(i, False) and not warmup_only.get(i, False)
-    ]
-    kept = measured_rows[measured_rows["iteration"].isin(complete)][["rank", "iteration", "us"]]
-    return Selection(kept.reset_index(drop=True), ranks, int(mixed.sum()), len(incomplete))
+    code, iterations = sorted_codes(frame["iteration"].to_numpy())
+    warmup = frame["warmup"].to_numpy(dtype=bool)
+    rows = np.bincount(code, minlength=len(iterations))
+    warm_rows = np.bincount(code, weights=warmup, minlength=len(iterations))
+    mixed = (warm_rows > 0) & (warm_rows < rows)
+    warmup_only = warm_rows == rows
+    keep = measured_mask(frame)
+    rank_index = np.searchsorted(np.asarray(ranks), frame["rank"].to_numpy())
+    seen = np.zeros((len(iterations), len(ranks)), dtype=bool)  # which ranks have a measured sample per iteration
+    seen[code[keep], rank_index[keep]] = True
+    del rank_index
+    complete = (seen.sum(axis=1) == len(ranks)) & ~mixed
+    incomplete = int(np.count_nonzero(~complete & ~mixed & ~warmup_only))
+    keep &= complete[code]
+    del code
+    kept = frame.loc[keep, ["rank", "iteration", "us"]]
+    return Selection(kept.reset_index(drop=True), ranks, int(mixed.sum()), incomplete)
 
 
 def percentile(values: np.ndarray, q: float) -> float:
@@ -93,13 +125,14 @@ def per_iteration_max(selection: Selection) -> pd.DataFrame:
     """Per measured iteration: the max over ranks, and which rank(s) it was."""
     import pandas as pd
 
-    wide = selection.measured.pivot(index="iteration", columns="rank", values="us")
-    maxima = wide.max(axis=1)
+    iterations, ranks, values = selection.wide()
+    maxima = values.max(axis=1)
+    names = ranks.tolist()
     return pd.DataFrame(
         {
-            "iteration": wide.index,
-            "max_us": maxima.values,
-            "slowest": [tuple(wide.columns[row == m]) for row, m in zip(wide.values, maxima.values)],
+            "iteration": iterations,
+            "max_us": maxima,
+            "slowest": [tuple(names[k] for k in np.flatnonzero(row == m)) for row, m in zip(values, maxima)],
         }
     )
 
@@ -107,14 +140,13 @@ def per_iteration_max(selection: Selection) -> pd.DataFrame:
 def longest_leads(selection: Selection) -> tuple[np.ndarray, dict[int, float]]:
     """Per measured iteration the spread over ranks (max - min); per rank the median lead of its iterations as the
     single longest rank over the next one (a rank whose excess is its own leads its peers by itself)."""
-    wide = selection.measured.pivot(index="iteration", columns="rank", values="us")
-    values = wide.to_numpy(dtype=float)
+    _, ranks, values = selection.wide()
     spread = values.max(axis=1) - values.min(axis=1)
     if values.shape[1] < 2:
         return spread, {}
     ordered = np.sort(values, axis=1)
     lead = ordered[:, -1] - ordered[:, -2]
-    top = wide.columns.to_numpy()[values.argmax(axis=1)]
+    top = ranks[values.argmax(axis=1)]
     single = lead > 0  # a tie leads nobody
     return spread, {int(r): float(np.median(lead[single & (top == r)])) for r in np.unique(top[single])}
 
@@ -132,29 +164,45 @@ def summarize(values: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
 
 def rank_statistics(frame: pd.DataFrame, per_iter: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Per rank over its measured samples; fraction_slowest counts ties as 1/k for each of k tied ranks."""
-    measured = frame[frame["in_average"] & ~frame["warmup"]]
+    keep = measured_mask(frame)
+    rank = frame["rank"].to_numpy()[keep]
+    us = frame["us"].to_numpy()[keep]
+    del keep
     credit: dict[int, float] = {}
     for tied in per_iter["slowest"]:
-        for rank in tied:
-            credit[rank] = credit.get(rank, 0.0) + 1.0 / len(tied)
+        for r in tied:
+            credit[r] = credit.get(r, 0.0) + 1.0 / len(tied)
     n_iter = max(len(per_iter), 1)
     out = {}
-    for rank, group in measured.groupby("rank"):
-        values = group["us"].to_numpy()
-        out[str(int(rank))] = {
+    for r in np.unique(rank):  # each rank's samples in the frame's order, as groupby("rank") gives them
+        values = us[rank == r]
+        out[str(int(r))] = {
             "median_us": percentile(values, 50),
             "p95_us": percentile(values, 95),
             "max_us": float(values.max()),
             "n": int(len(values)),
-            "fraction_slowest": credit.get(int(rank), 0.0) / n_iter,
+            "fraction_slowest": credit.get(int(r), 0.0) / n_iter,
         }
     return out
 
 
 def akl_numbers(frame: pd.DataFrame, last_n: int) -> dict[str, Any]:
-    """The figures ascend-kernel-lab users know (docs/formats.md §3), labelled as such."""
-    measured = frame[frame["in_average"] & ~frame["warmup"]].sort_values("iteration")
-    selected = measured if last_n == 0 else measured.groupby("rank", group_keys=False).tail(last_n)
+    """The figures ascend-kernel-lab users know (docs/formats.md §3), labelled as such. With ``last_n`` the last
+    ``last_n`` measured samples of each rank are found on arrays and only those rows become a frame (the figures
+    are computed on it as on the whole selection: the same numbers)."""
+    keep = measured_mask(frame)
+    if last_n == 0:
+        measured = frame[keep].sort_values("iteration")
+        selected = measured
+    else:
+        rank, iteration = frame["rank"].to_numpy(), frame["iteration"].to_numpy()
+        picked = []
+        for r in np.unique(rank[keep]):  # a rank's rows, one rank at a time: no array of all measured rows
+            rows = np.flatnonzero(keep & (rank == r))
+            picked.append(rows[np.argsort(iteration[rows], kind="stable")[-last_n:]])  # each iteration once
+        rows = np.concatenate(picked) if picked else np.zeros(0, dtype=np.intp)  # no measured row: no figures
+        rows = rows[np.lexsort((rows, iteration[rows]))]  # by iteration, then the frame's order, as the sort gave
+        selected = frame.iloc[rows][["rank", "iteration", "us"]]
     rank_means = selected.groupby("rank")["us"].mean()
     ranks = frame["rank"].nunique()
     complete = selected.groupby("iteration").filter(lambda g: g["rank"].nunique() == ranks)

@@ -340,6 +340,11 @@ def crosscheck_blocks(c: ReportContext, tl: dict[str, Any], timeline: dict[str, 
     said += (
         f": it kept {x['their_ranks']} ranks, we found {x['our_ranks']}." if x["state"] == "ok" else f" ({x['reason']})"
     )
+    if x.get("read") == "copied":
+        said += f" It read a copy of its files ({x['copied_bytes'] / 2**20:.1f} MiB): {x['copy_needed'][0]}."
+    if x.get("left_out_count"):
+        n = x["left_out_count"]
+        said += f" Not read: {n} {'entry' if n == 1 else 'entries'} of the tree (the first: {x['left_out'][0]})."
     blocks.append(Paragraph(text(said + (f" {x['note']}" if x.get("note") else "")), "muted"))
     if x["state"] == "ok":
         rows = tuple(

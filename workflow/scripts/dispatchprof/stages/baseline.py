@@ -11,7 +11,7 @@ from dispatchprof.analysis.baseline import analyse, api_boundary, load_api, load
 from dispatchprof.analysis.latency import per_iteration_max, select_measured
 from dispatchprof.shell.atomic import write_json_atomic, write_parquet_atomic
 from dispatchprof.shell.config import world_ranks
-from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv
+from dispatchprof.formats.latency_csv import LatencyCsvError, parse_latency_csv, release_memory
 from dispatchprof.report import plots
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation
@@ -67,10 +67,13 @@ def baseline(run: StageRun, parts: Mapping[str, Status]) -> Status:
         },
     )
     stats["summary"] = summary_section(stats)
-    table = tidy_table(run.experiment, kernel.frame, api, cfg["cluster"]["ranks_per_node"])
+    # the tidy table (a copy of every row, its strings in Arrow memory) lives only while it is written
     write_parquet_atomic(
-        run.outputs["latency"], table, {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source}
+        run.outputs["latency"],
+        tidy_table(run.experiment, kernel.frame, api, cfg["cluster"]["ranks_per_node"]),
+        {"dispatchprof.toolchain": run.toolchain, "dispatchprof.source": run.source},
     )
+    release_memory()
     write_json_atomic(run.outputs["stats"], stats)
 
     draw_plots(run.outputs["plots"], run.toolchain, kernel.frame, api, stats["scopes"]["kernel"])
