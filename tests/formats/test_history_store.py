@@ -72,25 +72,37 @@ def test_a_rewrite_of_one_run_replaces_its_record(tmp_path):
     write_record(tmp_path, "demo", "r1", rows("r1"))
     write_record(tmp_path, "demo", "r1", rows("r1", 900.0))
     assert list(read_store(tmp_path, "demo").rows["value"]) == [900.0]
-    assert [p.name for p in (tmp_path / "demo").iterdir()] == ["r1.parquet"]
+    assert [p.name for p in (tmp_path / "demo").iterdir()] == ["20261207T100000-r1.v1.parquet"]
 
 
 def test_bad_files_are_named_skipped_and_left_as_they_are(tmp_path):
-    write_record(tmp_path, "demo", "good", rows("good"))
+    good_path = write_record(tmp_path, "demo", "good", rows("good"))
     folder = tmp_path / "demo"
-    good = (folder / "good.parquet").read_bytes()
-    (folder / "truncated.parquet").write_bytes(good[: len(good) // 2])
-    pq.write_table(pa.table({"x": [1]}), folder / "foreign.parquet")
+    good = good_path.read_bytes()
+    (folder / "20261208T000000-truncated.v1.parquet").write_bytes(good[: len(good) // 2])
+    pq.write_table(pa.table({"x": [1]}), folder / "20261208T000000-foreign.v1.parquet")
+    pq.write_table(pa.table({"x": [1]}), folder / "notes.parquet")
     newer = pa.Table.from_pandas(rows("newer"), preserve_index=False).replace_schema_metadata({SCHEMA_KEY: b"99"})
-    pq.write_table(newer, folder / "newer.parquet")
+    pq.write_table(newer, folder / "20261208T000000-newer.v99.parquet")
+    pq.write_table(newer, folder / "20261208T000000-lying.v1.parquet")  # its name says 1, its metadata 99
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     read = read_store(tmp_path, "demo")
     assert set(read.rows["run_id"]) == {"good"}
     text = "\n".join(read.skipped)
-    assert "truncated.parquet: not a readable Parquet file" in text
-    assert "foreign.parquet: not a dispatchprof history record" in text
-    assert "newer.parquet: schema version 99 is newer" in text
+    assert "truncated.v1.parquet: not a readable Parquet file" in text
+    assert "foreign.v1.parquet: not a dispatchprof history record" in text
+    assert "notes.parquet: not named <time>-<run id>.v<schema>.parquet" in text
+    assert "newer.v99.parquet: schema version 99 is newer" in text
+    assert "lying.v1.parquet: schema version 99 is newer" in text
+    assert len(read.skipped) == 5
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_last_reads_the_newest_records_only(tmp_path):
+    for day in range(1, 6):
+        frame = rows(f"r{day}").assign(recorded_at=f"2026-12-0{day}T10:00:00+00:00")
+        write_record(tmp_path, "demo", f"r{day}", frame)
+    assert sorted(read_store(tmp_path, "demo", last=2).rows["run_id"]) == ["r4", "r5"]
 
 
 def test_two_runs_writing_at_once_both_land(tmp_path):
@@ -111,7 +123,7 @@ def test_record_respects_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert oct(path.stat().st_mode & 0o777) == oct(0o640)
-    assert record_path(tmp_path, "demo", "r1") == path
+    assert record_path(tmp_path, "demo", "r1", "2026-12-07T10:00:00+00:00") == path
 
 
 def test_a_record_without_its_columns_is_refused(tmp_path):
@@ -128,6 +140,6 @@ def test_missing_store_reads_empty(tmp_path):
 @given(st.binary(max_size=300))
 def test_any_bytes_as_a_record_are_skipped_not_raised(tmp_path, data):
     (tmp_path / "demo").mkdir(exist_ok=True)
-    (tmp_path / "demo" / "x.parquet").write_bytes(data)
+    (tmp_path / "demo" / "20261207T100000-x.v1.parquet").write_bytes(data)
     read = read_store(tmp_path, "demo")
     assert read.rows.empty and len(read.skipped) == 1

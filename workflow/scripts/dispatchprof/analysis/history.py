@@ -35,6 +35,7 @@ class GateSettings:
     min_change: float = 0.01
     reference_since: str | None = None
     exclude: tuple[str, ...] = ()
+    window: int = 100  # the most recent comparable runs the gate looks at (conbench: the last 100)
 
 
 def change_points(values: Sequence[float], min_size: int = 5) -> list[int]:
@@ -108,46 +109,41 @@ def _verdict(test: dict[str, Any], rejected: bool, level: float) -> dict[str, An
     return {**test, "verdict": verdict, "smallest_visible": smallest, "alpha": level}
 
 
-def _comparable_runs(rows: pd.DataFrame, newest: str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """The rows of runs comparable with ``newest`` (same kernel, shape, cluster, toolchain, chip), and the others
-    with the first key that differs."""
+def _comparable_runs(runs: pd.DataFrame, newest: str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Of ``runs`` (one row per run), those comparable with ``newest`` (same kernel, shape, cluster, toolchain,
+    chip), and the others with the first key that differs."""
     import json
 
-    keys = rows.groupby("run_id")["comparable"].first()
-    mine = json.loads(keys[newest])
+    mine = json.loads(runs.loc[newest, "comparable"])
     others = []
-    for run, text in keys.items():
+    for run, text in runs["comparable"].items():
         theirs = json.loads(text)
         differing = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
         if differing:
-            others.append(
-                {
-                    "run_id": run,
-                    "differs_in": differing[0],
-                    "newest": mine.get(differing[0]),
-                    "theirs": theirs.get(differing[0]),
-                }
-            )
-    same = {o["run_id"] for o in others}
-    return rows[~rows["run_id"].isin(same)], others
+            key = differing[0]
+            others.append({"run_id": run, "differs_in": key, "newest": mine.get(key), "theirs": theirs.get(key)})
+    return runs.drop(index=[o["run_id"] for o in others]), others
 
 
-def _ordered_table(rows: pd.DataFrame, settings: GateSettings, newest: str) -> tuple[pd.DataFrame, pd.Series]:
-    """run x metric values in time order (excluded runs and runs before reference_since left out; the newest
-    always kept, last); a cause absent from a run costs it nothing there. Also each metric's kind and direction."""
-    runs = rows.groupby("run_id")["recorded_at"].first().sort_values(kind="stable")
-    keep = [r for r in runs.index if r == newest or r not in settings.exclude]
-    if settings.reference_since:
-        since = settings.reference_since
-        start = list(runs.index).index(since) if since in runs.index else None
-        keep = [
-            r
-            for r in keep
-            if r == newest or (runs[r] >= since if start is None else list(runs.index).index(r) >= start)
-        ]
-    keep = [r for r in keep if r != newest] + [newest]
-    table = rows.pivot_table(index="run_id", columns="metric", values="value", aggfunc="first").reindex(keep)
-    info = rows.groupby("metric")[["kind", "better"]].first()
+def _kept_runs(runs: pd.DataFrame, settings: GateSettings, newest: str) -> list[str]:
+    """Run ids in time order: excluded runs and runs before reference_since left out, at most ``window`` earlier
+    runs, the newest always kept, last."""
+    order = runs["recorded_at"].sort_values(kind="stable")
+    ids = list(order.index)
+    keep = [r for r in ids if r == newest or r not in settings.exclude]
+    since = settings.reference_since
+    if since:
+        start = ids.index(since) if since in ids else None
+        keep = [r for r in keep if r == newest or (order[r] >= since if start is None else ids.index(r) >= start)]
+    return [r for r in keep if r != newest][-settings.window :] + [newest]
+
+
+def _ordered_table(rows: pd.DataFrame, keep: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """run x metric values of the ``keep`` runs in their order; a cause absent from a run costs it nothing there.
+    Also each metric's kind and direction."""
+    kept = rows[rows["run_id"].isin(keep)].drop_duplicates(["run_id", "metric"])
+    table = kept.pivot(index="run_id", columns="metric", values="value").reindex(keep)
+    info = kept.drop_duplicates("metric").set_index("metric")[["kind", "better"]]
     causes = [m for m in table.columns if info.loc[m, "kind"] == "cause"]
     table[causes] = table[causes].fillna(0.0)
     return table, info
@@ -190,9 +186,10 @@ def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, A
     """The newest run's verdict over the comparable series in ``rows`` (the store's metric and cause rows)."""
     if newest not in set(rows["run_id"]):
         return {"verdict": "inconclusive", "why": f"run {newest} is not in the history", "metrics": []}
-    same, others = _comparable_runs(rows, newest)
-    table, info = _ordered_table(same, settings, newest)
-    se = _newest_se(same, newest)
+    runs = rows.drop_duplicates("run_id").set_index("run_id")[["recorded_at", "comparable"]]
+    same, others = _comparable_runs(runs, newest)
+    table, info = _ordered_table(rows, _kept_runs(same, settings, newest))
+    se = _newest_se(rows, newest)
     headline = table[HEADLINE].iloc[:-1].dropna() if HEADLINE in table else pd.Series(dtype=float)
     headline_ref = float(headline.mean()) if len(headline) else float(table.get(HEADLINE, pd.Series([1.0])).iloc[-1])
     gated = [m for m in table.columns if info.loc[m, "better"] in ("lower", "higher")]

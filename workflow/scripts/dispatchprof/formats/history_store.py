@@ -15,11 +15,13 @@ Reading names every file it cannot use (truncated, foreign, of a newer schema) a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 SCHEMA_KEY = b"dispatchprof.history"
@@ -42,8 +44,20 @@ class StoreRead:
     skipped: list[str] = field(default_factory=list)
 
 
-def record_path(root: Path, series: str, run_id: str) -> Path:
-    return root / series / f"{run_id}.parquet"
+# <collection time, digits and T>-<run id>.v<schema>.parquet: names sort in time order, and a reader skips a record
+# of a newer schema or a foreign file by its name, before opening it
+RECORD_NAME = re.compile(r"^(?P<stamp>[0-9T]+)-(?P<run>[0-9A-Za-z_]+)\.v(?P<version>[0-9]+)\.parquet$")
+
+
+def record_path(root: Path, series: str, run_id: str, recorded_at: str) -> Path:
+    stamp = "".join(c for c in recorded_at.partition("+")[0] if c.isdigit() or c == "T") or "0"
+    return root / series / f"{stamp}-{run_id}.v{SCHEMA_VERSION}.parquet"
+
+
+def arrow_schema() -> pa.Schema:
+    return pa.schema(
+        [(c, _TYPES.get(c, pa.string())) for c in COLUMNS], metadata={SCHEMA_KEY: str(SCHEMA_VERSION).encode()}
+    )
 
 
 def record_table(rows: pd.DataFrame, run_id: str) -> pa.Table:
@@ -51,10 +65,7 @@ def record_table(rows: pd.DataFrame, run_id: str) -> pa.Table:
     missing = [c for c in COLUMNS if c not in rows.columns]
     if missing:
         raise ValueError(f"history record of run {run_id}: missing columns {', '.join(missing)}")
-    schema = pa.schema(
-        [(c, _TYPES.get(c, pa.string())) for c in COLUMNS], metadata={SCHEMA_KEY: str(SCHEMA_VERSION).encode()}
-    )
-    return pa.Table.from_pandas(rows.loc[:, list(COLUMNS)], schema=schema, preserve_index=False)
+    return pa.Table.from_pandas(rows.loc[:, list(COLUMNS)], schema=arrow_schema(), preserve_index=False)
 
 
 def _problem(path: Path) -> str | None:
@@ -71,21 +82,54 @@ def _problem(path: Path) -> str | None:
     return None
 
 
-def read_store(root: Path, series: str, kinds: tuple[str, ...] = ("metric", "cause", "layer")) -> StoreRead:
-    """Every usable record of ``series`` (raw samples left out unless asked for), and what was left out and why."""
-    frames, skipped = [], []
-    folder = root / series
-    paths = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+def _named_records(folder: Path) -> tuple[list[Path], list[str]]:
+    """The record files of a series folder in time order, and a sentence for each file left out by its name."""
+    usable, skipped = [], []
+    for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+        named = RECORD_NAME.match(path.name)
+        if named is None:
+            skipped.append(f"{path}: not named <time>-<run id>.v<schema>.parquet; left out (the file is left as it is)")
+        elif int(named["version"]) > SCHEMA_VERSION:
+            skipped.append(
+                f"{path}: schema version {named['version']} is newer than this workflow's {SCHEMA_VERSION}; "
+                "left out (the file is left as it is)"
+            )
+        else:
+            usable.append(path)
+    return usable, skipped
+
+
+def _read_one(path: Path, kinds: tuple[str, ...]) -> tuple[pd.DataFrame | None, str | None]:
+    problem = _problem(path)
+    if problem is not None:
+        return None, problem
+    try:
+        table = pq.read_table(path, columns=list(COLUMNS), filters=[("kind", "in", list(kinds))])
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        return None, f"unreadable ({type(exc).__name__}: {exc})"
+    return table.to_pandas(), None
+
+
+def read_store(
+    root: Path, series: str, kinds: tuple[str, ...] = ("metric", "cause", "layer"), last: int | None = None
+) -> StoreRead:
+    """The usable records of ``series`` (the ``last`` ones in time order when given; raw samples left out unless
+    asked for), and what was left out and why. All files are read in one dataset scan; when that fails (a truncated
+    or foreign file), file by file, so that the bad one is named and the others are read."""
+    paths, skipped = _named_records(root / series)
+    paths = paths[-last:] if last else paths
+    try:
+        dataset = ds.dataset([str(p) for p in paths], format="parquet", schema=arrow_schema())
+        rows = dataset.to_table(columns=list(COLUMNS), filter=ds.field("kind").isin(list(kinds))).to_pandas()
+        return StoreRead(rows=rows, skipped=skipped)
+    except (OSError, pa.ArrowException, KeyError):
+        pass
+    frames = []
     for path in paths:
-        problem = _problem(path)
+        frame, problem = _read_one(path, kinds)
         if problem is None:
-            try:
-                table = pq.read_table(path, columns=list(COLUMNS), filters=[("kind", "in", list(kinds))])
-            except (OSError, pa.ArrowException, KeyError) as exc:
-                problem = f"unreadable ({type(exc).__name__}: {exc})"
-            else:
-                frames.append(table.to_pandas())
-        if problem is not None:
+            frames.append(frame)
+        else:
             skipped.append(f"{path}: {problem}; left out (the file is left as it is)")
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
     return StoreRead(rows=rows, skipped=skipped)

@@ -146,7 +146,7 @@ def record(files: RunFiles, series: str, recorded_at: str, config: Mapping[str, 
 
 def write_record(root: Path, series: str, run_id: str, rows: pd.DataFrame) -> Path:
     """One run's record, atomically (a reader sees the old file or the new one; concurrent runs each land theirs)."""
-    target = record_path(root, series, run_id)
+    target = record_path(root, series, run_id, str(rows["recorded_at"].iloc[0]))
     write_table_parquet_atomic(target, record_table(rows, run_id))
     return target
 
@@ -175,7 +175,8 @@ def land_and_gate(root: Path, rows: pd.DataFrame, settings: GateSettings) -> dic
     except OSError as exc:
         path = None
         notes.append(f"the record could not be written under {root} ({exc}); the gate used the store as it is")
-    store = read_store(root, series)
+    # the gate looks at the last `window` comparable runs: read a few times that many, the newest included
+    store = read_store(root, series, last=3 * settings.window)
     notes.extend(store.skipped)
     history = store.rows
     if newest not in set(history["run_id"]):
