@@ -9,6 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dispatchprof.shell.config import (  # noqa: E402
     check_config,
+    comparison_expectations,
+    comparison_pairs,
     environment_problems,
     experiment_problems,
     long_waits,
@@ -67,7 +69,8 @@ _problems += environment_problems(config, __import__("os").environ)
 _problems += results_of_other_mode(Path("results"), RUNS)
 if _problems:
     refuse(_problems)
-COMPARISONS = [tuple(pair) for pair in config["compare"]]
+COMPARISONS = comparison_pairs(config)  # [a, b] or {a, b, expect}
+EXPECTATIONS = comparison_expectations(config)
 if workflow.is_main_process and any(
     r["mode"] == "collect" and r["toolchain"] == "cann" for r in RUNS.values()
 ):
