@@ -127,7 +127,7 @@ def welch(layer: str, metric: str, unit: str, a: Sequence[float], b: Sequence[fl
     if se == 0:
         return replace(row, ci95=(mb - ma, mb - ma), p=1.0 if mb == ma else 0.0, margin=margin)
     df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
-    t = t_quantile(0.975, df)
+    t = t_quantile(0.975, round(df, 2))
     d = mb - ma
     return replace(
         row,
@@ -531,6 +531,7 @@ def common_ranks(a: Side, b: Side) -> tuple[Side, Side, str | None]:
     ranks = [set().union(*(set(t["rank"].unique()) for t in s.latency)) for s in (a, b) if s.latency]
     if len(ranks) < 2 or ranks[0] == ranks[1]:
         return a, b, None
+    ranks = [{int(r) for r in rs} for rs in ranks]
     common = ranks[0] & ranks[1]
     sides = tuple(restricted(s, common) for s in (a, b))
     note = (

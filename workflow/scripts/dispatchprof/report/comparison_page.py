@@ -125,8 +125,85 @@ def rows_section(c: Mapping[str, Any]) -> Section:
     return Section("Every row", "rows", (Table(HEADER, tuple(row_cells(r) for r in rows)),))
 
 
+def latency_detail_section(c: Mapping[str, Any]) -> Section:
+    """Today's latency detail: both CIs (hierarchical, and flat with iterations as independent), the ratio, and
+    where the variance of the per-iteration maxima is (between or within repeats)."""
+    rows, splits = [], []
+    for scope in ("kernel", "api"):
+        s = c.get(scope) or {}
+        for label, key in (
+            ("per-iteration max, median", "per_iteration_max_median"),
+            ("per-iteration max, P95", "per_iteration_max_p95"),
+        ):
+            d = s.get(key)
+            if not d or d.get("ci95") is None:
+                continue
+            ratio = (
+                f"{d['ratio']:.3f} [{d['ratio_ci95'][0]:.3f}, {d['ratio_ci95'][1]:.3f}]"
+                if d.get("ratio_ci95")
+                else "n/a"
+            )
+            flat = f"[{d['flat_ci95'][0]:+.1f}, {d['flat_ci95'][1]:+.1f}]" if d.get("flat_ci95") else "n/a"
+            rows.append(
+                tuple(
+                    text(x)
+                    for x in (
+                        scope,
+                        label,
+                        num(d["a"]),
+                        num(d["b"]),
+                        num(d["difference"], "+.1f"),
+                        f"[{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]",
+                        ratio,
+                        flat,
+                    )
+                )
+            )
+        for side, v in (s.get("variance") or {}).items():
+            share = (
+                f"{100 * v['between_fraction']:.0f}%" if v.get("between_fraction") is not None else v.get("note", "")
+            )
+            splits.append(
+                tuple(
+                    text(x)
+                    for x in (
+                        scope,
+                        side.upper(),
+                        str(v["repeats"]),
+                        num(v.get("between"), ".2f"),
+                        num(v.get("within"), ".2f"),
+                        share,
+                    )
+                )
+            )
+    header = (
+        "scope",
+        "statistic",
+        "A",
+        "B",
+        "B - A",
+        "95% CI (hierarchical)",
+        "B / A [95% CI]",
+        "flat CI (iterations as independent)",
+    )
+    warn = 100 * (c.get("between_repeat_warn") or 0.5)
+    split_note = text(
+        "Variance of the per-iteration maxima split into between-repeat and within-repeat parts (one-way random "
+        f"effects); a warning is raised when the between-repeat part exceeds {warn:.0f}% of the total on a side."
+    )
+    return Section(
+        "Latency detail",
+        "latency-detail",
+        (
+            Table(header, tuple(rows)),
+            Paragraph(split_note, "muted"),
+            Table(("scope", "side", "repeats", "between (us²)", "within (us²)", "between share"), tuple(splits)),
+        ),
+    )
+
+
 def page(c: Mapping[str, Any], svg: str, picture_path: str = "moved.svg") -> list[Section]:
     """The sections of the page, in order."""
     if c["state"] != "ok":
         return [verdict_section(c)]
-    return [verdict_section(c), picture_section(c, svg, picture_path), rows_section(c)]
+    return [verdict_section(c), picture_section(c, svg, picture_path), latency_detail_section(c), rows_section(c)]
