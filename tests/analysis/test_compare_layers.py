@@ -221,9 +221,9 @@ def test_debugclock_phase_per_role():
     def seg(us):
         return pd.DataFrame(
             [
-                dict(rank=r, launch=l, role="URMASendToken", phase="send_complete", us=us + l + 0.1 * r)
+                dict(rank=r, launch=n, role="URMASendToken", phase="send_complete", us=us + n + 0.1 * r)
                 for r in range(2)
-                for l in range(4)
+                for n in range(4)
             ]
         ).assign(_repeat=0)
 
