@@ -96,7 +96,7 @@ class Side:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def not_comparable(layer: str, why: str, metric: str = "*") -> Row:
+def not_comparable(layer: str, why: str, metric: str = "") -> Row:
     return Row(layer, metric, "", verdict="not comparable", note=f"not comparable: {why}", better=None)
 
 
