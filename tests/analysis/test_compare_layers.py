@@ -264,7 +264,12 @@ def test_the_answer_line_says_precision_and_whether_the_scopes_moved_together():
         ]
     )
     line = cl.answer_line(rows)
-    assert line.startswith("precision ok on both sides") and line.endswith("all moved the same way")
+    assert line.startswith("precision ok on both sides") and "all moved the same way" in line
+    assert line.endswith("no other layer moved beyond its noise")
+    hot = cl.decide(
+        [*rows, cl.welch("pmu", "aiv_icache_miss_rate", "", [0.02, 0.021, 0.019, 0.02], [0.28] * 4, role="R")]
+    )
+    assert cl.answer_line(hot).endswith("moved beside latency: pmu.R.aiv_icache_miss_rate regressed (+0.26)")
     assert [r.key for r in cl.costliest_first(rows)] == [
         "latency.kernel.p95",
         "latency.api.median",

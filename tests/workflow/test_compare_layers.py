@@ -37,6 +37,7 @@ def test_role_speedup_and_a_late_rank_in_every_layer(workflow_copy):
             "baseline": {},
             "faster": {"sim": {"role_speedup": {"URMASendToken": 0.85}}},
             "late": {"sim": {"late_rank": 13, "late_us": 40}},
+            "hot": {"sim": {"icache_hot_role": "CalCumSum"}},
         },
         compare=[
             {
@@ -45,6 +46,7 @@ def test_role_speedup_and_a_late_rank_in_every_layer(workflow_copy):
                 "expect": {"pmu.URMASendToken.busy_us": "down", "latency.kernel.median": "down", "cost.x.y": "up"},
             },
             ["baseline", "late"],
+            ["baseline", "hot"],
         ],
         pmu={"launch_count": 4, "iterations": 6},
         baseline={"iterations": 30, "warmup": 5},  # the latency verdict is statistical: 25 measured calls per side
@@ -121,3 +123,13 @@ def test_role_speedup_and_a_late_rank_in_every_layer(workflow_copy):
         key = f"cost.{cause['evidence']}.ranks{'-'.join(map(str, sorted(cause['ranks'])))}"
         assert late_rows[key]["verdict"] == "appeared" and late_rows[key]["a"] is None
         assert late_rows[key]["b"] > 0 and key in late["changed"]
+
+    # I-cache misses of one role on B only. sim_truth.json records no I-cache truth (the stand-in writes the miss
+    # rate straight into its PMU CSV), so here the role is the knob's: its row regressed, every other role's not,
+    # and the answer line names it
+    hot = comparison("baseline_vs_hot")
+    hot_rows = {r["key"]: r for r in hot["rows"]}
+    for role in busy_a:
+        verdict = hot_rows[f"pmu.{role}.aiv_icache_miss_rate"]["verdict"]
+        assert verdict == "regressed" if role == "CalCumSum" else verdict in ("unchanged", "inconclusive"), role
+    assert "pmu.CalCumSum.aiv_icache_miss_rate regressed" in hot["answer"]

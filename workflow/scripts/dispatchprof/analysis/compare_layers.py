@@ -616,7 +616,22 @@ def answer_line(rows: Sequence[Row]) -> str:
         if moves & {"improved", "regressed"}
         else "none moved beyond its noise"
     )
-    return f"{first}; {', '.join(parts)}: {same}"
+    return f"{first}; {', '.join(parts)}: {same}{evidence_clause(rows)}"
+
+
+EVIDENCE_NAMED = 5  # the answer line names at most this many changed rows outside the latency layer
+
+
+def evidence_clause(rows: Sequence[Row]) -> str:
+    """The changed rows beyond latency (the causes, roles, stalls that moved), costliest first, for the answer line."""
+    moved = [r for r in costliest_first(rows) if r.layer != "latency"]
+    if not moved:
+        return "; no other layer moved beyond its noise"
+    named = ", ".join(
+        f"{r.key} {r.verdict} ({r.difference:+.4g} {r.unit})".replace(" )", ")") for r in moved[:EVIDENCE_NAMED]
+    )
+    more = f" and {len(moved) - EVIDENCE_NAMED} more" if len(moved) > EVIDENCE_NAMED else ""
+    return f"; moved beside latency: {named}{more}"
 
 
 def margin_block(rows: Sequence[Row], latency: Mapping[str, Any]) -> dict[str, Any]:
