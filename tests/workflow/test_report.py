@@ -40,13 +40,14 @@ def test_ab_comparison_verdicts_and_warnings(workflow_copy):
 
     faster = comparison("baseline_vs_faster_send")
     assert faster["verdict"] == "improved" and faster["kernel"]["per_iteration_max_median"]["ci95"][1] < 0
-    assert faster["factors"] == ["sim.role_speedup.URMASendToken"] and faster["warnings"] == []
+    one_repeat = ["one repeat per side: the CI holds no run-to-run variance (config repeats: 4 or more)"]
+    assert faster["factors"] == ["sim.role_speedup.URMASendToken"] and faster["warnings"] == one_repeat
     same = comparison("baseline_vs_same_again")
-    assert same["verdict"] == "no significant change"
+    assert same["verdict"] in ("unchanged", "inconclusive")
     assert (
         same["kernel"]["per_iteration_max_median"]["a"] != same["kernel"]["per_iteration_max_median"]["b"]
     )  # different noise
-    assert same["factors"] == [] and same["warnings"] == []
+    assert same["factors"] == [] and same["warnings"] == one_repeat
     assert (workflow_copy.root / "results/compare/baseline_vs_faster_send/comparison.html").is_file()
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from dispatchprof.shell.config import (  # noqa: E402
     check_config,
+    comparison_expectations,
+    comparison_pairs,
     environment_problems,
     experiment_problems,
     long_waits,
@@ -70,7 +72,8 @@ if _problems:
     refuse(_problems)
 # deepep.ref's commit per run (checked above): a param of the rules that read the ref's files, so a moved branch rebuilds
 REF_SHAS = {run: ref_sha(cfg) for run, cfg in RUNS.items()}
-COMPARISONS = [tuple(pair) for pair in config["compare"]]
+COMPARISONS = comparison_pairs(config)  # [a, b] or {a, b, expect}
+EXPECTATIONS = comparison_expectations(config)
 if workflow.is_main_process and any(
     r["mode"] == "collect" and r["toolchain"] == "cann" for r in RUNS.values()
 ):

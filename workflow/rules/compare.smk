@@ -5,6 +5,32 @@ def runs_of(experiment):
     return [run for run, cfg in RUNS.items() if cfg["_experiment"] == experiment]
 
 
+# The layers compared beside latency (analysis/compare_layers.py): each stage's status and the file its rows are
+# read from. Every stage writes both in every state (a placeholder when disabled or skipped), as the report reads
+# them; a stage that is not ok is a layer "not comparable", never a failed job. DebugClock with when: never is no
+# input at all.
+LAYER_FILES = {
+    "baseline_stats": "baseline/stats.json",
+    "timeline": "timeline/status.json",
+    "timeline_stats": "timeline/stats.json",
+    "pmu": "pmu/status.json",
+    "pmu_cores": "pmu/cores.parquet",
+    "pcsampling": "pcsampling/status.json",
+    "pcsampling_stalls": "pcsampling/stalls.json",
+    "debugclock": "debugclock/status.json",
+    "debugclock_segments": "debugclock/segments.parquet",
+}
+
+
+def layer_files(run):
+    never = RUNS[run]["debugclock"]["when"] == "never"
+    return {
+        name: f"results/{run}/{path}"
+        for name, path in LAYER_FILES.items()
+        if not (never and name.startswith("debugclock"))
+    }
+
+
 def comparison_inputs(wildcards):
     files = {}
     for side in ("a", "b"):
@@ -14,6 +40,7 @@ def comparison_inputs(wildcards):
             files[f"{side}_correctness_{run}"] = f"results/{run}/correctness/status.json"
             if RUNS[run]["mode"] == "collect":  # which build the side ran (compare_sides)
                 files[f"{side}_build_{run}"] = f"results/{run}/build/build.json"
+            files.update({f"{side}_{name}_{run}": path for name, path in layer_files(run).items()})
     return files
 
 
@@ -41,10 +68,13 @@ rule compare:
             "{a} vs {b}",
             file="comparison.html",
         ),
+        markdown="results/compare/{a}_vs_{b}/comparison.md",
+        picture="results/compare/{a}_vs_{b}/moved.svg",
     log:
         "results/compare/{a}_vs_{b}/compare.log",
     params:
         a_runs=lambda w: runs_of(w.a),
         b_runs=lambda w: runs_of(w.b),
+        expect=lambda w: EXPECTATIONS.get((w.a, w.b), {}),
     script:
         "../scripts/compare.py"

@@ -1,4 +1,5 @@
-"""Entry point of rule compare: one A/B comparison; refuses when precision was not ok on either side."""
+"""Entry point of rule compare: one A/B comparison in every layer both sides have; refuses when precision was not ok
+on either side. comparison.json (schema dispatchprof.comparison/2), and comparison.html / .md from one model."""
 
 import datetime
 import sys
@@ -7,15 +8,17 @@ from pathlib import Path
 sys.path.insert(0, snakemake.scriptdir)
 
 import jinja2
-import pandas as pd
 
 from dispatchprof.analysis import compare_sides
-from dispatchprof.analysis.compare import compare
+from dispatchprof.report.comparison_page import page, picture
+from dispatchprof.report.html import html_section
+from dispatchprof.report.markdown import markdown_section
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import run_config
 from dispatchprof.shell.config_reads import recorded
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
 from dispatchprof.shell.status import read_input_status
+from dispatchprof.stages.comparison import SCHEMA, comparison, load_side
 
 skip_final_collection()
 setup_logging(snakemake.log[0])
@@ -24,7 +27,7 @@ runs = {"a": snakemake.params.a_runs, "b": snakemake.params.b_runs}
 configs = {side: recorded(run_config(snakemake.config, names[0]), snakemake.rule) for side, names in runs.items()}
 mode = configs["a"]["mode"]
 result = {
-    "schema": "dispatchprof.comparison/1",
+    "schema": SCHEMA,
     "a": a,
     "b": b,
     "runs": runs,
@@ -47,27 +50,25 @@ for side, names in runs.items():
 result["sides"], side_notes = compare_sides.sides({"a": a, "b": b}, configs, runs, snakemake.input)  # builds
 notes += side_notes
 if problems:
-    result.update(state="refused", reason="; ".join(problems), notes=notes)
+    result.update(state="refused", reason="; ".join(problems), notes=notes, verdict="refused", rows=[], expectations=[])
 else:
-    tables = {
-        side: [pd.read_parquet(snakemake.input[f"{side}_latency_{run}"]) for run in names]
-        for side, names in runs.items()
-    }
-    boot = configs["a"]["stats"]["bootstrap"]
+    inputs = dict(snakemake.input.items())
+    sides = {side: load_side(side.upper(), side, names, inputs) for side, names in runs.items()}
     clean = {side: {k: v for k, v in cfg.items() if not k.startswith("_")} for side, cfg in configs.items()}
-    result.update(
-        state="ok",
-        notes=notes,
-        **compare(tables["a"], tables["b"], clean["a"], clean["b"], boot["resamples"], boot["seed"]),
-    )
-    med = result["kernel"]["per_iteration_max_median"]
-    result["reason"] = (
-        f"{result['verdict']}: per-iteration-max median {med['a']:.1f} -> {med['b']:.1f} us "
-        f"(B - A {med['difference']:+.1f} us, 95% CI [{med['ci95'][0]:+.1f}, {med['ci95'][1]:+.1f}], "
-        f"hierarchical bootstrap over {med['repeats'][0]} / {med['repeats'][1]} repeats)"
-    )
+    boot = configs["a"]["stats"]["bootstrap"]
+    result.update(state="ok", notes=notes, **comparison(sides["a"], sides["b"], clean, boot, snakemake.params.expect))
+    result["reason"] = result["answer"]
 write_json_atomic(snakemake.output.json, result)
+svg = picture(result["rows"], result.get("changed", []))
+write_text_atomic(snakemake.output.picture, svg or '<svg xmlns="http://www.w3.org/2000/svg"/>')
+sections = page(result, svg, Path(snakemake.output.picture).name)
 env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(Path(snakemake.scriptdir).resolve().parent / "templates")), autoescape=True
 )
-write_text_atomic(snakemake.output.html, env.get_template("comparison.html.j2").render(c=result))
+html = env.get_template("comparison.html.j2").render(c=result, sections=[html_section(s) for s in sections])
+write_text_atomic(snakemake.output.html, html)
+head = [f"# Comparison: {a} (A) vs {b} (B)", ""]
+if result["toolchain"] == "sim":
+    head += ["**SIMULATED DATA: not a measurement.**", ""]
+head += [f"**{result['state']}**: {result['reason']}", ""]
+write_text_atomic(snakemake.output.markdown, "\n".join(head) + "\n" + "\n".join(markdown_section(s) for s in sections))

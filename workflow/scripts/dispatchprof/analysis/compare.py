@@ -2,7 +2,9 @@
 
 The verdict is decided by the median of the per-iteration max (kernel scope) and the bootstrap 95% CI of its
 difference (B - A): improved when the whole CI is below 0, regressed when above, else no significant change.
-P95, full-API latency and per-rank medians are shown beside it, each with its own CI.
+P95, full-API latency and per-rank medians are shown beside it, each with its own CI. The comparison job turns
+these numbers into rows of the latency layer (analysis/compare_layers.py), whose answers (improved / regressed /
+unchanged / inconclusive, Holm-corrected over every row) replace this module's verdict in comparison.json.
 
 Repeats: iterations within one run are not independent of the run (placement, thermal state, routing, clocks), so
 the CIs come from a hierarchical bootstrap: resample the repeats of a side with replacement, then the iterations

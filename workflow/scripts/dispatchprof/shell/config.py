@@ -299,6 +299,22 @@ FIXED_ACROSS_EXPERIMENTS = (
 )
 
 
+def comparison_pairs(config: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """The (a, b) of every entry of ``compare``: a pair [a, b] or a mapping {a, b, expect}."""
+    return [
+        (item["a"], item["b"]) if isinstance(item, Mapping) else tuple(item) for item in config.get("compare") or []
+    ]
+
+
+def comparison_expectations(config: Mapping[str, Any]) -> dict[tuple[str, ...], dict[str, str]]:
+    """The predictions (row key -> down, up or unchanged) of each compared pair; {} for a plain pair."""
+    return {
+        (item["a"], item["b"]): dict(item.get("expect") or {})
+        for item in config.get("compare") or []
+        if isinstance(item, Mapping)
+    }
+
+
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(dict(base))
     for key, value in override.items():
@@ -391,7 +407,7 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
                 f"experiments.{name}: timeline.nodes_per_job cannot be "
                 "overridden (it shapes the job graph of every experiment)"
             )
-    for pair in config.get("compare") or []:
+    for pair in comparison_pairs(config):
         for name in pair:
             if name not in experiments:
                 problems.append(f"compare: {name!r} is not an experiment; experiments: {sorted(experiments)}")
