@@ -284,7 +284,7 @@ def test_one_file_the_user_cannot_read_refuses_its_rank_only_with_the_file_and_e
     intact, tmp_path, monkeypatch
 ):
     """Issue 58: a mode-000 db made the import refuse the whole tree (16 ranks lost) where a corrupt one costs its own
-    rank. The tests run as root, who reads a mode-000 file, so the open that tells (stages/imports.entry_problem)
+    rank. The tests run as root, who reads a mode-000 file, so the open that tells (formats/tree_walk.entry_problem)
     raises PermissionError for that one path, as it does for a user's account (the workflow test runs as nobody)."""
     import errno
     import os

@@ -20,6 +20,12 @@ def verdict(copy, experiment: str) -> dict:
     return json.loads((copy.root / "results" / experiment / "history" / "history.json").read_text())
 
 
+def top_cause(copy, experiment: str) -> dict:
+    """The costliest root cause in the simulator's record of the timeline's launches (what happened)."""
+    truth = next((copy.root / "results" / experiment / "timeline").glob("**/sim_truth.json"))
+    return json.loads(truth.read_text())["root_causes"][0]
+
+
 def test_aa_series_then_a_slow_rank(workflow_copy):
     history = {"series": "demo"}
     aa = {f"aa{i}": {"sim": {"noise_seed": 11 + i}} for i in range(AA)}
@@ -57,3 +63,21 @@ def test_aa_series_then_a_slow_rank(workflow_copy):
     again = workflow_copy.snakemake("--until", "history", "-R", "history", overlay=slow)
     assert again.returncode == 1
     assert pd.read_parquet(workflow_copy.root / "results" / "history" / "demo")["run_id"].nunique() == AA + 1
+
+    # the faulty run is left out of the reference by the user; a late host on rank 11 is a cause that appears
+    history["exclude"] = {got["run_id"]: "slow_role injected"}
+    late = base_overlay(history=history, experiment="late", sim={"late_rank": 11, "late_us": 30.0, "late_prob": 1.0})
+    assert workflow_copy.snakemake("--until", "history", overlay=late).returncode == 0
+    got = verdict(workflow_copy, "late")
+    assert top_cause(workflow_copy, "late")["ranks"] == [11]
+    regressed = {m["metric"] for m in got["metrics"] if m["verdict"] == "regressed"}
+    assert got["verdict"] == "regressed" and any(m.endswith(".rank11") for m in regressed), got["metrics"]
+
+    # a faster sender improves the run, and the send role's busy time explains it
+    history["exclude"][got["run_id"]] = "late_rank injected"
+    fast = base_overlay(history=history, experiment="fast", sim={"role_speedup": {"URMASendToken": 0.85}})
+    assert workflow_copy.snakemake("--until", "history", overlay=fast).returncode == 0
+    got = verdict(workflow_copy, "fast")
+    assert got["verdict"] == "improved", got["metrics"]
+    explained = [e["metric"] for m in got["metrics"] if m["verdict"] == "improved" for e in m.get("explained_by", [])]
+    assert explained and all("URMASendToken" in e for e in explained[:3]), explained

@@ -56,6 +56,7 @@ else:
         min_change=settings["min_change"],
         reference_since=settings["reference_since"],
         exclude=tuple(settings["exclude"]),
+        window=settings["window"],
     )
     verdict = land_and_gate(Path(settings["path"]), rows, gate_settings)
     result = {**base, "state": "ok", **verdict}

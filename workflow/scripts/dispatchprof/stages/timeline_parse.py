@@ -110,7 +110,7 @@ def read_node_infos(
     refused (unreadable, identity files that are no JSON, ranks that disagree), each with why: one such directory
     costs its own rank, never the node's other ranks; and analyze.rank_map resolved. A directory under no node<k>
     belongs to the node of its rank (named in analyze.rank_map, else recorded), else to node 0. A directory with an
-    entry that cannot be read (stages/imports.walk_tree: no permission, a link loop) is read for its identity and
+    entry that cannot be read (formats/tree_walk.walk_tree: no permission, a link loop) is read for its identity and
     its ranks are then refused, naming the entries; one with a FIFO or device in it is refused unread."""
     found_infos = FoundInfos({node: {} for node in nodes}, {}, {})
     try:

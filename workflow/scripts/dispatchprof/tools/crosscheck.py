@@ -25,7 +25,7 @@ from dispatchprof.analysis.timeline import kernel_regex
 from dispatchprof.formats.prof_dirs import read_data_dir
 from dispatchprof.formats.prof_tree import find_data_dirs
 from dispatchprof.formats.sqlite_read import read_only_db
-from dispatchprof.stages.imports import entry_problem
+from dispatchprof.formats.tree_walk import entry_problem
 from dispatchprof.tools.launch import run_command
 
 QUERY = "SELECT OpName, OpType, Count, MedianNs, Rank FROM ComputeOpPerRankStatsByOpName"
@@ -37,7 +37,7 @@ NOT_READ_BY_MSPROF_ANALYZE = frozenset({"data", "mindstudio_profiler_output", "m
 NOT_INSTALLED = "msprof-analyze is not installed (pip install msprof-analyze==26.2.0 to enable the cross-check)"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LEFT_OUT_SHOWN = 20  # entries of left_out written to crosscheck.json (their count is always written)
-# The words of the import's walk (stages/imports.walk_tree: a directory reached again is not walked twice).
+# The words of the import's walk (formats/tree_walk.walk_tree: a directory reached again is not walked twice).
 REVISITED = "a directory reached again through a link (a link loop, or a second link to it): not walked twice"
 
 
@@ -68,7 +68,7 @@ def is_wal_database(path: Path) -> bool:
 
 
 def plan_prof_tree(root: Path) -> ProfTreePlan:
-    """Walk ``root`` as the import does (stages/imports.walk_tree): directory links are followed, each directory once
+    """Walk ``root`` as the import does (formats/tree_walk.walk_tree): directory links are followed, each directory once
     by (st_dev, st_ino), so a link loop ends the walk there; the directories msprof-analyze does not read are not
     entered. Never raises. The tree must be copied when msprof-analyze, which opens every db read-write and does not
     follow directory links (os.walk), would modify it or miss a part of it: a db in WAL mode, a non-empty -wal or
