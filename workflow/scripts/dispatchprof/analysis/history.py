@@ -6,7 +6,8 @@ Per metric (docs/history.md has the reasoning and the sources):
   ``history.reference_since``;
 - fewer than ``min_runs`` reference runs: ``inconclusive``, naming how many more are needed;
 - otherwise the newest value is tested against the reference by a t prediction interval: the noise is the
-  run-to-run spread of the reference (sample standard deviation), widened by the newest run's own CI;
+  run-to-run spread of the reference (sample standard deviation), widened by the newest run's own CI, with
+  Welch-Satterthwaite degrees of freedom;
 - the p values of all gated metrics are Holm-corrected (family-wise alpha ``history.alpha``);
 - a change is called only when it is significant after Holm and at least ``history.min_change`` of the metric's
   reference (a floor under the noise: a run-to-run spread of 0.01% would otherwise flag a 0.05% change);
@@ -63,10 +64,15 @@ def decide(reference: np.ndarray, newest: float, newest_se: float, better: str, 
     n = len(reference)
     mean = float(np.mean(reference))
     spread = float(np.std(reference, ddof=1)) if n > 1 else 0.0
-    scale = math.sqrt(spread**2 + newest_se**2) * math.sqrt(1 + 1 / n)
+    between, own = spread**2 * (1 + 1 / n), newest_se**2
+    scale = math.sqrt(between + own)
+    # Welch-Satterthwaite: the reference's spread has n - 1 degrees of freedom, the newest run's CI (a bootstrap over
+    # its launches) is taken as known; a reference of one value (a cause absent from every earlier run) leaves the
+    # newest run's own CI, and the normal tail
+    df = (n - 1) * (1 + own / between) ** 2 if between > 0 else math.inf
     change = newest - mean
     if scale > 0:
-        p = float(2 * stats.t.sf(abs(change) / scale, df=max(n - 1, 1)))
+        p = float(2 * stats.t.sf(abs(change) / scale, df=max(df, 1)))
     else:
         p = 0.0 if change != 0 else 1.0
     worse = change > 0 if better == "lower" else change < 0
@@ -80,6 +86,7 @@ def decide(reference: np.ndarray, newest: float, newest_se: float, better: str, 
         "floor": floor,
         "spread": spread,
         "runs": n,
+        "df": df if math.isfinite(df) else None,  # None: the normal tail (JSON has no infinity)
     }
 
 
@@ -96,8 +103,7 @@ def _holm(pvalues: list[float], alpha: float) -> list[tuple[bool, float]]:
 
 
 def _verdict(test: dict[str, Any], rejected: bool, level: float) -> dict[str, Any]:
-    df = max(test["runs"] - 1, 1)
-    threshold = float(stats.t.isf(level / 2, df=df)) * test["scale"]
+    threshold = float(stats.t.isf(level / 2, df=max(test["df"] or math.inf, 1))) * test["scale"]
     smallest = max(threshold, test["floor"])
     big = abs(test["change"]) >= test["floor"]
     if rejected and big:
@@ -188,7 +194,8 @@ def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, A
         return {"verdict": "inconclusive", "why": f"run {newest} is not in the history", "metrics": []}
     runs = rows.drop_duplicates("run_id").set_index("run_id")[["recorded_at", "comparable"]]
     same, others = _comparable_runs(runs, newest)
-    table, info = _ordered_table(rows, _kept_runs(same, settings, newest))
+    keep = _kept_runs(same, settings, newest)
+    table, info = _ordered_table(rows, keep)
     se = _newest_se(rows, newest)
     headline = table[HEADLINE].iloc[:-1].dropna() if HEADLINE in table else pd.Series(dtype=float)
     headline_ref = float(headline.mean()) if len(headline) else float(table.get(HEADLINE, pd.Series([1.0])).iloc[-1])
@@ -210,7 +217,30 @@ def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, A
         "not_comparable": others,
         "change_points": sorted({c for m in metrics for c in m.get("change_points", [])}),
         "metrics": metrics,
+        "trend": trend(rows, keep, runs),
     }
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None and pd.notna(value) else None
+
+
+def trend(rows: pd.DataFrame, keep: list[str], runs: pd.DataFrame) -> dict[str, Any]:
+    """The kernel-scope headline of the compared runs in time order, with each run's CI: the report's picture."""
+    mine = rows[(rows["metric"] == HEADLINE) & rows["run_id"].isin(keep)].drop_duplicates("run_id")
+    by_run = mine.set_index("run_id")
+    points = [
+        {
+            "run_id": run,
+            "recorded_at": str(runs.loc[run, "recorded_at"]),
+            "value": _number(by_run.loc[run, "value"]),
+            "ci_low": _number(by_run.loc[run, "ci_low"]),
+            "ci_high": _number(by_run.loc[run, "ci_high"]),
+        }
+        for run in keep
+        if run in by_run.index
+    ]
+    return {"metric": HEADLINE, "unit": "us", "runs": points}
 
 
 def run_verdict(metrics: list[dict[str, Any]]) -> str:

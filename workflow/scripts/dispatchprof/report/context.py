@@ -182,6 +182,8 @@ class ReportContext:
     """Every stage's status as a dict, with ``link`` to its status.json."""
     figures: dict[str, str]
     """Every chart's file beside report.md: name -> link relative to the report directory."""
+    history: dict[str, Any] | None = None
+    """The history gate's verdict (history.json) with its trend picture (``trend_svg``); None when history is off."""
 
     def fields(self) -> dict[str, Any]:
         """The fields by name (shallow), as the templates' shells read them."""

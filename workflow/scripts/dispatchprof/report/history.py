@@ -38,7 +38,7 @@ def sentence(data: Mapping[str, Any] | None) -> str | None:
     if not data:
         return None
     if data.get("state") != "ok":
-        return f"History: {data.get('state')} ({data.get('reason')})."
+        return f"History: {data.get('state') or 'unreadable'} ({data.get('reason')})."
     metrics = data.get("metrics", [])
     moved = [m for m in metrics if m["verdict"] in ("regressed", "improved")]
     n = data["compared_runs"]

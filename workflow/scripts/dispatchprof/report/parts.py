@@ -9,6 +9,7 @@ from dispatchprof.report.sections import (
     answer_section,
     boundaries_section,
     comparison_section,
+    history_section,
     correctness_section,
     environment_section,
     evidence_section,
@@ -28,5 +29,12 @@ def report_parts(c: ReportContext) -> list[Part]:
         environment_section(c),
         correctness_section(c),
     ]
-    tail = [comparison_section(c), artifact_section(c), settings_section(c), boundaries_section(c), ledger_section(c)]
+    tail = [
+        comparison_section(c),
+        history_section(c),
+        artifact_section(c),
+        settings_section(c),
+        boundaries_section(c),
+        ledger_section(c),
+    ]
     return [*head, *stage_parts(c), *tail]

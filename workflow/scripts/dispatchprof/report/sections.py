@@ -180,6 +180,35 @@ def comparison_section(c: ReportContext) -> Section:
     )
 
 
+def history_section(c: ReportContext) -> Section:
+    """The run against its comparable history: the trend, then every gated metric's verdict with what moved."""
+    h = c.history
+    if not h or h.get("state") != "ok":
+        why = (h or {}).get("reason") or "history.path is null"
+        return Section("History", "history", (Paragraph(text(f"No history gate for this run: {why}."), "muted"),))
+    blocks: list[Any] = [Paragraph(text(Strong(h["verdict"]), f": {h['reason']}."))]
+    if h.get("trend_svg"):
+        blocks.append(Figure("History trend", path=c.figures.get("history"), svg=h["trend_svg"]))
+    rows = []
+    for m in h["metrics"]:
+        moved = ", ".join(f"{e['metric']} {e['change']:+.1f}" for e in m.get("explained_by", [])[:3])
+        numbers = [f"{m[k]:.4g}" if isinstance(m.get(k), float) else "" for k in ("newest", "reference", "change")]
+        visible = f"{m['smallest_visible']:.3g}" if "smallest_visible" in m else ""
+        rows.append(
+            (
+                text(Code(m["metric"])),
+                text(Strong(m["verdict"])),
+                *map(text, numbers),
+                text(visible),
+                text(m.get("why") or moved),
+            )
+        )
+    header = ("metric", "verdict", "newest", "reference", "change", "smallest visible", "why / moved with it")
+    notes = tuple(text(n) for n in [*h.get("environment_changes", []), *h.get("notes", [])])
+    blocks.append(Table(header, tuple(rows), footnotes=notes))
+    return Section("History", "history", tuple(blocks))
+
+
 def settings_section(c: ReportContext) -> Section:
     """The analysis keys behind the numbers: changing one re-analyses, nothing is collected again."""
     summary = (

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dispatchprof.report.history import summary_section as history_summary
+from dispatchprof.report.history_svg import trend_svg
 from dispatchprof.report.artifacts import artifact_guide
 from dispatchprof.report.context import (
     HCCL_CAUTION,
@@ -301,6 +302,17 @@ def read_stages(
     return StagesRead(shown, sections, baseline, timeline, figure_links)
 
 
+def history_context(history: dict[str, Any] | None, figures: Path) -> dict[str, Any] | None:
+    """history.json with its trend picture drawn (inline for the HTML, figures/history.svg for report.md)."""
+    if not history or history.get("state") != "ok" or not history.get("trend"):
+        return history
+    headline = next((m for m in history["metrics"] if m["metric"] == history["trend"]["metric"]), None)
+    svg = trend_svg({**history["trend"], "change_points": history.get("change_points", [])}, headline)
+    if svg:
+        write_text_atomic(figures / "history.svg", svg)
+    return {**history, "trend_svg": svg}
+
+
 def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     """The report stage: every stage's status and summary section read once, rendered as report.html and report.md
     from one context (the Answer's verdict, the evidence, each stage's section, figures), and summary.json."""
@@ -320,7 +332,9 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
     read = read_stages(run, files, statuses, link, figures)
     shown, sections, baseline, timeline = read.shown, read.sections, read.baseline, read.timeline
     comparisons = comparisons_context(run, files, link)
-    history = files.json(run.inputs["history"]) if run.inputs.get("history") else None
+    history = history_context(files.json(run.inputs["history"]) if run.inputs.get("history") else None, figures)
+    if history and history.get("trend_svg"):
+        read.figures["history"] = os.path.relpath(figures / "history.svg", out_dir)
     evidence = {stage: shown[stage] for stage in ("pmu", "pcsampling") if shown[stage]}
     context = ReportContext(
         experiment=run.experiment,
@@ -373,6 +387,7 @@ def report(run: StageRun, templates: Path = TEMPLATES) -> Status:
         analysis_settings=[(key, shown_value(value)) for key, value in json.loads(run.params["analysis_settings"])],
         stages={name: {**s.to_dict(), "link": link(run.inputs[name])} for name, s in statuses.items()},
         figures=read.figures,
+        history=history,
     )
     shown_context = {**context.fields(), "sections": report_parts(context)}  # one model, two renderers
     write_text_atomic(run.outputs["html"], render(templates, shown_context))
