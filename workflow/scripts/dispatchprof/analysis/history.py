@@ -51,11 +51,9 @@ def change_points(values: Sequence[float], min_size: int = 5) -> list[int]:
         sigma = float(np.std(x)) or 1.0
     import ruptures
 
-    ends = (
-        ruptures.Pelt(model="l2", min_size=min_size, jump=1)
-        .fit(x.reshape(-1, 1))
-        .predict(pen=2 * sigma**2 * math.log(len(x)))
-    )
+    # KernelCPD with the linear kernel is PELT on the l2 cost, in ruptures' C code (its Python Pelt: 0.3 s on 100 runs)
+    detector = ruptures.KernelCPD(kernel="linear", min_size=min_size, jump=1).fit(x.reshape(-1, 1))
+    ends = detector.predict(pen=2 * sigma**2 * math.log(len(x)))
     return [int(e) for e in ends[:-1]]
 
 
@@ -190,7 +188,7 @@ def _test_metric(
 
 def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, Any]:
     """The newest run's verdict over the comparable series in ``rows`` (the store's metric and cause rows)."""
-    if newest not in set(rows["run_id"]):
+    if not (rows["run_id"] == newest).any():
         return {"verdict": "inconclusive", "why": f"run {newest} is not in the history", "metrics": []}
     runs = rows.drop_duplicates("run_id").set_index("run_id")[["recorded_at", "comparable"]]
     same, others = _comparable_runs(runs, newest)
