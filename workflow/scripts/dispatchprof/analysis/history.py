@@ -208,7 +208,9 @@ def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, A
     metrics = [{"metric": m, "kind": info.loc[m, "kind"], **tests[m]} for m in gated]
     for entry in metrics:
         if entry["verdict"] in ("regressed", "improved"):
-            entry["explained_by"] = explained_by(table, info, entry["metric"], entry.get("since"))
+            entry["explained_by"] = explained_by(
+                table, info, entry["metric"], entry.get("since"), settings.min_change, headline_ref
+            )
     return {
         "verdict": run_verdict(metrics),
         "compared_runs": int(len(table) - 1),
@@ -250,9 +252,13 @@ def run_verdict(metrics: list[dict[str, Any]]) -> str:
     return "inconclusive" if headline == "inconclusive" else "unchanged"
 
 
-def explained_by(table: pd.DataFrame, info: pd.DataFrame, metric: str, since: Any) -> list[dict[str, Any]]:
+def explained_by(
+    table: pd.DataFrame, info: pd.DataFrame, metric: str, since: Any, min_change: float = 0.0, kernel_us: float = 0.0
+) -> list[dict[str, Any]]:
     """The layers' numbers that moved with ``metric``: causes first, then the rest, the largest move first; a
-    number moves when the newest run is more than 3 run-to-run spreads from its reference mean."""
+    number moves when the newest run is more than 3 run-to-run spreads from its reference mean and by at least the
+    gate's floor (history.min_change of the kernel median ``kernel_us`` for a time; of its own reference for a
+    rate), so that a 5 us wobble of a busy time is not named beside a 140 us move."""
     start = list(table.index).index(since) if since in table.index else 0
     reference = table.iloc[start:-1]
     moved = []
@@ -269,7 +275,9 @@ def explained_by(table: pd.DataFrame, info: pd.DataFrame, metric: str, since: An
             continue
         change = float(newest - values.mean())
         spread = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-        if abs(change) > max(3 * spread, 1e-9 * abs(values.mean()), 1e-12):
+        timed = other.endswith("_us") or info.loc[other, "kind"] == "cause"
+        floor = min_change * abs(kernel_us if timed else values.mean())
+        if abs(change) > max(3 * spread, floor, 1e-12):
             moved.append(
                 {
                     "metric": other,
