@@ -78,6 +78,11 @@ def test_record_holds_headlines_causes_layers_and_samples():
     assert json.loads(rows["identity"].iloc[0])["deepep_sha"] == "abc"
 
 
+def test_imported_data_is_recorded_as_toolchain_none():
+    rows = record(files(1000.0), "demo", "2026-12-07T10:00:00", {**CONFIG, "mode": "analyze"}, "e")
+    assert set(rows["toolchain"]) == {"none"} and json.loads(rows["comparable"].iloc[0])["toolchain"] == "none"
+
+
 def test_run_id_follows_the_data_not_the_analysis():
     a, b = files(1000.0), files(1000.0, cause=20.0)
     assert run_id("demo", a.latency) == run_id("demo", b.latency)

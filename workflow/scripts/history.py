@@ -16,7 +16,7 @@ from dispatchprof.shell.config import run_config  # noqa: E402
 from dispatchprof.shell.config_reads import recorded  # noqa: E402
 from dispatchprof.shell.stage import setup_logging, skip_final_collection  # noqa: E402
 from dispatchprof.shell.status import read_input_status  # noqa: E402
-from dispatchprof.stages.history import RunFiles, land_and_gate, record  # noqa: E402
+from dispatchprof.stages.history import RunFiles, land_and_gate, record, toolchain_of  # noqa: E402
 
 skip_final_collection()
 setup_logging(snakemake.log[0])
@@ -24,7 +24,7 @@ experiment = snakemake.wildcards.experiment
 config = recorded(run_config(snakemake.config, experiment), snakemake.rule)
 settings = config["history"]
 files = snakemake.input
-base = {"schema": "dispatchprof.history_verdict/1", "experiment": experiment, "toolchain": config["toolchain"]}
+base = {"schema": "dispatchprof.history_verdict/1", "experiment": experiment, "toolchain": toolchain_of(config)}
 
 
 def ok_json(status_file: str, data_file: str):

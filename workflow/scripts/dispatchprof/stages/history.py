@@ -111,6 +111,11 @@ def identity(files: RunFiles, experiment: str, config: Mapping[str, Any]) -> dic
     }
 
 
+def toolchain_of(config: Mapping[str, Any]) -> str:
+    """sim or cann for a collection; none for imported data (what the workflow knows of how it was made)."""
+    return "none" if config.get("mode") == "analyze" else str(config.get("toolchain"))
+
+
 def comparable_key(files: RunFiles, config: Mapping[str, Any]) -> dict[str, Any]:
     """What two runs must share to be compared: kernel, shape, cluster size, toolchain, chip."""
     chips = sorted((files.timeline or {}).get("chips") or [])
@@ -120,7 +125,7 @@ def comparable_key(files: RunFiles, config: Mapping[str, Any]) -> dict[str, Any]
         "shape": json.dumps(config.get("shape") or {}, sort_keys=True),
         "nodes": cluster.get("nodes"),
         "ranks_per_node": cluster.get("ranks_per_node"),
-        "toolchain": config.get("toolchain"),
+        "toolchain": toolchain_of(config),
         "chip": chips[0] if chips else None,
     }
 
@@ -137,7 +142,7 @@ def record(files: RunFiles, series: str, recorded_at: str, config: Mapping[str, 
         "run_id": run_id(series, files.latency),
         "series": series,
         "recorded_at": recorded_at,
-        "toolchain": str(config.get("toolchain")),
+        "toolchain": toolchain_of(config),
         "comparable": json.dumps(comparable_key(files, config), sort_keys=True),
         "identity": json.dumps(identity(files, experiment, config), sort_keys=True, default=str),
     }
