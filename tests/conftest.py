@@ -288,3 +288,14 @@ def write_part_status(path: Path, stage: str, state: str, reason: str = "a test'
         path, Status(stage=stage, experiment="baseline", state=state, reason=reason, toolchain="sim", **fields)
     )
     return path
+
+
+def git(repo: Path, *args: str) -> str:
+    """git in ``repo`` with a throwaway identity (tests that make commits); its stdout, stripped."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()

@@ -1,24 +1,14 @@
 """deepep.ref: a commit, tag or branch of deepep.repo resolves to its sha (git rev-parse --verify, an argument list);
 one that does not is refused with a message naming the ref and the repository, when the config is read."""
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import git
 from dispatchprof.shell.config import ref_problems
 from dispatchprof.shell.gitref import RefError, diff_stat, file_at, repo_prefix, resolve_ref
 from dispatchprof.tools.debugbuild import imported_own_build, make_tree
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture

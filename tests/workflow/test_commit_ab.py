@@ -8,25 +8,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from statistics import median
 
 import pytest
 
-from conftest import ROOT, base_overlay
+from conftest import ROOT, base_overlay, git
 
 STAND_IN = ROOT / "workflow" / "sim" / "ascend_deepep"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def two_commits(repo: Path) -> tuple[str, str]:
