@@ -55,13 +55,13 @@ def toml_list(values: list[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
-def config(tests: list[str]) -> str:
+def config(tests: list[str], mutated: list[str]) -> str:
     """The workspace's pyproject.toml: mutmut's settings, and pytest's (the repository's addopts are not wanted)."""
     return "\n".join(
         [
             "[tool.mutmut]",
             'source_paths = ["src/"]',
-            f"only_mutate = {toml_list(MUTATED)}",
+            f"only_mutate = {toml_list(mutated)}",
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
             # -n 0: one process (the conftest needs xdist loaded, not running); -x: the first failure kills
             'pytest_add_cli_args = ["-n", "0", "-x", "-q", "-p", "no:cacheprovider"]',
@@ -76,7 +76,7 @@ def config(tests: list[str]) -> str:
     )
 
 
-def build_workspace(workspace: Path, tests: list[str]) -> None:
+def build_workspace(workspace: Path, tests: list[str], mutated: list[str] = MUTATED) -> None:
     """A fresh workspace: the library under src/, the analysis tests and their conftest, the config."""
     if workspace.exists():
         shutil.rmtree(workspace)
@@ -95,15 +95,18 @@ def build_workspace(workspace: Path, tests: list[str]) -> None:
     shutil.copytree(ROOT / "workflow" / "schemas", workspace / "workflow" / "schemas")
     path, first, after = NOT_MUTATED_SPAN
     text = (workspace / path).read_text()
-    assert text.count(first) == 1 and text.count(after) == 1, f"{path}: the span not to mutate has moved"
-    text = text.replace(first, "# pragma: no mutate start\n" + first).replace(
-        after, "# pragma: no mutate end\n" + after
-    )
-    (workspace / path).write_text(text)
+    if path not in mutated:
+        first = after = ""
+    if first:
+        assert text.count(first) == 1 and text.count(after) == 1, f"{path}: the span not to mutate has moved"
+        text = text.replace(first, "# pragma: no mutate start\n" + first).replace(
+            after, "# pragma: no mutate end\n" + after
+        )
+        (workspace / path).write_text(text)
     missing = [t for t in tests if not (workspace / t).exists()]
     if missing:
         sys.exit(f"test files not found: {missing}")
-    (workspace / "pyproject.toml").write_text(config(tests))
+    (workspace / "pyproject.toml").write_text(config(tests, mutated))
 
 
 def mutmut(workspace: Path, *args: str, capture: bool = False) -> str:
@@ -142,6 +145,9 @@ def summary(status: dict[str, str]) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", nargs="+", default=TESTS, help="test files (repository paths under tests/analysis/)")
+    parser.add_argument(
+        "--mutate", nargs="+", default=MUTATED, help="library files to mutate (src/dispatchprof/... as in MUTATED)"
+    )
     parser.add_argument("--output", type=Path, help="write the summary as JSON here")
     parser.add_argument(
         "--workspace", type=Path, default=WORKSPACE, help=f"where to build it (default {WORKSPACE.relative_to(ROOT)})"
@@ -152,7 +158,7 @@ def main() -> None:
     if args.summary_only:
         print(json.dumps(summary(statuses(workspace)), indent=1))
         return
-    build_workspace(workspace, args.tests)
+    build_workspace(workspace, args.tests, args.mutate)
     started = time.monotonic()
     mutmut(workspace, "run", "--max-children", "1")
     result = summary(statuses(workspace))
