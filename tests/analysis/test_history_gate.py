@@ -145,3 +145,33 @@ def test_any_series_ends_in_a_verdict(values, better):
     assert result["verdict"] in ("regressed", "improved", "unchanged", "inconclusive")
     for metric in result["metrics"]:
         assert metric["verdict"] in ("regressed", "improved", "unchanged", "inconclusive")
+
+
+def test_explained_by_takes_the_reference_since_the_change_point_and_the_floor():
+    """Hand-built table: a busy time that stepped up 4 runs ago (the reference starts there), a per-rank latency that
+    moved (recorded, not an explanation), a 2 us wobble (under the 1% floor of a 1000 us kernel) and a cause."""
+    from dispatchprof.analysis.history import explained_by
+
+    runs = [f"r{i}" for i in range(8)]
+    table = pd.DataFrame(
+        {
+            "latency.kernel.median": [1000.0] * 7 + [1100.0],
+            "pmu.rank3.Send.busy_us": [100.0, 100.0, 100.0, 100.0, 200.0, 201.0, 199.0, 260.0],
+            "pmu.rank4.Send.busy_us": [50.0, 50.5, 49.5, 50.0, 50.2, 49.8, 50.1, 52.0],
+            "pmu.Send.icache_miss": [0.02, 0.021, 0.019, 0.02, 0.02, 0.021, 0.019, 0.03],
+            "latency.rank3.median": [1000.0] * 7 + [1100.0],
+            "cause.own_work.rank3": [0.0] * 7 + [40.0],
+        },
+        index=runs,
+    )
+    kinds = ["metric", "layer", "layer", "layer", "layer", "cause"]
+    info = pd.DataFrame({"kind": kinds, "better": ["lower", "", "", "", "", "lower"]}, index=table.columns)
+    moved = explained_by(table, info, "latency.kernel.median", "r4", 0.01, 1000.0)
+    names = [m["metric"] for m in moved]
+    assert names == ["cause.own_work.rank3", "pmu.rank3.Send.busy_us", "pmu.Send.icache_miss"]
+    busy = moved[1]
+    assert busy["reference"] == 200.0 and busy["change"] == 60.0  # against the runs since r4, the newest left out
+    # over every run, the step before r4 is noise 3 spreads wide: the busy time no longer stands out
+    whole = explained_by(table, info, "latency.kernel.median", None, 0.01, 1000.0)
+    assert [m["metric"] for m in whole] == ["cause.own_work.rank3", "pmu.Send.icache_miss"]
+    assert explained_by(table.iloc[:1], info, "latency.kernel.median", None, 0.01, 1000.0) == []

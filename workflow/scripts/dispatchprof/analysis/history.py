@@ -253,7 +253,7 @@ def run_verdict(metrics: list[dict[str, Any]]) -> str:
 
 
 def explained_by(
-    table: pd.DataFrame, info: pd.DataFrame, metric: str, since: Any, min_change: float = 0.0, kernel_us: float = 0.0
+    table: pd.DataFrame, info: pd.DataFrame, metric: str, since: Any, min_change: float, kernel_us: float
 ) -> list[dict[str, Any]]:
     """The layers' numbers that moved with ``metric``: causes first, then the rest, the largest move first; a
     number moves when the newest run is more than 3 run-to-run spreads from its reference mean and by at least the
