@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,76 @@ def test_explained_by_takes_the_reference_since_the_change_point_and_the_floor()
     whole = explained_by(table, info, "latency.kernel.median", None, 0.01, 1000.0)
     assert [m["metric"] for m in whole] == ["cause.own_work.rank3", "pmu.Send.icache_miss"]
     assert explained_by(table.iloc[:1], info, "latency.kernel.median", None, 0.01, 1000.0) == []
+
+
+def test_decide_is_the_textbook_prediction_interval_widened_by_welch():
+    """Without the newest run's own CI, the test is the t prediction interval of a new value from n earlier ones
+    (t = (x - mean) / (s sqrt(1 + 1/n)), n - 1 degrees of freedom); with it, Welch-Satterthwaite by hand."""
+    from scipy import stats
+
+    from dispatchprof.analysis.history import decide
+
+    reference = np.array([10.0, 12.0, 11.0, 13.0, 9.0])  # mean 11, s = sqrt(2.5)
+    plain = decide(reference, 16.0, 0.0, "lower", 0.1)
+    t = 5.0 / (np.sqrt(2.5) * np.sqrt(1 + 1 / 5))
+    assert plain["p"] == pytest.approx(2 * stats.t.sf(t, 4), rel=1e-12)
+    assert plain["df"] == pytest.approx(4.0)
+    assert (plain["reference"], plain["newest"], plain["change"], plain["runs"]) == (11.0, 16.0, 5.0, 5)
+    assert plain["spread"] == pytest.approx(np.sqrt(2.5)) and plain["worse"] is True
+    widened = decide(reference, 16.0, 0.5, "lower", 0.1)
+    between, own = 2.5 * 1.2, 0.25
+    assert widened["scale"] == pytest.approx(np.sqrt(between + own))
+    assert widened["df"] == pytest.approx(4 * (1 + own / between) ** 2)
+    assert widened["p"] == pytest.approx(2 * stats.t.sf(5.0 / np.sqrt(3.25), 4 * (1 + own / between) ** 2))
+    assert decide(reference, 6.0, 0.0, "lower", 0.1)["worse"] is False
+    assert decide(reference, 11.0, 0.0, "higher", 0.1)["worse"] is False  # no change is not worse either way
+    assert decide(reference, 10.0, 0.0, "higher", 0.1)["worse"] is True
+    flat = decide(np.array([5.0, 5.0, 5.0]), 5.0, 0.0, "lower", 0.1)
+    assert flat["p"] == 1.0 and flat["df"] is None  # no noise, no change
+    assert decide(np.array([5.0, 5.0, 5.0]), 5.5, 0.0, "lower", 0.1)["p"] == 0.0
+
+
+def test_holm_levels_and_stop_in_the_input_order():
+    from dispatchprof.analysis.history import _holm
+
+    got = _holm([0.03, 0.001, 0.5, 0.02], 0.05)
+    assert [r for r, _ in got] == [False, True, False, False]  # 0.02 > 0.05/3 stops the walk
+    assert [lvl for _, lvl in got] == pytest.approx([0.025, 0.0125, 0.05, 0.05 / 3])
+    assert [r for r, _ in _holm([0.0125, 0.05 / 3, 0.025, 0.05], 0.05)] == [True] * 4  # at the level: rejected
+    assert _holm([], 0.05) == []
+
+
+def test_verdict_words_at_their_boundaries():
+    from dispatchprof.analysis.history import _verdict
+
+    base = {"change": 2.0, "floor": 2.0, "scale": 1.0, "df": None, "worse": True}
+    assert _verdict(base, True, 0.01)["verdict"] == "regressed"  # a change of exactly the floor is called
+    assert _verdict({**base, "worse": False}, True, 0.01)["verdict"] == "improved"
+    assert _verdict({**base, "change": 1.99}, True, 0.01)["verdict"] == "unchanged"
+    smallest = _verdict(base, False, 0.01)["smallest_visible"]
+    from scipy import stats
+
+    assert smallest == pytest.approx(stats.norm.isf(0.005))  # normal tail without degrees of freedom
+    assert _verdict({**base, "change": 2.5}, False, 0.01)["verdict"] == "unchanged"
+    assert _verdict({**base, "change": 3.0}, False, 0.01)["verdict"] == "inconclusive"
+    assert _verdict({**base, "df": 3.0}, False, 0.01)["smallest_visible"] == pytest.approx(stats.t.isf(0.005, 3))
+
+
+def test_gate_record_after_a_step_names_since_trend_and_reference():
+    rng = np.random.default_rng(7)
+    values = list(1000 + 2 * rng.standard_normal(24))
+    values[12:] = [v + 60 for v in values[12:]]
+    rows = rows_of({"latency.kernel.median": values})
+    rows.loc[rows["run_id"] == "r023", ["ci_low", "ci_high"]] = [values[-1] - 1.0, values[-1] + 1.0]
+    result = gate(rows, "r023", GateSettings())
+    head = result["metrics"][0]
+    assert result["change_points"] == ["r012"] and head["since"] == "r012"
+    assert head["runs"] == 11 and head["reference"] == pytest.approx(np.mean(values[12:23]))
+    assert head["verdict"] == "unchanged" and result["verdict"] == "unchanged"
+    assert result["compared_runs"] == 23 and result["not_comparable"] == []
+    points = result["trend"]["runs"]
+    assert [p["run_id"] for p in points] == [f"r{i:03d}" for i in range(24)]
+    assert points[-1]["value"] == pytest.approx(values[-1]) and points[-1]["ci_low"] == pytest.approx(values[-1] - 1)
+    assert points[0]["ci_low"] is None and points[0]["recorded_at"] == "2026-12-01T00:00:00"
+    short = gate(rows, "r023", GateSettings(window=6))
+    assert short["compared_runs"] == 6 and len(short["trend"]["runs"]) == 7
