@@ -74,14 +74,15 @@ class Drawn:
         return self.ts + self.dur
 
 
-def drawn_launches(tracks: Sequence[RankTrack]) -> dict[int, dict[int, Drawn]]:
-    """launch -> rank -> its drawn slices."""
+def drawn_launches(tracks: Sequence[RankTrack], wanted: set[int]) -> dict[int, dict[int, Drawn]]:
+    """launch -> rank -> its drawn slices, for the ``wanted`` launches only (those a cause struck or a mark shows)."""
     out: dict[int, dict[int, Drawn]] = {}
     for t in tracks:
-        barrier = {launch: (ts, dur) for ts, dur, launch in t.barriers()}
+        barrier = {launch: (ts, dur) for ts, dur, launch in t.barriers() if launch in wanted}
         for ts, dur, launch in zip(t.ts_us, t.dur_us, t.launch):
-            bts, bdur = barrier.get(launch, (None, None))
-            out.setdefault(launch, {})[t.rank] = Drawn(ts, dur, bts, bdur)
+            if launch in wanted:
+                bts, bdur = barrier.get(launch, (None, None))
+                out.setdefault(launch, {})[t.rank] = Drawn(ts, dur, bts, bdur)
     return out
 
 
@@ -133,7 +134,8 @@ def cause_events(
     """The causes process's events (metadata, slices, marks) and the flows; and what the metadata says of them."""
     if not causes and not any(v is not None for v in marked.values()):
         return [], {}
-    drawn = drawn_launches(tracks)
+    wanted = {k for c in causes for k in c.launches} | {k for k in marked.values() if k is not None}
+    drawn = drawn_launches(tracks, wanted)
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": CAUSES_PID, "tid": 0, "args": {"name": "causes (cost account)"}},
         {"name": "process_sort_index", "ph": "M", "pid": CAUSES_PID, "tid": 0, "args": {"sort_index": -1}},
