@@ -249,14 +249,18 @@ def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_co
     assert [(e["pid"], e["ph"], e.get("args", {}).get("launch")) for e in events] == [
         (1, "M", None),
         (1, "M", None),
+        (1, "M", None),
         (1, "X", 0),
         (1, "X", 1),
+        (3, "M", None),
         (3, "M", None),
         (3, "M", None),
         (3, "X", 0),
         (3, "X", 1),
     ]
-    assert events[0]["args"]["name"] == "rank 1 (node None, device None)" and events[2]["name"] == "target kernel"
+    assert (
+        events[0]["args"]["name"] == "node None / rank 1 (host, device None)" and events[3]["name"] == "target kernel"
+    )
     assert merged_trace({c: v[:0] for c, v in used.items()}, {}, 0, 0, toolchain="none").as_dict()["traceEvents"] == []
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
@@ -20,6 +20,7 @@ import numpy as np
 from dispatchprof.analysis.order_stats import sorted_median, sorted_percentile
 from dispatchprof.analysis.rank_identity import RankAssignment, RankSource, why_unmapped
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
+from dispatchprof.analysis.trace_causes import TraceCause, cause_events
 
 if TYPE_CHECKING:
     import pyarrow as pa  # the merge job's tables; nothing here imports pyarrow or pandas at run time
@@ -414,7 +415,9 @@ def since_first_start(columns: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> d
 
 @dataclass
 class RankTrack:
-    """One rank's row of the merged trace: its target launches drawn as complete events (µs on the trace's clock)."""
+    """One rank's row of the merged trace (µs on the trace's clock): its target launches as complete events on thread
+    0, and on thread 1 the barrier kernel the timeline read before each (its duration is the rank's wait there, the
+    launch's arrival its start: an instant event "arrival"), where the table has it."""
 
     rank: int
     label: str
@@ -423,12 +426,28 @@ class RankTrack:
     dur_us: list[float]
     launch: list[int]
     gap_us: list[float | None]
+    node: int = 0
+    barrier: str | None = None  # the barrier kernel's name (timeline.barrier_kernel); None: no barrier drawn
+    barrier_ts_us: list[float | None] | None = None  # per drawn launch, None where that launch has no barrier
+    barrier_dur_us: list[float | None] | None = None
 
     def metadata_events(self) -> list[dict[str, Any]]:
-        return [
+        events = [
             {"name": "process_name", "ph": "M", "pid": self.rank, "tid": 0, "args": {"name": self.label}},
             {"name": "process_sort_index", "ph": "M", "pid": self.rank, "tid": 0, "args": {"sort_index": self.rank}},
+            {"name": "thread_name", "ph": "M", "pid": self.rank, "tid": 0, "args": {"name": "device: target kernel"}},
         ]
+        if self.barriers():
+            events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": self.rank,
+                    "tid": 1,
+                    "args": {"name": f"device: {self.barrier} (barrier wait; start = arrival)"},
+                }
+            )
+        return events
 
     def launch_events(self) -> Iterator[dict[str, Any]]:
         for ts, dur, launch, gap in zip(self.ts_us, self.dur_us, self.launch, self.gap_us):
@@ -442,16 +461,51 @@ class RankTrack:
                 "args": {"launch": launch, "gap_us": gap},
             }
 
+    def barriers(self) -> list[tuple[float, float, int]]:
+        """(ts, dur, launch) of each drawn launch's barrier kernel."""
+        if self.barrier is None or self.barrier_ts_us is None or self.barrier_dur_us is None:
+            return []
+        return [
+            (ts, dur, launch)
+            for ts, dur, launch in zip(self.barrier_ts_us, self.barrier_dur_us, self.launch)
+            if ts is not None and dur is not None
+        ]
+
+    def barrier_events(self) -> Iterator[dict[str, Any]]:
+        for ts, dur, launch in self.barriers():
+            yield {
+                "name": self.barrier,
+                "ph": "X",
+                "pid": self.rank,
+                "tid": 1,
+                "ts": ts,
+                "dur": dur,
+                "args": {"launch": launch, "wait_us": dur},
+            }
+            yield {
+                "name": "arrival",
+                "ph": "i",
+                "s": "t",
+                "pid": self.rank,
+                "tid": 1,
+                "ts": ts,
+                "args": {"launch": launch},
+            }
+
 
 @dataclass
 class ChromeTrace:
-    """A Chrome trace (Perfetto, chrome://tracing): a track per rank, and how the tracks were aligned."""
+    """A Chrome trace (Perfetto, chrome://tracing): a track per rank, the causes track and its flows (``extra``), and
+    how the tracks were aligned."""
 
     tracks: list[RankTrack]
-    metadata: dict[str, str]
+    metadata: dict[str, Any]
+    extra: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        events = [e for t in self.tracks for e in (*t.metadata_events(), *t.launch_events())]
+        events = [
+            e for t in self.tracks for e in (*t.metadata_events(), *t.launch_events(), *t.barrier_events())
+        ] + self.extra
         return {"displayTimeUnit": "ns", "traceEvents": events, "metadata": self.metadata}
 
     def json_text(self) -> str:
@@ -467,6 +521,17 @@ class ChromeTrace:
                     _json_numbers(track.ts_us), _json_numbers(track.dur_us), track.launch, _json_numbers(track.gap_us)
                 )
             )
+            drawn = track.barriers()
+            if drawn:
+                ts_text, dur_text = _json_numbers([b[0] for b in drawn]), _json_numbers([b[1] for b in drawn])
+                head = f'{{"name": {json.dumps(track.barrier)}, "ph": "X", "pid": {track.rank}, "tid": 1, "ts": '
+                mark = f'{{"name": "arrival", "ph": "i", "s": "t", "pid": {track.rank}, "tid": 1, "ts": '
+                parts.extend(
+                    f'{head}{ts}, "dur": {dur}, "args": {{"launch": {b[2]}, "wait_us": {dur}}}}}, '
+                    f'{mark}{ts}, "args": {{"launch": {b[2]}}}}}'
+                    for ts, dur, b in zip(ts_text, dur_text, drawn)
+                )
+        parts.extend(json.dumps(e) for e in self.extra)
         return (
             f'{{"displayTimeUnit": "ns", "traceEvents": [{", ".join(parts)}], "metadata": {json.dumps(self.metadata)}}}'
         )
@@ -490,9 +555,14 @@ def merged_trace(
     toolchain: str,
     node_drift_ppm: Mapping[int, float] | None = None,
     drift_reference_us: float = 0.0,
+    barrier_kernel: str | None = None,
+    causes: Sequence[TraceCause] = (),
+    marked: Mapping[str, int | None] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> ChromeTrace:
     """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
-    there is no previous used launch). Without ``node_offset_us`` each rank is shifted so that its used launch
+    there is no previous used launch; barrier_start_ns and barrier_dur_ns, NaN where missing, draw the barrier kernel
+    ``barrier_kernel`` read before each launch). Without ``node_offset_us`` each rank is shifted so that its used launch
     ``align_launch`` ends at t=0: ranks on different hosts become comparable by launch, not by clock. With the
     estimated node clock offsets (analysis.waits), every rank's clock is corrected instead and one zero is shared
     (the earliest end of launch ``align_launch``): ranks that wait for a late peer then show the wait as a later
@@ -500,66 +570,123 @@ def merged_trace(
     statistics use all. ``toolchain`` goes into the metadata: the trace is opened in a viewer, apart from the report
     that says whether its numbers are simulated. ``node_drift_ppm`` (with the offsets; a drift the fit left unresolved
     is left out) corrects each node's clock rate as well: a node's clock is then off by offset + drift x (t -
-    ``drift_reference_us``), t in µs after the first start."""
+    ``drift_reference_us``), t in µs after the first start. ``causes``: the cost account's named causes, each drawn on
+    the causes track in the drawn launches it struck, with flows to the ranks that waited for it (trace_causes);
+    ``marked``: launches to mark there (the report's picture: typical, costliest); ``metadata``: more of it (the clock
+    correction, the workflow's commit)."""
     order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
     new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
     groups = [
         (int(used["rank"][rows[0]]), rows) for rows in np.split(order, new_rank) if len(rows)
     ]  # (rank, its rows in launch order)
-    offsets = node_offset_us or {}
-    shift = {r: int(round(1000 * offsets.get(int(ranks.get(r, {}).get("node") or 0), 0.0))) for r, _ in groups}
-    start_ns, dur_ns, launch = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"]), np.asarray(used["launch"])
-    gap_us = np.asarray(used["gap_ns"], dtype=float) / 1000
-
-    drifts = node_drift_ppm or {}
-    rate = {r: drifts.get(int(ranks.get(r, {}).get("node") or 0), 0.0) * 1e-6 for r, _ in groups}
-    reference_ns = drift_reference_us * 1000.0
-
-    def drift_ns(rank: int, t_ns: np.ndarray) -> np.ndarray:
-        """What the node's clock rate has added by these times of its clock (ns, rounded): 0 without a drift."""
-        if not rate[rank]:
-            return np.zeros(len(t_ns), dtype=np.int64)
-        return np.round(rate[rank] * (t_ns.astype(float) - shift[rank] - reference_ns)).astype(np.int64)
-
-    def end_of_anchor(rows: np.ndarray, rank: int) -> int:
-        anchor = rows[min(align_launch, len(rows) - 1)]
-        return int(start_ns[anchor]) + int(dur_ns[anchor]) - int(drift_ns(rank, start_ns[anchor : anchor + 1])[0])
-
-    common_zero = (
-        min((end_of_anchor(rows, r) - shift[r] for r, rows in groups), default=0)
-        if node_offset_us is not None
-        else None
-    )
-    tracks = []
-    for rank, rows in groups:
-        info = ranks.get(rank, {})
-        zero = common_zero + shift[rank] if common_zero is not None else end_of_anchor(rows, rank)
-        shown = rows if max_launches <= 0 else rows[:max_launches]
-        tracks.append(
-            RankTrack(
-                rank=rank,
-                label=f"rank {rank} (node {info.get('node')}, device {info.get('device')})",
-                kernel=info.get("symbol") or "target kernel",
-                # integer ns minus the zero, then one division: exact up to the float's rounding of the quotient
-                ts_us=[
-                    (int(s) - zero - int(d)) / 1000
-                    for s, d in zip(start_ns[shown].tolist(), drift_ns(rank, start_ns[shown]).tolist())
-                ],
-                dur_us=[int(d) / 1000 for d in dur_ns[shown].tolist()],
-                launch=launch[shown].tolist(),
-                gap_us=[None if g != g else g for g in gap_us[shown].tolist()],
-            )
-        )
+    clock = TraceClock.of(used, ranks, groups, align_launch, node_offset_us, node_drift_ppm, drift_reference_us)
+    has_barrier = barrier_kernel is not None and "barrier_start_ns" in used and "barrier_dur_ns" in used
+    tracks = [
+        rank_track(used, ranks.get(rank, {}), rank, rows if max_launches <= 0 else rows[:max_launches], clock)
+        for rank, rows in groups
+    ]
+    if has_barrier:
+        for track, (rank, rows) in zip(tracks, groups):
+            shown = rows if max_launches <= 0 else rows[:max_launches]
+            track.barrier = barrier_kernel
+            track.barrier_ts_us, track.barrier_dur_us = barrier_times(used, shown, rank, clock)
     scope = (
         "every used launch"
         if max_launches <= 0
         else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
     )
     aligned = (
-        f"node clocks corrected by the estimated offsets{' and drifts' if any(drifts.values()) else ''} "
+        f"node clocks corrected by the estimated offsets{' and drifts' if any(clock.drifts.values()) else ''} "
         f"(timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
         if node_offset_us is not None
         else f"end of used launch {align_launch} of every rank = 0 us"
     )
     aligned += " (used launches follow the timeline.skip_launches left out; args.launch counts every launch)"
-    return ChromeTrace(tracks, {"toolchain": toolchain, "aligned_on": aligned, "launches_drawn": scope})
+    extra, said = cause_events(tracks, causes, marked or {})
+    meta: dict[str, Any] = {"toolchain": toolchain, "aligned_on": aligned, "launches_drawn": scope}
+    meta.update({**(metadata or {}), **said})
+    return ChromeTrace(tracks, meta, extra)
+
+
+@dataclass
+class TraceClock:
+    """Each rank's zero (ns on its node clock) and drift correction on the merged trace's clock."""
+
+    zero: dict[int, int]
+    shift: dict[int, int]
+    rate: dict[int, float]
+    drifts: Mapping[int, float]
+    reference_ns: float
+
+    def drift_ns(self, rank: int, t_ns: np.ndarray) -> np.ndarray:
+        """What the node's clock rate has added by these times of its clock (ns, rounded): 0 without a drift."""
+        if not self.rate[rank]:
+            return np.zeros(len(t_ns), dtype=np.int64)
+        return np.round(self.rate[rank] * (t_ns.astype(float) - self.shift[rank] - self.reference_ns)).astype(np.int64)
+
+    def us(self, rank: int, t_ns: np.ndarray) -> list[float]:
+        """Integer ns minus the zero, then one division: exact up to the float's rounding of the quotient."""
+        zero = self.zero[rank]
+        return [(int(s) - zero - int(d)) / 1000 for s, d in zip(t_ns.tolist(), self.drift_ns(rank, t_ns).tolist())]
+
+    @staticmethod
+    def of(
+        used: Mapping[str, np.ndarray],
+        ranks: Mapping[int, Mapping[str, Any]],
+        groups: list[tuple[int, np.ndarray]],
+        align_launch: int,
+        node_offset_us: Mapping[int, float] | None,
+        node_drift_ppm: Mapping[int, float] | None,
+        drift_reference_us: float,
+    ) -> TraceClock:
+        offsets, drifts = node_offset_us or {}, node_drift_ppm or {}
+        node = {r: int(ranks.get(r, {}).get("node") or 0) for r, _ in groups}
+        shift = {r: int(round(1000 * offsets.get(node[r], 0.0))) for r, _ in groups}
+        rate = {r: drifts.get(node[r], 0.0) * 1e-6 for r, _ in groups}
+        clock = TraceClock({}, shift, rate, drifts, drift_reference_us * 1000.0)
+        start_ns, dur_ns = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"])
+
+        def end_of_anchor(rows: np.ndarray, rank: int) -> int:
+            anchor = rows[min(align_launch, len(rows) - 1)]
+            drift = int(clock.drift_ns(rank, start_ns[anchor : anchor + 1])[0])
+            return int(start_ns[anchor]) + int(dur_ns[anchor]) - drift
+
+        if node_offset_us is not None:
+            common = min((end_of_anchor(rows, r) - shift[r] for r, rows in groups), default=0)
+            clock.zero = {r: common + shift[r] for r, _ in groups}
+        else:
+            clock.zero = {r: end_of_anchor(rows, r) for r, rows in groups}
+        return clock
+
+
+def rank_track(
+    used: Mapping[str, np.ndarray], info: Mapping[str, Any], rank: int, shown: np.ndarray, clock: TraceClock
+) -> RankTrack:
+    """One rank's drawn target launches; its process named by node first, so that a viewer groups the nodes."""
+    start_ns, dur_ns = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"])
+    gap_us = np.asarray(used["gap_ns"], dtype=float)[shown] / 1000
+    host = f"host pid {info['pid']}" if info.get("pid") is not None else "host"
+    return RankTrack(
+        rank=rank,
+        label=f"node {info.get('node')} / rank {rank} ({host}, device {info.get('device')})",
+        kernel=info.get("symbol") or "target kernel",
+        ts_us=clock.us(rank, start_ns[shown]),
+        dur_us=[int(d) / 1000 for d in dur_ns[shown].tolist()],
+        launch=np.asarray(used["launch"])[shown].tolist(),
+        gap_us=[None if g != g else g for g in gap_us.tolist()],
+        node=int(info.get("node") or 0),
+    )
+
+
+def barrier_times(
+    used: Mapping[str, np.ndarray], shown: np.ndarray, rank: int, clock: TraceClock
+) -> tuple[list[float | None], list[float | None]]:
+    """The barrier kernel's start and duration (µs on the trace's clock) of each drawn launch; None where missing."""
+    start = np.asarray(used["barrier_start_ns"], dtype=float)[shown]
+    dur = np.asarray(used["barrier_dur_ns"], dtype=float)[shown]
+    ok = np.isfinite(start) & np.isfinite(dur)
+    ts = clock.us(rank, np.where(ok, start, 0).astype(np.int64))
+    return (
+        [t if k else None for t, k in zip(ts, ok.tolist())],
+        [int(d) / 1000 if k else None for d, k in zip(np.where(ok, dur, 0).astype(np.int64).tolist(), ok.tolist())],
+    )

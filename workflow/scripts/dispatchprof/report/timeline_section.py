@@ -74,6 +74,22 @@ def coverage_blocks(tl: dict[str, Any], timeline: dict[str, Any]) -> list[Any]:
             "muted",
         )
     )
+    if "straggler" in tl:
+        blocks.append(
+            Paragraph(
+                text(
+                    Strong("Look at it: "),
+                    "open the ",
+                    Link("merged timeline", timeline["trace"]),
+                    ' in ui.perfetto.dev or chrome://tracing. At the top, the process "causes (cost account)" has a '
+                    "thread per named cause with a slice in each drawn launch it struck (its saving there in the args) "
+                    "and arrows from the cause's rank to the ranks that waited for it; the report's typical and "
+                    'costliest launches are marked there. Each rank ("node k / rank r") shows the target kernel and, '
+                    "on its second thread, the barrier kernel: its start is the arrival, its length the wait.",
+                ),
+                "muted",
+            )
+        )
     if tl.get("coverage_rows"):
         header = ("node", "local rank", "global rank", "device", "pid", "PROF dir", "state", "detail")
         rows = tuple(

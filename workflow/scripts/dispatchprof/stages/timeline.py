@@ -7,7 +7,7 @@ No pandas, no pyarrow.compute: the merge reads the parse jobs' Parquet as numpy 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,7 @@ import pyarrow as pa
 from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis.rank_identity import Coverage, coverage_of, refused_sentence
+from dispatchprof.analysis.trace_causes import TraceCause
 from dispatchprof.analysis.timeline import (
     longest_duration,
     merged_call_chain,
@@ -241,7 +242,11 @@ def timeline_stats(
 
 
 def clock_corrected_trace(
-    run: StageRun, used: Mapping[str, np.ndarray], details: Mapping[int, Mapping[str, Any]], waited: Mapping[str, Any]
+    run: StageRun,
+    used: Mapping[str, np.ndarray],
+    details: Mapping[int, Mapping[str, Any]],
+    waited: Mapping[str, Any],
+    causes: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
     """The merged trace, on node clocks corrected by the waits' offsets and drifts when every node has one and the
     ranks are coupled (a pure barrier's ends), otherwise on the raw clocks."""
@@ -254,6 +259,7 @@ def clock_corrected_trace(
     reference = next(
         (c["reference_us"] for c in waited["node_clock"].values() if c.get("reference_us") is not None), 0.0
     )
+    picture = waited.get("launch_picture") or {}
     return merged_trace(
         used,
         details,
@@ -263,7 +269,55 @@ def clock_corrected_trace(
         toolchain=run.toolchain,
         node_drift_ppm=drifts if corrected else None,
         drift_reference_us=reference,
+        barrier_kernel=cfg["timeline"].get("barrier_kernel") or None,
+        causes=trace_causes(list(causes), waited.get("struck_by") or []),
+        marked={k: (picture.get(k) or {}).get("launch") for k in ("typical", "costliest")},
+        metadata={
+            "node_clock": {
+                str(n): {
+                    k: c.get(k)
+                    for k in ("offset_us", "drift_ppm", "drift_state", "release_skew_us", "spread_us")
+                    if k in c
+                }
+                for n, c in waited["node_clock"].items()
+            },
+            "clock_corrected": corrected,
+            "workflow_commit": None,  # not known to the merge job (its inputs record no commit of this workflow)
+        },
     )
+
+
+def cause_label(cause: Mapping[str, Any]) -> str:
+    """A named cause in a few words: its evidence and whose it is ("late arrival, rank 5")."""
+    what = str(cause["evidence"]).replace("_", " ")
+    if cause.get("node") is not None:
+        return f"{what}, node {cause['node']}"
+    ranks = list(cause.get("ranks") or [])
+    if not ranks:
+        return f"{what}, the whole group"
+    return f"{what}, rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+
+
+def trace_causes(named: Sequence[Mapping[str, Any]], struck_by: list[Any]) -> list[TraceCause]:
+    """The named causes with the launches each struck (waits.PerLaunch, in the same order), for the causes track: a
+    launch where its delay acted or where its replay saves time in either scope."""
+    out = []
+    for cause, per in zip(named, struck_by):
+        if per is None or per.launches is None:
+            continue
+        hit = np.asarray(per.struck, bool) | (np.asarray(per.period) > 0) | (np.asarray(per.timed) > 0)
+        out.append(
+            TraceCause(
+                label=cause_label(cause),
+                evidence=str(cause["evidence"]),
+                ranks=[int(r) for r in cause.get("ranks") or []],
+                cost_us_per_launch=float(cause["cost_us_per_launch"]),
+                launches=[int(x) for x in np.asarray(per.launches)[hit].tolist()],
+                period_us=[round(float(x), 3) for x in np.asarray(per.period)[hit].tolist()],
+                timed_us=[round(float(x), 3) for x in np.asarray(per.timed)[hit].tolist()],
+            )
+        )
+    return out
 
 
 def timeline(run: StageRun) -> Status:
@@ -300,7 +354,7 @@ def timeline(run: StageRun) -> Status:
     used = used_launches(read_parquet(p, LAUNCH_COLUMNS) for p in run.inputs["launches"])
     baseline = read_json(run.inputs["baseline_stats"])
     stats, waited = timeline_stats(run, parts, fold_, used, details, baseline)
-    trace = clock_corrected_trace(run, used, details, waited)
+    trace = clock_corrected_trace(run, used, details, waited, stats["causes"])
     stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)
     write_text_atomic(run.outputs["trace"], trace.json_text() + "\n")  # tens of thousands of events: no pretty-printing

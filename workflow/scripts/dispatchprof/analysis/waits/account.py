@@ -29,6 +29,7 @@ class Account:
         np.ndarray
     )  # [row, rank] end minus the row's last kernel start (corrected clocks): the rank's time in the kernel
     kernel: np.ndarray  # [row] the group's kernel time: last end minus last start
+    launches: np.ndarray | None = None  # [row] the launch index of each row (the merged trace's causes track)
 
     @property
     def rows(self) -> int:
@@ -74,7 +75,7 @@ def account(g: LaunchGrid, correction: np.ndarray, skew_us: float = 0.0) -> Acco
         if g.has_barrier
         else "clock-corrected ends within a node"
     )
-    return Account(arrival, end, excess[rows], follows, how, end_how, g.has_barrier, body, kernel)
+    return Account(arrival, end, excess[rows], follows, how, end_how, g.has_barrier, body, kernel, launches)
 
 
 def top_two(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ from dispatchprof.formats.ranklog import name_ranks
 from dispatchprof.analysis.waits.account import Account, account
 from dispatchprof.analysis.waits.candidates import candidates
 from dispatchprof.analysis.waits.clocks import node_clocks, release_skew
-from dispatchprof.analysis.waits.costing import costed, duration_excess, excess
+from dispatchprof.analysis.waits.costing import PER_LAUNCH, PerLaunch, costed, duration_excess, excess
 from dispatchprof.analysis.waits.coupling import coupling
 from dispatchprof.analysis.waits.in_kernel import in_kernel, is_group_wait
 from dispatchprof.analysis.waits.naming import by_cost, covered
@@ -93,11 +93,13 @@ def awaited(
     boot: Mapping[str, int] | None = None,
     clocks: Mapping[str, Any] | None = None,
     missing_ranks: Sequence[int] = (),
+    struck_by: list[PerLaunch | None] | None = None,
 ) -> dict[str, Any]:
     """The cost account: every cause with its cost, ranked by cost, and the top one as the straggler:
     ``{rank, ranks, node, evidence, fraction, cost..., causes,
     unnamed, ...}``; the explanations are report/cause_text's. ``missing_ranks``: ranks of the world without data
-    (listed_on_partial_coverage)."""
+    (listed_on_partial_coverage). ``struck_by``, where given, is filled with each named cause's launches (PerLaunch,
+    in the order of ``causes``; None for a cause the replay did not cost): the merged trace's causes track."""
     boot = {"resamples": 2000, "seed": 0, **(boot or {})}
     acc = account(g, correction, release_skew(clocks) if clocks else 0.0)
     # Ranks shown to run independently wait for nobody: no group time to account. Unknown coupling (say, no barrier
@@ -126,6 +128,10 @@ def awaited(
     unnamed = [c for c in costs if not c["named"] and c is not group_wait][:10]  # the group's wait names nobody to list
     # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
     blamed = {r for c in named + unnamed for r in c["ranks"]}
+    if struck_by is not None:
+        struck_by.extend(c.get(PER_LAUNCH) for c in named)
+    for c in costs:  # numpy arrays: never in the account as written
+        c.pop(PER_LAUNCH, None)
     return {
         **answer_of(named),
         "causes": named,
@@ -243,7 +249,8 @@ def analyse(
     heat map, and the picture of a typical and the costliest launch."""
     clocks, correction = node_clocks(g)
     couple = coupling(g)
-    strag = awaited(g, correction, couple, waits, bootstrap, clocks, missing_ranks)
+    struck_by: list[PerLaunch | None] = []
+    strag = awaited(g, correction, couple, waits, bootstrap, clocks, missing_ranks, struck_by)
     if missing_ranks:
         strag["coverage_note"] = (
             f"{name_ranks(missing_ranks).capitalize()} without data: the awaited rank may be among them"
@@ -255,4 +262,5 @@ def analyse(
         "straggler": strag,
         "entry_wait_heatmap": entry_wait_grid(g, correction),
         "launch_picture": launch_picture(g, correction, clocks, strag["causes"]),
+        "struck_by": struck_by,  # per named cause, its launches (the merged trace's); not written to the stats
     }

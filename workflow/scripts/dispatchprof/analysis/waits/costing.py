@@ -74,6 +74,21 @@ def kind_backgrounds(raw: list[tuple[Candidate, np.ndarray, np.ndarray]], world:
     return background
 
 
+PER_LAUNCH = "_per_launch"  # a costed cause's PerLaunch, taken out before the account is written (awaited.struck_by)
+
+
+@dataclass(frozen=True)
+class PerLaunch:
+    """Where a costed cause struck, launch by launch (the rows of its replay): the merged trace's causes track. Its
+    ``period``/``timed`` are the replay's savings per launch before the background is taken off (the cost is their
+    mean less the background)."""
+
+    launches: np.ndarray | None  # [row] launch index; None where the replay's rows were not numbered
+    struck: np.ndarray  # [row] bool: the candidate's delay acted
+    period: np.ndarray  # [row] µs: the launch period's saving without it
+    timed: np.ndarray  # [row] µs: the timed scope's saving
+
+
 @dataclass(frozen=True)
 class Replay:
     """The launches a cost replays, as the graph every kind of cause is a delay in: per row the arrivals at the barrier
@@ -87,17 +102,31 @@ class Replay:
     world: int
     n_nodes: int
     coupled: bool = True
+    launches: np.ndarray | None = None  # [row] the launch index of each row, where known
 
     @staticmethod
     def of(acc: Account, nodes: np.ndarray) -> Replay:
         return Replay(
-            Maxima(acc.arrival, nodes), Maxima(acc.end, nodes), acc.rows, acc.arrival.shape[1], len(np.unique(nodes))
+            Maxima(acc.arrival, nodes),
+            Maxima(acc.end, nodes),
+            acc.rows,
+            acc.arrival.shape[1],
+            len(np.unique(nodes)),
+            launches=acc.launches,
         )
 
     @staticmethod
-    def of_durations(durations: np.ndarray, nodes: np.ndarray) -> Replay:
+    def of_durations(durations: np.ndarray, nodes: np.ndarray, launches: np.ndarray | None = None) -> Replay:
         longest = Maxima(durations, nodes)
-        return Replay(longest, longest, len(durations), durations.shape[1], len(np.unique(nodes)), coupled=False)
+        return Replay(
+            longest,
+            longest,
+            len(durations),
+            durations.shape[1],
+            len(np.unique(nodes)),
+            coupled=False,
+            launches=launches,
+        )
 
     def savings(self, c: Candidate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per row, in the launch period and the timed scope: how much earlier the last arrival (the last end) comes
@@ -151,7 +180,9 @@ def replayed(
             continue
         ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
         ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
-        causes.append(cause_entry(c, replay, (cost, ci), (cost_timed, ci_timed), float(background[i, 0]), min_cost))
+        entry = cause_entry(c, replay, (cost, ci), (cost_timed, ci_timed), float(background[i, 0]), min_cost)
+        entry[PER_LAUNCH] = PerLaunch(replay.launches, c.struck, period, timed)
+        causes.append(entry)
     causes.sort(key=by_cost)
     return causes
 

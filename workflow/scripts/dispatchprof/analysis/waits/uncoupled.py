@@ -18,7 +18,8 @@ def longest_own_work(g: LaunchGrid, waits: Mapping[str, Any], boot: Mapping[str,
     longest rank's delay is its lead over the next-longest: removing it gives that back to the launch's longest
     duration (the per-iteration max). Costed as every kind is (costing.replayed), on the durations' replay: the same
     saving in both scopes, above the median of the same over the other ranks, and nobody waits for it."""
-    durations = g.duration[g.complete(g.duration)]
+    complete = g.complete(g.duration)
+    durations = g.duration[complete]
     n, world = durations.shape
     if not n or world < 2:
         return []
@@ -43,4 +44,4 @@ def longest_own_work(g: LaunchGrid, waits: Mapping[str, Any], boot: Mapping[str,
                 facts={"lead_us_median": float(np.median(lead[longest])), "spike_launches": 0, "not_coupled": True},
             )
         )
-    return replayed(Replay.of_durations(durations, g.nodes), cands, waits, boot)
+    return replayed(Replay.of_durations(durations, g.nodes, g.launches[complete]), cands, waits, boot)
