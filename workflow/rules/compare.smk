@@ -1,8 +1,12 @@
-# compare: controlled A/B comparisons between experiments (config compare: [[a, b], ...]).
+# compare: controlled A/B comparisons between experiments (config compare: [[a, b], ...]). A side may also be a
+# recorded results directory (a path: shell/compare_config.py): its files are inputs as they are, no rule makes them.
 
 
-def runs_of(experiment):
-    return [run for run, cfg in RUNS.items() if cfg["_experiment"] == experiment]
+def runs_of(side):
+    """The runs of a side: an experiment's repeats, or a recorded side's one run (named by its slug)."""
+    if side in RECORDED:
+        return [side]
+    return [run for run, cfg in RUNS.items() if cfg["_experiment"] == side]
 
 
 # The layers compared beside latency (analysis/compare_layers.py): each stage's status and the file its rows are
@@ -31,10 +35,34 @@ def layer_files(run):
     }
 
 
+# A recorded side's files, under its directory: every one it has is an input; those it lacks are params.missing
+# (a layer "not comparable: <file> missing", never a MissingInputException).
+RECORDED_FILES = {
+    "latency": "baseline/latency.parquet",
+    "baseline": "baseline/status.json",
+    "correctness": "correctness/status.json",
+    "build": "build/build.json",
+    "config": "config.json",
+    **LAYER_FILES,
+}
+
+
+def recorded_files(slug):
+    """(name -> path of the files the recorded side has, the names of those it lacks)."""
+    root = Path(RECORDED[slug])
+    have = {name: str(root / rel) for name, rel in RECORDED_FILES.items() if (root / rel).is_file()}
+    return have, sorted(set(RECORDED_FILES) - set(have))
+
+
 def comparison_inputs(wildcards):
     files = {}
     for side in ("a", "b"):
-        for run in runs_of(getattr(wildcards, side)):
+        slug = getattr(wildcards, side)
+        if slug in RECORDED:
+            have, _ = recorded_files(slug)
+            files.update({f"{side}_{name}_{slug}": path for name, path in have.items()})
+            continue
+        for run in runs_of(slug):
             files[f"{side}_latency_{run}"] = f"results/{run}/baseline/latency.parquet"
             files[f"{side}_baseline_{run}"] = f"results/{run}/baseline/status.json"
             files[f"{side}_correctness_{run}"] = f"results/{run}/correctness/status.json"
@@ -76,5 +104,13 @@ rule compare:
         a_runs=lambda w: runs_of(w.a),
         b_runs=lambda w: runs_of(w.b),
         expect=lambda w: EXPECTATIONS.get((w.a, w.b), {}),
+        recorded=lambda w: {
+            s: RECORDED[getattr(w, s)] for s in ("a", "b") if getattr(w, s) in RECORDED
+        },
+        missing=lambda w: {
+            s: {n: RECORDED_FILES[n] for n in recorded_files(getattr(w, s))[1]}
+            for s in ("a", "b")
+            if getattr(w, s) in RECORDED
+        },
     script:
         "../scripts/compare.py"

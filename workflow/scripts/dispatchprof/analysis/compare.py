@@ -47,6 +47,26 @@ def factor_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
 
 
+# Factors two sides must share to be compared at all (issue 59, item 6): what was measured (the shape's dimensions,
+# the cluster's size, the kernel) and with what (the toolchain: a simulated side against a measured one). The data's
+# seed and routing (shape.seed, shape.route) may differ: a warning, "inputs differ".
+REFUSING = ("shape.", "cluster.nodes", "cluster.ranks_per_node", "toolchain", "kernel.name")
+NOT_REFUSING = ("shape.seed", "shape.route")
+
+
+def refused_factors(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The factors of REFUSING in which the sides differ. A key only one side recorded (a recorded side without
+    config.json, an older run) is not said to differ: ``unchecked_factors`` names it."""
+    fa, fb = flatten(a), flatten(b)
+    return sorted(k for k in set(fa) & set(fb) if k.startswith(REFUSING) and k not in NOT_REFUSING and fa[k] != fb[k])
+
+
+def unchecked_factors(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The factors of REFUSING that one side does not record (so ``refused_factors`` could not check them)."""
+    fa, fb = flatten(a), flatten(b)
+    return sorted(k for k in set(fa) ^ set(fb) if k.startswith(REFUSING) and k not in NOT_REFUSING)
+
+
 def maxima(frame: pd.DataFrame) -> np.ndarray:
     """Per measured iteration, the max over ranks, from the tidy latency table of one scope."""
     f = frame.assign(in_average=~frame["warmup"])
