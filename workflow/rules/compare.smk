@@ -1,5 +1,6 @@
 # compare: controlled A/B comparisons between experiments (config compare: [[a, b], ...]). A side may also be a
 # recorded results directory (a path: shell/compare_config.py): its files are inputs as they are, no rule makes them.
+from dispatchprof.shell.compare_config import LAYER_FILES, recorded_inputs
 
 
 def runs_of(side):
@@ -9,23 +10,8 @@ def runs_of(side):
     return [run for run, cfg in RUNS.items() if cfg["_experiment"] == side]
 
 
-# The layers compared beside latency (analysis/compare_layers.py): each stage's status and the file its rows are
-# read from. Every stage writes both in every state (a placeholder when disabled or skipped), as the report reads
-# them; a stage that is not ok is a layer "not comparable", never a failed job. DebugClock with when: never is no
-# input at all.
-LAYER_FILES = {
-    "baseline_stats": "baseline/stats.json",
-    "timeline": "timeline/status.json",
-    "timeline_stats": "timeline/stats.json",
-    "pmu": "pmu/status.json",
-    "pmu_cores": "pmu/cores.parquet",
-    "pcsampling": "pcsampling/status.json",
-    "pcsampling_stalls": "pcsampling/stalls.json",
-    "debugclock": "debugclock/status.json",
-    "debugclock_segments": "debugclock/segments.parquet",
-}
-
-
+# The layers compared beside latency (analysis/compare_layers.py): LAYER_FILES, each stage's status and the file its
+# rows are read from (shell/compare_config.py).
 def layer_files(run):
     never = RUNS[run]["debugclock"]["when"] == "never"
     return {
@@ -35,23 +21,9 @@ def layer_files(run):
     }
 
 
-# A recorded side's files, under its directory: every one it has is an input; those it lacks are params.missing
-# (a layer "not comparable: <file> missing", never a MissingInputException).
-RECORDED_FILES = {
-    "latency": "baseline/latency.parquet",
-    "baseline": "baseline/status.json",
-    "correctness": "correctness/status.json",
-    "build": "build/build.json",
-    "config": "config.json",
-    **LAYER_FILES,
-}
-
-
 def recorded_files(slug):
-    """(name -> path of the files the recorded side has, the names of those it lacks)."""
-    root = Path(RECORDED[slug])
-    have = {name: str(root / rel) for name, rel in RECORDED_FILES.items() if (root / rel).is_file()}
-    return have, sorted(set(RECORDED_FILES) - set(have))
+    """(name -> path of the files a recorded side has, name -> file of those it lacks): shell/compare_config.py."""
+    return recorded_inputs(RECORDED[slug])
 
 
 def comparison_inputs(wildcards):
@@ -108,9 +80,7 @@ rule compare:
             s: RECORDED[getattr(w, s)] for s in ("a", "b") if getattr(w, s) in RECORDED
         },
         missing=lambda w: {
-            s: {n: RECORDED_FILES[n] for n in recorded_files(getattr(w, s))[1]}
-            for s in ("a", "b")
-            if getattr(w, s) in RECORDED
+            s: recorded_files(getattr(w, s))[1] for s in ("a", "b") if getattr(w, s) in RECORDED
         },
     script:
         "../scripts/compare.py"

@@ -16,8 +16,39 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
-# The files of a run's directory the comparison reads (besides the layer files of rules/compare.smk's LAYER_FILES).
-CONFIG_FILE = "config.json"
+# The layers compared beside latency (analysis/compare_layers.py): each stage's status and the file its rows are
+# read from. Every stage writes both in every state (a placeholder when disabled or skipped), as the report reads
+# them; a stage that is not ok is a layer "not comparable", never a failed job. DebugClock with when: never is no
+# input at all.
+LAYER_FILES = {
+    "baseline_stats": "baseline/stats.json",
+    "timeline": "timeline/status.json",
+    "timeline_stats": "timeline/stats.json",
+    "pmu": "pmu/status.json",
+    "pmu_cores": "pmu/cores.parquet",
+    "pcsampling": "pcsampling/status.json",
+    "pcsampling_stalls": "pcsampling/stalls.json",
+    "debugclock": "debugclock/status.json",
+    "debugclock_segments": "debugclock/segments.parquet",
+}
+# Every file of a run's directory the comparison reads, by the compare job's input name (<side>_<name>_<run>).
+RECORDED_FILES = {
+    "latency": "baseline/latency.parquet",
+    "baseline": "baseline/status.json",
+    "correctness": "correctness/status.json",
+    "build": "build/build.json",
+    "config": "config.json",
+    **LAYER_FILES,
+}
+
+
+def recorded_inputs(directory: str | Path) -> tuple[dict[str, str], dict[str, str]]:
+    """A recorded side's files: (name -> path of those it has, name -> file of those it lacks). The first are the
+    compare job's inputs; the second reach it as a param, each a layer "not comparable: <file> missing" (never a
+    MissingInputException: a copy may have left a file out)."""
+    root = Path(directory)
+    have = {name: str(root / rel) for name, rel in RECORDED_FILES.items() if (root / rel).is_file()}
+    return have, {name: rel for name, rel in RECORDED_FILES.items() if name not in have}
 
 
 def is_recorded(side: str) -> bool:
@@ -80,6 +111,11 @@ def comparison_problems(config: Mapping[str, Any], workdir: Path) -> list[str]:
                 other = slugs.setdefault(side_slug(side), side)
                 if not side_slug(side):
                     problems.append(f"compare: {side!r} names no directory")
+                elif side_slug(side) in names:
+                    problems.append(
+                        f"compare: {side!r} would be written as {side_slug(side)!r}, an experiment's name: name it "
+                        "by a longer path (e.g. with its parent directory)"
+                    )
                 elif Path(other) != Path(side) and (workdir / other).resolve() != (workdir / side).resolve():
                     problems.append(
                         f"compare: {other!r} and {side!r} would both be written as {side_slug(side)!r}: "

@@ -42,9 +42,9 @@ def read_layer(
     """One run's table of one layer, or None and why not (``missing``: a recorded side's absent files, by input
     name, e.g. pmu_cores -> pmu/cores.parquet)."""
     status_key, file_key, reader = READERS[data]
-    for key in (status_key, file_key):
-        if missing and key in missing:
-            return None, f"{run}: {missing[key]} missing"
+    lacking = [f"{missing[key]} missing" for key in (status_key, file_key) if missing and key in missing]
+    if lacking:
+        return None, f"{run}: {', '.join(lacking)}"
     status_path = inputs.get(f"{side}_{status_key}_{run}")
     if status_path is None:
         return None, f"{run}: {data} is not run (debugclock.when: never)"
