@@ -27,6 +27,15 @@ READERS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
 }
 
 
+LATENCY_COLUMNS = ["scope", "rank", "iteration", "warmup", "us"]
+
+
+def read_latency(path: str) -> pd.DataFrame:
+    """The columns of a side's latency table the comparison reads, its scope as a category: a fifth of the time of
+    the whole table with its strings (benchmarks/compare_scale.py)."""
+    return pd.read_parquet(path, columns=LATENCY_COLUMNS, read_dictionary=["scope"])
+
+
 def safe_status(path: str) -> Status:
     """An input's status, or for a file that is not where a stage's status lives (a recorded side copied to a
     directory of another layout) one that says it cannot be read."""
@@ -67,7 +76,7 @@ def load_side(
     out = cl.Side(label)
     for i, run in enumerate(runs):
         for name, data, reader, into in (
-            ("latency", "latency", pd.read_parquet, out.latency),
+            ("latency", "latency", read_latency, out.latency),
             ("baseline_stats", "baseline", lambda p: json.loads(Path(p).read_text()), out.baseline),
         ):
             path = inputs.get(f"{side}_{name}_{run}")
