@@ -1,8 +1,19 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dispatchprof.analysis.compare import bootstrap_percentiles, compare, diff_ci, factor_differences, verdict
+from dispatchprof.analysis.compare import (
+    bootstrap_percentiles,
+    compare,
+    diff_ci,
+    factor_differences,
+    general_maxima,
+    grid_maxima,
+    maxima,
+    verdict,
+)
 
 
 def table(values_by_rank, warmup=0):
@@ -135,3 +146,37 @@ def test_order_statistic_resampling_has_the_distribution_of_resampling(n, q):
     grid = np.unique(np.concatenate([fast, slow]))
     ks = np.abs(np.searchsorted(np.sort(fast), grid, "right") - np.searchsorted(np.sort(slow), grid, "right")).max()
     assert ks / resamples < 0.015, ks / resamples  # two-sample KS distance: ~0.0096 at p = 0.05 for 40,000 each
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 12),
+    st.sampled_from(["full", "hole", "repeat", "mixed_warmup", "shuffled"]),
+    st.integers(0, 3),
+    st.integers(0, 2**16),
+)
+def test_the_grid_fast_path_gives_the_general_maxima(ranks, iterations, damage, warm, seed):
+    """maxima's fast path for a full grid equals select_measured's general path on every table, or declines."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        ("e", "kernel", r + 3, 0, i + 5, i < warm, float(rng.integers(0, 50)))
+        for i in range(iterations)
+        for r in range(ranks)
+    ]
+    if damage == "hole" and len(rows) > 1:
+        rows.pop(int(rng.integers(0, len(rows))))
+    elif damage == "repeat":
+        rows.append(rows[int(rng.integers(0, len(rows)))])
+    elif damage == "mixed_warmup" and ranks > 1 and iterations > warm:
+        e, s, r, n, i, _, v = rows[warm * ranks]
+        rows[warm * ranks] = (e, s, r, n, i, True, v)
+    elif damage == "shuffled":
+        rows = [rows[k] for k in rng.permutation(len(rows))]
+    frame = pd.DataFrame(rows, columns=["experiment", "scope", "rank", "node", "iteration", "warmup", "us"])
+    general = general_maxima(frame)
+    fast = grid_maxima(frame)
+    assert fast is None or np.array_equal(fast, general), (fast, general)
+    assert np.array_equal(maxima(frame), general)
+    if damage in ("full", "shuffled", "mixed_warmup"):
+        assert fast is not None
