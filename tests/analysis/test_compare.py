@@ -11,7 +11,9 @@ from dispatchprof.analysis.compare import (
     factor_differences,
     general_maxima,
     grid_maxima,
+    hierarchical_ci,
     maxima,
+    per_rank_medians,
     verdict,
 )
 
@@ -180,3 +182,25 @@ def test_the_grid_fast_path_gives_the_general_maxima(ranks, iterations, damage, 
     assert np.array_equal(maxima(frame), general)
     if damage in ("full", "shuffled", "mixed_warmup"):
         assert fast is not None
+
+
+def test_every_ranks_median_at_once_is_the_rank_by_rank_record():
+    """per_rank_medians of one repeat per side (stacked) against hierarchical_ci rank by rank: the same keys and
+    point estimates, CIs of the same resampling (other draws: within a few percent of their width)."""
+    rng = np.random.default_rng(5)
+    a = table({r: rng.normal(100 + r, 2, 300) for r in range(6)}, warmup=3)
+    b = table({r: rng.normal(99 + r, 2, 300) for r in range(6)}, warmup=3)
+    stacked = per_rank_medians([a], [b], 4000, 7)
+    for rank, record in stacked.items():
+        sa = a[(a["rank"] == int(rank)) & ~a["warmup"]]["us"].to_numpy()
+        sb = b[(b["rank"] == int(rank)) & ~b["warmup"]]["us"].to_numpy()
+        one = hierarchical_ci([sa], [sb], 50, 4000, 11)
+        assert set(record) == set(one)
+        assert record["a"] == one["a"] and record["b"] == one["b"] and record["difference"] == one["difference"]
+        width = one["ci95"][1] - one["ci95"][0]
+        assert (
+            abs(record["ci95"][0] - one["ci95"][0]) < 0.1 * width
+            and abs(record["ci95"][1] - one["ci95"][1]) < 0.1 * width
+        )
+    holes = a[~((a["rank"] == 2) & (a["iteration"] == 10))]  # unequal counts: rank by rank
+    assert per_rank_medians([holes], [b], 400, 7).keys() == stacked.keys()

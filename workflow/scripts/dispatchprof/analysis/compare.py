@@ -122,18 +122,19 @@ def bootstrap_percentiles(
     statistic of n uniforms; the next one is U_(k) + (1 - U_(k)) Beta(1, n - k) (the least of the n - k uniforms
     above it). The percentile interpolates between the two as numpy does (tests/analysis/test_compare.py checks the
     distribution against resampling). ``ascending``: ``x`` is sorted already."""
-    xs = np.asarray(x, dtype=float) if ascending else np.sort(np.asarray(x, dtype=float))
-    n = len(xs)
+    xs = np.asarray(x, dtype=float) if ascending else np.sort(np.asarray(x, dtype=float), axis=-1)
+    n = xs.shape[-1]
+    size = (*xs.shape[:-1], resamples)  # a 2-D x: each row's resamples (rows x resamples)
     virtual = (n - 1) * (q / 100)
     below = min(int(np.floor(virtual)), n - 1)
     weight = virtual - below
     k = below + 1  # the 1-based rank of the lower order statistic
-    u_low = rng.beta(k, n - k + 1, resamples)
-    low = xs[np.minimum((n * u_low).astype(np.int64), n - 1)]
+    u_low = rng.beta(k, n - k + 1, size)
+    low = np.take_along_axis(xs, np.minimum((n * u_low).astype(np.int64), n - 1), axis=-1)
     if k >= n or weight == 0:
         return low
-    u_high = u_low + (1 - u_low) * rng.beta(1, n - k, resamples)
-    high = xs[np.minimum((n * u_high).astype(np.int64), n - 1)]
+    u_high = u_low + (1 - u_low) * rng.beta(1, n - k, size)
+    high = np.take_along_axis(xs, np.minimum((n * u_high).astype(np.int64), n - 1), axis=-1)
     step = high - low
     return high - step * (1 - weight) if weight >= 0.5 else low + step * weight
 
@@ -217,6 +218,61 @@ def hierarchical_ci(
         "ratio_ci95": ci95(ratio) if ratio is not None else None,
         "repeats": [len(a_reps), len(b_reps)],
     }
+
+
+def per_rank_medians(
+    kernel_a: Sequence[pd.DataFrame], kernel_b: Sequence[pd.DataFrame], resamples: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """hierarchical_ci of each common rank's median. One repeat per side with as many samples on every rank (a
+    collected run): every rank's resamples at once (``stacked_medians``); otherwise rank by rank."""
+    common = set.intersection(*(set(np.unique(t["rank"].to_numpy()).tolist()) for t in [*kernel_a, *kernel_b]))
+    by_rank_a, by_rank_b = ([measured_by_rank(t) for t in tables] for tables in (kernel_a, kernel_b))
+    ranks = sorted(common)
+    if len(by_rank_a) == len(by_rank_b) == 1 and ranks:
+        stacked = stacked_medians(ranks, by_rank_a[0], by_rank_b[0], resamples, seed)
+        if stacked is not None:
+            return stacked
+    empty = np.array([])
+    return {
+        str(int(rank)): hierarchical_ci(
+            [m.get(rank, empty) for m in by_rank_a], [m.get(rank, empty) for m in by_rank_b], 50, resamples, seed + rank
+        )
+        for rank in ranks
+    }
+
+
+def stacked_medians(
+    ranks: Sequence[int], a: Mapping[Any, np.ndarray], b: Mapping[Any, np.ndarray], resamples: int, seed: int
+) -> dict[str, dict[str, Any]] | None:
+    """hierarchical_ci's record (one repeat per side) of every rank's median in one draw of a (ranks x resamples)
+    matrix per side; None unless every rank has the same number (2 or more) of samples on each side."""
+    sides = []
+    for by_rank in (a, b):
+        rows = [by_rank.get(r) for r in ranks]
+        if any(r is None for r in rows) or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
+            return None
+        sides.append(np.sort(np.stack(rows).astype(float), axis=1))
+    rng = np.random.default_rng(seed)
+    da, db = (bootstrap_percentiles(x, 50, resamples, rng, ascending=True) for x in sides)
+    va, vb = (np.array([sorted_percentile(row, 50) for row in x]) for x in sides)
+    ci = np.percentile(db - da, [2.5, 97.5], axis=1)
+    positive = (da > 0).all(axis=1)
+    ratio_ci = np.percentile(db / np.where(da > 0, da, 1.0), [2.5, 97.5], axis=1)
+    out = {}
+    for k, rank in enumerate(ranks):
+        diff = [float(ci[0, k]), float(ci[1, k])]
+        out[str(int(rank))] = {
+            "a": float(va[k]),
+            "b": float(vb[k]),
+            "difference": float(vb[k] - va[k]),
+            "ci95": diff,
+            "relative": float((vb[k] - va[k]) / va[k]) if va[k] else None,
+            "flat_ci95": diff,
+            "ratio": float(vb[k] / va[k]) if va[k] else None,
+            "ratio_ci95": [float(ratio_ci[0, k]), float(ratio_ci[1, k])] if positive[k] else None,
+            "repeats": [1, 1],
+        }
+    return out
 
 
 def variance_split(reps: Sequence[np.ndarray]) -> dict[str, Any]:
@@ -305,15 +361,7 @@ def compare(
                     "repeat; the CI accounts for it, more repeats (not more iterations) narrow it"
                 )
     kernel_a, kernel_b = scoped["kernel"]
-    per_rank = {}
-    if kernel_a and kernel_b:
-        common = set.intersection(*(set(np.unique(t["rank"].to_numpy()).tolist()) for t in kernel_a + kernel_b))
-        by_rank_a, by_rank_b = ([measured_by_rank(t) for t in tables] for tables in (kernel_a, kernel_b))
-        empty = np.array([])
-        for rank in sorted(common):
-            sa = [m.get(rank, empty) for m in by_rank_a]
-            sb = [m.get(rank, empty) for m in by_rank_b]
-            per_rank[str(int(rank))] = hierarchical_ci(sa, sb, 50, max(200, resamples // 5), seed + 2 + int(rank))
+    per_rank = per_rank_medians(kernel_a, kernel_b, max(200, resamples // 5), seed + 2) if kernel_a and kernel_b else {}
     result["per_rank_median"] = per_rank
     factors = factor_differences(a_config, b_config)
     warnings = []
