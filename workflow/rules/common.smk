@@ -24,6 +24,7 @@ from dispatchprof.shell.config import (  # noqa: E402
     schema_problems,
     yaml_booleans_as_words,
 )
+from dispatchprof.shell.compare_config import recorded_sides  # noqa: E402
 from dispatchprof.shell.invocation import invocation_args  # noqa: E402
 from dispatchprof.shell.snakemake_patch import tolerate_unwritable_results  # noqa: E402
 from dispatchprof.shell.stage import skip_final_collection  # noqa: E402
@@ -72,8 +73,10 @@ if _problems:
     refuse(_problems)
 # deepep.ref's commit per run (checked above): a param of the rules that read the ref's files, so a moved branch rebuilds
 REF_SHAS = {run: ref_sha(cfg) for run, cfg in RUNS.items()}
-COMPARISONS = comparison_pairs(config)  # [a, b] or {a, b, expect}
+# compare: [a, b] or {a, b, expect}, by slug (shell/compare_config.py); RECORDED: slug -> a recorded side's directory
+COMPARISONS = comparison_pairs(config)
 EXPECTATIONS = comparison_expectations(config)
+RECORDED = recorded_sides(config)
 if workflow.is_main_process and any(
     r["mode"] == "collect" and r["toolchain"] == "cann" for r in RUNS.values()
 ):
@@ -148,8 +151,8 @@ else:
 wildcard_constraints:
     experiment="|".join(re.escape(e) for e in EXPERIMENTS),
     node=r"\d+",
-    a="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
-    b="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
+    a="|".join(re.escape(side) for pair in COMPARISONS for side in pair) or "__none__",
+    b="|".join(re.escape(side) for pair in COMPARISONS for side in pair) or "__none__",
     nodes=r"\d+-\d+",
     rank=r"\d+",
 

@@ -1,27 +1,17 @@
-# compare: controlled A/B comparisons between experiments (config compare: [[a, b], ...]).
+# compare: controlled A/B comparisons between experiments (config compare: [[a, b], ...]). A side may also be a
+# recorded results directory (a path: shell/compare_config.py): its files are inputs as they are, no rule makes them.
+from dispatchprof.shell.compare_config import LAYER_FILES, recorded_inputs
 
 
-def runs_of(experiment):
-    return [run for run, cfg in RUNS.items() if cfg["_experiment"] == experiment]
+def runs_of(side):
+    """The runs of a side: an experiment's repeats, or a recorded side's one run (named by its slug)."""
+    if side in RECORDED:
+        return [side]
+    return [run for run, cfg in RUNS.items() if cfg["_experiment"] == side]
 
 
-# The layers compared beside latency (analysis/compare_layers.py): each stage's status and the file its rows are
-# read from. Every stage writes both in every state (a placeholder when disabled or skipped), as the report reads
-# them; a stage that is not ok is a layer "not comparable", never a failed job. DebugClock with when: never is no
-# input at all.
-LAYER_FILES = {
-    "baseline_stats": "baseline/stats.json",
-    "timeline": "timeline/status.json",
-    "timeline_stats": "timeline/stats.json",
-    "pmu": "pmu/status.json",
-    "pmu_cores": "pmu/cores.parquet",
-    "pcsampling": "pcsampling/status.json",
-    "pcsampling_stalls": "pcsampling/stalls.json",
-    "debugclock": "debugclock/status.json",
-    "debugclock_segments": "debugclock/segments.parquet",
-}
-
-
+# The layers compared beside latency (analysis/compare_layers.py): LAYER_FILES, each stage's status and the file its
+# rows are read from (shell/compare_config.py).
 def layer_files(run):
     never = RUNS[run]["debugclock"]["when"] == "never"
     return {
@@ -31,10 +21,20 @@ def layer_files(run):
     }
 
 
+def recorded_files(slug):
+    """(name -> path of the files a recorded side has, name -> file of those it lacks): shell/compare_config.py."""
+    return recorded_inputs(RECORDED[slug])
+
+
 def comparison_inputs(wildcards):
     files = {}
     for side in ("a", "b"):
-        for run in runs_of(getattr(wildcards, side)):
+        slug = getattr(wildcards, side)
+        if slug in RECORDED:
+            have, _ = recorded_files(slug)
+            files.update({f"{side}_{name}_{slug}": path for name, path in have.items()})
+            continue
+        for run in runs_of(slug):
             files[f"{side}_latency_{run}"] = f"results/{run}/baseline/latency.parquet"
             files[f"{side}_baseline_{run}"] = f"results/{run}/baseline/status.json"
             files[f"{side}_correctness_{run}"] = f"results/{run}/correctness/status.json"
@@ -76,5 +76,11 @@ rule compare:
         a_runs=lambda w: runs_of(w.a),
         b_runs=lambda w: runs_of(w.b),
         expect=lambda w: EXPECTATIONS.get((w.a, w.b), {}),
+        recorded=lambda w: {
+            s: RECORDED[getattr(w, s)] for s in ("a", "b") if getattr(w, s) in RECORDED
+        },
+        missing=lambda w: {
+            s: recorded_files(getattr(w, s))[1] for s in ("a", "b") if getattr(w, s) in RECORDED
+        },
     script:
         "../scripts/compare.py"

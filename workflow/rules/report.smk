@@ -52,6 +52,8 @@ rule report:
             "{experiment}",
             file="summary.json",
         ),
+        # the run's config in the report's sections: what a comparison with this directory as a recorded side reads
+        config="results/{experiment}/config.json",
         status="results/{experiment}/report/status.json",
     log:
         stage_log("report"),

@@ -1,7 +1,6 @@
 """Entry point of rule compare: one A/B comparison in every layer both sides have; refuses when precision was not ok
 on either side. comparison.json (schema dispatchprof.comparison/2), and comparison.html / .md from one model."""
 
-import datetime
 import sys
 from pathlib import Path
 
@@ -9,7 +8,6 @@ sys.path.insert(0, snakemake.scriptdir)
 
 import jinja2
 
-from dispatchprof.analysis import compare_sides
 from dispatchprof.report.comparison_page import page, picture
 from dispatchprof.report.html import html_section
 from dispatchprof.report.markdown import markdown_section
@@ -17,47 +15,28 @@ from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import run_config
 from dispatchprof.shell.config_reads import recorded
 from dispatchprof.shell.stage import setup_logging, skip_final_collection
-from dispatchprof.shell.status import read_input_status
-from dispatchprof.stages.comparison import SCHEMA, comparison, load_side
+from dispatchprof.stages.comparison import ComparisonJob, comparison_record
 
 skip_final_collection()
 setup_logging(snakemake.log[0])
 a, b = snakemake.wildcards.a, snakemake.wildcards.b
 runs = {"a": snakemake.params.a_runs, "b": snakemake.params.b_runs}
-configs = {side: recorded(run_config(snakemake.config, names[0]), snakemake.rule) for side, names in runs.items()}
-mode = configs["a"]["mode"]
-result = {
-    "schema": SCHEMA,
-    "a": a,
-    "b": b,
-    "runs": runs,
-    "toolchain": "none" if mode == "analyze" else configs["a"]["toolchain"],
-    "generated": datetime.datetime.now().isoformat(timespec="seconds"),
-}
-problems, notes = [], []
-for side, names in runs.items():
-    for run in names:
-        correctness = read_input_status(snakemake.input[f"{side}_correctness_{run}"])
-        baseline = read_input_status(snakemake.input[f"{side}_baseline_{run}"])
-        if correctness.state == "disabled":
-            notes.append(
-                f"{run}: precision was not checked (analyze mode); the comparison assumes both sides were correct"
-            )
-        elif not correctness.ok:
-            problems.append(f"{run}: precision not ok ({correctness.state}: {correctness.reason})")
-        if not baseline.ok:
-            problems.append(f"{run}: no latency baseline ({baseline.state}: {baseline.reason})")
-result["sides"], side_notes = compare_sides.sides({"a": a, "b": b}, configs, runs, snakemake.input)  # builds
-notes += side_notes
-if problems:
-    result.update(state="refused", reason="; ".join(problems), notes=notes, verdict="refused", rows=[], expectations=[])
-else:
-    inputs = dict(snakemake.input.items())
-    sides = {side: load_side(side.upper(), side, names, inputs) for side, names in runs.items()}
-    clean = {side: {k: v for k, v in cfg.items() if not k.startswith("_")} for side, cfg in configs.items()}
-    boot = configs["a"]["stats"]["bootstrap"]
-    result.update(state="ok", notes=notes, **comparison(sides["a"], sides["b"], clean, boot, snakemake.params.expect))
-    result["reason"] = result["answer"]
+directories = dict(snakemake.params.recorded)  # side -> recorded results directory (compared from its files)
+job = ComparisonJob(
+    names={"a": a, "b": b},
+    runs=runs,
+    inputs=dict(snakemake.input.items()),
+    # an experiment's merged config; a recorded side's is what its directory recorded (config.json)
+    configs={
+        s: None if s in directories else recorded(run_config(snakemake.config, names[0]), snakemake.rule)
+        for s, names in runs.items()
+    },
+    directories=directories,
+    missing={side: dict(files) for side, files in snakemake.params.missing.items()},
+    bootstrap=snakemake.config["stats"]["bootstrap"],
+    expect=snakemake.params.expect,
+)
+result = comparison_record(job)
 write_json_atomic(snakemake.output.json, result)
 svg = picture(result["rows"], result.get("changed", []))
 write_text_atomic(snakemake.output.picture, svg or '<svg xmlns="http://www.w3.org/2000/svg"/>')

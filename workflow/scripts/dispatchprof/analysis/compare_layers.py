@@ -206,6 +206,9 @@ def decide(rows: Sequence[Row], alpha: float = ALPHA) -> list[Row]:
 
 def precision_rows(a: Side, b: Side) -> list[Row]:
     """Pass or fail per side (the comparison is refused before this when one side failed)."""
+    lacking = [f"{s.label}: {s.missing['precision']}" for s in (a, b) if "precision" in s.missing]
+    if lacking:  # a recorded side without its correctness status
+        return [not_comparable("precision", "; ".join(lacking), "pass")]
     states = [s.precision[0] if s.precision and len(set(s.precision)) == 1 else ",".join(s.precision) for s in (a, b)]
     if "disabled" in states:
         return [not_comparable("precision", "precision was not checked (analyze mode)", "pass")]
@@ -557,7 +560,11 @@ def restricted(side: Side, ranks: set[int]) -> Side:
 
 def all_rows(a: Side, b: Side, latency: Mapping[str, Any]) -> list[Row]:
     """Every row of the comparison, answered (``decide``), in LAYERS order."""
-    rows = precision_rows(a, b) + latency_rows(latency)
+    lat = latency_rows(latency)
+    lacking = "; ".join(f"{s.label}: {s.missing['latency']}" for s in (a, b) if "latency" in s.missing)
+    if lacking:  # a recorded side without its latency table: say which file, not only "scope missing"
+        lat = [replace(r, note=f"not comparable: {lacking}") if r.verdict == "not comparable" else r for r in lat]
+    rows = precision_rows(a, b) + lat
     for layer in LAYER_FUNCTIONS:
         rows += layer_rows(layer, a, b)
     return decide(rows)

@@ -300,19 +300,18 @@ FIXED_ACROSS_EXPERIMENTS = (
 
 
 def comparison_pairs(config: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    """The (a, b) of every entry of ``compare``: a pair [a, b] or a mapping {a, b, expect}."""
-    return [
-        (item["a"], item["b"]) if isinstance(item, Mapping) else tuple(item) for item in config.get("compare") or []
-    ]
+    """The (a, b) of every entry of ``compare`` (a pair [a, b] or a mapping {a, b, expect}), by slug: an
+    experiment's name, a recorded side's directory made safe (shell/compare_config.py)."""
+    from dispatchprof.shell import compare_config
+
+    return list(compare_config.comparison_pairs(config))
 
 
 def comparison_expectations(config: Mapping[str, Any]) -> dict[tuple[str, ...], dict[str, str]]:
     """The predictions (row key -> down, up or unchanged) of each compared pair; {} for a plain pair."""
-    return {
-        (item["a"], item["b"]): dict(item.get("expect") or {})
-        for item in config.get("compare") or []
-        if isinstance(item, Mapping)
-    }
+    from dispatchprof.shell import compare_config
+
+    return dict(compare_config.comparison_expectations(config))
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -407,12 +406,9 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
                 f"experiments.{name}: timeline.nodes_per_job cannot be "
                 "overridden (it shapes the job graph of every experiment)"
             )
-    for pair in comparison_pairs(config):
-        for name in pair:
-            if name not in experiments:
-                problems.append(f"compare: {name!r} is not an experiment; experiments: {sorted(experiments)}")
-        if len(set(pair)) != 2:
-            problems.append(f"compare: {pair} must name two different experiments")
+    from dispatchprof.shell.compare_config import comparison_problems
+
+    problems += comparison_problems(config, Path.cwd())  # experiments, or recorded results directories
     if problems:
         return problems
     for run, merged in experiment_runs(config).items():

@@ -35,6 +35,7 @@ from dispatchprof.report.verdict import Facts, verdict
 from dispatchprof.report.summary import evidence_parts, evidence_sentences, build_summary, drill_command, next_steps
 from dispatchprof.shell.atomic import write_json_atomic, write_text_atomic
 from dispatchprof.shell.config import SHAPE_KEYS, world_ranks
+from dispatchprof.shell.rule_keys import RULE_KEYS
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.intermediates import IntermediateUnreadable
 from dispatchprof.shell.status import Status, read_input_status
@@ -243,6 +244,33 @@ def write_summary(
     summary["pipe_timeline"] = sections["pipe_timeline"]
     summary["history"] = history_summary(history)
     write_json_atomic(run.outputs["summary"], summary)
+    if run.outputs.get("config"):
+        write_json_atomic(run.outputs["config"], run_config_record(run))
+
+
+RUN_CONFIG_SCHEMA = "dispatchprof.run_config/1"
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def run_config_record(run: StageRun) -> dict[str, Any]:
+    """results/<experiment>/config.json: the run's config in the sections that say what was measured and how (the
+    report's row of RULE_KEYS: a change of one re-renders the report, so the record is never stale). A comparison
+    with this directory as a recorded side (shell/compare_config.py) reads its shape, cluster, kernel, toolchain
+    and deepep.ref from it."""
+    keys = [k for k in RULE_KEYS["report"] if k in run.config]
+    return {
+        "schema": RUN_CONFIG_SCHEMA,
+        "experiment": run.experiment,
+        "sections": keys,
+        "config": {k: plain(run.config[k]) for k in keys},
+    }
 
 
 def crosscheck_of(run: StageRun, files: StageFiles) -> dict[str, Any]:
