@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from dispatchprof.shell.gitref import RefError, deepep_repo, resolve_ref
+from dispatchprof.shell.sweep import expand, sweep_problems
 
 # msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
@@ -296,6 +297,7 @@ FIXED_ACROSS_EXPERIMENTS = (
     "compare",
     "repeats",
     "fail_on",
+    "sweep",
 )
 
 
@@ -329,15 +331,23 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
+def run_base(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What every run starts from: the configuration without the keys that list runs."""
+    return {k: v for k, v in config.items() if k not in ("experiments", "compare", "repeats", "sweep")}
+
+
 def experiment_runs(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every run of the DAG: one per experiment and repeat, each with its merged config.
 
     Without ``experiments`` there is one run named by ``experiment``. With ``repeats`` > 1 runs are named
     ``<experiment>_r<k>`` and listed in alternating order (A1 B1 A2 B2 ...), the order they are executed in.
+    Each point of a ``sweep`` is one more experiment (dispatchprof.shell.sweep), after the experiments; with sweeps
+    and no ``experiments`` the runs are the sweeps' points only.
     """
-    experiments = config.get("experiments") or {config["experiment"]: {}}
+    sweeps = config.get("sweep") or {}
+    experiments = config.get("experiments") or ({} if sweeps else {config["experiment"]: {}})
     repeats = int(config.get("repeats", 1))
-    base = {k: v for k, v in config.items() if k not in ("experiments", "compare", "repeats")}
+    base = run_base(config)
     runs: dict[str, dict[str, Any]] = {}
     for repeat in range(1, repeats + 1):
         for name, override in experiments.items():
@@ -346,6 +356,8 @@ def experiment_runs(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             merged["experiment"] = run
             merged["_experiment"], merged["_repeat"] = name, repeat
             runs[run] = merged
+    if sweeps:
+        runs.update(expand(config, base)[1])
     return runs
 
 
@@ -381,6 +393,11 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
     return problems
 
 
+def sweep_notes(config: Mapping[str, Any]) -> list[str]:
+    """The refused points of the sweeps, each with its reason, and how many run (for stderr at plan time)."""
+    return sweep_problems(config, run_base(config))[1] if config.get("sweep") else []
+
+
 def run_config(config: Mapping[str, Any], run: str) -> dict[str, Any]:
     runs = experiment_runs(config)
     if run not in runs:
@@ -413,6 +430,7 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
                 problems.append(f"compare: {name!r} is not an experiment; experiments: {sorted(experiments)}")
         if len(set(pair)) != 2:
             problems.append(f"compare: {pair} must name two different experiments")
+    problems += sweep_problems(config, run_base(config))[0]
     if problems:
         return problems
     for run, merged in experiment_runs(config).items():
