@@ -22,6 +22,7 @@ from dispatchprof.shell.config import (  # noqa: E402
     analysis_settings,
     ref_sha,
     schema_problems,
+    sweep_notes,
     yaml_booleans_as_words,
 )
 from dispatchprof.shell.invocation import invocation_args  # noqa: E402
@@ -65,6 +66,10 @@ if _problems:
     refuse(_problems)
 RUNS = experiment_runs(config)  # run name -> merged config, in execution order (A1 B1 A2 B2 ...)
 EXPERIMENTS = list(RUNS)
+SWEEPS = list(config.get("sweep") or {})  # each point is a run of RUNS (dispatchprof.shell.sweep)
+if workflow.is_main_process:
+    for _note in sweep_notes(config):  # refused points, with their reasons: the rest run
+        sys.stderr.write(f"Note: {_note}\n")
 _problems = sorted({p for run in RUNS.values() for p in check_config(run, Path.cwd(), EXPERIMENTS)})
 _problems += environment_problems(config, __import__("os").environ)
 _problems += results_of_other_mode(Path("results"), RUNS)
@@ -152,6 +157,7 @@ wildcard_constraints:
     b="|".join(re.escape(e) for e in (config.get("experiments") or {})) or "__none__",
     nodes=r"\d+-\d+",
     rank=r"\d+",
+    sweep="|".join(re.escape(s) for s in SWEEPS) or "__none__",
 
 
 include: "paths.smk"

@@ -1,0 +1,70 @@
+"""A sweep on the simulator (issue 61 acceptance): three speed-ups of URMASendToken, each point an experiment measured
+by its baseline, ranked in results/sweep/send/sweep.json. The expected order is the event model's: each point's
+median over its measured launches of the slowest rank's kernel time in sim_truth.json, never the knob values."""
+
+from __future__ import annotations
+
+import json
+import re
+from statistics import median
+
+import pytest
+
+from conftest import base_overlay
+
+SPEEDUPS = [1.2, 0.8, 1.0]
+
+
+def overlay() -> dict:
+    return base_overlay(sweep={"send": {"axes": {"sim.role_speedup.URMASendToken": SPEEDUPS}}})
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    from conftest import copy_workflow
+
+    wf = copy_workflow(tmp_path_factory.mktemp("sweep") / "wf")
+    planned = wf.snakemake("-n", "--until", "sweep", overlay=overlay())
+    result = wf.snakemake("--until", "sweep", overlay=overlay(), timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return wf, planned
+
+
+def truth_kernel_us(root, run: str) -> float:
+    """The event model's kernel time of a run: per measured launch the slowest rank's kernel, the median of those."""
+    truth = json.loads((root / "results" / run / "baseline" / "run" / "latency" / "sim_truth.json").read_text())
+    measured = set(truth["measured_calls"])
+    launches = [launch for launch in truth["launches"] if launch["call"] in measured]
+    return median(max(r["kernel_end_us"] - r["kernel_start_us"] for r in launch["ranks"]) for launch in launches)
+
+
+def test_the_dry_run_lists_every_point(swept):
+    _, planned = swept
+    out = planned.stdout + planned.stderr
+    assert planned.returncode == 0, out[-2000:]
+    for n in (1, 2, 3):
+        assert f"results/sweep_send_{n}/baseline/collect/status.json" in out
+    assert re.search(r"^baseline_collect\s+3$", out, re.M) and re.search(r"^sweep\s+1$", out, re.M), out[-2000:]
+    assert not re.search(r"^(timeline_collect|pmu_collect)\s", out, re.M)  # only the stages the sweep needs
+
+
+def test_the_fastest_point_by_the_events_is_best_and_told_apart_from_every_other(swept):
+    wf, _ = swept
+    record = json.loads((wf.root / "results" / "sweep" / "send" / "sweep.json").read_text())
+    truth = {f"sweep_send_{n}": truth_kernel_us(wf.root, f"sweep_send_{n}") for n in (1, 2, 3)}
+    expected = sorted(truth, key=truth.get)
+    assert [p["name"] for p in record["points"]] == expected, (truth, record["points"])
+    assert record["best"] == expected[0] and record["runner_up"] == expected[1]
+    best = next(p for p in record["points"] if p["name"] == record["best"])
+    assert best["params"] == {"sim.role_speedup.URMASendToken": 0.8}  # the knob agrees with the events here
+    assert record["verdict"] == "best", record["reason"]
+    assert all(c["separated"] and c["ci95"][0] > 0 for c in record["comparisons"]), record["comparisons"]
+    assert record["difference_ci95"][0] > 0 and record["tied_with"] == []
+    for p in record["points"]:
+        assert p["state"] == "ok" and p["repeats"] == 1 and p["note"] == "1 repeat: its CI is within-run only"
+        assert p["ci95"][0] <= p["median_us"] <= p["ci95"][1] and p["p95_us"] >= p["median_us"]
+        assert p["efficiency"] is not None and 0 < p["efficiency"] <= 1
+        assert p["label"] == f"sim__role_speedup__URMASendToken~{p['params']['sim.role_speedup.URMASendToken']}"
+    markdown = (wf.root / "results" / "sweep" / "send" / "sweep.md").read_text()
+    assert "**best**" in markdown and "SIMULATED DATA" in markdown
+    assert (wf.root / "results" / "sweep" / "send" / "sweep.html").is_file()
