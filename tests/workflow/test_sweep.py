@@ -27,6 +27,7 @@ def swept(tmp_path_factory):
     planned = wf.snakemake("-n", "--until", "sweep", overlay=overlay())
     result = wf.snakemake("--until", "sweep", overlay=overlay(), timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
+    wf.result = result
     return wf, planned
 
 
@@ -68,3 +69,12 @@ def test_the_fastest_point_by_the_events_is_best_and_told_apart_from_every_other
     markdown = (wf.root / "results" / "sweep" / "send" / "sweep.md").read_text()
     assert "**best**" in markdown and "SIMULATED DATA" in markdown
     assert (wf.root / "results" / "sweep" / "send" / "sweep.html").is_file()
+
+
+def test_the_end_of_run_table_lists_the_points_by_their_stages_and_the_sweep_by_its_verdict(swept):
+    wf, _ = swept
+    out = wf.result.stdout + wf.result.stderr
+    assert re.search(r"^sweep send\s+sweep\s+best\s+sweep_send_2 ", out, re.M), out[-3000:]
+    assert re.search(r"^sweep_send_1\s+baseline\s+ok", out, re.M)
+    assert not re.search(r"^sweep_send_\d\s+(pmu|report)\s", out, re.M)  # not a sweep's stages: not listed
+    assert "Sweep send: results/sweep/send/sweep.html" in out and "report.html does not exist" not in out
