@@ -13,10 +13,22 @@ import pytest
 from conftest import base_overlay
 
 SPEEDUPS = [1.2, 0.8, 1.0]
+ROLES_32 = [
+    {"name": "TokenCopyToBuffer", "count": 10},
+    {"name": "URMASendToken", "count": 10},
+    {"name": "SelfCopyToken", "count": 4},
+    {"name": "CalCumSum", "count": 8},
+]
+AIV_ROWS = [{"shape.num_aiv": 32, "kernel.roles": ROLES_32}, {"shape.num_aiv": 56}]
 
 
 def overlay() -> dict:
-    return base_overlay(sweep={"send": {"axes": {"sim.role_speedup.URMASendToken": SPEEDUPS}}})
+    return base_overlay(
+        sweep={
+            "send": {"axes": {"sim.role_speedup.URMASendToken": SPEEDUPS}},
+            "aiv": {"rows": AIV_ROWS},
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +55,9 @@ def test_the_dry_run_lists_every_point(swept):
     _, planned = swept
     out = planned.stdout + planned.stderr
     assert planned.returncode == 0, out[-2000:]
-    for n in (1, 2, 3):
-        assert f"results/sweep_send_{n}/baseline/collect/status.json" in out
-    assert re.search(r"^baseline_collect\s+3$", out, re.M) and re.search(r"^sweep\s+1$", out, re.M), out[-2000:]
+    for point in ("send_1", "send_2", "send_3", "aiv_1", "aiv_2"):
+        assert f"results/sweep_{point}/baseline/collect/status.json" in out
+    assert re.search(r"^baseline_collect\s+5$", out, re.M) and re.search(r"^sweep\s+2$", out, re.M), out[-2000:]
     assert not re.search(r"^(timeline_collect|pmu_collect)\s", out, re.M)  # only the stages the sweep needs
 
 
@@ -78,3 +90,41 @@ def test_the_end_of_run_table_lists_the_points_by_their_stages_and_the_sweep_by_
     assert re.search(r"^sweep_send_1\s+baseline\s+ok", out, re.M)
     assert not re.search(r"^sweep_send_\d\s+(pmu|report)\s", out, re.M)  # not a sweep's stages: not listed
     assert "Sweep send: results/sweep/send/sweep.html" in out and "report.html does not exist" not in out
+
+
+def test_a_rows_sweep_of_num_aiv_with_its_roles_is_ranked_as_the_events_order_it(swept):
+    wf, _ = swept
+    record = json.loads((wf.root / "results" / "sweep" / "aiv" / "sweep.json").read_text())
+    truth = {f"sweep_aiv_{n}": truth_kernel_us(wf.root, f"sweep_aiv_{n}") for n in (1, 2)}
+    assert [p["name"] for p in record["points"]] == sorted(truth, key=truth.get), (truth, record["points"])
+    assert all(p["state"] == "ok" for p in record["points"]) and record["verdict"] in ("best", "tied")
+    assert {p["params"]["shape.num_aiv"] for p in record["points"]} == {32, 56}
+
+
+def test_an_impossible_point_is_refused_by_the_dry_run_and_the_others_are_planned(workflow_copy):
+    sweep = {"mixed": {"rows": [{"shape.num_experts": 100}, {"shape.num_tokens": 128}]}}
+    planned = workflow_copy.snakemake("-n", overlay=base_overlay(sweep=sweep))
+    out = planned.stdout + planned.stderr
+    assert planned.returncode == 0, out[-2000:]
+    assert "Note: sweep mixed: point 1 (sweep_mixed_1: shape__num_experts~100) refused: shape.num_experts (100)" in out
+    assert "Note: sweep mixed: the other 1 of 2 points run" in out
+    assert "results/sweep_mixed_2/baseline/collect/status.json" in out and "results/sweep_mixed_1/" not in out
+
+
+def test_a_sweep_with_the_timeline_plans_it_for_every_point_and_ranks_on_it(workflow_copy):
+    sweep = {"t": {"axes": {"shape.num_tokens": [128, 256]}, "stages": ["baseline", "timeline"]}}
+    planned = workflow_copy.snakemake("-n", overlay=base_overlay(sweep=sweep))
+    out = planned.stdout + planned.stderr
+    assert planned.returncode == 0, out[-2000:]
+    assert re.search(r"^timeline\s+2$", out, re.M) and not re.search(r"^pmu_collect\s", out, re.M), out[-2000:]
+    sweep_job = out[out.index("rule sweep:") :].split("\n\n")[0]
+    assert (
+        "results/sweep_t_1/timeline/stats.json" in sweep_job and "results/sweep_t_2/timeline/status.json" in sweep_job
+    )
+
+
+def test_no_point_left_refuses_the_configuration_before_anything_runs(workflow_copy):
+    planned = workflow_copy.snakemake("-n", overlay=base_overlay(sweep={"n": {"axes": {"cluster.nodes": [1, 4]}}}))
+    out = planned.stdout + planned.stderr
+    assert planned.returncode == 1 and "Configuration refused; nothing was run" in out, out[-2000:]
+    assert "sweep.n: no point is left to run" in out and "cluster.nodes cannot vary per experiment" in out
