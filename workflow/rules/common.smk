@@ -70,7 +70,8 @@ SWEEPS = list(config.get("sweep") or {})  # each point is a run of RUNS (dispatc
 if workflow.is_main_process:
     for _note in sweep_notes(config):  # refused points, with their reasons: the rest run
         sys.stderr.write(f"Note: {_note}\n")
-_problems = sorted({p for run in RUNS.values() for p in check_config(run, Path.cwd(), EXPERIMENTS)})
+# each run's own output paths (the cluster, which shapes them, is the same in every run): linear in the runs
+_problems = sorted({p for name, run in RUNS.items() for p in check_config(run, Path.cwd(), [name])})
 _problems += environment_problems(config, __import__("os").environ)
 _problems += results_of_other_mode(Path("results"), RUNS)
 if _problems:

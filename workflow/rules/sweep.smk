@@ -6,7 +6,7 @@ from dispatchprof.shell.config import run_base
 from dispatchprof.shell.sweep import expand as expand_sweeps
 
 # sweep name -> its points, refused ones with their reason (the runs of the others are in RUNS)
-SWEEP_POINTS = expand_sweeps(config, run_base(config))[0] if SWEEPS else {}
+SWEEP_POINTS = expand_sweeps(config, run_base(config), with_runs=False)[0] if SWEEPS else {}
 
 
 def sweep_stages(run):

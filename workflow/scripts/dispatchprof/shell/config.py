@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from dispatchprof.shell.gitref import RefError, deepep_repo, resolve_ref
-from dispatchprof.shell.sweep import expand, sweep_problems
+from dispatchprof.shell.sweep import expand, point_config, sweep_problems
 
 # msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
@@ -434,8 +434,17 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
     if problems:
         return problems
     for run, merged in experiment_runs(config).items():
+        if merged.get("_sweep"):
+            continue  # below, once per point
         check = {k: v for k, v in merged.items() if not k.startswith("_")}
         problems += [f"experiments ({run}): {p}" for p in schema_problems(check, schema)]
+    base = run_base(config)
+    for points in expand(config, base, with_runs=False)[0].values():
+        for point in (p for p in points if p.refused is None):
+            # the sections the point sets (the rest is the base, checked as the config itself)
+            merged = point_config(base, point.params)
+            check = {k: merged[k] for k in {key.split(".")[0] for key in point.params}}
+            problems += [f"experiments ({point.name}): {p}" for p in schema_problems(check, schema)]
     return problems
 
 

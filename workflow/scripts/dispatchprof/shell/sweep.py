@@ -104,7 +104,12 @@ def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def point_config(base: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(dict(base))
+    """The base with each dotted key set; only the sections the point sets are copied (the others are the base's
+    own: copy the result before changing it elsewhere)."""
+    merged = dict(base)
+    for section in {key.split(".")[0] for key in params}:
+        if section in merged:
+            merged[section] = copy.deepcopy(merged[section])
     for key, value in params.items():
         set_dotted(merged, key, value)
     return merged
@@ -141,9 +146,12 @@ def point_problem(params: Mapping[str, Any], merged: Mapping[str, Any]) -> str |
     return None
 
 
-def expand(config: Mapping[str, Any], base: Mapping[str, Any]) -> tuple[dict[str, list[Point]], list[tuple[str, dict]]]:
+def expand(
+    config: Mapping[str, Any], base: Mapping[str, Any], with_runs: bool = True
+) -> tuple[dict[str, list[Point]], list[tuple[str, dict]]]:
     """Every sweep's points (refused ones with their reason) and the runs of the accepted ones, in execution order:
-    (run name, merged config with ``_experiment``, ``_repeat``, ``_sweep``)."""
+    (run name, merged config with ``_experiment``, ``_repeat``, ``_sweep``; each run its own deep copy). Without
+    ``with_runs`` the points only (no run's config is copied)."""
     sweeps: dict[str, list[Point]] = {}
     runs: list[tuple[str, dict]] = []
     for name, spec in (config.get("sweep") or {}).items():
@@ -155,6 +163,8 @@ def expand(config: Mapping[str, Any], base: Mapping[str, Any]) -> tuple[dict[str
             if point.refused is None:
                 configs[point.number] = merged
         sweeps[name] = points
+        if not with_runs:
+            continue
         accepted = [p for p in points if p.refused is None]
         repeats = int(spec.get("repeats") or config.get("repeats") or 1)
         for round_ in range(1, repeats + 1):
@@ -184,7 +194,7 @@ def sweep_problems(config: Mapping[str, Any], base: Mapping[str, Any]) -> tuple[
             problems.append(f"sweep.{name}: experiments {clash} would share its name or its points' names")
     if problems:
         return problems, notes
-    for name, points in expand(config, base)[0].items():
+    for name, points in expand(config, base, with_runs=False)[0].items():
         refused = [p for p in points if p.refused]
         for p in refused:
             notes.append(f"sweep {name}: point {p.number} ({p.name}: {p.label}) refused: {p.refused}")
