@@ -31,7 +31,7 @@ def point_files(tmp_path, run: str, centre: float, seed: int, correctness: str =
     base = tmp_path / run
     stats = base / "baseline" / "stats.json"
     stats.parent.mkdir(parents=True, exist_ok=True)
-    stats.write_text(json.dumps({"bandwidth": {"efficiency": 0.5}}))
+    stats.write_text(json.dumps({"bandwidth": {"efficiency": 0.5, "bound_us": 40.0}}))
     files = {
         f"latency_{run}": latency(base / "baseline" / "latency.parquet", centre, seed),
         f"baseline_{run}": str(write_part_status(base / "baseline" / "status.json", "baseline", "ok")),
@@ -68,4 +68,6 @@ def test_points_are_read_ranked_and_a_failed_or_refused_point_is_listed_with_its
     assert record["refused"] == [{"name": "sweep_s_4", "label": "k~4", "params": {"k": 4}, "reason": points[3].refused}]
     page = markdown(record, simulated=True)
     assert page.startswith("# Sweep s") and "**best**: sweep_s_2" in page and "Refused at plan time: sweep_s_4" in page
-    assert "<strong>best</strong>" in html_page(record, simulated=False)
+    assert best["bound_us"] == 40.0
+    page = html_page(record, simulated=False)
+    assert "<strong>best</strong>" in page and page.count("<svg") == 1 and "<title>k</title>" in page

@@ -80,7 +80,9 @@ def test_the_fastest_point_by_the_events_is_best_and_told_apart_from_every_other
         assert p["label"] == f"sim__role_speedup__URMASendToken~{p['params']['sim.role_speedup.URMASendToken']}"
     markdown = (wf.root / "results" / "sweep" / "send" / "sweep.md").read_text()
     assert "**best**" in markdown and "SIMULATED DATA" in markdown
-    assert (wf.root / "results" / "sweep" / "send" / "sweep.html").is_file()
+    page = (wf.root / "results" / "sweep" / "send" / "sweep.html").read_text()
+    assert page.count("<svg") == 1 and "<title>sim.role_speedup.URMASendToken</title>" in page  # latency vs the axis
+    assert all(p["bound_us"] is not None and p["bound_us"] < p["median_us"] for p in record["points"])
 
 
 def test_the_end_of_run_table_lists_the_points_by_their_stages_and_the_sweep_by_its_verdict(swept):

@@ -40,6 +40,7 @@ class PointData:
     reason: str | None = None
     reps: list[np.ndarray] = field(default_factory=list)
     efficiency: float | None = None
+    bound_us: float | None = None  # the links' bound of a launch (the baseline's bandwidth.bound_us)
     top_cause: str | None = None
 
 
@@ -68,6 +69,7 @@ def point_row(p: PointData, resamples: int, seed: int) -> dict[str, Any]:
         "ci95": None,
         "p95_us": None,
         "efficiency": p.efficiency,
+        "bound_us": p.bound_us,
         "top_cause": p.top_cause,
         "note": None,
     }

@@ -13,6 +13,7 @@ import pandas as pd
 
 from dispatchprof.analysis.compare import maxima
 from dispatchprof.analysis.sweep import PointData, rank
+from dispatchprof.report.sweep_svg import axes_of, axis_svg
 from dispatchprof.shell.status import read_input_status
 from dispatchprof.shell.sweep import Point
 
@@ -38,7 +39,7 @@ def top_cause(stats: Mapping[str, Any]) -> str | None:
 def load_point(point: Point, runs: Sequence[str], inputs: Mapping[str, str]) -> PointData:
     """One point from its runs' files: failed (with the first reason) when a run's precision or baseline is not ok."""
     data = PointData(point.name, point.params, point.label)
-    problems, efficiencies, causes = [], [], []
+    problems, efficiencies, bounds, causes = [], [], [], []
     for run in runs:
         for stage in ("correctness", "baseline"):
             status = read_input_status(inputs[f"{stage}_{run}"])
@@ -48,14 +49,17 @@ def load_point(point: Point, runs: Sequence[str], inputs: Mapping[str, str]) -> 
             continue
         table = pd.read_parquet(inputs[f"latency_{run}"])
         data.reps.append(maxima(table[table["scope"] == "kernel"]))
-        eff = (_json(inputs.get(f"baseline_stats_{run}")).get("bandwidth") or {}).get("efficiency")
-        if eff is not None:
-            efficiencies.append(float(eff))
+        bandwidth = _json(inputs.get(f"baseline_stats_{run}")).get("bandwidth") or {}
+        if bandwidth.get("efficiency") is not None:
+            efficiencies.append(float(bandwidth["efficiency"]))
+        if bandwidth.get("bound_us") is not None:
+            bounds.append(float(bandwidth["bound_us"]))
         if f"timeline_{run}" in inputs and read_input_status(inputs[f"timeline_{run}"]).ok:
             causes.append(top_cause(_json(inputs[f"timeline_stats_{run}"])))
     if problems:
         data.state, data.reason, data.reps = "failed", "; ".join(problems), []
     data.efficiency = sum(efficiencies) / len(efficiencies) if efficiencies else None
+    data.bound_us = sum(bounds) / len(bounds) if bounds else None
     named = [c for c in causes if c]
     data.top_cause = max(set(named), key=named.count) if named else None
     return data
@@ -117,6 +121,12 @@ def markdown(record: Mapping[str, Any], simulated: bool) -> str:
     return "\n".join(lines)
 
 
+def pictures(record: Mapping[str, Any]) -> list[str]:
+    """Latency against each axis (the keys whose values differ between the ranked points)."""
+    drawn = (axis_svg(record["points"], key, record["best"]) for key in axes_of(record["points"]))
+    return [svg for svg in drawn if svg]
+
+
 def html_page(record: Mapping[str, Any], simulated: bool) -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in HEADER)
@@ -128,6 +138,7 @@ def html_page(record: Mapping[str, Any], simulated: bool) -> str:
         + ("<p><strong>SIMULATED DATA: not a measurement.</strong></p>" if simulated else "")
         + f"<p><strong>{e(record['verdict'])}</strong>: {e(record['reason'])}</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        + "".join(f"<figure>{svg}</figure>" for svg in pictures(record))
         + (f"<p>Refused at plan time:</p><ul>{refused}</ul>" if refused else "")
         + f"<p>Rule: {e(record['rule'])}.</p></body></html>\n"
     )
