@@ -73,6 +73,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
         "cluster",
         "kernel.name",
         "timeline.align_launch",
+        "timeline.barrier_kernel",
         "timeline.call_chain_launches",
         "timeline.known_kernels",
         "timeline.trace_launches",
