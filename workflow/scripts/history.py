@@ -27,10 +27,6 @@ files = snakemake.input
 base = {"schema": "dispatchprof.history_verdict/1", "experiment": experiment, "toolchain": toolchain_of(config)}
 
 
-def ok_json(status_file: str, data_file: str):
-    return json.loads(Path(data_file).read_text()) if read_input_status(status_file).ok else None
-
-
 baseline = read_input_status(files.baseline_status)
 if settings["path"] is None:
     result = {**base, "state": "disabled", "reason": "history.path is null: no record, no gate"}
@@ -38,12 +34,13 @@ elif not baseline.ok:
     result = {**base, "state": "skipped", "reason": f"no latency baseline ({baseline.state}: {baseline.reason})"}
 else:
     started = json.loads(Path(files.collected).read_text()).get("started")
+    timeline_ok, pmu_ok = read_input_status(files.timeline_status).ok, read_input_status(files.pmu_status).ok
     run_files = RunFiles(
         latency=pd.read_parquet(files.latency),
         baseline=json.loads(Path(files.baseline_stats).read_text()),
-        timeline=ok_json(files.timeline_status, files.timeline_stats),
-        pmu=ok_json(files.pmu_status, files.pmu_roles),
-        cores=pd.read_parquet(files.pmu_cores) if read_input_status(files.pmu_status).ok else None,
+        timeline=json.loads(Path(files.timeline_stats).read_text()) if timeline_ok else None,
+        pmu=json.loads(Path(files.pmu_roles).read_text()) if pmu_ok else None,
+        cores=pd.read_parquet(files.pmu_cores) if pmu_ok else None,
         env=json.loads(Path(files.env).read_text()),
         build=json.loads(Path(files.build_record).read_text()),
     )

@@ -162,10 +162,14 @@ def _newest_se(rows: pd.DataFrame, newest: str) -> dict[str, float]:
 def _test_metric(
     column: pd.Series, kind: str, better: str, se: float, headline_ref: float, settings: GateSettings
 ) -> dict[str, Any]:
-    earlier = column.iloc[:-1].dropna().to_numpy(dtype=float)
-    cuts = change_points(earlier, settings.min_runs)
-    reference = earlier[cuts[-1] :] if cuts else earlier
-    first = column.iloc[:-1].dropna().index[cuts[-1]] if cuts else None
+    earlier = column.iloc[:-1].dropna()
+    values = earlier.to_numpy(dtype=float)
+    cuts = change_points(values, settings.min_runs)
+    reference = values[cuts[-1] :] if cuts else values
+    segment = {
+        "change_points": [str(i) for i in earlier.index[cuts]],
+        "since": earlier.index[cuts[-1]] if cuts else None,
+    }
     newest = float(column.iloc[-1]) if pd.notna(column.iloc[-1]) else 0.0
     if len(reference) < settings.min_runs:
         more = settings.min_runs - len(reference)
@@ -174,16 +178,12 @@ def _test_metric(
             "newest": newest,
             "runs": int(len(reference)),
             "why": f"{more} more comparable run{'s' * (more != 1)} needed (history.min_runs {settings.min_runs})",
-            "change_points": [str(i) for i in column.iloc[:-1].dropna().index[cuts]] if cuts else [],
-            "since": first,
+            **segment,
         }
     # a cause's cost (often 0 before it appeared) and a zero-mean metric take the kernel latency as their scale
     own = float(np.mean(reference))
     floor = settings.min_change * abs(headline_ref if kind == "cause" or own == 0 else own)
-    test = decide(reference, newest, se, better, floor)
-    test["change_points"] = [str(i) for i in column.iloc[:-1].dropna().index[cuts]]
-    test["since"] = first
-    return test
+    return {**decide(reference, newest, se, better, floor), **segment}
 
 
 def gate(rows: pd.DataFrame, newest: str, settings: GateSettings) -> dict[str, Any]:

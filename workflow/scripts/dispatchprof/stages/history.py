@@ -156,10 +156,10 @@ def write_record(root: Path, series: str, run_id: str, rows: pd.DataFrame) -> Pa
     return target
 
 
-def environment_changes(rows: pd.DataFrame, newest: str, since: str | None) -> list[str]:
+def environment_changes(rows: pd.DataFrame, newest: str) -> list[str]:
     """Identity keys (versions, hosts, the ascend_deepep sha) that differ between the newest run and the reference
     run just before it: a change no layer shows may come from them."""
-    runs = rows.groupby("run_id")[["recorded_at", "identity"]].first().sort_values("recorded_at")
+    runs = rows.drop_duplicates("run_id").set_index("run_id")[["recorded_at", "identity"]].sort_values("recorded_at")
     earlier = runs[runs.index != newest]
     if earlier.empty:
         return []
@@ -187,12 +187,11 @@ def land_and_gate(root: Path, rows: pd.DataFrame, settings: GateSettings) -> dic
     if newest not in set(history["run_id"]):
         history = pd.concat([history, rows[rows["kind"] != "sample"]], ignore_index=True)
     result = gate(history, newest, settings)
-    since = next((m.get("since") for m in result["metrics"] if m.get("explained_by")), None)
     result.update(
         run_id=newest,
         series=series,
         record=str(path) if path else None,
-        environment_changes=environment_changes(history, newest, since),
+        environment_changes=environment_changes(history, newest),
         notes=notes,
     )
     return result
