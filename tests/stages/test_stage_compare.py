@@ -5,30 +5,19 @@ holds the rows, the answer, the margin and the expectations, and renders to HTML
 import json
 
 import numpy as np
-import pandas as pd
 
-from conftest import write_part_status
+from conftest import latency_table, write_part_status
 from dispatchprof.report.comparison_page import page, picture
 from dispatchprof.report.html import html_section
 from dispatchprof.report.markdown import markdown_section
 from dispatchprof.stages.comparison import comparison, load_side
 
 
-def latency(rng, centre, ranks=4, n=30):
-    rows = [
-        ("e", scope, r, 0, i, i < 3, centre + (60 if scope == "api" else 0) + rng.normal(0, 3))
-        for scope in ("kernel", "api")
-        for r in range(ranks)
-        for i in range(n)
-    ]
-    return pd.DataFrame(rows, columns=["experiment", "scope", "rank", "node", "iteration", "warmup", "us"])
-
-
 def run_files(tmp, side, run, rng, centre, pmu_state="ok", ranks=4):
     base = tmp / "results" / run
     base.mkdir(parents=True)
     files = {}
-    latency(rng, centre, ranks).to_parquet(base / "latency.parquet")
+    latency_table(rng, centre, ranks, n=30).to_parquet(base / "latency.parquet")
     files[f"{side}_latency_{run}"] = str(base / "latency.parquet")
     (base / "bstats.json").write_text(json.dumps({"bandwidth": {}}))
     files[f"{side}_baseline_stats_{run}"] = str(base / "bstats.json")

@@ -7,11 +7,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import write_part_status
+from conftest import latency_table, write_part_status
 from dispatchprof.shell.compare_config import RECORDED_FILES, recorded_inputs
 from dispatchprof.stages.comparison import ComparisonJob, comparison_record
 
@@ -33,21 +32,11 @@ STATUS_OF = {  # the status each stage's file of a run dir holds (the layers nee
 }
 
 
-def latency(rng, centre, ranks=4, n=20):
-    rows = [
-        ("e", scope, r, 0, i, i < 3, centre + (60 if scope == "api" else 0) + rng.normal(0, 3))
-        for scope in ("kernel", "api")
-        for r in range(ranks)
-        for i in range(n)
-    ]
-    return pd.DataFrame(rows, columns=["experiment", "scope", "rank", "node", "iteration", "warmup", "us"])
-
-
 def run_dir(root: Path, centre: float, config=CONFIG) -> Path:
     rng = np.random.default_rng(int(centre))
     for stage, state in STATUS_OF.items():
         write_part_status(root / stage / "status.json", stage, state)
-    latency(rng, centre).to_parquet(root / "baseline/latency.parquet")
+    latency_table(rng, centre, n=20).to_parquet(root / "baseline/latency.parquet")
     (root / "baseline/stats.json").write_text(json.dumps({"bandwidth": {}}))
     stats = {"causes": [], "straggler": {"excess": {"period_us_per_launch": 5.0}}}
     (root / "timeline/stats.json").write_text(json.dumps(stats))
