@@ -60,10 +60,14 @@ def without_pids(value):
 
 def results_of(wf):
     root = wf.root / "results" / "baseline"
-    return {
+    results = {
         name: without_pids(json.loads((root / name).read_text()))
         for name in ("report/summary.json", "baseline/stats.json", "timeline/stats.json")
     }
+    # the history record is named by the time the run was recorded: each run's own, as a pid
+    record = results["report/summary.json"]["history"].pop("record")
+    assert re.fullmatch(r"results/history/baseline/\d{8}T\d{6}-[0-9a-f]{16}\.v1\.parquet", record), record
+    return results
 
 
 @pytest.mark.parametrize(
