@@ -17,6 +17,7 @@ include: "workflow/rules/pipe_timeline.smk"
 include: "workflow/rules/debugclock.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/sweep.smk"
 include: "workflow/rules/history.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/not_provided.smk"  # after the rules whose outputs it writes in analyze mode
@@ -31,8 +32,9 @@ run_from_disk()
 
 rule all:
     input:
-        expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS),
+        [f"results/{run}/report/report.html" for run in EXPERIMENTS if not RUNS[run].get("_sweep")],
         [f"results/compare/{a}_vs_{b}/comparison.json" for a, b in COMPARISONS],
+        expand("results/sweep/{sweep}/sweep.json", sweep=SWEEPS),
 
 
 onstart:

@@ -139,6 +139,7 @@ NOT_WALKED = {
     "launcher": "slurm and ssh need a cluster or sshd (tests/workflow/test_slurm.py, test_ssh.py)",
     "experiments": "its values are overlays of the other keys, each walked here",
     "compare": "needs two experiments (tests/workflow/test_dryrun.py)",
+    "sweep": "its points are overlays of the other keys, each walked here (tests/workflow/test_sweep.py plans them)",
     "deepep.repo": "a checkout of the repository: the default is the simulator's stand-in",
     "deepep.ref": "a commit of a git repository as deepep.repo: tests/workflow/test_commit_ab.py",
     "pmu.timelines": "kept only to refuse an old config: any value but [] is refused",

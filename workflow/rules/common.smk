@@ -22,6 +22,7 @@ from dispatchprof.shell.config import (  # noqa: E402
     analysis_settings,
     ref_sha,
     schema_problems,
+    sweep_notes,
     yaml_booleans_as_words,
 )
 from dispatchprof.shell.compare_config import recorded_sides  # noqa: E402
@@ -66,7 +67,12 @@ if _problems:
     refuse(_problems)
 RUNS = experiment_runs(config)  # run name -> merged config, in execution order (A1 B1 A2 B2 ...)
 EXPERIMENTS = list(RUNS)
-_problems = sorted({p for run in RUNS.values() for p in check_config(run, Path.cwd(), EXPERIMENTS)})
+SWEEPS = list(config.get("sweep") or {})  # each point is a run of RUNS (dispatchprof.shell.sweep)
+if workflow.is_main_process:
+    for _note in sweep_notes(config):  # refused points, with their reasons: the rest run
+        sys.stderr.write(f"Note: {_note}\n")
+# each run's own output paths (the cluster, which shapes them, is the same in every run): linear in the runs
+_problems = sorted({p for name, run in RUNS.items() for p in check_config(run, Path.cwd(), [name])})
 _problems += environment_problems(config, __import__("os").environ)
 _problems += results_of_other_mode(Path("results"), RUNS)
 if _problems:
@@ -155,6 +161,7 @@ wildcard_constraints:
     b="|".join(re.escape(side) for pair in COMPARISONS for side in pair) or "__none__",
     nodes=r"\d+-\d+",
     rank=r"\d+",
+    sweep="|".join(re.escape(s) for s in SWEEPS) or "__none__",
 
 
 include: "paths.smk"

@@ -127,6 +127,9 @@ def previous_run(wildcards):
         return []
     # The last collective stages of a run: debugclock_collect (after pcsampling) and the pipe timeline runs.
     previous = EXPERIMENTS[index - 1]
+    if RUNS[wildcards.experiment].get("_sweep") and RUNS[previous].get("_sweep"):
+        # sweep points: after the stages the point before is measured by (sweep.<name>.stages), not its whole DAG
+        return [ancient(path) for path in sweep_collect_paths(previous)]
     return [  # order only: ancient, so that a re-analysis of the previous run does not re-collect this one
         ancient(f"results/{previous}/debugclock/collect/status.json"),
         ancient(f"results/{previous}/pipe_timeline/status.json"),

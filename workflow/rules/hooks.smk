@@ -15,16 +15,27 @@ def end_of_run(nothing_to_do=False):
         release_requeue_timers,
         report_line,
         stage_lines,
+        sweep_lines,
     )
 
     release_requeue_timers()
 
-    lines = stage_lines(Path("results"), EXPERIMENTS, (*STAGES, "report"))
-    lines += history_lines(Path("results"), EXPERIMENTS)
+    # a sweep's points are listed by the stages that measure them (sweep.<name>.stages), without a report
+    plain = [run for run in EXPERIMENTS if not RUNS[run].get("_sweep")]
+    lines = stage_lines(Path("results"), plain, (*STAGES, "report"))
+    for run in EXPERIMENTS:
+        if RUNS[run].get("_sweep"):
+            lines += stage_lines(
+                Path("results"), [run], ("env_capture", "build", "correctness", *sweep_stages(run))
+            )
+    lines += history_lines(Path("results"), plain)
+    lines += sweep_lines(Path("results"), SWEEPS)
     print(f"\nStages ({config['toolchain'] if COLLECT else 'imported'} data):")
     print(format_lines(lines))
-    for path in expand("results/{experiment}/report/report.html", experiment=EXPERIMENTS):
+    for path in expand("results/{experiment}/report/report.html", experiment=plain):
         print(report_line(path, STARTED, nothing_to_do))
+    for name in SWEEPS:
+        print(f"Sweep {name}: results/sweep/{name}/sweep.html (and sweep.md, sweep.json)")
     bad = failing(lines, config["fail_on"])
     if bad:
         print(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from dispatchprof.shell.gitref import RefError, deepep_repo, resolve_ref
+from dispatchprof.shell.sweep import expand, point_config, sweep_problems
 
 # msopprof refuses --output paths longer than this (docs/formats.md §2).
 MSOPPROF_OUTPUT_MAX = 200
@@ -296,6 +297,7 @@ FIXED_ACROSS_EXPERIMENTS = (
     "compare",
     "repeats",
     "fail_on",
+    "sweep",
 )
 
 
@@ -328,15 +330,23 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
+def run_base(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What every run starts from: the configuration without the keys that list runs."""
+    return {k: v for k, v in config.items() if k not in ("experiments", "compare", "repeats", "sweep")}
+
+
 def experiment_runs(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every run of the DAG: one per experiment and repeat, each with its merged config.
 
     Without ``experiments`` there is one run named by ``experiment``. With ``repeats`` > 1 runs are named
     ``<experiment>_r<k>`` and listed in alternating order (A1 B1 A2 B2 ...), the order they are executed in.
+    Each point of a ``sweep`` is one more experiment (dispatchprof.shell.sweep), after the experiments; with sweeps
+    and no ``experiments`` the runs are the sweeps' points only.
     """
-    experiments = config.get("experiments") or {config["experiment"]: {}}
+    sweeps = config.get("sweep") or {}
+    experiments = config.get("experiments") or ({} if sweeps else {config["experiment"]: {}})
     repeats = int(config.get("repeats", 1))
-    base = {k: v for k, v in config.items() if k not in ("experiments", "compare", "repeats")}
+    base = run_base(config)
     runs: dict[str, dict[str, Any]] = {}
     for repeat in range(1, repeats + 1):
         for name, override in experiments.items():
@@ -345,6 +355,8 @@ def experiment_runs(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             merged["experiment"] = run
             merged["_experiment"], merged["_repeat"] = name, repeat
             runs[run] = merged
+    if sweeps:
+        runs.update(expand(config, base)[1])
     return runs
 
 
@@ -380,6 +392,11 @@ def results_of_other_mode(results: Path, runs: Mapping[str, Mapping[str, Any]]) 
     return problems
 
 
+def sweep_notes(config: Mapping[str, Any]) -> list[str]:
+    """The refused points of the sweeps, each with its reason, and how many run (for stderr at plan time)."""
+    return sweep_problems(config, run_base(config))[1] if config.get("sweep") else []
+
+
 def run_config(config: Mapping[str, Any], run: str) -> dict[str, Any]:
     runs = experiment_runs(config)
     if run not in runs:
@@ -409,11 +426,21 @@ def experiment_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) ->
     from dispatchprof.shell.compare_config import comparison_problems
 
     problems += comparison_problems(config, Path.cwd())  # experiments, or recorded results directories
+    problems += sweep_problems(config, run_base(config))[0]
     if problems:
         return problems
     for run, merged in experiment_runs(config).items():
+        if merged.get("_sweep"):
+            continue  # below, once per point
         check = {k: v for k, v in merged.items() if not k.startswith("_")}
         problems += [f"experiments ({run}): {p}" for p in schema_problems(check, schema)]
+    base = run_base(config)
+    for points in expand(config, base, with_runs=False)[0].values():
+        for point in (p for p in points if p.refused is None):
+            # the sections the point sets (the rest is the base, checked as the config itself)
+            merged = point_config(base, point.params)
+            check = {k: merged[k] for k in {key.split(".")[0] for key in point.params}}
+            problems += [f"experiments ({point.name}): {p}" for p in schema_problems(check, schema)]
     return problems
 
 

@@ -71,6 +71,20 @@ def history_lines(results: Path, experiments: Iterable[str]) -> list[StageLine]:
     return lines
 
 
+def sweep_lines(results: Path, sweeps: Iterable[str]) -> list[StageLine]:
+    """One line per sweep whose ranking was written: its verdict (best, tied, not ranked; not a stage state) and the
+    verdict line, e.g. which point is best and by how much."""
+    lines = []
+    for name in sweeps:
+        try:
+            data = json.loads((results / "sweep" / name / "sweep.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("verdict"), str):
+            lines.append(StageLine(f"sweep {name}", "sweep", data["verdict"], str(data.get("reason", ""))))
+    return lines
+
+
 MIN_REASON_COLUMN = 30  # narrower than this, a wrapped reason is a column of single words: it goes under its row
 
 
