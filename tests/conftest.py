@@ -245,6 +245,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
 
 
+# the timeline merge's outputs (workflow/rules/timeline.smk, rule timeline), for the stage tests
+TIMELINE_MERGE_OUTPUTS = {
+    "coverage": "coverage.parquet",
+    "stats": "stats.json",
+    "trace": "trace.json",
+    "replay": "replay_without_top_cause.json",
+}
+
+
 def stage_run(
     tmp_path: Path,
     stage: str,

@@ -5,10 +5,11 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from conftest import stage_run, write_part_status
-from dispatchprof.stages.timeline import fold_coverage, timeline
+from conftest import TIMELINE_MERGE_OUTPUTS, stage_run, write_part_status
+from dispatchprof.analysis.timeline import ChromeTrace
+from dispatchprof.stages.timeline import fold_coverage, timeline, without_top_cause
 
-OUTPUTS = {"coverage": "coverage.parquet", "stats": "stats.json", "trace": "trace.json"}
+OUTPUTS = TIMELINE_MERGE_OUTPUTS
 
 
 def coverage_table(rows):
@@ -67,3 +68,14 @@ def test_too_few_ranks_is_invalid_and_names_the_coverage_key(tmp_path):
     )
     status = timeline(run)
     assert status.state == "invalid" and "stats.min_rank_coverage" in status.reason
+
+
+def test_the_replay_without_a_cause_or_between_ranks_that_do_not_wait_is_an_empty_trace_that_says_why():
+    trace = ChromeTrace([], {"toolchain": "sim", "aligned_on": "x", "causes_track": {"causes": []}})
+    nothing = without_top_cause(trace, [], {"coupling": {"state": "coupled"}, "struck_by": []})
+    alone = without_top_cause(trace, [{"evidence": "own_work"}], {"coupling": {"state": "not_coupled"}})
+    for replay, why in ((nothing, "no named cause"), (alone, "do not wait for each other")):
+        out = json.loads(replay.json_text())
+        assert out["traceEvents"] == [] and out["metadata"]["toolchain"] == "sim"
+        assert out["metadata"]["replay"]["without"] is None and why in out["metadata"]["replay"]["why"]
+        assert "causes_track" not in out["metadata"]

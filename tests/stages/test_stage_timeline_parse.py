@@ -8,7 +8,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, stage_run, write_part_status
+from conftest import ROOT, TIMELINE_MERGE_OUTPUTS, stage_run, write_part_status
 from dispatchprof.stages.timeline_parse import timeline_parse
 
 OUTPUTS = {"coverage": "coverage.parquet", "launches": "launches.parquet", "ranks": "ranks.json", "plots": "plots"}
@@ -101,7 +101,7 @@ def parse_and_merge(tmp_path, raw, kernel):
     parsed = part.finish(timeline_parse(part))
     assert parsed.state == "ok", parsed.reason
     (tmp_path / "baseline.json").write_text(json.dumps({"placeholder": True}))
-    merge_outputs = {"coverage": "coverage.parquet", "stats": "stats.json", "trace": "trace.json"}
+    merge_outputs = TIMELINE_MERGE_OUTPUTS
     inputs = {
         "parts": [part.status_path],
         "coverage": [part.outputs["coverage"]],

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, stage_run
+from conftest import ROOT, TIMELINE_MERGE_OUTPUTS, stage_run
 from dispatchprof.shell.stage import guarded
 from dispatchprof.stages.timeline import timeline
 from dispatchprof.stages.timeline_parse import timeline_parse
@@ -84,7 +84,7 @@ def parse_and_merge(work: Path, raw: Path, between=None) -> tuple[object, dict, 
         "ranks": [part.outputs["ranks"]],
         "baseline_stats": work / "baseline.json",
     }
-    merge_outputs = {"coverage": "coverage.parquet", "stats": "stats.json", "trace": "trace.json"}
+    merge_outputs = TIMELINE_MERGE_OUTPUTS
     merge = stage_run(
         work / "merge",
         "timeline",

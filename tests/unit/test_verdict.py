@@ -120,7 +120,8 @@ def test_every_line_is_at_most_40_words_and_every_cause_and_open_question_has_a_
 def test_a_bound_is_said_as_one_and_its_footnote_says_what_gives_a_number():
     items = verdict(facts([cause("late_arrival", 20.0, node=1, ranks=[8, 15], share=None, bound=[0.0, 50.0])]))
     (top,) = [i for i in lines(items) if i.text.startswith("Top cause")]
-    assert top.text == "Top cause: node 1 (ranks 8-15), late hosts, at most 50.0 us per launch (a bound)."
+    assert top.text == "Top cause: node 1 (ranks 8-15), late hosts, at most 50.0 us per launch (a bound). See it:"
+    assert top.step == "results/exp/timeline/merged_trace.json"
     t = table(items)
     assert t.rows[0].cost == "at most 50.0*" and any("baseline.synchronize_start" in n for n in t.footnotes)
 

@@ -125,6 +125,14 @@ rule timeline:
             experiment="{experiment}",
             file="merged Chrome trace",
         ),
+        replay=reported(
+            "results/{experiment}/timeline/replay_without_top_cause.json",
+            "Stages",
+            "timeline",
+            "timeline",
+            experiment="{experiment}",
+            file="the launches replayed without the top cause (Chrome trace)",
+        ),
         coverage="results/{experiment}/timeline/coverage.parquet",
         status="results/{experiment}/timeline/status.json",
     log:

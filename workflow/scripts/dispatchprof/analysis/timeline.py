@@ -539,9 +539,12 @@ class ChromeTrace:
 
 def _json_numbers(values: list[float | None]) -> list[str]:
     """Floats as json.dumps writes them: their repr, null for None, NaN and Infinity as json spells them. The common
-    case (every value a finite float) is one C-level pass; a value json spells otherwise sends the list through json."""
+    case (every value a finite float) is one C-level pass; otherwise each value is spelled alone, json only for the
+    few it spells otherwise (a rank's first launch has no gap: every gap list has a None)."""
     if None not in values and all(map(math.isfinite, values)):
         return list(map(repr, values))
+    if all(math.isfinite(v) for v in values if v is not None):
+        return ["null" if v is None else repr(v) for v in values]
     return [json.dumps(v) for v in values]
 
 

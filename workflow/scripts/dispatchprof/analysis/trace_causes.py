@@ -1,13 +1,16 @@
-"""The cost account on the merged trace: a process "causes" with a thread per named cause and one slice per drawn
+(
+    """The cost account on the merged trace: a process "causes" with a thread per named cause and one slice per drawn
 launch the cause struck (its saving there in the args), flow arrows from the cause's rank to the ranks that waited
 for it in that launch (by the drawn events), and the launches the report's picture shows, marked.
 
 Who waited, by the events of the launch: for a late arrival (the barrier kernel drawn), every other rank whose barrier
 wait is longer than the cause's (it was there before the cause arrived); without the barrier, every other rank that
 started the target before it (it waited at the kernel's entry). For a cause that ends late (own work, a late-ending
-rank or node, the group inside the kernel), every other rank that was in the target while the cause ran and ended no
-earlier than it. At most ``max_flows`` arrows per launch, the longest waits first; the metadata says how many were left
-out."""
+rank or node), every other rank that was in the target while the cause ran and ended no earlier than it. None for the
+group waiting inside the kernel: every rank ends late, and whose data they wait for is not in the timeline. At most
+``max_flows`` arrows per launch, the longest waits first; the metadata says how many were left out."""
+    ""
+)
 
 from __future__ import annotations
 
@@ -30,12 +33,16 @@ CAUSES_PID = 999_999  # the causes process: above any rank's pid, drawn first (s
 PICTURE_TID = 0  # the causes process's thread of the report's picture marks; cause i is thread i + 1
 EPSILON_US = 0.001  # a flow's end sits this far inside its slice (a viewer binds it to the slice that encloses it)
 MAX_FLOWS = 32
+# the group waiting inside the kernel: every rank ends late, and the timeline cannot tell whose data they wait for
+# (DebugClock's phases or the PMU's per-rank busy time can): no arrow would be true
+UNKNOWN_SOURCE = {"in_kernel"}
 
 WAITED_FOR = (
     "flows (cat cause): from the cause's rank to each rank that waited for it in that launch, by the drawn events: a "
     "late arrival's barrier start to the barrier end of every rank whose barrier wait is longer (without the barrier "
     "kernel, to every rank that started the target earlier); a late end's target end to the target end of every rank "
-    "that ran the target while it did and ended no earlier"
+    "that ran the target while it did and ended no earlier; none for the group waiting inside the kernel, whose "
+    "source the timeline cannot tell (DebugClock's phases or the PMU's per-rank busy time can)"
 )
 
 
@@ -90,7 +97,7 @@ def waiters(cause: TraceCause, launch: Mapping[int, Drawn]) -> tuple[int | None,
     """The cause's rank in this launch (its latest arrival, or its latest end) and the ranks that waited for it,
     longest wait first (see the module)."""
     mine = [r for r in cause.ranks if r in launch]
-    if not mine:
+    if not mine or cause.evidence in UNKNOWN_SOURCE:
         return None, []
     others = [r for r in launch if r not in cause.ranks]
     if cause.arrives_late and all(launch[r].barrier_dur is not None for r in mine):

@@ -85,7 +85,13 @@ def coverage_blocks(tl: dict[str, Any], timeline: dict[str, Any]) -> list[Any]:
                     "thread per named cause with a slice in each drawn launch it struck (its saving there in the args) "
                     "and arrows from the cause's rank to the ranks that waited for it; the report's typical and "
                     'costliest launches are marked there. Each rank ("node k / rank r") shows the target kernel and, '
-                    "on its second thread, the barrier kernel: its start is the arrival, its length the wait.",
+                    "on its second thread, the barrier kernel: its start is the arrival, its length the wait. Open the ",
+                    Link("replay without the top cause", timeline["replay"]),
+                    " in a second tab: the same launches as the cost account replays them without it, each earlier "
+                    "by what the launches before it saved (its metadata says how). MindStudio Insight imports the "
+                    "PROF_ folders: ",
+                    Code(timeline["prof_folders"]),
+                    " (it writes its cache into the folder it opens: copy them first).",
                 ),
                 "muted",
             )

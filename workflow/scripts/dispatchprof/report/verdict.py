@@ -293,7 +293,10 @@ def top_cause_line(f: Facts) -> list[Item]:
         f", {100 * top['cost_share']:.0f}% of the excess" if top.get("cost_share") is not None and established else ""
     )
     more = f" {len(causes) - 1} more cause{'s' if len(causes) > 2 else ''} below." if len(causes) > 1 else ""
-    return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more}")]
+    # the step is the picture of it: the merged trace (its causes track) beside the replay without it (the timeline
+    # section says what to look for there)
+    trace = f"results/{f.run.experiment}/timeline/merged_trace.json"
+    return [Line("timeline", f"Top cause: {who(top)}, {kind(top)}, {cost}{share}.{more} See it:", trace)]
 
 
 def timeline_compares(f: Facts) -> bool:

@@ -170,6 +170,13 @@ def timeline_context(run: StageRun, files: StageFiles, link: Link, ok: set[str])
         "stats": timeline_stats,
         "link": link(run.inputs["timeline_stats"]),
         "trace": link(str(Path(run.inputs["timeline_stats"]).with_name("merged_trace.json"))),
+        "replay": link(str(Path(run.inputs["timeline_stats"]).with_name("replay_without_top_cause.json"))),
+        # MindStudio Insight opens the PROF_ folders themselves (it writes its cache into the folder it opens)
+        "prof_folders": (
+            str(Path(run.inputs["timeline_stats"]).with_name("raw")) + "/node*/PROF_*"
+            if run.config["mode"] == "collect"
+            else f"{run.config['analyze']['timeline_dir']}/node*/PROF_*"
+        ),
         "drilldowns": [],
     }
     for path in run.inputs.get("timeline_ranks", []):

@@ -16,7 +16,9 @@ from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis.rank_identity import Coverage, coverage_of, refused_sentence
 from dispatchprof.analysis.trace_causes import TraceCause
+from dispatchprof.analysis.trace_replay import LaunchReplay, ReplayedCause, replayed_tracks
 from dispatchprof.analysis.timeline import (
+    ChromeTrace,
     longest_duration,
     merged_call_chain,
     merged_trace,
@@ -320,6 +322,49 @@ def trace_causes(named: Sequence[Mapping[str, Any]], struck_by: list[Any]) -> li
     return out
 
 
+def replayed_cause(cause: Mapping[str, Any], per: Any) -> ReplayedCause:
+    """The named cause and its replay (waits.PerLaunch, with ranks) where it struck or saved time."""
+    hit = np.asarray(per.struck, bool) | (np.asarray(per.period) > 0) | (np.asarray(per.timed) > 0)
+    ranks = [int(r) for r in np.asarray(per.ranks).tolist()]
+    launches = {
+        int(per.launches[i]): LaunchReplay(
+            float(per.arrival_saving[i]),
+            float(per.end_saving[i]),
+            float(per.group_delay[i]),
+            dict(zip(ranks, np.asarray(per.arrival_shift[i], float).tolist())),
+            dict(zip(ranks, np.asarray(per.end_shift[i], float).tolist())),
+        )
+        for i in np.flatnonzero(hit).tolist()
+    }
+    order = np.argsort(np.asarray(per.launches), kind="stable")
+    return ReplayedCause(
+        cause_label(cause),
+        float(cause["cost_us_per_launch"]),
+        cause["cost_ci_us"],
+        launches,
+        [int(k) for k in np.asarray(per.launches)[order].tolist()],
+        np.cumsum((np.asarray(per.arrival_saving) + np.asarray(per.group_delay))[order]).tolist(),
+    )
+
+
+def without_top_cause(trace: ChromeTrace, named: Sequence[Mapping[str, Any]], waited: Mapping[str, Any]) -> ChromeTrace:
+    """The merged trace's launches replayed without the top named cause (analysis.trace_replay), on the same clock;
+    without a named cause the replay removes nothing, and its metadata says so."""
+    per = next(iter(waited.get("struck_by") or []), None)
+    meta = {k: v for k, v in trace.metadata.items() if k != "causes_track"}
+    why = None
+    if waited["coupling"]["state"] == "not_coupled":
+        why = "the ranks do not wait for each other: removing a cause moves only its own ranks' slices"
+    elif not named or per is None or per.launches is None or per.ranks is None:
+        why = "no named cause with a replay (nothing to remove)"
+    if why:  # no events: the merged trace is the launches as they were
+        return ChromeTrace(
+            [], {**meta, "replay": {"without": None, "why": why + "; the merged trace holds the launches"}}
+        )
+    tracks, said = replayed_tracks(trace.tracks, replayed_cause(named[0], per))
+    return ChromeTrace(tracks, {**meta, **said})
+
+
 def timeline(run: StageRun) -> Status:
     cfg = run.config
     parts = {label: read_input_status(run.inputs[label]) for label in run.params["needed"]}
@@ -358,6 +403,7 @@ def timeline(run: StageRun) -> Status:
     stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)
     write_text_atomic(run.outputs["trace"], trace.json_text() + "\n")  # tens of thousands of events: no pretty-printing
+    write_text_atomic(run.outputs["replay"], without_top_cause(trace, stats["causes"], waited).json_text() + "\n")
     strag = stats["straggler"]
     if len(covered.found) == 1:
         only = stats["per_rank"][str(covered.found[0])]

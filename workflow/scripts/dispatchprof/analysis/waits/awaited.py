@@ -4,6 +4,7 @@ timeline's stats hold of it (analyse). Facts only: report/cause_text puts the ca
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -129,7 +130,7 @@ def awaited(
     # a cause is never among the waiting ranks, named or only listed (waiting is not blame, and neither is the reverse)
     blamed = {r for c in named + unnamed for r in c["ranks"]}
     if struck_by is not None:
-        struck_by.extend(c.get(PER_LAUNCH) for c in named)
+        struck_by.extend(with_ranks(c.get(PER_LAUNCH), g.ranks) for c in named)
     for c in costs:  # numpy arrays: never in the account as written
         c.pop(PER_LAUNCH, None)
     return {
@@ -240,6 +241,13 @@ CAUSE_KEYS = (
     "waiting_nodes",  # ... and these whole nodes
     "explanation",  # report/cause_text's
 )
+
+
+def with_ranks(per: PerLaunch | None, ranks: np.ndarray) -> PerLaunch | None:
+    """A cause's launches with its shifts' columns named as ranks (the trace knows ranks, not the grid's columns)."""
+    if per is None or per.cols is None:
+        return per
+    return replace(per, ranks=np.asarray(ranks)[per.cols])
 
 
 def analyse(

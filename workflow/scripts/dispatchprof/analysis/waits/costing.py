@@ -87,6 +87,15 @@ class PerLaunch:
     struck: np.ndarray  # [row] bool: the candidate's delay acted
     period: np.ndarray  # [row] µs: the launch period's saving without it
     timed: np.ndarray  # [row] µs: the timed scope's saving
+    # the replay itself, for the trace of the launches without the cause (analysis.trace_replay): the grid's columns
+    # of the cause's ranks (awaited turns them into ranks), their shifts, and the three savings of each row
+    cols: np.ndarray | None = None  # [k] the grid's columns of the shifts
+    arrival_shift: np.ndarray | None = None  # [row, k] µs taken off each rank's arrival
+    end_shift: np.ndarray | None = None  # [row, k] µs taken off each rank's end
+    arrival_saving: np.ndarray | None = None  # [row] µs: how much earlier the last arrival comes (the release)
+    end_saving: np.ndarray | None = None  # [row] µs: how much earlier the last end comes, after the release
+    group_delay: np.ndarray | None = None  # [row] µs: a delay of every rank's end, removed
+    ranks: np.ndarray | None = None  # [k] the ranks of ``cols`` (set by awaited, which knows the grid)
 
 
 @dataclass(frozen=True)
@@ -181,7 +190,18 @@ def replayed(
         ci = [float(x - background[i, 0]) for x in bootstrap_mean_ci(period, boot["resamples"], boot["seed"])]
         ci_timed = [float(x - background[i, 1]) for x in bootstrap_mean_ci(timed, boot["resamples"], boot["seed"])]
         entry = cause_entry(c, replay, (cost, ci), (cost_timed, ci_timed), float(background[i, 0]), min_cost)
-        entry[PER_LAUNCH] = PerLaunch(replay.launches, c.struck, period, timed)
+        entry[PER_LAUNCH] = PerLaunch(
+            replay.launches,
+            c.struck,
+            period,
+            timed,
+            c.cols,
+            c.arrival_shift,
+            c.end_shift,
+            shifts_period,
+            shifts_timed,
+            group,
+        )
         causes.append(entry)
     causes.sort(key=by_cost)
     return causes
