@@ -223,6 +223,17 @@ def test_in_a_large_world_a_few_typical_launches_give_a_rank_a_share_shrunk_towa
     assert owns_its_spikes(last, spike, 64, ALPHA)[3]
 
 
+def test_half_a_launch_per_rank_is_what_a_rank_that_ends_few_typical_launches_keeps():
+    """64 ranks, 20 typical launches: rank 3 ends four (an exchangeable rank 0.3; a tail of 2.4e-4, below alpha: it
+    ends launches anyway) and all three spikes. Its share of the typical launches is (4 + 1/2) / (20 + 64/2), and three
+    spikes of three at that share is a tail of 6.5e-4, below alpha: its own work. The four it ended count, not more:
+    at (5 + 1/2) / 52 the same three would be chance (1.2e-3)."""
+    last = np.array([3] * 4 + list(range(10, 26)) + [3] * 3)
+    spike = np.arange(23) >= 20
+    assert tail(4, 20, 1 / 64) < ALPHA and tail(3, 3, 4.5 / 52) < ALPHA < tail(3, 3, 5.5 / 52)
+    assert owns_its_spikes(last, spike, 64, ALPHA)[3]
+
+
 # ---- the group's wait in the analysis: its cost, and the group's excess it adds to --------------------------------
 
 
