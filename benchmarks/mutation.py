@@ -253,7 +253,7 @@ def library_share(modules: list[str]) -> dict[str, float]:
 def scores(counts: Counter, equivalent: int) -> dict[str, object]:
     """killed / every mutant checked; and the same without the survivors judged equivalent."""
     judged = sum(counts.values()) - counts["not checked"]
-    ratio = lambda a, b: round(a / b, 4) if b else float("nan")  # noqa: E731
+    ratio = lambda a, b: a / b if b else float("nan")  # noqa: E731
     return {
         "counts": dict(counts),
         "equivalent": equivalent,
