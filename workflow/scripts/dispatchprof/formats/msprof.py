@@ -358,10 +358,27 @@ class TargetKernels:
     barrier_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     schema_version: str | None = None  # db META_DATA SCHEMA_VERSION
     session_ended: bool | None = None  # db SESSION_TIME_INFO.endTimeNs present (None: a text export, or no such table)
+    # Per target launch, the host API call that launched it (read_host_calls): None where the source has no such table.
+    host: HostCalls | None = None
 
     @property
     def symbols(self) -> list[str]:
         return sorted(set(map(str, self.name.tolist())))  # tolist: Python objects in one C pass, not 2000 numpy scalars
+
+
+@dataclass(frozen=True)
+class HostCalls:
+    """Per target launch (in the launches' order), the host API call msprof recorded as its launcher: the CANN_API row
+    whose connectionId is the task's. start -1 and name "" where a launch has none."""
+
+    table: str  # where they were read: "CANN_API"
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    name: np.ndarray  # object
+
+    @property
+    def found(self) -> int:
+        return int((self.start_ns >= 0).sum())
 
 
 def context_intervals(launches: int, context_launches: int) -> int:
@@ -477,6 +494,72 @@ def task_ids_within(conn: sqlite3.Connection, window: tuple[int, int]) -> str:
     return f"(c.globalTaskId BETWEEN {low} AND {high} OR c.globalTaskId > 9223372036854775807)"
 
 
+HOST_API_TABLE = "CANN_API"
+HOST_API_FIELDS = ("startNs", "endNs", "connectionId", "name")  # what read_host_calls reads of CANN_API
+
+
+def host_api_readable(conn: sqlite3.Connection, path: Path) -> bool:
+    """Whether the db links tasks to host API calls: a CANN_API table and TASK.connectionId. Their absence is normal
+    (an older db, a collection without host APIs): no host calls then. A CANN_API without a field read is refused."""
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HOST_API_TABLE,)).fetchone()
+    linked = conn.execute("SELECT 1 FROM pragma_table_info('TASK') WHERE name = 'connectionId'").fetchone()
+    if not (has and linked):
+        return False
+    fields = {name for (name,) in conn.execute(f"SELECT name FROM pragma_table_info('{HOST_API_TABLE}')")}
+    missing = [f for f in HOST_API_FIELDS if f not in fields]
+    if missing:
+        raise MsprofFormatError(f"{path}: {HOST_API_TABLE} has no field {missing[0]!r}")
+    return True
+
+
+def read_host_calls(
+    conn: sqlite3.Connection, strings: Mapping[int, str], where: str, starts: np.ndarray, path: Path
+) -> HostCalls | None:
+    """Per target launch (the kernel-join rows ``where`` selects, whose start times in order are ``starts``) the
+    CANN_API row with the task's connectionId: msprof's link from a host call to the tasks it launched (docs/formats.md
+    §1.3). None without such a table. A task without a matching row has none; a matching row whose times or name are
+    no integers (NULL, REAL, TEXT), that ends before it starts, or names an id missing from STRING_IDS is refused,
+    naming the field. Rows sharing a connectionId (its primary key in real dbs): the earliest is taken."""
+    if not host_api_readable(conn, path):
+        return None
+    rows = conn.execute(
+        f"SELECT t.startNs, t.globalTaskId, a.connectionId, a.startNs, a.endNs, a.name {KERNEL_JOIN} "
+        f"LEFT JOIN {HOST_API_TABLE} a ON a.connectionId = t.connectionId WHERE {where} "
+        "ORDER BY t.startNs, t.globalTaskId, a.startNs"
+    ).fetchall()
+    first = [row for i, row in enumerate(rows) if i == 0 or row[:2] != rows[i - 1][:2]]  # one row per task
+    if [row[0] for row in first] != starts.tolist():
+        raise MsprofFormatError(f"{path}: TASK rows read twice differ (the db changed while it was read?)")
+    start, dur = np.full(len(first), -1, np.int64), np.full(len(first), -1, np.int64)
+    name = np.full(len(first), "", dtype=object)
+    for i, (_, _, link, api_start, api_end, api_name) in enumerate(first):
+        if link is None:
+            continue  # no host call recorded for this task
+        start[i], dur[i], name[i] = host_call(link, api_start, api_end, api_name, strings, path)
+    return HostCalls(HOST_API_TABLE, start, dur, name)
+
+
+def host_call(
+    link: Any, start: Any, end: Any, name: Any, strings: Mapping[int, str], path: Path
+) -> tuple[int, int, str]:
+    """One CANN_API row's (start ns, duration ns, name), or a refusal naming the field and the row's connectionId."""
+    for field_name, value in (("startNs", start), ("endNs", end), ("name", name)):
+        if not isinstance(value, int):
+            held = "NULL" if value is None else f"a {type(value).__name__} {value!r}"
+            raise MsprofFormatError(
+                f"{path}: {HOST_API_TABLE}.{field_name} of connectionId {link!r} is {held}, expected an integer"
+            )
+    if start < 0:  # ns since the epoch; -1 also marks a launch without a host call
+        raise MsprofFormatError(f"{path}: {HOST_API_TABLE}.startNs of connectionId {link!r} is negative ({start})")
+    if end < start:
+        raise MsprofFormatError(f"{path}: {HOST_API_TABLE}.endNs before startNs at connectionId {link!r}")
+    if name not in strings:
+        raise MsprofFormatError(
+            f"{path}: {HOST_API_TABLE}.name of connectionId {link!r} refers to id {name}, missing from STRING_IDS"
+        )
+    return start, end - start, str(strings[name])
+
+
 def read_db_target(
     path: Path,
     is_target: Callable[[str], bool],
@@ -504,6 +587,8 @@ def read_db_target(
         no_rows[:, 1:],
     )  # target, others, intervals, barrier
 
+    host: list[HostCalls | None] = []  # what launches() read of the host calls (its result stays a 4-tuple)
+
     def launches(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         target_ids = ids_named(strings, is_target, path)
         if not target_ids:
@@ -512,6 +597,7 @@ def read_db_target(
         ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
         target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
+        host.append(read_host_calls(conn, strings, f"{match}{on_device}", target[:, -1], path))
         intervals = context_intervals(len(target), context_launches)
         window = (int(target[0, -1]), int(target[intervals, -1])) if intervals else None
         # The barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row); it leaves
@@ -573,6 +659,7 @@ def read_db_target(
         barrier_dur_ns=barrier[:, 0],
         schema_version=schema_version,
         session_ended=session_ended,
+        host=host[0] if host else None,
     )
 
 
