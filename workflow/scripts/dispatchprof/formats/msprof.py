@@ -519,13 +519,14 @@ def read_host_calls(
     CANN_API row with the task's connectionId: msprof's link from a host call to the tasks it launched (docs/formats.md
     §1.3). None without such a table. A task without a matching row has none; a matching row whose times or name are
     no integers (NULL, REAL, TEXT), that ends before it starts, or names an id missing from STRING_IDS is refused,
-    naming the field. Rows sharing a connectionId (its primary key in real dbs): the earliest is taken."""
+    naming the field. Rows sharing a connectionId (its primary key in real dbs): the first in SQLite's order of
+    (startNs, endNs, name)."""
     if not host_api_readable(conn, path):
         return None
     rows = conn.execute(
         f"SELECT t.startNs, t.globalTaskId, a.connectionId, a.startNs, a.endNs, a.name {KERNEL_JOIN} "
         f"LEFT JOIN {HOST_API_TABLE} a ON a.connectionId = t.connectionId WHERE {where} "
-        "ORDER BY t.startNs, t.globalTaskId, a.startNs"
+        "ORDER BY t.startNs, t.globalTaskId, a.startNs, a.endNs, a.name"
     ).fetchall()
     first = [row for i, row in enumerate(rows) if i == 0 or row[:2] != rows[i - 1][:2]]  # one row per task
     if [row[0] for row in first] != starts.tolist():
