@@ -14,7 +14,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -284,7 +284,9 @@ def end_to_duration(rows: np.ndarray, start: int, end: int, path: Path) -> None:
     refuse_negative_durations(rows[:, end], rows[:, start], path)
 
 
-def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str) -> np.ndarray:
+def resolve_ids(
+    ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str, table: str = "COMPUTE_TASK_INFO"
+) -> np.ndarray:
     """STRING_IDS ids to their text, looked up once per distinct id."""
     if len(ids) and ids.min() == ids.max():  # one name (the target, usually): no np.unique
         unique, inverse = ids[:1], np.zeros(len(ids), dtype=np.intp)
@@ -292,9 +294,7 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
         unique, inverse = np.unique(ids, return_inverse=True)
     missing = [int(u) for u in unique if int(u) not in strings]
     if missing:
-        raise MsprofFormatError(
-            f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS"
-        )
+        raise MsprofFormatError(f"{path}: {table}.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
     return (
         np.array([strings[int(u)] for u in unique], dtype=object)[inverse]
         if len(unique)
@@ -512,32 +512,73 @@ def host_api_readable(conn: sqlite3.Connection, path: Path) -> bool:
     return True
 
 
-def read_host_calls(
-    conn: sqlite3.Connection, strings: Mapping[int, str], where: str, starts: np.ndarray, path: Path
-) -> HostCalls | None:
-    """Per target launch (the kernel-join rows ``where`` selects, whose start times in order are ``starts``) the
-    CANN_API row with the task's connectionId: msprof's link from a host call to the tasks it launched (docs/formats.md
-    §1.3). None without such a table. A task without a matching row has none; a matching row whose times or name are
-    no integers (NULL, REAL, TEXT), that ends before it starts, or names an id missing from STRING_IDS is refused,
-    naming the field. Rows sharing a connectionId (its primary key in real dbs): the first in SQLite's order of
-    (startNs, endNs, name)."""
-    if not host_api_readable(conn, path):
+NO_LINK = -(2**63)  # a task without a connectionId (NULL) in the target rows' link column
+LINK = f"ifnull(t.connectionId, {NO_LINK})"  # read with the target rows, so that CANN_API is looked up by its key alone
+
+
+def read_host_calls(conn: sqlite3.Connection, strings: Mapping[int, str], links: np.ndarray, path: Path) -> HostCalls:
+    """Per target launch (its task's connectionId in ``links``, NO_LINK for none) the CANN_API row with that
+    connectionId: msprof's link from a host call to the tasks it launched (docs/formats.md §1.3). A task without a
+    matching row has none; a matching row whose times or name are no integers (NULL, REAL, TEXT), that ends before it
+    starts, or names an id missing from STRING_IDS is refused, naming the field. Rows sharing a connectionId (its
+    primary key in real dbs): the first in SQLite's order of (startNs, endNs, name). Only the target's rows are read,
+    by connectionId (an index lookup each in a real db): no second scan of the kernel tables."""
+    wanted = np.unique(links[links != NO_LINK]).tolist()
+    among = f"FROM {HOST_API_TABLE} WHERE connectionId IN ({','.join(map(str, wanted))})"
+    rows = well_formed_rows(conn, among)
+    if rows is None:  # a row is not (or several share a connectionId): each looked at, the first odd one refused
+        order = "ORDER BY connectionId, startNs, endNs, name"
+        return host_calls_checked(
+            conn.execute(f"SELECT connectionId, startNs, endNs, name {among} {order}"), links, strings, path
+        )
+    if not len(rows):
+        return host_calls_checked([], links, strings, path)
+    at = np.searchsorted(rows[:, 0], links).clip(0, len(rows) - 1)
+    hit = rows[at, 0] == links
+    names = resolve_ids(rows[:, 3], strings, path, "name", HOST_API_TABLE)
+    return HostCalls(
+        HOST_API_TABLE,
+        np.where(hit, rows[at, 1], -1),
+        np.where(hit, rows[at, 2], -1),
+        np.where(hit, names[at], "").astype(object),
+    )
+
+
+def well_formed_rows(conn: sqlite3.Connection, among: str) -> np.ndarray | None:
+    """The CANN_API rows ``among`` selects as int64 (connectionId, startNs, duration, name) sorted by connectionId,
+    when every one is well formed (integers, a start >= 0, an end no earlier) and no two share a connectionId: the
+    usual case, read as one string per column as fetch_int_columns does, with no Python object per row. None
+    otherwise. The strings are asked for only when every cell is an integer: a BLOB's would not decode."""
+    columns = ("connectionId", "startNs", "endNs - startNs", "name")
+    texts = ", ".join(f"iif(sum({INTEGER_CELLS}) = count(*), group_concat({c}), NULL)" for c in columns)
+    count, low, *rest = conn.execute(f"SELECT count(*), min(min(startNs, endNs - startNs)), {texts} {among}").fetchone()
+    if count == 0:
+        return np.zeros((0, 4), np.int64)
+    parsed = [parse_ints(text, count) for text in rest]
+    if not isinstance(low, int) or low < 0 or any(p is None for p in parsed):
         return None
-    rows = conn.execute(
-        f"SELECT t.startNs, t.globalTaskId, a.connectionId, a.startNs, a.endNs, a.name {KERNEL_JOIN} "
-        f"LEFT JOIN {HOST_API_TABLE} a ON a.connectionId = t.connectionId WHERE {where} "
-        "ORDER BY t.startNs, t.globalTaskId, a.startNs, a.endNs, a.name"
-    ).fetchall()
-    first = [row for i, row in enumerate(rows) if i == 0 or row[:2] != rows[i - 1][:2]]  # one row per task
-    if [row[0] for row in first] != starts.tolist():
-        raise MsprofFormatError(f"{path}: TASK rows read twice differ (the db changed while it was read?)")
-    start, dur = np.full(len(first), -1, np.int64), np.full(len(first), -1, np.int64)
-    name = np.full(len(first), "", dtype=object)
-    for i, (_, _, link, api_start, api_end, api_name) in enumerate(first):
-        if link is None:
-            continue  # no host call recorded for this task
-        start[i], dur[i], name[i] = host_call(link, api_start, api_end, api_name, strings, path)
-    return HostCalls(HOST_API_TABLE, start, dur, name)
+    rows = np.column_stack(parsed)
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    return rows if (np.diff(rows[:, 0]) > 0).all() else None
+
+
+INTEGER_CELLS = " AND ".join(f"typeof({c}) = 'integer'" for c in ("connectionId", "startNs", "endNs", "name"))
+
+
+def host_calls_checked(rows: Iterable[tuple], links: np.ndarray, strings: Mapping[int, str], path: Path) -> HostCalls:
+    """read_host_calls for rows of which one may be malformed: each row that is the first of its connectionId is
+    checked (host_call), so that the first one that is not well formed is refused, naming its field."""
+    first: dict[Any, tuple] = {}
+    for row in rows:
+        first.setdefault(row[0], row)
+    calls = {link: host_call(*row, strings, path) for link, row in first.items()}
+    found = [calls.get(link) for link in links.tolist()]
+    return HostCalls(
+        HOST_API_TABLE,
+        np.array([c[0] if c else -1 for c in found], dtype=np.int64),
+        np.array([c[1] if c else -1 for c in found], dtype=np.int64),
+        np.array([c[2] if c else "" for c in found], dtype=object),
+    )
 
 
 def host_call(
@@ -597,8 +638,15 @@ def read_db_target(
         barrier_ids = ids_named(strings, is_barrier, path) if is_barrier is not None else []
         ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
-        host.append(read_host_calls(conn, strings, f"{match}{on_device}", target[:, -1], path))
+        linked = host_api_readable(conn, path)  # then each target row brings its task's connectionId (LINK)
+        target = int_columns(
+            conn,
+            ["c.name", DURATION, *ids_columns, *([LINK] if linked else []), "t.startNs"],
+            match + on_device,
+            (),
+            path,
+        )
+        host.append(read_host_calls(conn, strings, target[:, -2], path) if linked else None)
         intervals = context_intervals(len(target), context_launches)
         window = (int(target[0, -1]), int(target[intervals, -1])) if intervals else None
         # The barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row); it leaves
