@@ -78,6 +78,19 @@ def test_a_cann_api_time_that_is_text_is_refused_naming_the_file_and_field(tmp_p
         read_db_target(db, is_kernel, 0)
 
 
+def test_a_task_connection_id_that_is_text_is_refused_where_cann_api_is_read(tmp_path):
+    db = tmp_path / "bad.db"
+    shutil.copyfile(REAL, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE TASK SET connectionId = 'x' WHERE globalTaskId IN (SELECT c.globalTaskId FROM "
+            "COMPUTE_TASK_INFO c JOIN STRING_IDS n ON n.id = c.name WHERE n.value = ?)",
+            (KERNEL,),
+        )
+    with pytest.raises(MsprofFormatError, match=r"bad\.db: .*t\.connectionId.* holds a TEXT"):
+        read_db_target(db, is_kernel, 0)
+
+
 # -- malformed CANN_API tables --------------------------------------------------------------------------------------
 ODD = st.one_of(
     st.none(),
