@@ -118,3 +118,17 @@ def test_a_used_launch_after_a_left_out_one_has_that_launch_end_as_its_previous_
     assert previous[(0, 1)] == columns["start_ns"][0] - 1_000_000 + 900_000
     everything = used_launches([two_ranks(True)])
     assert np.isnan(everything["previous_end_ns"][[0, 3]]).all()  # launch 0 of each rank: nothing before it
+
+
+def test_a_host_call_is_shifted_with_the_launches_without_moving_their_origin():
+    """The host call starts before its launch (and before the barrier): it takes the same shift, to ns, and the
+    origin stays the earliest device start, so the device columns read as they did without it."""
+    table = two_ranks(barrier=True)
+    api = [s - 12_345 if i != 4 else None for i, s in enumerate(table.column("start_ns").to_pylist())]
+    with_host = table.append_column("api_start_ns", pa.array(api, pa.int64())).append_column(
+        "api_dur_ns", pa.array([3_000 if a is not None else None for a in api], pa.int64())
+    )
+    before, after = used_launches([table]), used_launches([with_host])
+    assert all(np.array_equal(before[c], after[c], equal_nan=True) for c in before)
+    host, start = after["api_start_ns"], after["start_ns"]
+    assert np.isnan(host[4]) and (start - host)[[0, 1, 2, 3, 5]].tolist() == [12_345.0] * 5

@@ -361,3 +361,60 @@ def test_a_clock_corrected_trace_takes_out_the_drift_as_well_as_the_offset():
     offset_only = merged_trace(used, details, 0, 0, node_offset_us={0: 0.0, 1: 5000.0}, toolchain="none")
     late = {(e["pid"], e["args"]["launch"]): e["ts"] for e in offset_only.as_dict()["traceEvents"] if e["ph"] == "X"}
     assert late[(9, 3)] - late[(0, 3)] == pytest.approx(10.0, abs=0.01)  # 100 ppm of 100 ms, left in without the drift
+
+
+def host_used(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Launch columns of 4 ranks with host calls a few µs before each launch, some launches without one (NaN)."""
+    start = np.sort(rng.integers(0, 2**34, n))
+    api_start = (start - rng.integers(1_000, 30_000, n)).astype(float)
+    api_start[rng.random(n) < 0.2] = np.nan
+    return {
+        "rank": rng.integers(0, 4, n),
+        "launch": np.arange(n),
+        "start_ns": start,
+        "dur_ns": rng.integers(0, 2**20, n),
+        "gap_ns": np.full(n, np.nan),
+        "api_start_ns": api_start,
+        "api_dur_ns": np.where(np.isnan(api_start), np.nan, rng.integers(0, 10_000, n).astype(float)),
+    }
+
+
+def test_the_trace_text_with_host_calls_is_what_json_dumps_writes():
+    used = host_used(np.random.default_rng(3), 200)
+    details = {
+        r: {"node": r // 2, "device": r, "symbol": "k", "host_api": 'launch"\u2028', "host_api_table": "CANN_API"}
+        for r in range(3)
+    }  # rank 3 records no host API: no host thread
+    for offsets in (None, {0: 0.0, 1: -12.5}):
+        trace = merged_trace(used, details, 1, 0, node_offset_us=offsets, toolchain="sim")
+        assert trace.json_text() == json.dumps(trace.as_dict())
+    events = trace.as_dict()["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "thread_name" and e["tid"] == 2}
+    assert names == {r: 'host: launch"\u2028 (launch call)' for r in range(3)}
+    host = [e for e in events if e["ph"] == "X" and e["tid"] == 2]
+    expected = [(r, k) for r, k, s in zip(used["rank"], used["launch"], used["api_start_ns"]) if r < 3 and s == s]
+    assert sorted((e["pid"], e["args"]["launch"]) for e in host) == sorted(expected)
+    assert trace.metadata["host_spans"]["drawn"] and trace.metadata["host_spans"]["table"] == "CANN_API"
+
+
+def test_a_host_call_takes_its_ranks_clock_correction_and_keeps_its_lead_on_the_launch():
+    used = host_used(np.random.default_rng(5), 60)
+    details = {r: {"node": r // 2, "symbol": "k", "host_api": "launch"} for r in range(4)}
+    for offsets in (None, {0: 0.0, 1: 250.0}):
+        events = merged_trace(used, details, 0, 0, node_offset_us=offsets, toolchain="none").as_dict()["traceEvents"]
+        device = {(e["pid"], e["args"]["launch"]): e["ts"] for e in events if e["ph"] == "X" and e["tid"] == 0}
+        for e in (e for e in events if e["ph"] == "X" and e["tid"] == 2):
+            k = e["args"]["launch"]
+            lead_us = (used["start_ns"][k] - used["api_start_ns"][k]) / 1000
+            assert device[(e["pid"], k)] - e["ts"] == pytest.approx(lead_us, abs=1e-6)
+            assert e["dur"] == used["api_dur_ns"][k] / 1000
+
+
+def test_without_host_columns_or_names_no_host_thread_is_drawn_and_the_metadata_says_so():
+    used = host_used(np.random.default_rng(1), 20)
+    plain = {c: v for c, v in used.items() if not c.startswith("api_")}
+    for columns, details in ((plain, {0: {"host_api": "launch"}}), (used, {})):
+        trace = merged_trace(columns, details, 0, 0, toolchain="none")
+        assert not [e for e in trace.as_dict()["traceEvents"] if e.get("tid") == 2]
+        assert trace.metadata["host_spans"]["drawn"] is False and trace.metadata["host_spans"]["table"] is None
+        assert trace.json_text() == json.dumps(trace.as_dict())

@@ -21,7 +21,7 @@ from dispatchprof.formats.latency_csv import parse_api_csv, parse_latency_csv
 from dispatchprof.formats.msopprof import discover as discover_opprof
 from dispatchprof.formats.msopprof import kernel_runs, metric_files, read_metric_csv
 from dispatchprof.formats.msprof import discover as discover_prof
-from dispatchprof.formats.msprof import read_prof_info
+from dispatchprof.formats.msprof import read_db_target, read_prof_info
 from dispatchprof.formats.msprof_tables import read_db
 from dispatchprof.tools.driver import patch_test
 from dispatchprof.tools.toolchain import SIM_ENV, Toolchain
@@ -379,6 +379,34 @@ def test_kernels_before_the_barrier_are_msprof_tasks_of_the_truth(tmp_path):
             assert layout < notify < tasks[r["rank"]]["cached_notify_combine"][i][0]
     # the late rank waits least in the collective stand-in, and is the truth's last arrival there
     assert all(launch["last_arrival"]["rank"] == 1 for launch in truth["launches"][WARMUP:])
+
+
+def test_each_launch_call_in_cann_api_is_the_truths_host_path(tmp_path):
+    """The db's host call of each dispatch kernel launch (CANN_API, linked by connectionId): the second of the launch's
+    two calls (barrier kernel, dispatch kernel), which share its host path from dispatch() entry plus the lateness to
+    the launch reaching the device, on the node's clock; so it starts before its kernel, and a late rank's late."""
+    knobs = {"late_rank": 1, "late_us": 120, "clock_offset_us": {"1": 2500.0}, "clock_drift_ppm": {"1": 40.0}}
+    out = run_cluster(tmp_path, {**knobs, "noise_seed": 11}, profiler="msprof")
+    truth = truth_of(out)
+    epoch = truth["run"]["epoch_ns"]
+    calls = {}
+    for node in range(NODES):
+        for prof in discover_prof(tmp_path / "prof" / f"node{node}"):
+            info = read_prof_info(prof)
+            calls[info.rank_id] = read_db_target(info.db, lambda name: name == "elastic_dispatch_kernel", 0)
+    for i, launch in enumerate(truth["launches"]):
+        for r in launch["ranks"]:
+            clock = truth["clocks"][str(r["node"])]
+            kernels = calls[r["rank"]]
+            assert kernels.host is not None and kernels.host.name[i] == "launch"
+            issued = r["host_call_us"] + r["late_us"]
+            expected = (issued + (r["arrival_us"] - issued) / 2, r["arrival_us"])
+            got = (int(kernels.host.start_ns[i]), int(kernels.host.start_ns[i] + kernels.host.dur_ns[i]))
+            for ns, true_us in zip(got, expected):
+                on_clock = true_us + clock["offset_us"] + clock["drift_ppm"] * 1e-6 * true_us
+                assert (ns - epoch) / 1000 == pytest.approx(on_clock, abs=0.01)
+            assert got[1] <= kernels.start_ns[i]
+            assert (r["late_us"] >= 120) == (r["rank"] == 1)
 
 
 def test_the_truths_per_launch_events_and_costs_add_up(tmp_path):

@@ -8,6 +8,7 @@ import json
 import shutil
 import sqlite3
 
+import pyarrow.parquet as pq
 import pytest
 from test_stage_timeline_parse import parse_run, simulated_prof
 
@@ -55,6 +56,13 @@ def test_a_torch_npu_tree_of_two_ranks_maps_each_from_its_profiler_info_and_read
     )
     assert ranks[0]["prof"].endswith("rank0_ascend_pt") and (ranks[0]["device"], ranks[1]["device"]) == (0, 1)
     assert status.details["chips"] == ["Ascend910B (NPU_INFO of the db)"]
+    # each launch's host call (CANN_API, by connectionId) goes into the launch table, its API named in the record
+    assert all(
+        (r["host_api"], r["host_api_table"], r["host_api_launches"]) == ("launch", "CANN_API", 18)
+        for r in ranks.values()
+    )
+    launches = pq.read_table(tmp_path / "out" / "launches.parquet").to_pydict()
+    assert launches["api_start_ns"][0] is not None and all(d is not None and d > 0 for d in launches["api_dur_ns"])
     assert snapshot(TORCH) == before  # nothing written, not even a -shm beside the dbs
 
 
@@ -159,6 +167,10 @@ def test_a_real_torch_npu_text_export_of_two_ranks_is_read_from_kernel_details(t
     )
     assert (ranks[1]["launches"], ranks[1]["median_us"]) == (18, pytest.approx(1.38, abs=1e-12))
     assert ranks[1]["mapping"] == "recorded (profiler_info_1.json rank_id)"
+    # a text export records no host API calls: none read, and no launch has one
+    assert (ranks[0]["host_api"], ranks[0]["host_api_table"], ranks[0]["host_api_launches"]) == (None, None, 0)
+    launches = pq.read_table(tmp_path / "out" / "launches.parquet").to_pydict()
+    assert set(launches["api_start_ns"]) == {None} and len(launches["api_start_ns"]) == 36
     # its HCCL rows are communication ops: not launches of a kernel.name that names them
     status, ranks = analyze(tmp_path / "hccl", TORCH_TEXT, kernel="hcom_*")
     assert (

@@ -24,6 +24,15 @@ def test_the_merged_trace_marks_every_launch_a_late_rank_struck_and_its_arrows_s
     barrier = [e for e in events if e["ph"] == "X" and e["tid"] == 1 and e["pid"] < 16]
     assert {e["pid"] for e in barrier} == set(range(16))
     assert sum(e["ph"] == "i" and e["name"] == "arrival" for e in events) == len(barrier)
+    # the host call that launched each drawn launch (msprof's CANN_API), on tid 2 of every rank, starting before its
+    # launch does on the device (one clock per node, the same correction)
+    host = {(e["pid"], e["args"]["launch"]): e for e in events if e["ph"] == "X" and e["tid"] == 2 and e["pid"] < 16}
+    device = {(e["pid"], e["args"]["launch"]): e for e in events if e["ph"] == "X" and e["tid"] == 0 and e["pid"] < 16}
+    assert set(host) == set(device) and {pid for pid, _ in host} == set(range(16))
+    assert all(host[k]["ts"] < device[k]["ts"] for k in host), [k for k in host if host[k]["ts"] >= device[k]["ts"]]
+    threads = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "thread_name" and e["tid"] == 2}
+    assert threads == {r: "host: launch (launch call)" for r in range(16)}
+    assert meta["host_spans"]["drawn"] and meta["host_spans"]["table"] == "CANN_API"
 
     top = stats["causes"][0]
     assert (top["evidence"], top["ranks"]) == ("late_arrival", [5]), top

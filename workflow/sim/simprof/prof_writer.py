@@ -35,6 +35,12 @@ TASK_TIME_HEADER = [
     "task_stop(us)",
 ]
 NON_COMPUTE = {"MEMCPY_ASYNC", "PROFILING_ENABLE", "PROFILING_DISABLE"}
+# ENUM_API_TYPE as msprof writes it (the real torch_npu db in tests/fixtures/torch_npu-real holds these rows)
+API_TYPES = ((5000, "runtime"), (5500, "hccl"), (10000, "node"), (15000, "model"), (20000, "acl"), (50001, "op"))
+API_TYPES += ((50002, "queue"), (50003, "trace"), (50004, "mstx"))
+# The host call that launches a kernel task: CANN_API's node-level "launch" (the real db's rows linked to its
+# kernel tasks by connectionId are all this one)
+LAUNCH_API, LAUNCH_API_TYPE = "launch", 10000
 
 
 def us_text(ns: int) -> str:
@@ -72,8 +78,12 @@ def write_db(path: Path, proc: dict[str, Any], events: list[dict[str, Any]]) -> 
         CREATE TABLE NPU_INFO(id INTEGER, name TEXT);
         CREATE TABLE HOST_INFO(hostUid TEXT, hostName TEXT);
         CREATE TABLE RANK_DEVICE_MAP(rankId INTEGER, deviceId INTEGER);
+        CREATE TABLE CANN_API(startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER,
+                              connectionId INTEGER PRIMARY KEY, name INTEGER);
+        CREATE TABLE ENUM_API_TYPE(id INTEGER PRIMARY KEY, name TEXT);
         """
     )
+    conn.executemany("INSERT INTO ENUM_API_TYPE VALUES (?, ?)", API_TYPES)
     cache: dict[str, int] = {}
     conn.execute("INSERT INTO META_DATA VALUES ('SCHEMA_VERSION', ?)", (SCHEMA_VERSION,))
     device = int(proc["device_id"])
@@ -95,6 +105,8 @@ def write_db(path: Path, proc: dict[str, Any], events: list[dict[str, Any]]) -> 
                 4294967295,
             ),
         )
+        if "api_start_ns" in ev:
+            write_api_call(conn, gid, int(proc["pid"]), ev, cache)
         if ev["task_type"] in NON_COMPUTE:
             continue
         name, na = _ids(conn, ev["name"], cache), _ids(conn, "N/A", cache)
@@ -128,6 +140,24 @@ def write_db(path: Path, proc: dict[str, Any], events: list[dict[str, Any]]) -> 
     conn.execute("INSERT INTO RANK_DEVICE_MAP VALUES (-1, ?)", (device,))  # msprof always writes -1 here
     conn.commit()
     conn.close()
+
+
+def write_api_call(
+    conn: sqlite3.Connection, connection: int, pid: int, ev: dict[str, Any], cache: dict[str, int]
+) -> None:
+    """The CANN_API row of the host call that launched task ``ev``, linked to it by ``connection`` (its TASK's
+    connectionId), on the process's main thread (globalTid = pid << 32 | tid, tid = pid)."""
+    conn.execute(
+        "INSERT INTO CANN_API VALUES (?,?,?,?,?,?)",
+        (
+            ev["api_start_ns"],
+            ev["api_end_ns"],
+            LAUNCH_API_TYPE,
+            pid << 32 | pid,
+            connection,
+            _ids(conn, LAUNCH_API, cache),
+        ),
+    )
 
 
 def _db_rows(db: Path) -> list[dict[str, Any]]:

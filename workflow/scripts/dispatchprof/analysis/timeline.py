@@ -165,6 +165,7 @@ def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:
         gap[cur] = kernels.start_ns[cur] - (kernels.start_ns[prev] + kernels.dur_ns[prev])
         interval[cur] = kernels.start_ns[cur] - kernels.start_ns[prev]
     barrier_start, barrier_dur = barrier_before(kernels)
+    api_start, api_dur = host_call_columns(kernels)
     return {
         "launch": launch,
         "start_ns": kernels.start_ns,
@@ -176,7 +177,28 @@ def launch_columns(kernels: TargetKernels, skip: int) -> dict[str, np.ndarray]:
         "used": used,
         "barrier_start_ns": barrier_start,
         "barrier_dur_ns": barrier_dur,
+        "api_start_ns": api_start,
+        "api_dur_ns": api_dur,
     }
+
+
+def host_call_columns(kernels: TargetKernels) -> tuple[np.ndarray, np.ndarray]:
+    """Per target launch the start and duration of the host API call that launched it (TargetKernels.host), -1 where
+    there is none or the source records none (a text export, a db without CANN_API)."""
+    if kernels.host is None:
+        none = np.full(len(kernels.start_ns), -1, dtype=np.int64)
+        return none, none.copy()
+    return kernels.host.start_ns, kernels.host.dur_ns
+
+
+def host_api_record(kernels: TargetKernels) -> dict[str, Any]:
+    """What a rank's record says of its host calls: the table read (None: the source has none), the API names of
+    the launches that have one (sorted, comma-joined; None when none has), and how many launches have one."""
+    host = kernels.host
+    if host is None:
+        return {"host_api_table": None, "host_api": None, "host_api_launches": 0}
+    names = sorted({str(n) for n in host.name.tolist() if n})
+    return {"host_api_table": host.table, "host_api": ",".join(names) or None, "host_api_launches": host.found}
 
 
 def barrier_before(kernels: TargetKernels) -> tuple[np.ndarray, np.ndarray]:
@@ -326,7 +348,9 @@ def timeline_minus_kernel(
 
 
 LAUNCH_STARTS = ("start_ns", "barrier_start_ns")  # ns on the node's clock: shifted by since_first_start
-LAUNCH_TIMES = (*LAUNCH_STARTS, "previous_end_ns")  # shifted with them (the origin is the earliest start)
+# Shifted with them (the origin is the earliest start): the host call starts before its task, so it is shifted by the
+# same constant without moving the origin, which the device times alone set as before (it may then be negative).
+LAUNCH_TIMES = (*LAUNCH_STARTS, "previous_end_ns", "api_start_ns")
 
 
 def int64_column(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -413,6 +437,9 @@ def since_first_start(columns: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> d
     return shifted
 
 
+HOST_TID = 2  # a rank's host thread in the merged trace: after the device's target kernel (0) and barrier (1)
+
+
 @dataclass
 class RankTrack:
     """One rank's row of the merged trace (µs on the trace's clock): its target launches as complete events on thread
@@ -430,6 +457,9 @@ class RankTrack:
     barrier: str | None = None  # the barrier kernel's name (timeline.barrier_kernel); None: no barrier drawn
     barrier_ts_us: list[float | None] | None = None  # per drawn launch, None where that launch has no barrier
     barrier_dur_us: list[float | None] | None = None
+    host_api: str | None = None  # the host API's name (CANN_API); None: no host thread drawn
+    host_ts_us: list[float | None] | None = None  # per drawn launch, None where that launch has no host call
+    host_dur_us: list[float | None] | None = None
 
     def metadata_events(self) -> list[dict[str, Any]]:
         events = [
@@ -445,6 +475,16 @@ class RankTrack:
                     "pid": self.rank,
                     "tid": 1,
                     "args": {"name": f"device: {self.barrier} (barrier wait; start = arrival)"},
+                }
+            )
+        if self.host_calls():
+            events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": self.rank,
+                    "tid": HOST_TID,
+                    "args": {"name": f"host: {self.host_api} (launch call)"},
                 }
             )
         return events
@@ -470,6 +510,28 @@ class RankTrack:
             for ts, dur, launch in zip(self.barrier_ts_us, self.barrier_dur_us, self.launch)
             if ts is not None and dur is not None
         ]
+
+    def host_calls(self) -> list[tuple[float, float, int]]:
+        """(ts, dur, launch) of each drawn launch's host API call."""
+        if self.host_api is None or self.host_ts_us is None or self.host_dur_us is None:
+            return []
+        return [
+            (ts, dur, launch)
+            for ts, dur, launch in zip(self.host_ts_us, self.host_dur_us, self.launch)
+            if ts is not None and dur is not None
+        ]
+
+    def host_events(self) -> Iterator[dict[str, Any]]:
+        for ts, dur, launch in self.host_calls():
+            yield {
+                "name": self.host_api,
+                "ph": "X",
+                "pid": self.rank,
+                "tid": HOST_TID,
+                "ts": ts,
+                "dur": dur,
+                "args": {"launch": launch},
+            }
 
     def barrier_events(self) -> Iterator[dict[str, Any]]:
         for ts, dur, launch in self.barriers():
@@ -504,7 +566,9 @@ class ChromeTrace:
 
     def as_dict(self) -> dict[str, Any]:
         events = [
-            e for t in self.tracks for e in (*t.metadata_events(), *t.launch_events(), *t.barrier_events())
+            e
+            for t in self.tracks
+            for e in (*t.metadata_events(), *t.launch_events(), *t.barrier_events(), *t.host_events())
         ] + self.extra
         return {"displayTimeUnit": "ns", "traceEvents": events, "metadata": self.metadata}
 
@@ -531,10 +595,21 @@ class ChromeTrace:
                     f'{mark}{ts}, "args": {{"launch": {b[2]}}}}}'
                     for ts, dur, b in zip(ts_text, dur_text, drawn)
                 )
+            parts.extend(_host_texts(track))
         parts.extend(json.dumps(e) for e in self.extra)
         return (
             f'{{"displayTimeUnit": "ns", "traceEvents": [{", ".join(parts)}], "metadata": {json.dumps(self.metadata)}}}'
         )
+
+
+def _host_texts(track: RankTrack) -> list[str]:
+    """The track's host call events as json.dumps writes them (RankTrack.host_events), from one template."""
+    drawn = track.host_calls()
+    if not drawn:
+        return []
+    ts_text, dur_text = _json_numbers([h[0] for h in drawn]), _json_numbers([h[1] for h in drawn])
+    head = f'{{"name": {json.dumps(track.host_api)}, "ph": "X", "pid": {track.rank}, "tid": {HOST_TID}, "ts": '
+    return [f'{head}{ts}, "dur": {dur}, "args": {{"launch": {h[2]}}}}}' for ts, dur, h in zip(ts_text, dur_text, drawn)]
 
 
 def _json_numbers(values: list[float | None]) -> list[str]:
@@ -593,6 +668,7 @@ def merged_trace(
             shown = rows if max_launches <= 0 else rows[:max_launches]
             track.barrier = barrier_kernel
             track.barrier_ts_us, track.barrier_dur_us = barrier_times(used, shown, rank, clock)
+    host_tables = draw_host_calls(tracks, groups, used, ranks, clock, max_launches)
     scope = (
         "every used launch"
         if max_launches <= 0
@@ -606,7 +682,12 @@ def merged_trace(
     )
     aligned += " (used launches follow the timeline.skip_launches left out; args.launch counts every launch)"
     extra, said = cause_events(tracks, causes, marked or {})
-    meta: dict[str, Any] = {"toolchain": toolchain, "aligned_on": aligned, "launches_drawn": scope}
+    meta: dict[str, Any] = {
+        "toolchain": toolchain,
+        "aligned_on": aligned,
+        "launches_drawn": scope,
+        "host_spans": host_spans_metadata(host_tables),
+    }
     meta.update({**(metadata or {}), **said})
     return ChromeTrace(tracks, meta, extra)
 
@@ -681,12 +762,61 @@ def rank_track(
     )
 
 
+def draw_host_calls(
+    tracks: Sequence[RankTrack],
+    groups: Sequence[tuple[int, np.ndarray]],
+    used: Mapping[str, np.ndarray],
+    ranks: Mapping[int, Mapping[str, Any]],
+    clock: TraceClock,
+    max_launches: int,
+) -> set[str]:
+    """Each rank's host API calls (api_start_ns, api_dur_ns) onto its track, where its record names the API
+    (host_api) and a drawn launch has one; the tables they came from. Host and device times of a node are one clock in
+    msprof's data (the device counter is anchored to the host's monotonic clock, then both become the host's wall time:
+    docs/formats.md §1.5), so a host call takes its rank's correction (TraceClock) as its device slices do."""
+    if "api_start_ns" not in used or "api_dur_ns" not in used:
+        return set()
+    tables = set()
+    for track, (rank, rows) in zip(tracks, groups):
+        info = ranks.get(rank, {})
+        shown = rows if max_launches <= 0 else rows[:max_launches]
+        if not info.get("host_api"):
+            continue
+        track.host_api = str(info["host_api"])
+        track.host_ts_us, track.host_dur_us = span_times(used, "api_start_ns", "api_dur_ns", shown, rank, clock)
+        if track.host_calls():
+            tables.add(str(info.get("host_api_table") or "CANN_API"))
+    return tables
+
+
+def host_spans_metadata(tables: set[str]) -> dict[str, Any]:
+    """What the trace says of its host threads: whether any was drawn, from which table, on which clock."""
+    return {
+        "drawn": bool(tables),
+        "table": ",".join(sorted(tables)) or None,
+        "thread": f"tid {HOST_TID} of each rank's process: the host API call (CANN_API row with the task's "
+        "connectionId) that launched each drawn target launch",
+        "clock": "the rank's device clock correction, assuming a node's host and device times are one clock in "
+        "msprof's data (ns since the epoch; the device counter is anchored to the host clock, docs/formats.md §1.5), "
+        "to within that anchoring: in a real torch_npu db 2 of 18 launch calls start ~15 us after their task"
+        if tables
+        else None,
+    }
+
+
 def barrier_times(
     used: Mapping[str, np.ndarray], shown: np.ndarray, rank: int, clock: TraceClock
 ) -> tuple[list[float | None], list[float | None]]:
     """The barrier kernel's start and duration (µs on the trace's clock) of each drawn launch; None where missing."""
-    start = np.asarray(used["barrier_start_ns"], dtype=float)[shown]
-    dur = np.asarray(used["barrier_dur_ns"], dtype=float)[shown]
+    return span_times(used, "barrier_start_ns", "barrier_dur_ns", shown, rank, clock)
+
+
+def span_times(
+    used: Mapping[str, np.ndarray], start_column: str, dur_column: str, shown: np.ndarray, rank: int, clock: TraceClock
+) -> tuple[list[float | None], list[float | None]]:
+    """A span's start and duration columns (µs on the trace's clock) of each drawn launch; None where missing."""
+    start = np.asarray(used[start_column], dtype=float)[shown]
+    dur = np.asarray(used[dur_column], dtype=float)[shown]
     ok = np.isfinite(start) & np.isfinite(dur)
     ts = clock.us(rank, np.where(ok, start, 0).astype(np.int64))
     return (

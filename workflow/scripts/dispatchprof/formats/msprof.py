@@ -14,7 +14,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -284,7 +284,9 @@ def end_to_duration(rows: np.ndarray, start: int, end: int, path: Path) -> None:
     refuse_negative_durations(rows[:, end], rows[:, start], path)
 
 
-def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str) -> np.ndarray:
+def resolve_ids(
+    ids: np.ndarray, strings: Mapping[int, str], path: Path, field_name: str, table: str = "COMPUTE_TASK_INFO"
+) -> np.ndarray:
     """STRING_IDS ids to their text, looked up once per distinct id."""
     if len(ids) and ids.min() == ids.max():  # one name (the target, usually): no np.unique
         unique, inverse = ids[:1], np.zeros(len(ids), dtype=np.intp)
@@ -292,9 +294,7 @@ def resolve_ids(ids: np.ndarray, strings: Mapping[int, str], path: Path, field_n
         unique, inverse = np.unique(ids, return_inverse=True)
     missing = [int(u) for u in unique if int(u) not in strings]
     if missing:
-        raise MsprofFormatError(
-            f"{path}: COMPUTE_TASK_INFO.{field_name} refers to id {missing[0]}, missing from STRING_IDS"
-        )
+        raise MsprofFormatError(f"{path}: {table}.{field_name} refers to id {missing[0]}, missing from STRING_IDS")
     return (
         np.array([strings[int(u)] for u in unique], dtype=object)[inverse]
         if len(unique)
@@ -358,10 +358,27 @@ class TargetKernels:
     barrier_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     schema_version: str | None = None  # db META_DATA SCHEMA_VERSION
     session_ended: bool | None = None  # db SESSION_TIME_INFO.endTimeNs present (None: a text export, or no such table)
+    # Per target launch, the host API call that launched it (read_host_calls): None where the source has no such table.
+    host: HostCalls | None = None
 
     @property
     def symbols(self) -> list[str]:
         return sorted(set(map(str, self.name.tolist())))  # tolist: Python objects in one C pass, not 2000 numpy scalars
+
+
+@dataclass(frozen=True)
+class HostCalls:
+    """Per target launch (in the launches' order), the host API call msprof recorded as its launcher: the CANN_API row
+    whose connectionId is the task's. start -1 and name "" where a launch has none."""
+
+    table: str  # where they were read: "CANN_API"
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    name: np.ndarray  # object
+
+    @property
+    def found(self) -> int:
+        return int((self.start_ns >= 0).sum())
 
 
 def context_intervals(launches: int, context_launches: int) -> int:
@@ -477,6 +494,114 @@ def task_ids_within(conn: sqlite3.Connection, window: tuple[int, int]) -> str:
     return f"(c.globalTaskId BETWEEN {low} AND {high} OR c.globalTaskId > 9223372036854775807)"
 
 
+HOST_API_TABLE = "CANN_API"
+HOST_API_FIELDS = ("startNs", "endNs", "connectionId", "name")  # what read_host_calls reads of CANN_API
+
+
+def host_api_readable(conn: sqlite3.Connection, path: Path) -> bool:
+    """Whether the db links tasks to host API calls: a CANN_API table and TASK.connectionId. Their absence is normal
+    (an older db, a collection without host APIs): no host calls then. A CANN_API without a field read is refused."""
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (HOST_API_TABLE,)).fetchone()
+    linked = conn.execute("SELECT 1 FROM pragma_table_info('TASK') WHERE name = 'connectionId'").fetchone()
+    if not (has and linked):
+        return False
+    fields = {name for (name,) in conn.execute(f"SELECT name FROM pragma_table_info('{HOST_API_TABLE}')")}
+    missing = [f for f in HOST_API_FIELDS if f not in fields]
+    if missing:
+        raise MsprofFormatError(f"{path}: {HOST_API_TABLE} has no field {missing[0]!r}")
+    return True
+
+
+NO_LINK = -(2**63)  # a task without a connectionId (NULL) in the target rows' link column
+LINK = f"ifnull(t.connectionId, {NO_LINK})"  # read with the target rows, so that CANN_API is looked up by its key alone
+
+
+def read_host_calls(conn: sqlite3.Connection, strings: Mapping[int, str], links: np.ndarray, path: Path) -> HostCalls:
+    """Per target launch (its task's connectionId in ``links``, NO_LINK for none) the CANN_API row with that
+    connectionId: msprof's link from a host call to the tasks it launched (docs/formats.md §1.3). A task without a
+    matching row has none; a matching row whose times or name are no integers (NULL, REAL, TEXT), that ends before it
+    starts, or names an id missing from STRING_IDS is refused, naming the field. Rows sharing a connectionId (its
+    primary key in real dbs): the first in SQLite's order of (startNs, endNs, name). Only the target's rows are read,
+    by connectionId (an index lookup each in a real db): no second scan of the kernel tables."""
+    wanted = np.unique(links[links != NO_LINK]).tolist()
+    among = f"FROM {HOST_API_TABLE} WHERE connectionId IN ({','.join(map(str, wanted))})"
+    rows = well_formed_rows(conn, among)
+    if rows is None:  # a row is not (or several share a connectionId): each looked at, the first odd one refused
+        order = "ORDER BY connectionId, startNs, endNs, name"
+        return host_calls_checked(
+            conn.execute(f"SELECT connectionId, startNs, endNs, name {among} {order}"), links, strings, path
+        )
+    if not len(rows):
+        return host_calls_checked([], links, strings, path)
+    at = np.searchsorted(rows[:, 0], links).clip(0, len(rows) - 1)
+    hit = rows[at, 0] == links
+    names = resolve_ids(rows[:, 3], strings, path, "name", HOST_API_TABLE)
+    return HostCalls(
+        HOST_API_TABLE,
+        np.where(hit, rows[at, 1], -1),
+        np.where(hit, rows[at, 2], -1),
+        np.where(hit, names[at], "").astype(object),
+    )
+
+
+def well_formed_rows(conn: sqlite3.Connection, among: str) -> np.ndarray | None:
+    """The CANN_API rows ``among`` selects as int64 (connectionId, startNs, duration, name) sorted by connectionId,
+    when every one is well formed (integers, a start >= 0, an end no earlier) and no two share a connectionId: the
+    usual case, read as one string per column as fetch_int_columns does, with no Python object per row. None
+    otherwise. The strings are asked for only when every cell is an integer: a BLOB's would not decode."""
+    columns = ("connectionId", "startNs", "endNs - startNs", "name")
+    texts = ", ".join(f"iif(sum({INTEGER_CELLS}) = count(*), group_concat({c}), NULL)" for c in columns)
+    count, low, *rest = conn.execute(f"SELECT count(*), min(min(startNs, endNs - startNs)), {texts} {among}").fetchone()
+    if count == 0:
+        return np.zeros((0, 4), np.int64)
+    parsed = [parse_ints(text, count) for text in rest]
+    if not isinstance(low, int) or low < 0 or any(p is None for p in parsed):
+        return None
+    rows = np.column_stack(parsed)
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    return rows if (np.diff(rows[:, 0]) > 0).all() else None
+
+
+INTEGER_CELLS = " AND ".join(f"typeof({c}) = 'integer'" for c in ("connectionId", "startNs", "endNs", "name"))
+
+
+def host_calls_checked(rows: Iterable[tuple], links: np.ndarray, strings: Mapping[int, str], path: Path) -> HostCalls:
+    """read_host_calls for rows of which one may be malformed: each row that is the first of its connectionId is
+    checked (host_call), so that the first one that is not well formed is refused, naming its field."""
+    first: dict[Any, tuple] = {}
+    for row in rows:
+        first.setdefault(row[0], row)
+    calls = {link: host_call(*row, strings, path) for link, row in first.items()}
+    found = [calls.get(link) for link in links.tolist()]
+    return HostCalls(
+        HOST_API_TABLE,
+        np.array([c[0] if c else -1 for c in found], dtype=np.int64),
+        np.array([c[1] if c else -1 for c in found], dtype=np.int64),
+        np.array([c[2] if c else "" for c in found], dtype=object),
+    )
+
+
+def host_call(
+    link: Any, start: Any, end: Any, name: Any, strings: Mapping[int, str], path: Path
+) -> tuple[int, int, str]:
+    """One CANN_API row's (start ns, duration ns, name), or a refusal naming the field and the row's connectionId."""
+    for field_name, value in (("startNs", start), ("endNs", end), ("name", name)):
+        if not isinstance(value, int):
+            held = "NULL" if value is None else f"a {type(value).__name__} {value!r}"
+            raise MsprofFormatError(
+                f"{path}: {HOST_API_TABLE}.{field_name} of connectionId {link!r} is {held}, expected an integer"
+            )
+    if start < 0:  # ns since the epoch; -1 also marks a launch without a host call
+        raise MsprofFormatError(f"{path}: {HOST_API_TABLE}.startNs of connectionId {link!r} is negative ({start})")
+    if end < start:
+        raise MsprofFormatError(f"{path}: {HOST_API_TABLE}.endNs before startNs at connectionId {link!r}")
+    if name not in strings:
+        raise MsprofFormatError(
+            f"{path}: {HOST_API_TABLE}.name of connectionId {link!r} refers to id {name}, missing from STRING_IDS"
+        )
+    return start, end - start, str(strings[name])
+
+
 def read_db_target(
     path: Path,
     is_target: Callable[[str], bool],
@@ -504,6 +629,8 @@ def read_db_target(
         no_rows[:, 1:],
     )  # target, others, intervals, barrier
 
+    host: list[HostCalls | None] = []  # what launches() read of the host calls (its result stays a 4-tuple)
+
     def launches(conn: sqlite3.Connection, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         target_ids = ids_named(strings, is_target, path)
         if not target_ids:
@@ -511,7 +638,15 @@ def read_db_target(
         barrier_ids = ids_named(strings, is_barrier, path) if is_barrier is not None else []
         ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        target = int_columns(conn, ["c.name", DURATION, *ids_columns, "t.startNs"], f"{match}{on_device}", (), path)
+        linked = host_api_readable(conn, path)  # then each target row brings its task's connectionId (LINK)
+        target = int_columns(
+            conn,
+            ["c.name", DURATION, *ids_columns, *([LINK] if linked else []), "t.startNs"],
+            match + on_device,
+            (),
+            path,
+        )
+        host.append(read_host_calls(conn, strings, target[:, -2], path) if linked else None)
         intervals = context_intervals(len(target), context_launches)
         window = (int(target[0, -1]), int(target[intervals, -1])) if intervals else None
         # The barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row); it leaves
@@ -573,6 +708,7 @@ def read_db_target(
         barrier_dur_ns=barrier[:, 0],
         schema_version=schema_version,
         session_ended=session_ended,
+        host=host[0] if host else None,
     )
 
 

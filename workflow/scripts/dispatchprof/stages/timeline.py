@@ -32,7 +32,18 @@ from dispatchprof.shell.intermediates import read_json, read_parquet
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, fold, read_input_status
 
-LAUNCH_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
+LAUNCH_COLUMNS = [
+    "rank",
+    "launch",
+    "start_ns",
+    "dur_ns",
+    "gap_ns",
+    "used",
+    "barrier_start_ns",
+    "barrier_dur_ns",
+    "api_start_ns",
+    "api_dur_ns",
+]
 
 
 @dataclass

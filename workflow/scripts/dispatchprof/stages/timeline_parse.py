@@ -25,6 +25,7 @@ from dispatchprof.analysis.timeline import (
     calls_between,
     communication_note,
     coverage_rows,
+    host_api_record,
     kernel_regex,
     launch_columns,
     launch_summary,
@@ -53,7 +54,10 @@ LAUNCH_COLUMNS = [
     "used",
     "barrier_start_ns",
     "barrier_dur_ns",
+    "api_start_ns",
+    "api_dur_ns",
 ]
+NULLABLE = ("gap_ns", "interval_ns", "barrier_start_ns", "barrier_dur_ns", "api_start_ns", "api_dur_ns")
 
 
 def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array]:
@@ -66,7 +70,7 @@ def launch_columns_of(tables: list[dict[str, np.ndarray]]) -> dict[str, pa.Array
             if tables
             else np.zeros(0, dtype=bool if name == "used" else np.int64)
         )
-        if name in ("gap_ns", "interval_ns", "barrier_start_ns", "barrier_dur_ns"):
+        if name in NULLABLE:
             missing = np.isnan(values) if values.dtype.kind == "f" else values == -1
             values = pa.array(np.where(missing, 0, values).astype(np.int64), mask=missing)
         columns[name] = values if isinstance(values, pa.Array) else pa.array(values)
@@ -273,6 +277,7 @@ def add_rank(parsed: NodeRangeParse, record: dict[str, Any], kernels: TargetKern
             **launch_summary(columns),
             "calls_between": calls_between(kernels),
             "call_chain_intervals": kernels.context_intervals,
+            **host_api_record(kernels),
         }
     )
 

@@ -333,6 +333,25 @@ def msprof_tasks(rl: Any, knobs: Knobs, node: int, epoch_ns: int) -> list[tuple[
     return out
 
 
+def msprof_host_calls(rl: Any, knobs: Knobs, node: int, epoch_ns: int) -> list[tuple[int, int]]:
+    """The host API calls that launched msprof_tasks' tasks, one per task in the same order, on the node's clock (host
+    and device read one clock, as in msprof's data): (start_ns, end_ns). The host issues them one after another in the
+    launch's host path, from dispatch() entry (``host_call``, after the lateness the knobs added, ``late_us``) to the
+    launch reaching the device (``host_arrival``: its first kernel starts), each taking an equal share of it; so every
+    call ends by the time its task can start."""
+    tasks = len(rl.pre_tasks or ()) + (rl.barrier_end is not None) + 1
+    issued = rl.host_call + rl.late_us
+    reached = rl.host_arrival if rl.host_arrival is not None else rl.arrival
+    share = (reached - issued) / tasks
+    return [
+        (
+            node_clock_ns(knobs, node, issued + i * share, epoch_ns),
+            node_clock_ns(knobs, node, issued + (i + 1) * share, epoch_ns),
+        )
+        for i in range(tasks)
+    ]
+
+
 def msprof_view(launches: Sequence[Launch], knobs: Knobs, cluster: Cluster, epoch_ns: int = 0) -> list[dict[str, Any]]:
     """Per launch and rank what msprof shows on that rank's node clock: ``call, rank, node, start_ns, dur_ns`` (the
     dispatch kernel) and ``barrier_start_ns, barrier_dur_ns`` (cached_notify_combine; None without

@@ -29,6 +29,7 @@ from ascend_deepep._account import (
     account,
     attach_costs,
     knobs_json,
+    msprof_host_calls,
     msprof_tasks,
     summarise,
     truth_launch,
@@ -183,6 +184,10 @@ class RankView:
     launch: RankLaunch | None = None
     replay: RankLaunch | None = None
     pre_tasks: list[list[Any]] | None = None  # sim.pre_kernels: [name, start, end] before the barrier kernel
+    # The launch's host path (msprof_host_calls): dispatch() entered, the knobs' lateness, the launch reaching the device
+    host_call: float = 0.0
+    late_us: float = 0.0
+    host_arrival: float | None = None
 
     @classmethod
     def of(cls, rl: RankLaunch, host_now_us: float, cores: bool, replay: RankLaunch | None) -> RankView:
@@ -195,7 +200,8 @@ class RankView:
             rl.kernel_mode_us,
             rl.event_mode_us,
         )
-        return cls(*times, host_now_us, rl if cores else None, replay, rl.pre_tasks)
+        host = {"host_call": rl.host_call, "late_us": rl.late_us, "host_arrival": rl.host_arrival}
+        return cls(*times, host_now_us, rl if cores else None, replay, rl.pre_tasks, **host)
 
     def to_wire(self) -> dict[str, Any]:
         data = dict(vars(self))
@@ -580,8 +586,10 @@ class _DeviceTrace:
         pre = len(mine.pre_tasks or ())
         task = len(self.events) + 1 + pre  # the barrier kernel's id; sim.pre_kernels' stand-ins take the ids before it
         end = 0
-        for i, (name, start, dur) in enumerate(
-            msprof_tasks(mine, self.model.knobs, self.node, epoch_ns)
+        knobs = self.model.knobs
+        calls = msprof_host_calls(mine, knobs, self.node, epoch_ns)
+        for i, ((name, start, dur), (api_start, api_end)) in enumerate(
+            zip(msprof_tasks(mine, knobs, self.node, epoch_ns), calls)
         ):  # as msprof_view
             event = {
                 "name": name,
@@ -591,6 +599,8 @@ class _DeviceTrace:
                 "start_ns": start,
                 "dur_ns": dur,
                 "block_dim": 1,
+                "api_start_ns": api_start,  # the host call that launched it (CANN_API)
+                "api_end_ns": api_end,
             }
             if i < pre:
                 event["task_id"] = task - pre + i
