@@ -1,6 +1,7 @@
 """Generate a synthetic msprof collection at a chosen scale, written through the simulated msprof's own writer
-(workflow/sim/simprof) so the formats stay true: one PROF_ per rank with db, info.json.<id> (rank_id set) and,
-with --text, the text export. Layout: <out>/node<k>/PROF_*, as analyze mode expects.
+(workflow/sim/simprof) so the formats stay true: one PROF_ per rank with db (a host call in CANN_API per task, as
+msprof links them), info.json.<id> (rank_id set) and, with --text, the text export. Layout: <out>/node<k>/PROF_*,
+as analyze mode expects.
 
     python benchmarks/generate.py --nodes 2 --ranks-per-node 8 --launches 1000 --out /tmp/bench/2x8x1000
 """
@@ -62,6 +63,9 @@ def events_for(rank: int, launches: int, start_ns: int) -> list[dict]:
             }
         )
         t, task = t + dur + 50_000, task + 1
+    for ev in events:  # every task launched by a host call (CANN_API "launch"), a few us before it starts
+        ev["api_start_ns"] = ev["start_ns"] - int(rng.uniform(4_000, 9_000))
+        ev["api_end_ns"] = ev["api_start_ns"] + int(rng.uniform(1_000, 3_000))
     return events
 
 

@@ -4,6 +4,7 @@ field, never a crash)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -74,8 +75,17 @@ def test_a_cann_api_time_that_is_text_is_refused_naming_the_file_and_field(tmp_p
             (KERNEL,),
         ).fetchone()[0]
         conn.execute("UPDATE CANN_API SET endNs = 'soon' WHERE connectionId = ?", (link,))
-    with pytest.raises(MsprofFormatError, match=rf"bad\.db: CANN_API\.endNs of connectionId {link} is a str 'soon'"):
-        read_db_target(db, is_kernel, 0)
+    kernels, intact = read_db_target(db, is_kernel, 0), read_db_target(REAL, is_kernel, 0)
+    # the device's launches stand; the host calls are refused, the file, the field and the row named
+    assert np.array_equal(kernels.start_ns, intact.start_ns) and np.array_equal(kernels.dur_ns, intact.dur_ns)
+    assert kernels.host.found == 0
+    assert re.search(rf"bad\.db: CANN_API\.endNs of connectionId {link} is a str 'soon'", kernels.host.refused)
+
+
+def test_host_calls_are_read_for_the_first_launches_asked_only(tmp_path):
+    every, first = read_db_target(REAL, is_kernel, 0), read_db_target(REAL, is_kernel, 0, host_launches=5)
+    assert every.host.found == len(every.start_ns) > 5 and first.host.found == 5
+    assert np.array_equal(first.host.start_ns[:5], every.host.start_ns[:5]) and (first.host.start_ns[5:] == -1).all()
 
 
 def test_a_task_connection_id_that_is_text_is_refused_where_cann_api_is_read(tmp_path):
@@ -184,15 +194,20 @@ def test_a_malformed_cann_api_gives_host_calls_or_a_refusal_naming_the_field(spe
         write_db(db, spec)
         try:
             kernels = read_db_target(db, lambda name: name == "k", 0)
-        except MsprofFormatError as exc:
-            assert str(db) in str(exc) and "CANN_API" in str(exc), exc
+        except MsprofFormatError as exc:  # only a TASK.connectionId that is no integer refuses the launches
+            assert str(db) in str(exc) and "connectionId" in str(exc), exc
             assert spec["table"], "no CANN_API table must never be refused"
-            event("refused")
+            event("launches refused")
             return
         assert len(kernels.start_ns) == 6
         if not spec["table"]:
             assert kernels.host is None
             event("no table")
+            return
+        if kernels.host.refused:  # the host calls alone refused, naming the file and the table
+            assert str(db) in kernels.host.refused and "CANN_API" in kernels.host.refused
+            assert kernels.host.found == 0
+            event("host calls refused")
             return
         event(f"read, {'some' if kernels.host.found else 'no'} launch with a host call")
         assert spec["drop"] not in ("startNs", "endNs", "connectionId", "name")

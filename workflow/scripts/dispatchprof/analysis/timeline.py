@@ -198,7 +198,8 @@ def host_api_record(kernels: TargetKernels) -> dict[str, Any]:
     if host is None:
         return {"host_api_table": None, "host_api": None, "host_api_launches": 0}
     names = sorted({str(n) for n in host.name.tolist() if n})
-    return {"host_api_table": host.table, "host_api": ",".join(names) or None, "host_api_launches": host.found}
+    record = {"host_api_table": host.table, "host_api": ",".join(names) or None, "host_api_launches": host.found}
+    return {**record, "host_api_refused": host.refused} if host.refused else record
 
 
 def barrier_before(kernels: TargetKernels) -> tuple[np.ndarray, np.ndarray]:

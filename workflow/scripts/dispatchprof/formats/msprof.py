@@ -375,6 +375,14 @@ class HostCalls:
     start_ns: np.ndarray
     dur_ns: np.ndarray
     name: np.ndarray  # object
+    refused: str | None = None  # why none were read from a table that is there (a malformed row, naming its field)
+
+    @staticmethod
+    def none_read(launches: int, reason: str) -> HostCalls:
+        """A rank whose host calls were refused: its launches stand (they are the device's), without host calls."""
+        return HostCalls(
+            HOST_API_TABLE, np.full(launches, -1), np.full(launches, -1), np.full(launches, "", object), reason
+        )
 
     @property
     def found(self) -> int:
@@ -516,6 +524,19 @@ NO_LINK = -(2**63)  # a task without a connectionId (NULL) in the target rows' l
 LINK = f"ifnull(t.connectionId, {NO_LINK})"  # read with the target rows, so that CANN_API is looked up by its key alone
 
 
+def host_calls_of(
+    conn: sqlite3.Connection, strings: Mapping[int, str], links: np.ndarray, path: Path, first: int
+) -> HostCalls:
+    """The host calls of the first ``first`` target launches (0: all; the trace draws only the first used ones, and
+    one lookup per launch doubled a rank's read at 2,000 launches); a malformed row refuses the host calls only."""
+    if first > 0:
+        links = np.where(np.arange(len(links)) < first, links, NO_LINK)
+    try:
+        return read_host_calls(conn, strings, links, path)
+    except MsprofFormatError as exc:
+        return HostCalls.none_read(len(links), str(exc))
+
+
 def read_host_calls(conn: sqlite3.Connection, strings: Mapping[int, str], links: np.ndarray, path: Path) -> HostCalls:
     """Per target launch (its task's connectionId in ``links``, NO_LINK for none) the CANN_API row with that
     connectionId: msprof's link from a host call to the tasks it launched (docs/formats.md §1.3). A task without a
@@ -610,6 +631,7 @@ def read_db_target(
     is_barrier: Callable[[str], bool] | None = None,
     device: int | None = None,
     skip_unended: bool = False,
+    host_launches: int = 0,
 ) -> TargetKernels:
     """Target launches and call-chain context from a db: the name test runs once per STRING_IDS entry, the row
     filter and the join in SQLite, and only the integer columns needed leave the database, one string per column
@@ -617,7 +639,8 @@ def read_db_target(
     too (start and end only). With ``device``, only that device's tasks (a PROF_ of a process that drove several
     devices holds them all). Every list is in start order, ties by globalTaskId. The session (schema version,
     whether it ended) comes along; with ``skip_unended`` the launches of a session that never ended are not read
-    (its tables may stop short anywhere): the kernels come back empty, their session_ended False."""
+    (its tables may stop short anywhere): the kernels come back empty, their session_ended False. The host calls of
+    the first ``host_launches`` launches (0: all) come along where the db links them (host_calls_of)."""
     ids_columns = ["t.streamId", "t.taskId"] if with_ids else []
     columns = ["c.name", DURATION, "t.startNs"]  # int_columns: t.startNs last
     on_device = f" AND t.deviceId = {int(device)}" if device is not None else ""
@@ -638,7 +661,10 @@ def read_db_target(
         barrier_ids = ids_named(strings, is_barrier, path) if is_barrier is not None else []
         ids = ",".join(map(str, target_ids))
         match = f"(c.name IN ({ids}) OR c.opType IN ({ids}))"
-        linked = host_api_readable(conn, path)  # then each target row brings its task's connectionId (LINK)
+        try:
+            linked, refused = host_api_readable(conn, path), None  # then each target row brings its connectionId
+        except MsprofFormatError as exc:
+            linked, refused = False, str(exc)
         target = int_columns(
             conn,
             ["c.name", DURATION, *ids_columns, *([LINK] if linked else []), "t.startNs"],
@@ -646,7 +672,9 @@ def read_db_target(
             (),
             path,
         )
-        host.append(read_host_calls(conn, strings, target[:, -2], path) if linked else None)
+        host.append(host_calls_of(conn, strings, target[:, -2], path, host_launches) if linked else None)
+        if refused:
+            host[-1] = HostCalls.none_read(len(target), refused)
         intervals = context_intervals(len(target), context_launches)
         window = (int(target[0, -1]), int(target[intervals, -1])) if intervals else None
         # The barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row); it leaves
@@ -686,10 +714,20 @@ def read_db_target(
         strings = string_ids(conn)
         return session, strings, launches(conn, strings)
 
-    ((schema_version, session_ended), strings, (target, others, intervals, barrier)), _ = query_db(
-        path, query, strings=False
-    )
-    # Columns: [name,] duration, [streamId, taskId,] startNs.
+    session, strings, read = query_db(path, query, strings=False)[0]
+    return db_target_kernels(read, strings, session, with_ids, host[0] if host else None, path)
+
+
+def db_target_kernels(
+    read: tuple[np.ndarray, np.ndarray, int, np.ndarray],
+    strings: Mapping[int, str],
+    session: tuple[str | None, bool | None],
+    with_ids: bool,
+    host: HostCalls | None,
+    path: Path,
+) -> TargetKernels:
+    """read_db_target's rows as TargetKernels. Columns: [name,] duration, [streamId, taskId,] startNs."""
+    target, others, intervals, barrier = read
     for rows, duration in ((target, 1), (others, 1), (barrier, 0)):
         refuse_negative_durations(rows[:, duration], rows[:, -1], path)
     none = np.full(len(target), -1, dtype=np.int64)
@@ -706,9 +744,9 @@ def read_db_target(
         context_intervals=intervals,
         barrier_start_ns=barrier[:, -1],
         barrier_dur_ns=barrier[:, 0],
-        schema_version=schema_version,
-        session_ended=session_ended,
-        host=host[0] if host else None,
+        schema_version=session[0],
+        session_ended=session[1],
+        host=host,
     )
 
 

@@ -20,15 +20,18 @@ def read_target_kernels(
     device: int | None = None,
     skip_unended: bool = False,
     max_us: float | None = None,
+    host_launches: int = 0,
 ) -> TargetKernels:
     """Target launches and call-chain context of one PROF_, from its preferred source (as read_prof_kernels).
     The text export always carries stream and task ids; the db only ``with_ids``. ``is_barrier``: also every
     launch of the barrier kernel. ``device``: only that device's tasks (by TASK.deviceId, the CSV's Device_id or
     the JSON's pid & 31). ``skip_unended``: a db whose msprof session never ended yields no launches (read_db_target);
     a text export does not tell its session. ``max_us`` (stats.max_plausible_us): a target launch lasting longer is
-    refused (refuse_implausible)."""
+    refused (refuse_implausible). ``host_launches``: the db's host calls of the first that many launches (0: all)."""
     if info.db is not None:
-        kernels = read_db_target(info.db, is_target, context_launches, with_ids, is_barrier, device, skip_unended)
+        kernels = read_db_target(
+            info.db, is_target, context_launches, with_ids, is_barrier, device, skip_unended, host_launches
+        )
     else:
         from dispatchprof.formats.msprof_tables import (
             read_prof_kernels,

@@ -55,9 +55,15 @@ def colours(values: np.ndarray, low: float, high: float) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     finite = np.isfinite(values)
     with np.errstate(invalid="ignore", over="ignore"):
-        # Halved before subtracting: high - low of two finite floats can overflow to inf, their halves cannot.
+        # Halved before subtracting: high - low of two finite floats can overflow to inf, their halves cannot. Halves
+        # of subnormals can underflow to 0 instead (5e-324 / 2): then the span is tiny and its plain form is exact.
         span = high / 2 - low / 2
-        share = np.where(finite, (values / 2 - low / 2) / span, 0.0) if span > 0 else np.zeros(values.shape)
+        if span > 0:
+            share = np.where(finite, (values / 2 - low / 2) / span, 0.0)
+        elif high > low:
+            share = np.where(finite, (values - low) / (high - low), 0.0)
+        else:
+            share = np.zeros(values.shape)
     position = np.clip(np.nan_to_num(share), 0.0, 1.0) * (len(VIRIDIS_ANCHORS) - 1)
     below = np.minimum(position.astype(int), len(VIRIDIS_ANCHORS) - 2)
     frac = (position - below)[..., None]

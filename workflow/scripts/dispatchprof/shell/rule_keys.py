@@ -65,6 +65,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
         "kernel.name",
         "timeline.barrier_kernel",
         "timeline.call_chain_launches",
+        "timeline.trace_launches",
         "analyze",
     ),
     "timeline_rank": ("mode", "cluster", "kernel.name", "analyze"),

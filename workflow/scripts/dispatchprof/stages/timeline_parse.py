@@ -163,6 +163,7 @@ class RankReader:
     is_barrier: Callable[[str], bool] | None
     context: int
     max_us: float
+    host_launches: int = 0  # the host calls of the first that many launches: those the merged trace can draw (0: all)
 
     def read(self, info: ProfInfo, row: dict[str, Any]) -> TargetKernels | None:
         """The rank's target launches; None, with the coverage row marked, when there is nothing to analyse: a file
@@ -177,6 +178,7 @@ class RankReader:
                 device=device,
                 skip_unended=True,
                 max_us=self.max_us,
+                host_launches=self.host_launches,
             )
         except (MsprofFormatError, OSError) as exc:
             row.update(state="refused", detail=f"refused: {refusal(info.path, exc)}")
@@ -195,7 +197,7 @@ class RankReader:
         return communication_note(self.pattern, ops, info.db)
 
 
-def rank_reader(cfg: dict[str, Any]) -> RankReader:
+def rank_reader(cfg: dict[str, Any], skip: int | None = 0) -> RankReader:
     pattern = cfg["kernel"]["name"]
     regex = kernel_regex(pattern)
     barrier = kernel_regex(cfg["timeline"]["barrier_kernel"]) if cfg["timeline"]["barrier_kernel"] else None
@@ -206,6 +208,8 @@ def rank_reader(cfg: dict[str, Any]) -> RankReader:
         is_barrier,
         cfg["timeline"]["call_chain_launches"],
         float(cfg["stats"]["max_plausible_us"]),
+        # the trace draws the first trace_launches used launches, which follow the ``skip`` left out
+        (skip or 0) + cfg["timeline"]["trace_launches"] if cfg["timeline"]["trace_launches"] else 0,
     )
 
 
@@ -214,7 +218,8 @@ def parse_node_range(run: StageRun, nodes: range) -> NodeRangeParse:
     or refused is left out with its reason (coverage state ``refused``); the others go on. Raises RankIdentityError."""
     cfg = run.config
     rpn = cfg["cluster"]["ranks_per_node"]
-    reader, skip = rank_reader(cfg), run.params["skip"]
+    skip = run.params["skip"]
+    reader = rank_reader(cfg, skip)
     plots = run.outputs["plots"]
     plots.mkdir(parents=True, exist_ok=True)
     rank_map = cfg["analyze"].get("rank_map") if cfg["mode"] == "analyze" else None
