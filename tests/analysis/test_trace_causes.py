@@ -195,3 +195,31 @@ def test_any_tables_give_valid_json_and_every_flow_has_both_ends_inside_slices(c
         f = ends[s["id"]]
         assert s["pid"] != f["pid"] and s["pid"] < CAUSES_PID > f["pid"]
         assert enclosed(events, s) and enclosed(events, f)
+
+
+def test_a_byte_budget_draws_fewer_launches_per_rank_says_so_and_the_text_stays_within_it():
+    rng = np.random.default_rng(3)
+    starts = np.cumsum(rng.uniform(900, 1100, size=(60, 48)), axis=0)
+    used = table(starts, rng.uniform(80, 120, size=(60, 48)), starts - 40, rng.uniform(5, 35, size=(60, 48)))
+    whole = merged_trace(used, details(48), 0, 0, {n: 0.0 for n in range(24)}, toolchain="sim", barrier_kernel="b")
+    budget = len(whole.json_text()) / 3 + 100_000 + 48 * 400  # the metadata's allowance is the estimate's own
+    small = merged_trace(
+        used, details(48), 0, 0, {n: 0.0 for n in range(24)}, toolchain="sim", barrier_kernel="b", max_bytes=budget
+    )
+    drawn = {len(t.launch) for t in small.tracks}
+    assert len(drawn) == 1 and 1 <= drawn.pop() < 60
+    assert len(small.json_text()) <= budget and "timeline.trace_max_mb" in small.metadata["launches_drawn"]
+    roomy = merged_trace(
+        used, details(48), 0, 0, {n: 0.0 for n in range(24)}, toolchain="sim", barrier_kernel="b", max_bytes=1e9
+    )
+    assert roomy.json_text() == whole.json_text()  # a budget that holds everything changes nothing
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 30), st.floats(1.0, 2e6))
+def test_any_budget_gives_at_least_one_launch_per_rank_and_never_more_than_asked(n_rank, n_launch, budget):
+    starts = [[1000.0 * k + r for r in range(n_rank)] for k in range(n_launch)]
+    used = table(starts, [[50.0] * n_rank] * n_launch)
+    trace = merged_trace(used, details(n_rank), 0, 10, None, toolchain="sim", max_bytes=budget)
+    assert all(1 <= len(t.launch) <= min(10, n_launch) for t in trace.tracks)
+    json.loads(trace.json_text())

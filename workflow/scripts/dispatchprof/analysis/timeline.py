@@ -20,7 +20,7 @@ import numpy as np
 from dispatchprof.analysis.order_stats import sorted_median, sorted_percentile
 from dispatchprof.analysis.rank_identity import RankAssignment, RankSource, why_unmapped
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
-from dispatchprof.analysis.trace_causes import TraceCause, cause_events
+from dispatchprof.analysis.trace_causes import MAX_FLOWS, TraceCause, cause_events
 
 if TYPE_CHECKING:
     import pyarrow as pa  # the merge job's tables; nothing here imports pyarrow or pandas at run time
@@ -638,6 +638,7 @@ def merged_trace(
     causes: Sequence[TraceCause] = (),
     marked: Mapping[str, int | None] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    max_bytes: float | None = None,
 ) -> ChromeTrace:
     """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
     there is no previous used launch; barrier_start_ns and barrier_dur_ns, NaN where missing, draw the barrier kernel
@@ -652,7 +653,8 @@ def merged_trace(
     ``drift_reference_us``), t in µs after the first start. ``causes``: the cost account's named causes, each drawn on
     the causes track in the drawn launches it struck, with flows to the ranks that waited for it (trace_causes);
     ``marked``: launches to mark there (the report's picture: typical, costliest); ``metadata``: more of it (the clock
-    correction, the workflow's commit)."""
+    correction, the workflow's commit). ``max_bytes``: fewer launches per rank where ``max_launches`` of every rank
+    would write more JSON than that (launches_within)."""
     order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
     new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
     groups = [
@@ -660,6 +662,11 @@ def merged_trace(
     ]  # (rank, its rows in launch order)
     clock = TraceClock.of(used, ranks, groups, align_launch, node_offset_us, node_drift_ppm, drift_reference_us)
     has_barrier = barrier_kernel is not None and "barrier_start_ns" in used and "barrier_dur_ns" in used
+    asked = max_launches
+    if max_bytes is not None:
+        per_launch = launch_bytes(len(groups), has_barrier, "api_start_ns" in used, len(causes))
+        most = max((len(rows) for _, rows in groups), default=0)
+        max_launches = launches_within(max_bytes, len(groups), per_launch, max_launches, most)
     tracks = [
         rank_track(used, ranks.get(rank, {}), rank, rows if max_launches <= 0 else rows[:max_launches], clock)
         for rank, rows in groups
@@ -675,6 +682,11 @@ def merged_trace(
         if max_launches <= 0
         else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
     )
+    if max_launches != asked:
+        scope += (
+            f", not {asked or 'all'}: {len(groups)} ranks x {asked or 'all'} launches would pass "
+            f"timeline.trace_max_mb ({max_bytes / 1e6:g} MB of JSON; a viewer tab holds about 256 MB)"
+        )
     aligned = (
         f"node clocks corrected by the estimated offsets{' and drifts' if any(clock.drifts.values()) else ''} "
         f"(timeline.node_clock); the earliest end of used launch {align_launch} = 0 us"
@@ -691,6 +703,27 @@ def merged_trace(
     }
     meta.update({**(metadata or {}), **said})
     return ChromeTrace(tracks, meta, extra)
+
+
+# The JSON a drawn launch costs, measured on a 32 x 8 trace (2026-12-08, json.dumps of each event plus its ", "): the
+# target's slice 146 bytes, the barrier's 142 and its arrival 105, the host call 108; a rank's process and thread
+# names ~350; a cause's slice in a launch 249 and each of its arrows ~200 (both ends), at most MAX_FLOWS per launch.
+TARGET_BYTES, BARRIER_BYTES, HOST_BYTES, RANK_BYTES = 150, 250, 110, 400
+CAUSE_LAUNCH_BYTES = 250 + MAX_FLOWS * 200
+METADATA_BYTES = 100_000  # the metadata (per node clocks, per cause counts) and the causes process's names
+
+
+def launch_bytes(world: int, barrier: bool, host: bool, causes: int) -> int:
+    """What one more drawn launch of every rank adds to the trace, at most."""
+    per_rank = TARGET_BYTES + (BARRIER_BYTES if barrier else 0) + (HOST_BYTES if host else 0)
+    return world * per_rank + causes * CAUSE_LAUNCH_BYTES
+
+
+def launches_within(max_bytes: float, world: int, per_launch: int, asked: int, most: int) -> int:
+    """The launches per rank a trace of ``max_bytes`` holds: ``asked`` (0 = all ``most``) where they fit, else as many
+    as fit, at least 1 (a trace that shows nothing is of no use)."""
+    fit = max(1, int((max_bytes - METADATA_BYTES - world * RANK_BYTES) // max(per_launch, 1)))
+    return asked if fit >= (most if asked <= 0 else min(asked, most)) else fit
 
 
 @dataclass

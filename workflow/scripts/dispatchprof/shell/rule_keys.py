@@ -78,6 +78,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
         "timeline.call_chain_launches",
         "timeline.known_kernels",
         "timeline.trace_launches",
+        "timeline.trace_max_mb",
         "timeline.waits",
         "stats.min_rank_coverage",
         "analyze",

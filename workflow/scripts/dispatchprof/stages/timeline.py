@@ -285,6 +285,7 @@ def clock_corrected_trace(
         barrier_kernel=cfg["timeline"].get("barrier_kernel") or None,
         causes=trace_causes(list(causes), waited.get("struck_by") or []),
         marked={k: (picture.get(k) or {}).get("launch") for k in ("typical", "costliest")},
+        max_bytes=float(cfg["timeline"]["trace_max_mb"]) * 1e6,
         metadata={
             "node_clock": {
                 str(n): {
