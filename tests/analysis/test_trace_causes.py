@@ -223,3 +223,32 @@ def test_any_budget_gives_at_least_one_launch_per_rank_and_never_more_than_asked
     trace = merged_trace(used, details(n_rank), 0, 10, None, toolchain="sim", max_bytes=budget)
     assert all(1 <= len(t.launch) <= min(10, n_launch) for t in trace.tracks)
     json.loads(trace.json_text())
+
+
+def test_a_cause_that_strikes_after_the_first_drawn_launches_is_drawn_where_it_struck():
+    # 30 launches of 4 ranks; rank 3 arrives late in launches 20 and 25 only; the trace draws 6 launches per rank
+    starts = [[1000.0 * k] * 4 for k in range(30)]
+    b_starts = [[1000.0 * k - 90 + 10 * r for r in range(4)] for k in range(30)]
+    b_durs = [[89.0, 79.0, 69.0, 59.0] for _ in range(30)]
+    for k in (20, 25):
+        b_starts[k][3], b_durs[k][3] = 1000.0 * k - 1, 0.0
+    used = table(starts, [[50.0] * 4] * 30, b_starts, b_durs)
+    cause = late(3, [20, 25])
+    cause.period_us = [30.0, 50.0]
+    trace = merged_trace(
+        used,
+        details(4),
+        0,
+        6,
+        {0: 0.0, 1: 0.0},
+        toolchain="sim",
+        barrier_kernel="b",
+        causes=[cause],
+        marked={"typical": 2, "costliest": 25},
+    )
+    drawn = {tuple(t.launch) for t in trace.tracks}
+    assert drawn == {(0, 1, 2, 3, 20, 25)}  # the first four, and the two it struck after them (half kept for those)
+    out = trace.as_dict()
+    sliced = {e["args"]["launch"] for e in out["traceEvents"] if e["ph"] == "X" and e["pid"] == CAUSES_PID}
+    assert sliced == {20, 25}
+    assert "2 later launches a named cause struck" in out["metadata"]["launches_drawn"]

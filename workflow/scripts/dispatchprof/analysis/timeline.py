@@ -667,21 +667,15 @@ def merged_trace(
         per_launch = launch_bytes(len(groups), has_barrier, "api_start_ns" in used, len(causes))
         most = max((len(rows) for _, rows in groups), default=0)
         max_launches = launches_within(max_bytes, len(groups), per_launch, max_launches, most)
-    tracks = [
-        rank_track(used, ranks.get(rank, {}), rank, rows if max_launches <= 0 else rows[:max_launches], clock)
-        for rank, rows in groups
-    ]
+    selection = DrawnSelection.of(np.asarray(used["launch"]), max_launches, causes, marked or {})
+    shown = [(rank, selection.rows(rows, np.asarray(used["launch"]))) for rank, rows in groups]
+    tracks = [rank_track(used, ranks.get(rank, {}), rank, rows, clock) for rank, rows in shown]
     if has_barrier:
-        for track, (rank, rows) in zip(tracks, groups):
-            shown = rows if max_launches <= 0 else rows[:max_launches]
+        for track, (rank, rows) in zip(tracks, shown):
             track.barrier = barrier_kernel
-            track.barrier_ts_us, track.barrier_dur_us = barrier_times(used, shown, rank, clock)
-    host_tables = draw_host_calls(tracks, groups, used, ranks, clock, max_launches)
-    scope = (
-        "every used launch"
-        if max_launches <= 0
-        else f"at most the first {max_launches} used launches of each rank (timeline.trace_launches)"
-    )
+            track.barrier_ts_us, track.barrier_dur_us = barrier_times(used, rows, rank, clock)
+    host_tables = draw_host_calls(tracks, shown, used, ranks, clock)
+    scope = selection.said(max_launches)
     if max_launches != asked:
         scope += (
             f", not {asked or 'all'}: {len(groups)} ranks x {asked or 'all'} launches would pass "
@@ -724,6 +718,45 @@ def launches_within(max_bytes: float, world: int, per_launch: int, asked: int, m
     as fit, at least 1 (a trace that shows nothing is of no use)."""
     fit = max(1, int((max_bytes - METADATA_BYTES - world * RANK_BYTES) // max(per_launch, 1)))
     return asked if fit >= (most if asked <= 0 else min(asked, most)) else fit
+
+
+@dataclass(frozen=True)
+class DrawnSelection:
+    """Which used launches the trace draws: the first ones, and the launches a named cause struck after them (the
+    costliest first) or the report's picture shows, so that every cause is on the picture however late it strikes.
+    Half of ``max_launches`` is kept for those where there are; 0 draws every launch."""
+
+    keep: np.ndarray | None  # the launch indices drawn, ascending; None: every launch
+    first: int  # how many of them are the first used launches
+    later: int  # ... and how many a cause struck (or the picture shows) after those
+
+    @staticmethod
+    def of(
+        launches: np.ndarray, max_launches: int, causes: Sequence[TraceCause], marked: Mapping[str, int | None]
+    ) -> DrawnSelection:
+        if max_launches <= 0:
+            return DrawnSelection(None, 0, 0)
+        every = np.unique(launches)
+        wanted = [k for k in marked.values() if k is not None] + [
+            k for c in causes for _, k in sorted(zip(c.period_us, c.launches), key=lambda x: -x[0])
+        ]  # the picture's first, then each cause's launches by their saving
+        head = set(every[:max_launches].tolist())
+        beyond = list(dict.fromkeys(k for k in wanted if k not in head and k in set(every.tolist())))
+        later = beyond[: max_launches // 2]
+        first = every[: max_launches - len(later)]
+        return DrawnSelection(np.union1d(first, np.asarray(later, dtype=every.dtype)), len(first), len(later))
+
+    def rows(self, rows: np.ndarray, launch: np.ndarray) -> np.ndarray:
+        """A rank's rows (in launch order) that are drawn."""
+        return rows if self.keep is None else rows[np.isin(launch[rows], self.keep)]
+
+    def said(self, max_launches: int) -> str:
+        if self.keep is None:
+            return "every used launch"
+        text = f"at most the first {self.first} used launches of each rank (timeline.trace_launches {max_launches})"
+        if self.later:
+            text += f" and {self.later} later launches a named cause struck or the report's picture shows"
+        return text
 
 
 @dataclass
@@ -802,18 +835,16 @@ def draw_host_calls(
     used: Mapping[str, np.ndarray],
     ranks: Mapping[int, Mapping[str, Any]],
     clock: TraceClock,
-    max_launches: int,
 ) -> set[str]:
-    """Each rank's host API calls (api_start_ns, api_dur_ns) onto its track, where its record names the API
-    (host_api) and a drawn launch has one; the tables they came from. Host and device times of a node are one clock in
+    """Each rank's host API calls (api_start_ns, api_dur_ns) onto its track (``groups``: each rank's drawn rows), where
+    its record names the API (host_api) and a drawn launch has one; the tables they came from. Host and device times of a node are one clock in
     msprof's data (the device counter is anchored to the host's monotonic clock, then both become the host's wall time:
     docs/formats.md §1.5), so a host call takes its rank's correction (TraceClock) as its device slices do."""
     if "api_start_ns" not in used or "api_dur_ns" not in used:
         return set()
     tables = set()
-    for track, (rank, rows) in zip(tracks, groups):
+    for track, (rank, shown) in zip(tracks, groups):
         info = ranks.get(rank, {})
-        shown = rows if max_launches <= 0 else rows[:max_launches]
         if not info.get("host_api"):
             continue
         track.host_api = str(info["host_api"])
