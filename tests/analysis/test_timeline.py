@@ -245,7 +245,7 @@ def test_merged_trace_draws_each_rank_in_launch_order_whatever_order_the_rows_co
         "dur_ns": np.array([500, 600, 700, 800]),
         "gap_ns": np.full(4, np.nan),
     }
-    events = merged_trace(used, {}, 0, 0, toolchain="none").as_dict()["traceEvents"]
+    events = [e for e in merged_trace(used, {}, 0, 0, toolchain="none").as_dict()["traceEvents"] if e["pid"] < 999_998]
     assert [(e["pid"], e["ph"], e.get("args", {}).get("launch")) for e in events] == [
         (1, "M", None),
         (1, "M", None),

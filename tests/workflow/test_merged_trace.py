@@ -18,6 +18,12 @@ def test_the_merged_trace_marks_every_launch_a_late_rank_struck_and_its_arrows_s
     stats = json.loads((root / "stats.json").read_text())
     events, meta = trace["traceEvents"], trace["metadata"]
     assert meta["toolchain"] == "sim" and set(meta["node_clock"]) == {"0", "1"}
+    # a counter per drawn launch: the group's kernel time, beside the links' bound the baseline computed
+    bound = json.loads((workflow_copy.root / "results/baseline/baseline/stats.json").read_text())["bandwidth"]
+    assert bound["bound_us"] > 0 and meta["counters"]["links_bound_us"] == bound["bound_us"]
+    bounds = [e["args"]["us"] for e in events if e["ph"] == "C" and e["name"] == "links' bound (us)"]
+    kernel = [e["args"]["us"] for e in events if e["ph"] == "C" and e["name"] == "group kernel time (us)"]
+    assert len(kernel) == len(bounds) > 0 and set(bounds) == {bound["bound_us"]} and min(kernel) > 0
     names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     assert names[5].startswith("node 0 / rank 5 (") and names[13].startswith("node 1 / rank 13 (")
     # the barrier kernel the timeline read, drawn with an arrival marker, on every rank

@@ -21,6 +21,7 @@ from dispatchprof.analysis.order_stats import sorted_median, sorted_percentile
 from dispatchprof.analysis.rank_identity import RankAssignment, RankSource, why_unmapped
 from dispatchprof.formats.msprof import ProfInfo, TargetKernels
 from dispatchprof.analysis.trace_causes import MAX_FLOWS, TraceCause, cause_events
+from dispatchprof.analysis.trace_counters import COUNTERS, COUNTERS_PID, counter_events
 
 if TYPE_CHECKING:
     import pyarrow as pa  # the merge job's tables; nothing here imports pyarrow or pandas at run time
@@ -639,6 +640,7 @@ def merged_trace(
     marked: Mapping[str, int | None] | None = None,
     metadata: Mapping[str, Any] | None = None,
     max_bytes: float | None = None,
+    links_bound_us: float | None = None,
 ) -> ChromeTrace:
     """The merged trace of the used launches (numpy columns rank, launch, start_ns, dur_ns, gap_ns; NaN gap where
     there is no previous used launch; barrier_start_ns and barrier_dur_ns, NaN where missing, draw the barrier kernel
@@ -654,7 +656,8 @@ def merged_trace(
     the causes track in the drawn launches it struck, with flows to the ranks that waited for it (trace_causes);
     ``marked``: launches to mark there (the report's picture: typical, costliest); ``metadata``: more of it (the clock
     correction, the workflow's commit). ``max_bytes``: fewer launches per rank where ``max_launches`` of every rank
-    would write more JSON than that (launches_within)."""
+    would write more JSON than that (launches_within). ``links_bound_us``: the links' bound, drawn as a counter beside
+    each launch's group kernel time (trace_counters)."""
     order = np.lexsort((used["launch"], used["rank"]))  # by rank, then launch
     new_rank = np.flatnonzero(np.diff(np.asarray(used["rank"])[order])) + 1
     groups = [
@@ -694,9 +697,10 @@ def merged_trace(
         "aligned_on": aligned,
         "launches_drawn": scope,
         "host_spans": host_spans_metadata(host_tables),
+        "counters": {"pid": COUNTERS_PID, "links_bound_us": links_bound_us, "what": COUNTERS},
     }
     meta.update({**(metadata or {}), **said})
-    return ChromeTrace(tracks, meta, extra)
+    return ChromeTrace(tracks, meta, counter_events(tracks, links_bound_us) + extra)
 
 
 # The JSON a drawn launch costs, measured on a 32 x 8 trace (2026-12-08, json.dumps of each event plus its ", "): the

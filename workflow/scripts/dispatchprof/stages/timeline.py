@@ -16,6 +16,7 @@ from dispatchprof.analysis import waits
 from dispatchprof.analysis.latency import percentile
 from dispatchprof.analysis.rank_identity import Coverage, coverage_of, refused_sentence
 from dispatchprof.analysis.trace_causes import TraceCause
+from dispatchprof.analysis.trace_counters import counter_events
 from dispatchprof.analysis.trace_replay import LaunchReplay, ReplayedCause, replayed_tracks
 from dispatchprof.analysis.timeline import (
     ChromeTrace,
@@ -260,6 +261,7 @@ def clock_corrected_trace(
     details: Mapping[int, Mapping[str, Any]],
     waited: Mapping[str, Any],
     causes: Sequence[Mapping[str, Any]] = (),
+    links_bound_us: float | None = None,
 ) -> Any:
     """The merged trace, on node clocks corrected by the waits' offsets and drifts when every node has one and the
     ranks are coupled (a pure barrier's ends), otherwise on the raw clocks."""
@@ -286,6 +288,7 @@ def clock_corrected_trace(
         causes=trace_causes(list(causes), waited.get("struck_by") or []),
         marked={k: (picture.get(k) or {}).get("launch") for k in ("typical", "costliest")},
         max_bytes=float(cfg["timeline"]["trace_max_mb"]) * 1e6,
+        links_bound_us=links_bound_us,
         metadata={
             "node_clock": {
                 str(n): {
@@ -374,7 +377,7 @@ def without_top_cause(trace: ChromeTrace, named: Sequence[Mapping[str, Any]], wa
             [], {**meta, "replay": {"without": None, "why": why + "; the merged trace holds the launches"}}
         )
     tracks, said = replayed_tracks(trace.tracks, replayed_cause(named[0], per))
-    return ChromeTrace(tracks, {**meta, **said})
+    return ChromeTrace(tracks, {**meta, **said}, counter_events(tracks, meta["counters"]["links_bound_us"]))
 
 
 def timeline(run: StageRun) -> Status:
@@ -411,7 +414,8 @@ def timeline(run: StageRun) -> Status:
     used = used_launches(read_parquet(p, LAUNCH_COLUMNS) for p in run.inputs["launches"])
     baseline = read_json(run.inputs["baseline_stats"])
     stats, waited = timeline_stats(run, parts, fold_, used, details, baseline)
-    trace = clock_corrected_trace(run, used, details, waited, stats["causes"])
+    bound = (baseline.get("bandwidth") or {}).get("bound_us")  # the links' bound, where the baseline has one
+    trace = clock_corrected_trace(run, used, details, waited, stats["causes"], bound)
     stats["alignment"] += "; merged trace: " + trace.metadata["aligned_on"]
     write_json_atomic(run.outputs["stats"], stats)
     write_text_atomic(run.outputs["trace"], trace.json_text() + "\n")  # tens of thousands of events: no pretty-printing
