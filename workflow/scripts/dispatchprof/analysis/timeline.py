@@ -744,8 +744,8 @@ class DrawnSelection:
         wanted = [k for k in marked.values() if k is not None] + [
             k for c in causes for _, k in sorted(zip(c.period_us, c.launches), key=lambda x: -x[0])
         ]  # the picture's first, then each cause's launches by their saving
-        head = set(every[:max_launches].tolist())
-        beyond = list(dict.fromkeys(k for k in wanted if k not in head and k in set(every.tolist())))
+        head, known = set(every[:max_launches].tolist()), set(every.tolist())
+        beyond = list(dict.fromkeys(k for k in wanted if k not in head and k in known))
         later = beyond[: max_launches // 2]
         first = every[: max_launches - len(later)]
         return DrawnSelection(np.union1d(first, np.asarray(later, dtype=every.dtype)), len(first), len(later))
@@ -780,8 +780,13 @@ class TraceClock:
         return np.round(self.rate[rank] * (t_ns.astype(float) - self.shift[rank] - self.reference_ns)).astype(np.int64)
 
     def us(self, rank: int, t_ns: np.ndarray) -> list[float]:
-        """Integer ns minus the zero, then one division: exact up to the float's rounding of the quotient."""
+        """Integer ns minus the zero, then one division: exact up to the float's rounding of the quotient. In numpy where
+        every difference is below 2**53 ns (104 days: a float holds it exactly, so the quotient is the same float)."""
         zero = self.zero[rank]
+        if len(t_ns) and int(np.abs(t_ns).max()) < 2**62 and abs(zero) < 2**62:
+            ns = t_ns.astype(np.int64) - np.int64(zero) - self.drift_ns(rank, t_ns)
+            if int(np.abs(ns).max()) < 2**53:
+                return (ns / 1000).tolist()
         return [(int(s) - zero - int(d)) / 1000 for s, d in zip(t_ns.tolist(), self.drift_ns(rank, t_ns).tolist())]
 
     @staticmethod
@@ -819,7 +824,7 @@ def rank_track(
 ) -> RankTrack:
     """One rank's drawn target launches; its process named by node first, so that a viewer groups the nodes."""
     start_ns, dur_ns = np.asarray(used["start_ns"]), np.asarray(used["dur_ns"])
-    gap_us = np.asarray(used["gap_ns"], dtype=float)[shown] / 1000
+    gap_us = np.asarray(used["gap_ns"])[shown].astype(float) / 1000
     host = f"host pid {info['pid']}" if info.get("pid") is not None else "host"
     return RankTrack(
         rank=rank,
@@ -884,8 +889,8 @@ def span_times(
     used: Mapping[str, np.ndarray], start_column: str, dur_column: str, shown: np.ndarray, rank: int, clock: TraceClock
 ) -> tuple[list[float | None], list[float | None]]:
     """A span's start and duration columns (µs on the trace's clock) of each drawn launch; None where missing."""
-    start = np.asarray(used[start_column], dtype=float)[shown]
-    dur = np.asarray(used[dur_column], dtype=float)[shown]
+    start = np.asarray(used[start_column])[shown].astype(float)
+    dur = np.asarray(used[dur_column])[shown].astype(float)
     ok = np.isfinite(start) & np.isfinite(dur)
     ts = clock.us(rank, np.where(ok, start, 0).astype(np.int64))
     return (

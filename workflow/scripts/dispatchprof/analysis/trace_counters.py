@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
+import numpy as np
+
 COUNTERS_PID = 999_998  # after the ranks, before the causes process (999_999)
 COUNTERS = (
     "per drawn launch, at its first target start: the group's kernel time (first target start to last end over the "
@@ -20,13 +22,18 @@ class Track(Protocol):
 
 
 def group_spans(tracks: Sequence[Track]) -> dict[int, tuple[float, float]]:
-    """launch -> (first target start, last target end) over the ranks that drew it."""
-    out: dict[int, tuple[float, float]] = {}
-    for t in tracks:
-        for ts, dur, launch in zip(t.ts_us, t.dur_us, t.launch):
-            first, last = out.get(launch, (ts, ts + dur))
-            out[launch] = (min(first, ts), max(last, ts + dur))
-    return out
+    """launch -> (first target start, last target end) over the ranks that drew it (one pass in numpy: 51,000 slices
+    took 60 ms one by one)."""
+    launch = np.concatenate([np.asarray(t.launch, dtype=np.int64) for t in tracks] or [np.zeros(0, np.int64)])
+    if not len(launch):
+        return {}
+    start = np.concatenate([np.asarray(t.ts_us, dtype=float) for t in tracks])
+    end = start + np.concatenate([np.asarray(t.dur_us, dtype=float) for t in tracks])
+    keys, at = np.unique(launch, return_inverse=True)
+    first, last = np.full(len(keys), np.inf), np.full(len(keys), -np.inf)
+    np.minimum.at(first, at, start)
+    np.maximum.at(last, at, end)
+    return dict(zip(keys.tolist(), zip(first.tolist(), last.tolist())))
 
 
 def counter_events(tracks: Sequence[Track], bound_us: float | None) -> list[dict[str, Any]]:
