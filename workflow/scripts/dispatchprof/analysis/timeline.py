@@ -505,21 +505,21 @@ class RankTrack:
 
     def barriers(self) -> list[tuple[float, float, int]]:
         """(ts, dur, launch) of each drawn launch's barrier kernel."""
-        if self.barrier is None or self.barrier_ts_us is None or self.barrier_dur_us is None:
-            return []
-        return [
-            (ts, dur, launch)
-            for ts, dur, launch in zip(self.barrier_ts_us, self.barrier_dur_us, self.launch)
-            if ts is not None and dur is not None
-        ]
+        return self.spans(self.barrier, self.barrier_ts_us, self.barrier_dur_us)
 
     def host_calls(self) -> list[tuple[float, float, int]]:
         """(ts, dur, launch) of each drawn launch's host API call."""
-        if self.host_api is None or self.host_ts_us is None or self.host_dur_us is None:
+        return self.spans(self.host_api, self.host_ts_us, self.host_dur_us)
+
+    def spans(
+        self, name: str | None, ts_us: list[float | None] | None, dur_us: list[float | None] | None
+    ) -> list[tuple[float, float, int]]:
+        """(ts, dur, launch) of the drawn launches that have this span; none where the span is not drawn."""
+        if name is None or ts_us is None or dur_us is None:
             return []
         return [
             (ts, dur, launch)
-            for ts, dur, launch in zip(self.host_ts_us, self.host_dur_us, self.launch)
+            for ts, dur, launch in zip(ts_us, dur_us, self.launch)
             if ts is not None and dur is not None
         ]
 
