@@ -24,7 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from dispatchprof.analysis.tdist import t_quantile, t_two_sided  # scipy.special: scipy.stats costs the job ~1 s
 
 HEADLINE = "latency.kernel.median"
 
@@ -70,7 +71,7 @@ def decide(reference: np.ndarray, newest: float, newest_se: float, better: str, 
     df = (n - 1) * (1 + own / between) ** 2 if between > 0 else math.inf
     change = newest - mean
     if scale > 0:
-        p = float(2 * stats.t.sf(abs(change) / scale, df=max(df, 1)))
+        p = t_two_sided(change / scale, max(df, 1)) if not math.isnan(change) else math.nan  # as scipy.stats
     else:
         p = 0.0 if change != 0 else 1.0
     worse = change > 0 if better == "lower" else change < 0
@@ -101,7 +102,7 @@ def _holm(pvalues: list[float], alpha: float) -> list[tuple[bool, float]]:
 
 
 def _verdict(test: dict[str, Any], rejected: bool, level: float) -> dict[str, Any]:
-    threshold = float(stats.t.isf(level / 2, df=max(test["df"] or math.inf, 1))) * test["scale"]
+    threshold = -t_quantile(level / 2, max(test["df"] or math.inf, 1)) * test["scale"]
     smallest = max(threshold, test["floor"])
     big = abs(test["change"]) >= test["floor"]
     if rejected and big:
