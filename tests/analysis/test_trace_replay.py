@@ -132,3 +132,17 @@ def test_any_tables_and_savings_replay_to_valid_json_that_never_ends_a_launch_la
                 last.setdefault(k, {}).setdefault(name, []).append(ts + dur)
     for ends in last.values():
         assert max(ends["after"]) <= max(ends["before"]) + 1e-6 * max(1.0, abs(max(ends["before"])))
+
+
+def test_a_late_host_s_launch_call_moves_with_its_arrival_and_every_call_with_its_launch():
+    used = table(STARTS, DURS, B_STARTS, B_DURS)
+    used["api_start_ns"] = used["start_ns"] - 150_000  # every call 150 us before its kernel
+    used["api_dur_ns"] = np.full(len(used["rank"]), 5_000)
+    info = {r: {**d, "host_api": "launch"} for r, d in details(4).items()}
+    tracks = merged_trace(used, info, 0, 0, {0: 0.0, 1: 0.0}, toolchain="sim", barrier_kernel="b").tracks
+    late = {k: LaunchReplay(60.0, 0.0, 0.0, {3: 60.0}, {3: 0.0}) for k in (0, 1)}
+    replayed, _ = replayed_tracks(tracks, cause(late, [60.0, 120.0]))
+    before, after = by_rank(tracks), by_rank(replayed)
+    assert after[3].host_ts_us == [before[3].host_ts_us[0] - 60.0, before[3].host_ts_us[1] - 120.0]
+    assert after[0].host_ts_us == [before[0].host_ts_us[0], before[0].host_ts_us[1] - 60.0]
+    assert after[0].host_dur_us == before[0].host_dur_us

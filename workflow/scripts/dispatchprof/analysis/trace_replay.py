@@ -18,8 +18,9 @@ timed scope's ``end_saving + group_delay``. Drawn:
 
 So a launch's group end comes earlier by the savings before it plus ``arrival_saving + end_saving + group_delay``,
 and from one launch to the next the group end moves by that launch's period saving (up to the end savings, which
-count once: in the launch they struck and in the next one's arrival). Savings are the replay's, before the cost
-account takes off the background (what jitter gives every rank now and then)."""
+count once: in the launch they struck and in the next one's arrival). Each host call moves with its launch, a cause's
+rank's by its arrival shift too (its host was late). Savings are the replay's, before the cost account takes off the
+background (what jitter gives every rank now and then)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class Track(Protocol):
     launch: list[int]
     barrier_ts_us: list[float | None] | None
     barrier_dur_us: list[float | None] | None
+    host_ts_us: list[float | None] | None
 
 
 T = TypeVar("T", bound=Track)
@@ -48,8 +50,8 @@ HOW = (
     "the cost account's replay without the cause, drawn: every launch earlier by the launch period's savings of the "
     "launches before it; in a launch it struck, its ranks arrive earlier by their lateness, the barrier releases and "
     "every target starts earlier by the last arrival's saving, every end earlier by that and by a delay of the whole "
-    "group, its ranks' ends by their own delay too, and nobody ends after the replay's last end. Savings before the "
-    "background the cost account takes off; host spans as recorded"
+    "group, its ranks' ends by their own delay too, and nobody ends after the replay's last end; each host call moves "
+    "with its launch, a late rank's by its lateness too. Savings before the background the cost account takes off"
 )
 
 
@@ -147,12 +149,16 @@ def replay_track(track: T, cause: ReplayedCause, drawn: DrawnLaunches) -> T:
         barrier = (nones(bts), nones(np.maximum(0.0, release - bts)))
     else:
         start, barrier = ts - own_arrival, (None, None)
+    host = None
+    if track.host_ts_us is not None:  # the host call moves with its launch, and a late host's by its lateness too
+        host = nones(np.array([np.nan if x is None else x for x in track.host_ts_us], float) - before - own_arrival)
     return replace(
         track,
         ts_us=start.tolist(),
         dur_us=np.maximum(0.0, end - start).tolist(),
         barrier_ts_us=barrier[0],
         barrier_dur_us=barrier[1],
+        host_ts_us=host,
     )
 
 

@@ -38,6 +38,33 @@ BOUND_NOTE = (
 )
 
 
+def look_at_it(tl: dict[str, Any], timeline: dict[str, Any]) -> list[Any]:
+    """How to open the merged trace and what it shows; the replay without the top cause where there is one."""
+    parts: list[Any] = [
+        Strong("Look at it:"),
+        " open the ",
+        Link("merged timeline", timeline["trace"]),
+        ' in ui.perfetto.dev or chrome://tracing. Each rank ("node k / rank r") shows the target kernel, on its second '
+        "thread the barrier kernel (its start is the arrival, its length the wait) and on its third the host call that "
+        "launched it; \"counters per launch\" plots each launch's kernel time against the links' bound. ",
+    ]
+    if tl.get("causes"):
+        parts += [
+            'At the top, the process "causes (cost account)" has a thread per named cause with a slice in each drawn '
+            "launch it struck (its saving there in the args) and arrows from the cause's rank to the ranks that waited "
+            "for it; the report's typical and costliest launches are marked there. Open the ",
+            Link("replay without the top cause", timeline["replay"]),
+            " in a second tab: the same launches as the cost account replays them without it, each earlier by its own "
+            "saving and those of the launches before it (its metadata says how; a cause outside the timed scope "
+            "leaves the kernel-time counter where it was). ",
+        ]
+    return parts + [
+        "MindStudio Insight imports the PROF_ folders: ",
+        Code(timeline["prof_folders"]),
+        " (it writes its cache into the folder it opens: copy them first).",
+    ]
+
+
 def coverage_blocks(tl: dict[str, Any], timeline: dict[str, Any]) -> list[Any]:
     cov = tl["coverage"]
     blocks: list[Any] = []
@@ -75,27 +102,7 @@ def coverage_blocks(tl: dict[str, Any], timeline: dict[str, Any]) -> list[Any]:
         )
     )
     if "straggler" in tl:
-        blocks.append(
-            Paragraph(
-                text(
-                    Strong("Look at it: "),
-                    "open the ",
-                    Link("merged timeline", timeline["trace"]),
-                    ' in ui.perfetto.dev or chrome://tracing. At the top, the process "causes (cost account)" has a '
-                    "thread per named cause with a slice in each drawn launch it struck (its saving there in the args) "
-                    "and arrows from the cause's rank to the ranks that waited for it; the report's typical and "
-                    'costliest launches are marked there. Each rank ("node k / rank r") shows the target kernel and, '
-                    "on its second thread, the barrier kernel: its start is the arrival, its length the wait. Open the ",
-                    Link("replay without the top cause", timeline["replay"]),
-                    " in a second tab: the same launches as the cost account replays them without it, each earlier "
-                    "by what the launches before it saved (its metadata says how). MindStudio Insight imports the "
-                    "PROF_ folders: ",
-                    Code(timeline["prof_folders"]),
-                    " (it writes its cache into the folder it opens: copy them first).",
-                ),
-                "muted",
-            )
-        )
+        blocks.append(Paragraph(text(*look_at_it(tl, timeline)), "muted"))
     if tl.get("coverage_rows"):
         header = ("node", "local rank", "global rank", "device", "pid", "PROF dir", "state", "detail")
         rows = tuple(

@@ -373,9 +373,8 @@ def without_top_cause(trace: ChromeTrace, named: Sequence[Mapping[str, Any]], wa
     elif not named or per is None or per.launches is None or per.ranks is None:
         why = "no named cause with a replay (nothing to remove)"
     if why:  # no events: the merged trace is the launches as they were
-        return ChromeTrace(
-            [], {**meta, "replay": {"without": None, "why": why + "; the merged trace holds the launches"}}
-        )
+        said = {"without": None, "why": why + "; the merged trace holds the launches"}
+        return ChromeTrace([], {"toolchain": meta["toolchain"], "replay": said})
     tracks, said = replayed_tracks(trace.tracks, replayed_cause(named[0], per))
     return ChromeTrace(tracks, {**meta, **said}, counter_events(tracks, meta["counters"]["links_bound_us"]))
 
