@@ -12,6 +12,12 @@ one within TIE of its cost), the cost error |estimate - truth| / max(truth, min_
     python benchmarks/second_model_score.py                      # 3x8 and 2x8, every case, seeds 1-2
     python benchmarks/second_model_score.py --seeds 1 --cases late_rank_50_90pct --shapes 2x8
     python benchmarks/second_model_score.py --workflow late_rank_50_90pct   # also one analyze-mode Snakemake run
+    python benchmarks/second_model_score.py --holdout     # the frozen hold-out (benchmarks/holdout.yaml), apart
+
+The hold-out (--holdout) is scored only when an issue that changes the analysis is closed, never to tune: its seeds,
+shapes and launches are benchmarks/holdout.yaml's (none of them tuned on), its tables
+benchmarks/second_model_holdout_results.md and .json, and its record (set: holdout, with the commit and the command)
+is appended to benchmarks/results.jsonl, apart from the tuned figures.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -55,6 +62,25 @@ TIE = scoring.TIE
 # the schema's defaults, as the timeline parse reads them
 CALL_CHAIN_LAUNCHES = schema_default("timeline", "call_chain_launches")
 MAX_PLAUSIBLE_US = float(schema_default("stats", "max_plausible_us"))
+HOLDOUT = ROOT / "benchmarks" / "holdout.yaml"
+# what the hold-out's record in results.jsonl keeps of each run (the tables keep all)
+HOLDOUT_COLUMNS = (
+    "case",
+    "shape",
+    "seed",
+    "case_cost",
+    "fault_run",
+    "top_right",
+    "top_right_strict",
+    "top_right_exact",
+    "top_right_knob",
+    "cost_error",
+    "bound_holds",
+    "estimate_error",
+    "false_alarms",
+    "victims_blamed",
+    "error",
+)
 MERGE_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
 
 
@@ -277,7 +303,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "node2_drift_not_resolved_runs": sum(
             1
             for r in clocked
-            if r["shape"].startswith("3x") and not isinstance(r["node_clock"]["drift_error_ppm"], float)
+            if int(r["shape"].split("x")[0]) > model.Params().drift_node
+            and not isinstance(r["node_clock"]["drift_error_ppm"], float)
         ),
     }
 
@@ -361,13 +388,21 @@ def commit() -> str:
     status = subprocess.run(
         ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
     ).stdout
+    own = ("second_model_results", "second_model_holdout_results", "results.jsonl")
     dirty = [
-        line for line in status.splitlines() if "second_model_results" not in line
-    ]  # its own output is no change of the code
+        line for line in status.splitlines() if not any(o in line for o in own)
+    ]  # its own output: no change of code
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
-def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dict[str, Any] | None) -> None:
+def write(
+    out: Path,
+    rows: list[dict[str, Any]],
+    seeds: list[int],
+    workflow: dict[str, Any] | None,
+    holdout: dict[str, Any] | None = None,
+) -> tuple[str, str, dict[str, Any]]:
+    """The tables (``out``.md, .json); returns when, at which commit, and the summary. A hold-out's say so."""
     summary = summarise(rows)
     when, at = (
         datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -386,11 +421,16 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
         f"one within {TIE:.0%} of its cost; cost error = |estimate - truth| / max(truth, min_cost_us); a "
         "false alarm is a named cause whose true cost (its removal, the same draws) is below min_cost_us.",
         "",
-        "```",
-        json.dumps(summary, indent=1),
-        "```",
-        "",
     ]
+    if holdout:
+        head += [
+            f"**The frozen hold-out** (benchmarks/holdout.yaml: {json.dumps(holdout)}): scored only when an issue that "
+            "changes the analysis is closed, never used to tune; report these figures apart from the tuned ones, with "
+            "the commit and the command."
+            + (" **Partial** (--cases): not the whole hold-out." if holdout.get("partial") else ""),
+            "",
+        ]
+    head += ["```", json.dumps(summary, indent=1), "```", ""]
     if workflow:
         head += [
             "## One case through the workflow's analyze mode",
@@ -404,6 +444,7 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
     body = legend(shapes) + ["## Per case", "", case_table(rows), "", "## Per run", "", run_table(rows), ""]
     out.with_suffix(".md").write_text("\n".join(head + body))
     payload = {
+        **({"set": "holdout", "holdout": holdout} if holdout else {}),
         "run": when,
         "commit": at,
         "settings": SETTINGS,
@@ -415,6 +456,7 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
     }
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     print("\n".join(head + ["## Per case", "", case_table(rows)]))
+    return when, at, summary
 
 
 def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int, work: Path) -> dict[str, Any]:
@@ -476,22 +518,90 @@ def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int,
     return result
 
 
+def load_holdout(path: Path = HOLDOUT) -> dict[str, Any]:
+    """benchmarks/holdout.yaml's set: seeds, shapes (NODESxRANKS_PER_NODE), launches and cases ("all" or names of
+    second_model.cases). Refused (ValueError) where a key is missing or a case is unknown."""
+    import yaml
+
+    found = yaml.safe_load(path.read_text())
+    missing = [k for k in ("seeds", "shapes", "launches", "cases") if k not in found]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)}")
+    shapes = [model.Shape(*map(int, s.split("x"))) for s in found["shapes"]]
+    known = {c.name for shape in shapes for c in model.cases(shape)}
+    cases = found["cases"]
+    if cases != "all" and not set(cases) <= known:
+        raise ValueError(f"{path}: unknown cases {sorted(set(cases) - known)}")
+    return {
+        "seeds": [int(s) for s in found["seeds"]],
+        "shapes": [s.label for s in shapes],
+        "launches": int(found["launches"]),
+        "cases": cases,
+    }
+
+
+def holdout_record(
+    when: str, at: str, command: str, holdout: dict[str, Any], summary: dict[str, Any], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The hold-out's line of results.jsonl: set holdout, when, the commit and the command, the set, the settings,
+    the summary and a row per run (HOLDOUT_COLUMNS)."""
+    return {
+        "when": when,
+        "benchmark": "second_model_score",
+        "set": "holdout",
+        "commit": at,
+        "command": command,
+        "holdout": holdout,
+        "settings": SETTINGS,
+        "bootstrap": BOOT,
+        "summary": summary,
+        "rows": [{k: r.get(k) for k in HOLDOUT_COLUMNS} for r in rows],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="1,2", help="comma-separated seeds")
-    parser.add_argument("--launches", type=int, default=300)
-    parser.add_argument("--shapes", default="3x8,2x8", help="comma-separated NODESxRANKS_PER_NODE")
+    parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 1,2)")
+    parser.add_argument("--launches", type=int, default=None, help="launches per run (default 300)")
+    parser.add_argument("--shapes", default=None, help="comma-separated NODESxRANKS_PER_NODE (default 3x8,2x8)")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument(
         "--workflow",
         default="",
         help="also run this case (first shape, first seed) through the workflow's analyze mode",
     )
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "second_model_results"))
+    parser.add_argument(
+        "--holdout",
+        action="store_true",
+        help="score exactly benchmarks/holdout.yaml's set (no --seeds, --shapes, --launches or --workflow; --cases "
+        "only to try it out: the record says partial) and append its record (set: holdout) to --results",
+    )
+    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.jsonl")
+    parser.add_argument("--out", default=None, help="tables' path without suffix (default second_model_results, "
+                        "second_model_holdout_results with --holdout)")  # fmt: skip
     args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
-    shapes = [model.Shape(*map(int, s.split("x"))) for s in args.shapes.split(",")]
     wanted = set(filter(None, args.cases.split(",")))
+    holdout = None
+    if args.holdout:
+        given = [f"--{k}" for k in ("seeds", "shapes", "launches") if getattr(args, k) is not None]
+        if given or args.workflow:
+            parser.error(
+                f"--holdout scores exactly {HOLDOUT.name}'s set: not with {', '.join(given or ['--workflow'])}"
+            )
+        holdout = load_holdout()
+        args.seeds, args.shapes, args.launches = (
+            ",".join(map(str, holdout["seeds"])),
+            ",".join(holdout["shapes"]),
+            holdout["launches"],
+        )
+        if wanted:
+            holdout["partial"] = sorted(wanted)
+    seeds = [int(s) for s in (args.seeds or "1,2").split(",")]
+    shapes = [model.Shape(*map(int, s.split("x"))) for s in (args.shapes or "3x8,2x8").split(",")]
+    launches = args.launches or 300
+    out = Path(
+        args.out or ROOT / "benchmarks" / ("second_model_holdout_results" if holdout else "second_model_results")
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="second_model_") as tmp:
         work = Path(tmp)
@@ -500,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
                 if wanted and case.name not in wanted:
                     continue
                 for seed in seeds:
-                    rows.append(score_case(shape, case, seed, args.launches, work))
+                    rows.append(score_case(shape, case, seed, launches, work))
                     r = rows[-1]
                     print(
                         f"{r['case']:30s} {r['shape']} seed={seed} top={'ok' if r['top_right'] else 'NO'} "
@@ -511,9 +621,14 @@ def main(argv: list[str] | None = None) -> int:
         workflow = None
         if args.workflow:
             case = {c.name: c for c in model.cases(shapes[0])}[args.workflow]
-            workflow = workflow_run(shapes[0], case, seeds[0], args.launches, work)
+            workflow = workflow_run(shapes[0], case, seeds[0], launches, work)
             print(json.dumps(workflow, indent=1), flush=True)
-    write(Path(args.out), rows, seeds, workflow)
+    when, at, summary = write(out, rows, seeds, workflow, holdout)
+    if holdout:
+        command = shlex.join(["python", "benchmarks/second_model_score.py", *(sys.argv[1:] if argv is None else argv)])
+        with args.results.open("a") as handle:
+            handle.write(json.dumps(holdout_record(when, at, command, holdout, summary, rows)) + "\n")
+        print(f"hold-out record (set: holdout) appended to {args.results}", flush=True)
     return 0
 
 
