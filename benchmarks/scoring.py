@@ -218,8 +218,10 @@ def score(named: Sequence[Cause], truths: Sequence[Truth], layout: Layout, min_c
     costliest true cause a fault raised), the cost error of the top against the true cause it is right for (or the
     top knob cause), none where it has no estimate (cost_not_established); where the top's cost is a bound
     (cost_bound_us: a late arrival across nodes without a pure barrier, the answer says "at most") the bound must hold
-    and the error is kept as estimate_error, not scored; false alarms and victims blamed (alarms). Refused (check)
-    where a cause or truth lacks what the rules read."""
+    and the error is kept as estimate_error, not scored; false alarms and victims blamed (alarms). Refused where
+    min_cost_us is not above 0 (the cost error's floor) or a cause or truth lacks what the rules read (check)."""
+    if not min_cost > 0:
+        raise Refused(f"min_cost_us {min_cost!r}: the cost error's floor must be above 0")
     check(named, truths)
     real = real_causes(truths, min_cost)
     top = named[0] if named else None
