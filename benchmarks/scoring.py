@@ -13,7 +13,10 @@ rules: the event model has slow links and in-kernel (a slow sender or counting r
 the second model only late arrivals and own work. The rules below are the event model's, whose extra branches a
 second-model truth never reaches (no truth of it has those kinds), so each benchmark scores as it did; the one
 difference left is outside these rules: localisation.py gives a slow link's truth the node whose ranks end last
-(from the events) before scoring, which decides that truth's culprit set (culprit_of).
+(from the events) before scoring, which decides that truth's culprit set (culprit_of), and the second model gives a
+truth a node only where its fault is on all of a node's ranks (second_model_score.true_causes). The second model's
+copy read a named cause's rank and node with .get, localisation.py's by key: the rules use .get (waits.analyse gives
+both; check refuses a cause without them).
 
 Nothing here imports workflow/sim or the analysis: the second model's score must not depend on the simulator.
 """
