@@ -9,7 +9,8 @@ back: the same seed (the same random draws), the knob taken away, the group's ti
 - timed kernel scope: per launch the max over ranks of the kernel-mode latency (the baseline's per-iteration max).
 The built-in spikes of the model are causes too: their removal on one rank is measured the same way.
 
-Per case (fault x shape x synchronize_start x seed) it records: whether the top cause is right (the true top cause,
+Per case (fault x shape x synchronize_start x seed) it records, by the rules benchmarks/scoring.py states (the second
+model's benchmark, second_model_score.py, scores by them too): whether the top cause is right (the true top cause,
 or one whose true cost is within TIE of it: the goal's median cost error cannot order them; top_right_strict keeps the
 exact order), the cost error
 |estimate - truth| / max(truth, min_cost_us), victims blamed (a named rank whose removal gives back less than
@@ -44,6 +45,7 @@ for extra in ("workflow/scripts", "workflow/sim/ascend_deepep", "benchmarks"):
 
 import debugclock_gate  # noqa: E402
 import pmu_gate  # noqa: E402
+import scoring  # noqa: E402
 from _defaults import timeline_settings  # noqa: E402
 from _event_model import Shape, sends_of  # noqa: E402
 from ascend_deepep._account import msprof_view as model_msprof_view  # noqa: E402
@@ -55,7 +57,7 @@ from dispatchprof.analysis import waits  # noqa: E402
 # what the timeline stage analyses with in a run that sets neither timeline.waits nor stats.bootstrap
 SETTINGS, BOOT = timeline_settings()
 # the issue's goal for the median cost error: causes whose true costs differ by less are tied at that precision
-TIE = 0.15
+TIE = scoring.TIE
 SKIP = 15  # warm-up launches left out (timeline.skip_launches): the model's first calls are slower (cold caches)
 
 
@@ -141,38 +143,6 @@ def true_causes_of(truth: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: Shape) -> dict[str, float]:
-    """The true cost of what the analysis named: the costliest true cause it stands for (a rank's late host; a rank's
-    own work or spikes; a node's late hosts; a late-ending node: a slow link out of or into it, or its ranks' own work;
-    late-ending ranks: their own work or slow roles; an in-kernel launch: any rank's own work or slow role)."""
-    node_of = lambda r: r // shape.ranks_per_node  # noqa: E731
-    if named["evidence"] == "late_arrival" and named.get("rank") is not None:
-        found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
-    elif named["evidence"] == "late_arrival":
-        found = [
-            t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]
-        ]
-    elif named["evidence"] == "own_work":
-        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] == [named["rank"]]]
-    elif named["evidence"] == "late_ending_node":
-        found = [t for t in truths if t["knob"] == "slow_link" and named["node"] in (t["src_node"], t["dst_node"])]
-        found += [
-            t
-            for t in truths
-            if t["evidence"] != "late_arrival" and t["ranks"] and all(node_of(r) == named["node"] for r in t["ranks"])
-        ]
-    elif named.get("late_ending_ranks"):
-        found = [
-            t
-            for t in truths
-            if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])
-        ]
-    else:
-        found = [t for t in truths if t["evidence"] != "late_arrival"]
-    best = max(found, key=lambda t: max(t["period"], t["timed"]), default=None)
-    return {"period": best["period"], "timed": best["timed"]} if best else {"period": 0.0, "timed": 0.0}
-
-
 def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[str, Any]:
     knobs = Knobs(seed=seed, **case.knobs)
     launches, truth = run(shape, knobs, n, sync)
@@ -186,24 +156,11 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     for t in truths:
         if t["knob"] == "slow_link":  # where it shows: the node whose ranks end last, from the events
             t["node"] = late_ending_node(launches[SKIP:], shape)
-    # the true causes that cost: the top one is what the answer must head with (a rank's spikes included)
-    real = sorted((t for t in truths if max(t["period"], t["timed"]) >= min_cost), key=lambda t: -t["period"])
-    top_truth = real[0] if real else None
-    top = named[0] if named else None
-    if top_truth is None:
-        right = strict = top is None
-    elif top is None:
-        right = strict = False
-    else:
-        strict = matches(top, top_truth, shape)
-        # true causes within the goal's median cost error of the top one cannot be ordered at that precision: heading
-        # with any of them is right (top_right_strict keeps the exact order)
-        tied = [t for t in real if t["period"] >= (1.0 - TIE) * top_truth["period"]]
-        right = any(matches(top, t, shape) for t in tied)
-        if right and not strict:
-            top_truth = next(t for t in tied if matches(top, t, shape))
-    knob_real = [t for t in real if t["knob"] != "spikes"]
-    right_knob = bool(top is not None and knob_real and matches(top, knob_real[0], shape))
+    # the rules both benchmarks score by (benchmarks/scoring.py): the top cause right (the true top cause, a rank's
+    # spikes included, or one within TIE of its cost; top_right_strict keeps the exact order), the top knob cause
+    # right, the cost error, the bound, false alarms and victims blamed
+    scored = scoring.score(named, truths, shape, min_cost, TIE)
+    real, knob_real, top = scored.real, scored.knob_real, scored.top
     # the report's answer: the timeline's top cause, the PMU's busiest (rank, role) beside it (report/roles.py); where
     # the timeline names nobody, the PMU's rank is what the answer points at (without a cost: a replayed launch)
     pmu = pmu_busiest(shape, knobs)
@@ -212,23 +169,14 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         answer is not None
         and knob_real
         and (
-            matches(answer, knob_real[0], shape)
+            scoring.matches(answer, knob_real[0])
             or (pmu_names(pmu, knob_real[0]) and (top is None or top["evidence"] in ("in_kernel", "late_ending_node")))
         )
     )
-    matched = top_truth if right else knob_real[0] if right_knob else None
-    # a cause named without a cost (cost_not_established: a rank that paces the group's end) has no estimate to score
-    costed = top is not None and not top.get("cost_not_established")
-    error = (
-        abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost)
-        if matched and costed
-        else None
-    )
-    # without a pure barrier a late arrival's cost across nodes is a bound (analysis/waits/arrivals.py cost_bound_us):
-    # the answer gives "at most", so the bound must hold; its estimate on clocks fitted to the ends is kept, not scored
-    bound = top.get("cost_bound_us") if top else None
-    bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None
-    estimate_error, error = (error, None) if bound else (None, error)
+    # the true cause the top's cost is scored against; a cause named without a cost (cost_not_established: a rank
+    # that paces the group's end) has no estimate to score; without a pure barrier a late arrival's cost across nodes
+    # is a bound (analysis/waits/arrivals.py cost_bound_us): the answer gives "at most"
+    matched, costed, bound = scored.matched, scored.costed, scored.cost_bound
     # with DebugClock run as well (debugclock.when: always): its busiest node stands beside a late-ending node or an
     # in-kernel wait with its excess (report/debugclock.py node_sentence), the larger cost the answer gives; elsewhere
     # the answer's cost is the timeline's. Run only where it can change the answer (debugclock_gate.py scores the gate).
@@ -241,19 +189,13 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
     dc_right = bool(dc and knob_real and knob_real[0]["knob"] == "slow_link" and dc["node"] == knob_real[0]["src_node"])
     answer_truth = matched or (knob_real[0] if dc_right else None)
     answer_error = (
-        abs(answer_cost - answer_truth["period"]) / max(answer_truth["period"], min_cost)
+        scoring.cost_error(answer_cost, answer_truth["period"], min_cost)
         if answer_truth and answer_cost is not None
         else None
     )
-    false_alarms, victims = [], []
-    culprits = {r for t in real for r in culprit_of(t, shape)}
+    culprits = scoring.culprits(real, shape)
     knob_ranks = {r for t in truths if t["knob"] != "spikes" for r in t["ranks"]}
-    for cause in named:
-        t = truth_of(cause, truths, shape)
-        if max(t["period"], t["timed"]) < min_cost:
-            false_alarms.append(label(cause))
-            if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprits and real:
-                victims.append(label(cause))
+    columns = scored.columns()
     return {
         "case": case.name,
         "shape": shape.label,
@@ -267,7 +209,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
         ],
         "named": [
             {
-                "cause": label(c),
+                "cause": scoring.label(c),
                 "cost": round(c["cost_us_per_launch"], 3),
                 "timed": round(c["cost_timed_us_per_launch"], 3),
                 "ci": [round(x, 3) for x in c["cost_ci_us"]],
@@ -275,10 +217,7 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
             }
             for c in named
         ],
-        "fault_run": any(t["knob"] != "spikes" for t in real),
-        "top_right": right,
-        "top_right_strict": strict,
-        "top_right_knob": right_knob,
+        **{k: columns[k] for k in ("fault_run", "top_right", "top_right_strict", "top_right_knob")},
         "answer_right_knob": right_answer,
         # the answer points at the PMU's rank while no knob and no spike of the replay raised it
         # (a knob's rank is busier on the device even where it costs the group nothing: no false alarm of the PMU)
@@ -286,15 +225,11 @@ def score_case(shape: Shape, case: Case, seed: int, sync: bool, n: int) -> dict[
             top is None and pmu and int(pmu["rank"]) not in knob_ranks | culprits | set(pmu["spiked_in_replay"])
         ),
         "pmu_busiest": None if pmu is None else {k: pmu[k] for k in ("rank", "role", "excess_us_per_launch")},
-        "cost_error": error,
-        "cost_bound": bound,
-        "bound_holds": bound_holds,
-        "estimate_error": estimate_error,
+        **{k: columns[k] for k in ("cost_error", "cost_bound", "bound_holds", "estimate_error")},
         "debugclock_node": None if dc is None else {k: dc[k] for k in ("node", "role", "phase", "excess_us")},
         "answer_cost_error": answer_error,
         "answer_with_debugclock_right_knob": bool(right_answer or dc_right),
-        "false_alarms": false_alarms,
-        "victims_blamed": victims,
+        **{k: columns[k] for k in ("false_alarms", "victims_blamed")},
         "analysis_s": round(elapsed, 3),
     }
 
@@ -326,69 +261,25 @@ def late_ending_node(launches: list[Any], shape: Shape) -> int:
     return max(set(nodes), key=nodes.count)
 
 
-def culprit_of(cause: dict[str, Any], shape: Shape) -> set[int]:
-    if cause["rank"] is not None:
-        return {cause["rank"]}
-    if cause.get("knob") == "slow_link":  # the senders, and the node that ends late
-        return {
-            r
-            for r in range(shape.world)
-            if r // shape.ranks_per_node in (cause["src_node"], cause["dst_node"], cause["node"])
-        }
-    return {r for r in range(shape.world) if r // shape.ranks_per_node == cause["node"]}
-
-
-def label(cause: dict[str, Any]) -> str:
-    if cause.get("late_ending_ranks"):
-        return f"{cause['evidence']} late-ending ranks {','.join(map(str, cause['late_ending_ranks']))}"
-    who = (
-        f"rank {cause['rank']}"
-        if cause.get("rank") is not None
-        else f"node {cause['node']}"
-        if cause.get("node") is not None
-        else "group"
-    )
-    return f"{cause['evidence']} {who}"
-
-
-def matches(named: dict[str, Any], truth: dict[str, Any], shape: Shape) -> bool:
-    """The analysis's top cause is the true top cause: the same evidence and rank or node. A slow sender or counting
-    role shows as the receivers' late ends: a late-ending node or an in-kernel wait, without blame, is right there."""
-    if (
-        truth["evidence"] == "in_kernel"
-    ):  # a slow sender or counting role: the receivers wait, the timeline blames nobody
-        return named["evidence"] in ("in_kernel", "late_ending_node")
-    if truth["evidence"] == "own_work" and named.get("late_ending_ranks"):  # localised to late-ending ranks, no blame
-        return truth["rank"] in named["late_ending_ranks"]
-    if truth["evidence"] == "late_ending_node":
-        return named["evidence"] == "late_ending_node" and named["node"] == truth["node"]
-    if truth["rank"] is not None:
-        return named["evidence"] == truth["evidence"] and named["rank"] == truth["rank"]
-    return named["evidence"] == truth["evidence"] and named["rank"] is None and named["node"] == truth["node"]
-
-
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """scoring.summarise's figures, with the answer's (the PMU's and DebugClock's beside the timeline) and those of
+    the runs with synchronize_start among them. Rows of older runs (--merge) may lack the answer's columns."""
+    common = scoring.summarise(rows)
     faults = [r for r in rows if r["fault_run"]]
     synced = [r for r in faults if r["sync"]]
-    errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
     answer_errors = [r["answer_cost_error"] for r in rows if r.get("answer_cost_error") is not None]
     return {
-        "runs": len(rows),
-        "fault_runs": len(faults),
-        "top_right_fault_runs": sum(r["top_right"] for r in faults) / max(1, len(faults)),
+        **{k: common[k] for k in ("runs", "fault_runs", "top_right_fault_runs")},
         "top_right_strict_fault_runs": sum(r.get("top_right_strict", r["top_right"]) for r in faults)
         / max(1, len(faults)),
-        "top_is_the_top_knob_cause_fault_runs": sum(r["top_right_knob"] for r in faults) / max(1, len(faults)),
+        "top_is_the_top_knob_cause_fault_runs": common["top_is_the_top_knob_cause_fault_runs"],
         "answer_with_pmu_is_the_top_knob_cause_fault_runs": sum(
             r.get("answer_right_knob", r["top_right_knob"]) for r in faults
         )
         / max(1, len(faults)),
-        "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
-        "cost_error_median": statistics.median(errors) if errors else None,
-        "cost_error_max": max(errors) if errors else None,
-        "top_right_fault_runs_with_synchronize_start": sum(r["top_right"] for r in synced) / max(1, len(synced)),
-        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": sum(r["top_right_knob"] for r in synced)
-        / max(1, len(synced)),
+        **{k: common[k] for k in ("top_right_all_runs", "cost_error_median", "cost_error_max")},
+        "top_right_fault_runs_with_synchronize_start": scoring.rate(synced, "top_right"),
+        "top_is_the_top_knob_cause_fault_runs_with_synchronize_start": scoring.rate(synced, "top_right_knob"),
         "cost_error_max_with_synchronize_start": max(
             (r["cost_error"] for r in rows if r["sync"] and r["cost_error"] is not None), default=None
         ),
@@ -396,21 +287,20 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             r.get("answer_with_debugclock_right_knob", False) for r in faults
         )
         / max(1, len(faults)),
-        "answer_with_debugclock_cost_error_median": statistics.median(answer_errors) if answer_errors else None,
+        "answer_with_debugclock_cost_error_median": scoring.median_or_none(answer_errors),
         "answer_with_debugclock_cost_error_max": max(answer_errors) if answer_errors else None,
         "answer_with_debugclock_cost_error_max_with_synchronize_start": max(
             (r["answer_cost_error"] for r in rows if r["sync"] and r.get("answer_cost_error") is not None), default=None
         ),
         # without synchronize_start a late arrival's cost across nodes is given as "at most" (cost_bound_us): it must
         # hold; the estimate on clocks fitted to the ends stays in the rows (estimate_error), not among the costs
-        "bounded_fault_runs": sum(r.get("bound_holds") is not None for r in faults),
-        "bounds_holding": sum(bool(r.get("bound_holds")) for r in faults),
+        **{k: common[k] for k in ("bounded_fault_runs", "bounds_holding")},
         "bounded_estimate_error_max": max(
             (r["estimate_error"] for r in rows if r.get("estimate_error") is not None), default=None
         ),
-        "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
+        "victims_blamed": common["victims_blamed"],
         "answer_false_alarms_pmu": sum(r.get("answer_false_alarm", False) for r in rows),
-        "false_alarms": sum(len(r["false_alarms"]) for r in rows),
+        "false_alarms": common["false_alarms"],
     }
 
 

@@ -4,14 +4,20 @@ Per case (shape x fault x seed) the model writes a plain msprof tree (node<k>/PR
 sidecar), which is read as the timeline stage reads an import (analyze mode): the stage's own functions find the
 PROF_ directories, number the ranks (cluster.infer_rank device_id), read every rank's target and barrier launches
 from its db, build the launch table (timeline.skip_launches null = 0 for imported data) and the grid; the analysis is
-waits.analyse with benchmarks/localisation.py's settings and bootstrap. It is scored as localisation.py scores (its
-definitions, restated here so that nothing of workflow/sim is imported): the top cause right (the true top cause, or
+waits.analyse with benchmarks/localisation.py's settings and bootstrap. It is scored by the rules localisation.py
+scores by, benchmarks/scoring.py (which imports nothing of workflow/sim): the top cause right (the true top cause, or
 one within TIE of its cost), the cost error |estimate - truth| / max(truth, min_cost_us), victims blamed, false alarms
 (a named cause whose true cost is below min_cost_us). An analysis that raises is recorded with its error.
 
     python benchmarks/second_model_score.py                      # 3x8 and 2x8, every case, seeds 1-2
     python benchmarks/second_model_score.py --seeds 1 --cases late_rank_50_90pct --shapes 2x8
     python benchmarks/second_model_score.py --workflow late_rank_50_90pct   # also one analyze-mode Snakemake run
+    python benchmarks/second_model_score.py --holdout     # the frozen hold-out (benchmarks/holdout.yaml), apart
+
+The hold-out (--holdout) is scored only when an issue that changes the analysis is closed, never to tune: its seeds,
+shapes and launches are benchmarks/holdout.yaml's (none of them tuned on), its tables
+benchmarks/second_model_holdout_results.md and .json, and its record (set: holdout, with the commit and the command)
+is appended to benchmarks/results.jsonl, apart from the tuned figures.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -36,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import scoring  # noqa: E402
 import second_model as model  # noqa: E402
 from _defaults import schema_default, timeline_settings  # noqa: E402
 
@@ -50,10 +58,29 @@ from dispatchprof.stages.timeline_parse import launch_columns_of  # noqa: E402
 # the schema's defaults, as benchmarks/localisation.py analyses with them (tests/benchmarks/test_second_model.py holds
 # them equal), so that the scores compare
 SETTINGS, BOOT = timeline_settings()
-TIE = 0.15
+TIE = scoring.TIE
 # the schema's defaults, as the timeline parse reads them
 CALL_CHAIN_LAUNCHES = schema_default("timeline", "call_chain_launches")
 MAX_PLAUSIBLE_US = float(schema_default("stats", "max_plausible_us"))
+HOLDOUT = ROOT / "benchmarks" / "holdout.yaml"
+# what the hold-out's record in results.jsonl keeps of each run (the tables keep all)
+HOLDOUT_COLUMNS = (
+    "case",
+    "shape",
+    "seed",
+    "case_cost",
+    "fault_run",
+    "top_right",
+    "top_right_strict",
+    "top_right_exact",
+    "top_right_knob",
+    "cost_error",
+    "bound_holds",
+    "estimate_error",
+    "false_alarms",
+    "victims_blamed",
+    "error",
+)
 MERGE_COLUMNS = ["rank", "launch", "start_ns", "dur_ns", "gap_ns", "used", "barrier_start_ns", "barrier_dur_ns"]
 
 
@@ -107,128 +134,34 @@ def true_causes(found: dict[str, Any], shape: model.Shape) -> list[dict[str, Any
     return out
 
 
-def truth_of(named: dict[str, Any], truths: list[dict[str, Any]], shape: model.Shape) -> dict[str, float]:
-    """The true cost of what the analysis named (localisation.truth_of's
-    rules): the costliest true cause it stands for."""
-    if named["evidence"] == "late_arrival" and named.get("rank") is not None:
-        found = [t for t in truths if t["evidence"] == "late_arrival" and t["ranks"] == [named["rank"]]]
-    elif named["evidence"] == "late_arrival":
-        found = [
-            t for t in truths if t["evidence"] == "late_arrival" and t["rank"] is None and t["node"] == named["node"]
-        ]
-    elif named["evidence"] == "own_work":
-        found = [t for t in truths if t["evidence"] != "late_arrival" and t["ranks"] == [named["rank"]]]
-    elif named["evidence"] == "late_ending_node":
-        found = [
-            t
-            for t in truths
-            if t["evidence"] != "late_arrival"
-            and t["ranks"]
-            and all(shape.node_of(r) == named["node"] for r in t["ranks"])
-        ]
-    elif named.get("late_ending_ranks"):
-        found = [
-            t
-            for t in truths
-            if t["evidence"] != "late_arrival" and t["ranks"] and set(t["ranks"]) <= set(named["late_ending_ranks"])
-        ]
-    else:
-        found = [t for t in truths if t["evidence"] != "late_arrival"]
-    best = max(found, key=lambda t: max(t["period"], t["timed"]), default=None)
-    return {"period": best["period"], "timed": best["timed"]} if best else {"period": 0.0, "timed": 0.0}
-
-
-def matches(named: dict[str, Any], truth: dict[str, Any]) -> bool:
-    """localisation.matches for the kinds this model has: the same evidence and rank or node; a rank's own work named
-    among late-ending ranks (without blame) is right too."""
-    if truth["evidence"] == "own_work" and named.get("late_ending_ranks"):
-        return truth["rank"] in named["late_ending_ranks"]
-    if truth["rank"] is not None:
-        return named["evidence"] == truth["evidence"] and named.get("rank") == truth["rank"]
-    return named["evidence"] == truth["evidence"] and named.get("rank") is None and named.get("node") == truth["node"]
-
-
-def culprit_of(cause: dict[str, Any], shape: model.Shape) -> set[int]:
-    return (
-        {cause["rank"]}
-        if cause["rank"] is not None
-        else {r for r in range(shape.world) if shape.node_of(r) == cause["node"]}
-    )
-
-
-def label(cause: dict[str, Any]) -> str:
-    if cause.get("late_ending_ranks"):
-        return f"{cause['evidence']} late-ending ranks {','.join(map(str, cause['late_ending_ranks']))}"
-    who = (
-        f"rank {cause['rank']}"
-        if cause.get("rank") is not None
-        else f"node {cause['node']}"
-        if cause.get("node") is not None
-        else "group"
-    )
-    return f"{cause['evidence']} {who}"
-
-
 def score(named: list[dict[str, Any]], truths: list[dict[str, Any]], shape: model.Shape) -> dict[str, Any]:
-    """localisation.score_case's timeline columns: top right
-    (within TIE, and strict), cost error, false alarms, victims."""
+    """The timeline columns localisation.py scores too (benchmarks/scoring.py: top right within TIE and strict, the
+    top knob cause, cost error, bound, false alarms, victims), and this benchmark's own beside them: whether the top
+    names some true cause that costs and its cost error against that one, whether it names the cause alone (exact),
+    the named causes costed below min_cost_us."""
     min_cost = SETTINGS["min_cost_us"]
-    real = sorted((t for t in truths if max(t["period"], t["timed"]) >= min_cost), key=lambda t: -t["period"])
-    top_truth, top = (real[0] if real else None), (named[0] if named else None)
-    if top_truth is None or top is None:
-        right = strict = top is None and top_truth is None
-    else:
-        strict = matches(top, top_truth)
-        tied = [t for t in real if t["period"] >= (1.0 - TIE) * top_truth["period"]]
-        right = any(matches(top, t) for t in tied)
-        if right and not strict:
-            top_truth = next(t for t in tied if matches(top, t))
-    knob_real = [t for t in real if t["knob"] != "spikes"]
-    right_knob = bool(top is not None and knob_real and matches(top, knob_real[0]))
-    matched = top_truth if right else knob_real[0] if right_knob else None
+    scored = scoring.score(named, truths, shape, min_cost, TIE)
+    top, matched, costed = scored.top, scored.matched, scored.costed
     # the top names a real cause, not the costliest: its cost is still scored against that cause's truth
-    some = next((t for t in real if matches(top, t)), None) if top is not None else None
-    # a cause named without a cost (cost_not_established: a rank that paces the group's end) has no estimate to score
-    costed = top is not None and not top.get("cost_not_established")
-    some_error = (
-        abs(top["cost_us_per_launch"] - some["period"]) / max(some["period"], min_cost) if some and costed else None
-    )
-    # localisation.matches counts a rank's own work as found when it is among the late-ending ranks of an in-kernel
-    # cause, however many ranks that list holds: "exact" asks the top to name the cause itself
-    exact = right and (
+    some = next((t for t in scored.real if scoring.matches(top, t)), None) if top is not None else None
+    some_error = scoring.cost_error(top["cost_us_per_launch"], some["period"], min_cost) if some and costed else None
+    # scoring.matches counts a rank's own work as found when it is among the late-ending ranks of an in-kernel cause,
+    # however many ranks that list holds: "exact" asks the top to name the cause itself
+    exact = scored.right and (
         top is None or not (top.get("late_ending_ranks") and set(top["late_ending_ranks"]) != set(matched["ranks"]))
     )
-    error = (
-        abs(top["cost_us_per_launch"] - matched["period"]) / max(matched["period"], min_cost)
-        if matched and costed
-        else None
-    )
-    bound = top.get("cost_bound_us") if top else None
-    bound_holds = bool(matched["period"] <= bound[1]) if bound and matched else None
-    estimate_error, error = (error, None) if bound else (None, error)
-    culprits = {r for t in real for r in culprit_of(t, shape)}
-    false_alarms, victims = [], []
-    for cause in named:
-        t = truth_of(cause, truths, shape)
-        if max(t["period"], t["timed"]) < min_cost:
-            false_alarms.append(label(cause))
-            if cause["evidence"] in ("late_arrival", "own_work") and not set(cause["ranks"]) & culprits and real:
-                victims.append(label(cause))
-    below = [label(c) for c in named if c["cost_us_per_launch"] < min_cost and not c.get("cost_not_established")]
+    below = [
+        scoring.label(c) for c in named if c["cost_us_per_launch"] < min_cost and not c.get("cost_not_established")
+    ]
+    columns = scored.columns()
     return {
-        "fault_run": bool(knob_real),
-        "top_right": right,
-        "top_right_strict": strict,
+        **{k: columns[k] for k in ("fault_run", "top_right", "top_right_strict")},
         "top_right_exact": bool(exact),
-        "top_right_knob": right_knob,
+        "top_right_knob": columns["top_right_knob"],
         "top_is_a_true_cause": some is not None,
         "top_cost_error_against_its_cause": some_error,
-        "cost_error": error,
-        "cost_bound": bound,
-        "bound_holds": bound_holds,
-        "estimate_error": estimate_error,
-        "false_alarms": false_alarms,
-        "victims_blamed": victims,
+        **{k: columns[k] for k in ("cost_error", "cost_bound", "bound_holds", "estimate_error")},
+        **{k: columns[k] for k in ("false_alarms", "victims_blamed")},
         "named_below_min_cost": below,
         "top_cost_not_established": top is not None and not costed,
     }
@@ -312,7 +245,7 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
     row["straggler"] = {"evidence": strag.get("evidence"), "explanation": strag.get("explanation")}
     row["named"] = [
         {
-            "cause": label(c),
+            "cause": scoring.label(c),
             "cost": round(c["cost_us_per_launch"], 3),
             "timed": round(c["cost_timed_us_per_launch"], 3),
             "ci": [round(x, 3) for x in c["cost_ci_us"]],
@@ -328,26 +261,32 @@ def score_case(shape: model.Shape, case: model.Case, seed: int, launches: int, w
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """scoring.summarise's figures, with this benchmark's own (exact, a true cause, below min_cost, analysis errors)
+    and the node clocks' errors."""
+    common = scoring.summarise(rows)
     faults = [r for r in rows if r["fault_run"]]
-    errors = [r["cost_error"] for r in rows if r["cost_error"] is not None]
     clocked = [r for r in rows if r.get("node_clock")]
     drifts = [
         r["node_clock"]["drift_error_ppm"] for r in clocked if isinstance(r["node_clock"]["drift_error_ppm"], float)
     ]
     return {
-        "runs": len(rows),
-        "fault_runs": len(faults),
-        "top_right_fault_runs": sum(r["top_right"] for r in faults) / max(1, len(faults)),
-        "top_is_the_top_knob_cause_fault_runs": sum(r["top_right_knob"] for r in faults) / max(1, len(faults)),
-        "top_right_exact_fault_runs": sum(r["top_right_exact"] for r in faults) / max(1, len(faults)),
-        "top_right_all_runs": sum(r["top_right"] for r in rows) / max(1, len(rows)),
-        "top_is_a_true_cause_fault_runs": sum(r["top_is_a_true_cause"] for r in faults) / max(1, len(faults)),
-        "cost_error_median": statistics.median(errors) if errors else None,
-        "cost_error_max": max(errors) if errors else None,
-        "bounded_fault_runs": sum(r.get("bound_holds") is not None for r in faults),
-        "bounds_holding": sum(bool(r.get("bound_holds")) for r in faults),
-        "victims_blamed": sum(len(r["victims_blamed"]) for r in rows),
-        "false_alarms": sum(len(r["false_alarms"]) for r in rows),
+        **{
+            k: common[k] for k in ("runs", "fault_runs", "top_right_fault_runs", "top_is_the_top_knob_cause_fault_runs")
+        },
+        "top_right_exact_fault_runs": scoring.rate(faults, "top_right_exact"),
+        "top_right_all_runs": common["top_right_all_runs"],
+        "top_is_a_true_cause_fault_runs": scoring.rate(faults, "top_is_a_true_cause"),
+        **{
+            k: common[k]
+            for k in (
+                "cost_error_median",
+                "cost_error_max",
+                "bounded_fault_runs",
+                "bounds_holding",
+                "victims_blamed",
+                "false_alarms",
+            )
+        },
         "named_below_min_cost": sum(len(r["named_below_min_cost"]) for r in rows),
         "top_cost_not_established_fault_runs": sum(bool(r.get("top_cost_not_established")) for r in faults),
         "analysis_errors": sum(r["error"] is not None for r in rows),
@@ -364,7 +303,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "node2_drift_not_resolved_runs": sum(
             1
             for r in clocked
-            if r["shape"].startswith("3x") and not isinstance(r["node_clock"]["drift_error_ppm"], float)
+            if int(r["shape"].split("x")[0]) > model.Params().drift_node
+            and not isinstance(r["node_clock"]["drift_error_ppm"], float)
         ),
     }
 
@@ -448,13 +388,21 @@ def commit() -> str:
     status = subprocess.run(
         ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
     ).stdout
+    own = ("second_model_results", "second_model_holdout_results", "results.jsonl")
     dirty = [
-        line for line in status.splitlines() if "second_model_results" not in line
-    ]  # its own output is no change of the code
+        line for line in status.splitlines() if not any(o in line for o in own)
+    ]  # its own output: no change of code
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
-def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dict[str, Any] | None) -> None:
+def write(
+    out: Path,
+    rows: list[dict[str, Any]],
+    seeds: list[int],
+    workflow: dict[str, Any] | None,
+    holdout: dict[str, Any] | None = None,
+) -> tuple[str, str, dict[str, Any]]:
+    """The tables (``out``.md, .json); returns when, at which commit, and the summary. A hold-out's say so."""
     summary = summarise(rows)
     when, at = (
         datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -473,11 +421,16 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
         f"one within {TIE:.0%} of its cost; cost error = |estimate - truth| / max(truth, min_cost_us); a "
         "false alarm is a named cause whose true cost (its removal, the same draws) is below min_cost_us.",
         "",
-        "```",
-        json.dumps(summary, indent=1),
-        "```",
-        "",
     ]
+    if holdout:
+        head += [
+            f"**The frozen hold-out** (benchmarks/holdout.yaml: {json.dumps(holdout)}): scored only when an issue that "
+            "changes the analysis is closed, never used to tune; report these figures apart from the tuned ones, with "
+            "the commit and the command."
+            + (" **Partial** (--cases): not the whole hold-out." if holdout.get("partial") else ""),
+            "",
+        ]
+    head += ["```", json.dumps(summary, indent=1), "```", ""]
     if workflow:
         head += [
             "## One case through the workflow's analyze mode",
@@ -491,6 +444,7 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
     body = legend(shapes) + ["## Per case", "", case_table(rows), "", "## Per run", "", run_table(rows), ""]
     out.with_suffix(".md").write_text("\n".join(head + body))
     payload = {
+        **({"set": "holdout", "holdout": holdout} if holdout else {}),
         "run": when,
         "commit": at,
         "settings": SETTINGS,
@@ -502,6 +456,7 @@ def write(out: Path, rows: list[dict[str, Any]], seeds: list[int], workflow: dic
     }
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     print("\n".join(head + ["## Per case", "", case_table(rows)]))
+    return when, at, summary
 
 
 def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int, work: Path) -> dict[str, Any]:
@@ -553,8 +508,8 @@ def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int,
         "wall_s": round(time.perf_counter() - started, 1),
         "timeline_state": status.get("state"),
         "timeline_reason": status.get("reason"),
-        "workflow_causes": [(label(c), round(c["cost_us_per_launch"], 2)) for c in stats.get("causes", [])],
-        "benchmark_causes": [(label(c), round(c["cost_us_per_launch"], 2)) for c in here],
+        "workflow_causes": [(scoring.label(c), round(c["cost_us_per_launch"], 2)) for c in stats.get("causes", [])],
+        "benchmark_causes": [(scoring.label(c), round(c["cost_us_per_launch"], 2)) for c in here],
     }
     if done.returncode != 0:
         result["stderr_tail"] = done.stderr[-1500:]
@@ -563,22 +518,90 @@ def workflow_run(shape: model.Shape, case: model.Case, seed: int, launches: int,
     return result
 
 
+def load_holdout(path: Path = HOLDOUT) -> dict[str, Any]:
+    """benchmarks/holdout.yaml's set: seeds, shapes (NODESxRANKS_PER_NODE), launches and cases ("all" or names of
+    second_model.cases). Refused (ValueError) where a key is missing or a case is unknown."""
+    import yaml
+
+    found = yaml.safe_load(path.read_text())
+    missing = [k for k in ("seeds", "shapes", "launches", "cases") if k not in found]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)}")
+    shapes = [model.Shape(*map(int, s.split("x"))) for s in found["shapes"]]
+    known = {c.name for shape in shapes for c in model.cases(shape)}
+    cases = found["cases"]
+    if cases != "all" and not set(cases) <= known:
+        raise ValueError(f"{path}: unknown cases {sorted(set(cases) - known)}")
+    return {
+        "seeds": [int(s) for s in found["seeds"]],
+        "shapes": [s.label for s in shapes],
+        "launches": int(found["launches"]),
+        "cases": cases,
+    }
+
+
+def holdout_record(
+    when: str, at: str, command: str, holdout: dict[str, Any], summary: dict[str, Any], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The hold-out's line of results.jsonl: set holdout, when, the commit and the command, the set, the settings,
+    the summary and a row per run (HOLDOUT_COLUMNS)."""
+    return {
+        "when": when,
+        "benchmark": "second_model_score",
+        "set": "holdout",
+        "commit": at,
+        "command": command,
+        "holdout": holdout,
+        "settings": SETTINGS,
+        "bootstrap": BOOT,
+        "summary": summary,
+        "rows": [{k: r.get(k) for k in HOLDOUT_COLUMNS} for r in rows],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="1,2", help="comma-separated seeds")
-    parser.add_argument("--launches", type=int, default=300)
-    parser.add_argument("--shapes", default="3x8,2x8", help="comma-separated NODESxRANKS_PER_NODE")
+    parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 1,2)")
+    parser.add_argument("--launches", type=int, default=None, help="launches per run (default 300)")
+    parser.add_argument("--shapes", default=None, help="comma-separated NODESxRANKS_PER_NODE (default 3x8,2x8)")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument(
         "--workflow",
         default="",
         help="also run this case (first shape, first seed) through the workflow's analyze mode",
     )
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "second_model_results"))
+    parser.add_argument(
+        "--holdout",
+        action="store_true",
+        help="score exactly benchmarks/holdout.yaml's set (no --seeds, --shapes, --launches or --workflow; --cases "
+        "only to try it out: the record says partial) and append its record (set: holdout) to --results",
+    )
+    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.jsonl")
+    parser.add_argument("--out", default=None, help="tables' path without suffix (default second_model_results, "
+                        "second_model_holdout_results with --holdout)")  # fmt: skip
     args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
-    shapes = [model.Shape(*map(int, s.split("x"))) for s in args.shapes.split(",")]
     wanted = set(filter(None, args.cases.split(",")))
+    holdout = None
+    if args.holdout:
+        given = [f"--{k}" for k in ("seeds", "shapes", "launches") if getattr(args, k) is not None]
+        if given or args.workflow:
+            parser.error(
+                f"--holdout scores exactly {HOLDOUT.name}'s set: not with {', '.join(given or ['--workflow'])}"
+            )
+        holdout = load_holdout()
+        args.seeds, args.shapes, args.launches = (
+            ",".join(map(str, holdout["seeds"])),
+            ",".join(holdout["shapes"]),
+            holdout["launches"],
+        )
+        if wanted:
+            holdout["partial"] = sorted(wanted)
+    seeds = [int(s) for s in (args.seeds or "1,2").split(",")]
+    shapes = [model.Shape(*map(int, s.split("x"))) for s in (args.shapes or "3x8,2x8").split(",")]
+    launches = args.launches or 300
+    out = Path(
+        args.out or ROOT / "benchmarks" / ("second_model_holdout_results" if holdout else "second_model_results")
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="second_model_") as tmp:
         work = Path(tmp)
@@ -587,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
                 if wanted and case.name not in wanted:
                     continue
                 for seed in seeds:
-                    rows.append(score_case(shape, case, seed, args.launches, work))
+                    rows.append(score_case(shape, case, seed, launches, work))
                     r = rows[-1]
                     print(
                         f"{r['case']:30s} {r['shape']} seed={seed} top={'ok' if r['top_right'] else 'NO'} "
@@ -598,9 +621,14 @@ def main(argv: list[str] | None = None) -> int:
         workflow = None
         if args.workflow:
             case = {c.name: c for c in model.cases(shapes[0])}[args.workflow]
-            workflow = workflow_run(shapes[0], case, seeds[0], args.launches, work)
+            workflow = workflow_run(shapes[0], case, seeds[0], launches, work)
             print(json.dumps(workflow, indent=1), flush=True)
-    write(Path(args.out), rows, seeds, workflow)
+    when, at, summary = write(out, rows, seeds, workflow, holdout)
+    if holdout:
+        command = shlex.join(["python", "benchmarks/second_model_score.py", *(sys.argv[1:] if argv is None else argv)])
+        with args.results.open("a") as handle:
+            handle.write(json.dumps(holdout_record(when, at, command, holdout, summary, rows)) + "\n")
+        print(f"hold-out record (set: holdout) appended to {args.results}", flush=True)
     return 0
 
 
