@@ -94,3 +94,18 @@ def test_a_run_proves_it_imported_its_own_build(tmp_path: Path) -> None:
     assert not ok and "the run imported" in why and "not deepep.ref 'v1''s checkout" in why
     ok, why = imported_own_build(loaded("1" * 64), {**record, "libraries": []}, tree)
     assert not ok and "cannot prove" in why
+
+
+def test_the_workflow_commit_is_its_head_dirty_when_a_tracked_file_changed_and_none_outside_git(repo: Path, tmp_path):
+    from dispatchprof.shell.gitref import workflow_commit
+
+    top = repo.parent
+    head = git(top, "rev-parse", "HEAD").strip()
+    assert workflow_commit(top) == head
+    (top / "untracked.txt").write_text("not part of the checkout\n")
+    assert workflow_commit(top) == head  # an untracked file changes no tracked code
+    (top / "pkg" / "k.cpp").write_text("constexpr float WORK_URMASendToken = 2.0f;\n")
+    assert workflow_commit(top) == f"{head}-dirty"
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert workflow_commit(outside) is None

@@ -89,3 +89,17 @@ def diff_stat(repo: Path, a: str, b: str) -> dict:
         "deletions": sum(f["removed"] or 0 for f in files),
         "files": files,
     }
+
+
+def workflow_commit(root: Path = WORKFLOW_ROOT) -> str | None:
+    """The commit of the workflow's own checkout, with "-dirty" when its tracked files differ from it; None outside a
+    git checkout or without git. Read by the job that writes it at run time, never a param: a param would rerun the
+    job on every commit of the workflow."""
+    try:
+        head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD", timeout=10)
+        if head.returncode != 0 or not head.stdout.strip():
+            return None
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no", timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")

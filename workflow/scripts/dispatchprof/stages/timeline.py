@@ -29,6 +29,7 @@ from dispatchprof.analysis.timeline import (
 from dispatchprof.report.cause_text import in_words
 from dispatchprof.shell.atomic import write_json_atomic, write_table_parquet_atomic, write_text_atomic
 from dispatchprof.shell.config import world_ranks
+from dispatchprof.shell.gitref import workflow_commit
 from dispatchprof.shell.intermediates import read_json, read_parquet
 from dispatchprof.shell.stage import StageRun
 from dispatchprof.shell.status import Status, Validation, fold, read_input_status
@@ -299,7 +300,7 @@ def clock_corrected_trace(
                 for n, c in waited["node_clock"].items()
             },
             "clock_corrected": corrected,
-            "workflow_commit": None,  # not known to the merge job (its inputs record no commit of this workflow)
+            "workflow_commit": workflow_commit(),  # the checkout that wrote the trace (None: not a git checkout)
         },
     )
 
