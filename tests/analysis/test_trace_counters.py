@@ -24,6 +24,13 @@ def test_each_launch_s_kernel_time_runs_from_its_first_start_to_its_last_end_bes
     assert list(counters(events, "links' bound (us)").values()) == [42.0, 42.0]
     assert set(kernel) == set(counters(events, "links' bound (us)"))
     assert trace.metadata["counters"]["links_bound_us"] == 42.0
+    # its own process, named and drawn above the ranks (Chrome trace metadata events), every counter in it
+    meta = [e for e in events if e["ph"] == "M" and e["pid"] == COUNTERS_PID]
+    assert meta == [
+        {"name": "process_name", "ph": "M", "pid": COUNTERS_PID, "tid": 0, "args": {"name": "counters per launch"}},
+        {"name": "process_sort_index", "ph": "M", "pid": COUNTERS_PID, "tid": 0, "args": {"sort_index": -2}},
+    ]
+    assert {e["pid"] for e in events if e["ph"] == "C"} == {COUNTERS_PID}
 
 
 def test_without_a_bound_only_the_kernel_time_is_counted():

@@ -146,3 +146,19 @@ def test_a_late_host_s_launch_call_moves_with_its_arrival_and_every_call_with_it
     assert after[3].host_ts_us == [before[3].host_ts_us[0] - 60.0, before[3].host_ts_us[1] - 120.0]
     assert after[0].host_ts_us == [before[0].host_ts_us[0], before[0].host_ts_us[1] - 60.0]
     assert after[0].host_dur_us == before[0].host_dur_us
+
+
+def test_each_cause_rank_loses_its_own_delay_even_below_the_replay_s_last_end():
+    # a node's two ranks both work 30 us longer: rank 1 ends last (100), rank 2 at 90; the next-last end is rank 3's 70
+    tracks = tracks_of(table([[0.0] * 4], [[55.0, 100.0, 90.0, 70.0]]), 4, barrier=None)
+    node = {0: LaunchReplay(0.0, 30.0, 0.0, {1: 0.0, 2: 0.0}, {1: 30.0, 2: 30.0})}
+    replayed, meta = replayed_tracks(tracks, cause(node, [0.0]))
+    zero = tracks[0].ts_us[0]
+    assert [t.ts_us[0] + t.dur_us[0] - zero for t in replayed] == [55.0, 70.0, 60.0, 70.0]
+    said = meta["replay"]
+    assert (said["without"], said["cost_us_per_launch"], said["cost_ci_us"]) == (
+        "late arrival, rank 3",
+        10.0,
+        [8.0, 12.0],
+    )
+    assert (said["launches_struck"], said["launches_struck_drawn"]) == (1, 1)
