@@ -1,5 +1,4 @@
-(
-    """The cost account on the merged trace: a process "causes" with a thread per named cause and one slice per drawn
+"""The cost account on the merged trace: a process "causes" with a thread per named cause and one slice per drawn
 launch the cause struck (its saving there in the args), flow arrows from the cause's rank to the ranks that waited
 for it in that launch (by the drawn events), and the launches the report's picture shows, marked.
 
@@ -9,8 +8,6 @@ started the target before it (it waited at the kernel's entry). For a cause that
 rank or node), every other rank that was in the target while the cause ran and ended no earlier than it. None for the
 group waiting inside the kernel: every rank ends late, and whose data they wait for is not in the timeline. At most
 ``max_flows`` arrows per launch, the longest waits first; the metadata says how many were left out."""
-    ""
-)
 
 from __future__ import annotations
 
