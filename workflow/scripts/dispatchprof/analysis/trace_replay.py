@@ -31,6 +31,8 @@ from typing import Any, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 
+from dispatchprof.analysis.trace_counters import group_spans
+
 
 class Track(Protocol):
     """A rank's drawn launches (analysis.timeline.RankTrack)."""
@@ -92,15 +94,6 @@ class ReplayedCause:
         return float(self.saved_through[k - 1]) if k else 0.0
 
 
-def last_ends(tracks: Sequence[Track]) -> dict[int, float]:
-    """launch -> the latest target end over the ranks (µs on the trace's clock)."""
-    out: dict[int, float] = {}
-    for t in tracks:
-        for ts, dur, launch in zip(t.ts_us, t.dur_us, t.launch):
-            out[launch] = max(out.get(launch, float("-inf")), ts + dur)
-    return out
-
-
 @dataclass(frozen=True)
 class DrawnLaunches:
     """The replay's numbers of every drawn launch, as columns by launch (``keys`` ascending), so that a rank's track
@@ -141,8 +134,8 @@ def replay_track(track: T, cause: ReplayedCause, drawn: DrawnLaunches) -> T:
     ts, dur = np.asarray(track.ts_us, float) - before, np.asarray(track.dur_us, float)
     end = np.minimum(ts + dur - end_delay - own_end, cap)
     if track.barrier_ts_us is not None and track.barrier_dur_us is not None:
-        bts = np.array([np.nan if x is None else x for x in track.barrier_ts_us], float) - before
-        release = bts + np.array([np.nan if x is None else x for x in track.barrier_dur_us], float) - saving
+        bts = nans(track.barrier_ts_us) - before
+        release = bts + nans(track.barrier_dur_us) - saving
         has = np.isfinite(release)
         start = np.where(has, ts - saving, ts - own_arrival)
         bts = bts - own_arrival
@@ -151,7 +144,7 @@ def replay_track(track: T, cause: ReplayedCause, drawn: DrawnLaunches) -> T:
         start, barrier = ts - own_arrival, (None, None)
     host = None
     if track.host_ts_us is not None:  # the host call moves with its launch, and a late host's by its lateness too
-        host = nones(np.array([np.nan if x is None else x for x in track.host_ts_us], float) - before - own_arrival)
+        host = nones(nans(track.host_ts_us) - before - own_arrival)
     return replace(
         track,
         ts_us=start.tolist(),
@@ -162,6 +155,11 @@ def replay_track(track: T, cause: ReplayedCause, drawn: DrawnLaunches) -> T:
     )
 
 
+def nans(values: Sequence[float | None]) -> np.ndarray:
+    """A drawn span's list as floats, None (a launch without that span) as NaN."""
+    return np.array([np.nan if x is None else x for x in values], float)
+
+
 def nones(values: np.ndarray) -> list[float | None]:
     """NaN back to None (a launch without its barrier slice)."""
     return [None if v != v else v for v in values.tolist()]
@@ -169,7 +167,7 @@ def nones(values: np.ndarray) -> list[float | None]:
 
 def replayed_tracks(tracks: Sequence[T], cause: ReplayedCause) -> tuple[list[T], dict[str, Any]]:
     """The tracks without the cause, and what the replay's metadata says of it."""
-    last_end = last_ends(tracks)
+    last_end = {launch: last for launch, (_, last) in group_spans(tracks).items()}  # the latest end over the ranks
     drawn = sorted(last_end)
     meta = {
         "replay": {
