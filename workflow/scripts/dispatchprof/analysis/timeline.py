@@ -670,8 +670,9 @@ def merged_trace(
         per_launch = launch_bytes(len(groups), has_barrier, "api_start_ns" in used, len(causes))
         most = max((len(rows) for _, rows in groups), default=0)
         max_launches = launches_within(max_bytes, len(groups), per_launch, max_launches, most)
-    selection = DrawnSelection.of(np.asarray(used["launch"]), max_launches, causes, marked or {})
-    shown = [(rank, selection.rows(rows, np.asarray(used["launch"]))) for rank, rows in groups]
+    launch = np.asarray(used["launch"])
+    selection = DrawnSelection.of(launch, max_launches, causes, marked or {})
+    shown = [(rank, selection.rows(rows, launch)) for rank, rows in groups]
     tracks = [rank_track(used, ranks.get(rank, {}), rank, rows, clock) for rank, rows in shown]
     if has_barrier:
         for track, (rank, rows) in zip(tracks, shown):
@@ -846,9 +847,10 @@ def draw_host_calls(
     clock: TraceClock,
 ) -> set[str]:
     """Each rank's host API calls (api_start_ns, api_dur_ns) onto its track (``groups``: each rank's drawn rows), where
-    its record names the API (host_api) and a drawn launch has one; the tables they came from. Host and device times of a node are one clock in
-    msprof's data (the device counter is anchored to the host's monotonic clock, then both become the host's wall time:
-    docs/formats.md §1.5), so a host call takes its rank's correction (TraceClock) as its device slices do."""
+    its record names the API (host_api) and a drawn launch has one; the tables they came from. Host and device times
+    of a node are one clock in msprof's data (the device counter is anchored to the host's monotonic clock, then both
+    become the host's wall time: docs/formats.md §1.5), so a host call takes its rank's correction (TraceClock) as its
+    device slices do."""
     if "api_start_ns" not in used or "api_dur_ns" not in used:
         return set()
     tables = set()

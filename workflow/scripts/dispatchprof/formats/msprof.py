@@ -672,9 +672,13 @@ def read_db_target(
             (),
             path,
         )
-        host.append(host_calls_of(conn, strings, target[:, -2], path, host_launches) if linked else None)
-        if refused:
-            host[-1] = HostCalls.none_read(len(target), refused)
+        host.append(
+            HostCalls.none_read(len(target), refused)
+            if refused
+            else host_calls_of(conn, strings, target[:, -2], path, host_launches)
+            if linked
+            else None
+        )
         intervals = context_intervals(len(target), context_launches)
         window = (int(target[0, -1]), int(target[intervals, -1])) if intervals else None
         # The barrier's name is its filter (a name SQLite holds equal to an id, 3.0 = 3, selects its row); it leaves

@@ -316,6 +316,12 @@ def cause_label(cause: Mapping[str, Any]) -> str:
     return f"{what}, rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
 
+def struck_or_saved(per: Any) -> np.ndarray:
+    """The rows of a cause's replay (waits.PerLaunch) where its delay acted or removing it saves time in either scope:
+    where the trace draws it."""
+    return np.asarray(per.struck, bool) | (np.asarray(per.period) > 0) | (np.asarray(per.timed) > 0)
+
+
 def trace_causes(named: Sequence[Mapping[str, Any]], struck_by: list[Any]) -> list[TraceCause]:
     """The named causes with the launches each struck (waits.PerLaunch, in the same order), for the causes track: a
     launch where its delay acted or where its replay saves time in either scope."""
@@ -323,7 +329,7 @@ def trace_causes(named: Sequence[Mapping[str, Any]], struck_by: list[Any]) -> li
     for cause, per in zip(named, struck_by):
         if per is None or per.launches is None:
             continue
-        hit = np.asarray(per.struck, bool) | (np.asarray(per.period) > 0) | (np.asarray(per.timed) > 0)
+        hit = struck_or_saved(per)
         out.append(
             TraceCause(
                 label=cause_label(cause),
@@ -340,7 +346,7 @@ def trace_causes(named: Sequence[Mapping[str, Any]], struck_by: list[Any]) -> li
 
 def replayed_cause(cause: Mapping[str, Any], per: Any) -> ReplayedCause:
     """The named cause and its replay (waits.PerLaunch, with ranks) where it struck or saved time."""
-    hit = np.asarray(per.struck, bool) | (np.asarray(per.period) > 0) | (np.asarray(per.timed) > 0)
+    hit = struck_or_saved(per)
     ranks = [int(r) for r in np.asarray(per.ranks).tolist()]
     launches = {
         int(per.launches[i]): LaunchReplay(
